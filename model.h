@@ -1,0 +1,161 @@
+// model.h - the checkpoint format specdec.c reads and train.c writes.
+//
+// It is llama2.c's "legacy" (version 0) format, the one karpathy's stories260K,
+// stories15M/42M/110M use, so those files load unchanged. All numbers are
+// little-endian; all tensors are fp32, row-major, written back to back:
+//
+//   offset 0   Config: 7 x int32
+//     dim         model width                                   (> 0)
+//     hidden_dim  SwiGLU inner width                            (> 0)
+//     n_layers    transformer blocks                            (> 0)
+//     n_heads     query heads; dim % n_heads == 0               (> 0)
+//     n_kv_heads  key/value heads; n_heads % n_kv_heads == 0    (> 0)
+//     vocab_size  tokens; NEGATIVE means "the classifier wcls is
+//                 stored separately at the end" (unshared); positive
+//                 means the classifier is token_embedding (shared)
+//     seq_len     longest context the model was trained for     (> 0)
+//
+//   offset 28  tensors, with hs = dim / n_heads, kv_dim = n_kv_heads * hs,
+//              L = n_layers, V = |vocab_size|; "(a,b)" = a rows of b floats:
+//     token_embedding (V, dim)
+//     rms_att         (L, dim)            RMSNorm gain before attention
+//     wq              (L, dim, dim)       q = wq @ x   (out, in)
+//     wk              (L, kv_dim, dim)    k = wk @ x
+//     wv              (L, kv_dim, dim)    v = wv @ x
+//     wo              (L, dim, dim)       attention output projection
+//     rms_ffn         (L, dim)            RMSNorm gain before the FFN
+//     w1              (L, hidden, dim)    gate:  silu(w1 @ x) * (w3 @ x)
+//     w2              (L, dim, hidden)    down:  w2 @ (...)
+//     w3              (L, hidden, dim)    up
+//     rms_final       (dim)
+//     freq_cis_real   (seq_len, hs/2)     RoPE cos(p * theta_i), legacy table
+//     freq_cis_imag   (seq_len, hs/2)     RoPE sin(p * theta_i), legacy table
+//     wcls            (V, dim)            only when vocab_size < 0
+//
+// Every weight matrix is stored (out, in): y = W @ x reads one contiguous row
+// of W per output, which is what the matmul kernel streams.
+//
+// RoPE: theta_i = 10000^(-2i/hs), i = 0..hs/2-1, applied to consecutive pairs
+// (x[2i], x[2i+1]) inside each head. specdec.c and train.c both use the tables
+// stored in the file (rope_tables() below makes them), so a checkpoint carries
+// the exact rotation it was trained with.
+//
+// Header-only: the functions are static so each program gets its own copy.
+#ifndef SPECDEC_MODEL_H
+#define SPECDEC_MODEL_H
+
+#include <math.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+typedef struct {
+    int dim;        // transformer width
+    int hidden_dim; // FFN inner width
+    int n_layers;   // number of blocks
+    int n_heads;    // query heads
+    int n_kv_heads; // key/value heads (grouped-query attention when < n_heads)
+    int vocab_size; // |vocab_size| tokens; < 0 in the FILE means unshared classifier
+    int seq_len;    // maximum context
+} Config;
+
+#define CONFIG_HEADER_BYTES (7 * sizeof(int32_t))
+
+// Pointers into one flat float array; shapes as in the table above.
+typedef struct {
+    float *token_embedding; // (V, dim)
+    float *rms_att;         // (L, dim)
+    float *wq;              // (L, dim, dim)
+    float *wk;              // (L, kv_dim, dim)
+    float *wv;              // (L, kv_dim, dim)
+    float *wo;              // (L, dim, dim)
+    float *rms_ffn;         // (L, dim)
+    float *w1;              // (L, hidden, dim)
+    float *w2;              // (L, dim, hidden)
+    float *w3;              // (L, hidden, dim)
+    float *rms_final;       // (dim)
+    float *rope_cos;        // (seq_len, hs/2)
+    float *rope_sin;        // (seq_len, hs/2)
+    float *wcls;            // (V, dim); == token_embedding when shared
+} TransformerWeights;
+
+// Number of floats after the header for config c (c->vocab_size > 0 here;
+// `shared` says whether wcls is the embedding).
+static size_t checkpoint_n_floats(const Config *c, int shared) {
+    size_t dim = (size_t)c->dim, hid = (size_t)c->hidden_dim, L = (size_t)c->n_layers;
+    size_t V = (size_t)c->vocab_size, hs = dim / (size_t)c->n_heads;
+    size_t kv_dim = (size_t)c->n_kv_heads * hs;
+    size_t n = V * dim;                                        // token_embedding
+    n += L * (dim + dim * dim + 2 * kv_dim * dim + dim * dim); // rms_att wq wk wv wo
+    n += L * (dim + 3 * hid * dim);                            // rms_ffn w1 w2 w3
+    n += dim + (size_t)c->seq_len * hs;                        // rms_final, 2 RoPE halves
+    if (!shared) n += V * dim;                                 // wcls
+    return n;
+}
+
+// Point w's fields into the flat array `p` laid out as above.
+static void map_weights(TransformerWeights *w, const Config *c, float *p, int shared) {
+    size_t dim = (size_t)c->dim, hid = (size_t)c->hidden_dim, L = (size_t)c->n_layers;
+    size_t hs = dim / (size_t)c->n_heads, kv_dim = (size_t)c->n_kv_heads * hs;
+    w->token_embedding = p; p += (size_t)c->vocab_size * dim;
+    w->rms_att = p;  p += L * dim;
+    w->wq = p;       p += L * dim * dim;
+    w->wk = p;       p += L * kv_dim * dim;
+    w->wv = p;       p += L * kv_dim * dim;
+    w->wo = p;       p += L * dim * dim;
+    w->rms_ffn = p;  p += L * dim;
+    w->w1 = p;       p += L * hid * dim;
+    w->w2 = p;       p += L * dim * hid;
+    w->w3 = p;       p += L * hid * dim;
+    w->rms_final = p; p += dim;
+    w->rope_cos = p; p += (size_t)c->seq_len * hs / 2;
+    w->rope_sin = p; p += (size_t)c->seq_len * hs / 2;
+    w->wcls = shared ? w->token_embedding : p;
+}
+
+// The legacy RoPE tables: cos/sin (seq_len, hs/2) of p * 10000^(-2i/hs).
+// Computed in double and rounded once, so every libm gives the same floats.
+static void rope_tables(float *cos_out, float *sin_out, int seq_len, int head_size) {
+    int half = head_size / 2;
+    for (int p = 0; p < seq_len; p++) {
+        for (int i = 0; i < half; i++) {
+            double theta = pow(10000.0, -2.0 * i / head_size);
+            cos_out[(size_t)p * half + i] = (float)cos(p * theta);
+            sin_out[(size_t)p * half + i] = (float)sin(p * theta);
+        }
+    }
+}
+
+// Write the 28-byte header; vocab_size is stored negated when !shared.
+// Returns 0 on success, -1 on a write error.
+static int write_config(FILE *f, const Config *c, int shared) {
+    int32_t h[7] = {c->dim, c->hidden_dim, c->n_layers, c->n_heads, c->n_kv_heads,
+                    shared ? c->vocab_size : -c->vocab_size, c->seq_len};
+    return fwrite(h, sizeof(h), 1, f) == 1 ? 0 : -1;
+}
+
+// Write a whole checkpoint: header then the flat array `p` (checkpoint_n_floats
+// floats, laid out as map_weights expects). Returns 0 on success, -1 on error.
+static int write_checkpoint(const char *path, const Config *c, const float *p, int shared) {
+    FILE *f = fopen(path, "wb");
+    if (!f) return -1;
+    size_t n = checkpoint_n_floats(c, shared);
+    int bad = write_config(f, c, shared) != 0 || fwrite(p, sizeof(float), n, f) != n;
+    if (fclose(f) != 0) bad = 1;
+    return bad ? -1 : 0;
+}
+
+// ---------------------------------------------------------------------------
+// tokenizer.bin (llama2.c's format), for the same two programs:
+//   int32 max_token_length
+//   then for each of vocab_size tokens: float32 score, int32 len, len bytes
+// The vocabulary size is NOT stored: it is the model's vocab_size. Token 0 is
+// <unk>, 1 is BOS (<s>), 2 is EOS (</s>), 3..258 are the byte tokens
+// "<0x00>".."<0xFF>" used as fallback for bytes no other token covers. A
+// higher score means the merge is applied earlier during encoding.
+#define TOKEN_BOS 1
+#define TOKEN_EOS 2
+#define TOKEN_BYTE0 3
+
+#endif // SPECDEC_MODEL_H
