@@ -40,7 +40,8 @@
 // stored in the file (rope_tables() below makes them), so a checkpoint carries
 // the exact rotation it was trained with.
 //
-// Header-only: the functions are static so each program gets its own copy.
+// Header-only: the functions are static inline so each program gets its own
+// copy and none warns about the ones it does not use.
 #ifndef SPECDEC_MODEL_H
 #define SPECDEC_MODEL_H
 
@@ -82,7 +83,7 @@ typedef struct {
 
 // Number of floats after the header for config c (c->vocab_size > 0 here;
 // `shared` says whether wcls is the embedding).
-static size_t checkpoint_n_floats(const Config *c, int shared) {
+static inline size_t checkpoint_n_floats(const Config *c, int shared) {
     size_t dim = (size_t)c->dim, hid = (size_t)c->hidden_dim, L = (size_t)c->n_layers;
     size_t V = (size_t)c->vocab_size, hs = dim / (size_t)c->n_heads;
     size_t kv_dim = (size_t)c->n_kv_heads * hs;
@@ -95,7 +96,7 @@ static size_t checkpoint_n_floats(const Config *c, int shared) {
 }
 
 // Point w's fields into the flat array `p` laid out as above.
-static void map_weights(TransformerWeights *w, const Config *c, float *p, int shared) {
+static inline void map_weights(TransformerWeights *w, const Config *c, float *p, int shared) {
     size_t dim = (size_t)c->dim, hid = (size_t)c->hidden_dim, L = (size_t)c->n_layers;
     size_t hs = dim / (size_t)c->n_heads, kv_dim = (size_t)c->n_kv_heads * hs;
     w->token_embedding = p; p += (size_t)c->vocab_size * dim;
@@ -116,7 +117,7 @@ static void map_weights(TransformerWeights *w, const Config *c, float *p, int sh
 
 // The legacy RoPE tables: cos/sin (seq_len, hs/2) of p * 10000^(-2i/hs).
 // Computed in double and rounded once, so every libm gives the same floats.
-static void rope_tables(float *cos_out, float *sin_out, int seq_len, int head_size) {
+static inline void rope_tables(float *cos_out, float *sin_out, int seq_len, int head_size) {
     int half = head_size / 2;
     for (int p = 0; p < seq_len; p++) {
         for (int i = 0; i < half; i++) {
@@ -129,7 +130,7 @@ static void rope_tables(float *cos_out, float *sin_out, int seq_len, int head_si
 
 // Write the 28-byte header; vocab_size is stored negated when !shared.
 // Returns 0 on success, -1 on a write error.
-static int write_config(FILE *f, const Config *c, int shared) {
+static inline int write_config(FILE *f, const Config *c, int shared) {
     int32_t h[7] = {c->dim, c->hidden_dim, c->n_layers, c->n_heads, c->n_kv_heads,
                     shared ? c->vocab_size : -c->vocab_size, c->seq_len};
     return fwrite(h, sizeof(h), 1, f) == 1 ? 0 : -1;
@@ -137,7 +138,7 @@ static int write_config(FILE *f, const Config *c, int shared) {
 
 // Write a whole checkpoint: header then the flat array `p` (checkpoint_n_floats
 // floats, laid out as map_weights expects). Returns 0 on success, -1 on error.
-static int write_checkpoint(const char *path, const Config *c, const float *p, int shared) {
+static inline int write_checkpoint(const char *path, const Config *c, const float *p, int shared) {
     FILE *f = fopen(path, "wb");
     if (!f) return -1;
     size_t n = checkpoint_n_floats(c, shared);
