@@ -159,6 +159,7 @@ static void build_transformer(Transformer *t, const char *path, int max_rows) {
     if (fd < 0) die("%s: cannot open checkpoint: %s", path, strerror(errno));
     struct stat st;
     if (fstat(fd, &st) != 0) die("%s: cannot stat: %s", path, strerror(errno));
+    if (!S_ISREG(st.st_mode)) die("%s: not a regular file (expected a llama2.c checkpoint)", path);
     size_t bytes = (size_t)st.st_size;
     if (bytes < CONFIG_HEADER_BYTES)
         die("%s: file is %zu bytes, shorter than the 28-byte llama2.c header", path, bytes);
@@ -251,6 +252,9 @@ matmul_tile(float *out, const float *x, const float *w, int n, int d, int R, int
         __m256 xv[3];
         for (int b = 0; b < B; b++) xv[b] = _mm256_loadu_ps(x + (size_t)b * n + k);
         for (int r = 0; r < R; r++) {
+            // the next tile's weights: start their trip from DRAM now (into L2),
+            // so the memory stream keeps flowing while this tile computes
+            _mm_prefetch((const char *)(w + (size_t)(R + r) * n + k), _MM_HINT_T1);
             __m256 wv = _mm256_loadu_ps(w + (size_t)r * n + k);
             for (int b = 0; b < B; b++) acc[r][b] = _mm256_fmadd_ps(wv, xv[b], acc[r][b]);
         }
@@ -587,6 +591,25 @@ static unsigned char *read_file(const char *path, size_t *n_out) {
     return buf;
 }
 
+// Walk the (score, len, bytes) records after the 4-byte header; returns how
+// many there are, dies naming the first malformed one.
+static int count_tokens(const unsigned char *buf, size_t n, int maxlen, const char *path) {
+    size_t off = 4;
+    int count = 0;
+    while (off < n) {
+        int32_t len;
+        if (n - off < 8) die("%s: token %d: file ends inside its score/length fields", path, count);
+        memcpy(&len, buf + off + 4, 4);
+        if (len < 0 || len > maxlen)
+            die("%s: token %d: length %d outside 0..max_token_length %d", path, count, len, maxlen);
+        off += 8;
+        if (n - off < (size_t)len) die("%s: token %d: file ends inside its %d bytes", path, count, len);
+        off += (size_t)len;
+        count++;
+    }
+    return count;
+}
+
 // Parse a tokenizer file for a model with vocab_size tokens. The file does not
 // store its size, so count its tokens and compare.
 static void build_tokenizer(Tokenizer *t, const char *path, int vocab_size) {
@@ -597,30 +620,21 @@ static void build_tokenizer(Tokenizer *t, const char *path, int vocab_size) {
     memcpy(&maxlen, buf, 4);
     if (maxlen <= 0 || maxlen > 1024)
         die("%s: max_token_length = %d, expected 1..1024 (is this a tokenizer.bin?)", path, maxlen);
-    t->vocab = xmalloc((size_t)vocab_size * sizeof(char *), "vocab");
-    t->scores = xmalloc((size_t)vocab_size * sizeof(float), "scores");
-    int count = 0;
-    while (off < n) {
-        int32_t len;
-        if (n - off < 8) die("%s: token %d: file ends inside its score/length fields", path, count);
-        if (count == vocab_size)
-            die("%s: has more than the model's vocab_size = %d tokens (hint: use the tokenizer "
-                "the model was trained with, -z)", path, vocab_size);
-        memcpy(&t->scores[count], buf + off, 4);
-        memcpy(&len, buf + off + 4, 4);
-        off += 8;
-        if (len < 0 || len > maxlen)
-            die("%s: token %d: length %d outside 0..max_token_length %d", path, count, len, maxlen);
-        if (n - off < (size_t)len) die("%s: token %d: file ends inside its %d bytes", path, count, len);
-        t->vocab[count] = xmalloc((size_t)len + 1, "token");
-        memcpy(t->vocab[count], buf + off, (size_t)len);
-        off += (size_t)len;
-        count++;
-    }
-    free(buf);
+    int count = count_tokens(buf, n, maxlen, path);
     if (count != vocab_size)
         die("%s: has %d tokens but the model's vocab_size is %d (hint: use the tokenizer the "
             "model was trained with, -z)", path, count, vocab_size);
+    t->vocab = xmalloc((size_t)vocab_size * sizeof(char *), "vocab");
+    t->scores = xmalloc((size_t)vocab_size * sizeof(float), "scores");
+    for (int i = 0; i < vocab_size; i++) {
+        int32_t len;
+        memcpy(&t->scores[i], buf + off, 4);
+        memcpy(&len, buf + off + 4, 4);
+        t->vocab[i] = xmalloc((size_t)len + 1, "token");
+        memcpy(t->vocab[i], buf + off + 8, (size_t)len);
+        off += 8 + (size_t)len;
+    }
+    free(buf);
     t->vocab_size = vocab_size;
     t->max_token_length = maxlen;
     // byte fallback emits id 3 + byte: those ids must be the byte tokens

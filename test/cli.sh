@@ -1,0 +1,138 @@
+#!/usr/bin/env bash
+# cli.sh - whole-program tests of ./specdec, as a user runs it:
+#   greedy spec output == greedy target output, byte for byte (prompts x K = 1..8);
+#   same seed -> same output, different seeds -> different output;
+#   the AVX2 and scalar builds print the same text;
+#   llama2.c's stories260K reproduces its known output (skipped if ../shared is absent);
+#   -j writes the promised keys; every kind of bad input: exit 1, one clear message.
+# usage: test/cli.sh SPECDEC [SCALAR_SPECDEC] [RANDCKPT]
+set -u
+SPECDEC=${1:-./specdec}
+SCALAR=${2:-}
+RANDCKPT=${3:-build/bin/randckpt}
+D=build/test/cli
+mkdir -p $D
+pass=0; fail=0
+ok()  { pass=$((pass + 1)); }
+bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
+
+# fixtures: a random target, a noisy copy as draft, a short-context draft, a tokenizer
+$RANDCKPT $D/target.bin 64 172 2 4 2 400 160 --seed 5 || exit 1
+$RANDCKPT $D/draft.bin 64 172 2 4 2 400 160 --seed 5 --noise 0.4 --noise-seed 6 || exit 1
+$RANDCKPT $D/draft_small.bin 32 64 1 2 1 400 160 --seed 7 --unshared || exit 1
+$RANDCKPT $D/short.bin 64 172 2 4 2 400 16 --seed 5 || exit 1
+$RANDCKPT $D/vocab500.bin 32 64 1 2 1 500 160 --seed 7 || exit 1
+$RANDCKPT --tokenizer $D/tok.bin 400 || exit 1
+$RANDCKPT --tokenizer $D/tok500.bin 500 || exit 1
+M="$D/target.bin -z $D/tok.bin"
+
+# ---- greedy spec == greedy target, byte for byte
+prompts=("" "Once upon a time" "the little dog said" "UTF-8 “quotes” é 日本")
+n_eq=0
+for p in "${prompts[@]}"; do
+    $SPECDEC $M -m target -t 0 -n 120 -i "$p" > $D/ref.txt 2>/dev/null || bad "target run failed: '$p'"
+    for d in draft.bin draft_small.bin; do
+        for k in 1 2 3 4 5 6 7 8; do
+            $SPECDEC $M -d $D/$d -m spec -t 0 -k $k -n 120 -i "$p" > $D/spec.txt 2>/dev/null
+            if cmp -s $D/ref.txt $D/spec.txt; then ok; n_eq=$((n_eq + 1)); else bad "greedy spec (K=$k, $d) != target for prompt '$p'"; fi
+        done
+    done
+done
+echo "greedy: $n_eq spec runs (4 prompts x 2 drafts x K=1..8) byte-identical to target-only output"
+
+# ---- determinism
+for mode in spec target draft; do
+    $SPECDEC $M -d $D/draft.bin -m $mode -t 1 -s 7 -n 80 > $D/a.txt 2>/dev/null
+    $SPECDEC $M -d $D/draft.bin -m $mode -t 1 -s 7 -n 80 > $D/b.txt 2>/dev/null
+    $SPECDEC $M -d $D/draft.bin -m $mode -t 1 -s 8 -n 80 > $D/c.txt 2>/dev/null
+    if cmp -s $D/a.txt $D/b.txt; then ok; else bad "-m $mode: seed 7 twice gave different output"; fi
+    if ! cmp -s $D/a.txt $D/c.txt; then ok; else bad "-m $mode: seeds 7 and 8 gave the same output"; fi
+done
+echo "determinism: same seed same text, different seed different text (spec, target, draft at t=1)"
+
+# ---- the scalar build prints the same text as the AVX2 build
+if [ -n "$SCALAR" ]; then
+    for t in 0 1; do
+        $SPECDEC $M -d $D/draft.bin -t $t -n 100 -i "Once" > $D/avx.txt 2>/dev/null
+        $SCALAR $M -d $D/draft.bin -t $t -n 100 -i "Once" > $D/scalar.txt 2>/dev/null
+        if cmp -s $D/avx.txt $D/scalar.txt; then ok; else bad "scalar and AVX2 builds differ at t=$t"; fi
+    done
+    echo "scalar build: same spec output as the AVX2 build at t=0 and t=1"
+fi
+
+# ---- llama2.c's stories260K
+R=../shared/data/ref
+if [ -f $R/stories260K.bin ] && [ -f $R/tok512.bin ]; then
+    want="Once upon a time, there was a little girl named Lily. She loved to play outside in the park. One day, she saw a big, red ball."
+    for mode in target spec; do
+        out=$($SPECDEC $R/stories260K.bin -d $R/stories260K.bin -z $R/tok512.bin -m $mode -t 0 -n 60 -i "Once upon a time" 2>/dev/null)
+        case "$out" in "$want"*) ok ;; *) bad "stories260K -m $mode: got '$out'" ;; esac
+    done
+    echo "stories260K: greedy output starts with llama2.c's known text (target and spec)"
+else
+    echo "SKIP stories260K: $R absent"
+fi
+
+# ---- -j JSON keys
+for mode in spec target draft; do
+    $SPECDEC $M -d $D/draft.bin -m $mode -n 30 -q -j $D/s.json 2>/dev/null || bad "-j run failed"
+    keys="mode seed temperature top_p prompt_tokens generated_tokens tokens seconds tokens_per_second"
+    [ $mode = spec ] && keys="$keys k target_forwards draft_forwards drafted accepted acceptance_rate tokens_per_target_forward per_position_acceptance accepted_histogram draft_seconds verify_seconds c r predicted_speedup expected_tokens_per_round"
+    for key in $keys; do
+        if grep -q "\"$key\":" $D/s.json; then ok; else bad "-m $mode -j: key $key missing"; fi
+    done
+done
+echo "json: every promised key present in spec, target and draft modes"
+
+# ---- bad input: exit code 1 and a message naming the problem
+le32() { local v=$(( $1 & 0xffffffff )); printf "\\x$(printf %02x $((v & 255)))\\x$(printf %02x $(((v >> 8) & 255)))\\x$(printf %02x $(((v >> 16) & 255)))\\x$(printf %02x $(((v >> 24) & 255)))"; }
+header() { for v in "$@"; do le32 $v; done; }
+header 0 172 2 4 2 400 160 > $D/zero_dim.bin
+header 64 172 2 4 2 400 -5 > $D/neg_seq.bin
+header 66 172 2 4 2 400 160 > $D/dim_heads.bin
+header 64 172 2 4 3 400 160 > $D/kv_heads.bin
+head -c 20 $D/target.bin > $D/tiny.bin
+head -c 100000 $D/target.bin > $D/trunc.bin
+{ cat $D/target.bin; printf 'xxxx'; } > $D/long.bin
+{ le32 16; for i in 0 1 2; do le32 0; le32 50; done; } > $D/badlen.tok   # length 50 > max 16
+head -c 300 $D/tok.bin > $D/shorttok.tok
+{ le32 16; for i in $(seq 400); do printf '\x00\x00\x00\x00\x01\x00\x00\x00a'; done; } > $D/badbytes.tok
+long_prompt=$(printf 'word %.0s' $(seq 40))
+expect_fail() { # expect_fail "message substring" args...
+    local want=$1; shift
+    local err; err=$($SPECDEC "$@" 2>&1 >/dev/null); local rc=$?
+    if [ $rc -eq 1 ] && grep -qF -- "$want" <<<"$err"; then ok
+    else bad "specdec $* -> exit $rc, stderr: $(head -c 300 <<<"$err") (want exit 1 and '$want')"; fi
+}
+expect_fail "cannot open checkpoint" $D/missing.bin -z $D/tok.bin -m target
+expect_fail "not a regular file" $D -z $D/tok.bin -m target
+expect_fail "shorter than the 28-byte" $D/tiny.bin -z $D/tok.bin -m target
+expect_fail "truncated" $D/trunc.bin -z $D/tok.bin -m target
+expect_fail "longer than a legacy" $D/long.bin -z $D/tok.bin -m target
+expect_fail "dim = 0" $D/zero_dim.bin -z $D/tok.bin -m target
+expect_fail "seq_len = -5" $D/neg_seq.bin -z $D/tok.bin -m target
+expect_fail "not a multiple of n_heads" $D/dim_heads.bin -z $D/tok.bin -m target
+expect_fail "not a multiple of n_kv_heads" $D/kv_heads.bin -z $D/tok.bin -m target
+expect_fail "cannot open checkpoint" $M -d $D/missing.bin
+expect_fail "cannot open tokenizer" $D/target.bin -z $D/missing.tok -m target
+expect_fail "has 500 tokens but the model's vocab_size is 400" $D/target.bin -z $D/tok500.bin -m target
+expect_fail "outside 0..max_token_length" $D/target.bin -z $D/badlen.tok -m target
+expect_fail "file ends inside" $D/target.bin -z $D/shorttok.tok -m target
+expect_fail "must be the byte token" $D/target.bin -z $D/badbytes.tok -m target
+expect_fail "differs from the target's" $M -d $D/vocab500.bin
+expect_fail "prompt is" $D/short.bin -z $D/tok.bin -m target -i "$long_prompt"
+expect_fail "-k 0" $M -k 0
+expect_fail "-k 17" $M -k 17
+expect_fail "-n -1" $M -n -1
+expect_fail "-n abc" $M -n abc
+expect_fail "-t xyz" $M -t xyz
+expect_fail "-t -1" $M -t -1
+expect_fail "-p 2" $M -p 2
+expect_fail "-s 1.5" $M -s 1.5
+expect_fail "unknown flag -x" $M -x 3
+expect_fail "-m fast" $M -m fast
+expect_fail "-n (missing)" $M -n
+echo "bad input: 28 cases, each exit 1 with a message naming the file or flag"
+
+echo "cli: $pass passed, $fail failed"
+[ $fail -eq 0 ]

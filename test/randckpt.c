@@ -1,0 +1,45 @@
+// randckpt - write random-weight llama2.c checkpoints (and a matching
+// synthetic tokenizer) for tests and benchmarks.
+//
+//   randckpt OUT.bin dim hidden_dim n_layers n_heads n_kv_heads vocab seq_len
+//            [--seed S] [--unshared] [--noise EPS --noise-seed S2]
+//       Random weights from seed S. With --noise, every weight w becomes
+//       w + EPS * a * u (u uniform in [-1,1] from seed S2, a = w's init scale):
+//       a "draft" that agrees with the seed-S model most of the time.
+//   randckpt --tokenizer OUT.bin vocab
+//       A tokenizer.bin of `vocab` (>= 259) tokens: <unk>, BOS, EOS, the 256
+//       byte tokens, then printable ASCII and common English pieces.
+#define TESTING
+#include "../specdec.c"
+
+#include "random_model.h"
+
+int main(int argc, char **argv) {
+    if (argc == 4 && !strcmp(argv[1], "--tokenizer")) {
+        write_tokenizer(argv[2], atoi(argv[3]));
+        return 0;
+    }
+    if (argc < 9) {
+        fprintf(stderr, "usage: randckpt OUT.bin dim hidden n_layers n_heads n_kv_heads vocab seq_len "
+                        "[--seed S] [--unshared] [--noise EPS --noise-seed S2]\n"
+                        "       randckpt --tokenizer OUT.bin vocab\n");
+        return 1;
+    }
+    Config c = {atoi(argv[2]), atoi(argv[3]), atoi(argv[4]), atoi(argv[5]), atoi(argv[6]),
+                atoi(argv[7]), atoi(argv[8])};
+    if (c.dim <= 0 || c.hidden_dim <= 0 || c.n_layers <= 0 || c.n_heads <= 0 || c.n_kv_heads <= 0 ||
+        c.vocab_size <= 0 || c.seq_len <= 0 || c.dim % c.n_heads || c.n_heads % c.n_kv_heads)
+        die("randckpt: bad config");
+    uint64_t seed = 1, nseed = 2;
+    int shared = 1;
+    float eps = 0;
+    for (int i = 9; i < argc; i++) {
+        if (!strcmp(argv[i], "--unshared")) shared = 0;
+        else if (!strcmp(argv[i], "--seed") && i + 1 < argc) seed = strtoull(argv[++i], NULL, 10);
+        else if (!strcmp(argv[i], "--noise") && i + 1 < argc) eps = strtof(argv[++i], NULL);
+        else if (!strcmp(argv[i], "--noise-seed") && i + 1 < argc) nseed = strtoull(argv[++i], NULL, 10);
+        else die("randckpt: unknown argument %s", argv[i]);
+    }
+    write_random_checkpoint(argv[1], &c, shared, seed, nseed, eps);
+    return 0;
+}

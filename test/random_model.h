@@ -1,0 +1,103 @@
+// random_model.h - random-weight checkpoints and a synthetic tokenizer, for
+// the tests and benchmarks. Include after specdec.c (uses Rng, die, model.h).
+#ifndef SPECDEC_RANDOM_MODEL_H
+#define SPECDEC_RANDOM_MODEL_H
+
+// u uniform in [-a, a]
+static float uniform(Rng *r, float a) { return (2.0f * rng_coin(r) - 1.0f) * a; }
+
+// fill (n) with uniform [-a, a], plus eps * uniform [-a, a] from the noise rng
+static void fill(float *w, size_t n, float a, Rng *r, Rng *noise, float eps) {
+    for (size_t i = 0; i < n; i++) {
+        w[i] = uniform(r, a);
+        if (eps > 0) w[i] += eps * uniform(noise, a);
+    }
+}
+
+static void fill_gain(float *w, size_t n, Rng *r) {
+    for (size_t i = 0; i < n; i++) w[i] = 1.0f + uniform(r, 0.1f);
+}
+
+// Init scales: matrices sqrt(3/fan_in) (unit-variance outputs); embedding
+// 4/sqrt(dim), so the classifier's logits have a standard deviation of about 2.3
+// and sampling at t = 1 is neither flat nor one-hot. BOS and EOS get tiny
+// embeddings (logit ~ 0) so random models seldom stop early.
+static void random_weights(float *p, const Config *c, int shared, uint64_t seed, uint64_t nseed,
+                           float eps) {
+    TransformerWeights w;
+    map_weights(&w, c, p, shared);
+    Rng r, noise;
+    rng_seed(&r, seed);
+    rng_seed(&noise, nseed);
+    size_t dim = (size_t)c->dim, hid = (size_t)c->hidden_dim, L = (size_t)c->n_layers;
+    size_t V = (size_t)c->vocab_size, hs = dim / (size_t)c->n_heads;
+    size_t kv = (size_t)c->n_kv_heads * hs;
+    float a_in = sqrtf(3.0f / (float)dim), a_hid = sqrtf(3.0f / (float)hid);
+    fill(w.token_embedding, V * dim, 4.0f / sqrtf((float)dim), &r, &noise, eps);
+    for (size_t i = TOKEN_BOS * dim; i < (TOKEN_EOS + 1) * dim; i++) w.token_embedding[i] *= 1e-3f;
+    fill_gain(w.rms_att, L * dim, &r);
+    fill(w.wq, L * dim * dim, a_in, &r, &noise, eps);
+    fill(w.wk, L * kv * dim, a_in, &r, &noise, eps);
+    fill(w.wv, L * kv * dim, a_in, &r, &noise, eps);
+    fill(w.wo, L * dim * dim, a_in, &r, &noise, eps);
+    fill_gain(w.rms_ffn, L * dim, &r);
+    fill(w.w1, L * hid * dim, a_in, &r, &noise, eps);
+    fill(w.w2, L * dim * hid, a_hid, &r, &noise, eps);
+    fill(w.w3, L * hid * dim, a_in, &r, &noise, eps);
+    fill_gain(w.rms_final, dim, &r);
+    rope_tables(w.rope_cos, w.rope_sin, c->seq_len, (int)hs);
+    if (!shared) fill(w.wcls, V * dim, 4.0f / sqrtf((float)dim), &r, &noise, eps);
+}
+
+// English fragments for the synthetic tokenizer, most useful first
+static const char *PIECES[] = {
+    " the", " a", " and", " to", " was", " he", " she", " it", " of", " in", " said", " day",
+    " little", " big", " happy", " play", " friend", " once", " upon", " time", " there",
+    "ing", "ed", "er", "th", "he", "in", "an", " t", " s", " w", " b", " c", " f", " l", " m",
+    " p", " d", " h", "ll", "ou", "on", "re", "at", "en", "or", "es", "is", "it", "ar", "ay",
+    " Lily", " Tom", " dog", " cat", " tree", " ball", " sun", ".\n", "\n\n", "é", "—", "“", "”",
+    "’", "ü", "日", "本",
+};
+
+static int write_piece(FILE *f, const char *s, float score) {
+    int32_t len = (int32_t)strlen(s);
+    return fwrite(&score, 4, 1, f) == 1 && fwrite(&len, 4, 1, f) == 1 &&
+           fwrite(s, 1, (size_t)len, f) == (size_t)len;
+}
+
+static void write_tokenizer(const char *path, int vocab) {
+    int n_pieces = (int)(sizeof(PIECES) / sizeof(PIECES[0]));
+    if (vocab < 259 + 95) die("--tokenizer: vocab %d too small, need >= %d", vocab, 259 + 95);
+    FILE *f = fopen(path, "wb");
+    if (!f) die("%s: cannot write", path);
+    int32_t maxlen = 16;
+    int ok = fwrite(&maxlen, 4, 1, f) == 1;
+    ok = ok && write_piece(f, "<unk>", 0) && write_piece(f, "\n<s>\n", 0) && write_piece(f, "\n</s>\n", 0);
+    char buf[32];
+    for (int b = 0; b < 256; b++) {
+        snprintf(buf, sizeof(buf), "<0x%02X>", b);
+        ok = ok && write_piece(f, buf, 0);
+    }
+    int id = 259;
+    for (int i = 0; i < n_pieces && id < vocab; i++, id++) ok = ok && write_piece(f, PIECES[i], (float)-i);
+    for (int c = ' '; c <= '~' && id < vocab; c++, id++) { // single characters: never merged away
+        buf[0] = (char)c; buf[1] = '\0';
+        ok = ok && write_piece(f, buf, -1000.0f - (float)c);
+    }
+    for (; id < vocab; id++) { // filler pieces, distinct, unreachable by merges of real text
+        snprintf(buf, sizeof(buf), "<fill%d>", id);
+        ok = ok && write_piece(f, buf, -1e6f);
+    }
+    if (fclose(f) != 0 || !ok) die("%s: write failed", path);
+}
+
+// Write a random checkpoint for config c to path (dies on error).
+static void write_random_checkpoint(const char *path, const Config *c, int shared, uint64_t seed,
+                                    uint64_t noise_seed, float eps) {
+    size_t n = checkpoint_n_floats(c, shared);
+    float *p = xmalloc(n * sizeof(float), "weights");
+    random_weights(p, c, shared, seed, noise_seed, eps);
+    if (write_checkpoint(path, c, p, shared) != 0) die("%s: write failed", path);
+    free(p);
+}
+#endif

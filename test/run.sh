@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# run.sh - the specdec.c test suite (make test-core): every test program, the
+# power check, the scalar-vs-AVX2 comparison and the CLI tests, first built
+# optimised (build/bin), then built with -fsanitize=address,undefined (build/asan).
+# Prints one line per program and a total; exits non-zero if anything failed.
+set -u
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1
+passed=0; failed=0
+
+# run a program; add up its closing "name: N passed, N failed" line
+run() {
+    local out rc
+    out=$("$@" 2>&1); rc=$?
+    echo "$out" | sed 's/^/    /'
+    local line; line=$(echo "$out" | grep -E '[0-9]+ passed, [0-9]+ failed' | tail -n 1)
+    local p; p=$(echo "$line" | sed -E 's/.* ([0-9]+) passed.*/\1/')
+    local f; f=$(echo "$line" | sed -E 's/.* ([0-9]+) failed.*/\1/')
+    [ -n "$line" ] || { p=0; f=1; echo "    (no summary line: exit $rc)"; }
+    [ $rc -ne 0 ] && [ "$f" = 0 ] && f=1
+    passed=$((passed + p)); failed=$((failed + f))
+    echo "== $1: exit $rc"
+}
+
+for dir in build/bin build/asan; do
+    echo "=== $dir"
+    for t in test_kernels test_forward test_tokenizer test_spec; do run $dir/$t; done
+done
+
+echo "=== power: the chi-square test must fail against a deliberately wrong residual"
+out=$(build/bin/test_spec_wrong --power 2>&1); rc=$?
+echo "$out" | grep -E 'power check|FAIL' | sed 's/^/    /'
+if [ $rc -ne 0 ] && echo "$out" | grep -q 'chi2 .* FAIL'; then passed=$((passed + 1)); echo "== power check: the wrong residual was caught"
+else failed=$((failed + 1)); echo "== power check: FAIL, the wrong residual passed the chi-square test"; fi
+
+echo "=== scalar build vs AVX2 build: forward logits fingerprint"
+a=$(build/bin/test_forward | grep fingerprint); s=$(build/scalar/test_forward | grep fingerprint)
+echo "    avx2:   $a"; echo "    scalar: $s"
+if [ -n "$a" ] && [ "$a" = "$s" ]; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "    FAIL: fingerprints differ"; fi
+
+echo "=== cli (optimised build)"
+run bash test/cli.sh ./specdec ./specdec_scalar build/bin/randckpt
+echo "=== cli (sanitizer build)"
+run bash test/cli.sh build/asan/specdec "" build/bin/randckpt
+
+echo "specdec: $passed passed, $failed failed"
+[ $failed -eq 0 ]

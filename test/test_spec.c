@@ -1,0 +1,286 @@
+// test_spec.c - the speculative step.
+//   1. the seeds' worked examples, as unit tests of the ratio and the residual;
+//   2. exactness of the step alone: adversarial (p, q) pairs through
+//      accept/reject/residual/bonus 1e5 times each; chi-square tests that the
+//      first and second emitted tokens are distributed as p. Seeded, not flaky.
+//      Built with -DSPECDEC_WRONG_RESIDUAL (sample p instead of the residual)
+//      and run with --power, this part must FAIL: proof the test has power;
+//   3. with real (random-weight) models: after a rejection the next round's
+//      target logits equal a fresh target-only run bit for bit; a draft equal
+//      to the target is always accepted (t = 1, and top-p 0.9); a draft with a
+//      shorter context generates past it.
+#define TESTING
+#include "../specdec.c"
+#include "check.h"
+#include "random_model.h"
+
+// ---- 1. worked examples ------------------------------------------------------
+
+static void test_worked_examples(void) {
+    // target (0.6, 0.3, 0.1), draft (0.4, 0.5, 0.1), draft proposes B, u = 0.7
+    float p[3] = {0.6f, 0.3f, 0.1f}, q[3] = {0.4f, 0.5f, 0.1f}, res[4];
+    float ratio = acceptance_ratio(p[1], q[1]);
+    CHECK(fabsf(ratio - 0.6f) < 1e-6f, "example 1: ratio p(B)/q(B) = %.4f, want 0.6", ratio);
+    CHECK(!(0.7f < ratio), "example 1: u = 0.7 must reject B");
+    float mass = residual_distribution(res, p, q, 3);
+    CHECK(fabsf(mass - 0.2f) < 1e-6f && res[0] == 1.0f && res[1] == 0 && res[2] == 0,
+          "example 1: residual (%.3f %.3f %.3f) mass %.3f, want (1 0 0) mass 0.2", res[0], res[1], res[2], mass);
+    // target (0.4, 0.3, 0.2, 0.1), draft (0.5, 0.25, 0.15, 0.1), draft proposes "is" (index 0)
+    float p2[4] = {0.4f, 0.3f, 0.2f, 0.1f}, q2[4] = {0.5f, 0.25f, 0.15f, 0.1f};
+    ratio = acceptance_ratio(p2[0], q2[0]);
+    CHECK(fabsf(ratio - 0.8f) < 1e-6f, "example 2: acceptance of \"is\" = %.4f, want 0.8", ratio);
+    residual_distribution(res, p2, q2, 4);
+    CHECK(res[0] == 0 && fabsf(res[1] - 0.5f) < 1e-6f && fabsf(res[2] - 0.5f) < 1e-6f && res[3] == 0,
+          "example 2: residual (%.3f %.3f %.3f %.3f), want (0 0.5 0.5 0)", res[0], res[1], res[2], res[3]);
+    // ratio capped at 1
+    CHECK(acceptance_ratio(0.5f, 0.25f) == 1.0f, "min(1, p/q) caps at 1");
+    // zero residual: p <= q everywhere (rounding) -> sample from p itself
+    float pz[3] = {0.3f, 0.3f, 0.3999999f}, qz[3] = {0.3f, 0.3f, 0.4f};
+    mass = residual_distribution(res, pz, qz, 3);
+    CHECK(mass == 0 && !memcmp(res, pz, sizeof(pz)), "zero residual falls back to p (mass %g)", mass);
+}
+
+// ---- 2. exactness of the step alone ---------------------------------------------
+
+#define V 4
+#define KD 3          // drafts per round in the simulation
+#define TRIALS 100000
+
+typedef struct {
+    const char *name;
+    float p[V], q[V];
+} Pair;
+
+// the distribution at stream position m after token prev (-1 at the start):
+// the case's base vector rotated, so every position and context differ
+static void dist_at(float *out, const float *base, int m, int prev) {
+    int shift = (m + 2 * (prev + 1)) % V;
+    for (int v = 0; v < V; v++) out[v] = base[(v + shift) % V];
+}
+
+// Wilson-Hilferty: the chi-square value exceeded with probability ~1e-6
+static double chi2_critical(int df) {
+    double h = 2.0 / (9.0 * df), z = 4.753;
+    return df * pow(1 - h + z * sqrt(h), 3);
+}
+
+// chi-square of observed counts against expected probabilities (n cells);
+// any count in a cell of probability 0 fails outright
+static int chi2_ok(const char *what, const long *obs, const double *prob, int n, long total) {
+    double stat = 0;
+    int df = -1;
+    for (int i = 0; i < n; i++) {
+        if (prob[i] <= 0) {
+            if (obs[i]) { printf("  %s: %ld draws of a zero-probability token %d\n", what, obs[i], i); return 0; }
+            continue;
+        }
+        double e = prob[i] * total;
+        stat += (obs[i] - e) * (obs[i] - e) / e;
+        df++;
+    }
+    if (df < 1) { // a one-hot p: every draw must be its token, checked above
+        printf("  %-44s all %ld draws on the one token p allows  ok\n", what, total);
+        return 1;
+    }
+    double crit = chi2_critical(df);
+    printf("  %-44s chi2 = %8.2f  df = %2d  critical(1e-6) = %6.2f  %s\n", what, stat, df, crit,
+           stat < crit ? "ok" : "FAIL");
+    return stat < crit;
+}
+
+// One simulated stream: rounds of KD drafts until >= 2 tokens are emitted.
+static void simulate(int first_two[2], const Pair *c, Rng *rng) {
+    float q[KD * V], p[(KD + 1) * V], res[V];
+    int x[KD], out[KD + 1], emitted[2 * (KD + 1)], count = 0, prev = -1;
+    Verdict verdicts[KD];
+    while (count < 2) {
+        int ctx = prev;
+        for (int i = 0; i < KD; i++) { // draft: x_i ~ q(position count+i, context)
+            dist_at(q + i * V, c->q, count + i, ctx);
+            dist_at(p + i * V, c->p, count + i, ctx);
+            x[i] = sample(q + i * V, V, rng_coin(rng));
+            ctx = x[i];
+        }
+        dist_at(p + KD * V, c->p, count + KD, ctx);
+        int m = accept_reject(out, verdicts, x, q, p, res, KD, V, rng);
+        for (int i = 0; i < m; i++) emitted[count++] = out[i];
+        prev = emitted[count - 1];
+    }
+    first_two[0] = emitted[0];
+    first_two[1] = emitted[1];
+}
+
+static int test_exactness(void) {
+    const Pair cases[] = {
+        {"worked example", {0.6f, 0.3f, 0.1f, 0.0f}, {0.4f, 0.5f, 0.1f, 0.0f}},
+        {"p == q", {0.1f, 0.2f, 0.3f, 0.4f}, {0.1f, 0.2f, 0.3f, 0.4f}},
+        {"disjoint supports", {0.5f, 0.5f, 0.0f, 0.0f}, {0.0f, 0.0f, 0.5f, 0.5f}},
+        {"one-hot q", {0.25f, 0.25f, 0.25f, 0.25f}, {0.0f, 1.0f, 0.0f, 0.0f}},
+        {"q = 0 where p > 0", {0.4f, 0.3f, 0.2f, 0.1f}, {0.5f, 0.5f, 0.0f, 0.0f}},
+        {"one-hot p", {0.0f, 0.0f, 1.0f, 0.0f}, {0.1f, 0.2f, 0.3f, 0.4f}},
+        {"near-uniform", {0.26f, 0.25f, 0.25f, 0.24f}, {0.24f, 0.25f, 0.26f, 0.25f}},
+    };
+    int n_cases = (int)(sizeof(cases) / sizeof(cases[0])), failed = 0;
+    for (int ci = 0; ci < n_cases; ci++) {
+        const Pair *c = &cases[ci];
+        Rng rng;
+        rng_seed(&rng, 1000 + (uint64_t)ci);
+        long first[V] = {0}, joint[V * V] = {0};
+        for (int t = 0; t < TRIALS; t++) {
+            int two[2];
+            simulate(two, c, &rng);
+            first[two[0]]++;
+            joint[two[0] * V + two[1]]++;
+        }
+        // expected: first ~ p(0, start); (first, second) ~ p(0, start)[a] p(1, a)[b]
+        float p0[V], p1[V];
+        double e_first[V], e_joint[V * V];
+        dist_at(p0, c->p, 0, -1);
+        for (int a = 0; a < V; a++) {
+            e_first[a] = p0[a];
+            dist_at(p1, c->p, 1, a);
+            for (int b = 0; b < V; b++) e_joint[a * V + b] = (double)p0[a] * p1[b];
+        }
+        char what[96];
+        printf("%s (%d streams, K = %d):\n", c->name, TRIALS, KD);
+        snprintf(what, sizeof(what), "first emitted token vs p");
+        int ok = chi2_ok(what, first, e_first, V, TRIALS);
+        snprintf(what, sizeof(what), "(first, second) vs p(a) p(b | a)");
+        ok &= chi2_ok(what, joint, e_joint, V * V, TRIALS);
+        CHECK(ok, "%s: emitted tokens are not distributed as the target's p", c->name);
+        failed += !ok;
+    }
+    return failed;
+}
+
+// ---- 3. with models ---------------------------------------------------------
+
+static const Config CFG = {64, 172, 2, 4, 2, 300, 128};
+
+// after each of the first rejections, the next round's verify logits (K+1 rows)
+// equal single-row forwards of a fresh target over committed tokens + drafts
+static void test_rollback(void) {
+    Transformer target, draft, fresh;
+    build_transformer(&target, "build/test/spec_target.bin", MAX_ROWS);
+    build_transformer(&draft, "build/test/spec_draft.bin", MAX_ROWS);
+    build_transformer(&fresh, "build/test/spec_target.bin", 1);
+    Sampler s;
+    build_sampler(&s, CFG.vocab_size, 1.0f, 1.0f, 0);
+    Rng rng;
+    rng_seed(&rng, 3);
+    Speculator sp;
+    const int k = 4;
+    build_speculator(&sp, &target, &draft, &s, &rng, k);
+    int tokens[128] = {TOKEN_BOS, 40, 41, 42}, n = 4, checked = 0, bad = 0;
+    forward_chunked(&target, tokens, n - 1, 0);
+    forward_chunked(&draft, tokens, n - 1, 0);
+    sp.draft_pos = n - 1;
+    int after_rejection = 0;
+    while (n + k + 1 < CFG.seq_len && checked < 8) {
+        int m = speculative_step(&sp, tokens, n, k);
+        if (after_rejection) { // this round's verify logits vs a fresh target
+            const float *lg = target.state.logits;
+            int seq[128];
+            memcpy(seq, tokens, (size_t)n * sizeof(int));
+            memcpy(seq + n, sp.x, (size_t)k * sizeof(int));
+            for (int i = 0; i < n + k; i++) {
+                const float *ref = forward(&fresh, &seq[i], 1, i);
+                if (i >= n - 1) bad += memcmp(ref, lg + (size_t)(i - n + 1) * CFG.vocab_size,
+                                              (size_t)CFG.vocab_size * 4) != 0;
+            }
+            checked++;
+        }
+        after_rejection = m <= k;
+        n += m;
+    }
+    CHECK(checked == 8 && bad == 0, "rollback: %d of %d rounds after a rejection had verify rows that "
+          "differ from a fresh target run", bad, checked);
+    printf("rollback: %d rounds after a rejection: all %d verify rows equal a fresh target-only run\n",
+           checked, checked * (k + 1));
+    free_speculator(&sp); free_sampler(&s);
+    free_transformer(&target); free_transformer(&draft); free_transformer(&fresh);
+}
+
+// generate n_new tokens with spec decoding; returns the stats
+static SpecStats run_spec(const char *tpath, const char *dpath, float temp, float top_p, int k,
+                          int n_new, int *generated, int *n_generated) {
+    Transformer target, draft;
+    build_transformer(&target, tpath, MAX_ROWS);
+    build_transformer(&draft, dpath, MAX_ROWS);
+    Sampler s;
+    build_sampler(&s, CFG.vocab_size, temp, top_p, 0);
+    Rng rng;
+    rng_seed(&rng, 9);
+    Speculator sp;
+    build_speculator(&sp, &target, &draft, &s, &rng, k);
+    float probs[300];
+    int tokens[128] = {TOKEN_BOS, 50, 51};
+    Output o = {NULL, 1, generated, 0, n_new, 0, 0};
+    start_output(&o, tokens, 3);
+    generate_spec(&sp, probs, tokens, 3, &o);
+    *n_generated = o.n_generated;
+    SpecStats st = sp.stats;
+    free_speculator(&sp); free_sampler(&s);
+    free_transformer(&target); free_transformer(&draft);
+    return st;
+}
+
+static void test_identical_draft(void) {
+    int gen[128], n;
+    float top_ps[2] = {1.0f, 0.9f};
+    for (int i = 0; i < 2; i++) {
+        SpecStats st = run_spec("build/test/spec_target.bin", "build/test/spec_target.bin", 1.0f,
+                                top_ps[i], 5, 100, gen, &n);
+        CHECK(st.drafted > 0 && st.accepted == st.drafted, "draft == target, t=1 top-p %.1f: accepted "
+              "%ld of %ld", top_ps[i], st.accepted, st.drafted);
+        printf("draft == target, t = 1, top-p %.1f: accepted %ld of %ld drafts (a = 1)\n", top_ps[i],
+               st.accepted, st.drafted);
+    }
+}
+
+// a draft with seq_len 32 under a target with 128: greedy output continues past
+// position 32 and equals greedy target-only output
+static void test_short_draft(void) {
+    int gen[128], n, ref[128];
+    SpecStats st = run_spec("build/test/spec_target.bin", "build/test/spec_short.bin", 0.0f, 1.0f,
+                            4, 100, gen, &n);
+    Transformer target;
+    build_transformer(&target, "build/test/spec_target.bin", MAX_ROWS);
+    Sampler s;
+    build_sampler(&s, CFG.vocab_size, 0.0f, 1.0f, 0);
+    Rng rng;
+    rng_seed(&rng, 9);
+    float probs[300];
+    int tokens[128] = {TOKEN_BOS, 50, 51};
+    Output o = {NULL, 1, ref, 0, 100, 0, 0};
+    start_output(&o, tokens, 3);
+    generate_plain(&target, &s, &rng, probs, tokens, 3, &o);
+    CHECK(n == 100 && st.draft_full_at > 0 && st.plain_tokens > 0,
+          "short draft: generated %d of 100, draft full at %d, %ld target-alone tokens", n,
+          st.draft_full_at, st.plain_tokens);
+    CHECK(o.n_generated == n && !memcmp(gen, ref, (size_t)n * sizeof(int)),
+          "short draft: greedy spec output differs from greedy target output");
+    printf("short draft (seq_len 32): %d tokens, draft context full at position %d, then %ld by "
+           "the target alone; equal to target-only\n", n, st.draft_full_at, st.plain_tokens);
+    free_sampler(&s);
+    free_transformer(&target);
+}
+
+int main(int argc, char **argv) {
+    if (argc > 1 && !strcmp(argv[1], "--power")) { // the deliberately wrong build
+        int failed = test_exactness();
+        printf("power check: %d case(s) failed the chi-square test\n", failed);
+        return check_summary("test_spec_power");
+    }
+    test_worked_examples();
+    test_exactness();
+    Config shortc = CFG;
+    shortc.seq_len = 32;
+    write_random_checkpoint("build/test/spec_target.bin", &CFG, 1, 21, 0, 0);
+    write_random_checkpoint("build/test/spec_draft.bin", &CFG, 1, 21, 22, 0.5f);
+    write_random_checkpoint("build/test/spec_short.bin", &shortc, 1, 21, 22, 0.3f);
+    test_rollback();
+    test_identical_draft();
+    test_short_draft();
+    return check_summary("test_spec");
+}
