@@ -238,18 +238,18 @@ static float dot_avx2(const float *x, const float *y, int n) {
     return s;
 }
 
-// One register tile: R weight rows (R <= 4) times B activation rows (B <= 3).
+// One register tile: R weight rows times B activation rows (R * B <= 12).
 // W (R,n) @ x (B,n) -> out (B, row stride d). Each weight chunk is loaded once
 // and multiplied into all B rows while it sits in a register; each (r,b) pair
 // has its own accumulator, so the sum is the canonical one whatever R and B are.
 static inline __attribute__((always_inline)) void
 matmul_tile(float *out, const float *x, const float *w, int n, int d, int R, int B) {
-    __m256 acc[4][3];
+    __m256 acc[4][6];
     for (int r = 0; r < R; r++)
         for (int b = 0; b < B; b++) acc[r][b] = _mm256_setzero_ps();
     int n8 = n & ~7;
     for (int k = 0; k < n8; k += 8) {
-        __m256 xv[3];
+        __m256 xv[6];
         for (int b = 0; b < B; b++) xv[b] = _mm256_loadu_ps(x + (size_t)b * n + k);
         for (int r = 0; r < R; r++) {
             // the next tile's weights: start their trip from DRAM now (into L2),
@@ -267,22 +267,41 @@ matmul_tile(float *out, const float *x, const float *w, int n, int d, int R, int
         }
 }
 
-// R weight rows against all T activation rows, 3 rows at a time; R is a constant
-// at each call site so the tile is fully unrolled into registers.
-static inline __attribute__((always_inline)) void
-matmul_rows(float *out, const float *x, const float *w, int T, int n, int d, int R) {
-    int t = 0;
-    for (; t + 3 <= T; t += 3) matmul_tile(out + (size_t)t * d, x + (size_t)t * n, w, n, d, R, 3);
-    if (T - t == 2) matmul_tile(out + (size_t)t * d, x + (size_t)t * n, w, n, d, R, 2);
-    if (T - t == 1) matmul_tile(out + (size_t)t * d, x + (size_t)t * n, w, n, d, R, 1);
+// 2 weight rows against B = 1..6 activation rows: a tile unrolled for each B
+static void matmul_tile2(float *out, const float *x, const float *w, int n, int d, int B) {
+    switch (B) {
+    case 1: matmul_tile(out, x, w, n, d, 2, 1); break;
+    case 2: matmul_tile(out, x, w, n, d, 2, 2); break;
+    case 3: matmul_tile(out, x, w, n, d, 2, 3); break;
+    case 4: matmul_tile(out, x, w, n, d, 2, 4); break;
+    case 5: matmul_tile(out, x, w, n, d, 2, 5); break;
+    default: matmul_tile(out, x, w, n, d, 2, 6); break;
+    }
 }
 
-// W (d,n) @ x (T,n) -> out (T,d), AVX2+FMA. Walks W once, 4 rows at a time:
-// the 4 rows (16 KB at n = 1024) stay in L1 while all T activation rows use them.
+// W (d,n) @ x (T,n) -> out (T,d), AVX2+FMA. Walks W once from memory.
+// One row (decoding): 4 weight rows at a time, 4 independent FMA chains.
+// T rows (verification): 2 weight rows at a time against blocks of up to 6
+// activation rows, the blocks as even as possible (T = 5: one block of 5;
+// T = 9: 5 + 4), so the weights leave DRAM once and are reused from L1.
 static void matmul_avx2(float *out, const float *x, const float *w, int T, int n, int d) {
     int j = 0;
-    for (; j + 4 <= d; j += 4) matmul_rows(out + j, x, w + (size_t)j * n, T, n, d, 4);
-    for (; j < d; j++) matmul_rows(out + j, x, w + (size_t)j * n, T, n, d, 1);
+    if (T == 1) {
+        for (; j + 4 <= d; j += 4) matmul_tile(out + j, x, w + (size_t)j * n, n, d, 4, 1);
+        for (; j < d; j++) matmul_tile(out + j, x, w + (size_t)j * n, n, d, 1, 1);
+        return;
+    }
+    int blocks = (T + 5) / 6;
+    for (; j < d; j += 2) {
+        const float *wj = w + (size_t)j * n;
+        for (int b = 0, t = 0; b < blocks; b++) {
+            int rows = (T - t) / (blocks - b); // near-equal blocks
+            if (j + 2 <= d) matmul_tile2(out + (size_t)t * d + j, x + (size_t)t * n, wj, n, d, rows);
+            else for (int i = 0; i < rows; i++) // an odd last weight row
+                matmul_tile(out + (size_t)(t + i) * d + j, x + (size_t)(t + i) * n, wj, n, d, 1, 1);
+            t += rows;
+        }
+    }
 }
 #endif
 

@@ -16,7 +16,7 @@ static void test_matmul(void) {
     rng_seed(&r, 7);
     for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
         int n = sizes[s][0], d = sizes[s][1];
-        for (int T = 1; T <= 9; T++) {
+        for (int T = 1; T <= MAX_ROWS; T++) {
             float *w = xmalloc((size_t)d * n * 4, "w"), *x = xmalloc((size_t)T * n * 4, "x");
             float *o = xmalloc((size_t)T * d * 4, "o"), *os = xmalloc((size_t)T * d * 4, "os");
             float *o1 = xmalloc((size_t)T * d * 4, "o1");
@@ -39,7 +39,7 @@ static void test_matmul(void) {
             free(w); free(x); free(o); free(os); free(o1);
         }
     }
-    printf("matmul: n x d in {1x1 .. 257x31}, T = 1..9 vs naive, scalar and one-row calls\n");
+    printf("matmul: n x d in {1x1 .. 257x31}, T = 1..17 (K_MAX+1) vs naive, scalar and one-row calls\n");
 }
 
 static void test_dot_rmsnorm_softmax(void) {
