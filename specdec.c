@@ -886,6 +886,8 @@ typedef struct {
     long reached[K_MAX];       // rounds that examined draft position i
     long accepted_at[K_MAX];   // ... and accepted it
     long histogram[K_MAX + 1]; // rounds that accepted j drafts
+    long k_used[K_MAX + 1];    // rounds run with each K
+    int k_hi;                  // the largest K any round used
     long plain_tokens;         // tokens decoded by the target alone (a context was full)
     int draft_full_at;         // position where the draft's context ran out, or -1
     double draft_seconds;      // drafting: forwards, q, sampling
@@ -893,11 +895,21 @@ typedef struct {
     double plain_seconds;      // target-alone steps
 } SpecStats;
 
+// Auto-K (-k 0) state: running estimates that forget old rounds (see choose_k)
+typedef struct {
+    double accepted, examined; // decayed counts; a = accepted / examined
+    double c;                  // decayed mean of a draft step / target step
+    double rho;                // decayed mean of (verify / target step - 1) / K
+    double target_step;        // seconds of a 1-row target step (calibrated)
+    int last_k;
+} AutoK;
+
 typedef struct {
     Transformer *target, *draft;
     Sampler *sampler;
     Rng *rng;
-    int k;                  // drafts per round (at most K_MAX)
+    int k;                  // drafts per round (1..K_MAX), or 0: choose it (auto-K)
+    AutoK autok;
     float *q;               // (K_MAX, V) draft distributions of this round, kept for the ratio
     float *p;               // (K_MAX+1, V) target distributions of this round
     float *residual;        // (V) scratch
@@ -1007,6 +1019,8 @@ static int speculative_step(Speculator *sp, int *tokens, int n, int k) {
     sp->draft_pos = n + k - 1 < n + accepted ? n + k - 1 : n + accepted;
     SpecStats *st = &sp->stats;
     st->rounds++;
+    st->k_used[k]++;
+    if (k > st->k_hi) st->k_hi = k;
     st->drafted += k;
     st->accepted += accepted;
     st->histogram[accepted]++;
@@ -1016,6 +1030,63 @@ static int speculative_step(Speculator *sp, int *tokens, int n, int k) {
     }
     if (sp->trace) print_trace(sp, tokens + n, emitted, n, k);
     return emitted;
+}
+
+// ----------------------------------------------------------------------------
+// Auto-K (-k 0): the K that maximises the predicted speedup, re-chosen each round
+//
+// Leviathan et al. 2022, Thm 3.8 / Cor 3.9: a round of K drafts yields
+// (1 - a^(K+1)) / (1 - a) tokens for K c + r(K) target steps, so the best K is
+// the argmax of predicted_speedup over K. The verify pass is modelled as
+// r(K) = 1 + rho K: one pass over the weights plus a compute cost per row.
+// a, c and rho are running estimates in which each round's weight decays by
+// AUTO_DECAY per round (a window of ~10 rounds), so K follows a as it drifts.
+#define AUTO_DECAY 0.9
+
+// argmax over K = 1..k_max of the predicted speedup; ties go to the smaller K
+static int choose_k(double a, double c, double rho, int k_max) {
+    int best = 1;
+    double best_speedup = -1;
+    for (int k = 1; k <= k_max; k++) {
+        double s = predicted_speedup(a, k, c, 1.0 + rho * k);
+        if (s > best_speedup * (1 + 1e-9)) { best_speedup = s; best = k; }
+    }
+    return best;
+}
+
+// median of 3 timings of a forward over `rows` tokens at position 0 (scratch:
+// generation overwrites those cache entries before it reads them)
+static double time_forward(Transformer *tr, int rows) {
+    int tokens[MAX_ROWS] = {0};
+    double t[3];
+    for (int i = 0; i < 3; i++) {
+        double t0 = now_seconds();
+        forward(tr, tokens, rows, 0);
+        t[i] = now_seconds() - t0;
+    }
+    double lo = fmin(t[0], fmin(t[1], t[2])), hi = fmax(t[0], fmax(t[1], t[2]));
+    return t[0] + t[1] + t[2] - lo - hi;
+}
+
+// Starting estimates: c and rho from timed forwards, a = 1/2 from a prior
+// of one accepted and one rejected draft.
+static void start_auto_k(AutoK *ak, Transformer *target, Transformer *draft) {
+    ak->target_step = time_forward(target, 1);
+    ak->c = time_forward(draft, 1) / ak->target_step;
+    ak->rho = (time_forward(target, MAX_ROWS) / ak->target_step - 1) / K_MAX;
+    if (ak->rho < 0) ak->rho = 0;
+    ak->accepted = 1;
+    ak->examined = 2;
+}
+
+// Fold one round in: accepted of examined drafts, its draft and verify seconds.
+static void update_auto_k(AutoK *ak, int k, int accepted, int examined, double draft_s,
+                          double verify_s) {
+    double d = AUTO_DECAY, rho = (verify_s / ak->target_step - 1) / k;
+    ak->accepted = d * ak->accepted + accepted;
+    ak->examined = d * ak->examined + examined;
+    ak->c = d * ak->c + (1 - d) * draft_s / k / ak->target_step;
+    ak->rho = d * ak->rho + (1 - d) * (rho > 0 ? rho : 0);
 }
 
 // ----------------------------------------------------------------------------
@@ -1077,17 +1148,24 @@ static int generate_plain(Transformer *tr, Sampler *s, Rng *rng, float *probs, i
 // once the draft's context is full the target decodes alone.
 static int generate_spec(Speculator *sp, float *probs, int *tokens, int n, Output *o) {
     int St = sp->target->config.seq_len, Sd = sp->draft->config.seq_len;
+    AutoK *ak = &sp->autok;
+    if (sp->k == 0) start_auto_k(ak, sp->target, sp->draft);
     if (n > 1) forward_chunked(sp->target, tokens, n - 1, 0);
     if (n > 1 && n <= Sd) forward_chunked(sp->draft, tokens, n - 1, 0);
     sp->draft_pos = n - 1;
     while (!o->done && n < St) {
+        int k = sp->k;
+        if (k == 0) k = ak->last_k = choose_k(ak->accepted / ak->examined, ak->c, ak->rho, K_MAX);
         // target verifies positions n-1..n+k-1 and may commit up to n+k: n+k < St;
         // the draft runs positions up to n+k-2: n+k-2 < Sd
-        int k = sp->k;
         if (k > St - 1 - n) k = St - 1 - n;
         if (k > Sd + 1 - n) k = Sd + 1 - n;
         if (k >= 1) {
+            double d0 = sp->stats.draft_seconds, v0 = sp->stats.verify_seconds;
             int m = speculative_step(sp, tokens, n, k);
+            if (sp->k == 0)
+                update_auto_k(ak, k, m - 1, m <= k ? m : k, sp->stats.draft_seconds - d0,
+                              sp->stats.verify_seconds - v0);
             for (int i = 0; i < m; i++) emit(o, tokens[n + i]);
             n += m;
             continue;
@@ -1134,26 +1212,53 @@ static double time_target_step(Transformer *tr, Sampler *s, float *probs, int to
 }
 
 // The derived numbers of a spec run: a, c, r and the predictions.
+//   acceptance_rate = accepted / drafted (every drafted token counts)
+//   a = accepted / examined: the chance a draft passes once it is examined
+//       (drafts after a rejection are never examined); the theory's alpha
 typedef struct {
-    double a, c, r, expected_per_round, predicted, measured, tokens_per_forward;
+    int k;                  // K of the formulas: -k, or the one auto-K used most
+    double acceptance_rate, a, c, r;
+    double tokens_per_round, expected_per_round; // measured, and (1-a^(K+1))/(1-a)
+    double predicted, measured, tokens_per_forward;
 } SpecSummary;
+
+static double per_position(const SpecStats *st, int i) {
+    return st->reached[i] ? (double)st->accepted_at[i] / (double)st->reached[i] : 0.0;
+}
 
 static SpecSummary summarize(const Report *rp) {
     const SpecStats *st = &rp->sp->stats;
     SpecSummary m = {0};
-    double tps = rp->seconds > 0 ? rp->out->n_generated / rp->seconds : 0;
-    m.a = st->drafted ? (double)st->accepted / (double)st->drafted : 0;
+    long examined = 0;
+    for (int i = 0; i < K_MAX; i++) examined += st->reached[i];
+    m.k = rp->k;
+    for (int k = 1; k <= K_MAX && rp->k == 0; k++)
+        if (st->k_used[k] > st->k_used[m.k]) m.k = k;
+    if (m.k == 0) m.k = 1;
+    m.acceptance_rate = st->drafted ? (double)st->accepted / (double)st->drafted : 0;
+    m.a = examined ? (double)st->accepted / (double)examined : 0;
     if (st->draft_forwards && rp->target_step > 0)
         m.c = st->draft_seconds / (double)st->draft_forwards / rp->target_step;
     if (st->rounds && rp->target_step > 0)
         m.r = st->verify_seconds / (double)st->rounds / rp->target_step;
-    m.expected_per_round = expected_tokens_per_round(m.a, rp->k);
-    m.predicted = m.r > 0 ? predicted_speedup(m.a, rp->k, m.c, m.r) : 0;
-    m.measured = tps * rp->target_step;
+    if (st->rounds) m.tokens_per_round = (double)(st->accepted + st->rounds) / (double)st->rounds;
+    m.expected_per_round = expected_tokens_per_round(m.a, m.k);
+    m.predicted = m.r > 0 ? predicted_speedup(m.a, m.k, m.c, m.r) : 0;
+    m.measured = rp->seconds > 0 ? rp->out->n_generated / rp->seconds * rp->target_step : 0;
     if (st->target_forwards)
         m.tokens_per_forward = (double)(st->accepted + st->rounds + st->plain_tokens) /
                                (double)st->target_forwards;
     return m;
+}
+
+static void print_auto_k(const Speculator *sp) {
+    const AutoK *ak = &sp->autok;
+    fprintf(stderr, "  auto-K: rounds per K =");
+    for (int k = 1; k <= sp->stats.k_hi; k++) fprintf(stderr, " %ld", sp->stats.k_used[k]);
+    double a = ak->accepted / ak->examined;
+    fprintf(stderr, "\n  auto-K: last K = %d, the argmax of the predicted speedup %.2fx at the "
+            "running a = %.3f, c = %.3f, r(K) = 1 + %.3f K\n", ak->last_k,
+            predicted_speedup(a, ak->last_k, ak->c, 1 + ak->rho * ak->last_k), a, ak->c, ak->rho);
 }
 
 static void print_report(const Report *rp) {
@@ -1163,21 +1268,22 @@ static void print_report(const Report *rp) {
     if (!rp->sp) return;
     const SpecStats *st = &rp->sp->stats;
     SpecSummary m = summarize(rp);
-    fprintf(stderr, "  K=%d: %ld rounds, %ld target forwards, %ld draft forwards\n", rp->k,
-            st->rounds, st->target_forwards, st->draft_forwards);
-    fprintf(stderr, "  accepted %ld of %ld drafts: a = %.3f; tokens per target forward %.2f "
-            "(theory (1-a^(K+1))/(1-a) = %.2f)\n", st->accepted, st->drafted, m.a,
-            m.tokens_per_forward, m.expected_per_round);
+    fprintf(stderr, "  K=%d%s: %ld rounds, %ld target forwards, %ld draft forwards\n", m.k,
+            rp->k ? "" : " (auto, most used)", st->rounds, st->target_forwards, st->draft_forwards);
+    fprintf(stderr, "  accepted %ld of %ld drafts (%.3f); a = %.3f per examined draft\n",
+            st->accepted, st->drafted, m.acceptance_rate, m.a);
+    fprintf(stderr, "  tokens per round %.2f, theory (1-a^(K+1))/(1-a) = %.2f; tokens per target "
+            "forward %.2f\n", m.tokens_per_round, m.expected_per_round, m.tokens_per_forward);
     fprintf(stderr, "  per-position acceptance:");
-    for (int i = 0; i < rp->k; i++)
-        fprintf(stderr, " %.3f", st->reached[i] ? (double)st->accepted_at[i] / st->reached[i] : 0.0);
+    for (int i = 0; i < st->k_hi; i++) fprintf(stderr, " %.3f", per_position(st, i));
     fprintf(stderr, "\n  rounds accepting 0..K drafts:");
-    for (int i = 0; i <= rp->k; i++) fprintf(stderr, " %ld", st->histogram[i]);
+    for (int i = 0; i <= st->k_hi; i++) fprintf(stderr, " %ld", st->histogram[i]);
     fprintf(stderr, "\n  time: draft %.3f s, verify %.3f s, target alone %.3f s, other %.3f s\n",
             st->draft_seconds, st->verify_seconds, st->plain_seconds,
             rp->seconds - st->draft_seconds - st->verify_seconds - st->plain_seconds);
     fprintf(stderr, "  costs per target step (%.3f ms): c = %.3f, r = %.3f; speedup predicted "
             "%.2fx, measured %.2fx\n", 1e3 * rp->target_step, m.c, m.r, m.predicted, m.measured);
+    if (rp->k == 0) print_auto_k(rp->sp);
     if (st->draft_full_at >= 0)
         fprintf(stderr, "  the draft's context (seq_len %d) filled at position %d: %ld tokens "
                 "decoded by the target alone\n", rp->sp->draft->config.seq_len, st->draft_full_at,
@@ -1193,16 +1299,16 @@ static void json_longs(FILE *f, const char *key, const long *v, int n) {
 static void write_json_spec(FILE *f, const Report *rp) {
     const SpecStats *st = &rp->sp->stats;
     SpecSummary m = summarize(rp);
-    fprintf(f, ", \"k\": %d, \"target_forwards\": %ld, \"draft_forwards\": %ld, \"drafted\": %ld, "
-            "\"accepted\": %ld, \"acceptance_rate\": %.6f, \"tokens_per_target_forward\": %.6f",
-            rp->k, st->target_forwards, st->draft_forwards, st->drafted, st->accepted, m.a,
-            m.tokens_per_forward);
+    fprintf(f, ", \"k\": %d, \"auto_k\": %s, \"target_forwards\": %ld, \"draft_forwards\": %ld, "
+            "\"drafted\": %ld, \"accepted\": %ld, \"acceptance_rate\": %.6f, \"alpha\": %.6f, "
+            "\"tokens_per_target_forward\": %.6f, \"tokens_per_round\": %.6f",
+            m.k, rp->k ? "false" : "true", st->target_forwards, st->draft_forwards, st->drafted,
+            st->accepted, m.acceptance_rate, m.a, m.tokens_per_forward, m.tokens_per_round);
     fprintf(f, ", \"per_position_acceptance\": [");
-    for (int i = 0; i < rp->k; i++)
-        fprintf(f, "%s%.6f", i ? ", " : "",
-                st->reached[i] ? (double)st->accepted_at[i] / st->reached[i] : 0.0);
+    for (int i = 0; i < st->k_hi; i++) fprintf(f, "%s%.6f", i ? ", " : "", per_position(st, i));
     fputc(']', f);
-    json_longs(f, "accepted_histogram", st->histogram, rp->k + 1);
+    json_longs(f, "accepted_histogram", st->histogram, st->k_hi + 1);
+    json_longs(f, "rounds_per_k", st->k_used + 1, K_MAX);
     fprintf(f, ", \"rounds\": %ld, \"draft_seconds\": %.6f, \"verify_seconds\": %.6f, "
             "\"plain_target_tokens\": %ld, \"draft_context_full_at\": %d, "
             "\"target_step_seconds\": %.6f, \"c\": %.6f, \"r\": %.6f, "
@@ -1246,7 +1352,7 @@ static void usage(void) {
             "  -m MODE   spec | target | draft (default spec)\n"
             "  -i TEXT   prompt (default \"\")\n"
             "  -n N      new tokens, >= 0 (default 256)\n"
-            "  -k K      drafts per round, 1..%d (default 4)\n"
+            "  -k K      drafts per round, 1..%d; 0 chooses K as it goes (default 4)\n"
             "  -t T      temperature, >= 0; 0 is greedy (default 1.0)\n"
             "  -p P      top-p in (0, 1]; 1 is off (default 1.0)\n"
             "  --top-k N keep the N most likely tokens; 0 is off (default 0)\n"
@@ -1309,7 +1415,7 @@ static void parse_options(Options *o, int argc, char **argv) {
                 o->mode = v;
                 break;
             case 'n': o->n_new = (int)parse_long(f, v, 0, 1 << 24, "an integer >= 0"); break;
-            case 'k': o->k = (int)parse_long(f, v, 1, K_MAX, "an integer in 1..16 (K_MAX)"); break;
+            case 'k': o->k = (int)parse_long(f, v, 0, K_MAX, "an integer in 0..16 (0: auto, 16: K_MAX)"); break;
             case 't': o->temperature = parse_float(f, v, 0.0f, 1e6f, "a number >= 0"); break;
             case 'p': o->top_p = parse_float(f, v, FLT_MIN, 1.0f, "a number in (0, 1]"); break;
             case 's': o->seed = (unsigned long long)parse_long(f, v, 0, LONG_MAX, "an integer >= 0"); break;

@@ -32,13 +32,13 @@ n_eq=0
 for p in "${prompts[@]}"; do
     $SPECDEC $M -m target -t 0 -n 120 -i "$p" > $D/ref.txt 2>/dev/null || bad "target run failed: '$p'"
     for d in draft.bin draft_small.bin; do
-        for k in 1 2 3 4 5 6 7 8; do
+        for k in 0 1 2 3 4 5 6 7 8; do
             $SPECDEC $M -d $D/$d -m spec -t 0 -k $k -n 120 -i "$p" > $D/spec.txt 2>/dev/null
             if cmp -s $D/ref.txt $D/spec.txt; then ok; n_eq=$((n_eq + 1)); else bad "greedy spec (K=$k, $d) != target for prompt '$p'"; fi
         done
     done
 done
-echo "greedy: $n_eq spec runs (4 prompts x 2 drafts x K=1..8) byte-identical to target-only output"
+echo "greedy: $n_eq spec runs (4 prompts x 2 drafts x K=1..8 and auto-K) byte-identical to target-only output"
 
 # ---- determinism
 for mode in spec target draft; do
@@ -121,7 +121,7 @@ expect_fail "file ends inside" $D/target.bin -z $D/shorttok.tok -m target
 expect_fail "must be the byte token" $D/target.bin -z $D/badbytes.tok -m target
 expect_fail "differs from the target's" $M -d $D/vocab500.bin
 expect_fail "prompt is" $D/short.bin -z $D/tok.bin -m target -i "$long_prompt"
-expect_fail "-k 0" $M -k 0
+expect_fail "-k -1" $M -k -1
 expect_fail "-k 17" $M -k 17
 expect_fail "-n -1" $M -n -1
 expect_fail "-n abc" $M -n abc

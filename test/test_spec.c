@@ -40,6 +40,37 @@ static void test_worked_examples(void) {
     CHECK(mass == 0 && !memcmp(res, pz, sizeof(pz)), "zero residual falls back to p (mass %g)", mass);
 }
 
+// the theory: expected tokens per round and auto-K's choice
+static void test_theory_and_auto_k(void) {
+    double e7 = expected_tokens_per_round(0.7, 5), e9 = expected_tokens_per_round(0.9, 5);
+    CHECK(fabs(e7 - 2.94) < 0.005, "(1-a^(K+1))/(1-a) at a=0.7, K=5: %.4f, want 2.94", e7);
+    CHECK(fabs(e9 - 4.69) < 0.005, "(1-a^(K+1))/(1-a) at a=0.9, K=5: %.4f, want 4.69", e9);
+    CHECK(expected_tokens_per_round(1.0, 4) == 5 && expected_tokens_per_round(0.0, 4) == 1,
+          "a = 1 gives K+1 tokens, a = 0 gives 1");
+    double sp = predicted_speedup(0.8, 4, 0.05, 1.1);
+    CHECK(fabs(sp - (1 - pow(0.8, 5)) / 0.2 / (4 * 0.05 + 1.1)) < 1e-12, "predicted speedup formula");
+    // auto-K: choose_k is the argmax of the predicted speedup over 1..K_MAX
+    double as[] = {0.0, 0.3, 0.5, 0.7, 0.8, 0.9, 0.95, 0.99}, cs[] = {0.01, 0.05, 0.1, 0.3};
+    double rhos[] = {0.0, 0.02, 0.1};
+    int wrong = 0, cases = 0;
+    for (int i = 0; i < 8; i++)
+        for (int j = 0; j < 4; j++)
+            for (int l = 0; l < 3; l++) {
+                int best = 1;
+                for (int k = 2; k <= K_MAX; k++)
+                    if (predicted_speedup(as[i], k, cs[j], 1 + rhos[l] * k) >
+                        predicted_speedup(as[i], best, cs[j], 1 + rhos[l] * best) * (1 + 1e-9)) best = k;
+                wrong += choose_k(as[i], cs[j], rhos[l], K_MAX) != best;
+                cases++;
+            }
+    CHECK(wrong == 0, "choose_k differs from the brute-force argmax in %d of %d cases", wrong, cases);
+    CHECK(choose_k(0.0, 0.1, 0.0, K_MAX) == 1, "a = 0: K = 1");
+    CHECK(choose_k(0.999, 0.001, 0.0, K_MAX) == K_MAX, "a ~ 1, free drafts: K = K_MAX");
+    int k8 = choose_k(0.8, 0.05, 0.02, K_MAX);
+    printf("theory: E[tokens] = %.2f (a=0.7, K=5), %.2f (a=0.9, K=5); auto-K = brute-force argmax "
+           "in %d cases (a=0.8, c=0.05, r=1+0.02K -> K=%d)\n", e7, e9, cases, k8);
+}
+
 // ---- 2. exactness of the step alone ---------------------------------------------
 
 #define V 4
@@ -273,6 +304,7 @@ int main(int argc, char **argv) {
         return check_summary("test_spec_power");
     }
     test_worked_examples();
+    test_theory_and_auto_k();
     test_exactness();
     Config shortc = CFG;
     shortc.seq_len = 32;

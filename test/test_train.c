@@ -1,0 +1,575 @@
+// test_train.c - tests of train.c (make test-train):
+//   the matmul kernel against a double-precision reference, at 1, 2, 3 threads;
+//   every layer's backward against finite differences; the whole model's
+//   gradient along random directions; a tiny model overfitting one batch;
+//   training determinism and kill/resume; the corpus reader; the tokenizer,
+//   its file format, and the encoder against a direct llama2.c-style loop.
+// Each check prints what it compared; the exit status is the failure count.
+#ifndef TESTING
+#define TESTING
+#endif
+#include "../train.c"
+
+static int failures = 0;
+
+static void check(int ok, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    printf("%s ", ok ? "ok  " : "FAIL");
+    vprintf(fmt, ap);
+    printf("\n");
+    va_end(ap);
+    failures += !ok;
+}
+
+static void fill_normal(float *x, size_t n, float std, Rng *r) {
+    for (size_t i = 0; i < n; i++) x[i] = std * rng_normal(r);
+}
+
+static float *normal_array(size_t n, float std, Rng *r) {
+    float *x = xmalloc(n * sizeof(float));
+    fill_normal(x, n, std, r);
+    return x;
+}
+
+// sum_i a[i] b[i] in double: the scalar "loss" whose gradient is b
+static double dot_double(const float *a, const float *b, size_t n) {
+    double s = 0.0;
+    for (size_t i = 0; i < n; i++) s += (double)a[i] * b[i];
+    return s;
+}
+
+// ----------------------------------------------------------------------------
+// finite differences: 5-point stencil, error O(h^4), in float with the loss
+// summed in double; compared as ||numeric - analytic|| / (||numeric|| + ||analytic||)
+
+typedef double (*LossFn)(void *ctx);
+
+static double stencil(LossFn f, void *ctx, float *x, float h) {
+    float x0 = *x;
+    *x = x0 + h; double p1 = f(ctx);
+    *x = x0 - h; double m1 = f(ctx);
+    *x = x0 + 2 * h; double p2 = f(ctx);
+    *x = x0 - 2 * h; double m2 = f(ctx);
+    *x = x0;
+    return (8.0 * (p1 - m1) - (p2 - m2)) / (12.0 * h);
+}
+
+// Check dx (analytic) against finite differences on up to 64 elements of x.
+static void gradcheck(const char *name, LossFn f, void *ctx, float *x, const float *dx, size_t n, float h) {
+    double dd = 0.0, nn = 0.0, aa = 0.0;
+    size_t step = n > 64 ? n / 64 : 1;
+    for (size_t i = 0; i < n; i += step) {
+        double num = stencil(f, ctx, &x[i], h);
+        dd += (num - dx[i]) * (num - dx[i]);
+        nn += num * num;
+        aa += (double)dx[i] * dx[i];
+    }
+    double rel = sqrt(dd) / (sqrt(nn) + sqrt(aa) + 1e-30);
+    check(rel < 1e-3 && aa > 0, "gradient %-26s relative error %.2e over %zu elements (|grad| %.3g)", name, rel,
+          (n + step - 1) / step, sqrt(aa));
+}
+
+// ----------------------------------------------------------------------------
+// matmul kernel
+
+static void test_gemm(void) {
+    Rng r = {1};
+    size_t N = 29; // 4 whole tiles of rows and an edge of 5; 35 = 2 tiles of columns + 3
+    int IC = 300, OC = 35; // K = 300 spans two BLOCK_K chunks
+    float *inp = normal_array(N * IC, 1, &r), *w = normal_array((size_t)OC * IC, 1, &r);
+    float *dout = normal_array(N * OC, 1, &r);
+    float *out[3], *dinp[3], *dw[3];
+    for (int t = 0; t < 3; t++) {
+        g_threads = t + 1;
+        out[t] = xcalloc(N * OC, sizeof(float));
+        dinp[t] = xcalloc(N * IC, sizeof(float));
+        dw[t] = xcalloc((size_t)OC * IC, sizeof(float));
+        matmul_forward(out[t], inp, w, N, IC, OC);
+        matmul_backward(dinp[t], dw[t], dout, inp, w, N, IC, OC);
+    }
+    g_threads = 1;
+    double e_out = 0, e_dinp = 0, e_dw = 0;
+    for (size_t n = 0; n < N; n++)
+        for (int o = 0; o < OC; o++) {
+            double s = 0;
+            for (int i = 0; i < IC; i++) s += (double)inp[n * IC + i] * w[(size_t)o * IC + i];
+            e_out = fmax(e_out, fabs(s - out[0][n * OC + o]));
+        }
+    for (size_t n = 0; n < N; n++)
+        for (int i = 0; i < IC; i++) {
+            double s = 0;
+            for (int o = 0; o < OC; o++) s += (double)dout[n * OC + o] * w[(size_t)o * IC + i];
+            e_dinp = fmax(e_dinp, fabs(s - dinp[0][n * IC + i]));
+        }
+    for (int o = 0; o < OC; o++)
+        for (int i = 0; i < IC; i++) {
+            double s = 0;
+            for (size_t n = 0; n < N; n++) s += (double)dout[n * OC + o] * inp[n * IC + i];
+            e_dw = fmax(e_dw, fabs(s - dw[0][(size_t)o * IC + i]));
+        }
+    check(e_out < 1e-3 && e_dinp < 1e-3 && e_dw < 1e-3,
+          "matmul (29x300)@(35x300)^T vs double: max abs error out %.1e dinp %.1e dweight %.1e", e_out, e_dinp, e_dw);
+    int same = 1;
+    for (int t = 1; t < 3; t++)
+        same &= !memcmp(out[0], out[t], N * OC * 4) && !memcmp(dinp[0], dinp[t], N * IC * 4) &&
+                !memcmp(dw[0], dw[t], (size_t)OC * IC * 4);
+    check(same, "matmul forward and backward bit-identical at 1, 2 and 3 threads");
+    for (int t = 0; t < 3; t++) { free(out[t]); free(dinp[t]); free(dw[t]); }
+    free(inp); free(w); free(dout);
+}
+
+// ----------------------------------------------------------------------------
+// layer gradients: loss = sum(out * r) for a fixed random r, so dout = r
+
+typedef struct {
+    float *out, *r, *scratch;   // scratch: layer-specific (rstd, att, ...)
+    float *a, *b, *c;           // the inputs
+    int *tokens;
+    size_t N;
+    int C, V;
+    int B, T, NH, NKV, hs;
+    float *cos_t, *sin_t;
+} LayerCase;
+
+static double loss_matmul(void *p) {
+    LayerCase *l = p;
+    matmul_forward(l->out, l->a, l->b, l->N, l->C, l->V);
+    return dot_double(l->out, l->r, l->N * l->V);
+}
+
+static void test_matmul_grad(Rng *rng) {
+    LayerCase l = {0};
+    l.N = 7; l.C = 18; l.V = 20; // C = IC, V = OC; tiles and edges both
+    l.a = normal_array(l.N * l.C, 1, rng); l.b = normal_array((size_t)l.V * l.C, 1, rng);
+    l.out = xmalloc(l.N * l.V * 4); l.r = normal_array(l.N * l.V, 1, rng);
+    float *da = xcalloc(l.N * l.C, 4), *db = xcalloc((size_t)l.V * l.C, 4);
+    matmul_backward(da, db, l.r, l.a, l.b, l.N, l.C, l.V);
+    gradcheck("matmul d(input)", loss_matmul, &l, l.a, da, l.N * l.C, 1e-2f);
+    gradcheck("matmul d(weight)", loss_matmul, &l, l.b, db, (size_t)l.V * l.C, 1e-2f);
+    free(l.a); free(l.b); free(l.out); free(l.r); free(da); free(db);
+}
+
+static double loss_rmsnorm(void *p) {
+    LayerCase *l = p;
+    rmsnorm_forward(l->out, l->scratch, l->a, l->b, l->N, l->C);
+    return dot_double(l->out, l->r, l->N * l->C);
+}
+
+static void test_rmsnorm_grad(Rng *rng) {
+    LayerCase l = {0};
+    l.N = 5; l.C = 12;
+    l.a = normal_array(l.N * l.C, 1, rng); l.b = normal_array((size_t)l.C, 1, rng);
+    l.out = xmalloc(l.N * l.C * 4); l.r = normal_array(l.N * l.C, 1, rng); l.scratch = xmalloc(l.N * 4);
+    float *da = xcalloc(l.N * l.C, 4), *db = xcalloc((size_t)l.C, 4);
+    loss_rmsnorm(&l);
+    rmsnorm_backward(da, db, l.r, l.a, l.b, l.scratch, l.N, l.C);
+    gradcheck("rmsnorm d(input)", loss_rmsnorm, &l, l.a, da, l.N * l.C, 1e-2f);
+    gradcheck("rmsnorm d(gain)", loss_rmsnorm, &l, l.b, db, (size_t)l.C, 1e-2f);
+    free(l.a); free(l.b); free(l.out); free(l.r); free(l.scratch); free(da); free(db);
+}
+
+static double loss_rope(void *p) {
+    LayerCase *l = p;
+    memcpy(l->out, l->a, l->N * l->C * 4);
+    rope_forward(l->out, l->cos_t, l->sin_t, l->B, l->T, l->NH, l->hs);
+    return dot_double(l->out, l->r, l->N * l->C);
+}
+
+static void test_rope_grad(Rng *rng) {
+    LayerCase l = {0};
+    l.B = 2; l.T = 5; l.NH = 3; l.hs = 8; l.N = 10; l.C = 24;
+    l.cos_t = xmalloc(8 * 4 * 4); l.sin_t = xmalloc(8 * 4 * 4);
+    rope_tables(l.cos_t, l.sin_t, 8, l.hs);
+    l.a = normal_array(l.N * l.C, 1, rng); l.out = xmalloc(l.N * l.C * 4); l.r = normal_array(l.N * l.C, 1, rng);
+    float *da = xmalloc(l.N * l.C * 4);
+    memcpy(da, l.r, l.N * l.C * 4);
+    rope_backward(da, l.cos_t, l.sin_t, l.B, l.T, l.NH, l.hs);
+    gradcheck("rope d(input)", loss_rope, &l, l.a, da, l.N * l.C, 1e-2f);
+    free(l.a); free(l.out); free(l.r); free(da); free(l.cos_t); free(l.sin_t);
+}
+
+static double loss_attention(void *p) {
+    LayerCase *l = p;
+    attention_forward(l->out, l->scratch, l->a, l->b, l->c, l->B, l->T, l->NH, l->NKV, l->hs);
+    return dot_double(l->out, l->r, l->N * l->NH * l->hs);
+}
+
+static void test_attention_grad(Rng *rng) {
+    LayerCase l = {0};
+    l.B = 2; l.T = 5; l.NH = 4; l.NKV = 2; l.hs = 6; l.N = 10; // grouped-query: 2 q heads per kv head
+    size_t nq = l.N * l.NH * l.hs, nkv = l.N * l.NKV * l.hs;
+    l.a = normal_array(nq, 1, rng); l.b = normal_array(nkv, 1, rng); l.c = normal_array(nkv, 1, rng);
+    l.out = xmalloc(nq * 4); l.r = normal_array(nq, 1, rng);
+    l.scratch = xmalloc((size_t)l.B * l.NH * l.T * l.T * 4);
+    float *dq = xcalloc(nq, 4), *dk = xcalloc(nkv, 4), *dv = xcalloc(nkv, 4);
+    g_threads = 2; // units split over threads
+    loss_attention(&l);
+    attention_backward(dq, dk, dv, l.r, l.a, l.b, l.c, l.scratch, l.B, l.T, l.NH, l.NKV, l.hs);
+    gradcheck("attention d(q)", loss_attention, &l, l.a, dq, nq, 1e-2f);
+    gradcheck("attention d(k)", loss_attention, &l, l.b, dk, nkv, 1e-2f);
+    gradcheck("attention d(v)", loss_attention, &l, l.c, dv, nkv, 1e-2f);
+    g_threads = 1;
+    free(l.a); free(l.b); free(l.c); free(l.out); free(l.r); free(l.scratch); free(dq); free(dk); free(dv);
+}
+
+static double loss_swiglu(void *p) {
+    LayerCase *l = p;
+    swiglu_forward(l->out, l->a, l->b, l->N);
+    return dot_double(l->out, l->r, l->N);
+}
+
+static void test_swiglu_grad(Rng *rng) {
+    LayerCase l = {0};
+    l.N = 50;
+    l.a = normal_array(l.N, 2, rng); l.b = normal_array(l.N, 1, rng);
+    l.out = xmalloc(l.N * 4); l.r = normal_array(l.N, 1, rng);
+    float *da = xcalloc(l.N, 4), *db = xcalloc(l.N, 4);
+    swiglu_backward(da, db, l.r, l.a, l.b, l.N);
+    gradcheck("swiglu d(gate)", loss_swiglu, &l, l.a, da, l.N, 1e-2f);
+    gradcheck("swiglu d(up)", loss_swiglu, &l, l.b, db, l.N, 1e-2f);
+    free(l.a); free(l.b); free(l.out); free(l.r); free(da); free(db);
+}
+
+static double loss_embedding(void *p) {
+    LayerCase *l = p;
+    embedding_forward(l->out, l->tokens, l->a, l->N, l->C);
+    return dot_double(l->out, l->r, l->N * l->C);
+}
+
+static void test_embedding_grad(Rng *rng) {
+    LayerCase l = {0};
+    int tokens[6] = {3, 1, 3, 0, 4, 1}; // repeats: gradients add
+    l.N = 6; l.C = 5; l.V = 6; l.tokens = tokens;
+    l.a = normal_array((size_t)l.V * l.C, 1, rng); l.out = xmalloc(l.N * l.C * 4);
+    l.r = normal_array(l.N * l.C, 1, rng);
+    float *da = xcalloc((size_t)l.V * l.C, 4);
+    embedding_backward(da, l.r, tokens, l.N, l.C);
+    gradcheck("embedding d(table)", loss_embedding, &l, l.a, da, (size_t)l.V * l.C, 1e-2f);
+    free(l.a); free(l.out); free(l.r); free(da);
+}
+
+// loss = sum_n r[n] * xent[n]; c = soft targets or NULL
+static double loss_xent(void *p) {
+    LayerCase *l = p;
+    softmax_xent_forward(l->out, l->scratch, l->a, l->tokens, l->c, l->N, l->V);
+    return dot_double(l->out, l->r, l->N);
+}
+
+static void test_xent_grad(Rng *rng, int soft) {
+    LayerCase l = {0};
+    int targets[4] = {2, 0, 8, 2};
+    l.N = 4; l.V = 9; l.tokens = targets;
+    l.a = normal_array(l.N * l.V, 2, rng); l.out = xmalloc(l.N * 4); l.r = normal_array(l.N, 1, rng);
+    l.scratch = xmalloc(l.N * l.V * 4);
+    if (soft) { // a random distribution per row
+        l.c = normal_array(l.N * l.V, 1, rng);
+        softmax_xent_forward(l.out, l.c, l.c, targets, NULL, l.N, l.V);
+    }
+    float *da = xmalloc(l.N * l.V * 4);
+    loss_xent(&l);
+    softmax_xent_backward(da, l.scratch, targets, l.c, l.r, l.N, l.V);
+    gradcheck(soft ? "softmax xent, soft targets" : "softmax xent, hard targets", loss_xent, &l, l.a, da,
+              l.N * l.V, 1e-2f);
+    free(l.a); free(l.out); free(l.r); free(l.scratch); free(l.c); free(da);
+}
+
+// ----------------------------------------------------------------------------
+// whole model: per tensor, the gradient along a random direction d against
+// (L(p + h d) - L(p - h d)) / 2h, for hard and soft (distillation) targets
+
+typedef struct { Model *m; const int *tokens, *targets; const float *soft; } ModelCase;
+
+static double loss_model(void *p) {
+    ModelCase *mc = p;
+    model_forward(mc->m, mc->tokens);
+    return model_loss(mc->m, mc->targets, mc->soft);
+}
+
+// f(t) = loss at p + t d, so the stencil on t gives the directional derivative
+typedef struct { ModelCase *mc; float *p, *d, *base; size_t n; float t; } DirCase;
+
+static double loss_direction(void *p) {
+    DirCase *dc = p;
+    for (size_t i = 0; i < dc->n; i++) dc->p[i] = dc->base[i] + dc->t * dc->d[i];
+    double l = loss_model(dc->mc);
+    memcpy(dc->p, dc->base, dc->n * 4);
+    return l;
+}
+
+static Model tiny_model(Rng *rng, int B, int T) {
+    Config c = {16, 24, 2, 4, 2, 11, 8}; // hs 4, grouped-query
+    Model m;
+    build_model(&m, &c, B, T, 1);
+    Tensor t[N_TENSORS];
+    model_tensors(&m, t);
+    for (int i = 0; i < N_TENSORS; i++) // big enough weights for gradients well above float noise
+        for (size_t j = 0; j < t[i].n; j++)
+            m.params[t[i].off + j] = t[i].decay ? WSTD * rng_normal(rng) : 1.0f + 0.1f * rng_normal(rng);
+    return m;
+}
+
+// Per tensor, 4 random directions d: numeric derivatives along them against
+// g.d, compared as vectors (one direction nearly orthogonal to g would make a
+// single ratio meaningless).
+static void test_model_grad(Rng *rng, int use_soft) {
+    enum { B = BB, T = 8, V = 11, DIRS = 4 };
+    Model m = tiny_model(rng, B, T);
+    int tokens[B * T], targets[B * T];
+    for (int i = 0; i < B * T; i++) { tokens[i] = (int)(rng_next(rng) % V); targets[i] = (int)(rng_next(rng) % V); }
+    float *soft = NULL, dummy[B * T];
+    if (use_soft) {
+        soft = normal_array((size_t)B * T * V, 1, rng);
+        softmax_xent_forward(dummy, soft, soft, targets, NULL, (size_t)B * T, V);
+    }
+    ModelCase mc = {&m, tokens, targets, soft};
+    loss_model(&mc);
+    zero(m.grads, m.n_params);
+    model_backward(&m, targets, soft, 1.0f / (B * T));
+    Tensor t[N_TENSORS];
+    model_tensors(&m, t);
+    double worst = 0;
+    const char *worst_name = "";
+    for (int i = 0; i < N_TENSORS; i++) {
+        DirCase dc = {&mc, m.params + t[i].off, xmalloc(t[i].n * 4), xmalloc(t[i].n * 4), t[i].n, 0};
+        memcpy(dc.base, dc.p, t[i].n * 4);
+        double dd = 0, nn = 0, aa = 0;
+        for (int k = 0; k < DIRS; k++) {
+            fill_normal(dc.d, t[i].n, 1, rng);
+            double num = stencil(loss_direction, &dc, &dc.t, H_DIR), ana = dot_double(m.grads + t[i].off, dc.d, t[i].n);
+            dd += (num - ana) * (num - ana); nn += num * num; aa += ana * ana;
+        }
+        double rel = sqrt(dd) / (sqrt(nn) + sqrt(aa) + 1e-30);
+        if (rel > worst) { worst = rel; worst_name = t[i].name; }
+        free(dc.d); free(dc.base);
+    }
+    check(worst < 1e-3, "model gradient (%s targets): 11 tensors x %d random directions, worst relative "
+          "error %.2e (%s)", use_soft ? "soft" : "hard", DIRS, worst, worst_name);
+    free(soft);
+    free_model(&m);
+}
+
+// ----------------------------------------------------------------------------
+// overfit: a small model memorises one batch
+
+static void test_overfit(void) {
+    Rng rng = {7};
+    Config c = {32, 64, 2, 4, 2, 32, 16};
+    int B = 4, T = 16;
+    Model m;
+    build_model(&m, &c, B, T, 1);
+    init_weights(&m, &rng);
+    int tokens[64], targets[64];
+    for (int i = 0; i < B * T; i++) tokens[i] = (int)(rng_next(&rng) % 32);
+    for (int i = 0; i < B * T; i++) targets[i] = i % T + 1 < T ? tokens[i + 1] : tokens[i - T + 1];
+    TrainOpts o = {0};
+    o.lr = 1e-2f; o.beta1 = 0.9f; o.beta2 = 0.95f; o.wd = 0.0f;
+    float *mom = xcalloc(m.n_params, 4), *vel = xcalloc(m.n_params, 4);
+    double first = 0, last = 0;
+    for (int step = 1; step <= 150; step++) {
+        model_forward(&m, tokens);
+        last = model_loss(&m, targets, NULL);
+        if (step == 1) first = last;
+        zero(m.grads, m.n_params);
+        model_backward(&m, targets, NULL, 1.0f / (B * T));
+        clip_grads(&m, 1.0f);
+        adamw_update(&m, mom, vel, &o, o.lr, step);
+    }
+    check(first > 3.0 && last < 0.1, "overfit one batch of 64 random tokens: loss %.3f -> %.4f after 150 steps "
+          "(want < 0.1)", first, last);
+    free(mom); free(vel);
+    free_model(&m);
+}
+
+// ----------------------------------------------------------------------------
+// training runs: deterministic, and a killed run resumes to the same bytes
+
+static char *slurp(const char *path, size_t *n) { return read_file(path, n); }
+
+static int same_file(const char *a, const char *b) {
+    size_t na, nb;
+    char *pa = slurp(a, &na), *pb = slurp(b, &nb);
+    int same = na == nb && !memcmp(pa, pb, na);
+    free(pa); free(pb);
+    return same;
+}
+
+// token streams with some structure to learn: counting runs mod vocab
+static void write_test_tokens(const char *dir, int vocab) {
+    IntBuf t = {0};
+    Rng r = {3};
+    for (int doc = 0; doc < 200; doc++) {
+        intbuf_push(&t, TOKEN_BOS);
+        int x = (int)(rng_next(&r) % 200);
+        for (int i = 0; i < 20; i++) intbuf_push(&t, 259 + (x + i) % (vocab - 259));
+    }
+    make_dir(dir);
+    char *tp = join_path(dir, "train.bin"), *vp = join_path(dir, "val.bin");
+    write_tokens(tp, &t, vocab);
+    write_tokens(vp, &t, vocab);
+    free(tp); free(vp); free(t.p);
+}
+
+static TrainOpts tiny_opts(const char *out, const char *csv) {
+    TrainOpts o = {"build/test/train/data", out, csv, NULL, 32, 64, 2, 4, 2, 16, 4, 2, 8, 2, 5, 1,
+                   4, 2, 4, 4, 3e-3f, 3e-4f, 0.1f, 1.0f, 0.9f, 0.95f, 0};
+    return o;
+}
+
+static void test_resume(void) {
+    make_dir("build");
+    make_dir("build/test");
+    make_dir("build/test/train");
+    write_test_tokens("build/test/train/data", 300);
+    remove("build/test/train/a/state.bin");
+    remove("build/test/train/b/state.bin");
+    TrainOpts a = tiny_opts("build/test/train/a", "build/test/train/a.csv");
+    train_model(&a); // 8 steps straight, 1 thread
+    TrainOpts b = tiny_opts("build/test/train/b", "build/test/train/b.csv");
+    b.stop_at = 3;
+    b.threads = 2;
+    g_threads = 2;
+    train_model(&b); // killed after step 3 (checkpoint at 3)...
+    b.stop_at = 0;
+    train_model(&b); // ...and resumed, on 2 threads
+    g_threads = 1;
+    check(same_file("build/test/train/a/model.bin", "build/test/train/b/model.bin"),
+          "8 steps straight (1 thread) == 3 steps, kill, resume to 8 (2 threads): model.bin bit-identical");
+    size_t n;
+    char *csv = slurp("build/test/train/b.csv", &n);
+    int rows = 0;
+    for (size_t i = 0; i < n; i++) rows += csv[i] == '\n';
+    check(rows == 1 + 1 + 8, "resumed CSV has header + step 0 + 8 step rows (got %d lines)", rows);
+    free(csv);
+    Model m;
+    load_model(&m, "build/test/train/a/model.bin", 1, 0, 0);
+    check(m.c.dim == 32 && m.c.vocab_size == 300 && m.c.seq_len == 16,
+          "model.bin reads back: dim %d vocab %d seq_len %d", m.c.dim, m.c.vocab_size, m.c.seq_len);
+    free_model(&m);
+}
+
+// ----------------------------------------------------------------------------
+// corpus reader: unwrapping, document breaks, held-out split
+
+static void write_text(const char *path, const char *text) {
+    FILE *f = xfopen(path, "wb");
+    xfwrite(text, 1, strlen(text), f, path);
+    xfclose(f, path);
+}
+
+static void test_corpus(void) {
+    make_dir("build/test/corpus");
+    write_text("build/test/corpus/children.txt",
+               "Title\n\nOnce there was a\ncat.  \n\n\n\nCHAPTER II\n\nIt sat\non a mat.\n");
+    write_text("build/test/corpus/tinystories_train_head.txt", "A dog ran.\nHe was fast.\n<|endoftext|>\nB.\n");
+    write_text("build/test/corpus/tinystories_valid_head.txt",
+               "end of one.\n\nOnce upon a time, x.\n\nMore x.\n\nOnce upon a time, y.\n");
+    Corpus c = {0};
+    read_corpus(&c, "build/test/corpus", "children=1,tinystories=2");
+    const char *want[] = {"Title\nOnce there was a cat.", "CHAPTER II\nIt sat on a mat.", "A dog ran.\nHe was fast.",
+                          "B.", "end of one.", "Once upon a time, x.\nMore x.", "Once upon a time, y."};
+    int ok = c.n == 7;
+    for (size_t d = 0; ok && d < c.n; d++) ok = !strcmp(c.text.p + c.docs[d].off, want[d]);
+    check(ok, "corpus: books unwrapped, 2+ blank lines and <|endoftext|> and \"Once upon a time\" split (%zu docs)", c.n);
+    check(c.docs[0].copies == 1 && c.docs[2].copies == 2, "corpus: -mix weights become copies (children 1, tinystories 2)");
+    free_corpus(&c);
+}
+
+// ----------------------------------------------------------------------------
+// tokenizer
+
+// llama2.c's encoder as a direct loop: scan for the best-scoring adjacent pair
+// whose concatenation is a token, leftmost on ties, merge, repeat.
+static void encode_direct(const Vocab *v, const char *text, IntBuf *out) {
+    Encoder e;
+    build_encoder(&e, v, (int)v->str.n);
+    int n = encoder_symbols(&e, text, strlen(text), 1), *s = e.sym;
+    char buf[1024];
+    for (;;) {
+        int best = -1, best_id = -1;
+        float best_score = -1e30f;
+        for (int i = 0; i + 1 < n; i++) {
+            int la = strtable_len(&v->str, s[i]), lb = strtable_len(&v->str, s[i + 1]);
+            memcpy(buf, strtable_str(&v->str, s[i]), (size_t)la);
+            memcpy(buf + la, strtable_str(&v->str, s[i + 1]), (size_t)lb);
+            int id = strtable_find(&v->str, buf, la + lb);
+            if (id >= 0 && v->score[id] > best_score) { best = i; best_id = id; best_score = v->score[id]; }
+        }
+        if (best < 0) break;
+        s[best] = best_id;
+        memmove(s + best + 1, s + best + 2, (size_t)(n - best - 2) * sizeof(int));
+        n--;
+    }
+    for (int i = 0; i < n; i++) intbuf_push(out, s[i]);
+    free_encoder(&e);
+}
+
+static void test_tokenizer(void) {
+    const char *texts[] = {
+        "Once upon a time, there was a little cat named Tom. Tom liked to play in the sun.\n",
+        "\u2018Oh dear! Oh dear! I shall be late!\u2019 said the Rabbit; \u201cwhat a day\u201d \u2014 she didn't know.\n",
+        "The dog's ball was red. They played and played until the sun went down at 1234 o'clock.\n",
+    };
+    Corpus c = {0};
+    for (int rep = 0; rep < 30; rep++)
+        for (int i = 0; i < 3; i++) corpus_add(&c, texts[i], strlen(texts[i]), 0, 0, 1);
+    Vocab v = {0};
+    train_tokenizer(&v, &c, 420);
+    check(v.str.n == 420, "BPE trained to 420 tokens (got %zu)", v.str.n);
+    check(!strcmp(strtable_str(&v.str, 1), "\n<s>\n") && !strcmp(strtable_str(&v.str, 3), "<0x00>") &&
+          !strcmp(strtable_str(&v.str, 258), "<0xFF>") && strtable_find(&v.str, "\xe2\x80\x99", 3) > 0,
+          "fixed tokens: BOS \"\\n<s>\\n\", <0x00>..<0xFF> at 3..258; curly quote is a token");
+    write_tokenizer("build/test/tok.bin", &v, 420);
+    Vocab back = {0};
+    read_tokenizer(&back, "build/test/tok.bin");
+    int same = back.str.n == 420;
+    for (int i = 0; same && i < 420; i++)
+        same = back.score[i] == v.score[i] && strtable_len(&back.str, i) == strtable_len(&v.str, i) &&
+               !memcmp(strtable_str(&back.str, i), strtable_str(&v.str, i), (size_t)strtable_len(&v.str, i));
+    check(same, "tokenizer.bin written and read back: 420 tokens, same strings and scores");
+    const char *probe[] = {texts[0], texts[1], texts[2], "na\xc3\xafve caf\xc3\xa9 \xe2\x98\x83 played played",
+                           "  two  spaces\n\nand lines", "x"};
+    Encoder e;
+    build_encoder(&e, &back, 420);
+    for (int i = 0; i < 6; i++) {
+        IntBuf fast = {0}, slow = {0};
+        CharBuf dec = {0};
+        encode(&e, probe[i], strlen(probe[i]), 1, &fast);
+        encode_direct(&back, probe[i], &slow);
+        for (size_t k = 0; k < fast.n; k++) {
+            const char *s;
+            int n = token_bytes(&back, fast.p[k], &s);
+            charbuf_add(&dec, s, (size_t)n);
+        }
+        int eq = fast.n == slow.n && !memcmp(fast.p, slow.p, fast.n * sizeof(int));
+        int rt = dec.n == strlen(probe[i]) + 1 && dec.p[0] == ' ' && !strcmp(dec.p + 1, probe[i]);
+        check(eq && rt, "encode probe %d: heap encoder == direct llama2.c loop (%zu tokens), decodes back to "
+              "\" \" + text", i, fast.n);
+        free(fast.p); free(slow.p); free(dec.p);
+    }
+    free_encoder(&e);
+    free_vocab(&back);
+    free_vocab(&v);
+    free_corpus(&c);
+}
+
+int main(void) {
+    Rng rng = {12345};
+    test_gemm();
+    test_matmul_grad(&rng);
+    test_rmsnorm_grad(&rng);
+    test_rope_grad(&rng);
+    test_attention_grad(&rng);
+    test_swiglu_grad(&rng);
+    test_embedding_grad(&rng);
+    test_xent_grad(&rng, 0);
+    test_xent_grad(&rng, 1);
+    test_model_grad(&rng, 0);
+    test_model_grad(&rng, 1);
+    test_overfit();
+    test_resume();
+    test_corpus();
+    test_tokenizer();
+    printf("%s: %d failure%s\n", failures ? "FAILED" : "test_train passed", failures, failures == 1 ? "" : "s");
+    return failures != 0;
+}
