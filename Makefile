@@ -18,7 +18,7 @@ ASAN    = -std=c11 -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
 TESTS   = test_kernels test_forward test_tokenizer test_spec
 TEST_DEPS = specdec.c model.h test/check.h test/random_model.h
 
-.PHONY: all run test test-core clean
+.PHONY: all run test test-core bench sweep clean
 
 all: specdec train
 
@@ -59,6 +59,20 @@ test-core: specdec specdec_scalar build/bin/randckpt build/bin/test_spec_wrong \
 	bash test/run.sh
 
 test: test-core test-train
+
+# ---- benchmarks (not tests: nothing asserted; numbers for README) -----------
+build/bin/bench: test/bench.c $(TEST_DEPS)
+	@mkdir -p build/bin
+	$(CC) $(TFLAGS) $(SIMD) -o $@ $< $(LDLIBS)
+
+# bandwidth, single-row forward, verify cost r(n), end to end (shipped pair and
+# the emulated 110M target) -> bench.json and docs/*.csv; about 4 minutes
+bench: build/bin/bench
+	build/bin/bench all
+
+# the shipped pair only: K = 1..8 and auto at t = 0, 1; a vs temperature
+sweep: build/bin/bench
+	build/bin/bench sweep
 
 # --- train.c (owned by the trainer work; keep edits inside this block) ---
 train: train.c model.h

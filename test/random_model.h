@@ -101,3 +101,64 @@ static void write_random_checkpoint(const char *path, const Config *c, int share
     free(p);
 }
 #endif
+
+// ---- the emulated large target (make bench) -----------------------------------
+// base's layers, then `extra` layers whose output projections wo and w2 are zero:
+// each extra layer adds exactly 0 to the residual stream, so the logits are
+// bit for bit the base model's while every token still streams the extra
+// layers' weights from memory, as a model of that size would.
+
+// write n copies of the value v (dies on error)
+static void write_fill(FILE *f, float v, size_t n, const char *path) {
+    float buf[1024];
+    for (size_t i = 0; i < 1024; i++) buf[i] = v;
+    for (size_t done = 0; done < n;) {
+        size_t m = n - done < 1024 ? n - done : 1024;
+        if (fwrite(buf, sizeof(float), m, f) != m) die("%s: write failed", path);
+        done += m;
+    }
+}
+
+// write n uniform [-a, a] floats
+static void write_random(FILE *f, Rng *r, float a, size_t n, const char *path) {
+    float buf[1024];
+    for (size_t done = 0; done < n;) {
+        size_t m = n - done < 1024 ? n - done : 1024;
+        for (size_t i = 0; i < m; i++) buf[i] = uniform(r, a);
+        if (fwrite(buf, sizeof(float), m, f) != m) die("%s: write failed", path);
+        done += m;
+    }
+}
+
+static void write_floats(FILE *f, const float *p, size_t n, const char *path) {
+    if (fwrite(p, sizeof(float), n, f) != n) die("%s: write failed", path);
+}
+
+static void write_emulated_checkpoint(const char *path, const Transformer *base, int extra) {
+    Config c = base->config;
+    const TransformerWeights *w = &base->weights;
+    size_t dim = (size_t)c.dim, hid = (size_t)c.hidden_dim, L = (size_t)c.n_layers, E = (size_t)extra;
+    size_t hs = dim / (size_t)c.n_heads, kv = (size_t)c.n_kv_heads * hs;
+    FILE *f = fopen(path, "wb");
+    if (!f) die("%s: cannot write", path);
+    Rng r;
+    rng_seed(&r, 99);
+    float a = sqrtf(3.0f / (float)dim);
+    c.n_layers += extra;
+    if (write_config(f, &c, base->shared_classifier) != 0) die("%s: write failed", path);
+    write_floats(f, w->token_embedding, (size_t)c.vocab_size * dim, path);
+    write_floats(f, w->rms_att, L * dim, path);        write_fill(f, 1.0f, E * dim, path);
+    write_floats(f, w->wq, L * dim * dim, path);       write_random(f, &r, a, E * dim * dim, path);
+    write_floats(f, w->wk, L * kv * dim, path);        write_random(f, &r, a, E * kv * dim, path);
+    write_floats(f, w->wv, L * kv * dim, path);        write_random(f, &r, a, E * kv * dim, path);
+    write_floats(f, w->wo, L * dim * dim, path);       write_fill(f, 0.0f, E * dim * dim, path);
+    write_floats(f, w->rms_ffn, L * dim, path);        write_fill(f, 1.0f, E * dim, path);
+    write_floats(f, w->w1, L * hid * dim, path);       write_random(f, &r, a, E * hid * dim, path);
+    write_floats(f, w->w2, L * dim * hid, path);       write_fill(f, 0.0f, E * dim * hid, path);
+    write_floats(f, w->w3, L * hid * dim, path);       write_random(f, &r, a, E * hid * dim, path);
+    write_floats(f, w->rms_final, dim, path);
+    write_floats(f, w->rope_cos, (size_t)c.seq_len * hs / 2, path);
+    write_floats(f, w->rope_sin, (size_t)c.seq_len * hs / 2, path);
+    if (!base->shared_classifier) write_floats(f, w->wcls, (size_t)c.vocab_size * dim, path);
+    if (fclose(f) != 0) die("%s: write failed", path);
+}

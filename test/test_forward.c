@@ -63,11 +63,29 @@ static void test_config(const char *name, Config c, int shared) {
     free_transformer(&one); free_transformer(&many);
 }
 
+// the bench's emulated large target: extra layers with zero wo and w2 leave
+// the logits bit for bit unchanged
+static void test_emulated(void) {
+    Transformer base, big;
+    build_transformer(&base, "build/test/forward_gqa_unshared.bin", MAX_ROWS);
+    write_emulated_checkpoint("build/test/forward_emulated.bin", &base, 5);
+    build_transformer(&big, "build/test/forward_emulated.bin", MAX_ROWS);
+    int tokens[12] = {1, 5, 9, 40, 41, 42, 7, 8, 100, 200, 250, 3}, V = base.config.vocab_size;
+    float *a = forward(&base, tokens, 12, 0), *b = forward(&big, tokens, 12, 0);
+    CHECK(big.config.n_layers == base.config.n_layers + 5 && !memcmp(a, b, (size_t)12 * V * 4),
+          "emulated target (+5 zero-output layers): logits differ from the base model's");
+    printf("emulated target: %d + 5 layers with wo = w2 = 0 give the base model's logits bit for bit\n",
+           base.config.n_layers);
+    free_transformer(&base);
+    free_transformer(&big);
+}
+
 int main(void) {
     printf("batched forward vs single rows (%s path)\n", HAVE_AVX2 ? "AVX2+FMA" : "scalar");
     test_config("gqa_unshared", (Config){48, 100, 2, 6, 2, 300, 64}, 0);
     test_config("mha_shared", (Config){64, 172, 3, 4, 4, 400, 80}, 1);
     test_config("odd_widths", (Config){36, 52, 1, 3, 1, 260, 40}, 1);
+    test_emulated();
     printf("logits fingerprint: %016llx\n", (unsigned long long)fingerprint);
     return check_summary("test_forward");
 }

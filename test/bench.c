@@ -1,0 +1,367 @@
+// bench.c - the instrument behind every performance claim (make bench).
+// Single thread, like specdec. Benchmarks are not tests: nothing is asserted.
+//
+//   bench [all | sweep] [--target F] [--draft F] [--tokenizer F] [--json F] [--csv DIR]
+//
+// all:   memory bandwidth; single-row forward and verify cost r(n) on random
+//        checkpoints shaped like stories15M and stories110M (written to a temp
+//        dir, never the repo) and on the shipped target; end to end target-only
+//        vs spec on the shipped pair and on an EMULATED ~110M target (the shipped
+//        target plus zero-output layers: same logits, DRAM-bound cost).
+// sweep: the shipped pair only: K = 1..8 and auto-K at t = 0 and t = 1, and a
+//        over temperatures 0..1.5 at K = 4; writes sweep_k.csv, sweep_temp.csv.
+// Writes bench.json and, into --csv DIR (default docs), the CSVs the plots read.
+#define TESTING
+#include "../specdec.c"
+#include "random_model.h"
+
+static const char *PROMPTS[] = {"Once upon a time", "The little dog", "One day, Lily",
+                                "Tom and his mom went"};
+#define N_PROMPTS 4
+#define REPS 3
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(double *v, int n) {
+    qsort(v, (size_t)n, sizeof(double), cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+// ---- memory bandwidth ---------------------------------------------------------
+
+// One thread reading a 1 GiB buffer (far beyond any cache), best of 5 passes,
+// with the same next-block prefetch the matmul uses.
+static double bandwidth_gbs(void) {
+    size_t n = (size_t)1 << 28;
+    float *buf = xmalloc(n * sizeof(float), "bandwidth buffer");
+    for (size_t i = 0; i < n; i++) buf[i] = 1.0f;
+    double best = 0;
+    float sink = 0;
+    for (int rep = 0; rep < 5; rep++) {
+        double t0 = now_seconds();
+        __m256 s0 = _mm256_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
+        for (size_t i = 0; i < n; i += 32) {
+            _mm_prefetch((const char *)(buf + i + 2048), _MM_HINT_T1);
+            s0 = _mm256_add_ps(s0, _mm256_loadu_ps(buf + i));
+            s1 = _mm256_add_ps(s1, _mm256_loadu_ps(buf + i + 8));
+            s2 = _mm256_add_ps(s2, _mm256_loadu_ps(buf + i + 16));
+            s3 = _mm256_add_ps(s3, _mm256_loadu_ps(buf + i + 24));
+        }
+        sink += hsum8(_mm256_add_ps(_mm256_add_ps(s0, s1), _mm256_add_ps(s2, s3)));
+        double gbs = (double)n * sizeof(float) / (now_seconds() - t0) / 1e9;
+        if (gbs > best) best = gbs;
+    }
+    free(buf);
+    return sink > 0 ? best : 0; // sink keeps the loop from being optimised away
+}
+
+// ---- single-row forward and verify cost ----------------------------------------
+
+typedef struct {
+    char name[64];
+    double params, bytes, tok_s, gbs, roofline, r[10];
+} ModelResult;
+
+// weights a single-row forward streams from memory: every matrix once and the
+// classifier (the embedding row and the RoPE rows are negligible)
+static double bytes_per_token(const Config *c) {
+    double dim = c->dim, hid = c->hidden_dim, hs = dim / c->n_heads, kv = c->n_kv_heads * hs;
+    double per_layer = 2 * dim * dim + 2 * kv * dim + 3 * hid * dim + 2 * dim;
+    return 4.0 * (c->n_layers * per_layer + dim + (double)c->vocab_size * dim);
+}
+
+static double time_rows(Transformer *tr, int rows, int pos, int reps) {
+    int tokens[MAX_ROWS];
+    double t[16];
+    for (int i = 0; i < rows; i++) tokens[i] = 100 + i;
+    for (int i = 0; i < reps; i++) {
+        double t0 = now_seconds();
+        forward(tr, tokens, rows, pos);
+        t[i] = now_seconds() - t0;
+    }
+    return median(t, reps);
+}
+
+static ModelResult bench_model(const char *name, const char *path, double bw) {
+    ModelResult m = {{0}, 0, 0, 0, 0, 0, {0}};
+    snprintf(m.name, sizeof(m.name), "%s", name);
+    Transformer tr;
+    build_transformer(&tr, path, MAX_ROWS);
+    m.bytes = bytes_per_token(&tr.config);
+    m.params = m.bytes / 4;
+    int steps = m.bytes > 1e8 ? 24 : 96;
+    int tok = 100;
+    forward(&tr, &tok, 1, 0); // fault the mapping in
+    double t0 = now_seconds();
+    for (int pos = 0; pos < steps; pos++) forward(&tr, &tok, 1, pos);
+    m.tok_s = steps / (now_seconds() - t0);
+    m.gbs = m.tok_s * m.bytes / 1e9;
+    m.roofline = m.gbs / bw;
+    int reps = m.bytes > 1e8 ? 5 : 15;
+    for (int n = 1; n <= 9; n++) m.r[n] = time_rows(&tr, n, 16, reps);
+    for (int n = 9; n >= 1; n--) m.r[n] /= m.r[1];
+    printf("%-22s %7.1fM params %8.1f MB/token %8.1f tok/s %6.2f GB/s %5.0f%% of bandwidth  r(n):",
+           name, m.params / 1e6, m.bytes / 1e6, m.tok_s, m.gbs, 100 * m.roofline);
+    for (int n = 2; n <= 9; n++) printf(" %.2f", m.r[n]);
+    printf("\n");
+    fflush(stdout);
+    free_transformer(&tr);
+    return m;
+}
+
+// ---- end to end: target-only vs spec -------------------------------------------
+
+typedef struct {
+    char pair[64];
+    float temperature;
+    int k;
+    double target_tok_s, spec_tok_s, speedup, alpha, acceptance_rate, c, r, predicted;
+    double tokens_per_round, pos[K_MAX], hist[K_MAX + 1];
+} E2E;
+
+typedef struct {
+    Transformer *target, *draft;
+    Tokenizer *tok;
+    int n_new;
+} Pair;
+
+// one generation of n_new tokens from prompt i; returns seconds. With sp NULL:
+// target alone; else spec decoding accumulating into sp's stats.
+static double run_once(Pair *pr, Speculator *sp, Sampler *s, int prompt, uint64_t seed, int *made) {
+    int V = pr->target->config.vocab_size;
+    int *tokens = xmalloc((size_t)pr->target->config.seq_len * sizeof(int), "tokens");
+    int *gen = xmalloc((size_t)pr->n_new * sizeof(int), "generated");
+    float *probs = xmalloc((size_t)V * sizeof(float), "probs");
+    int n = encode(pr->tok, tokens, PROMPTS[prompt % N_PROMPTS], 1, 0);
+    Output o = {pr->tok, 1, gen, 0, pr->n_new, 0, 0};
+    start_output(&o, tokens, n);
+    Rng rng;
+    rng_seed(&rng, seed);
+    double t0 = now_seconds();
+    if (sp) {
+        sp->rng = &rng;
+        generate_spec(sp, probs, tokens, n, &o);
+    } else {
+        generate_plain(pr->target, s, &rng, probs, tokens, n, &o);
+    }
+    double t = now_seconds() - t0;
+    *made = o.n_generated;
+    free(tokens); free(gen); free(probs);
+    return t;
+}
+
+// target-only and spec runs alternate (rep by rep) so drifts in the machine's
+// speed hit both; medians over REPS; a, c, r from the spec runs' stats with the
+// target step measured by the target-only runs.
+static E2E bench_pair(Pair *pr, const char *name, float temp, int k) {
+    E2E e = {{0}, temp, k, 0, 0, 0, 0, 0, 0, 0, 0, 0, {0}, {0}};
+    snprintf(e.pair, sizeof(e.pair), "%s", name);
+    Sampler s;
+    build_sampler(&s, pr->target->config.vocab_size, temp, 1.0f, 0);
+    Speculator sp;
+    build_speculator(&sp, pr->target, pr->draft, &s, NULL, k);
+    double tt[REPS], ts[REPS], step = 0;
+    long made_t = 0;
+    for (int rep = 0; rep < REPS; rep++) {
+        int m;
+        double t = run_once(pr, NULL, &s, rep, 1000 + rep, &m);
+        tt[rep] = m / t; made_t += m; step += t;
+        t = run_once(pr, &sp, &s, rep, 1000 + rep, &m);
+        ts[rep] = m / t;
+    }
+    step /= (double)made_t; // seconds per target-alone token
+    e.target_tok_s = median(tt, REPS);
+    e.spec_tok_s = median(ts, REPS);
+    e.speedup = e.spec_tok_s / e.target_tok_s;
+    Report rp = {"spec", k, temp, 1.0f, 0, 0, 0, NULL, 0, &sp, step};
+    Output o = {0};
+    rp.out = &o;
+    SpecSummary sm = summarize(&rp);
+    e.alpha = sm.a; e.acceptance_rate = sm.acceptance_rate; e.c = sm.c; e.r = sm.r;
+    e.k = sm.k; e.predicted = sm.predicted; e.tokens_per_round = sm.tokens_per_round;
+    for (int i = 0; i < sp.stats.k_hi; i++) e.pos[i] = per_position(&sp.stats, i);
+    for (int i = 0; i <= sp.stats.k_hi; i++) e.hist[i] = (double)sp.stats.histogram[i];
+    char kname[16];
+    if (k) snprintf(kname, sizeof(kname), "%d", k);
+    else snprintf(kname, sizeof(kname), "auto(%d)", e.k);
+    printf("%-18s t=%.2f K=%-8s target %7.1f tok/s  spec %7.1f tok/s  speedup %5.2fx  "
+           "a %.3f  c %.3f  r %.3f  predicted %5.2fx\n", name, temp, kname, e.target_tok_s,
+           e.spec_tok_s, e.speedup, e.alpha, e.c, e.r, e.predicted);
+    fflush(stdout);
+    free_speculator(&sp);
+    free_sampler(&s);
+    return e;
+}
+
+// ---- output: bench.json and the CSVs the plots read ------------------------------
+
+static void write_bench_json(const char *path, double bw, const ModelResult *m, int n_models,
+                             const E2E *e, int n_e2e) {
+    FILE *f = fopen(path, "w");
+    if (!f) die("%s: cannot write", path);
+    fprintf(f, "{\"bandwidth_gbs\": %.3f, \"threads\": 1,\n \"models\": [", bw);
+    for (int i = 0; i < n_models; i++) {
+        fprintf(f, "%s\n  {\"name\": \"%s\", \"params\": %.0f, \"bytes\": %.0f, \"tok_s\": %.3f, "
+                "\"gbs\": %.3f, \"roofline_fraction\": %.4f, \"verify_cost\": [", i ? "," : "",
+                m[i].name, m[i].params, m[i].bytes, m[i].tok_s, m[i].gbs, m[i].roofline);
+        for (int n = 1; n <= 9; n++) fprintf(f, "%s%.4f", n > 1 ? ", " : "", m[i].r[n]);
+        fprintf(f, "]}");
+    }
+    fprintf(f, "],\n \"e2e\": [");
+    for (int i = 0; i < n_e2e; i++)
+        fprintf(f, "%s\n  {\"pair\": \"%s\", \"temperature\": %.2f, \"k\": %d, \"auto_k\": %s, "
+                "\"target_tok_s\": %.3f, \"spec_tok_s\": %.3f, \"speedup\": %.4f, \"alpha\": %.4f, "
+                "\"c\": %.4f, \"r\": %.4f, \"predicted_speedup\": %.4f}", i ? "," : "", e[i].pair,
+                e[i].temperature, e[i].k, e[i].k == 0 ? "true" : "false", e[i].target_tok_s,
+                e[i].spec_tok_s, e[i].speedup, e[i].alpha, e[i].c, e[i].r, e[i].predicted);
+    fprintf(f, "]}\n");
+    if (fclose(f) != 0) die("%s: write failed", path);
+    printf("wrote %s\n", path);
+}
+
+static FILE *open_csv(const char *dir, const char *name, const char *header) {
+    char path[512];
+    snprintf(path, sizeof(path), "%s/%s", dir, name);
+    FILE *f = fopen(path, "w");
+    if (!f) die("%s: cannot write", path);
+    fprintf(f, "%s\n", header);
+    printf("wrote %s\n", path);
+    return f;
+}
+
+// sweep_k.csv: one row per (temperature, K); K = 0 rows are auto-K
+static void write_sweep_k(const char *dir, const E2E *e, int n, const int *is_auto) {
+    FILE *f = open_csv(dir, "sweep_k.csv", "temperature,k,auto,alpha,acceptance_rate,"
+                       "tokens_per_round,c,r,target_tok_s,spec_tok_s,speedup,predicted_speedup,"
+                       "pos1,pos2,pos3,pos4,pos5,pos6,pos7,pos8,"
+                       "hist0,hist1,hist2,hist3,hist4,hist5,hist6,hist7,hist8");
+    for (int i = 0; i < n; i++) {
+        fprintf(f, "%.2f,%d,%d,%.4f,%.4f,%.4f,%.4f,%.4f,%.2f,%.2f,%.4f,%.4f", e[i].temperature,
+                e[i].k, is_auto[i], e[i].alpha, e[i].acceptance_rate, e[i].tokens_per_round, e[i].c,
+                e[i].r, e[i].target_tok_s, e[i].spec_tok_s, e[i].speedup, e[i].predicted);
+        for (int j = 0; j < 8; j++) j < e[i].k ? fprintf(f, ",%.4f", e[i].pos[j]) : fprintf(f, ",");
+        for (int j = 0; j <= 8; j++) j <= e[i].k ? fprintf(f, ",%.0f", e[i].hist[j]) : fprintf(f, ",");
+        fprintf(f, "\n");
+    }
+    fclose(f);
+}
+
+static void write_sweep_temp(const char *dir, const E2E *e, int n) {
+    FILE *f = open_csv(dir, "sweep_temp.csv", "temperature,k,alpha,tokens_per_round,speedup");
+    for (int i = 0; i < n; i++)
+        fprintf(f, "%.2f,%d,%.4f,%.4f,%.4f\n", e[i].temperature, e[i].k, e[i].alpha,
+                e[i].tokens_per_round, e[i].speedup);
+    fclose(f);
+}
+
+static void write_verify_cost(const char *dir, const ModelResult *m, int n) {
+    FILE *f = open_csv(dir, "verify_cost.csv", "model,n,r");
+    for (int i = 0; i < n; i++)
+        for (int j = 1; j <= 9; j++) fprintf(f, "%s,%d,%.4f\n", m[i].name, j, m[i].r[j]);
+    fclose(f);
+}
+
+// ---- main --------------------------------------------------------------------------
+
+typedef struct {
+    const char *what, *target, *draft, *tokenizer, *json, *csv;
+} BenchOptions;
+
+static void parse_bench(BenchOptions *o, int argc, char **argv) {
+    *o = (BenchOptions){"all", "weights/target.bin", "weights/draft.bin", "tokenizer.bin",
+                        "bench.json", "docs"};
+    int i = 1;
+    if (argc > 1 && argv[1][0] != '-') o->what = argv[i++];
+    for (; i + 1 < argc; i += 2) {
+        if (!strcmp(argv[i], "--target")) o->target = argv[i + 1];
+        else if (!strcmp(argv[i], "--draft")) o->draft = argv[i + 1];
+        else if (!strcmp(argv[i], "--tokenizer")) o->tokenizer = argv[i + 1];
+        else if (!strcmp(argv[i], "--json")) o->json = argv[i + 1];
+        else if (!strcmp(argv[i], "--csv")) o->csv = argv[i + 1];
+        else die("bench: unknown option %s", argv[i]);
+    }
+    if (i < argc) die("bench: %s needs a value", argv[i]);
+    if (strcmp(o->what, "all") && strcmp(o->what, "sweep")) die("bench: unknown mode %s", o->what);
+}
+
+// K = 1..8 and auto at t = 0 and 1 on pr; appends to e; marks auto rows
+static int sweep_k(Pair *pr, const char *name, E2E *e, int *is_auto) {
+    int n = 0;
+    for (int ti = 0; ti < 2; ti++)
+        for (int k = 0; k <= 8; k++) {
+            e[n] = bench_pair(pr, name, (float)ti, k);
+            is_auto[n++] = k == 0;
+        }
+    return n;
+}
+
+int main(int argc, char **argv) {
+    BenchOptions o;
+    parse_bench(&o, argc, argv);
+    int full = !strcmp(o.what, "all");
+    const char *tmp = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+    char p15[512], p110[512], pemu[512];
+    snprintf(p15, sizeof(p15), "%s/specdec_bench_15M.bin", tmp);
+    snprintf(p110, sizeof(p110), "%s/specdec_bench_110M.bin", tmp);
+    snprintf(pemu, sizeof(pemu), "%s/specdec_bench_emulated.bin", tmp);
+    int have_pair = access(o.target, R_OK) == 0 && access(o.draft, R_OK) == 0 &&
+                    access(o.tokenizer, R_OK) == 0;
+    printf("specdec bench: one thread, %s path\n", HAVE_AVX2 ? "AVX2+FMA" : "scalar");
+
+    double bw = 0;
+    ModelResult models[4];
+    int n_models = 0;
+    if (full) {
+        bw = bandwidth_gbs();
+        printf("memory read bandwidth (1 GiB, one thread, best of 5): %.2f GB/s\n", bw);
+        write_random_checkpoint(p15, &(Config){288, 768, 6, 6, 6, 32000, 256}, 1, 1, 0, 0);
+        models[n_models++] = bench_model("random 15M shape", p15, bw);
+        remove(p15);
+        write_random_checkpoint(p110, &(Config){768, 2048, 12, 12, 12, 32000, 1024}, 1, 1, 0, 0);
+        models[n_models++] = bench_model("random 110M shape", p110, bw);
+        remove(p110);
+        if (have_pair) models[n_models++] = bench_model("shipped target", o.target, bw);
+    }
+    E2E e[64];
+    int is_auto[64], n_e = 0;
+    if (!have_pair) {
+        printf("SKIP end to end: %s, %s or %s missing (make weights)\n", o.target, o.draft, o.tokenizer);
+    } else {
+        Transformer target, draft, emulated;
+        build_transformer(&target, o.target, MAX_ROWS);
+        build_transformer(&draft, o.draft, MAX_ROWS);
+        Tokenizer tok;
+        build_tokenizer(&tok, o.tokenizer, target.config.vocab_size);
+        Pair pr = {&target, &draft, &tok, 128};
+        n_e = sweep_k(&pr, "shipped", e, is_auto);
+        write_sweep_k(o.csv, e, n_e, is_auto);
+        E2E temps[8];
+        for (int i = 0; i < 7; i++) temps[i] = bench_pair(&pr, "shipped", 0.25f * i, 4);
+        write_sweep_temp(o.csv, temps, 7);
+        if (full) {
+            // the emulated large target: shipped + zero-output layers up to ~110M params
+            double per_layer = bytes_per_token(&(Config){target.config.dim, target.config.hidden_dim,
+                               1, target.config.n_heads, target.config.n_kv_heads, 0, 1}) / 4;
+            int extra = (int)((110e6 - bytes_per_token(&target.config) / 4) / per_layer);
+            write_emulated_checkpoint(pemu, &target, extra > 0 ? extra : 0);
+            build_transformer(&emulated, pemu, MAX_ROWS);
+            models[n_models++] = bench_model("emulated 110M target", pemu, bw);
+            Pair big = {&emulated, &draft, &tok, 64};
+            for (int ti = 0; ti < 2; ti++)
+                for (int k = 2; k <= 8; k += 2) e[n_e++] = bench_pair(&big, "emulated 110M", (float)ti, k);
+            free_transformer(&emulated);
+            remove(pemu);
+        }
+        free_tokenizer(&tok);
+        free_transformer(&target);
+        free_transformer(&draft);
+    }
+    if (full) {
+        write_verify_cost(o.csv, models, n_models);
+        write_bench_json(o.json, bw, models, n_models, e, n_e);
+    }
+    return 0;
+}
