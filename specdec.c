@@ -953,7 +953,8 @@ static void trace_piece(const Tokenizer *t, int token) {
 // the -v teaching trace of one round
 static void print_trace(const Speculator *sp, const int *out, int emitted, int n, int k) {
     const Tokenizer *t = sp->trace;
-    fprintf(stderr, "round %ld at position %d, K=%d\n", sp->stats.rounds, n, k);
+    fflush(stdout); // the text so far, then the trace on lines of its own
+    fprintf(stderr, "\nround %ld at position %d, K=%d\n", sp->stats.rounds, n, k);
     for (int i = 0; i < emitted && i < k; i++) {
         const Verdict *v = &sp->verdicts[i];
         fprintf(stderr, "  draft %d  ", i + 1);
