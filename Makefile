@@ -75,11 +75,55 @@ sweep: build/bin/bench
 	build/bin/bench sweep
 
 # --- train.c (owned by the trainer work; keep edits inside this block) ---
+# make weights [DATA=dir] [THREADS=n]: tokenizer -> token streams -> target ->
+# draft (distilled from the target) and draft_text (text only) -> weights/.
+# Every step keeps its state under runs/ and re-running resumes where it
+# stopped; `rm -rf runs` starts over. Shapes and numbers: docs/TRAINING.md.
+DATA    ?= ../shared/data/corpus
+THREADS ?= 2
+MIX     ?= children=1,tinystories=1
+VOCAB   ?= 2048
+TARGET  ?= -dim 256 -layers 6 -heads 8 -kv-heads 4 -seq 256 -batch 8 -accum 4 -steps 1000 -warmup 100 -lr 1e-3
+DRAFT   ?= -dim 96 -layers 2 -heads 4 -kv-heads 2 -seq 256 -batch 8 -accum 4 -steps 1000 -warmup 100 -lr 2e-3
+MODEL   = ./train model -data runs/data -threads $(THREADS)
+TRAIN_TESTS = build/train/test_train build/train/test_train_ckpt
+
+.PHONY: test-train target drafts weights
+
 train: train.c model.h
 	$(CC) $(CFLAGS) $(SIMD) -pthread -o $@ train.c $(LDLIBS)
 
-test-train:
-	@echo "train.c tests: none yet"
+build/train/test_train: test/test_train.c train.c model.h
+	@mkdir -p build/train
+	$(CC) $(CFLAGS) $(SIMD) -pthread -o $@ test/test_train.c $(LDLIBS)
+
+build/train/test_train_ckpt: test/test_train_ckpt.c specdec.c model.h
+	@mkdir -p build/train
+	$(CC) $(CFLAGS) -Wno-unused-function $(SIMD) -o $@ test/test_train_ckpt.c $(LDLIBS)
+
+test-train: train $(TRAIN_TESTS)
+	./build/train/test_train
+	./build/train/test_train_ckpt
+
+runs/tokenizer.bin: | train
+	@mkdir -p runs
+	./train tokenizer -d $(DATA) -mix $(MIX) -v $(VOCAB) -o $@
+
+runs/data/val.bin: runs/tokenizer.bin | train
+	./train data -d $(DATA) -mix $(MIX) -z runs/tokenizer.bin -o runs/data
+
+target: runs/data/val.bin | train
+	$(MODEL) -o runs/target $(TARGET) -csv docs/train_target.csv
+
+drafts: target
+	$(MODEL) -o runs/draft_distill $(DRAFT) -teacher runs/target/model.bin -csv docs/train_draft_distill.csv
+	$(MODEL) -o runs/draft_text $(DRAFT) -csv docs/train_draft_text.csv
+
+weights: drafts
+	@mkdir -p weights
+	cp runs/tokenizer.bin tokenizer.bin
+	cp runs/target/model.bin weights/target.bin
+	cp runs/draft_distill/model.bin weights/draft.bin
 # --- end train.c ---
 
 clean:

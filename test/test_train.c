@@ -305,7 +305,7 @@ static Model tiny_model(Rng *rng, int B, int T) {
     model_tensors(&m, t);
     for (int i = 0; i < N_TENSORS; i++) // big enough weights for gradients well above float noise
         for (size_t j = 0; j < t[i].n; j++)
-            m.params[t[i].off + j] = t[i].decay ? WSTD * rng_normal(rng) : 1.0f + 0.1f * rng_normal(rng);
+            m.params[t[i].off + j] = t[i].decay ? 0.2f * rng_normal(rng) : 1.0f + 0.1f * rng_normal(rng);
     return m;
 }
 
@@ -313,7 +313,7 @@ static Model tiny_model(Rng *rng, int B, int T) {
 // g.d, compared as vectors (one direction nearly orthogonal to g would make a
 // single ratio meaningless).
 static void test_model_grad(Rng *rng, int use_soft) {
-    enum { B = BB, T = 8, V = 11, DIRS = 4 };
+    enum { B = 4, T = 8, V = 11, DIRS = 4 };
     Model m = tiny_model(rng, B, T);
     int tokens[B * T], targets[B * T];
     for (int i = 0; i < B * T; i++) { tokens[i] = (int)(rng_next(rng) % V); targets[i] = (int)(rng_next(rng) % V); }
@@ -336,7 +336,7 @@ static void test_model_grad(Rng *rng, int use_soft) {
         double dd = 0, nn = 0, aa = 0;
         for (int k = 0; k < DIRS; k++) {
             fill_normal(dc.d, t[i].n, 1, rng);
-            double num = stencil(loss_direction, &dc, &dc.t, H_DIR), ana = dot_double(m.grads + t[i].off, dc.d, t[i].n);
+            double num = stencil(loss_direction, &dc, &dc.t, 2e-3f), ana = dot_double(m.grads + t[i].off, dc.d, t[i].n);
             dd += (num - ana) * (num - ana); nn += num * num; aa += ana * ana;
         }
         double rel = sqrt(dd) / (sqrt(nn) + sqrt(aa) + 1e-30);
@@ -516,8 +516,8 @@ static void test_tokenizer(void) {
     Vocab v = {0};
     train_tokenizer(&v, &c, 420);
     check(v.str.n == 420, "BPE trained to 420 tokens (got %zu)", v.str.n);
-    check(!strcmp(strtable_str(&v.str, 1), "\n<s>\n") && !strcmp(strtable_str(&v.str, 3), "<0x00>") &&
-          !strcmp(strtable_str(&v.str, 258), "<0xFF>") && strtable_find(&v.str, "\xe2\x80\x99", 3) > 0,
+    check(strtable_find(&v.str, "\n<s>\n", 5) == 1 && strtable_find(&v.str, "<0x00>", 6) == 3 &&
+          strtable_find(&v.str, "<0xFF>", 6) == 258 && strtable_find(&v.str, "\xe2\x80\x99", 3) > 258,
           "fixed tokens: BOS \"\\n<s>\\n\", <0x00>..<0xFF> at 3..258; curly quote is a token");
     write_tokenizer("build/test/tok.bin", &v, 420);
     Vocab back = {0};

@@ -1,0 +1,155 @@
+// test_train_ckpt.c - what ./train writes, read by specdec.c (make test-train):
+//   1. ./train tokenizer, data and model on a small generated corpus (no
+//      ../shared needed), as `make weights` runs them;
+//   2. specdec's tokenizer loads tokenizer.bin and its encoder (llama2.c's
+//      O(n^2) loop) gives the same ids as ./train encode on several texts;
+//   3. specdec loads model.bin and its logits equal ./train dump-logits's
+//      (the trainer's forward) within 1e-4, in one call and in KV-cache chunks.
+// Run from the repository root after building ./train.
+#ifndef TESTING
+#define TESTING
+#endif
+#include "../specdec.c"
+
+#define DIR "build/train/ckpt"
+
+static int failures = 0;
+
+static void check(int ok, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    printf("%s ", ok ? "ok  " : "FAIL");
+    vprintf(fmt, ap);
+    printf("\n");
+    va_end(ap);
+    failures += !ok;
+}
+
+static void run(const char *cmd) {
+    printf("$ %s\n", cmd);
+    fflush(stdout);
+    if (system(cmd) != 0) die("command failed: %s", cmd);
+}
+
+static void write_text(const char *path, const char *text) {
+    FILE *f = fopen(path, "wb");
+    if (!f || fputs(text, f) < 0 || fclose(f) != 0) die("cannot write %s", path);
+}
+
+// A few hundred short stories from word lists: enough text for BPE merges and a
+// model that learns something, made fresh by the test.
+static void write_corpus(void) {
+    static const char *names[] = {"Tom", "Lily", "Ben", "Sue", "Max", "Anna"};
+    static const char *things[] = {"ball", "kite", "cat", "red box", "little boat", "big tree"};
+    static const char *feel[] = {"happy", "sad", "excited", "sleepy"};
+    size_t cap = 1 << 20, n = 0;
+    char *books = xmalloc(cap, "corpus"), *ts = xmalloc(cap, "corpus");
+    size_t nts = 0;
+    for (int i = 0; i < 300; i++) {
+        const char *a = names[i % 6], *b = names[(i / 6) % 6], *t = things[(i * 7) % 6], *f = feel[(i / 3) % 4];
+        n += (size_t)snprintf(books + n, cap - n,
+                              "%s had a %s. One day %s saw the %s and\nfelt %s. \u2018Can I play?\u2019 "
+                              "asked %s.\n\n\u201cYes!\u201d said %s \u2014 and they\nplayed all day.\n\n\n",
+                              a, t, b, t, f, b, a);
+        nts += (size_t)snprintf(ts + nts, cap - nts,
+                                "Once upon a time, %s found a %s. %s was %s.\n%s said, \"Let's share it.\"\n"
+                                "<|endoftext|>\n", a, t, a, f, b);
+    }
+    write_text(DIR "/corpus/children.txt", books);
+    write_text(DIR "/corpus/tinystories_train_head.txt", ts);
+    write_text(DIR "/corpus/tinystories_valid_head.txt", "Once upon a time, Ben had a kite.\n\nHe was happy.\n");
+    free(books);
+    free(ts);
+}
+
+static void read_exact(void *p, size_t size, size_t n, FILE *f, const char *path) {
+    if (fread(p, size, n, f) != n) die("%s: truncated", path);
+}
+
+// The ids ./train encode gives for a text.
+static int train_encode(const char *text, int *ids, int cap) {
+    write_text(DIR "/probe.txt", text);
+    FILE *p = popen("./train encode -z " DIR "/tok.bin -f " DIR "/probe.txt", "r");
+    if (!p) die("cannot run ./train encode");
+    int n = 0;
+    while (n < cap && fscanf(p, "%d", &ids[n]) == 1) n++;
+    if (pclose(p) != 0) die("./train encode failed");
+    return n;
+}
+
+static void test_tokenizer(int vocab) {
+    Tokenizer tok;
+    build_tokenizer(&tok, DIR "/tok.bin", vocab);
+    const char *probes[] = {
+        "Once upon a time, Lily found a kite. Lily was happy.",
+        "\u2018Can I play?\u2019 asked Tom.\n\u201cYes!\u201d said Sue \u2014 and they played all day.",
+        "na\xc3\xafve caf\xc3\xa9 \xe2\x98\x83 zebra 1234   three  spaces\n\nnew lines",
+        "x",
+    };
+    for (int i = 0; i < 4; i++) {
+        int a[1024], b[1024];
+        int na = train_encode(probes[i], a, 1024), nb = encode(&tok, b, probes[i], 1, 0);
+        int same = na == nb && !memcmp(a, b, (size_t)na * sizeof(int));
+        check(same, "probe %d: ./train encode == specdec encode (%d vs %d tokens, BOS + dummy prefix)", i, na, nb);
+    }
+    free_tokenizer(&tok);
+}
+
+static void test_logits(void) {
+    int ids[256];
+    int n = train_encode("Once upon a time, Tom had a big tree. \u2018Can I play?\u2019 asked Ben, and he felt "
+                         "sleepy. Sue said, \"Let's share it.\"", ids, 32);
+    char cmd[4096];
+    int len = snprintf(cmd, sizeof(cmd), "./train dump-logits -m " DIR "/run/model.bin -o " DIR "/logits.bin -tokens ");
+    for (int i = 0; i < n; i++) len += snprintf(cmd + len, sizeof(cmd) - (size_t)len, i ? ",%d" : "%d", ids[i]);
+    run(cmd);
+    FILE *f = fopen(DIR "/logits.bin", "rb");
+    if (!f) die("no %s/logits.bin", DIR);
+    int32_t hdr[2];
+    read_exact(hdr, sizeof(hdr), 1, f, "logits.bin");
+    int V = hdr[1], *toks = xmalloc((size_t)hdr[0] * sizeof(int), "tokens");
+    float *want = xmalloc((size_t)hdr[0] * V * sizeof(float), "logits");
+    read_exact(toks, sizeof(int), (size_t)hdr[0], f, "logits.bin");
+    read_exact(want, sizeof(float), (size_t)hdr[0] * V, f, "logits.bin");
+    fclose(f);
+    check(hdr[0] == n && !memcmp(toks, ids, (size_t)n * sizeof(int)), "dump-logits: %d rows of %d logits", hdr[0], V);
+
+    Transformer t;
+    build_transformer(&t, DIR "/run/model.bin", n);
+    check(t.config.vocab_size == V && t.config.seq_len == 32 && t.config.n_kv_heads == 2,
+          "specdec loads model.bin: dim %d layers %d heads %d/%d vocab %d seq_len %d", t.config.dim,
+          t.config.n_layers, t.config.n_heads, t.config.n_kv_heads, t.config.vocab_size, t.config.seq_len);
+    for (int chunked = 0; chunked < 2; chunked++) {
+        double worst = 0, scale = 0;
+        for (int start = 0; start < n; ) { // chunked: rows of 1, 2, 3, ... through the KV cache
+            int rows = chunked ? (start % 5) + 1 : n;
+            if (start + rows > n) rows = n - start;
+            const float *got = forward(&t, ids + start, rows, start);
+            for (size_t i = 0; i < (size_t)rows * V; i++) {
+                float w = want[(size_t)start * V + i];
+                worst = fmax(worst, fabs(got[i] - w) / fmax(1.0, fabs(w)));
+                scale = fmax(scale, fabs(w));
+            }
+            start += rows;
+        }
+        check(worst < 1e-4, "specdec forward (%s) == trainer forward: worst |diff|/max(1,|logit|) %.2e over %d x "
+              "%d logits (max |logit| %.2f)", chunked ? "in chunks via the KV cache" : "one call", worst, n, V, scale);
+    }
+    free_transformer(&t);
+    free(toks);
+    free(want);
+}
+
+int main(void) {
+    run("mkdir -p " DIR "/corpus && rm -rf " DIR "/run");
+    write_corpus();
+    run("./train tokenizer -d " DIR "/corpus -v 400 -o " DIR "/tok.bin -mix children=1,tinystories=1");
+    run("./train data -d " DIR "/corpus -z " DIR "/tok.bin -o " DIR "/data -mix children=1,tinystories=1");
+    run("./train model -data " DIR "/data -o " DIR "/run -dim 48 -layers 2 -heads 4 -kv-heads 2 -seq 32 "
+        "-batch 4 -accum 1 -steps 60 -warmup 5 -lr 3e-3 -eval-every 30 -eval-batches 1 -log-every 30 "
+        "-ckpt-every 60 -threads 2 -csv " DIR "/run.csv");
+    test_tokenizer(400);
+    test_logits();
+    printf("%s: %d failure%s\n", failures ? "FAILED" : "test_train_ckpt passed", failures, failures == 1 ? "" : "s");
+    return failures != 0;
+}
