@@ -530,6 +530,10 @@ static void truncate_distribution(Sampler *s, float *probs) {
     float cutoff = s->top_p < 1.0f ? (1.0f - s->top_p) / (float)(n - 1) : 0.0f;
     for (int i = 0; i < n; i++)
         if (probs[i] >= cutoff && probs[i] > 0.0f) s->order[m++] = (struct ProbIndex){probs[i], i};
+    if (m == 0) { // a tiny top_p on a flat distribution: keep the most likely token
+        int best = argmax(probs, n);
+        s->order[m++] = (struct ProbIndex){probs[best], best};
+    }
     qsort(s->order, (size_t)m, sizeof(*s->order), cmp_prob_desc);
     int keep = s->top_k > 0 && s->top_k < m ? s->top_k : m;
     float mass = 0.0f;

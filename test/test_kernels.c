@@ -94,6 +94,13 @@ static void test_sampler(void) {
     probs_from_logits(&s, p, lg);
     CHECK(p[2] > 0 && p[3] == 0, "top-k 3 keeps index 2 over its tie 3: (%g %g %g %g)", p[0], p[1], p[2], p[3]);
     free_sampler(&s);
+    // a top-p below every token's mass on a flat distribution keeps the argmax
+    float flat[4] = {0.0f, 0.01f, 0.0f, 0.0f};
+    build_sampler(&s, 4, 1.0f, 1e-6f, 0);
+    probs_from_logits(&s, p, flat);
+    CHECK(p[1] == 1.0f && p[0] == 0 && p[2] == 0 && p[3] == 0, "top-p 1e-6: (%g %g %g %g), want one-hot at 1",
+          p[0], p[1], p[2], p[3]);
+    free_sampler(&s);
     // inverse CDF
     float probs[4] = {0.25f, 0.0f, 0.5f, 0.25f};
     CHECK(sample(probs, 4, 0.0f) == 0 && sample(probs, 4, 0.2499f) == 0 && sample(probs, 4, 0.25f) == 2 &&
