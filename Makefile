@@ -126,5 +126,29 @@ weights: drafts
 	cp runs/draft_distill/model.bin weights/draft.bin
 # --- end train.c ---
 
+# --- plot.c ---
+# ./plot draws the figures (docs/*.png) from the CSVs the sweeps and train write.
+# Only plot.c needs stb_image_write (Debian: apt-get install libstb-dev).
+STB_WRITE = /usr/include/stb/stb_image_write.h
+NEED_STB  = @test -f $(STB_WRITE) || { echo "plot.c needs $(STB_WRITE): apt-get install libstb-dev"; exit 1; }
+.PHONY: plots test-plot
+
+plot: plot.c
+	$(NEED_STB)
+	$(CC) $(CFLAGS) -o $@ plot.c -lm
+
+plots: plot
+	./plot all docs
+
+build/plot/test_plot: test/test_plot.c plot.c test/check.h
+	$(NEED_STB)
+	@mkdir -p build/plot
+	$(CC) $(CFLAGS) -Wno-unused-function -o $@ test/test_plot.c -lm
+
+test-plot:
+	@if [ -f $(STB_WRITE) ]; then $(MAKE) --no-print-directory build/plot/test_plot && ./build/plot/test_plot; \
+	else echo "test-plot: skipped, no $(STB_WRITE) (apt-get install libstb-dev)"; fi
+# --- end plot.c ---
+
 clean:
 	rm -rf specdec specdec_scalar train plot build

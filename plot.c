@@ -1,0 +1,1449 @@
+// plot.c - the project's figures as PNG files, drawn from the CSVs that
+// specdec, the benchmarks and train write.
+//
+// Everything visible is drawn here, on a plain RGB canvas: antialiased lines,
+// markers, bars, dashed reference lines, a small bitmap font of our own, axes
+// with "nice" ticks (1, 2 or 5 times a power of ten) and a legend placed where
+// it hides the least data. Only the PNG encoding comes from outside: the
+// system's stb_image_write (Debian: apt-get install libstb-dev).
+//
+// CSV columns are found by NAME in the header row, so producers may add or
+// reorder columns; empty fields mean "not measured" and are skipped.
+//
+// The file reads top to bottom:
+//   canvas -> font -> primitives -> axes and legend -> CSV reading ->
+//   figures -> command line.
+//
+// Build: cc -std=c11 -O2 plot.c -lm          Run ./plot with no arguments for usage.
+#include <ctype.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+// STB_IMAGE_WRITE_STATIC makes stb's writers static, and we call only the PNG
+// one: a compiler may warn about the others being unused. That one warning is
+// silenced, for the header alone (push/pop), never for our own code.
+#if defined(__GNUC__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wunused-function"
+#endif
+#define STB_IMAGE_WRITE_IMPLEMENTATION
+#define STB_IMAGE_WRITE_STATIC
+#include <stb/stb_image_write.h>
+#if defined(__GNUC__)
+#pragma GCC diagnostic pop
+#endif
+
+#define FIG_W 800
+#define FIG_H 500
+
+// ----------------------------------------------------------------------------
+// Errors: kept as text so the command line (or a test) decides what to do
+
+static char plot_error[1024];
+
+// Records what went wrong (naming the file and column); returns -1 to pass up.
+static int fail(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(plot_error, sizeof(plot_error), fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+// ----------------------------------------------------------------------------
+// Canvas: RGB pixels, row by row from the top-left, with a clip rectangle
+
+typedef struct { unsigned char r, g, b; } Color;
+
+static const Color WHITE = {255, 255, 255}, INK = {25, 25, 25}, GRID = {228, 228, 228},
+                   FRAME = {90, 90, 90}, REFERENCE = {120, 120, 120}, GUIDE = {70, 70, 70};
+// distinct, colour-blind-friendly series colours (one per temperature or model)
+#define N_PALETTE 6
+static const Color PALETTE[N_PALETTE] = {
+    {31, 119, 180}, {230, 115, 0}, {44, 160, 44}, {200, 40, 40}, {140, 90, 190}, {140, 86, 75}};
+
+typedef struct {
+    int w, h;
+    unsigned char *px;                   // w*h RGB triples
+    int clip_x0, clip_y0, clip_x1, clip_y1; // drawing outside [x0,x1) x [y0,y1) is dropped
+} Canvas;
+
+static int build_canvas(Canvas *c, int w, int h, Color background) {
+    c->w = w;
+    c->h = h;
+    c->px = malloc((size_t)w * (size_t)h * 3);
+    if (!c->px) return fail("out of memory for a %dx%d canvas", w, h);
+    for (size_t i = 0; i < (size_t)w * (size_t)h; i++) {
+        c->px[3 * i] = background.r;
+        c->px[3 * i + 1] = background.g;
+        c->px[3 * i + 2] = background.b;
+    }
+    c->clip_x0 = c->clip_y0 = 0;
+    c->clip_x1 = w;
+    c->clip_y1 = h;
+    return 0;
+}
+
+static void free_canvas(Canvas *c) {
+    free(c->px);
+    c->px = NULL;
+}
+
+// Restricts drawing to [x0,x1) x [y0,y1), within the canvas.
+static void set_clip(Canvas *c, int x0, int y0, int x1, int y1) {
+    c->clip_x0 = x0 < 0 ? 0 : x0;
+    c->clip_y0 = y0 < 0 ? 0 : y0;
+    c->clip_x1 = x1 > c->w ? c->w : x1;
+    c->clip_y1 = y1 > c->h ? c->h : y1;
+}
+
+static int inside_clip(const Canvas *c, int x, int y) {
+    return x >= c->clip_x0 && x < c->clip_x1 && y >= c->clip_y0 && y < c->clip_y1;
+}
+
+// Mixes col into pixel (x, y) with weight a in [0, 1]: antialiasing's coverage.
+static void blend_pixel(Canvas *c, int x, int y, Color col, double a) {
+    if (!inside_clip(c, x, y) || a <= 0) return;
+    if (a > 1) a = 1;
+    unsigned char *p = c->px + 3 * ((size_t)y * (size_t)c->w + (size_t)x);
+    p[0] = (unsigned char)lround(p[0] + a * (col.r - p[0]));
+    p[1] = (unsigned char)lround(p[1] + a * (col.g - p[1]));
+    p[2] = (unsigned char)lround(p[2] + a * (col.b - p[2]));
+}
+
+static Color get_pixel(const Canvas *c, int x, int y) {
+    const unsigned char *p = c->px + 3 * ((size_t)y * (size_t)c->w + (size_t)x);
+    Color col = {p[0], p[1], p[2]};
+    return col;
+}
+
+static int same_color(Color a, Color b) { return a.r == b.r && a.g == b.g && a.b == b.b; }
+
+// col moved a fraction t of the way to white: a lighter shade of the same hue.
+static Color tint(Color col, double t) {
+    Color out = {(unsigned char)lround(col.r + t * (255 - col.r)),
+                 (unsigned char)lround(col.g + t * (255 - col.g)),
+                 (unsigned char)lround(col.b + t * (255 - col.b))};
+    return out;
+}
+
+static int write_png(const Canvas *c, const char *path) {
+    if (!stbi_write_png(path, c->w, c->h, 3, c->px, c->w * 3))
+        return fail("%s: cannot write the PNG (does its directory exist?)", path);
+    return 0;
+}
+
+// ----------------------------------------------------------------------------
+// Font: our own 5-pixel-wide glyphs for printable ASCII 32..126
+
+// Each glyph is 9 rows of 5 columns, '#' inked. Rows 0..6 hold capitals and
+// digits (so the cap height is 7), lowercase letters sit on rows 2..6, and
+// rows 7..8 take descenders (g j p q y , ;). Rows not written are blank.
+#define GLYPH_W 5
+#define GLYPH_H 9
+#define CAP_H 7
+static const char FONT[95][GLYPH_H][GLYPH_W + 1] = {
+    {"....."},                                                      // space
+    {"..#..", "..#..", "..#..", "..#..", "..#..", ".....", "..#.."}, // !
+    {".#.#.", ".#.#.", ".#.#."},                                     // "
+    {".#.#.", ".#.#.", "#####", ".#.#.", "#####", ".#.#.", ".#.#."}, // #
+    {"..#..", ".####", "#.#..", ".###.", "..#.#", "####.", "..#.."}, // $
+    {"##...", "##..#", "...#.", "..#..", ".#...", "#..##", "...##"}, // %
+    {".##..", "#..#.", "#.#..", ".#...", "#.#.#", "#..#.", ".##.#"}, // &
+    {"..#..", "..#..", ".#..."},                                     // '
+    {"...#.", "..#..", ".#...", ".#...", ".#...", "..#..", "...#."}, // (
+    {".#...", "..#..", "...#.", "...#.", "...#.", "..#..", ".#..."}, // )
+    {".....", "..#..", "#.#.#", ".###.", "#.#.#", "..#..", "....."}, // *
+    {".....", "..#..", "..#..", "#####", "..#..", "..#..", "....."}, // +
+    {".....", ".....", ".....", ".....", ".....", ".##..", ".##..", "..#..", ".#..."}, // ,
+    {".....", ".....", ".....", ".###.", ".....", ".....", "....."}, // -
+    {".....", ".....", ".....", ".....", ".....", "##...", "##..."}, // .
+    {".....", "....#", "...#.", "..#..", ".#...", "#....", "....."}, // /
+    {".###.", "#...#", "#..##", "#.#.#", "##..#", "#...#", ".###."}, // 0
+    {"..#..", ".##..", "#.#..", "..#..", "..#..", "..#..", "#####"}, // 1
+    {".###.", "#...#", "....#", "...#.", "..#..", ".#...", "#####"}, // 2
+    {"#####", "...#.", "..#..", "...#.", "....#", "#...#", ".###."}, // 3
+    {"...#.", "..##.", ".#.#.", "#..#.", "#####", "...#.", "...#."}, // 4
+    {"#####", "#....", "####.", "....#", "....#", "#...#", ".###."}, // 5
+    {"..##.", ".#...", "#....", "####.", "#...#", "#...#", ".###."}, // 6
+    {"#####", "....#", "...#.", "..#..", ".#...", ".#...", ".#..."}, // 7
+    {".###.", "#...#", "#...#", ".###.", "#...#", "#...#", ".###."}, // 8
+    {".###.", "#...#", "#...#", ".####", "....#", "...#.", ".##.."}, // 9
+    {".....", "##...", "##...", ".....", "##...", "##...", "....."}, // :
+    {".....", ".##..", ".##..", ".....", ".##..", ".##..", "..#..", ".#..."}, // ;
+    {"...#.", "..#..", ".#...", "#....", ".#...", "..#..", "...#."}, // <
+    {".....", ".....", "#####", ".....", "#####", ".....", "....."}, // =
+    {".#...", "..#..", "...#.", "....#", "...#.", "..#..", ".#..."}, // >
+    {".###.", "#...#", "....#", "...#.", "..#..", ".....", "..#.."}, // ?
+    {".###.", "#...#", "#.###", "#.#.#", "#.###", "#....", ".####"}, // @
+    {".###.", "#...#", "#...#", "#####", "#...#", "#...#", "#...#"}, // A
+    {"####.", "#...#", "#...#", "####.", "#...#", "#...#", "####."}, // B
+    {".###.", "#...#", "#....", "#....", "#....", "#...#", ".###."}, // C
+    {"###..", "#..#.", "#...#", "#...#", "#...#", "#..#.", "###.."}, // D
+    {"#####", "#....", "#....", "####.", "#....", "#....", "#####"}, // E
+    {"#####", "#....", "#....", "####.", "#....", "#....", "#...."}, // F
+    {".###.", "#...#", "#....", "#.###", "#...#", "#...#", ".####"}, // G
+    {"#...#", "#...#", "#...#", "#####", "#...#", "#...#", "#...#"}, // H
+    {".###.", "..#..", "..#..", "..#..", "..#..", "..#..", ".###."}, // I
+    {"..###", "...#.", "...#.", "...#.", "...#.", "#..#.", ".##.."}, // J
+    {"#...#", "#..#.", "#.#..", "##...", "#.#..", "#..#.", "#...#"}, // K
+    {"#....", "#....", "#....", "#....", "#....", "#....", "#####"}, // L
+    {"#...#", "##.##", "#.#.#", "#.#.#", "#...#", "#...#", "#...#"}, // M
+    {"#...#", "#...#", "##..#", "#.#.#", "#..##", "#...#", "#...#"}, // N
+    {".###.", "#...#", "#...#", "#...#", "#...#", "#...#", ".###."}, // O
+    {"####.", "#...#", "#...#", "####.", "#....", "#....", "#...."}, // P
+    {".###.", "#...#", "#...#", "#...#", "#.#.#", "#..#.", ".##.#"}, // Q
+    {"####.", "#...#", "#...#", "####.", "#.#..", "#..#.", "#...#"}, // R
+    {".####", "#....", "#....", ".###.", "....#", "....#", "####."}, // S
+    {"#####", "..#..", "..#..", "..#..", "..#..", "..#..", "..#.."}, // T
+    {"#...#", "#...#", "#...#", "#...#", "#...#", "#...#", ".###."}, // U
+    {"#...#", "#...#", "#...#", "#...#", "#...#", ".#.#.", "..#.."}, // V
+    {"#...#", "#...#", "#...#", "#.#.#", "#.#.#", "#.#.#", ".#.#."}, // W
+    {"#...#", "#...#", ".#.#.", "..#..", ".#.#.", "#...#", "#...#"}, // X
+    {"#...#", "#...#", ".#.#.", "..#..", "..#..", "..#..", "..#.."}, // Y
+    {"#####", "....#", "...#.", "..#..", ".#...", "#....", "#####"}, // Z
+    {"###..", "#....", "#....", "#....", "#....", "#....", "###.."}, // [
+    {".....", "#....", ".#...", "..#..", "...#.", "....#", "....."}, // backslash
+    {"..###", "....#", "....#", "....#", "....#", "....#", "..###"}, // ]
+    {"..#..", ".#.#.", "#...#"},                                     // ^
+    {".....", ".....", ".....", ".....", ".....", ".....", ".....", "#####"}, // _
+    {".#...", "..#.."},                                              // `
+    {".....", ".....", ".###.", "....#", ".####", "#...#", ".####"}, // a
+    {"#....", "#....", "####.", "#...#", "#...#", "#...#", "####."}, // b
+    {".....", ".....", ".###.", "#....", "#....", "#...#", ".###."}, // c
+    {"....#", "....#", ".####", "#...#", "#...#", "#...#", ".####"}, // d
+    {".....", ".....", ".###.", "#...#", "#####", "#....", ".###."}, // e
+    {"..##.", ".#..#", ".#...", "###..", ".#...", ".#...", ".#..."}, // f
+    {".....", ".....", ".####", "#...#", "#...#", "#...#", ".####", "....#", ".###."}, // g
+    {"#....", "#....", "####.", "#...#", "#...#", "#...#", "#...#"}, // h
+    {"..#..", ".....", ".##..", "..#..", "..#..", "..#..", ".###."}, // i
+    {"...#.", ".....", "..##.", "...#.", "...#.", "...#.", "...#.", "#..#.", ".##.."}, // j
+    {"#....", "#....", "#..#.", "#.#..", "##...", "#.#..", "#..#."}, // k
+    {".##..", "..#..", "..#..", "..#..", "..#..", "..#..", ".###."}, // l
+    {".....", ".....", "##.#.", "#.#.#", "#.#.#", "#.#.#", "#.#.#"}, // m
+    {".....", ".....", "#.##.", "##..#", "#...#", "#...#", "#...#"}, // n
+    {".....", ".....", ".###.", "#...#", "#...#", "#...#", ".###."}, // o
+    {".....", ".....", "####.", "#...#", "#...#", "#...#", "####.", "#....", "#...."}, // p
+    {".....", ".....", ".####", "#...#", "#...#", "#...#", ".####", "....#", "....#"}, // q
+    {".....", ".....", "#.##.", "##..#", "#....", "#....", "#...."}, // r
+    {".....", ".....", ".####", "#....", ".###.", "....#", "####."}, // s
+    {".#...", ".#...", "###..", ".#...", ".#...", ".#..#", "..##."}, // t
+    {".....", ".....", "#...#", "#...#", "#...#", "#..##", ".##.#"}, // u
+    {".....", ".....", "#...#", "#...#", "#...#", ".#.#.", "..#.."}, // v
+    {".....", ".....", "#...#", "#...#", "#.#.#", "#.#.#", ".#.#."}, // w
+    {".....", ".....", "#...#", ".#.#.", "..#..", ".#.#.", "#...#"}, // x
+    {".....", ".....", "#...#", "#...#", "#...#", "#...#", ".####", "....#", ".###."}, // y
+    {".....", ".....", "#####", "...#.", "..#..", ".#...", "#####"}, // z
+    {"...##", "..#..", "..#..", ".#...", "..#..", "..#..", "...##"}, // {
+    {"..#..", "..#..", "..#..", "..#..", "..#..", "..#..", "..#..", "..#.."}, // |
+    {"##...", "..#..", "..#..", "...#.", "..#..", "..#..", "##..."}, // }
+    {".....", ".....", ".#...", "#.#.#", "...#.", ".....", "....."}, // ~
+};
+
+static int glyph_index(char ch) {
+    int i = (unsigned char)ch;
+    return i >= 32 && i <= 126 ? i - 32 : '?' - 32; // bytes of UTF-8 show as '?'
+}
+
+// The inked columns of a glyph: *first and the returned width. Text is set
+// proportionally (an 'i' is narrow), except digits, which all take the full
+// 5 columns so numbers in a column of tick labels line up.
+static int glyph_width(int *first, char ch) {
+    int g = glyph_index(ch), lo = GLYPH_W, hi = -1;
+    *first = 0;
+    if (isdigit((unsigned char)ch)) return GLYPH_W;
+    for (int row = 0; row < GLYPH_H; row++)
+        for (int col = 0; col < GLYPH_W && FONT[g][row][col]; col++)
+            if (FONT[g][row][col] == '#') {
+                if (col < lo) lo = col;
+                if (col > hi) hi = col;
+            }
+    if (hi < 0) return 3; // the space
+    *first = lo;
+    return hi - lo + 1;
+}
+
+static int text_width(const char *s, int scale) {
+    int w = 0, first;
+    for (; *s; s++) w += (glyph_width(&first, *s) + 1) * scale;
+    return w > 0 ? w - scale : 0; // no gap after the last glyph
+}
+
+// Sets s with its top-left corner at (x, y), or, when vertical, rotated a
+// quarter turn counter-clockwise to read upward from (x, y) (the y-axis label):
+// text-space pixel (tx, ty) lands on canvas (x + ty, y - tx).
+static void draw_text(Canvas *c, int x, int y, const char *s, int scale, int vertical, Color col) {
+    int pen = 0, first;
+    for (; *s; s++) {
+        int w = glyph_width(&first, *s), g = glyph_index(*s);
+        for (int row = 0; row < GLYPH_H; row++)
+            for (int k = 0; k < w; k++) {
+                if (first + k >= GLYPH_W || FONT[g][row][first + k] != '#') continue;
+                int tx = pen + k * scale, ty = row * scale;
+                for (int i = 0; i < scale; i++)
+                    for (int j = 0; j < scale; j++)
+                        if (vertical) blend_pixel(c, x + ty + j, y - tx - i, col, 1);
+                        else blend_pixel(c, x + tx + i, y + ty + j, col, 1);
+            }
+        pen += (w + 1) * scale;
+    }
+}
+
+// Horizontal text placed by an anchor: ax, ay in [0, 1] pick the point of the
+// text's box (width by cap height) that lands on (x, y); 0.5, 0.5 centres it.
+static void draw_label(Canvas *c, double x, double y, double ax, double ay, const char *s,
+                       int scale, Color col) {
+    int left = (int)lround(x - ax * text_width(s, scale));
+    int top = (int)lround(y - ay * CAP_H * scale);
+    draw_text(c, left, top, s, scale, 0, col);
+}
+
+// ----------------------------------------------------------------------------
+// Primitives: rectangles, antialiased lines, dashes, markers
+
+// Fills [x0,x1) x [y0,y1).
+static void fill_rect(Canvas *c, int x0, int y0, int x1, int y1, Color col) {
+    for (int y = y0; y < y1; y++)
+        for (int x = x0; x < x1; x++) blend_pixel(c, x, y, col, 1);
+}
+
+static void stroke_rect(Canvas *c, int x0, int y0, int x1, int y1, Color col) {
+    fill_rect(c, x0, y0, x1, y0 + 1, col);
+    fill_rect(c, x0, y1 - 1, x1, y1, col);
+    fill_rect(c, x0, y0, x0 + 1, y1, col);
+    fill_rect(c, x1 - 1, y0, x1, y1, col);
+}
+
+// Coverage of pixel (x, y) by a pen of half-width h along segment p0-p1: how
+// far the pixel's centre lies inside the stroke, clamped to [0, 1]. The
+// distance to the segment (not the line) gives round ends and joins for free.
+static double segment_coverage(int x, int y, double x0, double y0, double x1, double y1, double h) {
+    double dx = x1 - x0, dy = y1 - y0, px = x + 0.5 - x0, py = y + 0.5 - y0;
+    double len2 = dx * dx + dy * dy, t = len2 > 0 ? (px * dx + py * dy) / len2 : 0;
+    t = t < 0 ? 0 : t > 1 ? 1 : t;
+    double ex = px - t * dx, ey = py - t * dy, cover = h + 0.5 - sqrt(ex * ex + ey * ey);
+    return cover < 0 ? 0 : cover > 1 ? 1 : cover;
+}
+
+// An antialiased line `width` pixels wide, any slope (coordinates in pixels,
+// pixel (x, y) covering [x, x+1) x [y, y+1)).
+static void draw_line(Canvas *c, double x0, double y0, double x1, double y1, double width,
+                      Color col) {
+    double h = width / 2;
+    int xa = (int)floor(fmin(x0, x1) - h - 1), xb = (int)ceil(fmax(x0, x1) + h + 1);
+    int ya = (int)floor(fmin(y0, y1) - h - 1), yb = (int)ceil(fmax(y0, y1) + h + 1);
+    if (xa < c->clip_x0) xa = c->clip_x0;
+    if (ya < c->clip_y0) ya = c->clip_y0;
+    if (xb > c->clip_x1) xb = c->clip_x1;
+    if (yb > c->clip_y1) yb = c->clip_y1;
+    for (int y = ya; y < yb; y++)
+        for (int x = xa; x < xb; x++)
+            blend_pixel(c, x, y, col, segment_coverage(x, y, x0, y0, x1, y1, h));
+}
+
+// Line patterns: reference lines are dashed or dotted so they read as "not data".
+enum { SOLID, DASHED, DOTTED };
+static const double DASH_ON[3] = {0, 7, 1.5}, DASH_OFF[3] = {0, 5, 4};
+
+// A line drawn in `pattern`: DASH_ON pixels on, DASH_OFF off, repeated.
+static void draw_styled_line(Canvas *c, double x0, double y0, double x1, double y1, double width,
+                        Color col, int pattern) {
+    double len = hypot(x1 - x0, y1 - y0), dash = DASH_ON[pattern], gap = DASH_OFF[pattern];
+    if (pattern == SOLID) {
+        draw_line(c, x0, y0, x1, y1, width, col);
+        return;
+    }
+    if (len <= 0) return;
+    double ux = (x1 - x0) / len, uy = (y1 - y0) / len;
+    for (double s = 0; s < len; s += dash + gap) {
+        double e = fmin(s + dash, len);
+        draw_line(c, x0 + ux * s, y0 + uy * s, x0 + ux * e, y0 + uy * e, width, col);
+    }
+}
+
+static void fill_circle(Canvas *c, double cx, double cy, double r, Color col) {
+    for (int y = (int)floor(cy - r - 1); y <= (int)ceil(cy + r + 1); y++)
+        for (int x = (int)floor(cx - r - 1); x <= (int)ceil(cx + r + 1); x++) {
+            double d = hypot(x + 0.5 - cx, y + 0.5 - cy);
+            blend_pixel(c, x, y, col, r + 0.5 - d);
+        }
+}
+
+enum { MARK_NONE, MARK_CIRCLE, MARK_SQUARE };
+#define MARK_R 4.0
+
+// A filled marker centred on (cx, cy) with a white halo, so markers stand
+// out from the lines through them and from each other.
+static void draw_marker(Canvas *c, double cx, double cy, int marker, Color col) {
+    if (marker == MARK_CIRCLE) {
+        fill_circle(c, cx, cy, MARK_R + 1.5, WHITE);
+        fill_circle(c, cx, cy, MARK_R, col);
+    } else if (marker == MARK_SQUARE) {
+        int x = (int)floor(cx), y = (int)floor(cy), h = (int)MARK_R - 1;
+        fill_rect(c, x - h - 2, y - h - 2, x + h + 3, y + h + 3, WHITE);
+        fill_rect(c, x - h, y - h, x + h + 1, y + h + 1, col);
+    }
+}
+
+// ----------------------------------------------------------------------------
+// Figures in memory: series of points, and how each is drawn
+
+typedef struct { double x, y; } Point;
+
+enum { SERIES_XY, SERIES_BARS, SERIES_HLINE };
+
+typedef struct {
+    char label[96];       // legend text; "" keeps the series out of the legend
+    Color color;
+    int kind;             // SERIES_XY, SERIES_BARS, or SERIES_HLINE: y = pts[0].y across the plot
+    double width;         // line width in pixels; 0 draws no line (points only)
+    int pattern, marker;  // SOLID, DASHED or DOTTED; MARK_NONE, MARK_CIRCLE or MARK_SQUARE
+    int scales;           // 1: the axes are chosen to show it (0 for guide lines like r = n)
+    Point *pts;
+    size_t n, cap;
+} Series;
+
+#define MAX_SERIES 16
+typedef struct {
+    char title[96], xlabel[96], ylabel[96];
+    Series series[MAX_SERIES];
+    size_t n_series;
+    int y_fixed;          // 1: y shows [y_lo, y_hi] whatever the data (probabilities: [0, 1])
+    double y_lo, y_hi;
+    int y_zero;           // 1: the y range reaches down (or up) to 0
+} Figure;
+
+static void build_figure(Figure *f, const char *title, const char *xlabel, const char *ylabel) {
+    memset(f, 0, sizeof(*f));
+    snprintf(f->title, sizeof(f->title), "%s", title);
+    snprintf(f->xlabel, sizeof(f->xlabel), "%s", xlabel);
+    snprintf(f->ylabel, sizeof(f->ylabel), "%s", ylabel);
+}
+
+static void free_figure(Figure *f) {
+    for (size_t i = 0; i < f->n_series; i++) free(f->series[i].pts);
+    f->n_series = 0;
+}
+
+// A new, empty series drawn as `kind` (the caller sets width, marker, ...).
+static Series *add_series(Figure *f, const char *label, Color col, int kind) {
+    if (f->n_series == MAX_SERIES) {
+        fail("figure \"%s\": more than %d series", f->title, MAX_SERIES);
+        return NULL;
+    }
+    Series *s = &f->series[f->n_series++];
+    memset(s, 0, sizeof(*s));
+    snprintf(s->label, sizeof(s->label), "%s", label);
+    s->color = col;
+    s->kind = kind;
+    s->scales = 1;
+    return s;
+}
+
+// Appends (x, y). A point with a missing (NaN) coordinate is left out, and so
+// is one beyond +-1e15 (no measurement here is that large), which keeps every
+// range and pixel computation finite.
+static int add_point(Series *s, double x, double y) {
+    if (!(fabs(x) <= 1e15) || !(fabs(y) <= 1e15)) return 0;
+    if (s->n == s->cap) {
+        size_t cap = s->cap ? 2 * s->cap : 16;
+        Point *p = realloc(s->pts, cap * sizeof(Point));
+        if (!p) return fail("out of memory for %zu points", cap);
+        s->pts = p;
+        s->cap = cap;
+    }
+    s->pts[s->n].x = x;
+    s->pts[s->n].y = y;
+    s->n++;
+    return 0;
+}
+
+static int by_x(const void *a, const void *b) {
+    double xa = ((const Point *)a)->x, xb = ((const Point *)b)->x;
+    return (xa > xb) - (xa < xb);
+}
+
+// Lines join points in x order, whatever order the CSV rows came in.
+static void sort_by_x(Series *s) {
+    if (s->n > 1) qsort(s->pts, s->n, sizeof(Point), by_x);
+}
+
+// A dashed horizontal reference line across the whole plot.
+static int add_hline(Figure *f, double y, const char *label) {
+    Series *s = add_series(f, label, REFERENCE, SERIES_HLINE);
+    if (!s) return -1;
+    s->width = 1.5;
+    s->pattern = DASHED;
+    return add_point(s, 0, y);
+}
+
+// ----------------------------------------------------------------------------
+// Axes: data ranges, nice ticks, the data -> pixel mapping
+
+typedef struct {
+    int left, top, right, bottom;  // the plot area in pixels: [left, right) x [top, bottom)
+    double xmin, xmax, ymin, ymax; // the data range it shows
+    double xstep, ystep;           // tick spacing
+} Axes;
+
+// The tick spacing for `span`: the smallest of 1, 2 or 5 times a power of ten
+// that needs at most max_ticks intervals. Round steps give readable labels.
+static double nice_step(double span, int max_ticks) {
+    if (!(span > 0) || !isfinite(span) || max_ticks < 1) return 1;
+    double raw = span / max_ticks, mag = pow(10, floor(log10(raw))), f = raw / mag;
+    double m = f <= 1 + 1e-9 ? 1 : f <= 2 + 1e-9 ? 2 : f <= 5 + 1e-9 ? 5 : 10;
+    return m * mag;
+}
+
+// The multiples of step in [lo, hi] (at most cap of them); returns how many.
+static size_t tick_values(double *v, size_t cap, double lo, double hi, double step) {
+    size_t n = 0;
+    for (double i = ceil(lo / step - 1e-9); n < cap && i * step <= hi + 1e-9 * step; i++)
+        v[n++] = i * step;
+    return n;
+}
+
+// A tick label with just the decimals the step needs ("0.2", not "0.200000").
+static void format_tick(char *buf, size_t cap, double v, double step) {
+    int decimals = step >= 1 ? 0 : (int)ceil(-log10(step) - 1e-9);
+    if (fabs(v) < step * 1e-6) v = 0; // no "-0"
+    snprintf(buf, cap, "%.*f", decimals, v);
+}
+
+// Where data point (x, y) lands on the canvas, in (fractional) pixels. Points
+// far outside the plot (guide lines) are pulled in to +-1e5 pixels, so that
+// converting to int never overflows.
+static void data_to_pixel(double *px, double *py, const Axes *ax, double x, double y) {
+    *px = ax->left + (x - ax->xmin) / (ax->xmax - ax->xmin) * (ax->right - ax->left);
+    *py = ax->bottom - (y - ax->ymin) / (ax->ymax - ax->ymin) * (ax->bottom - ax->top);
+    *px = fmax(-1e5, fmin(1e5, *px));
+    *py = fmax(-1e5, fmin(1e5, *py));
+}
+
+// The x distance between neighbouring bars' centres: the smallest gap between
+// the x values of the bar series (1 when there is only one value).
+static double bar_spacing(const Figure *f) {
+    double gap = INFINITY;
+    for (size_t i = 0; i < f->n_series; i++) {
+        const Series *s = &f->series[i];
+        for (size_t a = 0; s->kind == SERIES_BARS && a < s->n; a++)
+            for (size_t b = 0; b < s->n; b++) {
+                double d = fabs(s->pts[a].x - s->pts[b].x);
+                if (d > 1e-12 && d < gap) gap = d;
+            }
+    }
+    return isfinite(gap) ? gap : 1;
+}
+
+// Series i's bar at x spans [*x0, *x1] in data units: the bar series stand
+// side by side, together filling 80% of the spacing.
+static void bar_span(double *x0, double *x1, const Figure *f, size_t i, double x) {
+    size_t n_bars = 0, slot = 0;
+    for (size_t j = 0; j < f->n_series; j++)
+        if (f->series[j].kind == SERIES_BARS) {
+            if (j < i) slot++;
+            n_bars++;
+        }
+    double group = 0.8 * bar_spacing(f), w = group / (double)(n_bars ? n_bars : 1);
+    *x0 = x - group / 2 + (double)slot * w;
+    *x1 = *x0 + w;
+}
+
+// The data's bounding box r = {xmin, xmax, ymin, ymax} over the series that
+// scale; bars add their width and their base at 0. Returns how many data
+// points (reference lines not counted).
+static size_t data_range(double r[4], const Figure *f) {
+    size_t n = 0;
+    r[0] = r[2] = INFINITY;
+    r[1] = r[3] = -INFINITY;
+    for (size_t i = 0; i < f->n_series; i++) {
+        const Series *s = &f->series[i];
+        n += s->kind == SERIES_HLINE ? 0 : s->n;
+        for (size_t j = 0; s->scales && j < s->n; j++) {
+            double x0 = s->pts[j].x, x1 = x0, y = s->pts[j].y;
+            if (s->kind == SERIES_BARS) bar_span(&x0, &x1, f, i, s->pts[j].x);
+            if (s->kind != SERIES_HLINE) r[0] = fmin(r[0], x0), r[1] = fmax(r[1], x1);
+            r[2] = fmin(r[2], y), r[3] = fmax(r[3], y);
+            if (s->kind == SERIES_BARS) r[2] = fmin(r[2], 0), r[3] = fmax(r[3], 0);
+        }
+    }
+    return n;
+}
+
+// Widens [*lo, *hi] by 4% a side so markers at the extremes are not cut by
+// the frame; a side that is exactly 0 (bars' base) stays put.
+static void pad_range(double *lo, double *hi, int keep_zero) {
+    if (!isfinite(*lo) || !isfinite(*hi)) *lo = 0, *hi = 1;
+    if (*hi - *lo < 1e-12) {
+        double d = fabs(*lo) > 1e-12 ? fabs(*lo) * 0.1 : 1;
+        *lo -= d, *hi += d;
+    }
+    double pad = 0.04 * (*hi - *lo);
+    if (!(keep_zero && *lo == 0)) *lo -= pad;
+    if (!(keep_zero && *hi == 0)) *hi += pad;
+}
+
+// The width of the widest y tick label, which sets the left margin.
+static int widest_y_label(const Axes *ax) {
+    double v[64];
+    char buf[32];
+    int w = 0;
+    size_t n = tick_values(v, 64, ax->ymin, ax->ymax, ax->ystep);
+    for (size_t i = 0; i < n; i++) {
+        format_tick(buf, sizeof(buf), v[i], ax->ystep);
+        int t = text_width(buf, 1);
+        if (t > w) w = t;
+    }
+    return w;
+}
+
+// Chooses ranges and ticks from the data, then the plot area inside a w x h
+// canvas: room for the title above, tick labels and axis labels left and below.
+static void layout_axes(Axes *ax, const Figure *f, int w, int h) {
+    double r[4];
+    int from_zero = f->y_zero;
+    data_range(r, f);
+    for (size_t i = 0; i < f->n_series; i++) from_zero |= f->series[i].kind == SERIES_BARS;
+    if (from_zero) r[2] = fmin(r[2], 0), r[3] = fmax(r[3], 0);
+    if (f->y_fixed) r[2] = f->y_lo, r[3] = f->y_hi;
+    pad_range(&r[0], &r[1], 0);
+    pad_range(&r[2], &r[3], from_zero && !f->y_fixed);
+    ax->xmin = r[0], ax->xmax = r[1], ax->ymin = r[2], ax->ymax = r[3];
+    ax->xstep = nice_step(ax->xmax - ax->xmin, 10);
+    ax->ystep = nice_step(ax->ymax - ax->ymin, 6);
+    ax->left = 12 + GLYPH_H + 12 + widest_y_label(ax) + 10;
+    ax->top = 46;
+    ax->right = w - 24;
+    ax->bottom = h - 50;
+}
+
+// ----------------------------------------------------------------------------
+// Drawing a figure: grid, series, frame and ticks, labels, legend
+
+static void draw_grid(Canvas *c, const Axes *ax) {
+    double v[64], px, py;
+    size_t n = tick_values(v, 64, ax->xmin, ax->xmax, ax->xstep);
+    for (size_t i = 0; i < n; i++) {
+        data_to_pixel(&px, &py, ax, v[i], ax->ymin);
+        fill_rect(c, (int)floor(px), ax->top, (int)floor(px) + 1, ax->bottom, GRID);
+    }
+    n = tick_values(v, 64, ax->ymin, ax->ymax, ax->ystep);
+    for (size_t i = 0; i < n; i++) {
+        data_to_pixel(&px, &py, ax, ax->xmin, v[i]);
+        fill_rect(c, ax->left, (int)floor(py), ax->right, (int)floor(py) + 1, GRID);
+    }
+}
+
+// The frame around the plot area, tick marks outside it, and their labels.
+static void draw_ticks(Canvas *c, const Axes *ax) {
+    double v[64], px, py;
+    char buf[32];
+    stroke_rect(c, ax->left - 1, ax->top - 1, ax->right + 1, ax->bottom + 1, FRAME);
+    size_t n = tick_values(v, 64, ax->xmin, ax->xmax, ax->xstep);
+    for (size_t i = 0; i < n; i++) {
+        data_to_pixel(&px, &py, ax, v[i], ax->ymin);
+        fill_rect(c, (int)floor(px), ax->bottom + 1, (int)floor(px) + 1, ax->bottom + 6, FRAME);
+        format_tick(buf, sizeof(buf), v[i], ax->xstep);
+        draw_label(c, floor(px) + 0.5, ax->bottom + 10, 0.5, 0, buf, 1, INK);
+    }
+    n = tick_values(v, 64, ax->ymin, ax->ymax, ax->ystep);
+    for (size_t i = 0; i < n; i++) {
+        data_to_pixel(&px, &py, ax, ax->xmin, v[i]);
+        fill_rect(c, ax->left - 6, (int)floor(py), ax->left - 1, (int)floor(py) + 1, FRAME);
+        format_tick(buf, sizeof(buf), v[i], ax->ystep);
+        draw_label(c, ax->left - 9, floor(py) + 0.5, 1, 0.5, buf, 1, INK);
+    }
+}
+
+static void draw_titles(Canvas *c, const Axes *ax, const Figure *f) {
+    draw_label(c, c->w / 2.0, 14, 0.5, 0, f->title, 2, INK);
+    draw_label(c, (ax->left + ax->right) / 2.0, ax->bottom + 30, 0.5, 0, f->xlabel, 1, INK);
+    int len = text_width(f->ylabel, 1);
+    draw_text(c, 12, (ax->top + ax->bottom + len) / 2, f->ylabel, 1, 1, INK);
+}
+
+static void draw_bars(Canvas *c, const Axes *ax, const Figure *f, size_t i) {
+    const Series *s = &f->series[i];
+    for (size_t j = 0; j < s->n; j++) {
+        double x0, x1, px0, px1, py0, py1;
+        bar_span(&x0, &x1, f, i, s->pts[j].x);
+        data_to_pixel(&px0, &py0, ax, x0, 0);
+        data_to_pixel(&px1, &py1, ax, x1, s->pts[j].y);
+        int top = (int)lround(fmin(py0, py1)), bottom = (int)lround(fmax(py0, py1));
+        fill_rect(c, (int)lround(px0), top, (int)lround(px1) - 1, bottom, s->color);
+    }
+}
+
+// A series' line: through its points, or across the plot for SERIES_HLINE.
+static void draw_series_line(Canvas *c, const Axes *ax, const Series *s) {
+    if (s->width <= 0 || s->n == 0) return;
+    if (s->kind == SERIES_HLINE) {
+        double px, py;
+        data_to_pixel(&px, &py, ax, ax->xmin, s->pts[0].y);
+        draw_styled_line(c, ax->left, py, ax->right, py, s->width, s->color, s->pattern);
+        return;
+    }
+    for (size_t j = 0; j + 1 < s->n; j++) {
+        double x0, y0, x1, y1;
+        data_to_pixel(&x0, &y0, ax, s->pts[j].x, s->pts[j].y);
+        data_to_pixel(&x1, &y1, ax, s->pts[j + 1].x, s->pts[j + 1].y);
+        draw_styled_line(c, x0, y0, x1, y1, s->width, s->color, s->pattern);
+    }
+}
+
+// All data, clipped to the plot area: bars first, then lines, then markers on
+// top, so no line hides a measured point.
+static void draw_data(Canvas *c, const Axes *ax, const Figure *f) {
+    set_clip(c, ax->left, ax->top, ax->right, ax->bottom);
+    for (size_t i = 0; i < f->n_series; i++)
+        if (f->series[i].kind == SERIES_BARS) draw_bars(c, ax, f, i);
+    for (size_t i = 0; i < f->n_series; i++)
+        if (f->series[i].kind != SERIES_BARS) draw_series_line(c, ax, &f->series[i]);
+    for (size_t i = 0; i < f->n_series; i++) {
+        const Series *s = &f->series[i];
+        for (size_t j = 0; s->marker && j < s->n; j++) {
+            double px, py;
+            data_to_pixel(&px, &py, ax, s->pts[j].x, s->pts[j].y);
+            draw_marker(c, px, py, s->marker, s->color);
+        }
+    }
+    set_clip(c, 0, 0, c->w, c->h);
+}
+
+// How many pixels in [x0,x1) x [y0,y1) are drawn data (neither background nor grid).
+static size_t count_ink(const Canvas *c, int x0, int y0, int x1, int y1) {
+    size_t n = 0;
+    for (int y = y0; y < y1; y++)
+        for (int x = x0; x < x1; x++) {
+            Color p = get_pixel(c, x, y);
+            n += !same_color(p, WHITE) && !same_color(p, GRID);
+        }
+    return n;
+}
+
+#define LEGEND_ROW 15
+#define LEGEND_SAMPLE 26
+
+// One legend row at (x, y): a sample of how the series is drawn, then its label.
+static void draw_legend_entry(Canvas *c, int x, int y, const Series *s) {
+    double mid = y + LEGEND_ROW / 2.0;
+    if (s->kind == SERIES_BARS) fill_rect(c, x + 8, (int)mid - 5, x + 18, (int)mid + 5, s->color);
+    else if (s->width > 0)
+        draw_styled_line(c, x, mid, x + LEGEND_SAMPLE, mid, s->width, s->color, s->pattern);
+    draw_marker(c, x + LEGEND_SAMPLE / 2.0, mid, s->marker, s->color);
+    draw_label(c, x + LEGEND_SAMPLE + 8, mid, 0, 0.5, s->label, 1, INK);
+}
+
+// Where a w x h legend box hides the least drawn data: the first free corner
+// (or top/bottom centre); failing that, the spot with the least ink among
+// every height at the right, left and centre.
+static void place_legend(int *bx, int *by, const Canvas *c, const Axes *ax, int w, int h) {
+    const int m = 8, xs[3] = {ax->right - m - w, ax->left + m, (ax->left + ax->right - w) / 2};
+    size_t best = (size_t)-1;
+    for (int pass = 0; pass < 2 && best > 0; pass++) {
+        int y_step = pass == 0 ? ax->bottom - 2 * m - h - ax->top : 5;
+        for (int y = ax->top + m; y_step > 0 && y + h <= ax->bottom - m; y += y_step)
+            for (int i = 0; i < 3; i++) {
+                size_t ink = count_ink(c, xs[i], y, xs[i] + w, y + h);
+                if (ink < best) best = ink, *bx = xs[i], *by = y;
+            }
+    }
+}
+
+static void draw_legend(Canvas *c, const Axes *ax, const Figure *f) {
+    int n = 0, label_w = 0, best_x = ax->left, best_y = ax->top;
+    for (size_t i = 0; i < f->n_series; i++)
+        if (f->series[i].label[0]) {
+            n++;
+            int w = text_width(f->series[i].label, 1);
+            if (w > label_w) label_w = w;
+        }
+    if (n == 0) return;
+    int w = 10 + LEGEND_SAMPLE + 8 + label_w + 10, h = 8 + n * LEGEND_ROW + 6;
+    place_legend(&best_x, &best_y, c, ax, w, h);
+    fill_rect(c, best_x, best_y, best_x + w, best_y + h, WHITE);
+    stroke_rect(c, best_x, best_y, best_x + w, best_y + h, FRAME);
+    int y = best_y + 7;
+    for (size_t i = 0; i < f->n_series; i++)
+        if (f->series[i].label[0]) {
+            draw_legend_entry(c, best_x + 10, y, &f->series[i]);
+            y += LEGEND_ROW;
+        }
+}
+
+// Draws f on a new FIG_W x FIG_H canvas; *ax tells where the data landed.
+static int render_figure(Canvas *c, Axes *ax, const Figure *f) {
+    double r[4];
+    if (data_range(r, f) == 0) return fail("figure \"%s\": no data to plot", f->title);
+    if (build_canvas(c, FIG_W, FIG_H, WHITE)) return -1;
+    layout_axes(ax, f, c->w, c->h);
+    draw_grid(c, ax);
+    draw_data(c, ax, f);
+    draw_ticks(c, ax);
+    draw_titles(c, ax, f);
+    draw_legend(c, ax, f);
+    return 0;
+}
+
+// ----------------------------------------------------------------------------
+// CSV reading: a header row names the columns; fields are found by name
+
+typedef struct {
+    char *path;
+    char *text;          // the whole file, cut in place into NUL-terminated fields
+    char **names;        // n_cols column names (pointers into text)
+    char **cells;        // n_rows * n_cols fields ("" where a row is short)
+    double *nums;        // the same fields as numbers; NaN where empty or not a number
+    size_t *lines;       // each row's line number in the file, for messages
+    size_t n_cols, n_rows;
+} Table;
+
+// The whole file as one NUL-terminated string; NULL (and an error) if unreadable.
+static char *read_file(const char *path) {
+    FILE *fp = fopen(path, "rb");
+    if (!fp) { fail("%s: cannot open (missing or unreadable)", path); return NULL; }
+    size_t len = 0, cap = 1 << 16;
+    char *buf = malloc(cap);
+    while (buf) {
+        len += fread(buf + len, 1, cap - 1 - len, fp);
+        if (len < cap - 1) break;
+        char *bigger = realloc(buf, 2 * cap);
+        if (!bigger) free(buf);
+        buf = bigger;
+        cap *= 2;
+    }
+    int bad = !buf || ferror(fp);
+    fclose(fp);
+    if (bad) { free(buf); fail("%s: cannot read (or out of memory)", path); return NULL; }
+    buf[len] = '\0';
+    return buf;
+}
+
+// Where parsing is in the text, and on which line (the text is cut up as we
+// go, so lines are counted while reading, not afterwards).
+typedef struct {
+    char *p;
+    size_t line;
+} Cursor;
+
+// Cuts the field at the cursor out in place: strips "quotes" (a doubled "" is
+// one "), trims blanks around it, NUL-terminates it. The cursor moves past the
+// comma or line end; *eol says the field ended its line (or the text).
+static char *next_field(Cursor *c, int *eol) {
+    char *s = c->p, *w, *start;
+    while (*s == ' ' || *s == '\t') s++;
+    start = w = s;
+    int quoted = *s == '"';
+    if (quoted) s++;
+    for (; *s; s++) {
+        if (quoted && *s == '"' && s[1] == '"') *w++ = *s++;
+        else if (quoted && *s == '"') quoted = 0;
+        else if (!quoted && (*s == ',' || *s == '\n' || *s == '\r')) break;
+        else c->line += *s == '\n', *w++ = *s;
+    }
+    *eol = *s != ',';
+    if (*s == '\r' && s[1] == '\n') s++;
+    c->line += *s == '\n' || *s == '\r';
+    c->p = *s ? s + 1 : s;
+    while (w > start && (w[-1] == ' ' || w[-1] == '\t')) w--;
+    *w = '\0'; // may overwrite the terminator: the cursor has moved past it
+    return start;
+}
+
+// Whether a field is entirely a number (strtod's syntax, so "nan" and "inf" count).
+static int is_number(const char *s) {
+    char *end;
+    if (!*s) return 0;
+    strtod(s, &end);
+    return *end == '\0';
+}
+
+// A field as a number: NaN when empty or not a number.
+static double parse_number(const char *s) { return is_number(s) ? strtod(s, NULL) : NAN; }
+
+// Skips the line at the cursor if it holds only blanks; returns whether it did.
+static int skip_blank_line(Cursor *c) {
+    char *s = c->p;
+    while (*s == ' ' || *s == '\t') s++;
+    if (*s != '\r' && *s != '\n' && *s != '\0') return 0;
+    if (*s == '\r' && s[1] == '\n') s++;
+    if (*s) s++, c->line++;
+    c->p = s;
+    return 1;
+}
+
+// Splits the header row into t->names; the cursor ends on the first data line.
+static int read_header(Table *t, Cursor *p) {
+    size_t cap = 1;
+    for (const char *s = p->p; *s && *s != '\n'; s++) cap += *s == ',';
+    t->names = malloc(cap * sizeof(char *));
+    if (!t->names) return fail("%s: out of memory", t->path);
+    int eol = 0;
+    while (!eol && t->n_cols < cap) t->names[t->n_cols++] = next_field(p, &eol);
+    if (t->n_cols == 1 && !t->names[0][0]) return fail("%s: empty file, no header row", t->path);
+    return 0;
+}
+
+// Room for every data row: at most one per line left in the file (a lone
+// '\r' also ends a line, so it counts too).
+static int alloc_rows(Table *t, const char *p) {
+    size_t lines = 1;
+    for (; *p; p++) lines += *p == '\n' || *p == '\r';
+    size_t cells = lines * t->n_cols;
+    t->cells = malloc(cells * sizeof(char *));
+    t->nums = malloc(cells * sizeof(double));
+    t->lines = malloc(lines * sizeof(size_t));
+    if (!t->cells || !t->nums || !t->lines) return fail("%s: out of memory", t->path);
+    return 0;
+}
+
+// Reads one data row at the cursor; fields past the header's width are ignored.
+static void read_row(Table *t, Cursor *p) {
+    static char empty[] = "";
+    char **row = t->cells + t->n_rows * t->n_cols;
+    double *nums = t->nums + t->n_rows * t->n_cols;
+    size_t i = 0;
+    t->lines[t->n_rows] = p->line;
+    for (int eol = 0; !eol; i++) {
+        char *field = next_field(p, &eol);
+        if (i < t->n_cols) row[i] = field, nums[i] = parse_number(field);
+    }
+    for (; i < t->n_cols; i++) row[i] = empty, nums[i] = NAN;
+    t->n_rows++;
+}
+
+static void free_table(Table *t) {
+    free(t->path);
+    free(t->text);
+    free(t->names);
+    free(t->cells);
+    free(t->nums);
+    free(t->lines);
+    memset(t, 0, sizeof(*t));
+}
+
+static int read_table(Table *t, const char *path) {
+    memset(t, 0, sizeof(*t));
+    t->path = malloc(strlen(path) + 1);
+    if (!t->path) return fail("%s: out of memory", path);
+    strcpy(t->path, path);
+    t->text = read_file(path);
+    if (!t->text) return -1;
+    Cursor p = {t->text, 1};
+    if (read_header(t, &p) || alloc_rows(t, p.p)) return -1;
+    while (*p.p)
+        if (!skip_blank_line(&p)) read_row(t, &p);
+    return 0;
+}
+
+// The column named `name`, or -1.
+static int find_column(const Table *t, const char *name) {
+    for (size_t i = 0; i < t->n_cols; i++)
+        if (!strcmp(t->names[i], name)) return (int)i;
+    return -1;
+}
+
+// The column named `name` in *col, or an error naming the file and column.
+static int require_column(int *col, const Table *t, const char *name) {
+    *col = find_column(t, name);
+    if (*col < 0) return fail("%s: no column \"%s\" in the header row", t->path, name);
+    return 0;
+}
+
+// Finds each named column and checks that its fields are numbers or empty.
+static int require_numbers(int *cols, const Table *t, const char *const *names, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        if (require_column(&cols[i], t, names[i])) return -1;
+        for (size_t r = 0; r < t->n_rows; r++) {
+            size_t k = r * t->n_cols + (size_t)cols[i];
+            if (t->cells[k][0] && !is_number(t->cells[k]))
+                return fail("%s:%zu: column \"%s\" holds \"%s\", not a number", t->path,
+                            t->lines[r], names[i], t->cells[k]);
+        }
+    }
+    return 0;
+}
+
+static double num(const Table *t, size_t row, int col) {
+    return t->nums[row * t->n_cols + (size_t)col];
+}
+
+static const char *cell(const Table *t, size_t row, int col) {
+    return t->cells[row * t->n_cols + (size_t)col];
+}
+
+// ----------------------------------------------------------------------------
+// Grouping rows: one series per temperature, per K or per model
+
+// Whether two fields name the same group: equal as numbers ("1" and "1.0")
+// or, when not numbers, equal as text.
+static int same_key(const char *a, const char *b) {
+    double x = parse_number(a), y = parse_number(b);
+    if (!isnan(x) && !isnan(y)) return x == y;
+    return !strcmp(a, b);
+}
+
+#define MAX_GROUPS N_PALETTE
+
+// The distinct non-empty values of column col, in order of first appearance
+// (keys[i] is the first such field). More groups than colours is an error.
+static int group_keys(const char **keys, size_t *n, const Table *t, int col) {
+    *n = 0;
+    for (size_t r = 0; r < t->n_rows; r++) {
+        const char *k = cell(t, r, col);
+        size_t i = 0;
+        while (i < *n && !same_key(keys[i], k)) i++;
+        if (i < *n || !k[0]) continue;
+        if (*n == MAX_GROUPS)
+            return fail("%s: more than %d distinct values of \"%s\"; the figure can show %d",
+                        t->path, MAX_GROUPS, t->names[col], MAX_GROUPS);
+        keys[(*n)++] = k;
+    }
+    if (*n == 0) return fail("%s: column \"%s\" is empty in every row", t->path, t->names[col]);
+    return 0;
+}
+
+static int in_group(const Table *t, size_t row, int key_col, const char *key) {
+    return same_key(cell(t, row, key_col), key);
+}
+
+// The mean of column col over the group's rows where it is not empty (NaN if none).
+static double group_mean(const Table *t, int key_col, const char *key, int col) {
+    double sum = 0;
+    size_t n = 0;
+    for (size_t r = 0; r < t->n_rows; r++)
+        if (in_group(t, r, key_col, key) && !isnan(num(t, r, col))) sum += num(t, r, col), n++;
+    return n ? sum / (double)n : NAN;
+}
+
+// Sums of columns cols[0..n) over the group's rows with k == k_want, skipping
+// empty fields; count[i] says how many fields went into sum[i].
+static void group_sums(double *sum, size_t *count, const Table *t, int key_col, const char *key,
+                       int k_col, double k_want, const int *cols, size_t n) {
+    for (size_t i = 0; i < n; i++) sum[i] = 0, count[i] = 0;
+    for (size_t r = 0; r < t->n_rows; r++) {
+        if (!in_group(t, r, key_col, key) || num(t, r, k_col) != k_want) continue;
+        for (size_t i = 0; i < n; i++)
+            if (!isnan(num(t, r, cols[i]))) sum[i] += num(t, r, cols[i]), count[i]++;
+    }
+}
+
+// ----------------------------------------------------------------------------
+// Figures: each reads its CSVs' columns by name and fills a Figure
+
+// The K at which the sweep records acceptance per position and the histogram
+// of accepted drafts per round (columns pos1..pos8, hist0..hist8).
+#define K_DETAIL 8
+#define MAX_INPUTS 4 // the most CSVs one figure reads
+
+// Expected speedup of speculative decoding (Leviathan et al. 2022, eq. 1 with
+// costs): a round commits (1 - a^(K+1)) / (1 - a) tokens on average and costs
+// K draft steps (c each, in units of one target step) plus one verify pass
+// over K+1 rows (r target steps). a -> 1 commits all K+1.
+static double theory_speedup(double a, double k, double c, double r) {
+    double tokens = fabs(1 - a) < 1e-12 ? k + 1 : (1 - pow(a, k + 1)) / (1 - a);
+    return tokens / (k * c + r);
+}
+
+// Measured points and the theory curve for one temperature of sweep_k.csv:
+// the curve uses the temperature's mean a and c, and each row's own r (the
+// verify cost grows with K).
+static int speedup_group(Figure *f, const Table *t, const int *col, const char *key, size_t g) {
+    enum { TEMP, K, ALPHA, C, R, SPEEDUP };
+    double a = group_mean(t, col[TEMP], key, col[ALPHA]), c = group_mean(t, col[TEMP], key, col[C]);
+    char label[96];
+    snprintf(label, sizeof(label), "T = %s measured", key);
+    Series *m = add_series(f, label, PALETTE[g], SERIES_XY);
+    snprintf(label, sizeof(label), "T = %s theory (alpha %.2f, c %.3f)", key, a, c);
+    Series *th = add_series(f, label, PALETTE[g], SERIES_XY);
+    if (!m || !th) return -1;
+    m->marker = g % 2 ? MARK_SQUARE : MARK_CIRCLE;
+    th->width = 2;
+    for (size_t r = 0; r < t->n_rows; r++) {
+        if (!in_group(t, r, col[TEMP], key)) continue;
+        double k = num(t, r, col[K]);
+        if (add_point(m, k, num(t, r, col[SPEEDUP])) ||
+            add_point(th, k, theory_speedup(a, k, c, num(t, r, col[R]))))
+            return -1;
+    }
+    sort_by_x(m);
+    sort_by_x(th);
+    return 0;
+}
+
+static int figure_speedup_vs_k(Figure *f, const Table *tables, size_t n_tables) {
+    static const char *const names[] = {"temperature", "k", "alpha", "c", "r", "speedup"};
+    const Table *t = &tables[0];
+    const char *keys[MAX_GROUPS];
+    size_t n;
+    int col[6];
+    (void)n_tables;
+    if (require_numbers(col, t, names, 6) || group_keys(keys, &n, t, col[0])) return -1;
+    build_figure(f, "Speedup vs draft length K", "K (tokens drafted per round)",
+                 "speedup over the target alone");
+    for (size_t g = 0; g < n; g++)
+        if (speedup_group(f, t, col, keys[g], g)) return -1;
+    return add_hline(f, 1, "speedup = 1 (break-even)");
+}
+
+// A measured curve for group g: its colour, a 2-pixel line, and markers that
+// alternate circle / square between groups (telling them apart without colour).
+static Series *add_curve(Figure *f, const char *label, size_t g) {
+    Series *s = add_series(f, label, PALETTE[g], SERIES_XY);
+    if (s) s->width = 2, s->marker = g % 2 ? MARK_SQUARE : MARK_CIRCLE;
+    return s;
+}
+
+// Adds one temperature's series from the sums (and counts of non-empty fields)
+// of its K = 8 rows' detail columns.
+typedef int (*DetailGroup)(Figure *f, const double *sum, const size_t *count, const char *key,
+                           size_t g);
+
+// The figures drawn from sweep_k.csv's K = 8 rows: per temperature, columns
+// prefix<from>..prefix8 summed over those rows and handed to add_group.
+static int detail_figure(Figure *f, const Table *t, const char *prefix, int from,
+                         DetailGroup add_group) {
+    char store[K_DETAIL + 1][16];
+    const char *names[3 + K_DETAIL], *keys[MAX_GROUPS];
+    int col[3 + K_DETAIL];
+    size_t n, n_detail = (size_t)(K_DETAIL + 1 - from), count[K_DETAIL + 1];
+    double sum[K_DETAIL + 1];
+    names[0] = "temperature", names[1] = "k";
+    for (size_t i = 0; i < n_detail; i++) {
+        snprintf(store[i], sizeof(store[i]), "%s%d", prefix, from + (int)i);
+        names[2 + i] = store[i];
+    }
+    if (require_numbers(col, t, names, 2 + n_detail) || group_keys(keys, &n, t, col[0])) return -1;
+    for (size_t g = 0; g < n; g++) {
+        group_sums(sum, count, t, col[0], keys[g], col[1], K_DETAIL, col + 2, n_detail);
+        if (add_group(f, sum, count, keys[g], g)) return -1;
+    }
+    if (f->n_series == 0)
+        return fail("%s: no rows with k = %d and %s%d..%s%d filled in", t->path, K_DETAIL, prefix,
+                    from, prefix, K_DETAIL);
+    return 0;
+}
+
+// One temperature's mean acceptance at each position (none: no K = 8 rows).
+static int acceptance_group(Figure *f, const double *sum, const size_t *count, const char *key,
+                            size_t g) {
+    size_t rows = 0;
+    for (int i = 0; i < K_DETAIL; i++) rows += count[i];
+    if (rows == 0) return 0;
+    char label[96];
+    snprintf(label, sizeof(label), "T = %s", key);
+    Series *s = add_curve(f, label, g);
+    if (!s) return -1;
+    for (int i = 0; i < K_DETAIL; i++)
+        if (count[i] && add_point(s, i + 1, sum[i] / (double)count[i])) return -1;
+    return 0;
+}
+
+static int figure_acceptance_by_position(Figure *f, const Table *tables, size_t n_tables) {
+    (void)n_tables;
+    build_figure(f, "Acceptance by draft position (K = 8)", "draft position i",
+                 "P(draft i accepted | drafts before it accepted)");
+    f->y_fixed = 1, f->y_lo = 0, f->y_hi = 1;
+    return detail_figure(f, &tables[0], "pos", 1, acceptance_group);
+}
+
+// One temperature's histogram as fractions of its rounds, labelled with the
+// mean number of tokens a round committed (j accepted drafts commit j + 1).
+static int histogram_group(Figure *f, const double *sum, const size_t *count, const char *key,
+                           size_t g) {
+    double total = 0, tokens = 0;
+    (void)count;
+    for (int j = 0; j <= K_DETAIL; j++) total += sum[j], tokens += (j + 1) * sum[j];
+    if (total <= 0) return 0;
+    char label[96];
+    snprintf(label, sizeof(label), "T = %s (mean %.2f tokens per round)", key, tokens / total);
+    Series *s = add_series(f, label, PALETTE[g], SERIES_BARS);
+    if (!s) return -1;
+    for (int j = 0; j <= K_DETAIL; j++)
+        if (add_point(s, j + 1, sum[j] / total)) return -1;
+    return 0;
+}
+
+static int figure_tokens_per_round(Figure *f, const Table *tables, size_t n_tables) {
+    (void)n_tables;
+    build_figure(f, "Tokens committed per round (K = 8)", "tokens committed in one round",
+                 "fraction of rounds");
+    return detail_figure(f, &tables[0], "hist", 0, histogram_group);
+}
+
+// One curve per group of rows sharing key_col's value: points (x_col, y_col)
+// in x order, labelled prefix + the key.
+static int curves_by_group(Figure *f, const Table *t, int key_col, int x_col, int y_col,
+                           const char *prefix) {
+    const char *keys[MAX_GROUPS];
+    size_t n;
+    if (group_keys(keys, &n, t, key_col)) return -1;
+    for (size_t g = 0; g < n; g++) {
+        char label[96];
+        snprintf(label, sizeof(label), "%s%s", prefix, keys[g]);
+        Series *s = add_curve(f, label, g);
+        if (!s) return -1;
+        for (size_t r = 0; r < t->n_rows; r++)
+            if (in_group(t, r, key_col, keys[g]) &&
+                add_point(s, num(t, r, x_col), num(t, r, y_col)))
+                return -1;
+        sort_by_x(s);
+    }
+    return 0;
+}
+
+static int figure_alpha_vs_temperature(Figure *f, const Table *tables, size_t n_tables) {
+    static const char *const names[] = {"temperature", "k", "alpha"};
+    int col[3];
+    (void)n_tables;
+    if (require_numbers(col, &tables[0], names, 3)) return -1;
+    build_figure(f, "Acceptance rate alpha vs temperature", "sampling temperature",
+                 "alpha (mean acceptance per draft token)");
+    f->y_fixed = 1, f->y_lo = 0, f->y_hi = 1;
+    return curves_by_group(f, &tables[0], col[1], col[0], col[2], "K = ");
+}
+
+// A model's name from its log's path: docs/train_draft_text.csv -> "draft text".
+static void model_name(char *out, size_t cap, const char *path) {
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    if (!strncmp(base, "train_", 6)) base += 6;
+    size_t n = strcspn(base, ".");
+    snprintf(out, cap, "%.*s", (int)(n < cap ? n : cap - 1), base);
+    for (char *p = out; *p; p++)
+        if (*p == '_') *p = ' ';
+}
+
+// One model's curves: train loss as a thin lighter line, validation loss as a
+// line with markers, both against millions of tokens seen.
+static int loss_curves(Series *train, Series *val, const Table *t, const int *col) {
+    for (size_t r = 0; r < t->n_rows; r++) {
+        double mtok = num(t, r, col[0]) / 1e6;
+        if (add_point(train, mtok, num(t, r, col[1])) || add_point(val, mtok, num(t, r, col[2])))
+            return -1;
+    }
+    sort_by_x(train);
+    sort_by_x(val);
+    if (train->n + val->n == 0) return fail("%s: no rows with a loss", t->path);
+    return 0;
+}
+
+// Model i's train (thin, lighter) or validation (with markers) series.
+static Series *loss_series(Figure *f, const Table *t, size_t i, int validation) {
+    char name[64], label[96];
+    model_name(name, sizeof(name), t->path);
+    snprintf(label, sizeof(label), "%s: %s", name, validation ? "validation" : "train");
+    Series *s = add_series(f, label, validation ? PALETTE[i] : tint(PALETTE[i], 0.45), SERIES_XY);
+    if (s) s->width = validation ? 2 : 1.2, s->marker = validation ? MARK_CIRCLE : MARK_NONE;
+    return s;
+}
+
+static int figure_training_loss(Figure *f, const Table *tables, size_t n_tables) {
+    static const char *const names[] = {"tokens", "train_loss", "val_loss"};
+    Series *train[MAX_INPUTS], *val[MAX_INPUTS];
+    int col[MAX_INPUTS][3];
+    if (n_tables > MAX_INPUTS) return fail("training_loss: at most %d logs", MAX_INPUTS);
+    for (size_t i = 0; i < n_tables; i++)
+        if (require_numbers(col[i], &tables[i], names, 3)) return -1;
+    build_figure(f, "Training loss", "tokens seen (millions)", "cross-entropy loss (nats per token)");
+    // every train line first, so they go under the validation curves
+    for (size_t i = 0; i < n_tables; i++)
+        if (!(train[i] = loss_series(f, &tables[i], i, 0))) return -1;
+    for (size_t i = 0; i < n_tables; i++)
+        if (!(val[i] = loss_series(f, &tables[i], i, 1))) return -1;
+    for (size_t i = 0; i < n_tables; i++)
+        if (loss_curves(train[i], val[i], &tables[i], col[i])) return -1;
+    return 0;
+}
+
+// The guide r = n: what n separate one-row passes would cost.
+static int add_separate_passes(Figure *f, double n_max) {
+    Series *s = add_series(f, "r = n (n separate passes)", GUIDE, SERIES_XY);
+    if (!s) return -1;
+    s->width = 1.8, s->pattern = DOTTED, s->scales = 0;
+    return add_point(s, 1, 1) ? -1 : add_point(s, n_max, n_max);
+}
+
+static int figure_verify_cost(Figure *f, const Table *tables, size_t n_tables) {
+    static const char *const names[] = {"n", "r"};
+    const Table *t = &tables[0];
+    int col[2], model;
+    double n_max = 1;
+    (void)n_tables;
+    if (require_column(&model, t, "model") || require_numbers(col, t, names, 2)) return -1;
+    build_figure(f, "Cost of verifying n rows in one forward pass", "n (rows in one forward pass)",
+                 "r(n) = t(n rows) / t(1 row)");
+    f->y_zero = 1;
+    if (curves_by_group(f, t, model, col[0], col[1], "")) return -1;
+    for (size_t i = 0; i < f->n_series; i++)
+        for (size_t j = 0; j < f->series[i].n; j++) n_max = fmax(n_max, f->series[i].pts[j].x);
+    if (add_hline(f, 1, "r = 1 (as cheap as one row)")) return -1;
+    return add_separate_passes(f, n_max);
+}
+
+// ----------------------------------------------------------------------------
+// The figure list: what each is called, which CSVs it reads, who builds it
+
+typedef int (*FigureBuilder)(Figure *f, const Table *tables, size_t n_tables);
+
+typedef struct {
+    const char *name;                 // the subcommand, and the PNG's name in `plot all`
+    const char *inputs[MAX_INPUTS];   // the CSVs `plot all` looks for
+    size_t n_required;                // the first n_required must exist; the rest are optional
+    FigureBuilder build;
+} FigureSpec;
+
+static const FigureSpec FIGURES[] = {
+    {"speedup_vs_k", {"sweep_k.csv"}, 1, figure_speedup_vs_k},
+    {"acceptance_by_position", {"sweep_k.csv"}, 1, figure_acceptance_by_position},
+    {"tokens_per_round", {"sweep_k.csv"}, 1, figure_tokens_per_round},
+    {"alpha_vs_temperature", {"sweep_temp.csv"}, 1, figure_alpha_vs_temperature},
+    {"training_loss",
+     {"train_target.csv", "train_draft.csv", "train_draft_distill.csv", "train_draft_text.csv"}, 1,
+     figure_training_loss},
+    {"verify_cost", {"verify_cost.csv"}, 1, figure_verify_cost},
+};
+#define N_FIGURES (sizeof(FIGURES) / sizeof(FIGURES[0]))
+
+static size_t max_inputs(const FigureSpec *spec) {
+    size_t n = 0;
+    while (n < MAX_INPUTS && spec->inputs[n]) n++;
+    return n;
+}
+
+static const FigureSpec *find_figure(const char *name) {
+    for (size_t i = 0; i < N_FIGURES; i++)
+        if (!strcmp(FIGURES[i].name, name)) return &FIGURES[i];
+    return NULL;
+}
+
+// Reads the CSVs, builds the figure and draws it on *c. Whatever the result,
+// the caller frees c and f (both are safe to free after a failure).
+static int render_from_files(Canvas *c, Axes *ax, Figure *f, const FigureSpec *spec,
+                             const char *const *paths, size_t n) {
+    Table tables[MAX_INPUTS];
+    size_t read = 0;
+    int rc = 0;
+    memset(tables, 0, sizeof(tables));
+    memset(c, 0, sizeof(*c));
+    memset(f, 0, sizeof(*f));
+    if (n < spec->n_required || n > max_inputs(spec))
+        rc = fail("%s takes %zu to %zu CSV files, not %zu", spec->name, spec->n_required,
+                  max_inputs(spec), n);
+    for (; rc == 0 && read < n; read++) rc = read_table(&tables[read], paths[read]);
+    if (rc == 0) rc = spec->build(f, tables, n);
+    if (rc == 0) rc = render_figure(c, ax, f);
+    for (size_t i = 0; i < read; i++) free_table(&tables[i]); // a half-read one too
+    return rc;
+}
+
+static int make_figure(const FigureSpec *spec, const char *const *paths, size_t n, const char *out) {
+    Canvas c;
+    Axes ax;
+    Figure f;
+    int rc = render_from_files(&c, &ax, &f, spec, paths, n);
+    if (rc == 0) rc = write_png(&c, out);
+    free_canvas(&c);
+    free_figure(&f);
+    return rc;
+}
+
+// ----------------------------------------------------------------------------
+// Command line
+
+static void usage(FILE *out) {
+    fprintf(out, "usage: plot FIGURE IN.csv... OUT.png   draw one figure\n"
+                 "       plot all [DIR]                  draw every figure whose CSVs are in DIR\n"
+                 "                                       (default docs) as DIR/FIGURE.png\n"
+                 "figures and the CSVs they read:\n");
+    for (size_t i = 0; i < N_FIGURES; i++) {
+        const FigureSpec *s = &FIGURES[i];
+        fprintf(out, "  %-24s", s->name);
+        for (size_t j = 0; j < s->n_required; j++) fprintf(out, " %s", s->inputs[j]);
+        if (max_inputs(s) > s->n_required) fprintf(out, "\n  %-24s and any of", "");
+        for (size_t j = s->n_required; j < max_inputs(s); j++) fprintf(out, " %s", s->inputs[j]);
+        fprintf(out, "\n");
+    }
+}
+
+static int file_exists(const char *path) {
+    FILE *fp = fopen(path, "rb");
+    if (fp) fclose(fp);
+    return fp != NULL;
+}
+
+// DIR/name into out; -1 if it does not fit.
+static int join_path(char *out, size_t cap, const char *dir, const char *name) {
+    int n = snprintf(out, cap, "%s/%s", dir, name);
+    return n < 0 || (size_t)n >= cap ? fail("%s/%s: path too long", dir, name) : 0;
+}
+
+// One figure of `plot all`: 0 drawn, 1 skipped (a CSV is missing), -1 failed.
+static int plot_from_dir(const FigureSpec *spec, const char *dir) {
+    char store[MAX_INPUTS][4096], out[4096], png[256];
+    const char *paths[MAX_INPUTS];
+    size_t n = 0;
+    snprintf(png, sizeof(png), "%s.png", spec->name);
+    if (join_path(out, sizeof(out), dir, png)) return -1;
+    for (size_t i = 0; i < MAX_INPUTS && spec->inputs[i]; i++) {
+        if (join_path(store[n], sizeof(store[n]), dir, spec->inputs[i])) return -1;
+        if (file_exists(store[n])) paths[n] = store[n], n++;
+        else if (i < spec->n_required) {
+            printf("plot: skipped %s: %s not found\n", out, store[n]);
+            return 1;
+        }
+    }
+    if (make_figure(spec, paths, n, out)) return -1;
+    printf("plot: wrote %s\n", out);
+    return 0;
+}
+
+static int plot_all(const char *dir) {
+    size_t counts[3] = {0, 0, 0}; // drawn, skipped, failed
+    for (size_t i = 0; i < N_FIGURES; i++) {
+        int rc = plot_from_dir(&FIGURES[i], dir);
+        if (rc < 0) fprintf(stderr, "plot: %s.png failed: %s\n", FIGURES[i].name, plot_error);
+        counts[rc < 0 ? 2 : rc]++;
+    }
+    printf("plot all %s: %zu written, %zu skipped, %zu failed\n", dir, counts[0], counts[1],
+           counts[2]);
+    return counts[2] ? 1 : 0;
+}
+
+static int ends_with(const char *s, const char *suffix) {
+    size_t n = strlen(s), m = strlen(suffix);
+    return n >= m && !strcmp(s + n - m, suffix);
+}
+
+static int cli(int argc, char **argv) {
+    if (argc >= 2 && !strcmp(argv[1], "all")) {
+        if (argc <= 3) return plot_all(argc == 3 ? argv[2] : "docs");
+        usage(stderr);
+        return 2;
+    }
+    if (argc == 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
+        usage(stdout);
+        return 0;
+    }
+    const FigureSpec *spec = argc >= 2 ? find_figure(argv[1]) : NULL;
+    if (argc >= 2 && !spec) fprintf(stderr, "plot: unknown figure \"%s\"\n", argv[1]);
+    if (spec && argc >= 3 && !ends_with(argv[argc - 1], ".png")) // never overwrite a CSV
+        fprintf(stderr, "plot: the last argument must be the output .png, not %s\n", argv[argc - 1]);
+    if (!spec || argc < 4 || !ends_with(argv[argc - 1], ".png")) {
+        usage(stderr);
+        return 2;
+    }
+    if (make_figure(spec, (const char *const *)(argv + 2), (size_t)argc - 3, argv[argc - 1])) {
+        fprintf(stderr, "plot: %s\n", plot_error);
+        return 1;
+    }
+    printf("plot: wrote %s\n", argv[argc - 1]);
+    return 0;
+}
+
+#ifndef TESTING
+int main(int argc, char **argv) { return cli(argc, argv); }
+#endif

@@ -1,0 +1,400 @@
+// test_plot.c - plot.c's pieces and figures: nice ticks, the CSV reader
+// (columns by name, quotes, empty fields, short rows, CRLF and CR endings),
+// the speedup formula, then every figure drawn from fixture CSVs it writes
+// under build/test_plot/: each marker and bar must show its series' colour
+// where the axes put it (so nothing, the legend included, covers data), and
+// each written file must be a PNG of the right size. Ends with the error
+// paths: missing file, missing column, bad number, `plot all` skipping.
+#define _POSIX_C_SOURCE 200809L
+#define TESTING
+#include <sys/stat.h>
+#include "../plot.c"
+#include "check.h"
+
+#define DIR "build/test_plot"
+
+static int write_text(const char *path, const char *text) {
+    FILE *fp = fopen(path, "wb");
+    if (!fp) return -1;
+    fputs(text, fp);
+    return fclose(fp);
+}
+
+// ----------------------------------------------------------------------------
+// Fixtures: small CSVs shaped like the ones specdec, bench and train write
+
+// sweep_k.csv: T = 0 and 1, K = 1..8, per-position acceptance and the
+// accepted-drafts histogram on the K = 8 rows only; columns in an unusual
+// order, plus one the plotter does not know.
+static int write_sweep_k(const char *path) {
+    FILE *fp = fopen(path, "w");
+    if (!fp) return -1;
+    fprintf(fp, "k,temperature,notes,alpha,tokens_per_round,c,r,target_tok_s,spec_tok_s,speedup,"
+                "predicted_speedup,pos1,pos2,pos3,pos4,pos5,pos6,pos7,pos8,"
+                "hist0,hist1,hist2,hist3,hist4,hist5,hist6,hist7,hist8\n");
+    for (int temp = 0; temp <= 1; temp++)
+        for (int k = 1; k <= 8; k++) {
+            double a = temp ? 0.65 : 0.8, c = 0.08, r = 1 + 0.03 * k;
+            double pred = theory_speedup(a, k, c, r), meas = pred * (0.93 + 0.01 * (k % 3));
+            fprintf(fp, "%d,%d,\"run %d, seed 1\",%.4f,%.3f,%.3f,%.3f,50.0,%.1f,%.4f,%.4f", k, temp,
+                    k, a, pred * (k * c + r), c, r, 50 * meas, meas, pred);
+            for (int i = 1; i <= 8; i++) {
+                if (k == 8) fprintf(fp, ",%.3f", (temp ? 0.72 : 0.88) - 0.015 * i);
+                else fprintf(fp, ",");
+            }
+            for (int j = 0; j <= 8; j++) {
+                if (k == 8) fprintf(fp, ",%d", temp ? 300 - 25 * j : 60 + 10 * j + (j == 8) * 250);
+                else fprintf(fp, ",");
+            }
+            fprintf(fp, "\n");
+        }
+    return fclose(fp);
+}
+
+static int write_sweep_temp(const char *path) {
+    FILE *fp = fopen(path, "w");
+    if (!fp) return -1;
+    fprintf(fp, "temperature,k,alpha,tokens_per_round,speedup\n");
+    for (int i = 0; i <= 6; i++)
+        fprintf(fp, "%.2f,4,%.3f,%.3f,%.3f\n", 0.25 * i, 0.82 - 0.05 * i, 3.0 - 0.2 * i, 2.1 - 0.1 * i);
+    return fclose(fp);
+}
+
+// A training log: train loss every 20 steps, validation every 200 steps
+// (offset by val_offset, so the two models' markers do not sit on each other).
+static int write_train(const char *path, double floor_loss, int val_offset) {
+    FILE *fp = fopen(path, "w");
+    if (!fp) return -1;
+    fprintf(fp, "step,tokens,lr,train_loss,val_loss,seconds\n");
+    for (int step = 0; step <= 2000; step += 20) {
+        double loss = floor_loss + 6.3 * exp(-step / 300.0) + 0.05 * sin(step * 0.7);
+        fprintf(fp, "%d,%d,0.0005,%.4f,", step, step * 16384, loss);
+        if (step % 200 == val_offset) fprintf(fp, "%.4f", loss + 0.08);
+        fprintf(fp, ",%.1f\n", step * 0.5);
+    }
+    return fclose(fp);
+}
+
+static int write_verify_cost(const char *path) {
+    FILE *fp = fopen(path, "w");
+    if (!fp) return -1;
+    fprintf(fp, "model,n,r\n");
+    for (int n = 1; n <= 9; n++) fprintf(fp, "shipped target,%d,%.3f\n", n, 1 + 0.04 * (n - 1));
+    for (int n = 1; n <= 9; n++) fprintf(fp, "\"random 110M\",%d,%.3f\n", n, 1 + 0.12 * (n - 1));
+    return fclose(fp);
+}
+
+static int write_fixtures(void) {
+    mkdir("build", 0755);
+    mkdir(DIR, 0755);
+    mkdir(DIR "/partial", 0755);
+    mkdir(DIR "/broken", 0755);
+    return write_sweep_k(DIR "/sweep_k.csv") | write_sweep_temp(DIR "/sweep_temp.csv") |
+           write_train(DIR "/train_target.csv", 1.6, 100) |
+           write_train(DIR "/train_draft.csv", 2.3, 0) |
+           write_train(DIR "/train_draft_text.csv", 2.9, 100) |
+           write_verify_cost(DIR "/verify_cost.csv") |
+           write_sweep_temp(DIR "/partial/sweep_temp.csv") |
+           write_text(DIR "/broken/verify_cost.csv", "model,n,rr\nx,1,1\n");
+}
+
+// ----------------------------------------------------------------------------
+// Ticks, the formula, the mapping
+
+static void test_ticks(void) {
+    static const struct { double span; int max; double want; } cases[] = {
+        {7.7, 10, 1}, {1.08, 6, 0.2}, {10, 5, 2}, {0.037, 6, 0.01}, {3e6, 6, 5e5}, {1, 5, 0.2},
+        {95, 10, 10}, {2.5, 6, 0.5}, {0, 6, 1}};
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        double got = nice_step(cases[i].span, cases[i].max);
+        CHECK(fabs(got - cases[i].want) < 1e-12 * cases[i].want, "nice_step(%g, %d) = %g, want %g",
+              cases[i].span, cases[i].max, got, cases[i].want);
+    }
+    static const struct { double v, step; const char *want; } labels[] = {
+        {0.6000000001, 0.2, "0.6"}, {-1e-17, 0.2, "0.0"}, {3, 1, "3"}, {0.05, 0.05, "0.05"},
+        {1500000, 500000, "1500000"}, {1.0, 0.1, "1.0"}};
+    char buf[32];
+    for (size_t i = 0; i < sizeof(labels) / sizeof(labels[0]); i++) {
+        format_tick(buf, sizeof(buf), labels[i].v, labels[i].step);
+        CHECK(!strcmp(buf, labels[i].want), "format_tick(%g, step %g) = \"%s\", want \"%s\"",
+              labels[i].v, labels[i].step, buf, labels[i].want);
+    }
+    double v[16];
+    size_t n = tick_values(v, 16, -0.04, 1.04, 0.2);
+    CHECK(n == 6 && fabs(v[0]) < 1e-12 && fabs(v[5] - 1) < 1e-12, "ticks in [-0.04, 1.04] by 0.2: "
+          "%zu of them, %g .. %g (want 6, 0 .. 1)", n, v[0], v[n ? n - 1 : 0]);
+    printf("ticks: nice steps, labels and tick values checked\n");
+}
+
+static void test_formula(void) {
+    double got = theory_speedup(0.8, 4, 0.05, 1.1), want = (1 - pow(0.8, 5)) / (0.2 * 1.3);
+    CHECK(fabs(got - want) < 1e-12, "theory_speedup(0.8, 4, 0.05, 1.1) = %g, want %g", got, want);
+    got = theory_speedup(1.0, 4, 0.05, 1.1);
+    CHECK(fabs(got - 5 / 1.3) < 1e-12, "theory_speedup(a = 1) = %g, want (K+1)/(Kc+r) = %g", got,
+          5 / 1.3);
+    got = theory_speedup(0, 3, 0.1, 1.0);
+    CHECK(fabs(got - 1 / 1.3) < 1e-12, "theory_speedup(a = 0) = %g, want 1/(Kc+r) = %g", got, 1 / 1.3);
+    printf("formula: speedup(K) = (1 - a^(K+1)) / ((1 - a)(Kc + r)) at a = 0.8, 1, 0\n");
+}
+
+// ----------------------------------------------------------------------------
+// The CSV reader
+
+static void test_reader(void) {
+    Table t;
+    write_text(DIR "/reader.csv", "b, a ,\"quoted, name\",unused\r\n"
+                                  "1,2,\"say \"\"hi\"\"\",x\r\n"
+                                  "\r\n"
+                                  "3,,   ,\r\n"
+                                  "5\r\n");
+    int rc = read_table(&t, DIR "/reader.csv");
+    CHECK(rc == 0, "read_table(reader.csv): %s", plot_error);
+    if (rc) { free_table(&t); return; }
+    int a = find_column(&t, "a"), b = find_column(&t, "b"), q = find_column(&t, "quoted, name");
+    CHECK(t.n_cols == 4 && t.n_rows == 3, "%zu columns, %zu rows (want 4, 3: the blank line skipped)",
+          t.n_cols, t.n_rows);
+    CHECK(a == 1 && b == 0 && q == 2 && find_column(&t, "zzz") == -1,
+          "columns by name: a %d, b %d, \"quoted, name\" %d (want 1, 0, 2)", a, b, q);
+    if (a != 1 || b != 0 || q != 2 || t.n_rows != 3) { free_table(&t); return; }
+    CHECK(num(&t, 0, a) == 2 && num(&t, 1, b) == 3 && num(&t, 2, b) == 5, "numbers: %g %g %g",
+          num(&t, 0, a), num(&t, 1, b), num(&t, 2, b));
+    CHECK(!strcmp(cell(&t, 0, q), "say \"hi\""), "quoted field: [%s]", cell(&t, 0, q));
+    CHECK(isnan(num(&t, 1, a)) && !strcmp(cell(&t, 1, q), ""), "empty fields: a = %g, q = [%s]",
+          num(&t, 1, a), cell(&t, 1, q));
+    CHECK(isnan(num(&t, 2, a)) && !strcmp(cell(&t, 2, 3), ""),
+          "short row: the missing fields are empty");
+    CHECK(t.lines[0] == 2 && t.lines[1] == 4 && t.lines[2] == 5, "line numbers %zu %zu %zu (want 2 4 5)",
+          t.lines[0], t.lines[1], t.lines[2]);
+    int cols[2];
+    static const char *const ok[] = {"b", "a"}, *const bad[] = {"a", "quoted, name"};
+    CHECK(require_numbers(cols, &t, ok, 2) == 0, "b and a are numeric: %s", plot_error);
+    rc = require_numbers(cols, &t, bad, 2);
+    CHECK(rc < 0 && strstr(plot_error, "reader.csv:2") && strstr(plot_error, "quoted, name"),
+          "a text field in a numeric column names file, line and column: \"%s\"", plot_error);
+    rc = require_numbers(cols, &t, (const char *const[]){"zzz"}, 1);
+    CHECK(rc < 0 && strstr(plot_error, "reader.csv") && strstr(plot_error, "\"zzz\""),
+          "a missing column names file and column: \"%s\"", plot_error);
+    CHECK(same_key("1", "1.0") && !same_key("1", "10") && same_key("random 110M", "random 110M"),
+          "group keys compare as numbers, else as text");
+    free_table(&t);
+    printf("reader: by-name columns, quotes, empty fields, short rows, CRLF, bad numbers\n");
+}
+
+static void test_reader_edges(void) {
+    Table t;
+    write_text(DIR "/cr.csv", "x,y\r1,2\r3,4\r");
+    int rc = read_table(&t, DIR "/cr.csv");
+    CHECK(rc == 0 && t.n_rows == 2 && num(&t, 1, 1) == 4, "CR-only line endings: rc %d, %zu rows",
+          rc, t.n_rows);
+    free_table(&t);
+    write_text(DIR "/empty.csv", "");
+    rc = read_table(&t, DIR "/empty.csv");
+    CHECK(rc < 0 && strstr(plot_error, "empty.csv"), "an empty file is an error: \"%s\"", plot_error);
+    free_table(&t);
+    rc = read_table(&t, DIR "/no_such_file.csv");
+    CHECK(rc < 0 && strstr(plot_error, "no_such_file.csv"), "a missing file is an error naming it: "
+          "\"%s\"", plot_error);
+    free_table(&t);
+    write_text(DIR "/header_only.csv", "model,n,r\n");
+    rc = read_table(&t, DIR "/header_only.csv");
+    CHECK(rc == 0 && t.n_rows == 0 && t.n_cols == 3, "header only: rc %d, %zu rows", rc, t.n_rows);
+    free_table(&t);
+}
+
+// ----------------------------------------------------------------------------
+// Figures: every marker and bar where the axes put it, in its colour
+
+// Whether a marker drawn after point j of series i lands within a marker's
+// reach of it (then it may legitimately cover it).
+static int covered_later(const Figure *f, const Axes *ax, size_t i, size_t j) {
+    double px, py, qx, qy, reach = 2 * (MARK_R + 2);
+    data_to_pixel(&px, &py, ax, f->series[i].pts[j].x, f->series[i].pts[j].y);
+    for (size_t a = i; a < f->n_series; a++)
+        for (size_t b = a == i ? j + 1 : 0; f->series[a].marker && b < f->series[a].n; b++) {
+            data_to_pixel(&qx, &qy, ax, f->series[a].pts[b].x, f->series[a].pts[b].y);
+            if (fabs(px - qx) < reach && fabs(py - qy) < reach) return 1;
+        }
+    return 0;
+}
+
+// The pixel where the data put series i's point j (its bar's middle for bars).
+static void point_pixel(int *x, int *y, const Figure *f, const Axes *ax, size_t i, size_t j) {
+    const Series *s = &f->series[i];
+    double px, py, x0, x1;
+    if (s->kind == SERIES_BARS) {
+        bar_span(&x0, &x1, f, i, s->pts[j].x);
+        data_to_pixel(&px, &py, ax, (x0 + x1) / 2, s->pts[j].y / 2);
+    } else data_to_pixel(&px, &py, ax, s->pts[j].x, s->pts[j].y);
+    *x = (int)floor(px), *y = (int)floor(py);
+}
+
+// Checks every marker and bar of f on c; returns how many pixels it compared.
+static size_t check_points(const char *name, const Canvas *c, const Axes *ax, const Figure *f) {
+    size_t compared = 0, skipped = 0;
+    for (size_t i = 0; i < f->n_series; i++) {
+        const Series *s = &f->series[i];
+        if (!s->marker && s->kind != SERIES_BARS) continue;
+        size_t wrong = 0;
+        for (size_t j = 0; j < s->n; j++) {
+            int x, y;
+            if (s->marker && covered_later(f, ax, i, j)) { skipped++; continue; }
+            point_pixel(&x, &y, f, ax, i, j);
+            int inside = x >= ax->left && x < ax->right && y >= ax->top && y < ax->bottom;
+            wrong += !inside || !same_color(get_pixel(c, x, y), s->color);
+            compared++;
+        }
+        CHECK(wrong == 0, "%s: %zu of %zu points of \"%s\" not in its colour where the axes put them",
+              name, wrong, s->n, s->label);
+    }
+    printf("%s: %zu marker/bar pixels compared with their series' colours (%zu skipped: covered "
+           "by a later marker)\n", name, compared, skipped);
+    return compared;
+}
+
+// The written file: PNG signature, then IHDR's width and height (big-endian).
+static void check_png(const char *path, int w, int h) {
+    unsigned char b[24] = {0};
+    FILE *fp = fopen(path, "rb");
+    size_t n = fp ? fread(b, 1, sizeof(b), fp) : 0;
+    if (fp) fclose(fp);
+    static const unsigned char sig[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
+    long fw = (long)b[16] << 24 | (long)b[17] << 16 | b[18] << 8 | b[19];
+    long fh = (long)b[20] << 24 | (long)b[21] << 16 | b[22] << 8 | b[23];
+    CHECK(n == 24 && !memcmp(b, sig, 8) && !memcmp(b + 12, "IHDR", 4) && fw == w && fh == h,
+          "%s: %zu header bytes, signature %s, IHDR %ldx%ld (want %dx%d)", path, n,
+          memcmp(b, sig, 8) ? "bad" : "ok", fw, fh, w, h);
+    printf("%s: PNG signature and IHDR %ldx%ld\n", path, fw, fh);
+}
+
+// Draws one figure from the fixtures, checks its pixels, writes and checks the PNG.
+static void test_figure(const char *name, const char *const *inputs, size_t n, size_t min_points) {
+    const FigureSpec *spec = find_figure(name);
+    char paths[MAX_INPUTS][256], out[256];
+    const char *p[MAX_INPUTS];
+    Canvas c;
+    Axes ax;
+    Figure f;
+    CHECK(spec != NULL, "figure %s exists", name);
+    if (!spec) return;
+    for (size_t i = 0; i < n; i++) {
+        snprintf(paths[i], sizeof(paths[i]), DIR "/%s", inputs[i]);
+        p[i] = paths[i];
+    }
+    int rc = render_from_files(&c, &ax, &f, spec, p, n);
+    CHECK(rc == 0, "%s: %s", name, plot_error);
+    if (rc == 0) {
+        CHECK(c.w == FIG_W && c.h == FIG_H, "%s: canvas %dx%d", name, c.w, c.h);
+        size_t compared = check_points(name, &c, &ax, &f);
+        CHECK(compared >= min_points, "%s: only %zu points compared, want >= %zu", name, compared,
+              min_points);
+    }
+    free_canvas(&c);
+    free_figure(&f);
+    snprintf(out, sizeof(out), DIR "/%s.png", name);
+    remove(out);
+    rc = make_figure(spec, p, n, out);
+    CHECK(rc == 0, "%s: make_figure: %s", name, plot_error);
+    check_png(out, FIG_W, FIG_H);
+}
+
+// The speedup figure's theory curve is the formula at each row's K, with the
+// temperature's mean a and c and the row's own r.
+static void test_theory_curve(void) {
+    Canvas c;
+    Axes ax;
+    Figure f;
+    const char *p[1] = {DIR "/sweep_k.csv"};
+    int rc = render_from_files(&c, &ax, &f, find_figure("speedup_vs_k"), p, 1);
+    CHECK(rc == 0 && f.n_series == 5, "speedup_vs_k: rc %d, %zu series (want 2 per temperature + "
+          "the break-even line)", rc, f.n_series);
+    for (size_t g = 0; rc == 0 && g < 2; g++) {
+        const Series *th = &f.series[2 * g + 1];
+        double a = g ? 0.65 : 0.8, worst = 0;
+        for (size_t j = 0; j < th->n; j++) {
+            double k = th->pts[j].x;
+            worst = fmax(worst, fabs(th->pts[j].y - theory_speedup(a, k, 0.08, 1 + 0.03 * k)));
+        }
+        CHECK(th->n == 8 && worst < 1e-9, "T = %zu theory curve: %zu points, worst error %g", g,
+              th->n, worst);
+    }
+    free_canvas(&c);
+    free_figure(&f);
+    printf("speedup_vs_k: theory curves match the formula at K = 1..8\n");
+}
+
+// ----------------------------------------------------------------------------
+// Errors and `plot all`
+
+static void expect_error(const char *name, const char *input, const char *want1, const char *want2) {
+    Canvas c;
+    Axes ax;
+    Figure f;
+    const char *p[1] = {input};
+    int rc = render_from_files(&c, &ax, &f, find_figure(name), p, 1);
+    CHECK(rc < 0 && strstr(plot_error, want1) && strstr(plot_error, want2),
+          "%s from %s: rc %d, error \"%s\" (want it to name %s and %s)", name, input, rc,
+          plot_error, want1, want2);
+    printf("%s from %s: \"%s\"\n", name, input, plot_error);
+    free_canvas(&c);
+    free_figure(&f);
+}
+
+static void test_errors(void) {
+    write_text(DIR "/no_alpha.csv", "temperature,k,c,r,speedup\n0,1,0.1,1,1.5\n");
+    write_text(DIR "/no_k8.csv", "temperature,k,pos1,pos2,pos3,pos4,pos5,pos6,pos7,pos8,"
+                                 "hist0,hist1,hist2,hist3,hist4,hist5,hist6,hist7,hist8\n"
+                                 "0,4,0.9,0.8,0.7,0.6,,,,,1,2,3,4,5,,,,\n");
+    write_text(DIR "/bad_number.csv", "model,n,r\nx,1,1\nx,two,1.1\n");
+    expect_error("speedup_vs_k", DIR "/no_such.csv", "no_such.csv", "cannot open");
+    expect_error("speedup_vs_k", DIR "/no_alpha.csv", "no_alpha.csv", "\"alpha\"");
+    expect_error("acceptance_by_position", DIR "/no_k8.csv", "no_k8.csv", "k = 8");
+    expect_error("tokens_per_round", DIR "/no_k8.csv", "no_k8.csv", "k = 8");
+    expect_error("verify_cost", DIR "/bad_number.csv", "bad_number.csv:3", "\"two\"");
+    expect_error("verify_cost", DIR "/header_only.csv", "header_only.csv", "empty");
+    char *bad_args[] = {"plot", "verify_cost", DIR "/verify_cost.csv", NULL};
+    CHECK(cli(3, bad_args) == 2, "plot FIGURE IN.csv without an output is a usage error");
+    char *not_png[] = {"plot", "verify_cost", DIR "/verify_cost.csv", DIR "/sweep_k.csv", NULL};
+    CHECK(cli(4, not_png) == 2, "an output that is not .png is refused (it would overwrite a CSV)");
+    char *unknown[] = {"plot", "nonsense", "a.csv", "b.png", NULL};
+    CHECK(cli(4, unknown) == 2, "an unknown figure is a usage error");
+}
+
+static void test_plot_all(void) {
+    remove(DIR "/partial/alpha_vs_temperature.png");
+    remove(DIR "/partial/speedup_vs_k.png");
+    int rc = plot_all(DIR "/partial");
+    CHECK(rc == 0, "plot all on a folder with only sweep_temp.csv: rc %d (want 0: missing CSVs skip)",
+          rc);
+    CHECK(file_exists(DIR "/partial/alpha_vs_temperature.png") &&
+          !file_exists(DIR "/partial/speedup_vs_k.png"),
+          "plot all drew alpha_vs_temperature.png and not speedup_vs_k.png");
+    rc = plot_all(DIR "/broken");
+    CHECK(rc == 1, "plot all with a broken verify_cost.csv: rc %d (want 1)", rc);
+    rc = plot_all(DIR);
+    CHECK(rc == 0, "plot all on the full fixtures: rc %d", rc);
+}
+
+int main(void) {
+    if (write_fixtures()) {
+        printf("FAIL cannot write the fixtures under %s (run from the repository root)\n", DIR);
+        return 1;
+    }
+    test_ticks();
+    test_formula();
+    test_reader();
+    test_reader_edges();
+    static const char *const sweep_k[] = {"sweep_k.csv"}, *const sweep_temp[] = {"sweep_temp.csv"},
+                             *const verify[] = {"verify_cost.csv"},
+                             *const train[] = {"train_target.csv", "train_draft.csv",
+                                               "train_draft_text.csv"};
+    test_figure("speedup_vs_k", sweep_k, 1, 16);
+    test_figure("acceptance_by_position", sweep_k, 1, 16);
+    test_figure("tokens_per_round", sweep_k, 1, 18);
+    test_figure("alpha_vs_temperature", sweep_temp, 1, 7);
+    test_figure("training_loss", train, 3, 30);
+    test_figure("verify_cost", verify, 1, 17);
+    test_theory_curve();
+    test_errors();
+    test_plot_all();
+    return check_summary("test_plot");
+}
