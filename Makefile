@@ -58,7 +58,7 @@ test-core: specdec specdec_scalar build/bin/randckpt build/bin/test_spec_wrong \
            $(TESTS:%=build/bin/%) $(TESTS:%=build/asan/%) build/asan/specdec build/scalar/test_forward
 	bash test/run.sh
 
-test: test-core test-train
+test: test-core test-train test-plot
 
 # ---- benchmarks (not tests: nothing asserted; numbers for README) -----------
 build/bin/bench: test/bench.c $(TEST_DEPS)
