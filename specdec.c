@@ -633,6 +633,25 @@ static int count_tokens(const unsigned char *buf, size_t n, int maxlen, const ch
     return count;
 }
 
+// Check the byte-fallback ids and build the lookup structures.
+static void index_tokenizer(Tokenizer *t, const char *path) {
+    int vocab_size = t->vocab_size;
+    // byte fallback emits id 3 + byte: those ids must be the byte tokens
+    for (int b = 0; b < 256; b++) {
+        char want[8];
+        snprintf(want, sizeof(want), "<0x%02X>", b);
+        if (TOKEN_BYTE0 + b >= vocab_size || strcmp(t->vocab[TOKEN_BYTE0 + b], want) != 0)
+            die("%s: token id %d must be the byte token %s (ids 3..258 are llama2.c's byte "
+                "fallback)", path, TOKEN_BYTE0 + b, want);
+        t->byte_pieces[2 * b] = (unsigned char)b;
+        t->byte_pieces[2 * b + 1] = '\0';
+    }
+    t->sorted = xmalloc((size_t)vocab_size * sizeof(TokenIndex), "sorted vocab");
+    for (int i = 0; i < vocab_size; i++) t->sorted[i] = (TokenIndex){t->vocab[i], i};
+    qsort(t->sorted, (size_t)vocab_size, sizeof(TokenIndex), cmp_token_index);
+    t->merge_buffer = xmalloc((size_t)t->max_token_length * 2 + 2, "merge buffer");
+}
+
 // Parse a tokenizer file for a model with vocab_size tokens. The file does not
 // store its size, so count its tokens and compare.
 static void build_tokenizer(Tokenizer *t, const char *path, int vocab_size) {
@@ -660,20 +679,7 @@ static void build_tokenizer(Tokenizer *t, const char *path, int vocab_size) {
     free(buf);
     t->vocab_size = vocab_size;
     t->max_token_length = maxlen;
-    // byte fallback emits id 3 + byte: those ids must be the byte tokens
-    for (int b = 0; b < 256; b++) {
-        char want[8];
-        snprintf(want, sizeof(want), "<0x%02X>", b);
-        if (TOKEN_BYTE0 + b >= vocab_size || strcmp(t->vocab[TOKEN_BYTE0 + b], want) != 0)
-            die("%s: token id %d must be the byte token %s (ids 3..258 are llama2.c's byte "
-                "fallback)", path, TOKEN_BYTE0 + b, want);
-        t->byte_pieces[2 * b] = (unsigned char)b;
-        t->byte_pieces[2 * b + 1] = '\0';
-    }
-    t->sorted = xmalloc((size_t)vocab_size * sizeof(TokenIndex), "sorted vocab");
-    for (int i = 0; i < vocab_size; i++) t->sorted[i] = (TokenIndex){t->vocab[i], i};
-    qsort(t->sorted, (size_t)vocab_size, sizeof(TokenIndex), cmp_token_index);
-    t->merge_buffer = xmalloc((size_t)maxlen * 2 + 2, "merge buffer");
+    index_tokenizer(t, path);
 }
 
 static void free_tokenizer(Tokenizer *t) {
@@ -1428,46 +1434,58 @@ static void parse_options(Options *o, int argc, char **argv) {
     }
 }
 
+// Load what the mode needs: the decoding model (the target, or the draft alone
+// for -m draft) and, for spec, the draft; returns the decoding model.
+static Transformer *load_models(Transformer *target, Transformer *draft, const Options *o) {
+    if (!strcmp(o->mode, "draft")) {
+        build_transformer(draft, o->draft_path, MAX_ROWS);
+        return draft;
+    }
+    build_transformer(target, o->target_path, MAX_ROWS);
+    if (!strcmp(o->mode, "spec")) {
+        build_transformer(draft, o->draft_path, MAX_ROWS);
+        if (draft->config.vocab_size != target->config.vocab_size)
+            die("%s: vocab_size %d differs from the target's %d (%s); draft and target must "
+                "share one vocabulary", o->draft_path, draft->config.vocab_size,
+                target->config.vocab_size, o->target_path);
+    }
+    return target;
+}
+
+// BOS then the prompt's tokens into tokens (room for seq_len); returns the count
+static int encode_prompt(Tokenizer *tok, int *tokens, const char *prompt, const Transformer *tr) {
+    int *buf = xmalloc((strlen(prompt) + 3) * sizeof(int), "prompt tokens");
+    int n = encode(tok, buf, prompt, 1, 0);
+    if (n > tr->config.seq_len)
+        die("-i: the prompt is %d tokens but %s has seq_len %d; shorten the prompt", n, tr->path,
+            tr->config.seq_len);
+    memcpy(tokens, buf, (size_t)n * sizeof(int));
+    free(buf);
+    return n;
+}
+
 #ifndef TESTING
 int main(int argc, char **argv) {
     Options opt;
     parse_options(&opt, argc, argv);
-    int spec = !strcmp(opt.mode, "spec"), draft_only = !strcmp(opt.mode, "draft");
-
-    // load: the decoding model (target, or the draft alone), and the draft for spec
+    int spec = !strcmp(opt.mode, "spec");
     Transformer target, draft;
-    Transformer *main_model = &target;
-    if (draft_only) {
-        build_transformer(&draft, opt.draft_path, MAX_ROWS);
-        main_model = &draft;
-    } else {
-        build_transformer(&target, opt.target_path, MAX_ROWS);
-        if (spec) build_transformer(&draft, opt.draft_path, MAX_ROWS);
-    }
-    int V = main_model->config.vocab_size;
-    if (spec && draft.config.vocab_size != V)
-        die("%s: vocab_size %d differs from the target's %d (%s); draft and target must share "
-            "one vocabulary", opt.draft_path, draft.config.vocab_size, V, opt.target_path);
+    Transformer *model = load_models(&target, &draft, &opt);
+    int V = model->config.vocab_size;
     Tokenizer tok;
     build_tokenizer(&tok, opt.tokenizer_path, V);
     Sampler sampler;
     build_sampler(&sampler, V, opt.temperature, opt.top_p, opt.top_k);
     Rng rng;
     rng_seed(&rng, opt.seed);
-
-    // the prompt: BOS, then the text
-    int seq_len = main_model->config.seq_len;
-    int *tokens = xmalloc(((size_t)seq_len + strlen(opt.prompt) + 3) * sizeof(int), "tokens");
-    int n = encode(&tok, tokens, opt.prompt, 1, 0);
-    if (n > seq_len)
-        die("-i: the prompt is %d tokens but %s has seq_len %d; shorten the prompt", n,
-            main_model->path, seq_len);
+    int *tokens = xmalloc((size_t)model->config.seq_len * sizeof(int), "tokens");
+    float *probs = xmalloc((size_t)V * sizeof(float), "probs");
+    int n = encode_prompt(&tok, tokens, opt.prompt, model);
     Output out = {&tok, opt.quiet, xmalloc((size_t)opt.n_new * sizeof(int) + 1, "output"), 0,
                   opt.n_new, 0, 0};
-    float *probs = xmalloc((size_t)V * sizeof(float), "probs");
     start_output(&out, tokens, n);
 
-    // generate
+    // generate; the clock covers prefill and decoding, not loading
     Report rp = {opt.mode, opt.k, opt.temperature, opt.top_p, opt.top_k, opt.seed, n, &out, 0,
                  NULL, 0};
     Speculator sp;
@@ -1480,7 +1498,7 @@ int main(int argc, char **argv) {
         rp.sp = &sp;
         rp.target_step = time_target_step(&target, &sampler, probs, tokens[n - 1], n - 1);
     } else {
-        n = generate_plain(main_model, &sampler, &rng, probs, tokens, n, &out);
+        n = generate_plain(model, &sampler, &rng, probs, tokens, n, &out);
         rp.seconds = now_seconds() - t0;
     }
     if (!opt.quiet) printf("\n");
@@ -1488,12 +1506,11 @@ int main(int argc, char **argv) {
     print_report(&rp);
     if (opt.json_path) write_json(opt.json_path, &rp);
 
-    if (spec) free_speculator(&sp);
+    if (spec) { free_speculator(&sp); free_transformer(&draft); }
     free(probs); free(out.generated); free(tokens);
     free_sampler(&sampler);
     free_tokenizer(&tok);
-    if (draft_only || spec) free_transformer(&draft);
-    if (!draft_only) free_transformer(&target);
+    free_transformer(model);
     return 0;
 }
 #endif
