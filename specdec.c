@@ -1356,7 +1356,7 @@ typedef struct {
 } Options;
 
 static void usage(void) {
-    fprintf(stderr,
+    printf(
             "usage: specdec [target.bin] [options]\n"
             "  -d FILE   draft checkpoint (default weights/draft.bin)\n"
             "  -z FILE   tokenizer (default tokenizer.bin)\n"
@@ -1374,9 +1374,7 @@ static void usage(void) {
 }
 
 static void bad_flag(const char *flag, const char *value, const char *expected) {
-    fprintf(stderr, "specdec: %s %s: expected %s\n", flag, value, expected);
-    usage();
-    exit(EXIT_FAILURE);
+    die("%s %s: expected %s (see specdec -h)", flag, value, expected);
 }
 
 static long parse_long(const char *flag, const char *v, long lo, long hi, const char *expected) {
@@ -1407,11 +1405,7 @@ static void parse_options(Options *o, int argc, char **argv) {
         if (!strcmp(f, "-v")) { o->verbose = 1; continue; }
         if (!strcmp(f, "-h") || !strcmp(f, "--help")) { usage(); exit(EXIT_SUCCESS); }
         int known = strlen(f) == 2 && strchr("dzminktpsj", f[1]) && f[0] == '-';
-        if (!known && strcmp(f, "--top-k")) {
-            fprintf(stderr, "specdec: unknown flag %s\n", f);
-            usage();
-            exit(EXIT_FAILURE);
-        }
+        if (!known && strcmp(f, "--top-k")) die("unknown flag %s (see specdec -h)", f);
         if (i + 1 >= argc) bad_flag(f, "(missing)", "a value after the flag");
         const char *v = argv[++i];
         if (!strcmp(f, "--top-k")) o->top_k = (int)parse_long(f, v, 0, 1 << 24, "an integer >= 0");
