@@ -950,8 +950,13 @@ static void free_speculator(Speculator *sp) {
     free(sp->q); free(sp->p); free(sp->residual);
 }
 
-// a piece made safe for one line of the trace: newlines shown as \n
+// a piece made safe for one line of the trace: newlines shown as \n, byte
+// tokens by their name (<0xC9>) since a lone byte is no printable text
 static void trace_piece(const Tokenizer *t, int token) {
+    if (token >= TOKEN_BYTE0 && token < TOKEN_BYTE0 + 256 && t->vocab[token][0] == '<') {
+        fprintf(stderr, "%s", t->vocab[token]);
+        return;
+    }
     fputc('"', stderr);
     for (const char *c = decode_piece(t, -1, token); *c; c++) {
         if (*c == '\n') fputs("\\n", stderr);

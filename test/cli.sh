@@ -73,6 +73,15 @@ else
     echo "SKIP stories260K: $R absent"
 fi
 
+# ---- -v teaching trace: every round, each draft's q, p, u and verdict
+$SPECDEC $M -d $D/draft.bin -t 1 -n 40 -k 3 -q -v 2> $D/trace.txt
+rounds=$(LC_ALL=C grep -c '^round [0-9]* at position' $D/trace.txt)
+verdicts=$(LC_ALL=C grep -cE '^  draft [0-9]  .*q=[0-9.]+ p=[0-9.]+ p/q=[0-9.]+ u=[0-9.]+  (accept|REJECT)$' $D/trace.txt)
+endings=$(LC_ALL=C grep -cE '^  -> (resample from norm\(max\(0, p[0-9] - q[0-9]\)\)|all 3 accepted, bonus from p4): ' $D/trace.txt)
+if [ "$rounds" -gt 0 ] && [ "$endings" -eq "$rounds" ] && [ "$verdicts" -ge "$rounds" ]; then ok
+else bad "-v trace: $rounds rounds, $verdicts draft lines, $endings replacement/bonus lines"; fi
+echo "trace: -v shows $rounds rounds, $verdicts draft verdicts, one replacement or bonus per round"
+
 # ---- -j JSON keys
 for mode in spec target draft; do
     $SPECDEC $M -d $D/draft.bin -m $mode -n 30 -q -j $D/s.json 2>/dev/null || bad "-j run failed"
