@@ -5,6 +5,7 @@
 //   ./train data        corpus + tokenizer.bin -> token streams under runs/
 //   ./train model       train a llama model (AdamW, resumable); with -teacher,
 //                       distil a draft from a target checkpoint's softmax
+//   ./train eval        validation loss of a checkpoint on a token file
 //   ./train sample      generate text from a checkpoint (a quick look)
 //   ./train dump-logits forward a checkpoint over given tokens (for tests)
 //   ./train encode      token ids of a text file (for tests)
@@ -1014,9 +1015,38 @@ static void gemm_scalar(const Gemm *g, size_t i0, size_t i1, size_t j0, size_t j
         }
 }
 
-// rows i0..i0+mr-1 (mr <= TILE_M) x TILE_N columns of C over k in [k0, k1);
-// called with mr = TILE_M except at the bottom edge
-static inline void gemm_tile(const Gemm *g, size_t i0, int mr, size_t j0, size_t k0, size_t k1) {
+#ifdef HAVE_AVX2
+// Row r of a tile: c_r0, c_r1 (16 floats of C) += A(r,k) * b0, b1. Named
+// accumulators, not an array, so that all 12 stay in registers.
+#define TILE_LOAD(r) __m256 c##r##0 = _mm256_loadu_ps(c + (r) * ldc), c##r##1 = _mm256_loadu_ps(c + (r) * ldc + 8)
+#define TILE_FMA(r)                                                   \
+    do {                                                              \
+        __m256 ar = _mm256_broadcast_ss(a + (r) * sai);               \
+        c##r##0 = _mm256_fmadd_ps(ar, b0, c##r##0);                   \
+        c##r##1 = _mm256_fmadd_ps(ar, b1, c##r##1);                   \
+    } while (0)
+#define TILE_STORE(r) (_mm256_storeu_ps(c + (r) * ldc, c##r##0), _mm256_storeu_ps(c + (r) * ldc + 8, c##r##1))
+#endif
+
+// one whole TILE_M x TILE_N tile of C over k in [k0, k1)
+static void gemm_tile(const Gemm *g, size_t i0, size_t j0, size_t k0, size_t k1) {
+#ifdef HAVE_AVX2
+    size_t ldc = g->ldc, sai = g->sai, sak = g->sak, ldb = g->ldb;
+    float *c = g->c + i0 * ldc + j0;
+    TILE_LOAD(0); TILE_LOAD(1); TILE_LOAD(2); TILE_LOAD(3); TILE_LOAD(4); TILE_LOAD(5);
+    const float *a = g->a + i0 * sai + k0 * sak, *b = g->b + k0 * ldb + j0;
+    for (size_t k = k0; k < k1; k++, a += sak, b += ldb) {
+        __m256 b0 = _mm256_loadu_ps(b), b1 = _mm256_loadu_ps(b + 8);
+        TILE_FMA(0); TILE_FMA(1); TILE_FMA(2); TILE_FMA(3); TILE_FMA(4); TILE_FMA(5);
+    }
+    TILE_STORE(0); TILE_STORE(1); TILE_STORE(2); TILE_STORE(3); TILE_STORE(4); TILE_STORE(5);
+#else
+    gemm_scalar(g, i0, i0 + TILE_M, j0, j0 + TILE_N, k0, k1);
+#endif
+}
+
+// the bottom edge: mr < TILE_M rows x TILE_N columns, same rounding as a tile
+static void gemm_tile_rows(const Gemm *g, size_t i0, int mr, size_t j0, size_t k0, size_t k1) {
 #ifdef HAVE_AVX2
     __m256 acc[TILE_M][2];
     float *c = g->c + i0 * g->ldc + j0;
@@ -1052,9 +1082,9 @@ static void gemm_rows(const void *args, size_t m0, size_t m1) {
             for (size_t i = m0; i < m1; i += TILE_M) {
                 size_t j = j0;
                 if (i + TILE_M <= m1)
-                    for (; j + TILE_N <= j1; j += TILE_N) gemm_tile(g, i, TILE_M, j, k0, k1);
+                    for (; j + TILE_N <= j1; j += TILE_N) gemm_tile(g, i, j, k0, k1);
                 else
-                    for (; j + TILE_N <= j1; j += TILE_N) gemm_tile(g, i, (int)(m1 - i), j, k0, k1);
+                    for (; j + TILE_N <= j1; j += TILE_N) gemm_tile_rows(g, i, (int)(m1 - i), j, k0, k1);
                 gemm_scalar(g, i, i + TILE_M < m1 ? i + TILE_M : m1, j, j1, k0, k1);
             }
         }
@@ -1072,22 +1102,9 @@ static void transpose(float *dst, const float *src, size_t rows, size_t cols) {
 }
 
 // ----------------------------------------------------------------------------
-// vector helpers for the attention inner loops (AVX2 when available)
+// vector helpers
 
-// sum_i a[i] * b[i]
-static float vec_dot(const float *a, const float *b, int n) {
-    int i = 0;
-    float s = 0.0f;
-#ifdef HAVE_AVX2
-    __m256 acc = _mm256_setzero_ps();
-    for (; i + 8 <= n; i += 8) acc = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc);
-    float lanes[8];
-    _mm256_storeu_ps(lanes, acc);
-    for (int l = 0; l < 8; l++) s += lanes[l];
-#endif
-    for (; i < n; i++) s = MULADD(a[i], b[i], s);
-    return s;
-}
+static void zero(float *p, size_t n) { memset(p, 0, n * sizeof(float)); }
 
 // y[i] += alpha * x[i]
 static void vec_axpy(float *y, float alpha, const float *x, int n) {
@@ -1193,6 +1210,9 @@ static void rope_backward(float *dx, const float *cos_t, const float *sin_t, int
 // (which reads kv head h / (NH/NKV)):
 //   att[t][u] = softmax over u <= t of q[t].k[u] / sqrt(hs),  out[t] = sum_u att[t][u] v[u]
 // q, out (B*T, NH*hs); k, v (B*T, NKV*hs); att (B, NH, T, T) kept for backward.
+// Each head's products are whole (T,T) and (T,hs) matmuls on the gemm kernel:
+// the causal mask makes att zero above the diagonal, so the masked half adds
+// nothing (it costs 2x the flops, but the kernel is ~8x faster than loops).
 // Work is split over (b, kv head) units: a unit owns the dk/dv rows it adds to.
 typedef struct {
     float *out, *att, *dq, *dk, *dv;
@@ -1200,29 +1220,47 @@ typedef struct {
     int B, T, NH, NKV, hs;
 } Attention;
 
+// dst (hs, T) = the (T, hs) slice of src whose rows are `stride` floats apart
+static void transpose_slice(float *dst, const float *src, int T, int hs, size_t stride) {
+    for (int u = 0; u < T; u++)
+        for (int d = 0; d < hs; d++) dst[(size_t)d * T + u] = src[u * stride + d];
+}
+
+// C (M, N) += A (M, K) @ B (K, N) on this thread; ldc, sai, sak, ldb as in Gemm
+static void gemm_here(float *c, const float *a, const float *b, int M, int N, int K, size_t sai, size_t sak,
+                      size_t ldb, size_t ldc) {
+    Gemm g = {c, a, b, (size_t)M, (size_t)N, (size_t)K, sai, sak, ldb, ldc};
+    gemm_rows(&g, 0, (size_t)M);
+}
+
+// p (T,T): scores -> causal softmax of scale * scores, zero above the diagonal
+static void causal_softmax(float *p, int T, float scale) {
+    for (int t = 0; t < T; t++) {
+        float *row = p + (size_t)t * T, mx = -INFINITY, sum = 0.0f;
+        for (int u = 0; u <= t; u++) { row[u] *= scale; mx = row[u] > mx ? row[u] : mx; }
+        for (int u = 0; u <= t; u++) { row[u] = expf(row[u] - mx); sum += row[u]; }
+        for (int u = 0; u <= t; u++) row[u] /= sum;
+        for (int u = t + 1; u < T; u++) row[u] = 0.0f;
+    }
+}
+
 static void attention_forward_units(const void *args, size_t lo, size_t hi) {
     const Attention *a = args;
     int T = a->T, hs = a->hs, C = a->NH * hs, KV = a->NKV * hs, group = a->NH / a->NKV;
-    float scale = 1.0f / sqrtf((float)hs);
-    for (size_t unit = lo; unit < hi; unit++)
+    float *kt = xmalloc((size_t)hs * T * sizeof(float)); // this kv head's keys, (hs, T)
+    for (size_t unit = lo; unit < hi; unit++) {
+        size_t b = unit / a->NKV, row0 = b * T, kvo = unit % a->NKV * hs;
+        transpose_slice(kt, a->k + row0 * KV + kvo, T, hs, (size_t)KV);
         for (int h = (int)(unit % a->NKV) * group, g = 0; g < group; g++, h++) {
-            size_t b = unit / a->NKV, row0 = b * T;
-            const float *k = a->k + row0 * KV + (h / group) * hs, *v = a->v + row0 * KV + (h / group) * hs;
-            for (int t = 0; t < T; t++) {
-                const float *q = a->q + (row0 + t) * C + h * hs;
-                float *att = a->att + ((b * a->NH + h) * T + t) * T, *out = a->out + (row0 + t) * C + h * hs;
-                float mx = -INFINITY, sum = 0.0f;
-                for (int u = 0; u <= t; u++) {
-                    att[u] = vec_dot(q, k + (size_t)u * KV, hs) * scale;
-                    if (att[u] > mx) mx = att[u];
-                }
-                for (int u = 0; u <= t; u++) { att[u] = expf(att[u] - mx); sum += att[u]; }
-                for (int u = 0; u <= t; u++) att[u] /= sum;
-                for (int u = t + 1; u < T; u++) att[u] = 0.0f;
-                memset(out, 0, (size_t)hs * sizeof(float));
-                for (int u = 0; u <= t; u++) vec_axpy(out, att[u], v + (size_t)u * KV, hs);
-            }
+            float *p = a->att + (b * a->NH + h) * T * T, *out = a->out + row0 * C + h * hs;
+            zero(p, (size_t)T * T);
+            gemm_here(p, a->q + row0 * C + h * hs, kt, T, T, hs, C, 1, T, T); // q @ k^T
+            causal_softmax(p, T, 1.0f / sqrtf((float)hs));
+            for (int t = 0; t < T; t++) zero(out + (size_t)t * C, hs);
+            gemm_here(out, p, a->v + row0 * KV + kvo, T, hs, T, T, 1, KV, C); // p @ v
         }
+    }
+    free(kt);
 }
 
 static void attention_forward(float *out, float *att, const float *q, const float *k, const float *v,
@@ -1231,32 +1269,37 @@ static void attention_forward(float *out, float *att, const float *q, const floa
     parallel_range(attention_forward_units, &a, (size_t)B * NKV, 1);
 }
 
-// With p = att[t], dp[u] = dout[t].v[u], softmax backward ds[u] = p[u] (dp[u] - p.dp);
-// then dq[t] += scale sum_u ds[u] k[u], dk[u] += scale ds[u] q[t], dv[u] += p[u] dout[t].
+// With p = att[t], dp = dout v^T, the softmax backward is
+// ds[t][u] = p[t][u] (dp[t][u] - sum_w p[t][w] dp[t][w]) * scale (zero where p is);
+// then dq += ds k, dk += ds^T q, dv += p^T dout.
 static void attention_backward_units(const void *args, size_t lo, size_t hi) {
     const Attention *a = args;
     int T = a->T, hs = a->hs, C = a->NH * hs, KV = a->NKV * hs, group = a->NH / a->NKV;
-    float scale = 1.0f / sqrtf((float)hs), *ds = xmalloc((size_t)T * sizeof(float));
-    for (size_t unit = lo; unit < hi; unit++)
+    float scale = 1.0f / sqrtf((float)hs);
+    float *vt = xmalloc((size_t)hs * T * sizeof(float)), *ds = xmalloc((size_t)T * T * sizeof(float));
+    for (size_t unit = lo; unit < hi; unit++) {
+        size_t b = unit / a->NKV, row0 = b * T, kvo = unit % a->NKV * hs;
+        const float *k = a->k + row0 * KV + kvo, *v = a->v + row0 * KV + kvo;
+        float *dk = a->dk + row0 * KV + kvo, *dv = a->dv + row0 * KV + kvo;
+        transpose_slice(vt, v, T, hs, (size_t)KV);
         for (int h = (int)(unit % a->NKV) * group, g = 0; g < group; g++, h++) {
-            size_t b = unit / a->NKV, row0 = b * T, kvo = (size_t)(h / group) * hs;
+            const float *p = a->att + (b * a->NH + h) * T * T, *q = a->q + row0 * C + h * hs;
+            const float *dout = a->dout + row0 * C + h * hs;
+            zero(ds, (size_t)T * T);
+            gemm_here(ds, dout, vt, T, T, hs, C, 1, T, T); // dp = dout @ v^T
             for (int t = 0; t < T; t++) {
-                const float *p = a->att + ((b * a->NH + h) * T + t) * T;
-                const float *q = a->q + (row0 + t) * C + h * hs, *dout = a->dout + (row0 + t) * C + h * hs;
-                float *dq = a->dq + (row0 + t) * C + h * hs, pdp = 0.0f;
-                for (int u = 0; u <= t; u++) {
-                    ds[u] = vec_dot(dout, a->v + (row0 + u) * KV + kvo, hs);
-                    pdp += p[u] * ds[u];
-                }
-                for (int u = 0; u <= t; u++) {
-                    size_t r = (row0 + u) * KV + kvo;
-                    ds[u] = p[u] * (ds[u] - pdp) * scale;
-                    vec_axpy(a->dv + r, p[u], dout, hs);
-                    vec_axpy(dq, ds[u], a->k + r, hs);
-                    vec_axpy(a->dk + r, ds[u], q, hs);
-                }
+                const float *pr = p + (size_t)t * T;
+                float *dr = ds + (size_t)t * T, pdp = 0.0f;
+                for (int u = 0; u <= t; u++) pdp += pr[u] * dr[u];
+                for (int u = 0; u <= t; u++) dr[u] = pr[u] * (dr[u] - pdp) * scale;
+                for (int u = t + 1; u < T; u++) dr[u] = 0.0f;
             }
+            gemm_here(a->dq + row0 * C + h * hs, ds, k, T, hs, T, T, 1, KV, C); // dq += ds @ k
+            gemm_here(dk, ds, q, T, hs, T, 1, T, C, KV);                          // dk += ds^T @ q
+            gemm_here(dv, p, dout, T, hs, T, 1, T, C, KV);                        // dv += p^T @ dout
         }
+    }
+    free(vt);
     free(ds);
 }
 
@@ -1583,8 +1626,6 @@ static double model_loss(Model *m, const int *targets, const float *soft) {
     return sum / (double)N;
 }
 
-static void zero(float *p, size_t n) { memset(p, 0, n * sizeof(float)); }
-
 // Gradients of sum_n dloss * losses[n] ADDED into m->grads (after model_loss).
 static void model_backward(Model *m, const int *targets, const float *soft, float dloss) {
     const Config *c = &m->c;
@@ -1844,6 +1885,7 @@ typedef struct {
     Rng rng;             // batch sampler
     long step;           // optimizer steps done
     double seconds;      // training time so far (resumes add to it)
+    double grad_norm;    // of the last step, before clipping
     StateHeader header;
 } Run;
 
@@ -1909,7 +1951,7 @@ static double train_step(Run *r, const TrainOpts *o, double lr) {
         loss += model_loss(m, r->targets, soft) / o->accum;
         model_backward(m, r->targets, soft, 1.0f / (float)(N * o->accum));
     }
-    clip_grads(m, o->clip);
+    r->grad_norm = clip_grads(m, o->clip);
     adamw_update(m, r->mom, r->vel, o, lr, r->step + 1);
     r->step++;
     return loss;
@@ -1968,7 +2010,7 @@ static void print_progress(const Run *r, const TrainOpts *o, double loss, double
     format_duration(et, sizeof(et), eta);
     printf("step %5ld/%d | loss %.4f", r->step, o->steps, loss);
     if (!isnan(val)) printf(" | val %.4f", val);
-    printf(" | lr %.2e | %.0f tok/s | %.1f GFLOP/s | %s | ETA %s\n", lr, tps,
+    printf(" | lr %.2e | norm %.2f | %.0f tok/s | %.1f GFLOP/s | %s | ETA %s\n", lr, r->grad_norm, tps,
            tps * flops_per_token(&r->model.c, o->seq) / 1e9, el, et);
     fflush(stdout);
 }
@@ -2290,6 +2332,29 @@ static int cmd_sample(int argc, char **argv) {
     return 0;
 }
 
+// Validation loss of a checkpoint on a token file (compare runs on one held-out set).
+static int cmd_eval(int argc, char **argv) {
+    const char *ckpt = NULL, *val = NULL;
+    int batches = 16, batch = 8, threads = 2;
+    Opt opts[] = {{"-m", 's', &ckpt, "checkpoint"}, {"-val", 's', &val, "token file (./train data's val.bin)"},
+                  {"-batches", 'i', &batches, "batches"}, {"-batch", 'i', &batch, "sequences per batch"},
+                  {"-threads", 'i', &threads, "threads"}};
+    parse_opts(argc, argv, "eval", "mean next-token loss on evenly spaced windows", opts, 5);
+    if (!ckpt || !val) die("eval: -m and -val are required");
+    set_threads(threads);
+    Model m;
+    load_model(&m, ckpt, batch, 0, 0);
+    Tokens t = read_tokens(val);
+    if (t.vocab_size != m.c.vocab_size) die("%s: vocab %d, %s: %d", val, t.vocab_size, ckpt, m.c.vocab_size);
+    if (t.n < (size_t)batches * batch * m.T + 1) die("%s: %zu tokens, fewer than -batches x -batch windows", val, t.n);
+    int *in = xmalloc((size_t)batch * m.T * sizeof(int)), *tg = xmalloc((size_t)batch * m.T * sizeof(int));
+    printf("%s on %s: loss %.4f (%d x %d windows of %d)\n", ckpt, val, evaluate(&m, &t, batches, in, tg), batches,
+           batch, m.T);
+    free(in); free(tg); free(t.tok);
+    free_model(&m);
+    return 0;
+}
+
 // Print the ids of a text file's tokens, BOS first, as specdec feeds a prompt.
 static int cmd_encode(int argc, char **argv) {
     const char *tok = "tokenizer.bin", *file = NULL;
@@ -2404,11 +2469,13 @@ int main(int argc, char **argv) {
     if (!strcmp(cmd, "sample")) return cmd_sample(argc, argv);
     if (!strcmp(cmd, "dump-logits")) return cmd_dump_logits(argc, argv);
     if (!strcmp(cmd, "encode")) return cmd_encode(argc, argv);
+    if (!strcmp(cmd, "eval")) return cmd_eval(argc, argv);
     if (!strcmp(cmd, "bench")) return cmd_bench(argc, argv);
-    fprintf(stderr, "usage: ./train tokenizer|data|model|sample|dump-logits|encode|bench [options]  (-h: options)\n"
+    fprintf(stderr, "usage: ./train tokenizer|data|model|eval|sample|dump-logits|encode|bench [options]  (-h: options)\n"
                     "  tokenizer    byte-level BPE over the corpus -> tokenizer.bin\n"
                     "  data         corpus -> runs/data/{train,val}.bin token streams\n"
                     "  model        train (or distil, -teacher) a model; re-run to resume\n"
+                    "  eval         validation loss of a checkpoint on a token file\n"
                     "  sample       generate text from a checkpoint\n"
                     "  dump-logits  the trainer's logits for given tokens (tests)\n"
                     "  encode       token ids of a text file (tests)\n"

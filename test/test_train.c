@@ -195,9 +195,10 @@ static double loss_attention(void *p) {
     return dot_double(l->out, l->r, l->N * l->NH * l->hs);
 }
 
-static void test_attention_grad(Rng *rng) {
+// B sequences of T, NH query heads sharing NKV kv heads of size hs
+static void test_attention_grad(Rng *rng, int B, int T, int NH, int NKV, int hs) {
     LayerCase l = {0};
-    l.B = 2; l.T = 5; l.NH = 4; l.NKV = 2; l.hs = 6; l.N = 10; // grouped-query: 2 q heads per kv head
+    l.B = B; l.T = T; l.NH = NH; l.NKV = NKV; l.hs = hs; l.N = (size_t)B * T;
     size_t nq = l.N * l.NH * l.hs, nkv = l.N * l.NKV * l.hs;
     l.a = normal_array(nq, 1, rng); l.b = normal_array(nkv, 1, rng); l.c = normal_array(nkv, 1, rng);
     l.out = xmalloc(nq * 4); l.r = normal_array(nq, 1, rng);
@@ -206,9 +207,12 @@ static void test_attention_grad(Rng *rng) {
     g_threads = 2; // units split over threads
     loss_attention(&l);
     attention_backward(dq, dk, dv, l.r, l.a, l.b, l.c, l.scratch, l.B, l.T, l.NH, l.NKV, l.hs);
-    gradcheck("attention d(q)", loss_attention, &l, l.a, dq, nq, 1e-2f);
-    gradcheck("attention d(k)", loss_attention, &l, l.b, dk, nkv, 1e-2f);
-    gradcheck("attention d(v)", loss_attention, &l, l.c, dv, nkv, 1e-2f);
+    char name[3][64];
+    for (int i = 0; i < 3; i++)
+        snprintf(name[i], sizeof(name[i]), "attention d(%c) T%d hs%d", "qkv"[i], T, hs);
+    gradcheck(name[0], loss_attention, &l, l.a, dq, nq, 1e-2f);
+    gradcheck(name[1], loss_attention, &l, l.b, dk, nkv, 1e-2f);
+    gradcheck(name[2], loss_attention, &l, l.c, dv, nkv, 1e-2f);
     g_threads = 1;
     free(l.a); free(l.b); free(l.c); free(l.out); free(l.r); free(l.scratch); free(dq); free(dk); free(dv);
 }
@@ -559,7 +563,8 @@ int main(void) {
     test_matmul_grad(&rng);
     test_rmsnorm_grad(&rng);
     test_rope_grad(&rng);
-    test_attention_grad(&rng);
+    test_attention_grad(&rng, 2, 5, 4, 2, 6);   // grouped-query, scalar edges of the kernel
+    test_attention_grad(&rng, 1, 13, 2, 1, 16); // whole 6x16 kernel tiles too
     test_swiglu_grad(&rng);
     test_embedding_grad(&rng);
     test_xent_grad(&rng, 0);
