@@ -18,7 +18,7 @@
 static const char *PROMPTS[] = {"Once upon a time", "The little dog", "One day, Lily",
                                 "Tom and his mom went"};
 #define N_PROMPTS 4
-#define REPS 3
+#define MAX_REPS 9
 
 static int cmp_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
@@ -165,7 +165,8 @@ typedef struct {
 typedef struct {
     Transformer *target, *draft;
     Tokenizer *tok;
-    int n_new;
+    int n_new; // tokens per generation
+    int reps;  // generations per configuration (median of these), at most MAX_REPS
 } Pair;
 
 // one generation of n_new tokens from prompt i; returns seconds. With sp NULL:
@@ -194,7 +195,7 @@ static double run_once(Pair *pr, Speculator *sp, Sampler *s, int prompt, uint64_
 }
 
 // target-only and spec runs alternate (rep by rep) so drifts in the machine's
-// speed hit both; medians over REPS; a, c, r from the spec runs' stats with the
+// speed hit both; medians over pr->reps; a, c, r from the spec runs' stats with the
 // target step measured by the target-only runs.
 static E2E bench_pair(Pair *pr, const char *name, float temp, int k) {
     E2E e = {{0}, temp, k, 0, 0, 0, 0, 0, 0, 0, 0, 0, {0}, {0}};
@@ -203,9 +204,9 @@ static E2E bench_pair(Pair *pr, const char *name, float temp, int k) {
     build_sampler(&s, pr->target->config.vocab_size, temp, 1.0f, 0);
     Speculator sp;
     build_speculator(&sp, pr->target, pr->draft, &s, NULL, k);
-    double tt[REPS], ts[REPS], step = 0;
+    double tt[MAX_REPS], ts[MAX_REPS], step = 0;
     long made_t = 0;
-    for (int rep = 0; rep < REPS; rep++) {
+    for (int rep = 0; rep < pr->reps; rep++) {
         int m;
         double t = run_once(pr, NULL, &s, rep, 1000 + rep, &m);
         tt[rep] = m / t; made_t += m; step += t;
@@ -213,8 +214,8 @@ static E2E bench_pair(Pair *pr, const char *name, float temp, int k) {
         ts[rep] = m / t;
     }
     step /= (double)made_t; // seconds per target-alone token
-    e.target_tok_s = median(tt, REPS);
-    e.spec_tok_s = median(ts, REPS);
+    e.target_tok_s = median(tt, pr->reps);
+    e.spec_tok_s = median(ts, pr->reps);
     e.speedup = e.spec_tok_s / e.target_tok_s;
     Report rp = {"spec", k, temp, 1.0f, 0, 0, 0, NULL, 0, &sp, step};
     Output o = {0};
@@ -376,7 +377,7 @@ int main(int argc, char **argv) {
         build_transformer(&draft, o.draft, MAX_ROWS);
         Tokenizer tok;
         build_tokenizer(&tok, o.tokenizer, target.config.vocab_size);
-        Pair pr = {&target, &draft, &tok, 128};
+        Pair pr = {&target, &draft, &tok, 256, 5};
         n_e = sweep_k(&pr, "shipped", e, is_auto);
         write_sweep_k(o.csv, e, n_e, is_auto);
         E2E temps[8];
@@ -390,7 +391,7 @@ int main(int argc, char **argv) {
             write_emulated_checkpoint(pemu, &target, extra > 0 ? extra : 0);
             build_transformer(&emulated, pemu, MAX_ROWS);
             models[n_models++] = bench_model("emulated 110M target", pemu, bw);
-            Pair big = {&emulated, &draft, &tok, 64};
+            Pair big = {&emulated, &draft, &tok, 64, 3};
             for (int ti = 0; ti < 2; ti++)
                 for (int k = 2; k <= 8; k += 2) e[n_e++] = bench_pair(&big, "emulated 110M", (float)ti, k);
             free_transformer(&emulated);
