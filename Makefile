@@ -81,10 +81,10 @@ sweep: build/bin/bench
 # stopped; `rm -rf runs` starts over. Shapes and numbers: docs/TRAINING.md.
 DATA    ?= ../shared/data/corpus
 THREADS ?= 2
-MIX     ?= children=1,tinystories=1
+MIX     ?= children=1,tinystories=2
 VOCAB   ?= 2048
-TARGET  ?= -dim 256 -layers 6 -heads 8 -kv-heads 4 -seq 256 -batch 8 -accum 4 -steps 1000 -warmup 100 -lr 1e-3
-DRAFT   ?= -dim 96 -layers 2 -heads 4 -kv-heads 2 -seq 256 -batch 8 -accum 4 -steps 1000 -warmup 100 -lr 2e-3
+TARGET  ?= -dim 256 -layers 6 -heads 8 -kv-heads 4 -seq 256 -batch 8 -accum 4 -steps 1700 -warmup 100 -lr 1e-3 -ckpt-every 50
+DRAFT   ?= -dim 96 -layers 2 -heads 3 -kv-heads 3 -seq 256 -batch 8 -accum 4 -steps 800 -warmup 50 -lr 3e-3
 MODEL   = ./train model -data runs/data -threads $(THREADS)
 TRAIN_TESTS = build/train/test_train build/train/test_train_ckpt
 
@@ -93,11 +93,11 @@ TRAIN_TESTS = build/train/test_train build/train/test_train_ckpt
 train: train.c model.h
 	$(CC) $(CFLAGS) $(SIMD) -pthread -o $@ train.c $(LDLIBS)
 
-build/train/test_train: test/test_train.c train.c model.h
+build/train/test_train: test/test_train.c test/train_check.h train.c model.h
 	@mkdir -p build/train
 	$(CC) $(CFLAGS) $(SIMD) -pthread -o $@ test/test_train.c $(LDLIBS)
 
-build/train/test_train_ckpt: test/test_train_ckpt.c specdec.c model.h
+build/train/test_train_ckpt: test/test_train_ckpt.c test/train_check.h specdec.c model.h
 	@mkdir -p build/train
 	$(CC) $(CFLAGS) -Wno-unused-function $(SIMD) -o $@ test/test_train_ckpt.c $(LDLIBS)
 

@@ -9,18 +9,8 @@
 #define TESTING
 #endif
 #include "../train.c"
+#include "train_check.h"
 
-static int failures = 0;
-
-static void check(int ok, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    printf("%s ", ok ? "ok  " : "FAIL");
-    vprintf(fmt, ap);
-    printf("\n");
-    va_end(ap);
-    failures += !ok;
-}
 
 static void fill_normal(float *x, size_t n, float std, Rng *r) {
     for (size_t i = 0; i < n; i++) x[i] = std * rng_normal(r);
@@ -575,6 +565,5 @@ int main(void) {
     test_resume();
     test_corpus();
     test_tokenizer();
-    printf("%s: %d failure%s\n", failures ? "FAILED" : "test_train passed", failures, failures == 1 ? "" : "s");
-    return failures != 0;
+    return check_exit("test_train passed");
 }

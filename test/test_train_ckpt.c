@@ -4,26 +4,17 @@
 //   2. specdec's tokenizer loads tokenizer.bin and its encoder (llama2.c's
 //      O(n^2) loop) gives the same ids as ./train encode on several texts;
 //   3. specdec loads model.bin and its logits equal ./train dump-logits's
-//      (the trainer's forward) within 1e-4, in one call and in KV-cache chunks.
+//      (the trainer's forward) within 1e-4, in one call and in KV-cache chunks;
+//   4. a student distilled from that model (-teacher) learns.
 // Run from the repository root after building ./train.
 #ifndef TESTING
 #define TESTING
 #endif
 #include "../specdec.c"
+#include "train_check.h"
 
 #define DIR "build/train/ckpt"
 
-static int failures = 0;
-
-static void check(int ok, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    printf("%s ", ok ? "ok  " : "FAIL");
-    vprintf(fmt, ap);
-    printf("\n");
-    va_end(ap);
-    failures += !ok;
-}
 
 static void run(const char *cmd) {
     printf("$ %s\n", cmd);
@@ -140,8 +131,35 @@ static void test_logits(void) {
     free(want);
 }
 
+// val_loss (5th CSV field) of the first and the last row of a progress CSV
+static void csv_val_range(const char *path, double *first, double *last) {
+    FILE *f = fopen(path, "rb");
+    if (!f) die("no %s", path);
+    char line[512];
+    *first = *last = NAN;
+    while (fgets(line, sizeof(line), f)) {
+        const char *p = line;
+        for (int field = 0; field < 4 && p; field++) p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL;
+        if (!p || *p == ',' || !isdigit((unsigned char)line[0])) continue;
+        double v = atof(p);
+        if (isnan(*first)) *first = v;
+        *last = v;
+    }
+    fclose(f);
+}
+
+// a 1-layer student distilled from the model above (the -teacher path of make weights)
+static void test_distill(void) {
+    run("./train model -data " DIR "/data -o " DIR "/distill -teacher " DIR "/run/model.bin -dim 32 -layers 1 "
+        "-heads 2 -kv-heads 1 -seq 32 -batch 4 -accum 1 -steps 40 -warmup 5 -lr 3e-3 -eval-every 40 "
+        "-eval-batches 1 -log-every 40 -ckpt-every 40 -threads 2 -csv " DIR "/distill.csv");
+    double first, last;
+    csv_val_range(DIR "/distill.csv", &first, &last);
+    check(last < first - 1.0, "distilled student: val loss %.3f at step 0 -> %.3f after 40 steps", first, last);
+}
+
 int main(void) {
-    run("mkdir -p " DIR "/corpus && rm -rf " DIR "/run");
+    run("mkdir -p " DIR "/corpus && rm -rf " DIR "/run " DIR "/distill");
     write_corpus();
     run("./train tokenizer -d " DIR "/corpus -v 400 -o " DIR "/tok.bin -mix children=1,tinystories=1");
     run("./train data -d " DIR "/corpus -z " DIR "/tok.bin -o " DIR "/data -mix children=1,tinystories=1");
@@ -150,6 +168,6 @@ int main(void) {
         "-ckpt-every 60 -threads 2 -csv " DIR "/run.csv");
     test_tokenizer(400);
     test_logits();
-    printf("%s: %d failure%s\n", failures ? "FAILED" : "test_train_ckpt passed", failures, failures == 1 ? "" : "s");
-    return failures != 0;
+    test_distill();
+    return check_exit("test_train_ckpt passed");
 }

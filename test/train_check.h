@@ -1,0 +1,24 @@
+// train_check.h - the check() both trainer tests use: print every comparison
+// ("ok" or "FAIL" and what was compared), count the failures for the exit status.
+#ifndef TRAIN_CHECK_H
+#define TRAIN_CHECK_H
+#include <stdarg.h>
+#include <stdio.h>
+
+static int failures = 0;
+
+static void check(int ok, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    printf("%s ", ok ? "ok  " : "FAIL");
+    vprintf(fmt, ap);
+    printf("\n");
+    va_end(ap);
+    failures += !ok;
+}
+
+static int check_exit(const char *name) {
+    printf("%s: %d failure%s\n", failures ? "FAILED" : name, failures, failures == 1 ? "" : "s");
+    return failures != 0;
+}
+#endif
