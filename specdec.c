@@ -934,6 +934,10 @@ typedef struct {
 static void build_speculator(Speculator *sp, Transformer *target, Transformer *draft,
                              Sampler *sampler, Rng *rng, int k) {
     size_t V = (size_t)target->config.vocab_size;
+    if (draft->config.vocab_size != target->config.vocab_size)
+        die("%s: vocab_size %d differs from the target's %d (%s); draft and target must share "
+            "one vocabulary", draft->path, draft->config.vocab_size, target->config.vocab_size,
+            target->path);
     memset(sp, 0, sizeof(*sp));
     sp->target = target;
     sp->draft = draft;
@@ -1441,13 +1445,7 @@ static Transformer *load_models(Transformer *target, Transformer *draft, const O
         return draft;
     }
     build_transformer(target, o->target_path, MAX_ROWS);
-    if (!strcmp(o->mode, "spec")) {
-        build_transformer(draft, o->draft_path, MAX_ROWS);
-        if (draft->config.vocab_size != target->config.vocab_size)
-            die("%s: vocab_size %d differs from the target's %d (%s); draft and target must "
-                "share one vocabulary", o->draft_path, draft->config.vocab_size,
-                target->config.vocab_size, o->target_path);
-    }
+    if (!strcmp(o->mode, "spec")) build_transformer(draft, o->draft_path, MAX_ROWS);
     return target;
 }
 
@@ -1477,6 +1475,9 @@ int main(int argc, char **argv) {
     build_sampler(&sampler, V, opt.temperature, opt.top_p, opt.top_k);
     Rng rng;
     rng_seed(&rng, opt.seed);
+    Speculator sp;
+    if (spec) build_speculator(&sp, &target, &draft, &sampler, &rng, opt.k);
+    if (spec && opt.verbose) sp.trace = &tok;
     int *tokens = xmalloc((size_t)model->config.seq_len * sizeof(int), "tokens");
     float *probs = xmalloc((size_t)V * sizeof(float), "probs");
     int n = encode_prompt(&tok, tokens, opt.prompt, model);
@@ -1487,11 +1488,8 @@ int main(int argc, char **argv) {
     // generate; the clock covers prefill and decoding, not loading
     Report rp = {opt.mode, opt.k, opt.temperature, opt.top_p, opt.top_k, opt.seed, n, &out, 0,
                  NULL, 0};
-    Speculator sp;
     double t0 = now_seconds();
     if (spec) {
-        build_speculator(&sp, &target, &draft, &sampler, &rng, opt.k);
-        if (opt.verbose) sp.trace = &tok;
         n = generate_spec(&sp, probs, tokens, n, &out);
         rp.seconds = now_seconds() - t0;
         rp.sp = &sp;

@@ -10,6 +10,10 @@
 //        target plus zero-output layers: same logits, DRAM-bound cost).
 // sweep: the shipped pair only: K = 1..8 and auto-K at t = 0 and t = 1, and a
 //        over temperatures 0..1.5 at K = 4; writes sweep_k.csv, sweep_temp.csv.
+// accept --draft2 F [--prompts FILE]: acceptance of two drafts against the
+//        target at t = 0 and t = 1 (K = 4) on held-out prompts: the first 8
+//        words of the first 32 paragraphs of FILE (default: TinyStories'
+//        validation head in ../shared, read at run time).
 // Writes bench.json and, into --csv DIR (default docs), the CSVs the plots read.
 #define TESTING
 #include "../specdec.c"
@@ -306,15 +310,17 @@ static void write_verify_cost(const char *dir, const ModelResult *m, int n) {
     fclose(f);
 }
 
+
 // ---- main --------------------------------------------------------------------------
 
 typedef struct {
-    const char *what, *target, *draft, *tokenizer, *json, *csv;
+    const char *what, *target, *draft, *tokenizer, *json, *csv, *draft2, *prompts;
 } BenchOptions;
 
 static void parse_bench(BenchOptions *o, int argc, char **argv) {
     *o = (BenchOptions){"all", "weights/target.bin", "weights/draft.bin", "tokenizer.bin",
-                        "bench.json", "docs"};
+                        "bench.json", "docs", NULL,
+                        "../shared/data/corpus/tinystories_valid_head.txt"};
     int i = 1;
     if (argc > 1 && argv[1][0] != '-') o->what = argv[i++];
     for (; i + 1 < argc; i += 2) {
@@ -323,10 +329,93 @@ static void parse_bench(BenchOptions *o, int argc, char **argv) {
         else if (!strcmp(argv[i], "--tokenizer")) o->tokenizer = argv[i + 1];
         else if (!strcmp(argv[i], "--json")) o->json = argv[i + 1];
         else if (!strcmp(argv[i], "--csv")) o->csv = argv[i + 1];
+        else if (!strcmp(argv[i], "--draft2")) o->draft2 = argv[i + 1];
+        else if (!strcmp(argv[i], "--prompts")) o->prompts = argv[i + 1];
         else die("bench: unknown option %s", argv[i]);
     }
     if (i < argc) die("bench: %s needs a value", argv[i]);
-    if (strcmp(o->what, "all") && strcmp(o->what, "sweep")) die("bench: unknown mode %s", o->what);
+    if (strcmp(o->what, "all") && strcmp(o->what, "sweep") && strcmp(o->what, "accept"))
+        die("bench: unknown mode %s (all, sweep or accept)", o->what);
+}
+
+// ---- acceptance of drafts on held-out prompts ------------------------------------
+
+#define N_HELD 32
+#define PROMPT_WORDS 8
+
+// the first PROMPT_WORDS words of each of the first N_HELD paragraphs (blank-line
+// separated) that have that many words; returns how many were found
+static int held_out_prompts(char prompts[N_HELD][256], const char *path) {
+    size_t n;
+    unsigned char *text = read_file(path, &n);
+    int found = 0;
+    size_t i = 0;
+    while (i < n && found < N_HELD) {
+        size_t end = i; // paragraph: up to the next blank line
+        while (end < n && !(text[end] == '\n' && end + 1 < n && text[end + 1] == '\n')) end++;
+        int words = 0, len = 0, in_word = 0;
+        for (size_t j = i; j < end && words <= PROMPT_WORDS && len < 255; j++) {
+            int space = isspace(text[j]);
+            if (!space && !in_word && ++words > PROMPT_WORDS) break;
+            in_word = !space;
+            prompts[found][len++] = space ? ' ' : (char)text[j];
+        }
+        prompts[found][len] = '\0';
+        if (words >= PROMPT_WORDS) found++;
+        i = end + 2;
+    }
+    free(text);
+    return found;
+}
+
+// spec decoding with draft over every prompt, 64 tokens each; stats summed
+static void draft_acceptance(Transformer *target, const char *draft_path, Tokenizer *tok,
+                             char prompts[N_HELD][256], int n_prompts) {
+    Transformer draft;
+    build_transformer(&draft, draft_path, MAX_ROWS);
+    for (int ti = 0; ti < 2; ti++) {
+        Sampler s;
+        build_sampler(&s, target->config.vocab_size, (float)ti, 1.0f, 0);
+        Speculator sp;
+        build_speculator(&sp, target, &draft, &s, NULL, 4);
+        int *tokens = xmalloc((size_t)target->config.seq_len * sizeof(int), "tokens");
+        int gen[64];
+        float *probs = xmalloc((size_t)target->config.vocab_size * sizeof(float), "probs");
+        for (int i = 0; i < n_prompts; i++) {
+            int n = encode_prompt(tok, tokens, prompts[i], target);
+            Output o = {tok, 1, gen, 0, 64, 0, 0};
+            start_output(&o, tokens, n);
+            Rng rng;
+            rng_seed(&rng, 7 + (uint64_t)i);
+            sp.rng = &rng;
+            generate_spec(&sp, probs, tokens, n, &o);
+        }
+        Report rp = {"spec", 4, (float)ti, 1.0f, 0, 0, 0, NULL, 0, &sp, 1.0};
+        Output none = {0};
+        rp.out = &none;
+        SpecSummary m = summarize(&rp);
+        printf("%-34s t=%d K=4: a = %.3f per examined draft, accepted/drafted = %.3f, "
+               "tokens per round %.2f (%ld rounds)\n", draft_path, ti, m.a, m.acceptance_rate,
+               m.tokens_per_round, sp.stats.rounds);
+        free(tokens); free(probs);
+        free_speculator(&sp);
+        free_sampler(&s);
+    }
+    free_transformer(&draft);
+}
+
+static void bench_accept(const BenchOptions *o) {
+    static char prompts[N_HELD][256];
+    int n = held_out_prompts(prompts, o->prompts);
+    printf("held-out prompts: %d from %s, e.g. \"%s\"\n", n, o->prompts, prompts[0]);
+    Transformer target;
+    build_transformer(&target, o->target, MAX_ROWS);
+    Tokenizer tok;
+    build_tokenizer(&tok, o->tokenizer, target.config.vocab_size);
+    draft_acceptance(&target, o->draft, &tok, prompts, n);
+    if (o->draft2) draft_acceptance(&target, o->draft2, &tok, prompts, n);
+    free_tokenizer(&tok);
+    free_transformer(&target);
 }
 
 // K = 1..8 and auto at t = 0 and 1 on pr; appends to e; marks auto rows
@@ -343,6 +432,10 @@ static int sweep_k(Pair *pr, const char *name, E2E *e, int *is_auto) {
 int main(int argc, char **argv) {
     BenchOptions o;
     parse_bench(&o, argc, argv);
+    if (!strcmp(o.what, "accept")) {
+        bench_accept(&o);
+        return 0;
+    }
     int full = !strcmp(o.what, "all");
     const char *tmp = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
     char p15[512], p110[512], pemu[512];
