@@ -599,15 +599,14 @@ static int cmp_token_index(const void *a, const void *b) {
     return strcmp(((const TokenIndex *)a)->str, ((const TokenIndex *)b)->str);
 }
 
-// Read the whole tokenizer file; die naming the file on any error.
-static unsigned char *read_file(const char *path, size_t *n_out) {
+// Read a whole file (with a NUL after its n bytes); die naming it on any error.
+static unsigned char *read_file(const char *path, const char *what, size_t *n_out) {
     FILE *f = fopen(path, "rb");
-    if (!f) die("%s: cannot open tokenizer: %s (hint: -z path/to/tokenizer.bin)", path,
-                strerror(errno));
+    if (!f) die("%s: cannot open %s: %s", path, what, strerror(errno));
     if (fseek(f, 0, SEEK_END) != 0) die("%s: cannot seek", path);
     long n = ftell(f);
     if (n < 0 || fseek(f, 0, SEEK_SET) != 0) die("%s: cannot tell its size", path);
-    unsigned char *buf = xmalloc((size_t)n, path);
+    unsigned char *buf = xmalloc((size_t)n + 1, path);
     if (fread(buf, 1, (size_t)n, f) != (size_t)n) die("%s: read failed", path);
     fclose(f);
     *n_out = (size_t)n;
@@ -656,7 +655,7 @@ static void index_tokenizer(Tokenizer *t, const char *path) {
 // store its size, so count its tokens and compare.
 static void build_tokenizer(Tokenizer *t, const char *path, int vocab_size) {
     size_t n, off = 4;
-    unsigned char *buf = read_file(path, &n);
+    unsigned char *buf = read_file(path, "tokenizer (-z FILE)", &n);
     if (n < 4) die("%s: %zu bytes, too short for the max_token_length field", path, n);
     int32_t maxlen;
     memcpy(&maxlen, buf, 4);

@@ -12,8 +12,8 @@
 //        over temperatures 0..1.5 at K = 4; writes sweep_k.csv, sweep_temp.csv.
 // accept --draft2 F [--prompts FILE]: acceptance of two drafts against the
 //        target at t = 0 and t = 1 (K = 4) on held-out prompts: the first 8
-//        words of the first 32 paragraphs of FILE (default: TinyStories'
-//        validation head in ../shared, read at run time).
+//        words of 32 TinyStories the trainer held out (FILE: the train head in
+//        ../shared, read at run time).
 // Writes bench.json and, into --csv DIR (default docs), the CSVs the plots read.
 #define TESTING
 #include "../specdec.c"
@@ -320,7 +320,7 @@ typedef struct {
 static void parse_bench(BenchOptions *o, int argc, char **argv) {
     *o = (BenchOptions){"all", "weights/target.bin", "weights/draft.bin", "tokenizer.bin",
                         "bench.json", "docs", NULL,
-                        "../shared/data/corpus/tinystories_valid_head.txt"};
+                        "../shared/data/corpus/tinystories_train_head.txt"};
     int i = 1;
     if (argc > 1 && argv[1][0] != '-') o->what = argv[i++];
     for (; i + 1 < argc; i += 2) {
@@ -343,26 +343,31 @@ static void parse_bench(BenchOptions *o, int argc, char **argv) {
 #define N_HELD 32
 #define PROMPT_WORDS 8
 
-// the first PROMPT_WORDS words of each of the first N_HELD paragraphs (blank-line
-// separated) that have that many words; returns how many were found
+// The first PROMPT_WORDS words of N_HELD stories the models never trained on:
+// TinyStories' train head, stories separated by <|endoftext|>, where train.c
+// holds out every 10th story (index % 10 == 5). Returns how many were found.
 static int held_out_prompts(char prompts[N_HELD][256], const char *path) {
     size_t n;
-    unsigned char *text = read_file(path, &n);
-    int found = 0;
-    size_t i = 0;
-    while (i < n && found < N_HELD) {
-        size_t end = i; // paragraph: up to the next blank line
-        while (end < n && !(text[end] == '\n' && end + 1 < n && text[end + 1] == '\n')) end++;
-        int words = 0, len = 0, in_word = 0;
-        for (size_t j = i; j < end && words <= PROMPT_WORDS && len < 255; j++) {
-            int space = isspace(text[j]);
-            if (!space && !in_word && ++words > PROMPT_WORDS) break;
-            in_word = !space;
-            prompts[found][len++] = space ? ' ' : (char)text[j];
+    char *text = (char *)read_file(path, "prompts (--prompts FILE)", &n);
+    const char *sep = "<|endoftext|>";
+    int found = 0, index = 0;
+    for (size_t i = 0; i < n && found < N_HELD; index++) {
+        char *end = strstr(text + i, sep); // read_file puts a NUL after the text
+        size_t stop = end ? (size_t)(end - text) : n;
+        if (index % 10 == 5) {
+            int words = 0, len = 0, in_word = 0;
+            for (size_t j = i; j < stop && len < 255; j++) {
+                int space = isspace((unsigned char)text[j]);
+                if (!space && !in_word && ++words > PROMPT_WORDS) break;
+                if (space && (len == 0 || prompts[found][len - 1] == ' ')) { in_word = 0; continue; }
+                in_word = !space;
+                prompts[found][len++] = space ? ' ' : text[j];
+            }
+            while (len > 0 && prompts[found][len - 1] == ' ') len--;
+            prompts[found][len] = '\0';
+            if (words >= PROMPT_WORDS) found++;
         }
-        prompts[found][len] = '\0';
-        if (words >= PROMPT_WORDS) found++;
-        i = end + 2;
+        i = stop + strlen(sep);
     }
     free(text);
     return found;
