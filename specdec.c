@@ -1090,9 +1090,10 @@ static double time_forward(Transformer *tr, int rows) {
 // Starting estimates: c and rho from timed forwards, a = 1/2 from a prior
 // of one accepted and one rejected draft.
 static void start_auto_k(AutoK *ak, Transformer *target, Transformer *draft) {
+    int rows = target->config.seq_len < MAX_ROWS ? target->config.seq_len : MAX_ROWS;
     ak->target_step = time_forward(target, 1);
     ak->c = time_forward(draft, 1) / ak->target_step;
-    ak->rho = (time_forward(target, MAX_ROWS) / ak->target_step - 1) / K_MAX;
+    ak->rho = rows > 1 ? (time_forward(target, rows) / ak->target_step - 1) / (rows - 1) : 0;
     if (ak->rho < 0) ak->rho = 0;
     ak->accepted = 1;
     ak->examined = 2;

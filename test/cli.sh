@@ -40,6 +40,11 @@ for p in "${prompts[@]}"; do
 done
 echo "greedy: $n_eq spec runs (4 prompts x 2 drafts x K=1..8 and auto-K) byte-identical to target-only output"
 
+# ---- contexts shorter than K_MAX+1: auto-K calibrates within them; greedy stays exact
+$SPECDEC $D/short.bin -z $D/tok.bin -m target -t 0 -n 20 > $D/ref.txt 2>/dev/null
+if $SPECDEC $D/short.bin -z $D/tok.bin -d $D/short.bin -k 0 -t 0 -n 20 > $D/spec.txt 2>$D/err.txt &&
+   cmp -s $D/ref.txt $D/spec.txt; then ok; else bad "auto-K on a 16-position target: $(head -c 300 $D/err.txt)"; fi
+
 # ---- determinism
 for mode in spec target draft; do
     $SPECDEC $M -d $D/draft.bin -m $mode -t 1 -s 7 -n 80 > $D/a.txt 2>/dev/null
