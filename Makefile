@@ -119,11 +119,15 @@ drafts: target
 	$(MODEL) -o runs/draft_distill $(DRAFT) -teacher runs/target/model.bin -csv docs/train_draft_distill.csv
 	$(MODEL) -o runs/draft_text $(DRAFT) -csv docs/train_draft_text.csv
 
-weights: drafts
+# ships the draft with the higher acceptance a on held-out prompts (bench accept)
+weights: drafts build/bin/bench
 	@mkdir -p weights
+	build/bin/bench accept --target runs/target/model.bin --tokenizer runs/tokenizer.bin \
+	  --draft runs/draft_distill/model.bin --draft2 runs/draft_text/model.bin \
+	  --prompts $(DATA)/tinystories_train_head.txt | tee runs/draft_acceptance.txt
 	cp runs/tokenizer.bin tokenizer.bin
 	cp runs/target/model.bin weights/target.bin
-	cp runs/draft_distill/model.bin weights/draft.bin
+	cp "$$(sed -n 's/^better: //p' runs/draft_acceptance.txt)" weights/draft.bin
 # --- end train.c ---
 
 # --- plot.c ---

@@ -373,11 +373,13 @@ static int held_out_prompts(char prompts[N_HELD][256], const char *path) {
     return found;
 }
 
-// spec decoding with draft over every prompt, 64 tokens each; stats summed
-static void draft_acceptance(Transformer *target, const char *draft_path, Tokenizer *tok,
+// spec decoding with draft over every prompt, 64 tokens each; stats summed.
+// Returns the mean of a at t = 0 and t = 1.
+static double draft_acceptance(Transformer *target, const char *draft_path, Tokenizer *tok,
                              char prompts[N_HELD][256], int n_prompts) {
     Transformer draft;
     build_transformer(&draft, draft_path, MAX_ROWS);
+    double sum_a = 0;
     for (int ti = 0; ti < 2; ti++) {
         Sampler s;
         build_sampler(&s, target->config.vocab_size, (float)ti, 1.0f, 0);
@@ -402,13 +404,17 @@ static void draft_acceptance(Transformer *target, const char *draft_path, Tokeni
         printf("%-34s t=%d K=4: a = %.3f per examined draft, accepted/drafted = %.3f, "
                "tokens per round %.2f (%ld rounds)\n", draft_path, ti, m.a, m.acceptance_rate,
                m.tokens_per_round, sp.stats.rounds);
+        sum_a += m.a;
         free(tokens); free(probs);
         free_speculator(&sp);
         free_sampler(&s);
     }
     free_transformer(&draft);
+    return sum_a / 2;
 }
 
+// With two drafts, the last line names the one with the higher mean a
+// ("better: PATH"): `make weights` ships that one.
 static void bench_accept(const BenchOptions *o) {
     static char prompts[N_HELD][256];
     int n = held_out_prompts(prompts, o->prompts);
@@ -417,8 +423,12 @@ static void bench_accept(const BenchOptions *o) {
     build_transformer(&target, o->target, MAX_ROWS);
     Tokenizer tok;
     build_tokenizer(&tok, o->tokenizer, target.config.vocab_size);
-    draft_acceptance(&target, o->draft, &tok, prompts, n);
-    if (o->draft2) draft_acceptance(&target, o->draft2, &tok, prompts, n);
+    double a1 = draft_acceptance(&target, o->draft, &tok, prompts, n);
+    if (o->draft2) {
+        double a2 = draft_acceptance(&target, o->draft2, &tok, prompts, n);
+        printf("mean a over t=0 and t=1: %.3f vs %.3f\nbetter: %s\n", a1, a2,
+               a2 > a1 ? o->draft2 : o->draft);
+    }
     free_tokenizer(&tok);
     free_transformer(&target);
 }
