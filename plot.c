@@ -1006,26 +1006,36 @@ static int group_keys(const char **keys, size_t *n, const Table *t, int col) {
     return 0;
 }
 
+// Whether a sweep row is an auto-K run (column "auto" is 1; its k is the K
+// auto-K ran most): such rows are drawn apart from the fixed-K ones.
+static int is_auto_row(const Table *t, size_t row) {
+    int col = find_column(t, "auto");
+    return col >= 0 && num(t, row, col) == 1;
+}
+
 static int in_group(const Table *t, size_t row, int key_col, const char *key) {
     return same_key(cell(t, row, key_col), key);
 }
 
-// The mean of column col over the group's rows where it is not empty (NaN if none).
+// The mean of column col over the group's fixed-K rows where it is not empty
+// (NaN if none).
 static double group_mean(const Table *t, int key_col, const char *key, int col) {
     double sum = 0;
     size_t n = 0;
     for (size_t r = 0; r < t->n_rows; r++)
-        if (in_group(t, r, key_col, key) && !isnan(num(t, r, col))) sum += num(t, r, col), n++;
+        if (in_group(t, r, key_col, key) && !is_auto_row(t, r) && !isnan(num(t, r, col)))
+            sum += num(t, r, col), n++;
     return n ? sum / (double)n : NAN;
 }
 
-// Sums of columns cols[0..n) over the group's rows with k == k_want, skipping
-// empty fields; count[i] says how many fields went into sum[i].
+// Sums of columns cols[0..n) over the group's fixed-K rows with k == k_want,
+// skipping empty fields; count[i] says how many fields went into sum[i].
 static void group_sums(double *sum, size_t *count, const Table *t, int key_col, const char *key,
                        int k_col, double k_want, const int *cols, size_t n) {
     for (size_t i = 0; i < n; i++) sum[i] = 0, count[i] = 0;
     for (size_t r = 0; r < t->n_rows; r++) {
-        if (!in_group(t, r, key_col, key) || num(t, r, k_col) != k_want) continue;
+        if (!in_group(t, r, key_col, key) || num(t, r, k_col) != k_want || is_auto_row(t, r))
+            continue;
         for (size_t i = 0; i < n; i++)
             if (!isnan(num(t, r, cols[i]))) sum[i] += num(t, r, cols[i]), count[i]++;
     }
@@ -1048,9 +1058,21 @@ static double theory_speedup(double a, double k, double c, double r) {
     return tokens / (k * c + r);
 }
 
+// An auto-K run of the sweep: its measured speedup at the K it ran most, in
+// the next colour of the palette, so it compares with the fixed-K points.
+static int auto_point(Figure *f, const Table *t, const int *col, size_t row, const char *key,
+                      size_t g) {
+    char label[96];
+    snprintf(label, sizeof(label), "T = %s auto-K (-k 0), at the K it ran most", key);
+    Series *s = add_series(f, label, PALETTE[(g + 2) % N_PALETTE], SERIES_XY);
+    if (!s) return -1;
+    s->marker = g % 2 ? MARK_SQUARE : MARK_CIRCLE;
+    return add_point(s, num(t, row, col[1]), num(t, row, col[5]));
+}
+
 // Measured points and the theory curve for one temperature of sweep_k.csv:
 // the curve uses the temperature's mean a and c, and each row's own r (the
-// verify cost grows with K).
+// verify cost grows with K). Auto-K rows get their own marker.
 static int speedup_group(Figure *f, const Table *t, const int *col, const char *key, size_t g) {
     enum { TEMP, K, ALPHA, C, R, SPEEDUP };
     double a = group_mean(t, col[TEMP], key, col[ALPHA]), c = group_mean(t, col[TEMP], key, col[C]);
@@ -1064,6 +1086,10 @@ static int speedup_group(Figure *f, const Table *t, const int *col, const char *
     th->width = 2;
     for (size_t r = 0; r < t->n_rows; r++) {
         if (!in_group(t, r, col[TEMP], key)) continue;
+        if (is_auto_row(t, r)) {
+            if (auto_point(f, t, col, r, key, g)) return -1;
+            continue;
+        }
         double k = num(t, r, col[K]);
         if (add_point(m, k, num(t, r, col[SPEEDUP])) ||
             add_point(th, k, theory_speedup(a, k, c, num(t, r, col[R]))))
@@ -1084,6 +1110,7 @@ static int figure_speedup_vs_k(Figure *f, const Table *tables, size_t n_tables) 
     if (require_numbers(col, t, names, 6) || group_keys(keys, &n, t, col[0])) return -1;
     build_figure(f, "Speedup vs draft length K", "K (tokens drafted per round)",
                  "speedup over the target alone");
+    f->y_zero = 1; // honest bar heights, and room below the points for the legend
     for (size_t g = 0; g < n; g++)
         if (speedup_group(f, t, col, keys[g], g)) return -1;
     return add_hline(f, 1, "speedup = 1 (break-even)");
