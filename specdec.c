@@ -314,6 +314,87 @@ static float dot(const float *x, const float *y, int n) {
 #endif
 }
 
+#if HAVE_AVX2
+// The canonical sums of 8 accumulators at once: out[j] = hsum8(v[j]), bit for
+// bit (m_i = l_i + l_{i+4}, then (m0+m2) + (m1+m3)), but transposed so the 8
+// horizontal sums share their shuffles. v[8] -> out (8)
+static inline __m256 hsum8x8(const __m256 *v) {
+    __m256 h[4];
+    for (int j = 0; j < 4; j++) { // m of v[2j] in the low half, of v[2j+1] in the high
+        __m256 m = _mm256_add_ps(_mm256_permute2f128_ps(v[2 * j], v[2 * j + 1], 0x20),
+                                 _mm256_permute2f128_ps(v[2 * j], v[2 * j + 1], 0x31));
+        h[j] = _mm256_permute_ps(m, _MM_SHUFFLE(3, 1, 2, 0)); // m0 m2 m1 m3
+    }
+    __m256 n01 = _mm256_hadd_ps(h[0], h[1]), n23 = _mm256_hadd_ps(h[2], h[3]); // m0+m2, m1+m3
+    __m256 s = _mm256_hadd_ps(n01, n23);           // order: v0 v2 v4 v6 | v1 v3 v5 v7
+    return _mm256_permutevar8x32_ps(s, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+}
+
+// 8 dot products q . k_j, j = 0..7, rows of k stride apart, canonical order.
+// q (n), k (8,stride) -> out (8); n a multiple of 8
+static void dot8_avx2(float *out, const float *q, const float *k, size_t stride, int n) {
+    __m256 acc[8];
+    for (int j = 0; j < 8; j++) acc[j] = _mm256_setzero_ps();
+    for (int c = 0; c < n; c += 8) {
+        __m256 qv = _mm256_loadu_ps(q + c);
+        for (int j = 0; j < 8; j++)
+            acc[j] = _mm256_fmadd_ps(qv, _mm256_loadu_ps(k + j * stride + c), acc[j]);
+    }
+    _mm256_storeu_ps(out, hsum8x8(acc));
+}
+#endif
+
+// Attention scores: a[t] = (q . k_t) * scale for t < n_pos; every score is
+// dot() exactly, 8 positions at a time on AVX2. q (hs), k (n_pos,stride) -> a (n_pos)
+static void attention_scores(float *a, const float *q, const float *k, size_t stride, int n_pos,
+                             int hs, float scale) {
+    int t = 0;
+#if HAVE_AVX2
+    if (hs % 8 == 0)
+        for (; t + 8 <= n_pos; t += 8) {
+            dot8_avx2(a + t, q, k + (size_t)t * stride, stride, hs);
+            for (int j = 0; j < 8; j++) a[t + j] *= scale;
+        }
+#endif
+    for (; t < n_pos; t++) a[t] = dot(q, k + (size_t)t * stride, hs) * scale;
+}
+
+#if HAVE_AVX2
+// out[0..8B) = sum_t a[t] v_t[0..8B), B <= 4 vectors kept in registers across
+// t: B independent add chains per position. a (n_pos), v (n_pos,stride) -> out (8B)
+static inline void attention_values_avx2(float *out, const float *a, const float *v,
+                                         size_t stride, int n_pos, int B) {
+    __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(),
+                     _mm256_setzero_ps()};
+    for (int t = 0; t < n_pos; t++) {
+        __m256 at = _mm256_set1_ps(a[t]);
+        const float *vt = v + (size_t)t * stride;
+        for (int b = 0; b < B; b++)
+            acc[b] = _mm256_add_ps(acc[b], _mm256_mul_ps(at, _mm256_loadu_ps(vt + 8 * b)));
+    }
+    for (int b = 0; b < B; b++) _mm256_storeu_ps(out + 8 * b, acc[b]);
+}
+#endif
+
+// Attention output: out = sum_t a[t] v_t, summed in order t = 0, 1, ... as a
+// product then a sum (no fused multiply-add), so the AVX2 loop, which keeps
+// up to 32 outputs in registers across t, gives the scalar loop's bits.
+// a (n_pos), v (n_pos,stride) -> out (hs)
+static void attention_values(float *out, const float *a, const float *v, size_t stride,
+                             int n_pos, int hs) {
+    int i = 0;
+#if HAVE_AVX2
+    // constant block sizes, so the inlined loop keeps its accumulators in registers
+    for (; i + 32 <= hs; i += 32) attention_values_avx2(out + i, a, v + i, stride, n_pos, 4);
+    for (; i + 8 <= hs; i += 8) attention_values_avx2(out + i, a, v + i, stride, n_pos, 1);
+#endif
+    for (; i < hs; i++) {
+        float acc = 0.0f;
+        for (int t = 0; t < n_pos; t++) acc += a[t] * v[(size_t)t * stride + i];
+        out[i] = acc;
+    }
+}
+
 // W (d,n) @ x (T,n) -> out (T,d): the one matmul for every row count 1..K_MAX+1
 static void matmul(float *out, const float *x, const float *w, int T, int n, int d) {
 #if HAVE_AVX2
@@ -382,15 +463,10 @@ static void attention_row(float *out, float *att, const float *q, const float *k
         float *a = att + (size_t)h * c->seq_len;
         size_t off = (size_t)(h / group) * hs;
         // scores: a[t] = q . k_t / sqrt(hs), then softmax over t = 0..p
-        for (int t = 0; t <= p; t++) a[t] = dot(qh, kc + (size_t)t * kv_dim + off, hs) * scale;
+        attention_scores(a, qh, kc + off, (size_t)kv_dim, p + 1, hs, scale);
         softmax(a, p + 1);
         // out = sum_t a[t] v_t
-        float *oh = out + h * hs;
-        memset(oh, 0, (size_t)hs * sizeof(float));
-        for (int t = 0; t <= p; t++) {
-            const float *v = vc + (size_t)t * kv_dim + off;
-            for (int i = 0; i < hs; i++) oh[i] += a[t] * v[i];
-        }
+        attention_values(out + h * hs, a, vc + off, (size_t)kv_dim, p + 1, hs);
     }
 }
 
