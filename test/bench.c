@@ -310,7 +310,6 @@ static void write_verify_cost(const char *dir, const ModelResult *m, int n) {
     fclose(f);
 }
 
-
 // ---- main --------------------------------------------------------------------------
 
 typedef struct {
@@ -373,24 +372,26 @@ static int held_out_prompts(char prompts[N_HELD][256], const char *path) {
     return found;
 }
 
-// spec decoding with draft over every prompt, 64 tokens each; stats summed.
+#define ACCEPT_TOKENS 64 // tokens generated per held-out prompt
+
+// spec decoding with draft over every prompt, ACCEPT_TOKENS each; stats summed.
 // Returns the mean of a at t = 0 and t = 1.
 static double draft_acceptance(Transformer *target, const char *draft_path, Tokenizer *tok,
-                             char prompts[N_HELD][256], int n_prompts) {
+                               char prompts[N_HELD][256], int n_prompts) {
     Transformer draft;
     build_transformer(&draft, draft_path, MAX_ROWS);
+    int *tokens = xmalloc((size_t)target->config.seq_len * sizeof(int), "tokens");
+    float *probs = xmalloc((size_t)target->config.vocab_size * sizeof(float), "probs");
+    int gen[ACCEPT_TOKENS];
     double sum_a = 0;
     for (int ti = 0; ti < 2; ti++) {
         Sampler s;
         build_sampler(&s, target->config.vocab_size, (float)ti, 1.0f, 0);
         Speculator sp;
         build_speculator(&sp, target, &draft, &s, NULL, 4);
-        int *tokens = xmalloc((size_t)target->config.seq_len * sizeof(int), "tokens");
-        int gen[64];
-        float *probs = xmalloc((size_t)target->config.vocab_size * sizeof(float), "probs");
         for (int i = 0; i < n_prompts; i++) {
             int n = encode_prompt(tok, tokens, prompts[i], target);
-            Output o = {tok, 1, gen, 0, 64, 0, 0};
+            Output o = {tok, 1, gen, 0, ACCEPT_TOKENS, 0, 0};
             start_output(&o, tokens, n);
             Rng rng;
             rng_seed(&rng, 7 + (uint64_t)i);
@@ -405,10 +406,10 @@ static double draft_acceptance(Transformer *target, const char *draft_path, Toke
                "tokens per round %.2f (%ld rounds)\n", draft_path, ti, m.a, m.acceptance_rate,
                m.tokens_per_round, sp.stats.rounds);
         sum_a += m.a;
-        free(tokens); free(probs);
         free_speculator(&sp);
         free_sampler(&s);
     }
+    free(tokens); free(probs);
     free_transformer(&draft);
     return sum_a / 2;
 }

@@ -27,17 +27,24 @@ $RANDCKPT --tokenizer $D/tok500.bin 500 || exit 1
 M="$D/target.bin -z $D/tok.bin"
 
 # ---- greedy spec == greedy target, byte for byte
-prompts=("" "Once upon a time" "the little dog said" "UTF-8 “quotes” é 日本")
-n_eq=0
-for p in "${prompts[@]}"; do
-    $SPECDEC $M -m target -t 0 -n 120 -i "$p" > $D/ref.txt 2>/dev/null || bad "target run failed: '$p'"
-    for d in draft.bin draft_small.bin; do
-        for k in 0 1 2 3 4 5 6 7 8; do
-            $SPECDEC $M -d $D/$d -m spec -t 0 -k $k -n 120 -i "$p" > $D/spec.txt 2>/dev/null
-            if cmp -s $D/ref.txt $D/spec.txt; then ok; n_eq=$((n_eq + 1)); else bad "greedy spec (K=$k, $d) != target for prompt '$p'"; fi
+# greedy_matches "TARGET ARGS" N "DRAFTS" "KS" PROMPT...: for each prompt, the
+# target alone, then spec with every draft and K; counts matches in n_eq.
+greedy_matches() {
+    local model=$1 n=$2 drafts=$3 ks=$4 p d k
+    shift 4
+    for p in "$@"; do
+        $SPECDEC $model -m target -t 0 -n $n -i "$p" > $D/ref.txt 2>/dev/null || bad "target run failed: '$p'"
+        for d in $drafts; do
+            for k in $ks; do
+                $SPECDEC $model -d $d -m spec -t 0 -k $k -n $n -i "$p" > $D/spec.txt 2>/dev/null
+                if cmp -s $D/ref.txt $D/spec.txt; then ok; n_eq=$((n_eq + 1)); else bad "greedy spec (K=$k, $d) != target for prompt '$p'"; fi
+            done
         done
     done
-done
+}
+n_eq=0
+greedy_matches "$M" 120 "$D/draft.bin $D/draft_small.bin" "0 1 2 3 4 5 6 7 8" \
+    "" "Once upon a time" "the little dog said" "UTF-8 “quotes” é 日本"
 echo "greedy: $n_eq spec runs (4 prompts x 2 drafts x K=1..8 and auto-K) byte-identical to target-only output"
 
 # ---- contexts shorter than K_MAX+1: auto-K calibrates within them; greedy stays exact
@@ -67,16 +74,10 @@ fi
 
 # ---- the shipped pair: greedy spec == greedy target; make run's command works
 if [ -f weights/target.bin ] && [ -f weights/draft.bin ] && [ -f tokenizer.bin ]; then
-    S="weights/target.bin -d weights/draft.bin -z tokenizer.bin"
     n_eq=0
-    for p in "Once upon a time" "The dog"; do
-        $SPECDEC $S -m target -t 0 -n 150 -i "$p" > $D/ref.txt 2>/dev/null || bad "shipped target run failed: '$p'"
-        for k in 0 1 3 4 8; do
-            $SPECDEC $S -m spec -t 0 -k $k -n 150 -i "$p" > $D/spec.txt 2>/dev/null
-            if cmp -s $D/ref.txt $D/spec.txt; then ok; n_eq=$((n_eq + 1)); else bad "shipped pair: greedy spec (K=$k) != target for '$p'"; fi
-        done
-    done
-    $SPECDEC $S -t 0.8 -n 100 -i "Once upon a time" -j $D/run.json > $D/run.txt 2>/dev/null
+    greedy_matches "weights/target.bin -z tokenizer.bin" 150 weights/draft.bin "0 1 3 4 8" \
+        "Once upon a time" "The dog"
+    $SPECDEC weights/target.bin -d weights/draft.bin -z tokenizer.bin -t 0.8 -n 100 -i "Once upon a time" -j $D/run.json > $D/run.txt 2>/dev/null
     words=$(wc -w < $D/run.txt)
     gen=$(sed -n 's/.*"generated_tokens": \([0-9]*\).*/\1/p' $D/run.json)
     if [ "$words" -ge 20 ] && [ "${gen:-0}" -ge 30 ]; then ok; else bad "shipped pair at t=0.8: $words words, ${gen:-no} tokens"; fi
