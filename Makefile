@@ -10,7 +10,7 @@ OPT     ?= -O3
 # where the code says and matches the AVX2 path bit for bit.
 CFLAGS  ?= -std=c11 $(OPT) -Wall -Wextra -pedantic -ffp-contract=off
 SIMD    ?= -mavx2 -mfma
-LDLIBS  = -lm
+LDLIBS  = -lm -pthread
 # tests #include specdec.c and use only part of it
 TFLAGS  = $(CFLAGS) -Wno-unused-function
 ASAN    = -std=c11 -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \

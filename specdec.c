@@ -2,20 +2,22 @@
 //
 // A small DRAFT transformer proposes K tokens, one at a time. The large TARGET
 // transformer then scores all K+1 positions in ONE batched forward pass, which
-// costs about as much as scoring one position, because a decoder step on a CPU
-// is bound by reading the weights, not by arithmetic. Exact rejection sampling
+// costs about as much as scoring one position: a decoder step on a CPU is bound
+// by reading the weights, and a K+1-row pass reads them once and multiplies
+// each into K+1 rows while it sits in a register. Exact rejection sampling
 // (Leviathan, Kalman, Matias 2022, arXiv 2211.17192; Chen et al. 2023, arXiv
 // 2302.01318) keeps what the draft got right and repairs the first thing it
 // got wrong, so the output is distributed EXACTLY as the target's.
 //
 // Notation (careful: the seed explainers do not agree): p is the TARGET's
-// distribution, q is the DRAFT's.
+// distribution, q is the DRAFT's. Nowhere else in this file do p and q mean
+// anything but these two distributions.
 //
 // The file reads top to bottom in the order data flows:
-//   checkpoint loading -> math kernels -> forward -> sampler -> tokenizer ->
-//   the speculative step -> generation loop -> command line.
+//   checkpoint loading -> math kernels -> threads -> forward -> sampler ->
+//   tokenizer -> the speculative step -> generation loop -> command line.
 //
-// Build: cc -std=c11 -O3 -mavx2 -mfma -ffp-contract=off specdec.c -lm
+// Build: cc -std=c11 -O3 -mavx2 -mfma -ffp-contract=off -pthread specdec.c -lm
 #define _POSIX_C_SOURCE 200809L
 #include <ctype.h>
 #include <errno.h>
@@ -23,7 +25,10 @@
 #include <float.h>
 #include <limits.h>
 #include <math.h>
+#include <pthread.h>
+#include <sched.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,12 +43,24 @@
 #else
 #define HAVE_AVX2 0
 #endif
+#if HAVE_AVX2 && defined(__AVX512F__)
+#define HAVE_AVX512 1 // 16-lane matmul tiles (a panel is one register); the same bits
+#else
+#define HAVE_AVX512 0
+#endif
 
 #include "model.h"
+
+#if defined(__GNUC__)
+#define UNUSED_OK __attribute__((unused)) // helpers only the tests call
+#else
+#define UNUSED_OK
+#endif
 
 // The longest draft run K. Every buffer is sized once for K_MAX+1 rows.
 #define K_MAX 16
 #define MAX_ROWS (K_MAX + 1)
+#define MAX_THREADS 64
 
 // ----------------------------------------------------------------------------
 // Errors: one message naming the file or flag, then exit code 1
@@ -64,6 +81,15 @@ static void *xmalloc(size_t n, const char *what) {
     return p;
 }
 
+// 64-byte aligned, zeroed: the packed weights, so a panel row is one cache line
+static float *xmalloc_floats_aligned(size_t n, const char *what) {
+    void *p = NULL;
+    if (n > SIZE_MAX / sizeof(float) || posix_memalign(&p, 64, n * sizeof(float) + 64) != 0)
+        die("out of memory allocating %zu floats for %s", n, what);
+    memset(p, 0, n * sizeof(float) + 64);
+    return p;
+}
+
 static double now_seconds(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -71,35 +97,69 @@ static double now_seconds(void) {
 }
 
 // ----------------------------------------------------------------------------
-// Transformer: config and weights (model.h), the run state, the mmap'd file
+// Transformer: config and weights (model.h), packed matrices, the run state
+
+// Output rows per panel of a packed matrix: two 8-float vectors.
+#define PANEL 16
+
+// A weight matrix W (d, n), repacked at load for the matmul kernel. Panel i
+// holds rows 16i..16i+15 stored k-major, w[(i*n + k)*16 + j] = W[16i + j][k],
+// so one step along k reads one 64-byte line with 16 outputs' weights, and a
+// matmul streams the whole matrix front to back once. Rows past d are zero.
+// The layout is an implementation detail: the result is defined by the
+// reduction order (see Math kernels), not by where the floats sit.
+typedef struct {
+    float *w;     // (n_panels, n, PANEL)
+    int d, n;     // the logical W (d, n)
+    int n_panels; // ceil(d / PANEL)
+} Matrix;
+
+typedef struct {
+    Matrix qkv; // [wq; wk; wv] (dim + 2 kv_dim, dim): q, k and v in one pass
+    Matrix wo;  // (dim, dim)
+    Matrix w13; // w1 and w3 (hidden, dim) each, panels interleaved: w1 panel 0,
+                // w3 panel 0, w1 panel 1, ... so whoever computes a panel pair
+                // can apply SwiGLU to it at once
+    Matrix w2;  // (dim, hidden)
+} Layer;
 
 // Activations for up to max_rows consecutive positions, allocated once.
 typedef struct {
     float *x;           // (T, dim) residual stream
-    float *xb;          // (T, dim) normed input / attention output
-    float *xb2;         // (T, dim) projection output
-    float *hb;          // (T, hidden) FFN gate
-    float *hb2;         // (T, hidden) FFN up
-    float *q;           // (T, dim) queries
-    float *att;         // (T, n_heads, seq_len) attention weights
+    float *xn;          // (threads, T, dim) rmsnorm(x): every thread keeps its own copy
+    float *qkv;         // (T, qkv_stride) each row's query | key | value
+    float *xb;          // (T, dim) attention output
+    float *xb2;         // (T, dim) output of wo or w2, before the residual add
+    float *h13;         // (T, h13_stride) w1 and w3 outputs, 16-column blocks interleaved
+    float *hb;          // (T, hidden) silu(w1 x) * (w3 x)
+    float *att;         // (T, n_heads, seq_pad) attention scores, then exp(score - max)
+    float *att_sum;     // (T, n_heads) the softmax denominators
     float *logits;      // (T, vocab) classifier output
-    float *key_cache;   // (L, seq_len, kv_dim) keys by absolute position
-    float *value_cache; // (L, seq_len, kv_dim) values by absolute position
+    float *key_cache;   // (L, n_kv_heads, seq_pad/8, hs, 8): 8 positions side by side
+    float *value_cache; // (L, n_kv_heads, seq_len, hs)
+    int qkv_stride, h13_stride, seq_pad;
 } RunState;
+
+typedef struct ThreadPool ThreadPool;
 
 typedef struct {
     Config config;              // vocab_size is |vocab_size| here
     TransformerWeights weights; // pointers into the mapping
+    Layer *layers;              // (n_layers) the packed matrices
+    Matrix wcls;                // the classifier (vocab, dim), packed
+    float *packed;              // the one allocation behind every Matrix
     RunState state;
     int shared_classifier;      // 1: wcls is token_embedding
     int max_rows;               // rows one forward() may take
+    int n_threads;              // threads a forward() uses (<= the pool's)
+    ThreadPool *pool;           // NULL: one thread
     const char *path;
     void *map;                  // the whole file, read-only
     size_t map_bytes;
 } Transformer;
 
 // ----------------------------------------------------------------------------
-// Loading: mmap a llama2.c checkpoint and check every field before use
+// Loading: mmap a llama2.c checkpoint, check every field, pack the matrices
 
 // Validate the 7-int header against the file size; fills c, *shared.
 static void check_config(Config *c, int *shared, const int32_t *h, size_t file_bytes,
@@ -132,29 +192,114 @@ static void check_config(Config *c, int *shared, const int32_t *h, size_t file_b
             file_bytes < need ? "truncated" : "longer than a legacy llama2.c checkpoint");
 }
 
-static void build_run_state(RunState *s, const Config *c, int T) {
+static size_t panels_of(int d) { return (size_t)(d + PANEL - 1) / PANEL; }
+
+static void build_run_state(RunState *s, const Config *c, int T, int threads) {
     size_t dim = (size_t)c->dim, hid = (size_t)c->hidden_dim, t = (size_t)T;
-    size_t kv_dim = (size_t)c->n_kv_heads * (dim / (size_t)c->n_heads);
-    size_t cache = (size_t)c->n_layers * (size_t)c->seq_len * kv_dim * sizeof(float);
+    size_t hs = dim / (size_t)c->n_heads, kv_dim = (size_t)c->n_kv_heads * hs;
+    s->seq_pad = (c->seq_len + 7) / 8 * 8;
+    s->qkv_stride = (int)(panels_of(c->dim + 2 * (int)kv_dim) * PANEL);
+    s->h13_stride = (int)(2 * panels_of(c->hidden_dim) * PANEL);
+    size_t cache = (size_t)c->n_layers * (size_t)s->seq_pad * kv_dim;
     s->x = xmalloc(t * dim * sizeof(float), "x");
+    s->xn = xmalloc((size_t)threads * t * dim * sizeof(float), "xn");
+    s->qkv = xmalloc(t * (size_t)s->qkv_stride * sizeof(float), "qkv");
     s->xb = xmalloc(t * dim * sizeof(float), "xb");
     s->xb2 = xmalloc(t * dim * sizeof(float), "xb2");
+    s->h13 = xmalloc(t * (size_t)s->h13_stride * sizeof(float), "h13");
     s->hb = xmalloc(t * hid * sizeof(float), "hb");
-    s->hb2 = xmalloc(t * hid * sizeof(float), "hb2");
-    s->q = xmalloc(t * dim * sizeof(float), "q");
-    s->att = xmalloc(t * (size_t)c->n_heads * (size_t)c->seq_len * sizeof(float), "att");
+    s->att = xmalloc(t * (size_t)c->n_heads * (size_t)s->seq_pad * sizeof(float), "att");
+    s->att_sum = xmalloc(t * (size_t)c->n_heads * sizeof(float), "att_sum");
     s->logits = xmalloc(t * (size_t)c->vocab_size * sizeof(float), "logits");
-    s->key_cache = xmalloc(cache, "key cache");
-    s->value_cache = xmalloc(cache, "value cache");
+    s->key_cache = xmalloc(cache * sizeof(float), "key cache");
+    s->value_cache = xmalloc(cache * sizeof(float), "value cache");
 }
 
 static void free_run_state(RunState *s) {
-    free(s->x); free(s->xb); free(s->xb2); free(s->hb); free(s->hb2);
-    free(s->q); free(s->att); free(s->logits); free(s->key_cache); free(s->value_cache);
+    free(s->x); free(s->xn); free(s->qkv); free(s->xb); free(s->xb2); free(s->h13); free(s->hb);
+    free(s->att); free(s->att_sum); free(s->logits); free(s->key_cache); free(s->value_cache);
 }
 
-// Map `path` read-only and size the run state for forwards of up to max_rows rows.
-static void build_transformer(Transformer *t, const char *path, int max_rows) {
+// One panel from `count` (<= PANEL) source rows of n floats; the rest stay 0.
+// rows (count) pointers -> panel (n, PANEL)
+static void pack_panel(float *panel, const float *const *rows, int count, int n) {
+    for (int j = 0; j < count; j++)
+        for (int k = 0; k < n; k++) panel[(size_t)k * PANEL + j] = rows[j][k];
+}
+
+// Pack the rows of up to three stacked tensors, (d[i], n) each, as ONE matrix
+// (d[0]+d[1]+d[2], n) into dst; returns the end of what it wrote.
+static float *pack_stacked(Matrix *m, float *dst, int n, const float *const w[3], const int d[3]) {
+    m->w = dst;
+    m->n = n;
+    m->d = d[0] + d[1] + d[2];
+    m->n_panels = (int)panels_of(m->d);
+    for (int i = 0; i < m->n_panels; i++) {
+        const float *rows[PANEL];
+        int count = 0;
+        for (int j = i * PANEL; j < m->d && count < PANEL; j++, count++) {
+            int seg = 0, r = j;
+            while (r >= d[seg]) r -= d[seg++];
+            rows[count] = w[seg] + (size_t)r * n;
+        }
+        pack_panel(dst + (size_t)i * n * PANEL, rows, count, n);
+    }
+    return dst + (size_t)m->n_panels * n * PANEL;
+}
+
+static float *pack_matrix(Matrix *m, float *dst, const float *w, int d, int n) {
+    const float *ws[3] = {w, w, w};
+    const int ds[3] = {d, 0, 0};
+    return pack_stacked(m, dst, n, ws, ds);
+}
+
+// w1, w3 (hid, n) -> panels interleaved (w1 0, w3 0, w1 1, w3 1, ...)
+static float *pack_interleaved(Matrix *m, float *dst, const float *w1, const float *w3, int hid,
+                               int n) {
+    int half = (int)panels_of(hid);
+    m->w = dst;
+    m->n = n;
+    m->n_panels = 2 * half;
+    m->d = m->n_panels * PANEL;
+    for (int i = 0; i < m->n_panels; i++) {
+        const float *src = (i % 2 ? w3 : w1) + (size_t)(i / 2) * PANEL * n, *rows[PANEL];
+        int count = hid - i / 2 * PANEL < PANEL ? hid - i / 2 * PANEL : PANEL;
+        for (int j = 0; j < count; j++) rows[j] = src + (size_t)j * n;
+        pack_panel(dst + (size_t)i * n * PANEL, rows, count, n);
+    }
+    return dst + (size_t)m->n_panels * n * PANEL;
+}
+
+// Every matrix of the checkpoint, packed into one allocation.
+static void pack_weights(Transformer *t) {
+    const Config *c = &t->config;
+    const TransformerWeights *w = &t->weights;
+    size_t dim = (size_t)c->dim, hid = (size_t)c->hidden_dim, L = (size_t)c->n_layers;
+    int kv_dim = c->n_kv_heads * (c->dim / c->n_heads);
+    size_t per_layer = (panels_of(c->dim + 2 * kv_dim) + panels_of(c->dim)) * dim * PANEL +
+                       2 * panels_of(c->hidden_dim) * dim * PANEL + panels_of(c->dim) * hid * PANEL;
+    size_t total = L * per_layer + panels_of(c->vocab_size) * dim * PANEL;
+    t->packed = xmalloc_floats_aligned(total, "packed weights");
+    t->layers = xmalloc(L * sizeof(Layer), "layers");
+    float *dst = t->packed;
+    for (size_t l = 0; l < L; l++) {
+        Layer *ly = &t->layers[l];
+        const float *qkv[3] = {w->wq + l * dim * dim, w->wk + l * kv_dim * dim,
+                               w->wv + l * kv_dim * dim};
+        const int qkv_d[3] = {c->dim, kv_dim, kv_dim};
+        dst = pack_stacked(&ly->qkv, dst, c->dim, qkv, qkv_d);
+        dst = pack_matrix(&ly->wo, dst, w->wo + l * dim * dim, c->dim, c->dim);
+        dst = pack_interleaved(&ly->w13, dst, w->w1 + l * hid * dim, w->w3 + l * hid * dim,
+                               c->hidden_dim, c->dim);
+        dst = pack_matrix(&ly->w2, dst, w->w2 + l * dim * hid, c->dim, c->hidden_dim);
+    }
+    pack_matrix(&t->wcls, dst, w->wcls, c->vocab_size, c->dim);
+}
+
+// Map `path` read-only, pack its matrices and size the run state for forwards
+// of up to max_rows rows on up to `threads` threads of `pool` (NULL: one).
+static void build_transformer(Transformer *t, const char *path, int max_rows, ThreadPool *pool,
+                              int threads) {
     int fd = open(path, O_RDONLY);
     if (fd < 0) die("%s: cannot open checkpoint: %s", path, strerror(errno));
     struct stat st;
@@ -168,17 +313,22 @@ static void build_transformer(Transformer *t, const char *path, int max_rows) {
     if (map == MAP_FAILED) die("%s: mmap failed: %s", path, strerror(errno));
     memset(t, 0, sizeof(*t));
     check_config(&t->config, &t->shared_classifier, (const int32_t *)map, bytes, path);
-    float *p = (float *)((char *)map + CONFIG_HEADER_BYTES);
-    map_weights(&t->weights, &t->config, p, t->shared_classifier);
+    float *w = (float *)((char *)map + CONFIG_HEADER_BYTES);
+    map_weights(&t->weights, &t->config, w, t->shared_classifier);
     t->path = path;
     t->map = map;
     t->map_bytes = bytes;
     t->max_rows = max_rows;
-    build_run_state(&t->state, &t->config, max_rows);
+    t->pool = pool;
+    t->n_threads = pool && threads > 1 ? threads : 1;
+    pack_weights(t);
+    build_run_state(&t->state, &t->config, max_rows, t->n_threads);
 }
 
 static void free_transformer(Transformer *t) {
     free_run_state(&t->state);
+    free(t->packed);
+    free(t->layers);
     if (t->map) munmap(t->map, t->map_bytes);
     t->map = NULL;
 }
@@ -186,21 +336,38 @@ static void free_transformer(Transformer *t) {
 // ----------------------------------------------------------------------------
 // Math kernels
 //
-// Every dot product in specdec uses ONE reduction order, on the AVX2 path and
-// on the scalar path alike, so both give the same bits:
-//   lane l (0..7) accumulates x[k]*y[k] for k = l, l+8, l+16, ... below
-//   n8 = n - n%8, each step one fused multiply-add (one rounding);
-//   the lanes are summed as ((l0+l4) + (l2+l6)) + ((l1+l5) + (l3+l7));
-//   the tail k = n8..n-1 is added in order, again with fused multiply-adds.
-// The order depends only on n, never on how many rows a matmul is given:
-// that is what makes the batched forward equal to single-row forwards.
+// Every result in specdec is defined by a REDUCTION ORDER, and the AVX2 path,
+// the scalar path, every row count and every thread count follow it, so all
+// give the same bits. A port that follows it (with fused multiply-adds) gets
+// the same logits. There are three orders:
+//
+//   chain  (matmuls, attention): acc = 0; for k = 0, 1, ..., n-1:
+//          acc = fma(a[k], b[k], acc), one rounding per step. Each output has
+//          its own chain, so the SIMD code puts 8 outputs side by side in a
+//          vector (16 weight rows, 8 cached positions, 8 head dimensions) and
+//          never sums across lanes.
+//   lanes8 (rmsnorm's sum of squares, softmax's sum): lane l (0..7) sums the
+//          terms k = l, l+8, l+16, ... below n8 = n - n%8 in order (fma for a
+//          dot product, plain adds for a sum); the lanes are combined as
+//          ((l0+l4) + (l2+l6)) + ((l1+l5) + (l3+l7)); the tail k = n8..n-1 is
+//          added in order.
+//   exp:   exp_canonical() below, a fixed polynomial, so softmax and SiLU do
+//          not depend on the C library's expf.
+// None of these depends on how many rows a forward is given: that is what
+// makes a K+1-row verify pass equal to K+1 single-row steps (batch invariance).
+
+#if defined(__GNUC__) && !defined(__clang__)
+#define UNROLL _Pragma("GCC unroll 16") // so GCC keeps a tile's accumulators in registers
+#else
+#define UNROLL
+#endif
 
 static float sum_lanes(const float l[8]) {
     return ((l[0] + l[4]) + (l[2] + l[6])) + ((l[1] + l[5]) + (l[3] + l[7]));
 }
 
-// x (n) . y (n) -> scalar, canonical order, portable C
-static float dot_scalar(const float *x, const float *y, int n) {
+// x (n) . y (n) -> scalar, lanes8 order, portable C
+static UNUSED_OK float dot_scalar(const float *x, const float *y, int n) {
     float lane[8] = {0};
     int n8 = n & ~7;
     for (int k = 0; k < n8; k += 8)
@@ -210,16 +377,63 @@ static float dot_scalar(const float *x, const float *y, int n) {
     return s;
 }
 
-// W (d,n) @ x (T,n) -> out (T,d), portable C. Compiled on every build so the
-// tests can compare the two paths.
-static void matmul_scalar(float *out, const float *x, const float *w, int T, int n, int d) {
-    for (int j = 0; j < d; j++)
-        for (int t = 0; t < T; t++)
-            out[(size_t)t * d + j] = dot_scalar(w + (size_t)j * n, x + (size_t)t * n, n);
+// sum of x (n), lanes8 order with plain adds, portable C
+static UNUSED_OK float sum_scalar(const float *x, int n) {
+    float lane[8] = {0};
+    int n8 = n & ~7;
+    for (int k = 0; k < n8; k += 8)
+        for (int l = 0; l < 8; l++) lane[l] += x[k + l];
+    float s = sum_lanes(lane);
+    for (int k = n8; k < n; k++) s += x[k];
+    return s;
+}
+
+// exp(x), the same bits on every path: x = n ln2 + r with n = rint(x log2(e))
+// and |r| <= ln2/2 (ln2 split in two so r is exact to ~2^-32), then
+// exp(r) = 1 + r + r^2 P(r) with Cephes' degree-5 P (within 2 ulp of exp on
+// this range), scaled by 2^n through the exponent field. Below -87 the result
+// is 0, from 88.3 up it is inf (2^n must stay a normal float; only SiLU sees
+// such inputs, where the result rounds the same), NaN stays NaN.
+#define EXP_LOG2E 1.44269504088896341f
+#define EXP_LN2_HI 0.693359375f
+#define EXP_LN2_LO -2.12194440e-4f
+static const float EXP_P[6] = {1.9875691500e-4f, 1.3981999507e-3f, 8.3334519073e-3f,
+                               4.1665795894e-2f, 1.6666665459e-1f, 5.0000001201e-1f};
+
+static float exp_canonical(float x) {
+    if (x >= 88.3f) return INFINITY;
+    if (!(x >= -87.0f)) return x != x ? x : 0.0f;
+    float n = rintf(x * EXP_LOG2E);
+    float r = fmaf(n, -EXP_LN2_HI, x);
+    r = fmaf(n, -EXP_LN2_LO, r);
+    float p = EXP_P[0];
+    for (int i = 1; i < 6; i++) p = fmaf(p, r, EXP_P[i]);
+    float y = fmaf(p, r * r, r) + 1.0f;
+    uint32_t bits = (uint32_t)((int)n + 127) << 23; // 2^n, n in -126..127
+    float scale;
+    memcpy(&scale, &bits, sizeof(scale));
+    return y * scale;
+}
+
+// Matmul, portable C: the definition the AVX2 kernel follows.
+// Panels [p0, p1) of m @ x (T, m->n) -> out (T, row stride os): output column
+// j = 16*panel + lane is the chain over k of W[j][k] * x[t][k]; columns at or
+// past d_out are not written.
+static void matmul_panels_scalar(float *out, size_t os, int d_out, const float *x, int T,
+                                 const Matrix *m, int p0, int p1) {
+    int n = m->n;
+    for (int i = p0; i < p1; i++)
+        for (int j = 0; j < PANEL && i * PANEL + j < d_out; j++)
+            for (int t = 0; t < T; t++) {
+                const float *w = m->w + (size_t)i * n * PANEL + j, *xt = x + (size_t)t * n;
+                float acc = 0.0f;
+                for (int k = 0; k < n; k++) acc = fmaf(w[(size_t)k * PANEL], xt[k], acc);
+                out[(size_t)t * os + (size_t)i * PANEL + j] = acc;
+            }
 }
 
 #if HAVE_AVX2
-// The 8 lanes of v summed in the canonical order.
+// The 8 lanes of v summed in the lanes8 order.
 static inline float hsum8(__m256 v) {
     __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1)); // l_i + l_{i+4}
     s = _mm_add_ps(s, _mm_movehl_ps(s, s));      // (l0+l4)+(l2+l6), (l1+l5)+(l3+l7)
@@ -227,7 +441,7 @@ static inline float hsum8(__m256 v) {
     return _mm_cvtss_f32(s);
 }
 
-// x (n) . y (n) -> scalar, canonical order, AVX2
+// x (n) . y (n) -> scalar, lanes8 order, AVX2
 static float dot_avx2(const float *x, const float *y, int n) {
     __m256 acc = _mm256_setzero_ps();
     int n8 = n & ~7;
@@ -238,74 +452,185 @@ static float dot_avx2(const float *x, const float *y, int n) {
     return s;
 }
 
-// One register tile: R weight rows times B activation rows (R * B <= 12).
-// W (R,n) @ x (B,n) -> out (B, row stride d). Each weight chunk is loaded once
-// and multiplied into all B rows while it sits in a register; each (r,b) pair
-// has its own accumulator, so the sum is the canonical one whatever R and B are.
-static inline __attribute__((always_inline)) void
-matmul_tile(float *out, const float *x, const float *w, int n, int d, int R, int B) {
-    __m256 acc[4][6];
-    for (int r = 0; r < R; r++)
-        for (int b = 0; b < B; b++) acc[r][b] = _mm256_setzero_ps();
-    int n8 = n & ~7;
-    for (int k = 0; k < n8; k += 8) {
-        __m256 xv[6];
-        for (int b = 0; b < B; b++) xv[b] = _mm256_loadu_ps(x + (size_t)b * n + k);
-        for (int r = 0; r < R; r++) {
-            // the next tile's weights: start their trip from DRAM now (into L2),
-            // so the memory stream keeps flowing while this tile computes
-            _mm_prefetch((const char *)(w + (size_t)(R + r) * n + k), _MM_HINT_T1);
-            __m256 wv = _mm256_loadu_ps(w + (size_t)r * n + k);
-            for (int b = 0; b < B; b++) acc[r][b] = _mm256_fmadd_ps(wv, xv[b], acc[r][b]);
-        }
-    }
-    for (int r = 0; r < R; r++)
-        for (int b = 0; b < B; b++) {
-            float s = hsum8(acc[r][b]);
-            for (int k = n8; k < n; k++) s = fmaf(w[(size_t)r * n + k], x[(size_t)b * n + k], s);
-            out[(size_t)b * d + r] = s;
-        }
+// exp_canonical of 8 lanes, step for step
+static inline __m256 exp8(__m256 x) {
+    __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(EXP_LOG2E)),
+                               _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m256 r = _mm256_fmadd_ps(n, _mm256_set1_ps(-EXP_LN2_HI), x);
+    r = _mm256_fmadd_ps(n, _mm256_set1_ps(-EXP_LN2_LO), r);
+    __m256 p = _mm256_set1_ps(EXP_P[0]);
+    for (int i = 1; i < 6; i++) p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(EXP_P[i]));
+    __m256 y = _mm256_add_ps(_mm256_fmadd_ps(p, _mm256_mul_ps(r, r), r), _mm256_set1_ps(1.0f));
+    __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+    y = _mm256_mul_ps(y, _mm256_castsi256_ps(e));
+    __m256 lo = _mm256_cmp_ps(x, _mm256_set1_ps(-87.0f), _CMP_GE_OQ); // false for NaN too
+    __m256 hi = _mm256_cmp_ps(x, _mm256_set1_ps(88.3f), _CMP_GE_OQ);
+    __m256 nan = _mm256_cmp_ps(x, x, _CMP_UNORD_Q);
+    y = _mm256_and_ps(y, lo);                                        // below -87: 0
+    y = _mm256_blendv_ps(y, _mm256_set1_ps(INFINITY), hi);           // 88.3 and up: inf
+    return _mm256_blendv_ps(y, x, nan);                              // NaN: itself
 }
 
-// 2 weight rows against B = 1..6 activation rows: a tile unrolled for each B
-static void matmul_tile2(float *out, const float *x, const float *w, int n, int d, int B) {
-    switch (B) {
-    case 1: matmul_tile(out, x, w, n, d, 2, 1); break;
-    case 2: matmul_tile(out, x, w, n, d, 2, 2); break;
-    case 3: matmul_tile(out, x, w, n, d, 2, 3); break;
-    case 4: matmul_tile(out, x, w, n, d, 2, 4); break;
-    case 5: matmul_tile(out, x, w, n, d, 2, 5); break;
-    default: matmul_tile(out, x, w, n, d, 2, 6); break;
+// ---- matmul tiles: R rows of x times P panels (16 outputs each) of W, every
+// output a chain over k in its own register. Two loop shapes, because each
+// compiler keeps a different one in 16 registers: A loads the tile's weight
+// vectors first, then broadcasts one x per row; B broadcasts the R x's first,
+// then streams the weight vectors past them. Each tile shape uses the one that
+// measured faster with both gcc and clang (test/bench.c `kernels`).
+#ifndef MM_PREFETCH
+#define MM_PREFETCH 16 // lines ahead a tile prefetches its panels (one line per step of k)
+#endif
+#define MM_TILE_A(R, P)                                                                     \
+    static void mm_tile_##R##x##P(float *out, size_t os, const float *x, size_t xs,       \
+                                  const float *w, int n) {                                \
+        __m256 acc[R][2 * P];                                                             \
+        UNROLL for (int r = 0; r < R; r++) UNROLL for (int v = 0; v < 2 * P; v++)         \
+            acc[r][v] = _mm256_setzero_ps();                                              \
+        for (int k = 0; k < n; k++) {                                                     \
+            UNROLL for (int v = 0; v < P; v++)                                            \
+                _mm_prefetch((const char *)(w + ((size_t)v * n + k + MM_PREFETCH) * PANEL), _MM_HINT_T0); \
+            __m256 wv[2 * P];                                                             \
+            UNROLL for (int v = 0; v < 2 * P; v++)                                        \
+                wv[v] = _mm256_loadu_ps(w + ((size_t)(v / 2) * n + k) * PANEL + 8 * (v % 2)); \
+            UNROLL for (int r = 0; r < R; r++) {                                          \
+                __m256 xr = _mm256_broadcast_ss(x + r * xs + k);                          \
+                UNROLL for (int v = 0; v < 2 * P; v++)                                    \
+                    acc[r][v] = _mm256_fmadd_ps(wv[v], xr, acc[r][v]);                    \
+            }                                                                             \
+        }                                                                                 \
+        UNROLL for (int r = 0; r < R; r++) UNROLL for (int v = 0; v < 2 * P; v++)         \
+            _mm256_storeu_ps(out + r * os + 8 * v, acc[r][v]);                            \
     }
+#define MM_TILE_B(R, P)                                                                     \
+    static void mm_tile_##R##x##P(float *out, size_t os, const float *x, size_t xs,       \
+                                  const float *w, int n) {                                \
+        __m256 acc[R][2 * P];                                                             \
+        UNROLL for (int r = 0; r < R; r++) UNROLL for (int v = 0; v < 2 * P; v++)         \
+            acc[r][v] = _mm256_setzero_ps();                                              \
+        for (int k = 0; k < n; k++) {                                                     \
+            UNROLL for (int v = 0; v < P; v++)                                            \
+                _mm_prefetch((const char *)(w + ((size_t)v * n + k + MM_PREFETCH) * PANEL), _MM_HINT_T0); \
+            __m256 xr[R];                                                                 \
+            UNROLL for (int r = 0; r < R; r++) xr[r] = _mm256_broadcast_ss(x + r * xs + k); \
+            UNROLL for (int v = 0; v < 2 * P; v++) {                                      \
+                __m256 wv = _mm256_loadu_ps(w + ((size_t)(v / 2) * n + k) * PANEL + 8 * (v % 2)); \
+                UNROLL for (int r = 0; r < R; r++)                                        \
+                    acc[r][v] = _mm256_fmadd_ps(wv, xr[r], acc[r][v]);                    \
+            }                                                                             \
+        }                                                                                 \
+        UNROLL for (int r = 0; r < R; r++) UNROLL for (int v = 0; v < 2 * P; v++)         \
+            _mm256_storeu_ps(out + r * os + 8 * v, acc[r][v]);                            \
+    }
+MM_TILE_B(1, 4) MM_TILE_A(1, 1) MM_TILE_B(2, 3) MM_TILE_A(2, 1) MM_TILE_B(3, 2)
+MM_TILE_A(3, 1) MM_TILE_A(4, 1) MM_TILE_B(5, 1) MM_TILE_A(6, 1)
+
+typedef void (*MmTile)(float *out, size_t os, const float *x, size_t xs, const float *w, int n);
+
+#if HAVE_AVX512
+// The same tiles with 16-lane registers: a panel is one register, and with 32
+// registers a tile holds up to 8 rows. Each output is still its own chain.
+#define MM512_TILE(R, P)                                                                    \
+    static void mm512_tile_##R##x##P(float *out, size_t os, const float *x, size_t xs,    \
+                                     const float *w, int n) {                             \
+        __m512 acc[R][P];                                                                 \
+        UNROLL for (int r = 0; r < R; r++) UNROLL for (int v = 0; v < P; v++)             \
+            acc[r][v] = _mm512_setzero_ps();                                              \
+        for (int k = 0; k < n; k++) {                                                     \
+            __m512 wv[P];                                                                 \
+            UNROLL for (int v = 0; v < P; v++) {                                          \
+                _mm_prefetch((const char *)(w + ((size_t)v * n + k + MM_PREFETCH) * PANEL), _MM_HINT_T0); \
+                wv[v] = _mm512_loadu_ps(w + ((size_t)v * n + k) * PANEL);                 \
+            }                                                                             \
+            UNROLL for (int r = 0; r < R; r++) {                                          \
+                __m512 xr = _mm512_set1_ps(x[r * xs + k]);                                \
+                UNROLL for (int v = 0; v < P; v++)                                        \
+                    acc[r][v] = _mm512_fmadd_ps(wv[v], xr, acc[r][v]);                    \
+            }                                                                             \
+        }                                                                                 \
+        UNROLL for (int r = 0; r < R; r++) UNROLL for (int v = 0; v < P; v++)             \
+            _mm512_storeu_ps(out + r * os + PANEL * v, acc[r][v]);                        \
+    }
+MM512_TILE(1, 8) MM512_TILE(2, 6) MM512_TILE(3, 4) MM512_TILE(4, 4) MM512_TILE(5, 3)
+MM512_TILE(6, 3) MM512_TILE(7, 2) MM512_TILE(8, 2) MM512_TILE(1, 1) MM512_TILE(2, 1)
+MM512_TILE(3, 1) MM512_TILE(4, 1) MM512_TILE(5, 1) MM512_TILE(6, 1) MM512_TILE(7, 1)
+MM512_TILE(8, 1)
+#define MM_MAX_ROWS 8 // rows in one tile
+static const MmTile WIDE_TILE[9] = {NULL, mm512_tile_1x8, mm512_tile_2x6, mm512_tile_3x4,
+                                    mm512_tile_4x4, mm512_tile_5x3, mm512_tile_6x3,
+                                    mm512_tile_7x2, mm512_tile_8x2};
+static const MmTile ONE_TILE[9] = {NULL, mm512_tile_1x1, mm512_tile_2x1, mm512_tile_3x1,
+                                   mm512_tile_4x1, mm512_tile_5x1, mm512_tile_6x1,
+                                   mm512_tile_7x1, mm512_tile_8x1};
+static const int MM_WIDE[9] = {0, 8, 6, 4, 4, 3, 3, 2, 2};
+#else
+#define MM_MAX_ROWS 6
+// the tile for R = 1..6 rows: WIDE_TILE over MM_WIDE[R] panels, ONE_TILE over one
+static const MmTile WIDE_TILE[7] = {NULL, mm_tile_1x4, mm_tile_2x3, mm_tile_3x2,
+                                    mm_tile_4x1, mm_tile_5x1, mm_tile_6x1};
+static const MmTile ONE_TILE[7] = {NULL, mm_tile_1x1, mm_tile_2x1, mm_tile_3x1,
+                                   mm_tile_4x1, mm_tile_5x1, mm_tile_6x1};
+static const int MM_WIDE[7] = {0, 4, 3, 2, 1, 1, 1};
+#endif
+
+// R = 1..MM_MAX_ROWS rows over panels [p0, p1): wide tiles, then single panels
+static void mm_rows(float *out, size_t os, const float *x, int R, const Matrix *m, int p0, int p1) {
+    size_t n = (size_t)m->n;
+    int i = p0;
+    for (; i + MM_WIDE[R] <= p1; i += MM_WIDE[R])
+        WIDE_TILE[R](out + (size_t)i * PANEL, os, x, n, m->w + (size_t)i * n * PANEL, m->n);
+    for (; i < p1; i++)
+        ONE_TILE[R](out + (size_t)i * PANEL, os, x, n, m->w + (size_t)i * n * PANEL, m->n);
 }
 
-// W (d,n) @ x (T,n) -> out (T,d), AVX2+FMA. Walks W once from memory.
-// One row (decoding): 4 weight rows at a time, 4 independent FMA chains.
-// T rows (verification): 2 weight rows at a time against blocks of up to 6
-// activation rows, the blocks as even as possible (T = 5: one block of 5;
-// T = 9: 5 + 4), so the weights leave DRAM once and are reused from L1.
-static void matmul_avx2(float *out, const float *x, const float *w, int T, int n, int d) {
-    int j = 0;
-    if (T == 1) {
-        for (; j + 4 <= d; j += 4) matmul_tile(out + j, x, w + (size_t)j * n, n, d, 4, 1);
-        for (; j < d; j++) matmul_tile(out + j, x, w + (size_t)j * n, n, d, 1, 1);
-        return;
-    }
-    int blocks = (T + 5) / 6;
-    for (; j < d; j += 2) {
-        const float *wj = w + (size_t)j * n;
+// Panels [p0, p1) of m @ x (T, m->n) -> out (T, stride os), columns < d_out.
+// Rows go in blocks of at most MM_MAX_ROWS (as even as possible: 9 = 5 + 4); the panels
+// in chunks of about 128 KB, so every block reuses a chunk from L2 and the
+// weights leave memory once. A panel that straddles d_out goes through a
+// small buffer, so nothing past d_out is written.
+static void matmul_panels_avx2(float *out, size_t os, int d_out, const float *x, int T,
+                               const Matrix *m, int p0, int p1) {
+    int full = d_out / PANEL < p1 ? d_out / PANEL : p1; // panels wholly inside d_out
+    int blocks = (T + MM_MAX_ROWS - 1) / MM_MAX_ROWS;
+    int chunk = blocks == 1 ? p1 : (int)(32768 / ((size_t)m->n * PANEL)) + 1; // ~128 KB of panels
+    for (int c0 = p0; c0 < full; c0 += chunk) {
+        int c1 = c0 + chunk < full ? c0 + chunk : full;
         for (int b = 0, t = 0; b < blocks; b++) {
-            int rows = (T - t) / (blocks - b); // near-equal blocks
-            if (j + 2 <= d) matmul_tile2(out + (size_t)t * d + j, x + (size_t)t * n, wj, n, d, rows);
-            else for (int i = 0; i < rows; i++) // an odd last weight row
-                matmul_tile(out + (size_t)(t + i) * d + j, x + (size_t)(t + i) * n, wj, n, d, 1, 1);
+            int rows = (T - t) / (blocks - b);
+            mm_rows(out + (size_t)t * os, os, x + (size_t)t * m->n, rows, m, c0, c1);
             t += rows;
+        }
+    }
+    for (int i = full > p0 ? full : p0; i < p1; i++) { // the straddling panel
+        float buf[MM_MAX_ROWS * PANEL];
+        for (int t = 0; t < T; t += MM_MAX_ROWS) {
+            int rows = T - t < MM_MAX_ROWS ? T - t : MM_MAX_ROWS;
+            ONE_TILE[rows](buf, PANEL, x + (size_t)t * m->n, (size_t)m->n,
+                           m->w + (size_t)i * m->n * PANEL, m->n);
+            for (int r = 0; r < rows; r++)
+                for (int j = 0; j < PANEL && i * PANEL + j < d_out; j++)
+                    out[(size_t)(t + r) * os + (size_t)i * PANEL + j] = buf[r * PANEL + j];
         }
     }
 }
 #endif
 
-// x (n) . y (n) -> scalar
+// Panels [p0, p1) of m @ x (T, m->n) -> out (T, stride os), columns < d_out
+static void matmul_panels(float *out, size_t os, int d_out, const float *x, int T,
+                          const Matrix *m, int p0, int p1) {
+#if HAVE_AVX2
+    (void)matmul_panels_scalar; // built for the tests
+    matmul_panels_avx2(out, os, d_out, x, T, m, p0, p1);
+#else
+    matmul_panels_scalar(out, os, d_out, x, T, m, p0, p1);
+#endif
+}
+
+// W (d,n) @ x (T,n) -> out (T,d), the whole matrix on the calling thread
+static UNUSED_OK void matmul(float *out, const float *x, const Matrix *m, int T) {
+    matmul_panels(out, (size_t)m->d, m->d, x, T, m, 0, m->n_panels);
+}
+
+// x (n) . y (n) -> scalar, lanes8 order
 static float dot(const float *x, const float *y, int n) {
 #if HAVE_AVX2
     return dot_avx2(x, y, n);
@@ -314,95 +639,47 @@ static float dot(const float *x, const float *y, int n) {
 #endif
 }
 
-#if HAVE_AVX2
-// The canonical sums of 8 accumulators at once: out[j] = hsum8(v[j]), bit for
-// bit (m_i = l_i + l_{i+4}, then (m0+m2) + (m1+m3)), but transposed so the 8
-// horizontal sums share their shuffles. v[8] -> out (8)
-static inline __m256 hsum8x8(const __m256 *v) {
-    __m256 h[4];
-    for (int j = 0; j < 4; j++) { // m of v[2j] in the low half, of v[2j+1] in the high
-        __m256 m = _mm256_add_ps(_mm256_permute2f128_ps(v[2 * j], v[2 * j + 1], 0x20),
-                                 _mm256_permute2f128_ps(v[2 * j], v[2 * j + 1], 0x31));
-        h[j] = _mm256_permute_ps(m, _MM_SHUFFLE(3, 1, 2, 0)); // m0 m2 m1 m3
-    }
-    __m256 n01 = _mm256_hadd_ps(h[0], h[1]), n23 = _mm256_hadd_ps(h[2], h[3]); // m0+m2, m1+m3
-    __m256 s = _mm256_hadd_ps(n01, n23);           // order: v0 v2 v4 v6 | v1 v3 v5 v7
-    return _mm256_permutevar8x32_ps(s, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
-}
-
-// 8 dot products q . k_j, j = 0..7, rows of k stride apart, canonical order.
-// q (n), k (8,stride) -> out (8); n a multiple of 8
-static void dot8_avx2(float *out, const float *q, const float *k, size_t stride, int n) {
-    __m256 acc[8];
-    for (int j = 0; j < 8; j++) acc[j] = _mm256_setzero_ps();
-    for (int c = 0; c < n; c += 8) {
-        __m256 qv = _mm256_loadu_ps(q + c);
-        for (int j = 0; j < 8; j++)
-            acc[j] = _mm256_fmadd_ps(qv, _mm256_loadu_ps(k + j * stride + c), acc[j]);
-    }
-    _mm256_storeu_ps(out, hsum8x8(acc));
-}
-#endif
-
-// Attention scores: a[t] = (q . k_t) * scale for t < n_pos; every score is
-// dot() exactly, 8 positions at a time on AVX2. q (hs), k (n_pos,stride) -> a (n_pos)
-static void attention_scores(float *a, const float *q, const float *k, size_t stride, int n_pos,
-                             int hs, float scale) {
-    int t = 0;
-#if HAVE_AVX2
-    if (hs % 8 == 0)
-        for (; t + 8 <= n_pos; t += 8) {
-            dot8_avx2(a + t, q, k + (size_t)t * stride, stride, hs);
-            for (int j = 0; j < 8; j++) a[t + j] *= scale;
-        }
-#endif
-    for (; t < n_pos; t++) a[t] = dot(q, k + (size_t)t * stride, hs) * scale;
-}
-
-#if HAVE_AVX2
-// out[0..8B) = sum_t a[t] v_t[0..8B), B <= 4 vectors kept in registers across
-// t: B independent add chains per position. a (n_pos), v (n_pos,stride) -> out (8B)
-static inline void attention_values_avx2(float *out, const float *a, const float *v,
-                                         size_t stride, int n_pos, int B) {
-    __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(),
-                     _mm256_setzero_ps()};
-    for (int t = 0; t < n_pos; t++) {
-        __m256 at = _mm256_set1_ps(a[t]);
-        const float *vt = v + (size_t)t * stride;
-        for (int b = 0; b < B; b++)
-            acc[b] = _mm256_add_ps(acc[b], _mm256_mul_ps(at, _mm256_loadu_ps(vt + 8 * b)));
-    }
-    for (int b = 0; b < B; b++) _mm256_storeu_ps(out + 8 * b, acc[b]);
-}
-#endif
-
-// Attention output: out = sum_t a[t] v_t, summed in order t = 0, 1, ... as a
-// product then a sum (no fused multiply-add), so the AVX2 loop, which keeps
-// up to 32 outputs in registers across t, gives the scalar loop's bits.
-// a (n_pos), v (n_pos,stride) -> out (hs)
-static void attention_values(float *out, const float *a, const float *v, size_t stride,
-                             int n_pos, int hs) {
+// x[i] = exp_canonical(x[i] - max) for i < n; returns their sum (lanes8 order).
+// x (n) in place
+static float exp_and_sum(float *x, int n, float max) {
     int i = 0;
 #if HAVE_AVX2
-    // constant block sizes, so the inlined loop keeps its accumulators in registers
-    for (; i + 32 <= hs; i += 32) attention_values_avx2(out + i, a, v + i, stride, n_pos, 4);
-    for (; i + 8 <= hs; i += 8) attention_values_avx2(out + i, a, v + i, stride, n_pos, 1);
-#endif
-    for (; i < hs; i++) {
-        float acc = 0.0f;
-        for (int t = 0; t < n_pos; t++) acc += a[t] * v[(size_t)t * stride + i];
-        out[i] = acc;
+    __m256 m = _mm256_set1_ps(max), acc = _mm256_setzero_ps();
+    for (; i + 8 <= n; i += 8) {
+        __m256 e = exp8(_mm256_sub_ps(_mm256_loadu_ps(x + i), m));
+        _mm256_storeu_ps(x + i, e);
+        acc = _mm256_add_ps(acc, e);
     }
+    float s = hsum8(acc);
+    for (; i < n; i++) s += (x[i] = exp_canonical(x[i] - max));
+    return s;
+#else
+    for (; i < n; i++) x[i] = exp_canonical(x[i] - max);
+    return sum_scalar(x, n);
+#endif
 }
 
-// W (d,n) @ x (T,n) -> out (T,d): the one matmul for every row count 1..K_MAX+1
-static void matmul(float *out, const float *x, const float *w, int T, int n, int d) {
+// the largest of x (n), n >= 1 (any order gives the same maximum)
+static float max_of(const float *x, int n) {
+    float max = x[0];
+    int i = 1;
 #if HAVE_AVX2
-    (void)matmul_scalar; // unused here, but built for the tests
-    matmul_avx2(out, x, w, T, n, d);
-#else
-    matmul_scalar(out, x, w, T, n, d);
+    if (n >= 8) {
+        __m256 m = _mm256_loadu_ps(x);
+        for (i = 8; i + 8 <= n; i += 8) m = _mm256_max_ps(m, _mm256_loadu_ps(x + i));
+        float lanes[8];
+        _mm256_storeu_ps(lanes, m);
+        for (int l = 0; l < 8; l++) if (lanes[l] > max) max = lanes[l];
+    }
 #endif
+    for (; i < n; i++) if (x[i] > max) max = x[i];
+    return max;
+}
+
+// softmax in place: x (n) -> exp(x - max) / sum
+static void softmax(float *x, int n) {
+    float sum = exp_and_sum(x, n, max_of(x, n));
+    for (int i = 0; i < n; i++) x[i] /= sum;
 }
 
 // RMSNorm: out = weight * x / sqrt(mean(x^2) + 1e-5), for T rows of n.
@@ -414,15 +691,6 @@ static void rmsnorm(float *out, const float *x, const float *weight, int T, int 
         ss = 1.0f / sqrtf(ss);
         for (int i = 0; i < n; i++) out[(size_t)t * n + i] = weight[i] * (ss * xt[i]);
     }
-}
-
-// softmax in place: x (n) -> exp(x - max) / sum, summed left to right
-static void softmax(float *x, int n) {
-    float max = x[0];
-    for (int i = 1; i < n; i++) if (x[i] > max) max = x[i];
-    float sum = 0.0f;
-    for (int i = 0; i < n; i++) { x[i] = expf(x[i] - max); sum += x[i]; }
-    for (int i = 0; i < n; i++) x[i] /= sum;
 }
 
 // RoPE: rotate each pair (v[2i], v[2i+1]) of every head by angle pos*theta_i,
@@ -438,92 +706,429 @@ static void rope(float *v, const float *cos_row, const float *sin_row, int n_hea
         }
 }
 
-// SwiGLU: hb = silu(hb) * hb2, silu(x) = x * sigmoid(x). hb, hb2 (n) -> hb (n)
-static void swiglu(float *hb, const float *hb2, size_t n) {
-    for (size_t i = 0; i < n; i++) {
-        float v = hb[i];
-        v *= 1.0f / (1.0f + expf(-v));
-        hb[i] = v * hb2[i];
+// SwiGLU on one 16-column block pair: out[j] = silu(h1[j]) * h3[j] for j < n,
+// silu(v) = v * sigmoid(v) = v / (1 + exp(-v)). h1, h3 (n) -> out (n)
+static void swiglu(float *out, const float *h1, const float *h3, int n) {
+    int j = 0;
+#if HAVE_AVX2
+    for (; j + 8 <= n; j += 8) {
+        __m256 v = _mm256_loadu_ps(h1 + j);
+        __m256 e = exp8(_mm256_xor_ps(v, _mm256_set1_ps(-0.0f))); // exp(-v)
+        __m256 s = _mm256_div_ps(_mm256_set1_ps(1.0f), _mm256_add_ps(_mm256_set1_ps(1.0f), e));
+        _mm256_storeu_ps(out + j, _mm256_mul_ps(_mm256_mul_ps(v, s), _mm256_loadu_ps(h3 + j)));
     }
+#endif
+    for (; j < n; j++) {
+        float v = h1[j];
+        v *= 1.0f / (1.0f + exp_canonical(-v));
+        out[j] = v * h3[j];
+    }
+}
+
+// ---- attention kernels. The key cache keeps 8 positions side by side, (blocks,
+// hs, 8), so one load brings dimension c of 8 cached keys: a score tile holds
+// 8 positions per register, a value tile 8 head dimensions, and every score
+// and every output is its own chain (over c for scores, over positions for
+// values), the same for any number of query rows.
+
+#if HAVE_AVX2
+// Q query vectors x B blocks of 8 positions: s[q][8b+l] = chain over c of
+// q[c] * key_{8b+l}[c]. q (Q) pointers to (hs), kb (B, hs, 8) -> s (Q, stride ss)
+#define SC_TILE(Q, B)                                                                   \
+    static void sc_tile_##Q##x##B(float *const *s, const float *const *q,              \
+                                  const float *kb, int hs) {                           \
+        __m256 acc[Q][B];                                                             \
+        UNROLL for (int i = 0; i < Q; i++) UNROLL for (int b = 0; b < B; b++)         \
+            acc[i][b] = _mm256_setzero_ps();                                          \
+        for (int c = 0; c < hs; c++) {                                                \
+            __m256 kv[B];                                                             \
+            UNROLL for (int b = 0; b < B; b++)                                        \
+                kv[b] = _mm256_loadu_ps(kb + ((size_t)b * hs + c) * 8);               \
+            UNROLL for (int i = 0; i < Q; i++) {                                      \
+                __m256 qc = _mm256_broadcast_ss(q[i] + c);                            \
+                UNROLL for (int b = 0; b < B; b++)                                    \
+                    acc[i][b] = _mm256_fmadd_ps(kv[b], qc, acc[i][b]);                \
+            }                                                                         \
+        }                                                                             \
+        UNROLL for (int i = 0; i < Q; i++) UNROLL for (int b = 0; b < B; b++)         \
+            _mm256_storeu_ps(s[i] + 8 * b, acc[i][b]);                                \
+    }
+SC_TILE(1, 4) SC_TILE(2, 4) SC_TILE(3, 3) SC_TILE(4, 2) SC_TILE(5, 2) SC_TILE(6, 2)
+SC_TILE(1, 1) SC_TILE(2, 1) SC_TILE(3, 1) SC_TILE(4, 1) SC_TILE(5, 1) SC_TILE(6, 1)
+
+// Q query vectors x C chunks of 8 head dimensions: out[q][8c+l] = chain over
+// positions t < n_pos of e[q][t] * v_t[8c+l]. e (Q) pointers to (n_pos),
+// v (n_pos, stride vs) from the chunk's first column -> out (Q) pointers
+#define VA_TILE(Q, C)                                                                   \
+    static void va_tile_##Q##x##C(float *const *out, const float *const *e,            \
+                                  const float *v, size_t vs, int n_pos) {              \
+        __m256 acc[Q][C];                                                             \
+        UNROLL for (int i = 0; i < Q; i++) UNROLL for (int c = 0; c < C; c++)         \
+            acc[i][c] = _mm256_setzero_ps();                                          \
+        for (int t = 0; t < n_pos; t++) {                                             \
+            __m256 vv[C];                                                             \
+            UNROLL for (int c = 0; c < C; c++)                                        \
+                vv[c] = _mm256_loadu_ps(v + (size_t)t * vs + 8 * c);                  \
+            UNROLL for (int i = 0; i < Q; i++) {                                      \
+                __m256 et = _mm256_broadcast_ss(e[i] + t);                            \
+                UNROLL for (int c = 0; c < C; c++)                                    \
+                    acc[i][c] = _mm256_fmadd_ps(vv[c], et, acc[i][c]);                \
+            }                                                                         \
+        }                                                                             \
+        UNROLL for (int i = 0; i < Q; i++) UNROLL for (int c = 0; c < C; c++)         \
+            _mm256_storeu_ps(out[i] + 8 * c, acc[i][c]);                              \
+    }
+VA_TILE(1, 4) VA_TILE(2, 4) VA_TILE(3, 2) VA_TILE(4, 2) VA_TILE(5, 2) VA_TILE(6, 2)
+VA_TILE(1, 1) VA_TILE(2, 1) VA_TILE(3, 1) VA_TILE(4, 1) VA_TILE(5, 1) VA_TILE(6, 1)
+
+typedef void (*ScTile)(float *const *s, const float *const *q, const float *kb, int hs);
+typedef void (*VaTile)(float *const *out, const float *const *e, const float *v, size_t vs,
+                       int n_pos);
+static const ScTile SC_WIDE[7] = {NULL, sc_tile_1x4, sc_tile_2x4, sc_tile_3x3,
+                                  sc_tile_4x2, sc_tile_5x2, sc_tile_6x2};
+static const ScTile SC_ONE[7] = {NULL, sc_tile_1x1, sc_tile_2x1, sc_tile_3x1,
+                                 sc_tile_4x1, sc_tile_5x1, sc_tile_6x1};
+static const int SC_BLOCKS[7] = {0, 4, 4, 3, 2, 2, 2};
+static const VaTile VA_WIDE[7] = {NULL, va_tile_1x4, va_tile_2x4, va_tile_3x2,
+                                  va_tile_4x2, va_tile_5x2, va_tile_6x2};
+static const VaTile VA_ONE[7] = {NULL, va_tile_1x1, va_tile_2x1, va_tile_3x1,
+                                 va_tile_4x1, va_tile_5x1, va_tile_6x1};
+static const int VA_CHUNKS[7] = {0, 4, 4, 2, 2, 2, 2};
+#endif
+
+// Raw scores of Q (<= 6) query vectors against positions [0, 8 * n_blocks):
+// s[i][t] = chain over c of q[i][c] * key_t[c]. q (Q) pointers to (hs),
+// kc (n_blocks, hs, 8) -> s (Q) pointers to (8 * n_blocks)
+static void attention_scores(float *const *s, const float *const *q, int Q, const float *kc,
+                             int n_blocks, int hs) {
+    int b = 0;
+#if HAVE_AVX2
+    float *o[6];
+    for (; b < n_blocks; b += b + SC_BLOCKS[Q] <= n_blocks ? SC_BLOCKS[Q] : 1) {
+        for (int i = 0; i < Q; i++) o[i] = s[i] + 8 * b;
+        if (b + SC_BLOCKS[Q] <= n_blocks) SC_WIDE[Q](o, q, kc + (size_t)b * hs * 8, hs);
+        else SC_ONE[Q](o, q, kc + (size_t)b * hs * 8, hs);
+    }
+#endif
+    for (; b < n_blocks; b++)
+        for (int i = 0; i < Q; i++)
+            for (int l = 0; l < 8; l++) {
+                float acc = 0.0f;
+                for (int c = 0; c < hs; c++) acc = fmaf(kc[((size_t)b * hs + c) * 8 + l], q[i][c], acc);
+                s[i][8 * b + l] = acc;
+            }
+}
+
+// Weighted sums of the values: out[i][c] = chain over t < n_pos of
+// e[i][t] * v_t[c]. e (Q <= 6) pointers to (n_pos), v (n_pos, hs) -> out (Q) pointers to (hs)
+static void attention_values(float *const *out, const float *const *e, int Q, const float *v,
+                             int n_pos, int hs) {
+    int c = 0;
+#if HAVE_AVX2
+    float *o[6];
+    for (; c + 8 * VA_CHUNKS[Q] <= hs; c += 8 * VA_CHUNKS[Q]) {
+        for (int i = 0; i < Q; i++) o[i] = out[i] + c;
+        VA_WIDE[Q](o, e, v + c, (size_t)hs, n_pos);
+    }
+    for (; c + 8 <= hs; c += 8) {
+        for (int i = 0; i < Q; i++) o[i] = out[i] + c;
+        VA_ONE[Q](o, e, v + c, (size_t)hs, n_pos);
+    }
+#endif
+    for (; c < hs; c++)
+        for (int i = 0; i < Q; i++) {
+            float acc = 0.0f;
+            for (int t = 0; t < n_pos; t++) acc = fmaf(v[(size_t)t * hs + c], e[i][t], acc);
+            out[i][c] = acc;
+        }
+}
+
+// ----------------------------------------------------------------------------
+// Threads: a pool of workers that run one job at a time
+//
+// A forward pass on N threads gives the same bits as on one: the work is split
+// by OUTPUT (panels of a matmul, key/value heads of attention), never inside a
+// reduction, so every number is computed by exactly the code that would compute
+// it on one thread. A layer of the shipped target takes microseconds, so the
+// threads meet at spinning barriers; between jobs a worker spins for a while,
+// then sleeps on a condition variable.
+
+typedef void (*Job)(void *arg, int tid, int n_threads);
+
+struct ThreadPool {
+    int n;                   // threads, the caller included
+    pthread_t *threads;      // (n - 1) workers
+    struct Worker { ThreadPool *pool; int tid; } *workers;
+    pthread_mutex_t lock;
+    pthread_cond_t wake;
+    atomic_uint generation;  // bumped once per job
+    atomic_int sleeping;     // workers waiting on `wake`
+    atomic_int finished;     // workers done with the current job
+    atomic_int arrived;      // barrier: threads that reached it
+    atomic_uint phase;       // barrier: bumped each time all have
+    Job job;                 // NULL: the workers exit
+    void *arg;
+    int job_threads;
+};
+
+#define POOL_SPIN 200000 // pause instructions a worker waits before it sleeps (~1-5 ms)
+
+static inline void cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    __asm__ __volatile__("pause");
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
+
+// One turn of a spin-wait: pause, and after many turns give the CPU away, so
+// more threads than cores (--threads 3 on 2 cores) still make progress.
+static inline void spin_wait(long *turns) {
+    if (++*turns > 2000) sched_yield();
+    else cpu_relax();
+}
+
+// Wait until all n threads of the job arrive; the last one releases the rest.
+static void pool_barrier(ThreadPool *p, int n) {
+    if (n <= 1) return;
+    unsigned phase = atomic_load(&p->phase);
+    long turns = 0;
+    if (atomic_fetch_add(&p->arrived, 1) == n - 1) {
+        atomic_store(&p->arrived, 0);
+        atomic_fetch_add(&p->phase, 1);
+    } else {
+        while (atomic_load(&p->phase) == phase) spin_wait(&turns);
+    }
+}
+
+// a worker: wait for a new generation (spin, then sleep), run the job, report
+static void *pool_worker(void *arg) {
+    struct Worker *w = arg;
+    ThreadPool *p = w->pool;
+    unsigned seen = 0, g;
+    for (;;) {
+        long spin = 0;
+        while ((g = atomic_load(&p->generation)) == seen && spin++ < POOL_SPIN) cpu_relax();
+        if (g == seen) {
+            pthread_mutex_lock(&p->lock);
+            atomic_fetch_add(&p->sleeping, 1);
+            while ((g = atomic_load(&p->generation)) == seen) pthread_cond_wait(&p->wake, &p->lock);
+            atomic_fetch_sub(&p->sleeping, 1);
+            pthread_mutex_unlock(&p->lock);
+        }
+        seen = g;
+        if (!p->job) return NULL;
+        if (w->tid < p->job_threads) p->job(p->arg, w->tid, p->job_threads);
+        atomic_fetch_add(&p->finished, 1);
+    }
+}
+
+// Publish a job (NULL: exit) and wake sleepers; does not wait.
+static void pool_start(ThreadPool *p, Job job, void *arg, int n) {
+    p->job = job;
+    p->arg = arg;
+    p->job_threads = n;
+    atomic_store(&p->finished, 0);
+    atomic_fetch_add(&p->generation, 1);
+    if (atomic_load(&p->sleeping) > 0) {
+        pthread_mutex_lock(&p->lock);
+        pthread_cond_broadcast(&p->wake);
+        pthread_mutex_unlock(&p->lock);
+    }
+}
+
+// Run job(arg, tid, n) for tid = 0..n-1, the caller as tid 0; returns when all are done.
+static void pool_run(ThreadPool *p, int n, Job job, void *arg) {
+    if (!p || n <= 1) {
+        job(arg, 0, 1);
+        return;
+    }
+    pool_start(p, job, arg, n);
+    job(arg, 0, n);
+    long turns = 0;
+    while (atomic_load(&p->finished) < p->n - 1) spin_wait(&turns);
+}
+
+// A pool of n threads (the caller and n - 1 workers); n <= 1 makes none.
+static ThreadPool *build_pool(int n) {
+    if (n <= 1) return NULL;
+    ThreadPool *p = xmalloc(sizeof(ThreadPool), "thread pool");
+    p->n = n;
+    p->threads = xmalloc((size_t)n * sizeof(pthread_t), "threads");
+    p->workers = xmalloc((size_t)n * sizeof(struct Worker), "workers");
+    atomic_init(&p->generation, 0);
+    atomic_init(&p->sleeping, 0);
+    atomic_init(&p->finished, 0);
+    atomic_init(&p->arrived, 0);
+    atomic_init(&p->phase, 0);
+    if (pthread_mutex_init(&p->lock, NULL) || pthread_cond_init(&p->wake, NULL))
+        die("cannot create the thread pool's lock");
+    for (int i = 1; i < n; i++) {
+        p->workers[i] = (struct Worker){p, i};
+        int err = pthread_create(&p->threads[i], NULL, pool_worker, &p->workers[i]);
+        if (err) die("--threads %d: cannot start thread %d: %s", n, i, strerror(err));
+    }
+    return p;
+}
+
+static void free_pool(ThreadPool *p) {
+    if (!p) return;
+    pool_start(p, NULL, NULL, 0);
+    for (int i = 1; i < p->n; i++) pthread_join(p->threads[i], NULL);
+    pthread_mutex_destroy(&p->lock);
+    pthread_cond_destroy(&p->wake);
+    free(p->threads);
+    free(p->workers);
+    free(p);
+}
+
+// the share [*lo, *hi) of n items that thread tid of nth takes
+static void share(int *lo, int *hi, int n, int tid, int nth) {
+    *lo = (int)((long)n * tid / nth);
+    *hi = (int)((long)n * (tid + 1) / nth);
+}
+
+// The number of online CPUs (the default --threads), at least 1.
+static int online_cpus(void) {
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n < 1 ? 1 : n > MAX_THREADS ? MAX_THREADS : (int)n;
 }
 
 // ----------------------------------------------------------------------------
 // Forward: n_rows consecutive tokens from position pos, in ONE pass
 
-// Causal grouped-query attention for one row at absolute position p:
-// each query head h reads key/value head h / (n_heads / n_kv_heads) at
-// positions 0..p of the cache. q (dim), att (n_heads, seq_len) -> out (dim)
-static void attention_row(float *out, float *att, const float *q, const float *kc,
-                          const float *vc, const Config *c, int p) {
-    int hs = c->dim / c->n_heads, kv_dim = c->n_kv_heads * hs;
-    int group = c->n_heads / c->n_kv_heads;
-    float scale = 1.0f / sqrtf((float)hs);
-    for (int h = 0; h < c->n_heads; h++) {
-        const float *qh = q + h * hs;
-        float *a = att + (size_t)h * c->seq_len;
-        size_t off = (size_t)(h / group) * hs;
-        // scores: a[t] = q . k_t / sqrt(hs), then softmax over t = 0..p
-        attention_scores(a, qh, kc + off, (size_t)kv_dim, p + 1, hs, scale);
-        softmax(a, p + 1);
-        // out = sum_t a[t] v_t
-        attention_values(out + h * hs, a, vc + off, (size_t)kv_dim, p + 1, hs);
+// Causal grouped-query attention of rows pos..pos+T-1 for the query heads of
+// key/value head g (heads g*group .. g*group+group-1 share its keys and values).
+// RoPE turns this head's queries and key, the key and value go into the caches
+// at their positions, then every query of the group is scored against the
+// cache in one pass: score_t = (q . k_t) / sqrt(hs), a = softmax over
+// t <= its own position, out = sum_t a_t v_t. Positions after a row's own are
+// computed (the block is shared) but get weight exactly 0, and 0 * v adds
+// nothing, so each row's bits are those of a one-row pass.
+static void attention_head(Transformer *tr, int l, int g, int T, int pos) {
+    const Config *c = &tr->config;
+    RunState *s = &tr->state;
+    int hs = c->dim / c->n_heads, kv_dim = c->n_kv_heads * hs, group = c->n_heads / c->n_kv_heads;
+    size_t sp = (size_t)s->seq_pad, head = (size_t)l * c->n_kv_heads + (size_t)g;
+    float *kc = s->key_cache + head * sp * hs;                // (seq_pad/8, hs, 8)
+    float *vc = s->value_cache + head * (size_t)c->seq_len * hs; // (seq_len, hs)
+    for (int i = 0; i < T; i++) {
+        size_t at = (size_t)(pos + i);
+        float *row = s->qkv + (size_t)i * s->qkv_stride, *k = row + c->dim + g * hs;
+        const float *cr = tr->weights.rope_cos + at * hs / 2, *sr = tr->weights.rope_sin + at * hs / 2;
+        rope(row + (size_t)g * group * hs, cr, sr, group, hs);
+        rope(k, cr, sr, 1, hs);
+        float *slot = kc + at / 8 * hs * 8 + at % 8;
+        for (int d = 0; d < hs; d++) slot[d * 8] = k[d];
+        memcpy(vc + at * hs, row + c->dim + kv_dim + g * hs, (size_t)hs * sizeof(float));
     }
+    int n_all = pos + T, Q = T * group, chunks = (Q + 5) / 6;
+    float scale = 1.0f / sqrtf((float)hs);
+    for (int ch = 0, q0 = 0; ch < chunks; ch++) { // query vectors 6 at most at a time
+        int nq = (Q - q0) / (chunks - ch);
+        const float *qv[6];
+        float *a[6], *out[6], sum[6];
+        for (int j = 0; j < nq; j++) { // query vector q0+j: row i, head h
+            int i = (q0 + j) / group, h = g * group + (q0 + j) % group;
+            qv[j] = s->qkv + (size_t)i * s->qkv_stride + (size_t)h * hs;
+            a[j] = s->att + ((size_t)i * c->n_heads + h) * sp;
+            out[j] = s->xb + (size_t)i * c->dim + (size_t)h * hs;
+        }
+        attention_scores(a, qv, nq, kc, (n_all + 7) / 8, hs);
+        for (int j = 0; j < nq; j++) { // softmax numerators over t <= pos + i
+            int valid = pos + (q0 + j) / group + 1;
+            for (int t = 0; t < valid; t++) a[j][t] *= scale;
+            sum[j] = exp_and_sum(a[j], valid, max_of(a[j], valid));
+            for (int t = valid; t < n_all; t++) a[j][t] = 0.0f;
+        }
+        attention_values(out, (const float *const *)a, nq, vc, n_all, hs);
+        for (int j = 0; j < nq; j++)
+            for (int d = 0; d < hs; d++) out[j][d] /= sum[j];
+        q0 += nq;
+    }
+}
+
+typedef struct {
+    Transformer *tr;
+    int T, pos;
+} ForwardJob;
+
+// x[t][lo..hi) += y[t][lo..hi) for T rows of width n: a thread's residual add
+static void add_columns(float *x, const float *y, int T, int n, int lo, int hi) {
+    for (int t = 0; t < T; t++)
+        for (int j = lo; j < hi && j < n; j++) x[(size_t)t * n + j] += y[(size_t)t * n + j];
+}
+
+// The layers and the classifier on thread tid of nth. Between phases the
+// threads meet at a barrier; inside one, each writes only its own outputs.
+static void forward_job(void *arg, int tid, int nth) {
+    const ForwardJob *job = arg;
+    Transformer *tr = job->tr;
+    const Config *c = &tr->config;
+    const TransformerWeights *w = &tr->weights;
+    RunState *s = &tr->state;
+    int T = job->T, pos = job->pos, dim = c->dim, hid = c->hidden_dim, lo, hi;
+    float *xn = s->xn + (size_t)tid * tr->max_rows * dim; // (T, dim) this thread's rmsnorm(x)
+    for (int l = 0; l < c->n_layers; l++) {
+        const Layer *ly = &tr->layers[l];
+        size_t L = (size_t)l;
+
+        // attention block: x += wo @ attn(rope(wq xn), rope(wk xn), wv xn), xn = rmsnorm(x)
+        rmsnorm(xn, s->x, w->rms_att + L * dim, T, dim);
+        share(&lo, &hi, ly->qkv.n_panels, tid, nth);
+        matmul_panels(s->qkv, (size_t)s->qkv_stride, s->qkv_stride, xn, T, &ly->qkv, lo, hi);
+        pool_barrier(tr->pool, nth);
+        share(&lo, &hi, c->n_kv_heads, tid, nth);
+        for (int g = lo; g < hi; g++) attention_head(tr, l, g, T, pos);
+        pool_barrier(tr->pool, nth);
+        share(&lo, &hi, ly->wo.n_panels, tid, nth);
+        matmul_panels(s->xb2, (size_t)dim, dim, s->xb, T, &ly->wo, lo, hi);
+        add_columns(s->x, s->xb2, T, dim, lo * PANEL, hi * PANEL);
+        pool_barrier(tr->pool, nth);
+
+        // feed-forward block: x += w2 @ (silu(w1 xn) * (w3 xn)), xn = rmsnorm(x)
+        rmsnorm(xn, s->x, w->rms_ffn + L * dim, T, dim);
+        share(&lo, &hi, ly->w13.n_panels / 2, tid, nth); // panel pairs (w1, w3)
+        matmul_panels(s->h13, (size_t)s->h13_stride, s->h13_stride, xn, T, &ly->w13, 2 * lo, 2 * hi);
+        for (int t = 0; t < T; t++)
+            for (int i = lo; i < hi; i++) {
+                const float *h1 = s->h13 + (size_t)t * s->h13_stride + (size_t)i * 2 * PANEL;
+                int n = hid - i * PANEL < PANEL ? hid - i * PANEL : PANEL;
+                swiglu(s->hb + (size_t)t * hid + (size_t)i * PANEL, h1, h1 + PANEL, n);
+            }
+        pool_barrier(tr->pool, nth);
+        share(&lo, &hi, ly->w2.n_panels, tid, nth);
+        matmul_panels(s->xb2, (size_t)dim, dim, s->hb, T, &ly->w2, lo, hi);
+        add_columns(s->x, s->xb2, T, dim, lo * PANEL, hi * PANEL);
+        pool_barrier(tr->pool, nth);
+    }
+
+    // classifier: logits = wcls @ rmsnorm(x)
+    rmsnorm(xn, s->x, w->rms_final, T, dim);
+    share(&lo, &hi, tr->wcls.n_panels, tid, nth);
+    matmul_panels(s->logits, (size_t)c->vocab_size, c->vocab_size, xn, T, &tr->wcls, lo, hi);
 }
 
 // Runs tokens[0..n_rows) at positions pos..pos+n_rows-1 through the model.
 // Row i attends to positions <= pos+i; keys and values for all rows are written
 // to the caches at their positions. Returns logits (n_rows, vocab_size), valid
-// until the next call. Every row's arithmetic is independent of n_rows, so the
-// result equals n_rows single-row calls bit for bit (batch invariance).
+// until the next call. Every row's arithmetic is independent of n_rows and of
+// the thread count, so the result equals n_rows single-row calls bit for bit
+// (batch invariance).
 static float *forward(Transformer *tr, const int *tokens, int n_rows, int pos) {
     const Config *c = &tr->config;
-    const TransformerWeights *w = &tr->weights;
     RunState *s = &tr->state;
-    int T = n_rows, dim = c->dim, hid = c->hidden_dim;
-    int hs = dim / c->n_heads, kv_dim = c->n_kv_heads * hs;
+    int T = n_rows, dim = c->dim;
     if (T < 1 || T > tr->max_rows || pos < 0 || pos + T > c->seq_len)
         die("%s: forward(%d rows at pos %d) outside 1..%d rows and seq_len %d", tr->path, T, pos,
             tr->max_rows, c->seq_len);
 
     // embed: x[i] = token_embedding[tokens[i]]
     for (int i = 0; i < T; i++)
-        memcpy(s->x + (size_t)i * dim, w->token_embedding + (size_t)tokens[i] * dim,
+        memcpy(s->x + (size_t)i * dim, tr->weights.token_embedding + (size_t)tokens[i] * dim,
                (size_t)dim * sizeof(float));
-
-    for (int l = 0; l < c->n_layers; l++) {
-        size_t L = (size_t)l;
-        float *kc = s->key_cache + L * c->seq_len * kv_dim;   // (seq_len, kv_dim)
-        float *vc = s->value_cache + L * c->seq_len * kv_dim; // (seq_len, kv_dim)
-
-        // attention block: x += wo @ attn(rope(wq xn), rope(wk xn), wv xn), xn = rmsnorm(x)
-        rmsnorm(s->xb, s->x, w->rms_att + L * dim, T, dim);
-        matmul(s->q, s->xb, w->wq + L * dim * dim, T, dim, dim);
-        matmul(kc + (size_t)pos * kv_dim, s->xb, w->wk + L * kv_dim * dim, T, dim, kv_dim);
-        matmul(vc + (size_t)pos * kv_dim, s->xb, w->wv + L * kv_dim * dim, T, dim, kv_dim);
-        for (int i = 0; i < T; i++) {
-            size_t p = (size_t)(pos + i);
-            const float *cr = w->rope_cos + p * hs / 2, *sr = w->rope_sin + p * hs / 2;
-            rope(s->q + (size_t)i * dim, cr, sr, c->n_heads, hs);
-            rope(kc + p * kv_dim, cr, sr, c->n_kv_heads, hs);
-        }
-        for (int i = 0; i < T; i++)
-            attention_row(s->xb + (size_t)i * dim, s->att + (size_t)i * c->n_heads * c->seq_len,
-                          s->q + (size_t)i * dim, kc, vc, c, pos + i);
-        matmul(s->xb2, s->xb, w->wo + L * dim * dim, T, dim, dim);
-        for (size_t i = 0; i < (size_t)T * dim; i++) s->x[i] += s->xb2[i];
-
-        // feed-forward block: x += w2 @ (silu(w1 xn) * (w3 xn)), xn = rmsnorm(x)
-        rmsnorm(s->xb, s->x, w->rms_ffn + L * dim, T, dim);
-        matmul(s->hb, s->xb, w->w1 + L * hid * dim, T, dim, hid);
-        matmul(s->hb2, s->xb, w->w3 + L * hid * dim, T, dim, hid);
-        swiglu(s->hb, s->hb2, (size_t)T * hid);
-        matmul(s->xb, s->hb, w->w2 + L * dim * hid, T, hid, dim);
-        for (size_t i = 0; i < (size_t)T * dim; i++) s->x[i] += s->xb[i];
-    }
-
-    // classifier: logits = wcls @ rmsnorm(x)
-    rmsnorm(s->xb, s->x, w->rms_final, T, dim);
-    matmul(s->logits, s->xb, w->wcls, T, dim, c->vocab_size);
+    ForwardJob job = {tr, T, pos};
+    pool_run(tr->pool, tr->n_threads, forward_job, &job);
     return s->logits;
 }
 
@@ -540,30 +1145,53 @@ static float *forward_chunked(Transformer *tr, const int *tokens, int n, int sta
 }
 
 // ----------------------------------------------------------------------------
-// Sampler: an RNG in a struct, and ONE function from logits to a distribution
+// Sampler: coins from a seed, and ONE function from logits to a distribution
+//
+// Every random choice is a coin in [0, 1) looked up by WHAT it decides, never
+// drawn from a running stream: coin_at(rng, position, purpose). So the token at
+// a position depends on the seed and the context alone, not on how rounds
+// happened to fall, on K, on timing or on threads. The coins come from
+// splitmix64 (Steele, Lea, Flood 2014): key = mix64(seed + G), and element i of
+// the stream is mix64(key + (i + 1) G), G = 0x9E3779B97F4A7C15; the position's
+// coin for `purpose` is element 4 * position + purpose, its top 24 bits / 2^24
+// (exactly representable as a float).
 
 typedef struct {
-    uint64_t state;
+    uint64_t key;     // mix64(seed + G)
+    uint64_t counter; // next element of the sequential stream (rng_u32: tests, random models)
 } Rng;
 
-// splitmix64 of the seed, so seeds 0, 1, 2, ... start far apart
-static void rng_seed(Rng *r, uint64_t seed) {
-    uint64_t z = seed + 0x9E3779B97F4A7C15ULL;
+#define RNG_GAMMA 0x9E3779B97F4A7C15ULL
+
+// splitmix64's output function
+static uint64_t mix64(uint64_t z) {
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
     z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-    r->state = (z ^ (z >> 31)) | 1; // xorshift must not start at 0
+    return z ^ (z >> 31);
 }
 
-// xorshift64*, top 32 bits
-static uint32_t rng_u32(Rng *r) {
-    r->state ^= r->state >> 12;
-    r->state ^= r->state << 25;
-    r->state ^= r->state >> 27;
-    return (uint32_t)((r->state * 0x2545F4914F6CDD1DULL) >> 32);
+static void rng_seed(Rng *r, uint64_t seed) {
+    r->key = mix64(seed + RNG_GAMMA);
+    r->counter = 0;
 }
 
-// a coin in [0, 1) with 24 random bits: exactly representable as a float
-static float rng_coin(Rng *r) { return (float)(rng_u32(r) >> 8) / 16777216.0f; }
+// element i of the stream
+static uint64_t rng_at(const Rng *r, uint64_t i) { return mix64(r->key + (i + 1) * RNG_GAMMA); }
+
+static float coin_of(uint64_t bits) { return (float)(bits >> 40) / 16777216.0f; }
+
+// the sequential stream: 32 random bits, or a coin
+static UNUSED_OK uint32_t rng_u32(Rng *r) { return (uint32_t)(rng_at(r, r->counter++) >> 32); }
+static UNUSED_OK float rng_coin(Rng *r) { return coin_of(rng_at(r, r->counter++)); }
+
+// What a coin at a position decides: the draw of a token from a distribution
+// (the draft's proposal, or the one plain sampling draws), the accept test of
+// a proposal, and the draw from the residual after a rejection.
+enum { COIN_DRAW = 0, COIN_ACCEPT = 1, COIN_RESAMPLE = 2 };
+
+static float coin_at(const Rng *r, int pos, int purpose) {
+    return coin_of(rng_at(r, 4 * (uint64_t)pos + (uint64_t)purpose));
+}
 
 typedef struct {
     int vocab_size;
@@ -849,11 +1477,10 @@ static void print_piece(const char *piece) {
 // probability q(x) min(1, p(x)/q(x)) = min(q(x), p(x)). It is rejected with
 // total probability beta = sum_x (q(x) - min(q(x), p(x))) = sum_x max(0, p(x) - q(x)),
 // and then a token is drawn from norm(max(0, p - q)), which adds exactly
-// max(0, p(x) - q(x)) to each x. min(q,p) + max(0, p-q) = p(x). The next draft
+// max(0, p(x) - q(x)) to each x. min(q,p) + max(0, p-q) = p(x). The next
 // position is only examined after an acceptance, and then the context is the
 // same one the target would have seen, so the argument repeats position by
-// position; when all K drafts pass, p_{K+1} is the target's distribution for
-// the next position and a draw from it (the bonus) is a free extra token.
+// position.
 
 // Accept x with probability min(1, p(x)/q(x)): the test is u < p(x)/q(x).
 // q(x) > 0 always, since x was drawn from q.
@@ -890,41 +1517,49 @@ static float residual_distribution(float *out, const float *p, const float *q, i
     return mass;
 }
 
-// What happened at one draft position, for the statistics and the -v trace.
+// What happened at one examined position, for the statistics and the -v trace.
 typedef struct {
-    float q, p, u; // q_i(x_i), p_i(x_i), the coin
+    int x;               // the draft's proposal, x ~ q with the position's draw coin
+    float q, p;          // q(x), p(x)
+    float u;             // the accept coin: accepted iff u < min(1, p(x)/q(x))
     int accepted;
+    float residual_mass; // after a rejection: sum max(0, p - q), before normalising
+    float r;             // after a rejection: the resample coin
+    int token;           // the token the position commits
 } Verdict;
 
-// Verification (Leviathan et al. 2022, Algorithm 1). Given k drafts x (k),
-// their draft distributions q (k, n) and the target's p (k+1, n): walk left to
-// right, keep x_i while u_i < min(1, p_i(x_i)/q_i(x_i)); at the first rejection
-// emit a draw from norm(max(0, p_i - q_i)) and stop; if all k pass, emit a
-// bonus draw from p_{k+1}. Writes out[0..j] (j accepted drafts + 1 token) and
-// verdicts (k); returns j + 1. residual (n) is scratch.
-//
-// RNG order: one coin u_i per examined draft (u_1, u_2, ... up to the first
-// rejection), then exactly one coin for the replacement or the bonus.
-// Greedy decoding is this same code: with one-hot p and q the ratio is 1 when
-// the argmaxes agree and 0 otherwise, and the residual is the target's one-hot.
+// Leviathan et al. 2022, Algorithm 1, at ONE position: keep the proposal x
+// with probability min(1, p(x)/q(x)); otherwise draw from norm(max(0, p - q)).
+// Coins u (accept) and r (resample) are the position's own. p, q (n) ->
+// the committed token; residual (n) is scratch.
+static int decide_position(Verdict *v, int x, const float *p, const float *q, float u, float r,
+                           float *residual, int n) {
+    *v = (Verdict){x, q[x], p[x], u, 0, 0.0f, 0.0f, x};
+    v->accepted = u < acceptance_ratio(v->p, v->q);
+    if (v->accepted) return x;
+    v->residual_mass = residual_distribution(residual, p, q, n);
+    v->r = r;
+    return v->token = sample(residual, n, r);
+}
+
+// Verification of k drafts (Leviathan et al. 2022, Algorithm 1): x (k) drafted
+// at positions pos..pos+k-1 from q (k, n), p (k, n) the target's there. Walk
+// left to right with each position's coins; at the first rejection commit the
+// residual draw and stop. Returns j, the drafts accepted; writes out[0..j) =
+// x[0..j) and, if j < k, out[j] = the residual draw; verdicts (j + 1, or k).
+// When all k pass (j == k), the position after them is still to be decided:
+// where the classic algorithm draws a "bonus" from p directly, specdec drafts
+// it and decides it like any other (decide_next), so a position's token never
+// depends on where a round boundary fell.
 static int accept_reject(int *out, Verdict *verdicts, const int *x, const float *q,
-                         const float *p, float *residual, int k, int n, Rng *rng) {
+                         const float *p, float *residual, int k, int n, const Rng *rng, int pos) {
     for (int i = 0; i < k; i++) {
-        const float *p_i = p + (size_t)i * n, *q_i = q + (size_t)i * n;
-        Verdict *v = &verdicts[i];
-        v->p = p_i[x[i]];
-        v->q = q_i[x[i]];
-        v->u = rng_coin(rng);
-        v->accepted = v->u < acceptance_ratio(v->p, v->q);
-        if (!v->accepted) {
-            residual_distribution(residual, p_i, q_i, n);
-            out[i] = sample(residual, n, rng_coin(rng));
-            return i + 1;
-        }
-        out[i] = x[i];
+        out[i] = decide_position(&verdicts[i], x[i], p + (size_t)i * n, q + (size_t)i * n,
+                                 coin_at(rng, pos + i, COIN_ACCEPT),
+                                 coin_at(rng, pos + i, COIN_RESAMPLE), residual, n);
+        if (!verdicts[i].accepted) return i;
     }
-    out[k] = sample(p + (size_t)k * n, n, rng_coin(rng)); // bonus from p_{k+1}
-    return k + 1;
+    return k;
 }
 
 // Expected tokens per round for acceptance rate a and k drafts (Leviathan et
@@ -936,10 +1571,11 @@ static double expected_tokens_per_round(double a, int k) {
 
 // Predicted walltime speedup over target-only decoding (Leviathan et al. 2022,
 // Thm 3.8, with the verify pass costing r target steps instead of 1): a round
-// costs k draft steps (c each) plus one verify pass (r), and yields
-// (1 - a^(k+1)) / (1 - a) tokens, against 1 token per target step.
+// costs its draft steps (c each: k, plus one more for the position after k
+// accepted drafts, reached with probability a^k) and one verify pass (r), and
+// yields (1 - a^(k+1)) / (1 - a) tokens, against 1 token per target step.
 static double predicted_speedup(double a, int k, double c, double r) {
-    return expected_tokens_per_round(a, k) / (k * c + r);
+    return expected_tokens_per_round(a, k) / ((k + pow(a, k)) * c + r);
 }
 
 // ----------------------------------------------------------------------------
@@ -949,65 +1585,74 @@ static double predicted_speedup(double a, int k, double c, double r) {
 // or rolled back: a rejected position is simply overwritten by the next round.
 // With n committed tokens t_0..t_{n-1} at the start of a round:
 //
-//   position:   ...  n-2   n-1   n    n+1  ...  n+K-1
-//   committed:  ...  t    t_last
-//   draft runs:            t_last x_1  x_2  ... (x_K never run: nothing needs q_{K+1})
-//               -> q_1 ... q_K, x_i ~ q_i
+//   position:   ...  n-1    n    n+1  ...  n+K-1   n+K
+//   draft runs:      t_last x_1  x_2  ...  x_{K-1}       -> q_1..q_K, x_i ~ q_i
 //   target runs (ONE pass, K+1 rows): t_last x_1 ... x_K -> p_1 ... p_{K+1}
 //
-//   j accepted, j < K: commit x_1..x_j, y ~ norm(max(0, p_{j+1} - q_{j+1}))
-//       target cache valid to n+j-1, draft cache valid to n+j-1: both lack only y,
-//       which the next round feeds as its first row.
-//   j = K: commit x_1..x_K and the bonus b ~ p_{K+1}
-//       the draft never ran x_K, so the next round feeds it [x_K, b] as ONE
-//       2-row forward and uses the last row for q_1.
+//   j < K drafts accepted: commit x_1..x_j and y ~ norm(max(0, p_{j+1} - q_{j+1}));
+//       the draft's cache is valid up to x_j, so the next round feeds it one row, y.
+//   all K accepted: the draft runs x_K -> q_{K+1}, proposes x_{K+1} and the
+//       position is decided against p_{K+1} as any other: K+1 tokens. The
+//       draft is then up to date but for that last token.
+//
+// Every position m is decided by the same rule with the same coins (draft at
+// m with coin_at(m, DRAW), accept with coin_at(m, ACCEPT), resample with
+// coin_at(m, RESAMPLE)) from p_m and q_m, which batch invariance makes
+// independent of how many rows computed them: so the text is a function of
+// the seed, the prompt, the models and the sampling flags, the same for every
+// K and every thread count. Positions the draft cannot reach (past its
+// seq_len) are drawn from p_m alone with coin_at(m, DRAW).
 //
 // Invariant at a round's start: the target's cache holds t_0..t_{n-2}, the
-// draft's holds t_0..t_{draft_pos-1} with draft_pos in {n-2, n-1}.
+// draft's holds t_0..t_{draft_pos-1} with draft_pos <= n-1.
 
 typedef struct {
-    long rounds, drafted, accepted;
+    long rounds, drafted, accepted, examined;
+    long emitted;                // tokens the rounds gave the output (a round can end past -n or EOS)
     long target_forwards, draft_forwards;
-    long reached[K_MAX];       // rounds that examined draft position i
-    long accepted_at[K_MAX];   // ... and accepted it
-    long histogram[K_MAX + 1]; // rounds that accepted j drafts
-    long k_used[K_MAX + 1];    // rounds run with each K
-    int k_hi;                  // the largest K any round used
-    long plain_tokens;         // tokens decoded by the target alone (a context was full)
-    int draft_full_at;         // position where the draft's context ran out, or -1
-    double draft_seconds;      // drafting: forwards, q, sampling
-    double verify_seconds;     // verify passes and their p rows
-    double plain_seconds;      // target-alone steps
+    long reached[K_MAX + 1];     // rounds that examined position i of the round
+    long accepted_at[K_MAX + 1]; // ... and accepted the proposal there
+    long histogram[K_MAX + 2];   // rounds that accepted j proposals
+    long k_used[K_MAX + 1];      // rounds run with each K
+    int k_hi;                    // the largest K any round used
+    long plain_tokens;           // tokens drawn from p alone (past the draft's context)
+    int draft_full_at;           // first position past the draft's context, or -1
+    double draft_seconds;        // drafting: forwards, q, sampling
+    double verify_seconds;       // verify passes and their p rows
+    double plain_seconds;        // target-alone steps
 } SpecStats;
 
 // Auto-K (-k 0) state: running estimates that forget old rounds (see choose_k)
 typedef struct {
-    double accepted, examined; // decayed counts; a = accepted / examined
-    double c;                  // decayed mean of a draft step / target step
-    double rho;                // decayed mean of (verify / target step - 1) / K
-    double target_step;        // seconds of a 1-row target step (calibrated)
+    double accepted, examined;       // decayed counts; a = accepted / examined
+    double draft_step;               // decayed mean seconds of one draft step
+    double verify[MAX_ROWS + 1];     // seconds of an n-row verify pass: calibrated, then decayed
+    double calibration_seconds;      // what measuring them took (once, at build_speculator)
     int last_k;
 } AutoK;
 
 typedef struct {
     Transformer *target, *draft;
     Sampler *sampler;
-    Rng *rng;
-    int k;                  // drafts per round (1..K_MAX), or 0: choose it (auto-K)
+    const Rng *rng;
+    int k;                     // drafts per round (1..K_MAX), or 0: choose it (auto-K)
     AutoK autok;
-    float *q;               // (K_MAX, V) draft distributions of this round, kept for the ratio
-    float *p;               // (K_MAX+1, V) target distributions of this round
-    float *residual;        // (V) scratch
-    int x[K_MAX];           // this round's drafts
-    int rows[K_MAX + 1];    // the verify pass input: t_last, x_1..x_K
-    Verdict verdicts[K_MAX];
-    int draft_pos;          // the draft's cache holds committed tokens 0..draft_pos-1
+    float *q;                  // (K_MAX+1, V) draft distributions of this round
+    float *p;                  // (K_MAX+1, V) target distributions of this round
+    float *residual;           // (V) scratch
+    int x[K_MAX + 1];          // this round's proposals
+    int rows[K_MAX + 1];       // the verify pass input: t_last, x_1..x_K
+    Verdict verdicts[K_MAX + 1];
+    int draft_pos;             // the draft's cache holds committed tokens 0..draft_pos-1
     SpecStats stats;
-    const Tokenizer *trace; // non-NULL: print the -v teaching trace to stderr
+    const Tokenizer *trace;    // non-NULL: print the -v teaching trace to stderr
 } Speculator;
 
+static void calibrate_auto_k(AutoK *ak, Transformer *target, Transformer *draft, Sampler *s,
+                             float *scratch);
+
 static void build_speculator(Speculator *sp, Transformer *target, Transformer *draft,
-                             Sampler *sampler, Rng *rng, int k) {
+                             Sampler *sampler, const Rng *rng, int k) {
     size_t V = (size_t)target->config.vocab_size;
     if (draft->config.vocab_size != target->config.vocab_size)
         die("%s: vocab_size %d differs from the target's %d (%s); draft and target must share "
@@ -1019,10 +1664,11 @@ static void build_speculator(Speculator *sp, Transformer *target, Transformer *d
     sp->sampler = sampler;
     sp->rng = rng;
     sp->k = k;
-    sp->q = xmalloc(K_MAX * V * sizeof(float), "draft distributions");
+    sp->q = xmalloc((K_MAX + 1) * V * sizeof(float), "draft distributions");
     sp->p = xmalloc((K_MAX + 1) * V * sizeof(float), "target distributions");
     sp->residual = xmalloc(V * sizeof(float), "residual");
     sp->stats.draft_full_at = -1;
+    if (k == 0) calibrate_auto_k(&sp->autok, target, draft, sampler, sp->q);
 }
 
 static void free_speculator(Speculator *sp) {
@@ -1044,54 +1690,95 @@ static void trace_piece(const Tokenizer *t, int token) {
     fputc('"', stderr);
 }
 
-// the -v teaching trace of one round
-static void print_trace(const Speculator *sp, const int *out, int emitted, int n, int k) {
+// the -v teaching trace of one round: m positions decided from position n
+static void print_trace(const Speculator *sp, int m, int n, int k) {
     const Tokenizer *t = sp->trace;
     fflush(stdout); // the text so far, then the trace on lines of its own
     fprintf(stderr, "\nround %ld at position %d, K=%d\n", sp->stats.rounds, n, k);
-    for (int i = 0; i < emitted && i < k; i++) {
+    for (int i = 0; i < m; i++) {
         const Verdict *v = &sp->verdicts[i];
-        fprintf(stderr, "  draft %d  ", i + 1);
-        trace_piece(t, sp->x[i]);
-        fprintf(stderr, "  q=%.3f p=%.3f p/q=%.3f u=%.3f  %s\n", v->q, v->p,
+        fprintf(stderr, "  pos %d %s ", n + i, i < k ? "draft" : "next ");
+        if (v->x < 0) { // past the draft's context: drawn from p alone
+            fprintf(stderr, " drawn from p with coin %.4f: ", v->u);
+            trace_piece(t, v->token);
+            fputc('\n', stderr);
+            continue;
+        }
+        trace_piece(t, v->x);
+        fprintf(stderr, "  q=%.4f p=%.4f p/q=%.4f u=%.4f  %s", v->q, v->p,
                 v->q > 0 ? v->p / v->q : 0.0, v->u, v->accepted ? "accept" : "REJECT");
+        if (!v->accepted) {
+            fprintf(stderr, " -> residual mass %.4f, coin %.4f: ", v->residual_mass, v->r);
+            trace_piece(t, v->token);
+        }
+        fputc('\n', stderr);
     }
-    int last = out[emitted - 1];
-    if (emitted <= k) fprintf(stderr, "  -> resample from norm(max(0, p%d - q%d)): ", emitted, emitted);
-    else fprintf(stderr, "  -> all %d accepted, bonus from p%d: ", k, k + 1);
-    trace_piece(t, last);
-    fputc('\n', stderr);
 }
 
-// Bring the draft up to date with every committed token but the last, then
-// propose x_1..x_k. Leaves q_i in sp->q. tokens (n) are the committed ones.
-static void draft_tokens(Speculator *sp, const int *tokens, int n, int k) {
+// Bring the draft up to date with every committed token (draft_pos..n-1),
+// after which its logits are those of position n. tokens (n) committed.
+static float *draft_catch_up(Speculator *sp, const int *tokens, int n) {
+    float *logits = forward_chunked(sp->draft, tokens + sp->draft_pos, n - sp->draft_pos,
+                                    sp->draft_pos);
+    sp->draft_pos = n;
+    return logits;
+}
+
+// One draft step: q_i from the draft's logits, then the proposal x_i ~ q_i
+// drawn with its position's coin.
+static void propose(Speculator *sp, const float *logits, int i, int pos) {
     int V = sp->target->config.vocab_size;
+    float *q_i = sp->q + (size_t)i * V;
+    probs_from_logits(sp->sampler, q_i, logits);
+    sp->x[i] = sample(q_i, V, coin_at(sp->rng, pos, COIN_DRAW));
+    sp->stats.draft_forwards++;
+    sp->stats.drafted++;
+}
+
+// Propose x_1..x_k at positions n..n+k-1. Leaves q_i in sp->q. tokens (n) committed.
+static void draft_tokens(Speculator *sp, const int *tokens, int n, int k) {
     double t0 = now_seconds();
     for (int i = 0; i < k; i++) {
-        float *logits;
-        if (i == 0) // catch up: t_last, or [x_K, bonus] after a fully accepted round
-            logits = forward_chunked(sp->draft, tokens + sp->draft_pos, n - sp->draft_pos,
-                                     sp->draft_pos);
-        else
-            logits = forward(sp->draft, &sp->x[i - 1], 1, n + i - 1); // x_i sits at n+i-1
-        sp->stats.draft_forwards++;
-        float *q_i = sp->q + (size_t)i * V;
-        probs_from_logits(sp->sampler, q_i, logits);
-        sp->x[i] = sample(q_i, V, rng_coin(sp->rng));
+        const float *logits = i == 0 ? draft_catch_up(sp, tokens, n)
+                                     : forward(sp->draft, &sp->x[i - 1], 1, n + i - 1);
+        if (i > 0) sp->draft_pos = n + i; // it now holds x_i too (valid if x_i is accepted)
+        propose(sp, logits, i, n + i);
     }
     sp->stats.draft_seconds += now_seconds() - t0;
 }
 
-// One round with k drafts (1 <= k <= K_MAX). tokens (n committed, room for
-// n+k+1); appends the round's tokens and returns how many (1..k+1).
-//
-// RNG order per round: k coins for the drafts x_1..x_k, then accept_reject's
-// coins (u_1.. up to the first rejection, then one for the replacement/bonus).
+// Decide the position after k accepted drafts (position n+k): the draft runs
+// x_k (or, with k = 0, catches up) and proposes, and the proposal is tested
+// against p_{k+1} like any other. Past the draft's context, draw from p alone.
+static int decide_next(Speculator *sp, const int *tokens, int n, int k) {
+    int V = sp->target->config.vocab_size, pos = n + k;
+    const float *p = sp->p + (size_t)k * V;
+    Verdict *v = &sp->verdicts[k];
+    if (pos > sp->draft->config.seq_len) {
+        float u = coin_at(sp->rng, pos, COIN_DRAW);
+        *v = (Verdict){-1, 0.0f, 0.0f, u, 0, 0.0f, 0.0f, sample(p, V, u)};
+        if (sp->stats.draft_full_at < 0) sp->stats.draft_full_at = pos;
+        sp->stats.plain_tokens++;
+        return v->token;
+    }
+    double t0 = now_seconds();
+    const float *logits = k == 0 ? draft_catch_up(sp, tokens, n)
+                                 : forward(sp->draft, &sp->x[k - 1], 1, pos - 1);
+    sp->draft_pos = pos;
+    propose(sp, logits, k, pos);
+    sp->stats.draft_seconds += now_seconds() - t0;
+    return decide_position(v, sp->x[k], p, sp->q + (size_t)k * V,
+                           coin_at(sp->rng, pos, COIN_ACCEPT),
+                           coin_at(sp->rng, pos, COIN_RESAMPLE), sp->residual, V);
+}
+
+// One round with k drafts (0 <= k <= K_MAX; k = 0 decides one position with
+// the draft's proposal). tokens (n committed, room for n+k+1); appends the
+// round's tokens and returns how many (1..k+1).
 static int speculative_step(Speculator *sp, int *tokens, int n, int k) {
     int V = sp->target->config.vocab_size;
 
-    // 1. draft: x_i ~ q_i, i = 1..k
+    // 1. draft: x_i ~ q_i at positions n..n+k-1
     draft_tokens(sp, tokens, n, k);
 
     // 2. verify: ONE target pass over [t_last, x_1..x_k] at positions n-1..n+k-1
@@ -1104,85 +1791,109 @@ static int speculative_step(Speculator *sp, int *tokens, int n, int k) {
     sp->stats.verify_seconds += now_seconds() - t0;
     sp->stats.target_forwards++;
 
-    // 3. accept / reject / resample / bonus
-    int emitted = accept_reject(tokens + n, sp->verdicts, sp->x, sp->q, sp->p, sp->residual, k,
-                                V, sp->rng);
+    // 3. accept / reject / resample, position by position; after k accepted
+    // drafts, the next position too
+    int j = accept_reject(tokens + n, sp->verdicts, sp->x, sp->q, sp->p, sp->residual, k, V,
+                          sp->rng, n);
+    if (j == k) tokens[n + k] = decide_next(sp, tokens, n, k);
+    int m = j + 1; // tokens committed this round
 
-    // 4. bookkeeping: the draft's cache is valid up to the last draft it ran
-    // (x_{k-1} at n+k-2) or the last committed token before the new one
-    int accepted = emitted - 1;
-    sp->draft_pos = n + k - 1 < n + accepted ? n + k - 1 : n + accepted;
+    // 4. bookkeeping: the draft's cache is valid up to the last committed
+    // token it ran (x_j at n+j-1), never past what it ran
+    int accepted = j + (j == k && sp->verdicts[k].accepted);
+    if (sp->draft_pos > n + j) sp->draft_pos = n + j;
     SpecStats *st = &sp->stats;
     st->rounds++;
     st->k_used[k]++;
     if (k > st->k_hi) st->k_hi = k;
-    st->drafted += k;
     st->accepted += accepted;
     st->histogram[accepted]++;
-    for (int i = 0; i < k && i <= accepted; i++) {
+    for (int i = 0; i < m; i++) {
+        if (sp->verdicts[i].x < 0) continue; // drawn from p: nothing was examined
+        st->examined++;
         st->reached[i]++;
-        st->accepted_at[i] += i < accepted;
+        st->accepted_at[i] += sp->verdicts[i].accepted;
     }
-    if (sp->trace) print_trace(sp, tokens + n, emitted, n, k);
-    return emitted;
+    if (sp->trace) print_trace(sp, m, n, k);
+    return m;
 }
 
 // ----------------------------------------------------------------------------
-// Auto-K (-k 0): the K that maximises the predicted speedup, re-chosen each round
+// Auto-K (-k 0): the K that maximises the predicted tokens per second
 //
 // Leviathan et al. 2022, Thm 3.8 / Cor 3.9: a round of K drafts yields
-// (1 - a^(K+1)) / (1 - a) tokens for K c + r(K) target steps, so the best K is
-// the argmax of predicted_speedup over K. The verify pass is modelled as
-// r(K) = 1 + rho K: one pass over the weights plus a compute cost per row.
-// a, c and rho are running estimates in which each round's weight decays by
-// AUTO_DECAY per round (a window of ~10 rounds), so K follows a as it drifts.
+// (1 - a^(K+1)) / (1 - a) tokens and costs (K + a^K) draft steps plus one
+// (K+1)-row verify pass, so the best K is the argmax of their ratio. The
+// verify times come from a table measured once (calibrate_auto_k) and then
+// followed round by round; a and the draft step are running estimates in
+// which each round's weight decays by AUTO_DECAY (a window of ~10 rounds).
+// Auto-K changes only the speed, never the text: every position is decided
+// the same way whatever K is. It never stops speculating: a position decided
+// without the draft would be decided by another rule (a draw from p), and
+// the text would then depend on timings.
 #define AUTO_DECAY 0.9
+#define AUTO_CALIBRATE_ROWS 9 // verify passes of 1..9 rows are timed; longer ones extrapolated
 
-// argmax over K = 1..k_max of the predicted speedup; ties go to the smaller K
-static int choose_k(double a, double c, double rho, int k_max) {
+// argmax over K = 1..k_max of tokens per second; ties go to the smaller K.
+// verify (k_max+2) seconds by row count.
+static int choose_k(double a, double draft_step, const double *verify, int k_max) {
     int best = 1;
-    double best_speedup = -1;
+    double best_rate = -1;
     for (int k = 1; k <= k_max; k++) {
-        double s = predicted_speedup(a, k, c, 1.0 + rho * k);
-        if (s > best_speedup * (1 + 1e-9)) { best_speedup = s; best = k; }
+        double rate = expected_tokens_per_round(a, k) / ((k + pow(a, k)) * draft_step + verify[k + 1]);
+        if (rate > best_rate * (1 + 1e-9)) { best_rate = rate; best = k; }
     }
     return best;
 }
 
-// median of 3 timings of a forward over `rows` tokens at position 0 (scratch:
-// generation overwrites those cache entries before it reads them)
+// seconds of the fastest of 3 forwards over `rows` tokens at position 0
+// (scratch: generation overwrites those cache entries before it reads them)
 static double time_forward(Transformer *tr, int rows) {
     int tokens[MAX_ROWS] = {0};
-    double t[3];
+    double best = 1e30;
     for (int i = 0; i < 3; i++) {
         double t0 = now_seconds();
         forward(tr, tokens, rows, 0);
-        t[i] = now_seconds() - t0;
+        double t = now_seconds() - t0;
+        if (t < best) best = t;
     }
-    double lo = fmin(t[0], fmin(t[1], t[2])), hi = fmax(t[0], fmax(t[1], t[2]));
-    return t[0] + t[1] + t[2] - lo - hi;
+    return best;
 }
 
-// Starting estimates: c and rho from timed forwards, a = 1/2 from a prior
-// of one accepted and one rejected draft.
-static void start_auto_k(AutoK *ak, Transformer *target, Transformer *draft) {
+// The cost table: verify passes of 1..AUTO_CALIBRATE_ROWS rows timed, longer
+// ones extrapolated linearly (by then a pass is compute-bound, so linear in
+// rows); the draft step timed with its distribution and draw. a starts at 1/2
+// (a prior of one accepted and one rejected draft).
+static void calibrate_auto_k(AutoK *ak, Transformer *target, Transformer *draft, Sampler *s,
+                             float *scratch) {
+    double t0 = now_seconds();
     int rows = target->config.seq_len < MAX_ROWS ? target->config.seq_len : MAX_ROWS;
-    ak->target_step = time_forward(target, 1);
-    ak->c = time_forward(draft, 1) / ak->target_step;
-    ak->rho = rows > 1 ? (time_forward(target, rows) / ak->target_step - 1) / (rows - 1) : 0;
-    if (ak->rho < 0) ak->rho = 0;
+    int top = rows < AUTO_CALIBRATE_ROWS ? rows : AUTO_CALIBRATE_ROWS;
+    for (int n = 1; n <= top; n++) ak->verify[n] = time_forward(target, n);
+    double slope = top > 1 ? (ak->verify[top] - ak->verify[top / 2 + 1]) / (top - top / 2 - 1) : 0;
+    for (int n = top + 1; n <= MAX_ROWS; n++) ak->verify[n] = ak->verify[top] + slope * (n - top);
+    for (int i = 0; i < 3; i++) { // a draft step: forward, q, draw
+        double d0 = now_seconds();
+        int token = 0;
+        probs_from_logits(s, scratch, forward(draft, &token, 1, 0));
+        sample(scratch, draft->config.vocab_size, 0.5f);
+        double d = now_seconds() - d0;
+        if (i == 0 || d < ak->draft_step) ak->draft_step = d;
+    }
     ak->accepted = 1;
     ak->examined = 2;
+    ak->calibration_seconds = now_seconds() - t0;
 }
 
-// Fold one round in: accepted of examined drafts, its draft and verify seconds.
-static void update_auto_k(AutoK *ak, int k, int accepted, int examined, double draft_s,
+// Fold one round in: accepted of examined proposals, its seconds per draft
+// step and of its verify pass of `rows` rows.
+static void update_auto_k(AutoK *ak, int rows, int accepted, int examined, double draft_step,
                           double verify_s) {
-    double d = AUTO_DECAY, rho = (verify_s / ak->target_step - 1) / k;
+    double d = AUTO_DECAY;
     ak->accepted = d * ak->accepted + accepted;
     ak->examined = d * ak->examined + examined;
-    ak->c = d * ak->c + (1 - d) * draft_s / k / ak->target_step;
-    ak->rho = d * ak->rho + (1 - d) * (rho > 0 ? rho : 0);
+    if (draft_step > 0) ak->draft_step = d * ak->draft_step + (1 - d) * draft_step;
+    ak->verify[rows] = d * ak->verify[rows] + (1 - d) * verify_s;
 }
 
 // ----------------------------------------------------------------------------
@@ -1195,7 +1906,10 @@ typedef struct {
     int n_generated, max_new;
     int prev;         // last token printed, for the leading-space rule
     int done;         // BOS/EOS seen or max_new reached
+    int ended_by;     // why it stopped: END_* below
 } Output;
+
+enum { END_LENGTH, END_TOKEN, END_CONTEXT }; // -n reached, BOS/EOS, seq_len full
 
 // Print the prompt (tokens[1..n) after BOS) as llama2.c's run does.
 static void start_output(Output *o, const int *tokens, int n) {
@@ -1203,13 +1917,18 @@ static void start_output(Output *o, const int *tokens, int n) {
         if (!o->quiet) print_piece(decode_piece(o->tok, tokens[i - 1], tokens[i]));
     o->prev = tokens[n - 1];
     o->done = o->max_new == 0;
+    o->ended_by = END_LENGTH;
     if (!o->quiet) fflush(stdout);
 }
 
 // Take one new token: stop at BOS/EOS (not printed) or after max_new tokens.
 static void emit(Output *o, int token) {
     if (o->done) return;
-    if (token == TOKEN_BOS || token == TOKEN_EOS) { o->done = 1; return; }
+    if (token == TOKEN_BOS || token == TOKEN_EOS) {
+        o->done = 1;
+        o->ended_by = END_TOKEN;
+        return;
+    }
     o->generated[o->n_generated++] = token;
     if (!o->quiet) {
         print_piece(decode_piece(o->tok, o->prev, token));
@@ -1219,60 +1938,63 @@ static void emit(Output *o, int token) {
     if (o->n_generated >= o->max_new) o->done = 1;
 }
 
-// One plain decoding step: the next token after tokens[0..n) from tr alone
-// (whose cache holds tokens 0..n-2). RNG: one coin. Returns n + 1.
-static int plain_step(Transformer *tr, Sampler *s, Rng *rng, float *probs, int *tokens, int n,
-                      Output *o) {
+// One plain decoding step: the token at position n from tr alone (whose cache
+// holds tokens 0..n-2), drawn with coin_at(n, DRAW). Returns n + 1.
+static int plain_step(Transformer *tr, Sampler *s, const Rng *rng, float *probs, int *tokens,
+                      int n, Output *o) {
     float *logits = forward(tr, &tokens[n - 1], 1, n - 1);
     probs_from_logits(s, probs, logits);
-    tokens[n] = sample(probs, tr->config.vocab_size, rng_coin(rng));
+    tokens[n] = sample(probs, tr->config.vocab_size, coin_at(rng, n, COIN_DRAW));
     emit(o, tokens[n]);
     return n + 1;
 }
 
 // Plain decoding with one model from n committed tokens (the prompt); tokens
 // has room for seq_len. Returns the number of committed tokens.
-static int generate_plain(Transformer *tr, Sampler *s, Rng *rng, float *probs, int *tokens, int n,
-                          Output *o) {
+static int generate_plain(Transformer *tr, Sampler *s, const Rng *rng, float *probs, int *tokens,
+                          int n, Output *o) {
     if (n > 1) forward_chunked(tr, tokens, n - 1, 0); // prefill all but the last prompt token
     while (!o->done && n < tr->config.seq_len) n = plain_step(tr, s, rng, probs, tokens, n, o);
+    if (!o->done) o->ended_by = END_CONTEXT;
     return n;
 }
 
 // Speculative decoding from n committed tokens (the prompt); tokens has room
-// for the target's seq_len. Rounds shrink K near the end of either context;
-// once the draft's context is full the target decodes alone.
-static int generate_spec(Speculator *sp, float *probs, int *tokens, int n, Output *o) {
+// for the target's seq_len. A round never decides more tokens than -n still
+// wants (that changes no token: positions do not depend on rounds), and K
+// shrinks near the end of either context.
+static int generate_spec(Speculator *sp, int *tokens, int n, Output *o) {
     int St = sp->target->config.seq_len, Sd = sp->draft->config.seq_len;
     AutoK *ak = &sp->autok;
-    if (sp->k == 0) start_auto_k(ak, sp->target, sp->draft);
     if (n > 1) forward_chunked(sp->target, tokens, n - 1, 0);
-    if (n > 1 && n <= Sd) forward_chunked(sp->draft, tokens, n - 1, 0);
-    sp->draft_pos = n - 1;
+    sp->draft_pos = 0; // the draft catches up on the prompt in its first round
     while (!o->done && n < St) {
         int k = sp->k;
-        if (k == 0) k = ak->last_k = choose_k(ak->accepted / ak->examined, ak->c, ak->rho, K_MAX);
-        // target verifies positions n-1..n+k-1 and may commit up to n+k: n+k < St;
-        // the draft runs positions up to n+k-2: n+k-2 < Sd
-        if (k > St - 1 - n) k = St - 1 - n;
-        if (k > Sd + 1 - n) k = Sd + 1 - n;
-        if (k >= 1) {
-            double d0 = sp->stats.draft_seconds, v0 = sp->stats.verify_seconds;
-            int m = speculative_step(sp, tokens, n, k);
-            if (sp->k == 0)
-                update_auto_k(ak, k, m - 1, m <= k ? m : k, sp->stats.draft_seconds - d0,
-                              sp->stats.verify_seconds - v0);
-            for (int i = 0; i < m; i++) emit(o, tokens[n + i]);
-            n += m;
-            continue;
+        if (k == 0) k = ak->last_k = choose_k(ak->accepted / ak->examined, ak->draft_step,
+                                              ak->verify, K_MAX);
+        int want = o->max_new - o->n_generated;   // tokens -n still wants: at most k+1
+        if (k > want - 1) k = want - 1;
+        if (k > St - 1 - n) k = St - 1 - n;       // verify rows n-1..n+k-1, commit up to n+k
+        if (k > Sd + 1 - n) k = Sd + 1 - n;       // the draft runs positions up to n+k-2
+        if (k < 0) k = 0;
+        double d0 = sp->stats.draft_seconds, v0 = sp->stats.verify_seconds;
+        long f0 = sp->stats.draft_forwards, e0 = sp->stats.examined, a0 = sp->stats.accepted;
+        int m = speculative_step(sp, tokens, n, k);
+        if (sp->k == 0 && k >= 1) {
+            long steps = sp->stats.draft_forwards - f0;
+            update_auto_k(ak, k + 1, (int)(sp->stats.accepted - a0), (int)(sp->stats.examined - e0),
+                          steps ? (sp->stats.draft_seconds - d0) / (double)steps : 0,
+                          sp->stats.verify_seconds - v0);
         }
-        if (Sd + 1 - n < 1 && sp->stats.draft_full_at < 0) sp->stats.draft_full_at = n;
-        double t0 = now_seconds();
-        n = plain_step(sp->target, sp->sampler, sp->rng, probs, tokens, n, o);
-        sp->stats.plain_seconds += now_seconds() - t0;
-        sp->stats.target_forwards++;
-        sp->stats.plain_tokens++;
+        int before = o->n_generated;
+        for (int i = 0; i < m; i++) emit(o, tokens[n + i]);
+        sp->stats.emitted += o->n_generated - before;
+        if (sp->trace && o->done && o->ended_by == END_TOKEN)
+            fprintf(stderr, "  (the text ends at the end-of-text token: %d of the round's %d tokens "
+                    "emitted)\n", o->n_generated - before, m);
+        n += m;
     }
+    if (!o->done) o->ended_by = END_CONTEXT;
     return n;
 }
 
@@ -1281,7 +2003,7 @@ static int generate_spec(Speculator *sp, float *probs, int *tokens, int n, Outpu
 
 typedef struct {
     const char *mode;
-    int k;
+    int k, threads;
     float temperature, top_p;
     int top_k;
     unsigned long long seed;
@@ -1309,7 +2031,7 @@ static double time_target_step(Transformer *tr, Sampler *s, float *probs, int to
 
 // The derived numbers of a spec run: a, c, r and the predictions.
 //   acceptance_rate = accepted / drafted (every drafted token counts)
-//   a = accepted / examined: the chance a draft passes once it is examined
+//   a = accepted / examined: the chance a proposal passes once it is examined
 //       (drafts after a rejection are never examined); the theory's alpha
 typedef struct {
     int k;                  // K of the formulas: -k, or the one auto-K used most
@@ -1325,25 +2047,22 @@ static double per_position(const SpecStats *st, int i) {
 static SpecSummary summarize(const Report *rp) {
     const SpecStats *st = &rp->sp->stats;
     SpecSummary m = {0};
-    long examined = 0;
-    for (int i = 0; i < K_MAX; i++) examined += st->reached[i];
     m.k = rp->k;
     for (int k = 1; k <= K_MAX && rp->k == 0; k++)
         if (st->k_used[k] > st->k_used[m.k]) m.k = k;
     if (m.k == 0) m.k = 1;
     m.acceptance_rate = st->drafted ? (double)st->accepted / (double)st->drafted : 0;
-    m.a = examined ? (double)st->accepted / (double)examined : 0;
+    m.a = st->examined ? (double)st->accepted / (double)st->examined : 0;
     if (st->draft_forwards && rp->target_step > 0)
         m.c = st->draft_seconds / (double)st->draft_forwards / rp->target_step;
     if (st->rounds && rp->target_step > 0)
         m.r = st->verify_seconds / (double)st->rounds / rp->target_step;
-    if (st->rounds) m.tokens_per_round = (double)(st->accepted + st->rounds) / (double)st->rounds;
+    if (st->rounds) m.tokens_per_round = (double)st->emitted / (double)st->rounds;
     m.expected_per_round = expected_tokens_per_round(m.a, m.k);
     m.predicted = m.r > 0 ? predicted_speedup(m.a, m.k, m.c, m.r) : 0;
     m.measured = rp->seconds > 0 ? rp->out->n_generated / rp->seconds * rp->target_step : 0;
     if (st->target_forwards)
-        m.tokens_per_forward = (double)(st->accepted + st->rounds + st->plain_tokens) /
-                               (double)st->target_forwards;
+        m.tokens_per_forward = (double)st->emitted / (double)st->target_forwards;
     return m;
 }
 
@@ -1351,38 +2070,47 @@ static void print_auto_k(const Speculator *sp) {
     const AutoK *ak = &sp->autok;
     fprintf(stderr, "  auto-K: rounds per K =");
     for (int k = 1; k <= sp->stats.k_hi; k++) fprintf(stderr, " %ld", sp->stats.k_used[k]);
-    double a = ak->accepted / ak->examined;
-    fprintf(stderr, "\n  auto-K: last K = %d, the argmax of the predicted speedup %.2fx at the "
-            "running a = %.3f, c = %.3f, r(K) = 1 + %.3f K\n", ak->last_k,
-            predicted_speedup(a, ak->last_k, ak->c, 1 + ak->rho * ak->last_k), a, ak->c, ak->rho);
+    fprintf(stderr, "\n  auto-K: last K = %d at the running a = %.3f, draft step %.1f us, "
+            "verify of K+1 rows %.1f us; calibrated in %.1f ms before generating\n", ak->last_k,
+            ak->accepted / ak->examined, 1e6 * ak->draft_step, 1e6 * ak->verify[ak->last_k + 1],
+            1e3 * ak->calibration_seconds);
+}
+
+static const char *end_reason(const Output *o) {
+    return o->ended_by == END_TOKEN ? "the model ended the text"
+         : o->ended_by == END_CONTEXT ? "the context (seq_len) is full" : "-n reached";
 }
 
 static void print_report(const Report *rp) {
     const Output *o = rp->out;
-    fprintf(stderr, "%s: %d tokens in %.3f s, %.1f tok/s\n", rp->mode, o->n_generated, rp->seconds,
-            rp->seconds > 0 ? o->n_generated / rp->seconds : 0.0);
+    fprintf(stderr, "%s: %d tokens in %.3f s, %.1f tok/s, %d thread%s (%s)\n", rp->mode,
+            o->n_generated, rp->seconds, rp->seconds > 0 ? o->n_generated / rp->seconds : 0.0,
+            rp->threads, rp->threads == 1 ? "" : "s", end_reason(o));
+    if (o->ended_by == END_CONTEXT && o->n_generated < o->max_new)
+        fprintf(stderr, "specdec: note: stopped after %d of the %d tokens asked for (-n): the "
+                "context of %d positions is full\n", o->n_generated, o->max_new,
+                o->n_generated + rp->prompt_tokens);
     if (!rp->sp) return;
     const SpecStats *st = &rp->sp->stats;
     SpecSummary m = summarize(rp);
     fprintf(stderr, "  K=%d%s: %ld rounds, %ld target forwards, %ld draft forwards\n", m.k,
             rp->k ? "" : " (auto, most used)", st->rounds, st->target_forwards, st->draft_forwards);
-    fprintf(stderr, "  accepted %ld of %ld drafts (%.3f); a = %.3f per examined draft\n",
+    fprintf(stderr, "  accepted %ld of %ld proposals (%.3f); a = %.3f per examined proposal\n",
             st->accepted, st->drafted, m.acceptance_rate, m.a);
     fprintf(stderr, "  tokens per round %.2f, theory (1-a^(K+1))/(1-a) = %.2f; tokens per target "
             "forward %.2f\n", m.tokens_per_round, m.expected_per_round, m.tokens_per_forward);
     fprintf(stderr, "  per-position acceptance:");
-    for (int i = 0; i < st->k_hi; i++) fprintf(stderr, " %.3f", per_position(st, i));
-    fprintf(stderr, "\n  rounds accepting 0..K drafts:");
-    for (int i = 0; i <= st->k_hi; i++) fprintf(stderr, " %ld", st->histogram[i]);
-    fprintf(stderr, "\n  time: draft %.3f s, verify %.3f s, target alone %.3f s, other %.3f s\n",
-            st->draft_seconds, st->verify_seconds, st->plain_seconds,
-            rp->seconds - st->draft_seconds - st->verify_seconds - st->plain_seconds);
+    for (int i = 0; i <= st->k_hi; i++) fprintf(stderr, " %.3f", per_position(st, i));
+    fprintf(stderr, "\n  rounds accepting 0..K+1 proposals:");
+    for (int i = 0; i <= st->k_hi + 1; i++) fprintf(stderr, " %ld", st->histogram[i]);
+    fprintf(stderr, "\n  time: draft %.3f s, verify %.3f s, other %.3f s\n", st->draft_seconds,
+            st->verify_seconds, rp->seconds - st->draft_seconds - st->verify_seconds);
     fprintf(stderr, "  costs per target step (%.3f ms): c = %.3f, r = %.3f; speedup predicted "
             "%.2fx, measured %.2fx\n", 1e3 * rp->target_step, m.c, m.r, m.predicted, m.measured);
     if (rp->k == 0) print_auto_k(rp->sp);
     if (st->draft_full_at >= 0)
-        fprintf(stderr, "  the draft's context (seq_len %d) filled at position %d: %ld tokens "
-                "decoded by the target alone\n", rp->sp->draft->config.seq_len, st->draft_full_at,
+        fprintf(stderr, "  the draft's context (seq_len %d) ends before position %d: %ld tokens "
+                "drawn from the target alone\n", rp->sp->draft->config.seq_len, st->draft_full_at,
                 st->plain_tokens);
 }
 
@@ -1396,32 +2124,33 @@ static void write_json_spec(FILE *f, const Report *rp) {
     const SpecStats *st = &rp->sp->stats;
     SpecSummary m = summarize(rp);
     fprintf(f, ", \"k\": %d, \"auto_k\": %s, \"target_forwards\": %ld, \"draft_forwards\": %ld, "
-            "\"drafted\": %ld, \"accepted\": %ld, \"acceptance_rate\": %.6f, \"alpha\": %.6f, "
-            "\"tokens_per_target_forward\": %.6f, \"tokens_per_round\": %.6f",
+            "\"drafted\": %ld, \"examined\": %ld, \"accepted\": %ld, \"acceptance_rate\": %.6f, "
+            "\"alpha\": %.6f, \"tokens_per_target_forward\": %.6f, \"tokens_per_round\": %.6f",
             m.k, rp->k ? "false" : "true", st->target_forwards, st->draft_forwards, st->drafted,
-            st->accepted, m.acceptance_rate, m.a, m.tokens_per_forward, m.tokens_per_round);
+            st->examined, st->accepted, m.acceptance_rate, m.a, m.tokens_per_forward,
+            m.tokens_per_round);
     fprintf(f, ", \"per_position_acceptance\": [");
-    for (int i = 0; i < st->k_hi; i++) fprintf(f, "%s%.6f", i ? ", " : "", per_position(st, i));
+    for (int i = 0; i <= st->k_hi; i++) fprintf(f, "%s%.6f", i ? ", " : "", per_position(st, i));
     fputc(']', f);
-    json_longs(f, "accepted_histogram", st->histogram, st->k_hi + 1);
+    json_longs(f, "accepted_histogram", st->histogram, st->k_hi + 2);
     json_longs(f, "rounds_per_k", st->k_used + 1, K_MAX);
     fprintf(f, ", \"rounds\": %ld, \"draft_seconds\": %.6f, \"verify_seconds\": %.6f, "
             "\"plain_target_tokens\": %ld, \"draft_context_full_at\": %d, "
             "\"target_step_seconds\": %.6f, \"c\": %.6f, \"r\": %.6f, "
             "\"expected_tokens_per_round\": %.6f, \"predicted_speedup\": %.6f, "
-            "\"measured_speedup\": %.6f", st->rounds, st->draft_seconds, st->verify_seconds,
-            st->plain_tokens, st->draft_full_at, rp->target_step, m.c, m.r,
-            m.expected_per_round, m.predicted, m.measured);
+            "\"measured_speedup\": %.6f, \"calibration_seconds\": %.6f", st->rounds,
+            st->draft_seconds, st->verify_seconds, st->plain_tokens, st->draft_full_at,
+            rp->target_step, m.c, m.r, m.expected_per_round, m.predicted, m.measured,
+            rp->sp->autok.calibration_seconds);
 }
 
-static void write_json(const char *path, const Report *rp) {
-    FILE *f = fopen(path, "w");
-    if (!f) die("-j %s: cannot write: %s", path, strerror(errno));
+static void write_json(FILE *f, const char *path, const Report *rp) {
     const Output *o = rp->out;
     fprintf(f, "{\"mode\": \"%s\", \"seed\": %llu, \"temperature\": %g, \"top_p\": %g, "
-            "\"top_k\": %d, \"prompt_tokens\": %d, \"generated_tokens\": %d, \"tokens\": [",
-            rp->mode, rp->seed, rp->temperature, rp->top_p, rp->top_k, rp->prompt_tokens,
-            o->n_generated);
+            "\"top_k\": %d, \"threads\": %d, \"prompt_tokens\": %d, \"generated_tokens\": %d, "
+            "\"ended_by\": \"%s\", \"tokens\": [", rp->mode, rp->seed, rp->temperature, rp->top_p,
+            rp->top_k, rp->threads, rp->prompt_tokens, o->n_generated,
+            o->ended_by == END_TOKEN ? "eos" : o->ended_by == END_CONTEXT ? "context" : "length");
     for (int i = 0; i < o->n_generated; i++) fprintf(f, "%s%d", i ? ", " : "", o->generated[i]);
     fprintf(f, "], \"seconds\": %.6f, \"tokens_per_second\": %.3f", rp->seconds,
             rp->seconds > 0 ? o->n_generated / rp->seconds : 0.0);
@@ -1435,27 +2164,28 @@ static void write_json(const char *path, const Report *rp) {
 
 typedef struct {
     const char *target_path, *draft_path, *tokenizer_path, *mode, *prompt, *json_path;
-    int n_new, k, top_k, quiet, verbose;
+    int n_new, k, top_k, quiet, verbose, threads, draft_threads;
     float temperature, top_p;
     unsigned long long seed;
 } Options;
 
 static void usage(void) {
-    printf(
-            "usage: specdec [target.bin] [options]\n"
-            "  -d FILE   draft checkpoint (default weights/draft.bin)\n"
-            "  -z FILE   tokenizer (default tokenizer.bin)\n"
-            "  -m MODE   spec | target | draft (default spec)\n"
-            "  -i TEXT   prompt (default \"\")\n"
-            "  -n N      new tokens, >= 0 (default 256)\n"
-            "  -k K      drafts per round, 1..%d; 0 chooses K as it goes (default 4)\n"
-            "  -t T      temperature, >= 0; 0 is greedy (default 1.0)\n"
-            "  -p P      top-p in (0, 1]; 1 is off (default 1.0)\n"
-            "  --top-k N keep the N most likely tokens; 0 is off (default 0)\n"
-            "  -s SEED   random seed (default 42)\n"
-            "  -j FILE   write statistics as one JSON object\n"
-            "  -q        no text on stdout     -v  teaching trace of every round on stderr\n",
-            K_MAX);
+    printf("usage: specdec [target.bin] [options]\n"
+           "  -d FILE   draft checkpoint (default weights/draft.bin)\n"
+           "  -z FILE   tokenizer (default tokenizer.bin)\n"
+           "  -m MODE   spec | target | draft (default spec)\n"
+           "  -i TEXT   prompt (default \"\")\n"
+           "  -n N      new tokens, >= 0 (default 256)\n"
+           "  -k K      drafts per round, 1..%d; 0 chooses K as it goes (default 0)\n"
+           "  -t T      temperature, >= 0; 0 is greedy (default 1.0)\n"
+           "  -p P      top-p in (0, 1]; 1 is off (default 1.0)\n"
+           "  --top-k N keep the N most likely tokens; 0 is off (default 0)\n"
+           "  -s SEED   random seed (default 42)\n"
+           "  --threads N        threads, 1..%d (default: the online CPUs, here %d)\n"
+           "  --draft-threads N  threads for the draft model (default 1)\n"
+           "  -j FILE   write statistics as one JSON object\n"
+           "  -q        no text on stdout     -v  teaching trace of every round on stderr\n",
+           K_MAX, MAX_THREADS, online_cpus());
 }
 
 static void bad_flag(const char *flag, const char *value, const char *expected) {
@@ -1480,8 +2210,13 @@ static float parse_float(const char *flag, const char *v, float lo, float hi, co
 }
 
 static void parse_options(Options *o, int argc, char **argv) {
-    *o = (Options){"weights/target.bin", "weights/draft.bin", "tokenizer.bin", "spec", "", NULL,
-                   256, 4, 0, 0, 0, 1.0f, 1.0f, 42};
+    *o = (Options){.target_path = "weights/target.bin", .draft_path = "weights/draft.bin",
+                   .tokenizer_path = "tokenizer.bin", .mode = "spec", .prompt = "",
+                   .n_new = 256, .k = 0, .threads = online_cpus(), .draft_threads = 1,
+                   .temperature = 1.0f, .top_p = 1.0f, .seed = 42};
+    char k_range[64], t_range[64];
+    snprintf(k_range, sizeof(k_range), "an integer in 0..%d (0: auto)", K_MAX);
+    snprintf(t_range, sizeof(t_range), "an integer in 1..%d", MAX_THREADS);
     int i = 1;
     if (argc > 1 && argv[1][0] != '-') o->target_path = argv[i++];
     for (; i < argc; i++) {
@@ -1490,10 +2225,14 @@ static void parse_options(Options *o, int argc, char **argv) {
         if (!strcmp(f, "-v")) { o->verbose = 1; continue; }
         if (!strcmp(f, "-h") || !strcmp(f, "--help")) { usage(); exit(EXIT_SUCCESS); }
         int known = strlen(f) == 2 && strchr("dzminktpsj", f[1]) && f[0] == '-';
-        if (!known && strcmp(f, "--top-k")) die("unknown flag %s (see specdec -h)", f);
+        if (!known && strcmp(f, "--top-k") && strcmp(f, "--threads") && strcmp(f, "--draft-threads"))
+            die("unknown flag %s (see specdec -h)", f);
         if (i + 1 >= argc) bad_flag(f, "(missing)", "a value after the flag");
         const char *v = argv[++i];
         if (!strcmp(f, "--top-k")) o->top_k = (int)parse_long(f, v, 0, 1 << 24, "an integer >= 0");
+        else if (!strcmp(f, "--threads")) o->threads = (int)parse_long(f, v, 1, MAX_THREADS, t_range);
+        else if (!strcmp(f, "--draft-threads"))
+            o->draft_threads = (int)parse_long(f, v, 1, MAX_THREADS, t_range);
         else switch (f[1]) {
             case 'd': o->draft_path = v; break;
             case 'z': o->tokenizer_path = v; break;
@@ -1505,23 +2244,25 @@ static void parse_options(Options *o, int argc, char **argv) {
                 o->mode = v;
                 break;
             case 'n': o->n_new = (int)parse_long(f, v, 0, 1 << 24, "an integer >= 0"); break;
-            case 'k': o->k = (int)parse_long(f, v, 0, K_MAX, "an integer in 0..16 (0: auto, 16: K_MAX)"); break;
+            case 'k': o->k = (int)parse_long(f, v, 0, K_MAX, k_range); break;
             case 't': o->temperature = parse_float(f, v, 0.0f, 1e6f, "a number >= 0"); break;
             case 'p': o->top_p = parse_float(f, v, FLT_MIN, 1.0f, "a number in (0, 1]"); break;
             case 's': o->seed = (unsigned long long)parse_long(f, v, 0, LONG_MAX, "an integer >= 0"); break;
         }
     }
+    if (o->draft_threads > o->threads) o->draft_threads = o->threads;
 }
 
 // Load what the mode needs: the decoding model (the target, or the draft alone
 // for -m draft) and, for spec, the draft; returns the decoding model.
-static Transformer *load_models(Transformer *target, Transformer *draft, const Options *o) {
+static Transformer *load_models(Transformer *target, Transformer *draft, const Options *o,
+                                ThreadPool *pool) {
     if (!strcmp(o->mode, "draft")) {
-        build_transformer(draft, o->draft_path, MAX_ROWS);
+        build_transformer(draft, o->draft_path, MAX_ROWS, pool, o->threads);
         return draft;
     }
-    build_transformer(target, o->target_path, MAX_ROWS);
-    if (!strcmp(o->mode, "spec")) build_transformer(draft, o->draft_path, MAX_ROWS);
+    build_transformer(target, o->target_path, MAX_ROWS, pool, o->threads);
+    if (!strcmp(o->mode, "spec")) build_transformer(draft, o->draft_path, MAX_ROWS, pool, o->draft_threads);
     return target;
 }
 
@@ -1542,8 +2283,12 @@ int main(int argc, char **argv) {
     Options opt;
     parse_options(&opt, argc, argv);
     int spec = !strcmp(opt.mode, "spec");
+    FILE *json = NULL; // opened now, so a bad path fails before the generation, not after
+    if (opt.json_path && !(json = fopen(opt.json_path, "w")))
+        die("-j %s: cannot write: %s", opt.json_path, strerror(errno));
+    ThreadPool *pool = build_pool(opt.threads);
     Transformer target, draft;
-    Transformer *model = load_models(&target, &draft, &opt);
+    Transformer *model = load_models(&target, &draft, &opt, pool);
     int V = model->config.vocab_size;
     Tokenizer tok;
     build_tokenizer(&tok, opt.tokenizer_path, V);
@@ -1557,16 +2302,17 @@ int main(int argc, char **argv) {
     int *tokens = xmalloc((size_t)model->config.seq_len * sizeof(int), "tokens");
     float *probs = xmalloc((size_t)V * sizeof(float), "probs");
     int n = encode_prompt(&tok, tokens, opt.prompt, model);
-    Output out = {&tok, opt.quiet, xmalloc((size_t)opt.n_new * sizeof(int) + 1, "output"), 0,
-                  opt.n_new, 0, 0};
+    Output out = {.tok = &tok, .quiet = opt.quiet, .max_new = opt.n_new,
+                  .generated = xmalloc((size_t)opt.n_new * sizeof(int) + 1, "output")};
     start_output(&out, tokens, n);
 
     // generate; the clock covers prefill and decoding, not loading
-    Report rp = {opt.mode, opt.k, opt.temperature, opt.top_p, opt.top_k, opt.seed, n, &out, 0,
-                 NULL, 0};
+    Report rp = {.mode = opt.mode, .k = opt.k, .threads = opt.threads,
+                 .temperature = opt.temperature, .top_p = opt.top_p, .top_k = opt.top_k,
+                 .seed = opt.seed, .prompt_tokens = n, .out = &out};
     double t0 = now_seconds();
     if (spec) {
-        n = generate_spec(&sp, probs, tokens, n, &out);
+        n = generate_spec(&sp, tokens, n, &out);
         rp.seconds = now_seconds() - t0;
         rp.sp = &sp;
         rp.target_step = time_target_step(&target, &sampler, probs, tokens[n - 1], n - 1);
@@ -1577,13 +2323,14 @@ int main(int argc, char **argv) {
     if (!opt.quiet) printf("\n");
     fflush(stdout);
     print_report(&rp);
-    if (opt.json_path) write_json(opt.json_path, &rp);
+    if (json) write_json(json, opt.json_path, &rp);
 
     if (spec) { free_speculator(&sp); free_transformer(&draft); }
     free(probs); free(out.generated); free(tokens);
     free_sampler(&sampler);
     free_tokenizer(&tok);
     free_transformer(model);
+    free_pool(pool);
     return 0;
 }
 #endif

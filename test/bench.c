@@ -129,7 +129,7 @@ static ModelResult bench_model(const char *name, const char *path, double bw) {
     ModelResult m = {{0}, 0, 0, 0, 0, 0, {0}, 0};
     snprintf(m.name, sizeof(m.name), "%s", name);
     Transformer tr;
-    build_transformer(&tr, path, MAX_ROWS);
+    build_transformer(&tr, path, MAX_ROWS, NULL, 1);
     m.bytes = bytes_per_token(&tr.config);
     m.params = m.bytes / 4;
     int steps = m.bytes > 1e8 ? 24 : 96;
@@ -181,14 +181,14 @@ static double run_once(Pair *pr, Speculator *sp, Sampler *s, int prompt, uint64_
     int *gen = xmalloc((size_t)pr->n_new * sizeof(int), "generated");
     float *probs = xmalloc((size_t)V * sizeof(float), "probs");
     int n = encode(pr->tok, tokens, PROMPTS[prompt % N_PROMPTS], 1, 0);
-    Output o = {pr->tok, 1, gen, 0, pr->n_new, 0, 0};
+    Output o = {.tok = pr->tok, .quiet = 1, .generated = gen, .max_new = pr->n_new};
     start_output(&o, tokens, n);
     Rng rng;
     rng_seed(&rng, seed);
     double t0 = now_seconds();
     if (sp) {
         sp->rng = &rng;
-        generate_spec(sp, probs, tokens, n, &o);
+        generate_spec(sp, tokens, n, &o);
     } else {
         generate_plain(pr->target, s, &rng, probs, tokens, n, &o);
     }
@@ -221,9 +221,9 @@ static E2E bench_pair(Pair *pr, const char *name, float temp, int k) {
     e.target_tok_s = median(tt, pr->reps);
     e.spec_tok_s = median(ts, pr->reps);
     e.speedup = e.spec_tok_s / e.target_tok_s;
-    Report rp = {"spec", k, temp, 1.0f, 0, 0, 0, NULL, 0, &sp, step};
     Output o = {0};
-    rp.out = &o;
+    Report rp = {.mode = "spec", .k = k, .threads = 1, .temperature = temp, .top_p = 1.0f,
+                 .out = &o, .sp = &sp, .target_step = step};
     SpecSummary sm = summarize(&rp);
     e.alpha = sm.a; e.acceptance_rate = sm.acceptance_rate; e.c = sm.c; e.r = sm.r;
     e.k = sm.k; e.predicted = sm.predicted; e.tokens_per_round = sm.tokens_per_round;
@@ -379,7 +379,7 @@ static int held_out_prompts(char prompts[N_HELD][256], const char *path) {
 static double draft_acceptance(Transformer *target, const char *draft_path, Tokenizer *tok,
                                char prompts[N_HELD][256], int n_prompts) {
     Transformer draft;
-    build_transformer(&draft, draft_path, MAX_ROWS);
+    build_transformer(&draft, draft_path, MAX_ROWS, NULL, 1);
     int *tokens = xmalloc((size_t)target->config.seq_len * sizeof(int), "tokens");
     float *probs = xmalloc((size_t)target->config.vocab_size * sizeof(float), "probs");
     int gen[ACCEPT_TOKENS];
@@ -391,16 +391,16 @@ static double draft_acceptance(Transformer *target, const char *draft_path, Toke
         build_speculator(&sp, target, &draft, &s, NULL, 4);
         for (int i = 0; i < n_prompts; i++) {
             int n = encode_prompt(tok, tokens, prompts[i], target);
-            Output o = {tok, 1, gen, 0, ACCEPT_TOKENS, 0, 0};
+            Output o = {.tok = tok, .quiet = 1, .generated = gen, .max_new = ACCEPT_TOKENS};
             start_output(&o, tokens, n);
             Rng rng;
             rng_seed(&rng, 7 + (uint64_t)i);
             sp.rng = &rng;
-            generate_spec(&sp, probs, tokens, n, &o);
+            generate_spec(&sp, tokens, n, &o);
         }
-        Report rp = {"spec", 4, (float)ti, 1.0f, 0, 0, 0, NULL, 0, &sp, 1.0};
         Output none = {0};
-        rp.out = &none;
+        Report rp = {.mode = "spec", .k = 4, .threads = 1, .temperature = (float)ti, .top_p = 1.0f,
+                     .out = &none, .sp = &sp, .target_step = 1.0};
         SpecSummary m = summarize(&rp);
         printf("%-34s t=%d K=4: a = %.3f per examined draft, accepted/drafted = %.3f, "
                "tokens per round %.2f (%ld rounds)\n", draft_path, ti, m.a, m.acceptance_rate,
@@ -421,7 +421,7 @@ static void bench_accept(const BenchOptions *o) {
     int n = held_out_prompts(prompts, o->prompts);
     printf("held-out prompts: %d from %s, e.g. \"%s\"\n", n, o->prompts, prompts[0]);
     Transformer target;
-    build_transformer(&target, o->target, MAX_ROWS);
+    build_transformer(&target, o->target, MAX_ROWS, NULL, 1);
     Tokenizer tok;
     build_tokenizer(&tok, o->tokenizer, target.config.vocab_size);
     double a1 = draft_acceptance(&target, o->draft, &tok, prompts, n);
@@ -482,8 +482,8 @@ int main(int argc, char **argv) {
         printf("SKIP end to end: %s, %s or %s missing (make weights)\n", o.target, o.draft, o.tokenizer);
     } else {
         Transformer target, draft, emulated;
-        build_transformer(&target, o.target, MAX_ROWS);
-        build_transformer(&draft, o.draft, MAX_ROWS);
+        build_transformer(&target, o.target, MAX_ROWS, NULL, 1);
+        build_transformer(&draft, o.draft, MAX_ROWS, NULL, 1);
         Tokenizer tok;
         build_tokenizer(&tok, o.tokenizer, target.config.vocab_size);
         Pair pr = {&target, &draft, &tok, 256, 5};
@@ -498,7 +498,7 @@ int main(int argc, char **argv) {
                                1, target.config.n_heads, target.config.n_kv_heads, 0, 1}) / 4;
             int extra = (int)((110e6 - bytes_per_token(&target.config) / 4) / per_layer);
             write_emulated_checkpoint(pemu, &target, extra > 0 ? extra : 0);
-            build_transformer(&emulated, pemu, MAX_ROWS);
+            build_transformer(&emulated, pemu, MAX_ROWS, NULL, 1);
             models[n_models++] = bench_model("emulated 110M target", pemu, bw);
             Pair big = {&emulated, &draft, &tok, 64, 3};
             for (int ti = 0; ti < 2; ti++)

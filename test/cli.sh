@@ -62,6 +62,23 @@ for mode in spec target draft; do
 done
 echo "determinism: same seed same text, different seed different text (spec, target, draft at t=1)"
 
+# ---- the text depends on the seed only: every K, auto-K, every thread count
+# same_text "MODEL ARGS" N T PROMPT: spec output for K = 1, 2, 4, 8, auto x threads 1, 2, 3
+same_text() {
+    local model=$1 n=$2 t=$3 prompt=$4 k th runs=0
+    $SPECDEC $model -t $t -s 5 -k 1 --threads 1 -n $n -i "$prompt" > $D/ref.txt 2>/dev/null || bad "spec run failed"
+    for k in 1 2 4 8 0; do
+        for th in 1 2 3; do
+            $SPECDEC $model -t $t -s 5 -k $k --threads $th --draft-threads $th -n $n -i "$prompt" > $D/spec.txt 2>/dev/null
+            if cmp -s $D/ref.txt $D/spec.txt; then ok; else bad "t=$t K=$k threads=$th: text differs from K=1 on 1 thread ($model)"; fi
+            runs=$((runs + 1))
+        done
+    done
+    echo "same text at t=$t: $runs runs (K = 1, 2, 4, 8, auto x 1..3 threads) equal ($model)"
+}
+same_text "$M -d $D/draft.bin" 100 0.8 "Once upon a time"
+same_text "$M -d $D/draft.bin" 100 1 "the little dog"
+
 # ---- the scalar build prints the same text as the AVX2 build
 if [ -n "$SCALAR" ]; then
     for t in 0 1; do
@@ -82,6 +99,8 @@ if [ -f weights/target.bin ] && [ -f weights/draft.bin ] && [ -f tokenizer.bin ]
     gen=$(sed -n 's/.*"generated_tokens": \([0-9]*\).*/\1/p' $D/run.json)
     if [ "$words" -ge 20 ] && [ "${gen:-0}" -ge 30 ]; then ok; else bad "shipped pair at t=0.8: $words words, ${gen:-no} tokens"; fi
     echo "shipped pair: $n_eq greedy spec runs (2 prompts x K=1,3,4,8,auto) byte-identical to the target; t=0.8 writes $words words"
+    same_text "weights/target.bin -d weights/draft.bin -z tokenizer.bin" 120 0.8 "Once upon a time"
+    same_text "weights/target.bin -d weights/draft.bin -z tokenizer.bin" 120 1 "Once upon a time"
 else
     echo "SKIP shipped pair: weights/ not built yet ('make weights')"
 fi
@@ -99,20 +118,22 @@ else
     echo "SKIP stories260K: $R absent"
 fi
 
-# ---- -v teaching trace: every round, each draft's q, p, u and verdict
+# ---- -v teaching trace: every round, each examined position's q, p, u and
+# verdict; every round ends at one REJECT (with its residual draw) or at an
+# accepted proposal for the position after K accepted drafts
 $SPECDEC $M -d $D/draft.bin -t 1 -n 40 -k 3 -q -v 2> $D/trace.txt
-rounds=$(LC_ALL=C grep -c '^round [0-9]* at position' $D/trace.txt)
-verdicts=$(LC_ALL=C grep -cE '^  draft [0-9]  .*q=[0-9.]+ p=[0-9.]+ p/q=[0-9.]+ u=[0-9.]+  (accept|REJECT)$' $D/trace.txt)
-endings=$(LC_ALL=C grep -cE '^  -> (resample from norm\(max\(0, p[0-9] - q[0-9]\)\)|all 3 accepted, bonus from p4): ' $D/trace.txt)
+rounds=$(LC_ALL=C grep -c '^round [0-9]* at position [0-9]*, K=' $D/trace.txt)
+verdicts=$(LC_ALL=C grep -cE '^  pos [0-9]+ (draft|next ) .*  q=[0-9.]+ p=[0-9.]+ p/q=[0-9.]+ u=[0-9.]+  (accept|REJECT -> residual mass [0-9.]+, coin [0-9.]+: .+)$' $D/trace.txt)
+endings=$(LC_ALL=C grep -cE '(REJECT -> residual mass|^  pos [0-9]+ next .*accept$)' $D/trace.txt)
 if [ "$rounds" -gt 0 ] && [ "$endings" -eq "$rounds" ] && [ "$verdicts" -ge "$rounds" ]; then ok
-else bad "-v trace: $rounds rounds, $verdicts draft lines, $endings replacement/bonus lines"; fi
-echo "trace: -v shows $rounds rounds, $verdicts draft verdicts, one replacement or bonus per round"
+else bad "-v trace: $rounds rounds, $verdicts position lines, $endings rounds' endings"; fi
+echo "trace: -v shows $rounds rounds, $verdicts position verdicts, each round ending in a rejection or an accepted next position"
 
 # ---- -j JSON keys
 for mode in spec target draft; do
     $SPECDEC $M -d $D/draft.bin -m $mode -n 30 -q -j $D/s.json 2>/dev/null || bad "-j run failed"
-    keys="mode seed temperature top_p prompt_tokens generated_tokens tokens seconds tokens_per_second"
-    [ $mode = spec ] && keys="$keys k target_forwards draft_forwards drafted accepted acceptance_rate tokens_per_target_forward per_position_acceptance accepted_histogram draft_seconds verify_seconds c r predicted_speedup expected_tokens_per_round"
+    keys="mode seed temperature top_p top_k threads prompt_tokens generated_tokens ended_by tokens seconds tokens_per_second"
+    [ $mode = spec ] && keys="$keys k auto_k target_forwards draft_forwards drafted examined accepted acceptance_rate alpha tokens_per_target_forward tokens_per_round per_position_acceptance accepted_histogram rounds_per_k rounds draft_seconds verify_seconds plain_target_tokens draft_context_full_at target_step_seconds c r expected_tokens_per_round predicted_speedup measured_speedup calibration_seconds"
     for key in $keys; do
         if grep -q "\"$key\":" $D/s.json; then ok; else bad "-m $mode -j: key $key missing"; fi
     done
@@ -167,7 +188,11 @@ expect_fail "-s 1.5" $M -s 1.5
 expect_fail "unknown flag -x" $M -x 3
 expect_fail "-m fast" $M -m fast
 expect_fail "-n (missing)" $M -n
-echo "bad input: 28 cases, each exit 1 with a message naming the file or flag"
+expect_fail "--threads 0" $M --threads 0
+expect_fail "--threads many" $M --threads many
+expect_fail "--draft-threads 99" $M --draft-threads 99
+expect_fail "-j /nonexistent/x.json: cannot write" $M -j /nonexistent/x.json
+echo "bad input: 32 cases, each exit 1 with a message naming the file or flag"
 
 echo "cli: $pass passed, $fail failed"
 [ $fail -eq 0 ]

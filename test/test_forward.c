@@ -1,7 +1,8 @@
 // test_forward.c - the batched forward against sequential single-row forwards:
 // logits and KV caches must be memcmp-identical (batch invariance), for n = 1..9
 // rows at several positions, with grouped-query attention, shared and unshared
-// classifiers, and widths that are not multiples of 8.
+// classifiers, widths that are not multiples of 8 or 16, and on 1, 2 and 3
+// threads (the thread count must not change a bit either).
 // Prints a fingerprint of all logits so the Makefile can check that the AVX2
 // and scalar builds agree bit for bit.
 #define TESTING
@@ -16,60 +17,86 @@ static void hash_floats(const float *v, size_t n) {
     for (size_t i = 0; i < n * sizeof(float); i++) fingerprint = (fingerprint ^ b[i]) * 1099511628211ULL;
 }
 
+// the cached key (or value) of layer l, kv head g at position p, dimension d
+static float cached(const Transformer *tr, int value, int l, int g, int p, int d) {
+    const Config *c = &tr->config;
+    int hs = c->dim / c->n_heads;
+    size_t head = (size_t)l * c->n_kv_heads + (size_t)g;
+    if (value) return tr->state.value_cache[(head * c->seq_len + (size_t)p) * hs + d];
+    return tr->state.key_cache[(head * tr->state.seq_pad + (size_t)p / 8 * 8) * hs + (size_t)d * 8 + p % 8];
+}
+
+// positions [0, n) of both caches equal in every layer and head
+static int caches_equal(const Transformer *a, const Transformer *b, int n) {
+    const Config *c = &a->config;
+    int hs = c->dim / c->n_heads;
+    for (int l = 0; l < c->n_layers; l++)
+        for (int g = 0; g < c->n_kv_heads; g++)
+            for (int p = 0; p < n; p++)
+                for (int d = 0; d < hs; d++)
+                    for (int v = 0; v < 2; v++) {
+                        float x = cached(a, v, l, g, p, d), y = cached(b, v, l, g, p, d);
+                        if (memcmp(&x, &y, sizeof(float))) return 0;
+                    }
+    return 1;
+}
+
 static void test_config(const char *name, Config c, int shared) {
     char path[256];
     snprintf(path, sizeof(path), "build/test/forward_%s.bin", name);
     write_random_checkpoint(path, &c, shared, 11, 0, 0);
     Transformer one, many;
-    build_transformer(&one, path, MAX_ROWS);
-    build_transformer(&many, path, MAX_ROWS);
-    int S = c.seq_len, V = c.vocab_size, kv_dim = c.n_kv_heads * (c.dim / c.n_heads);
+    build_transformer(&one, path, MAX_ROWS, NULL, 1);
+    int S = c.seq_len, V = c.vocab_size;
     int *tokens = xmalloc((size_t)S * sizeof(int), "tokens");
     Rng r;
     rng_seed(&r, 5);
     for (int i = 0; i < S; i++) tokens[i] = (int)(rng_u32(&r) % (uint32_t)V);
 
-    // reference: one row at a time, every position
+    // reference: one row at a time, every position, one thread
     float *ref = xmalloc((size_t)S * V * sizeof(float), "ref logits");
     for (int i = 0; i < S; i++) memcpy(ref + (size_t)i * V, forward(&one, tokens + i, 1, i), (size_t)V * 4);
     hash_floats(ref, (size_t)S * V);
 
     int positions[] = {0, 3, 17, S - 9};
     int bad_logits = 0, bad_cache = 0, cases = 0;
-    for (int pi = 0; pi < 4; pi++) {
-        for (int n = 1; n <= 9; n++) {
-            int pos = positions[pi];
-            if (pos > 0) forward_chunked(&many, tokens, pos, 0); // prefill in chunks of 17
-            float *lg = forward(&many, tokens + pos, n, pos);
-            cases++;
-            if (memcmp(lg, ref + (size_t)pos * V, (size_t)n * V * 4)) {
-                bad_logits++;
-                printf("  %s: %d rows at pos %d differ from single-row logits\n", name, n, pos);
-            }
-            for (int l = 0; l < c.n_layers; l++) {
-                size_t off = (size_t)l * S * kv_dim, len = (size_t)(pos + n) * kv_dim * 4;
-                bad_cache += memcmp(many.state.key_cache + off, one.state.key_cache + off, len) != 0;
-                bad_cache += memcmp(many.state.value_cache + off, one.state.value_cache + off, len) != 0;
+    for (int threads = 1; threads <= 3; threads++) {
+        ThreadPool *pool = build_pool(threads);
+        build_transformer(&many, path, MAX_ROWS, pool, threads);
+        for (int pi = 0; pi < 4; pi++) {
+            for (int n = 1; n <= 9; n++) {
+                int pos = positions[pi];
+                if (pos > 0) forward_chunked(&many, tokens, pos, 0); // prefill in chunks of 17
+                float *lg = forward(&many, tokens + pos, n, pos);
+                cases++;
+                if (memcmp(lg, ref + (size_t)pos * V, (size_t)n * V * 4)) {
+                    bad_logits++;
+                    printf("  %s: %d rows at pos %d on %d threads differ from single-row logits\n",
+                           name, n, pos, threads);
+                }
+                bad_cache += !caches_equal(&many, &one, pos + n);
             }
         }
+        free_transformer(&many);
+        free_pool(pool);
     }
     CHECK(bad_logits == 0, "%s: %d of %d batched forwards differ from single-row forwards", name, bad_logits, cases);
-    CHECK(bad_cache == 0, "%s: %d KV cache layers differ", name, bad_cache);
+    CHECK(bad_cache == 0, "%s: %d of %d batched forwards left different KV caches", name, bad_cache, cases);
     printf("%s (dim %d hidden %d layers %d heads %d kv_heads %d vocab %d, %s classifier): "
-           "%d batched forwards (n = 1..9 at pos 0, 3, 17, %d) memcmp-equal to single rows\n",
-           name, c.dim, c.hidden_dim, c.n_layers, c.n_heads, c.n_kv_heads, c.vocab_size,
-           shared ? "shared" : "unshared", cases, S - 9);
+           "%d batched forwards (n = 1..9 at pos 0, 3, 17, %d; 1, 2, 3 threads) memcmp-equal to "
+           "single rows on one thread\n", name, c.dim, c.hidden_dim, c.n_layers, c.n_heads,
+           c.n_kv_heads, c.vocab_size, shared ? "shared" : "unshared", cases, S - 9);
     free(ref); free(tokens);
-    free_transformer(&one); free_transformer(&many);
+    free_transformer(&one);
 }
 
 // the bench's emulated large target: extra layers with zero wo and w2 leave
 // the logits bit for bit unchanged
 static void test_emulated(void) {
     Transformer base, big;
-    build_transformer(&base, "build/test/forward_gqa_unshared.bin", MAX_ROWS);
+    build_transformer(&base, "build/test/forward_gqa_unshared.bin", MAX_ROWS, NULL, 1);
     write_emulated_checkpoint("build/test/forward_emulated.bin", &base, 5);
-    build_transformer(&big, "build/test/forward_emulated.bin", MAX_ROWS);
+    build_transformer(&big, "build/test/forward_emulated.bin", MAX_ROWS, NULL, 1);
     int tokens[12] = {1, 5, 9, 40, 41, 42, 7, 8, 100, 200, 250, 3}, V = base.config.vocab_size;
     float *a = forward(&base, tokens, 12, 0), *b = forward(&big, tokens, 12, 0);
     CHECK(big.config.n_layers == base.config.n_layers + 5 && !memcmp(a, b, (size_t)12 * V * 4),
@@ -85,6 +112,7 @@ int main(void) {
     test_config("gqa_unshared", (Config){48, 100, 2, 6, 2, 300, 64}, 0);
     test_config("mha_shared", (Config){64, 172, 3, 4, 4, 400, 80}, 1);
     test_config("odd_widths", (Config){36, 52, 1, 3, 1, 260, 40}, 1);
+    test_config("wide_heads", (Config){128, 200, 2, 2, 1, 272, 48}, 1);
     test_emulated();
     printf("logits fingerprint: %016llx\n", (unsigned long long)fingerprint);
     return check_summary("test_forward");

@@ -1,5 +1,5 @@
-// test_kernels.c - each math kernel against a naive version, the AVX2 path
-// against the scalar path (bit for bit), and the sampler's pieces.
+// test_kernels.c - each math kernel against a naive version and against its
+// canonical definition (bit for bit), and the sampler's pieces.
 #define TESTING
 #include "../specdec.c"
 #include "check.h"
@@ -8,23 +8,48 @@ static void fill_random(float *v, size_t n, Rng *r) {
     for (size_t i = 0; i < n; i++) v[i] = 2.0f * rng_coin(r) - 1.0f;
 }
 
-// matmul over T rows == naive double sum (to rounding), == scalar path (bits),
-// == T one-row calls (bits), for sizes that are and are not multiples of 8
+// The canonical matmul, straight from its definition on the row-major W:
+// out[t][j] = chain over k of fmaf(W[j][k], x[t][k], acc). W (d,n), x (T,n) -> out (T,d)
+static void matmul_definition(float *out, const float *x, const float *w, int T, int n, int d) {
+    for (int t = 0; t < T; t++)
+        for (int j = 0; j < d; j++) {
+            float acc = 0.0f;
+            for (int k = 0; k < n; k++) acc = fmaf(w[(size_t)j * n + k], x[(size_t)t * n + k], acc);
+            out[(size_t)t * d + j] = acc;
+        }
+}
+
+// matmul over T rows (every tile shape: T = 1..17 rows, panels in wide tiles
+// and single ones, a last panel cut by d) == the definition (bits), == the
+// scalar panel path (bits), == T one-row calls (bits), == any split of the
+// panels between threads (bits), and close to a double-precision sum
 static void test_matmul(void) {
-    int sizes[][2] = {{1, 1}, {7, 5}, {8, 8}, {13, 9}, {64, 33}, {100, 17}, {172, 64}, {257, 31}};
+    int sizes[][2] = {{1, 1}, {7, 5}, {8, 8}, {13, 9}, {64, 33}, {100, 17}, {172, 64},
+                      {257, 31}, {256, 112}, {40, 200}};
     Rng r;
     rng_seed(&r, 7);
+    int cases = 0;
     for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
         int n = sizes[s][0], d = sizes[s][1];
-        for (int T = 1; T <= MAX_ROWS; T++) {
-            float *w = xmalloc((size_t)d * n * 4, "w"), *x = xmalloc((size_t)T * n * 4, "x");
-            float *o = xmalloc((size_t)T * d * 4, "o"), *os = xmalloc((size_t)T * d * 4, "os");
-            float *o1 = xmalloc((size_t)T * d * 4, "o1");
-            fill_random(w, (size_t)d * n, &r);
+        float *w = xmalloc((size_t)d * n * 4, "w");
+        fill_random(w, (size_t)d * n, &r);
+        Matrix m;
+        float *packed = xmalloc_floats_aligned(panels_of(d) * (size_t)n * PANEL, "packed");
+        pack_matrix(&m, packed, w, d, n);
+        for (int T = 1; T <= MAX_ROWS; T++, cases++) {
+            float *x = xmalloc((size_t)T * n * 4, "x"), *o = xmalloc((size_t)T * d * 4, "o");
+            float *def = xmalloc((size_t)T * d * 4, "def"), *os = xmalloc((size_t)T * d * 4, "os");
+            float *o1 = xmalloc((size_t)T * d * 4, "o1"), *osplit = xmalloc((size_t)T * d * 4, "osplit");
             fill_random(x, (size_t)T * n, &r);
-            matmul(o, x, w, T, n, d);
-            matmul_scalar(os, x, w, T, n, d);
-            for (int t = 0; t < T; t++) matmul(o1 + (size_t)t * d, x + (size_t)t * n, w, 1, n, d);
+            matmul(o, x, &m, T);
+            matmul_definition(def, x, w, T, n, d);
+            matmul_panels_scalar(os, (size_t)d, d, x, T, &m, 0, m.n_panels);
+            for (int t = 0; t < T; t++) matmul(o1 + (size_t)t * d, x + (size_t)t * n, &m, 1);
+            for (int th = 0; th < 3; th++) { // panels split 3 ways, as three threads would
+                int lo, hi;
+                share(&lo, &hi, m.n_panels, th, 3);
+                matmul_panels(osplit, (size_t)d, d, x, T, &m, lo, hi);
+            }
             double worst = 0;
             for (int t = 0; t < T; t++)
                 for (int j = 0; j < d; j++) {
@@ -33,13 +58,62 @@ static void test_matmul(void) {
                     double err = fabs(ref - o[(size_t)t * d + j]) / (1.0 + fabs(ref));
                     if (err > worst) worst = err;
                 }
+            size_t bytes = (size_t)T * d * 4;
             CHECK(worst < 1e-5, "matmul n=%d d=%d T=%d vs naive double: relative error %.3g", n, d, T, worst);
-            CHECK(!memcmp(o, os, (size_t)T * d * 4), "matmul n=%d d=%d T=%d: AVX2 and scalar paths differ", n, d, T);
-            CHECK(!memcmp(o, o1, (size_t)T * d * 4), "matmul n=%d d=%d T=%d: differs from %d one-row calls", n, d, T, T);
-            free(w); free(x); free(o); free(os); free(o1);
+            CHECK(!memcmp(o, def, bytes), "matmul n=%d d=%d T=%d differs from its definition", n, d, T);
+            CHECK(!memcmp(o, os, bytes), "matmul n=%d d=%d T=%d: SIMD and scalar paths differ", n, d, T);
+            CHECK(!memcmp(o, o1, bytes), "matmul n=%d d=%d T=%d: differs from %d one-row calls", n, d, T, T);
+            CHECK(!memcmp(o, osplit, bytes), "matmul n=%d d=%d T=%d: a 3-way panel split differs", n, d, T);
+            free(x); free(o); free(def); free(os); free(o1); free(osplit);
         }
+        free(w); free(packed);
     }
-    printf("matmul: n x d in {1x1 .. 257x31}, T = 1..17 (K_MAX+1) vs naive, scalar and one-row calls\n");
+    printf("matmul: %d cases (n x d from 1x1 to 257x31, T = 1..%d rows) memcmp-equal to the chain "
+           "definition, the scalar path, one-row calls and a 3-way split\n", cases, MAX_ROWS);
+}
+
+// exp_canonical within 2 ulp of double exp; the vector path (through
+// exp_and_sum and swiglu) gives its bits; edges: 0, inf, NaN
+static void test_exp(void) {
+    double worst = 0;
+    int bad_vec = 0, n = 0;
+    static float xs[4096], ys[4096];
+    for (int i = 0; i < 4096; i++) xs[i] = -87.0f + 175.25f * (float)i / 4095.0f;
+    for (int i = 0; i < 4096; i++, n++) {
+        float y = exp_canonical(xs[i]);
+        double want = exp((double)xs[i]);
+        double ulp = want * FLT_EPSILON;
+        if (want < FLT_MAX && fabs(y - want) / ulp > worst) worst = fabs(y - want) / ulp;
+    }
+    memcpy(ys, xs, sizeof(xs));
+    float sum = exp_and_sum(ys, 4096, 0.0f); // exp(x - 0), vectorised
+    for (int i = 0; i < 4096; i++) {
+        float want = exp_canonical(xs[i]);
+        bad_vec += memcmp(&ys[i], &want, 4) != 0;
+    }
+    float want_sum = sum_scalar(ys, 4096);
+    CHECK(worst <= 2.0, "exp_canonical vs exp: worst error %.2f ulp over [-87, 88.25]", worst);
+    CHECK(bad_vec == 0, "exp_and_sum: %d of %d exps differ from exp_canonical", bad_vec, n);
+    CHECK(!memcmp(&sum, &want_sum, 4), "exp_and_sum: sum %.9g, lanes8 sum %.9g", sum, want_sum);
+    CHECK(exp_canonical(0.0f) == 1.0f && exp_canonical(-100.0f) == 0.0f &&
+          exp_canonical(100.0f) == INFINITY && isnan(exp_canonical(NAN)) &&
+          exp_canonical(-INFINITY) == 0.0f, "exp_canonical edges: 0 -> 1, -100 -> 0, 100 -> inf, NaN -> NaN");
+    // swiglu: vector path == the scalar formula
+    float h1[40], h3[40], out[40];
+    Rng r;
+    rng_seed(&r, 4);
+    for (int i = 0; i < 40; i++) h1[i] = 20.0f * rng_coin(&r) - 10.0f, h3[i] = rng_coin(&r);
+    swiglu(out, h1, h3, 40);
+    int bad_swiglu = 0;
+    for (int i = 0; i < 40; i++) {
+        float v = h1[i];
+        v *= 1.0f / (1.0f + exp_canonical(-v));
+        float want = v * h3[i];
+        bad_swiglu += memcmp(&out[i], &want, 4) != 0;
+    }
+    CHECK(bad_swiglu == 0, "swiglu: %d of 40 outputs differ from silu(h1) * h3", bad_swiglu);
+    printf("exp: within %.2f ulp of exp on [-87, 88.25]; the vector path gives the scalar bits (%d values)\n",
+           worst, n);
 }
 
 static void test_dot_rmsnorm_softmax(void) {
@@ -53,7 +127,10 @@ static void test_dot_rmsnorm_softmax(void) {
         for (int i = 0; i < n; i++) ref += (double)a[i] * b[i];
         float d = dot(a, b, n), ds = dot_scalar(a, b, n);
         CHECK(fabs(d - ref) < 1e-5 * (1 + fabs(ref)), "dot n=%d: %.9g vs naive %.9g", n, d, ref);
-        CHECK(!memcmp(&d, &ds, 4), "dot n=%d: AVX2 %.9g vs scalar %.9g", n, d, ds);
+        CHECK(!memcmp(&d, &ds, 4), "dot n=%d: SIMD %.9g vs scalar %.9g", n, d, ds);
+        float m = max_of(a, n), mw = a[0];
+        for (int i = 1; i < n; i++) mw = a[i] > mw ? a[i] : mw;
+        CHECK(m == mw, "max_of n=%d: %g, want %g", n, m, mw);
     }
     // rmsnorm: out = w * x / sqrt(mean(x^2) + 1e-5)
     rmsnorm(o, a, b, 1, 300);
@@ -62,12 +139,14 @@ static void test_dot_rmsnorm_softmax(void) {
     double inv = 1.0 / sqrt(ss / 300 + 1e-5), worst = 0;
     for (int i = 0; i < 300; i++) worst = fmax(worst, fabs(o[i] - b[i] * a[i] * inv));
     CHECK(worst < 1e-5, "rmsnorm vs naive: max error %.3g", worst);
-    // softmax sums to 1 and keeps the order
+    // softmax sums to 1, keeps the order, and is close to the double formula
     memcpy(o, a, sizeof(a));
     softmax(o, 300);
-    double sum = 0;
-    for (int i = 0; i < 300; i++) sum += o[i];
+    double sum = 0, z = 0, err = 0;
+    for (int i = 0; i < 300; i++) sum += o[i], z += exp((double)a[i]);
+    for (int i = 0; i < 300; i++) err = fmax(err, fabs(o[i] - exp((double)a[i]) / z));
     CHECK(fabs(sum - 1) < 1e-5, "softmax sums to %.9f", sum);
+    CHECK(err < 1e-6, "softmax vs double formula: max error %.3g", err);
     CHECK(argmax(o, 300) == argmax(a, 300), "softmax keeps the argmax");
 }
 
@@ -106,7 +185,7 @@ static void test_sampler(void) {
     CHECK(sample(probs, 4, 0.0f) == 0 && sample(probs, 4, 0.2499f) == 0 && sample(probs, 4, 0.25f) == 2 &&
           sample(probs, 4, 0.7499f) == 2 && sample(probs, 4, 0.75f) == 3 && sample(probs, 4, 0.99999f) == 3,
           "sample() inverse CDF boundaries");
-    // RNG: same seed same stream, coins in [0,1)
+    // RNG: same seed same stream, coins in [0,1), coins looked up by position
     Rng a, b;
     rng_seed(&a, 42);
     rng_seed(&b, 42);
@@ -119,48 +198,72 @@ static void test_sampler(void) {
     CHECK(same && inrange, "rng: same seed same coins, all in [0,1)");
     rng_seed(&b, 43);
     CHECK(rng_coin(&b) != rng_coin(&a), "rng: seeds 42 and 43 differ");
+    rng_seed(&a, 42);
+    float c1 = coin_at(&a, 17, COIN_ACCEPT);
+    for (int i = 0; i < 100; i++) rng_coin(&a); // the stream does not move position coins
+    CHECK(c1 == coin_at(&a, 17, COIN_ACCEPT) && c1 != coin_at(&a, 17, COIN_DRAW) &&
+          c1 != coin_at(&a, 18, COIN_ACCEPT), "coin_at: a function of (seed, position, purpose) alone");
+    // coins are uniform: 64 bins of 64000 position coins, chi-square below its 1e-6 critical value
+    long bins[64] = {0};
+    for (int i = 0; i < 64000; i++) bins[(int)(coin_at(&a, i / 3, i % 3) * 64)]++;
+    double chi2 = 0;
+    for (int i = 0; i < 64; i++) chi2 += (bins[i] - 1000.0) * (bins[i] - 1000.0) / 1000.0;
+    CHECK(chi2 < 130.0, "coin_at: chi-square of 64 bins = %.1f (critical 130 at p = 1e-6)", chi2);
 }
 
-// attention_scores == dot_scalar * scale per position, and attention_values ==
-// the plain in-order loop, memcmp-equal (the AVX2 path scores 8 positions at
-// once with a transposed horizontal sum and keeps outputs in registers);
-// both also against double-precision naive sums.
+// attention_scores and attention_values memcmp-equal to their chain
+// definitions on the blocked key layout, for every tile shape (1..6 query
+// vectors, blocks in wide tiles and single ones), and close to double sums
 static void test_attention_kernels(void) {
-    enum { STRIDE = 72, MAXPOS = 41 };
-    static float k[MAXPOS * STRIDE], q[STRIDE], a[MAXPOS], out[STRIDE];
+    enum { MAXPOS = 48, MAXHS = 72 };
+    static float kc[MAXPOS * MAXHS], v[MAXPOS * MAXHS], q[6][MAXHS], s[6][MAXPOS], out[6][MAXHS];
+    static float e[6][MAXPOS];
     Rng r;
     rng_seed(&r, 9);
-    fill_random(k, MAXPOS * STRIDE, &r);
-    fill_random(q, STRIDE, &r);
-    int hss[] = {8, 16, 32, 36, 64, 5}, bad_s = 0, bad_v = 0, cases = 0;
+    fill_random(kc, MAXPOS * MAXHS, &r);
+    fill_random(v, MAXPOS * MAXHS, &r);
+    fill_random(&q[0][0], 6 * MAXHS, &r);
+    fill_random(&e[0][0], 6 * MAXPOS, &r);
+    int hss[] = {8, 16, 32, 36, 64, 6}, bad_s = 0, bad_v = 0, cases = 0;
     double worst = 0;
     for (int h = 0; h < 6; h++)
-        for (int n_pos = 1; n_pos <= MAXPOS; n_pos += 4, cases++) {
-            int hs = hss[h];
-            attention_scores(a, q, k, STRIDE, n_pos, hs, 0.25f);
-            for (int t = 0; t < n_pos; t++) {
-                float want = dot_scalar(q, k + t * STRIDE, hs) * 0.25f;
-                bad_s += memcmp(&a[t], &want, 4) != 0;
+        for (int Q = 1; Q <= 6; Q++)
+            for (int n_pos = 1; n_pos <= MAXPOS; n_pos += 5, cases++) {
+                int hs = hss[h], blocks = (n_pos + 7) / 8;
+                const float *qp[6];
+                float *sp[6], *op[6];
+                const float *ep[6];
+                for (int i = 0; i < 6; i++) qp[i] = q[i], sp[i] = s[i], op[i] = out[i], ep[i] = e[i];
+                attention_scores(sp, qp, Q, kc, blocks, hs);
+                attention_values(op, ep, Q, v, n_pos, hs);
+                for (int i = 0; i < Q; i++) {
+                    for (int t = 0; t < 8 * blocks; t++) {
+                        float want = 0.0f;
+                        for (int c = 0; c < hs; c++)
+                            want = fmaf(kc[((size_t)(t / 8) * hs + c) * 8 + t % 8], q[i][c], want);
+                        bad_s += memcmp(&s[i][t], &want, 4) != 0;
+                    }
+                    for (int c = 0; c < hs; c++) {
+                        float want = 0.0f;
+                        double ref = 0;
+                        for (int t = 0; t < n_pos; t++)
+                            want = fmaf(v[t * hs + c], e[i][t], want), ref += (double)e[i][t] * v[t * hs + c];
+                        bad_v += memcmp(&out[i][c], &want, 4) != 0;
+                        worst = fmax(worst, fabs(out[i][c] - ref));
+                    }
+                }
             }
-            attention_values(out, a, k, STRIDE, n_pos, hs);
-            for (int i = 0; i < hs; i++) {
-                float want = 0.0f;
-                double ref = 0;
-                for (int t = 0; t < n_pos; t++) want += a[t] * k[t * STRIDE + i], ref += (double)a[t] * k[t * STRIDE + i];
-                bad_v += memcmp(&out[i], &want, 4) != 0;
-                worst = fmax(worst, fabs(out[i] - ref));
-            }
-        }
-    CHECK(bad_s == 0, "attention_scores: %d scores differ from dot_scalar (%d cases)", bad_s, cases);
-    CHECK(bad_v == 0, "attention_values: %d outputs differ from the in-order loop", bad_v);
+    CHECK(bad_s == 0, "attention_scores: %d scores differ from their chain definition (%d cases)", bad_s, cases);
+    CHECK(bad_v == 0, "attention_values: %d outputs differ from their chain definition", bad_v);
     CHECK(worst < 1e-4, "attention_values vs naive double sums: max error %.3g", worst);
-    printf("    attention kernels: scores and values memcmp-equal to the scalar definitions, hs 5..64, "
-           "1..41 positions (%d cases)\n", cases);
+    printf("attention kernels: scores and values memcmp-equal to their definitions, hs 6..64, 1..6 "
+           "query vectors, 1..%d positions (%d cases)\n", MAXPOS, cases);
 }
 
 int main(void) {
     printf("specdec kernels (%s path)\n", HAVE_AVX2 ? "AVX2+FMA" : "scalar");
     test_matmul();
+    test_exp();
     test_dot_rmsnorm_softmax();
     test_attention_kernels();
     test_sampler();

@@ -1,14 +1,18 @@
 // test_spec.c - the speculative step.
 //   1. the seeds' worked examples, as unit tests of the ratio and the residual;
-//   2. exactness of the step alone: adversarial (p, q) pairs through
-//      accept/reject/residual/bonus 1e5 times each; chi-square tests that the
-//      first and second emitted tokens are distributed as p. Seeded, not flaky.
-//      Built with -DSPECDEC_WRONG_RESIDUAL (sample p instead of the residual)
-//      and run with --power, this part must FAIL: proof the test has power;
+//   2. exactness of the step alone: adversarial (p, q) pairs through rounds
+//      of accept/reject/residual and the position after K accepted drafts,
+//      1e5 streams each; chi-square tests that the first and second emitted
+//      tokens are distributed as p. Seeded, not flaky. Built with
+//      -DSPECDEC_WRONG_RESIDUAL (sample p instead of the residual) and run
+//      with --power, this part must FAIL: proof the test has power. The same
+//      streams with K = 1, 2, 3 emit the same tokens (positions, not rounds,
+//      decide);
 //   3. with real (random-weight) models: after a rejection the next round's
 //      target logits equal a fresh target-only run bit for bit; a draft equal
 //      to the target is always accepted (t = 1, and top-p 0.9); a draft with a
-//      shorter context generates past it.
+//      shorter context generates past it; the text at t = 1 is the same for
+//      K = 1, 2, 4, 8, auto and 1..3 threads.
 #define TESTING
 #include "../specdec.c"
 #include "check.h"
@@ -48,27 +52,34 @@ static void test_theory_and_auto_k(void) {
     CHECK(expected_tokens_per_round(1.0, 4) == 5 && expected_tokens_per_round(0.0, 4) == 1,
           "a = 1 gives K+1 tokens, a = 0 gives 1");
     double sp = predicted_speedup(0.8, 4, 0.05, 1.1);
-    CHECK(fabs(sp - (1 - pow(0.8, 5)) / 0.2 / (4 * 0.05 + 1.1)) < 1e-12, "predicted speedup formula");
-    // auto-K: choose_k is the argmax of the predicted speedup over 1..K_MAX
+    CHECK(fabs(sp - (1 - pow(0.8, 5)) / 0.2 / ((4 + pow(0.8, 4)) * 0.05 + 1.1)) < 1e-12,
+          "predicted speedup formula");
+    // auto-K: choose_k is the argmax of tokens per second over 1..K_MAX
     double as[] = {0.0, 0.3, 0.5, 0.7, 0.8, 0.9, 0.95, 0.99}, cs[] = {0.01, 0.05, 0.1, 0.3};
-    double rhos[] = {0.0, 0.02, 0.1};
+    double rhos[] = {0.0, 0.02, 0.1, 0.3};
     int wrong = 0, cases = 0;
     for (int i = 0; i < 8; i++)
         for (int j = 0; j < 4; j++)
-            for (int l = 0; l < 3; l++) {
+            for (int l = 0; l < 4; l++) {
+                double verify[MAX_ROWS + 1];
+                for (int n = 1; n <= MAX_ROWS; n++) verify[n] = 1 + rhos[l] * (n - 1);
                 int best = 1;
                 for (int k = 2; k <= K_MAX; k++)
-                    if (predicted_speedup(as[i], k, cs[j], 1 + rhos[l] * k) >
-                        predicted_speedup(as[i], best, cs[j], 1 + rhos[l] * best) * (1 + 1e-9)) best = k;
-                wrong += choose_k(as[i], cs[j], rhos[l], K_MAX) != best;
+                    if (predicted_speedup(as[i], k, cs[j], verify[k + 1]) >
+                        predicted_speedup(as[i], best, cs[j], verify[best + 1]) * (1 + 1e-9)) best = k;
+                wrong += choose_k(as[i], cs[j], verify, K_MAX) != best;
                 cases++;
             }
+    double flat[MAX_ROWS + 1];
+    for (int n = 1; n <= MAX_ROWS; n++) flat[n] = 1;
     CHECK(wrong == 0, "choose_k differs from the brute-force argmax in %d of %d cases", wrong, cases);
-    CHECK(choose_k(0.0, 0.1, 0.0, K_MAX) == 1, "a = 0: K = 1");
-    CHECK(choose_k(0.999, 0.001, 0.0, K_MAX) == K_MAX, "a ~ 1, free drafts: K = K_MAX");
-    int k8 = choose_k(0.8, 0.05, 0.02, K_MAX);
+    CHECK(choose_k(0.0, 0.1, flat, K_MAX) == 1, "a = 0: K = 1");
+    CHECK(choose_k(0.999, 0.001, flat, K_MAX) == K_MAX, "a ~ 1, free drafts: K = K_MAX");
+    double lin[MAX_ROWS + 1];
+    for (int n = 1; n <= MAX_ROWS; n++) lin[n] = 1 + 0.02 * (n - 1);
+    int k8 = choose_k(0.8, 0.05, lin, K_MAX);
     printf("theory: E[tokens] = %.2f (a=0.7, K=5), %.2f (a=0.9, K=5); auto-K = brute-force argmax "
-           "in %d cases (a=0.8, c=0.05, r=1+0.02K -> K=%d)\n", e7, e9, cases, k8);
+           "in %d cases (a=0.8, c=0.05, r(n)=1+0.02(n-1) -> K=%d)\n", e7, e9, cases, k8);
 }
 
 // ---- 2. exactness of the step alone ---------------------------------------------
@@ -119,26 +130,28 @@ static int chi2_ok(const char *what, const long *obs, const double *prob, int n,
     return stat < crit;
 }
 
-// One simulated stream: rounds of KD drafts until >= 2 tokens are emitted.
-static void simulate(int first_two[2], const Pair *c, Rng *rng) {
-    float q[KD * V], p[(KD + 1) * V], res[V];
-    int x[KD], out[KD + 1], emitted[2 * (KD + 1)], count = 0, prev = -1;
-    Verdict verdicts[KD];
-    while (count < 2) {
+// One simulated stream: rounds of kd drafts until >= 2 tokens are emitted,
+// every position decided with its own coins, as generate_spec does.
+static void simulate(int *emitted, int want, const Pair *c, const Rng *rng, int kd) {
+    float q[(KD + 1) * V], p[(KD + 1) * V], res[V];
+    int x[KD + 1], out[KD + 1], count = 0, prev = -1;
+    Verdict verdicts[KD + 1];
+    while (count < want) {
         int ctx = prev;
-        for (int i = 0; i < KD; i++) { // draft: x_i ~ q(position count+i, context)
+        for (int i = 0; i <= kd; i++) { // draft: x_i ~ q(position count+i, context)
             dist_at(q + i * V, c->q, count + i, ctx);
             dist_at(p + i * V, c->p, count + i, ctx);
-            x[i] = sample(q + i * V, V, rng_coin(rng));
+            x[i] = sample(q + i * V, V, coin_at(rng, count + i, COIN_DRAW));
             ctx = x[i];
         }
-        dist_at(p + KD * V, c->p, count + KD, ctx);
-        int m = accept_reject(out, verdicts, x, q, p, res, KD, V, rng);
-        for (int i = 0; i < m; i++) emitted[count++] = out[i];
+        int j = accept_reject(out, verdicts, x, q, p, res, kd, V, rng, count);
+        if (j == kd) // all passed: the next position, proposed and tested like any other
+            out[kd] = decide_position(&verdicts[kd], x[kd], p + kd * V, q + kd * V,
+                                      coin_at(rng, count + kd, COIN_ACCEPT),
+                                      coin_at(rng, count + kd, COIN_RESAMPLE), res, V);
+        for (int i = 0; i <= j && count < 2 * (KD + 1); i++) emitted[count++] = out[i];
         prev = emitted[count - 1];
     }
-    first_two[0] = emitted[0];
-    first_two[1] = emitted[1];
 }
 
 static int test_exactness(void) {
@@ -154,14 +167,14 @@ static int test_exactness(void) {
     int n_cases = (int)(sizeof(cases) / sizeof(cases[0])), failed = 0;
     for (int ci = 0; ci < n_cases; ci++) {
         const Pair *c = &cases[ci];
-        Rng rng;
-        rng_seed(&rng, 1000 + (uint64_t)ci);
         long first[V] = {0}, joint[V * V] = {0};
         for (int t = 0; t < TRIALS; t++) {
-            int two[2];
-            simulate(two, c, &rng);
-            first[two[0]]++;
-            joint[two[0] * V + two[1]]++;
+            Rng rng;
+            rng_seed(&rng, (uint64_t)ci * TRIALS + (uint64_t)t);
+            int em[2 * (KD + 1)];
+            simulate(em, 2, c, &rng, KD);
+            first[em[0]]++;
+            joint[em[0] * V + em[1]]++;
         }
         // expected: first ~ p(0, start); (first, second) ~ p(0, start)[a] p(1, a)[b]
         float p0[V], p1[V];
@@ -184,6 +197,25 @@ static int test_exactness(void) {
     return failed;
 }
 
+// the same seed gives the same stream for K = 1, 2, 3: a position's token
+// depends on its coins and context, never on where a round began
+static void test_k_invariance(void) {
+    const Pair c = {"worked example", {0.6f, 0.3f, 0.1f, 0.0f}, {0.4f, 0.5f, 0.1f, 0.0f}};
+    int differ = 0;
+    for (int s = 0; s < 2000; s++) {
+        Rng rng;
+        rng_seed(&rng, (uint64_t)s);
+        int a[2 * (KD + 1)], b[2 * (KD + 1)];
+        simulate(a, 5, &c, &rng, 1);
+        for (int kd = 2; kd <= KD; kd++) {
+            simulate(b, 5, &c, &rng, kd);
+            differ += memcmp(a, b, 5 * sizeof(int)) != 0;
+        }
+    }
+    CHECK(differ == 0, "K-invariance: %d of 4000 streams differ between K = 1 and K = 2, 3", differ);
+    printf("K-invariance: 2000 seeds x K = 1, 2, 3 emit the same first 5 tokens\n");
+}
+
 // ---- 3. with models ---------------------------------------------------------
 
 static const Config CFG = {64, 172, 2, 4, 2, 300, 128};
@@ -192,9 +224,9 @@ static const Config CFG = {64, 172, 2, 4, 2, 300, 128};
 // equal single-row forwards of a fresh target over committed tokens + drafts
 static void test_rollback(void) {
     Transformer target, draft, fresh;
-    build_transformer(&target, "build/test/spec_target.bin", MAX_ROWS);
-    build_transformer(&draft, "build/test/spec_draft.bin", MAX_ROWS);
-    build_transformer(&fresh, "build/test/spec_target.bin", 1);
+    build_transformer(&target, "build/test/spec_target.bin", MAX_ROWS, NULL, 1);
+    build_transformer(&draft, "build/test/spec_draft.bin", MAX_ROWS, NULL, 1);
+    build_transformer(&fresh, "build/test/spec_target.bin", 1, NULL, 1);
     Sampler s;
     build_sampler(&s, CFG.vocab_size, 1.0f, 1.0f, 0);
     Rng rng;
@@ -204,8 +236,7 @@ static void test_rollback(void) {
     build_speculator(&sp, &target, &draft, &s, &rng, k);
     int tokens[128] = {TOKEN_BOS, 40, 41, 42}, n = 4, checked = 0, bad = 0;
     forward_chunked(&target, tokens, n - 1, 0);
-    forward_chunked(&draft, tokens, n - 1, 0);
-    sp.draft_pos = n - 1;
+    sp.draft_pos = 0;
     int after_rejection = 0;
     while (n + k + 1 < CFG.seq_len && checked < 8) {
         int m = speculative_step(&sp, tokens, n, k);
@@ -221,7 +252,7 @@ static void test_rollback(void) {
             }
             checked++;
         }
-        after_rejection = m <= k;
+        after_rejection = !sp.verdicts[m - 1].accepted;
         n += m;
     }
     CHECK(checked == 8 && bad == 0, "rollback: %d of %d rounds after a rejection had verify rows that "
@@ -232,27 +263,28 @@ static void test_rollback(void) {
     free_transformer(&target); free_transformer(&draft); free_transformer(&fresh);
 }
 
-// generate n_new tokens with spec decoding; returns the stats
+// generate n_new tokens with spec decoding on `threads` threads; returns the stats
 static SpecStats run_spec(const char *tpath, const char *dpath, float temp, float top_p, int k,
-                          int n_new, int *generated, int *n_generated) {
+                          int threads, int n_new, int *generated, int *n_generated) {
+    ThreadPool *pool = build_pool(threads);
     Transformer target, draft;
-    build_transformer(&target, tpath, MAX_ROWS);
-    build_transformer(&draft, dpath, MAX_ROWS);
+    build_transformer(&target, tpath, MAX_ROWS, pool, threads);
+    build_transformer(&draft, dpath, MAX_ROWS, pool, threads);
     Sampler s;
     build_sampler(&s, CFG.vocab_size, temp, top_p, 0);
     Rng rng;
     rng_seed(&rng, 9);
     Speculator sp;
     build_speculator(&sp, &target, &draft, &s, &rng, k);
-    float probs[300];
     int tokens[128] = {TOKEN_BOS, 50, 51};
-    Output o = {NULL, 1, generated, 0, n_new, 0, 0};
+    Output o = {.quiet = 1, .generated = generated, .max_new = n_new};
     start_output(&o, tokens, 3);
-    generate_spec(&sp, probs, tokens, 3, &o);
+    generate_spec(&sp, tokens, 3, &o);
     *n_generated = o.n_generated;
     SpecStats st = sp.stats;
     free_speculator(&sp); free_sampler(&s);
     free_transformer(&target); free_transformer(&draft);
+    free_pool(pool);
     return st;
 }
 
@@ -261,11 +293,11 @@ static void test_identical_draft(void) {
     float top_ps[2] = {1.0f, 0.9f};
     for (int i = 0; i < 2; i++) {
         SpecStats st = run_spec("build/test/spec_target.bin", "build/test/spec_target.bin", 1.0f,
-                                top_ps[i], 5, 100, gen, &n);
+                                top_ps[i], 5, 1, 100, gen, &n);
         CHECK(st.drafted > 0 && st.accepted == st.drafted, "draft == target, t=1 top-p %.1f: accepted "
               "%ld of %ld", top_ps[i], st.accepted, st.drafted);
-        printf("draft == target, t = 1, top-p %.1f: accepted %ld of %ld drafts (a = 1)\n", top_ps[i],
-               st.accepted, st.drafted);
+        printf("draft == target, t = 1, top-p %.1f: accepted %ld of %ld proposals (a = 1)\n",
+               top_ps[i], st.accepted, st.drafted);
     }
 }
 
@@ -274,16 +306,16 @@ static void test_identical_draft(void) {
 static void test_short_draft(void) {
     int gen[128], n, ref[128];
     SpecStats st = run_spec("build/test/spec_target.bin", "build/test/spec_short.bin", 0.0f, 1.0f,
-                            4, 100, gen, &n);
+                            4, 1, 100, gen, &n);
     Transformer target;
-    build_transformer(&target, "build/test/spec_target.bin", MAX_ROWS);
+    build_transformer(&target, "build/test/spec_target.bin", MAX_ROWS, NULL, 1);
     Sampler s;
     build_sampler(&s, CFG.vocab_size, 0.0f, 1.0f, 0);
     Rng rng;
     rng_seed(&rng, 9);
     float probs[300];
     int tokens[128] = {TOKEN_BOS, 50, 51};
-    Output o = {NULL, 1, ref, 0, 100, 0, 0};
+    Output o = {.quiet = 1, .generated = ref, .max_new = 100};
     start_output(&o, tokens, 3);
     generate_plain(&target, &s, &rng, probs, tokens, 3, &o);
     CHECK(n == 100 && st.draft_full_at > 0 && st.plain_tokens > 0,
@@ -291,10 +323,32 @@ static void test_short_draft(void) {
           st.draft_full_at, st.plain_tokens);
     CHECK(o.n_generated == n && !memcmp(gen, ref, (size_t)n * sizeof(int)),
           "short draft: greedy spec output differs from greedy target output");
-    printf("short draft (seq_len 32): %d tokens, draft context full at position %d, then %ld by "
-           "the target alone; equal to target-only\n", n, st.draft_full_at, st.plain_tokens);
+    printf("short draft (seq_len 32): %d tokens, draft context ends before position %d, then %ld "
+           "drawn from the target alone; equal to target-only\n", n, st.draft_full_at, st.plain_tokens);
     free_sampler(&s);
     free_transformer(&target);
+}
+
+// the text at t = 1 is a function of the seed: the same for every K, auto-K,
+// any thread count, and a draft whose context ends early
+static void test_text_invariance(void) {
+    int ref[128], gen[128], n_ref, n, differ = 0, runs = 0;
+    const char *drafts[2] = {"build/test/spec_draft.bin", "build/test/spec_short.bin"};
+    for (int d = 0; d < 2; d++) {
+        run_spec("build/test/spec_target.bin", drafts[d], 1.0f, 1.0f, 1, 1, 100, ref, &n_ref);
+        int ks[] = {2, 3, 4, 8, 16, 0};
+        for (int i = 0; i < 6; i++)
+            for (int th = 1; th <= 3; th++, runs++) {
+                run_spec("build/test/spec_target.bin", drafts[d], 1.0f, 1.0f, ks[i], th, 100, gen, &n);
+                if (n != n_ref || memcmp(gen, ref, (size_t)n * sizeof(int))) {
+                    differ++;
+                    printf("  %s: K=%d on %d threads differs from K=1 on 1 thread\n", drafts[d], ks[i], th);
+                }
+            }
+    }
+    CHECK(differ == 0, "text invariance: %d of %d runs differ from K = 1", differ, runs);
+    printf("text invariance at t = 1: %d runs (K = 2, 3, 4, 8, 16, auto x 1..3 threads, two drafts) "
+           "emit K = 1's tokens\n", runs);
 }
 
 int main(int argc, char **argv) {
@@ -306,6 +360,7 @@ int main(int argc, char **argv) {
     test_worked_examples();
     test_theory_and_auto_k();
     test_exactness();
+    test_k_invariance();
     Config shortc = CFG;
     shortc.seq_len = 32;
     write_random_checkpoint("build/test/spec_target.bin", &CFG, 1, 21, 0, 0);
@@ -314,5 +369,6 @@ int main(int argc, char **argv) {
     test_rollback();
     test_identical_draft();
     test_short_draft();
+    test_text_invariance();
     return check_summary("test_spec");
 }

@@ -94,7 +94,7 @@ int main(void) {
         // the shipped tokenizer: its vocab size is the shipped target's
         Transformer tr;
         if (access("weights/target.bin", R_OK) == 0) {
-            build_transformer(&tr, "weights/target.bin", 1);
+            build_transformer(&tr, "weights/target.bin", 1, NULL, 1);
             round_trips("shipped tokenizer.bin", "tokenizer.bin", tr.config.vocab_size);
             free_transformer(&tr);
         }

@@ -106,7 +106,7 @@ static void test_logits(void) {
     check(hdr[0] == n && !memcmp(toks, ids, (size_t)n * sizeof(int)), "dump-logits: %d rows of %d logits", hdr[0], V);
 
     Transformer t;
-    build_transformer(&t, DIR "/run/model.bin", n);
+    build_transformer(&t, DIR "/run/model.bin", n, NULL, 1);
     check(t.config.vocab_size == V && t.config.seq_len == 32 && t.config.n_kv_heads == 2,
           "specdec loads model.bin: dim %d layers %d heads %d/%d vocab %d seq_len %d", t.config.dim,
           t.config.n_layers, t.config.n_heads, t.config.n_kv_heads, t.config.vocab_size, t.config.seq_len);
