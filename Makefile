@@ -4,12 +4,23 @@
 #   make test    every test: kernels, forward, tokenizer, spec step, CLI, trainer;
 #                then the same suite again built with -fsanitize=address,undefined
 #   make clean
+SHELL   := /bin/bash
 CC      ?= cc
 OPT     ?= -O3
 # -ffp-contract=off: no silent a*b+c -> fma, so the scalar path rounds exactly
 # where the code says and matches the AVX2 path bit for bit.
 CFLAGS  ?= -std=c11 $(OPT) -Wall -Wextra -pedantic -ffp-contract=off
+# SIMD: what the host's CPU has. AVX-512 adds 16-lane matmul tiles, AVX2+FMA
+# the 8-lane kernels; without either the portable C path runs. All give the
+# same bits. Override with make SIMD="-mavx2 -mfma" (or SIMD= for plain C).
+HOST_FLAGS := $(shell $(CC) -march=native -dM -E -x c /dev/null 2>/dev/null)
+ifneq ($(findstring __AVX512F__,$(HOST_FLAGS)),)
+SIMD    ?= -mavx2 -mfma -mavx512f
+else ifneq ($(and $(findstring __AVX2__,$(HOST_FLAGS)),$(findstring __FMA__,$(HOST_FLAGS))),)
 SIMD    ?= -mavx2 -mfma
+else
+SIMD    ?=
+endif
 LDLIBS  = -lm -pthread
 # tests #include specdec.c and use only part of it
 TFLAGS  = $(CFLAGS) -Wno-unused-function
@@ -34,7 +45,8 @@ run: specdec
 	  echo "no weights/target.bin yet: 'make weights' trains them from ../shared/data"; exit 1; fi
 	./specdec weights/target.bin -d weights/draft.bin -z tokenizer.bin -i "Once upon a time" -n 200 -t 0.8
 
-# ---- tests: build/bin (optimised), build/asan (sanitizers), build/scalar (no AVX2)
+# ---- tests: build/bin (optimised, $(SIMD)), build/asan (sanitizers), build/scalar
+# (plain C), build/avx2 (8-lane kernels only)
 build/bin/%: test/%.c $(TEST_DEPS)
 	@mkdir -p build/bin build/test
 	$(CC) $(TFLAGS) $(SIMD) -o $@ $< $(LDLIBS)
@@ -51,11 +63,17 @@ build/scalar/test_forward: test/test_forward.c $(TEST_DEPS)
 	@mkdir -p build/scalar build/test
 	$(CC) $(TFLAGS) -o $@ $< $(LDLIBS)
 
+# the 8-lane kernels alone (on an AVX-512 host the default build uses 16-lane tiles)
+build/avx2/test_forward: test/test_forward.c $(TEST_DEPS)
+	@mkdir -p build/avx2 build/test
+	$(CC) $(TFLAGS) $(if $(findstring mavx2,$(SIMD)),-mavx2 -mfma) -o $@ $< $(LDLIBS)
+
 build/bin/test_spec_wrong: test/test_spec.c $(TEST_DEPS)
 	$(CC) $(TFLAGS) $(SIMD) -DSPECDEC_WRONG_RESIDUAL -o $@ $< $(LDLIBS)
 
 test-core: specdec specdec_scalar build/bin/randckpt build/bin/test_spec_wrong \
-           $(TESTS:%=build/bin/%) $(TESTS:%=build/asan/%) build/asan/specdec build/scalar/test_forward
+           $(TESTS:%=build/bin/%) $(TESTS:%=build/asan/%) build/asan/specdec build/scalar/test_forward \
+           build/avx2/test_forward
 	bash test/run.sh
 
 test: test-core test-train test-plot
@@ -80,10 +98,12 @@ sweep: build/bin/bench
 # Every step keeps its state under runs/ and re-running resumes where it
 # stopped; `rm -rf runs` starts over. Shapes and numbers: docs/TRAINING.md.
 DATA    ?= ../shared/data/corpus
+REF     ?= ../shared/data/ref
 THREADS ?= 2
-MIX     ?= children=1,tinystories=2
+MIX     ?= tinystories=4,children=1,synthetic=1
 VOCAB   ?= 2048
-TARGET  ?= -dim 256 -layers 6 -heads 8 -kv-heads 4 -seq 256 -batch 8 -accum 4 -steps 1700 -warmup 100 -lr 1e-3 -ckpt-every 50
+SYNTH_STORIES ?= 16000
+TARGET  ?= -dim 256 -layers 6 -heads 8 -kv-heads 4 -seq 256 -batch 8 -accum 4 -steps 2600 -warmup 100 -lr 1e-3 -ckpt-every 50
 DRAFT   ?= -dim 96 -layers 2 -heads 3 -kv-heads 3 -seq 256 -batch 8 -accum 4 -steps 800 -warmup 50 -lr 3e-3
 MODEL   = ./train model -data runs/data -threads $(THREADS)
 TRAIN_TESTS = build/train/test_train build/train/test_train_ckpt
@@ -105,7 +125,16 @@ test-train: train $(TRAIN_TESTS)
 	./build/train/test_train
 	./build/train/test_train_ckpt
 
-runs/tokenizer.bin: | train
+# the "synthetic" source: stories sampled from llama2.c's stories260K (a model
+# that saw all of TinyStories) by specdec itself, t = 1, one per seed; they
+# stay in runs/, never in the repo
+runs/synth/stories260k.txt: | specdec
+	@mkdir -p runs/synth
+	for s in $$(seq 1 $(SYNTH_STORIES)); do \
+	  ./specdec $(REF)/stories260K.bin -m target -z $(REF)/tok512.bin -t 1 -s $$s -n 600 --threads 1 2>/dev/null; \
+	  printf '\n<|endoftext|>\n'; done > $@.tmp && mv $@.tmp $@
+
+runs/tokenizer.bin: runs/synth/stories260k.txt | train
 	@mkdir -p runs
 	./train tokenizer -d $(DATA) -mix $(MIX) -v $(VOCAB) -o $@
 
@@ -153,6 +182,33 @@ test-plot:
 	@if [ -f $(STB_WRITE) ]; then $(MAKE) --no-print-directory build/plot/test_plot && ./build/plot/test_plot; \
 	else echo "test-plot: skipped, no $(STB_WRITE) (apt-get install libstb-dev)"; fi
 # --- end plot.c ---
+
+# --- fuzzing: libFuzzer targets (clang) in fuzz/, each run for FUZZ_TIME seconds;
+# any crash, sanitizer report, leak or broken round trip fails. The seed corpora
+# (fuzz/seeds, a few KB) are made by our own tools; what the fuzzer finds is kept
+# in build/fuzz/corpus. make fuzz FUZZ_TIME=3600 fuzzes longer.
+FUZZ_TIME ?= 60
+FUZZ_CC   ?= clang
+FUZZ_TARGETS = checkpoint tokenizer prompt options
+FUZZ_FLAGS = -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
+             -ffp-contract=off -Wall -Wextra -Wno-unused-function $(SIMD)
+.PHONY: fuzz fuzz-build
+
+build/fuzz/%: fuzz/fuzz_%.c fuzz/fuzz.h specdec.c model.h
+	@mkdir -p build/fuzz
+	$(FUZZ_CC) $(FUZZ_FLAGS) -o $@ $< -lm -pthread
+
+fuzz-build: $(FUZZ_TARGETS:%=build/fuzz/%)
+
+fuzz: fuzz-build
+	@for t in $(FUZZ_TARGETS); do \
+	  mkdir -p build/fuzz/corpus/$$t; \
+	  echo "=== fuzz $$t: $(FUZZ_TIME) s"; \
+	  build/fuzz/$$t -max_total_time=$(FUZZ_TIME) -rss_limit_mb=2048 -print_final_stats=1 \
+	    -artifact_prefix=build/fuzz/$$t- build/fuzz/corpus/$$t fuzz/seeds/$$t 2>&1 | \
+	    grep -E "stat::number_of_executed_units|ERROR|SUMMARY|Done|crash|leak" ; \
+	  [ $${PIPESTATUS[0]} -eq 0 ] || { echo "fuzz $$t: FAILED (see above; the input is in build/fuzz/$$t-*)"; exit 1; }; \
+	done; echo "fuzz: all targets ran clean"
 
 clean:
 	rm -rf specdec specdec_scalar train plot build

@@ -81,17 +81,24 @@ typedef struct {
     float *wcls;            // (V, dim); == token_embedding when shared
 } TransformerWeights;
 
+// Saturating size arithmetic: a header's fields are each below 2^24, but their
+// products can pass 2^64; SIZE_MAX then stands for "too large for any file".
+static inline size_t mul_size(size_t a, size_t b) { return a && b > SIZE_MAX / a ? SIZE_MAX : a * b; }
+static inline size_t add_size(size_t a, size_t b) { return b > SIZE_MAX - a ? SIZE_MAX : a + b; }
+
 // Number of floats after the header for config c (c->vocab_size > 0 here;
-// `shared` says whether wcls is the embedding).
+// `shared` says whether wcls is the embedding); SIZE_MAX if that overflows.
 static inline size_t checkpoint_n_floats(const Config *c, int shared) {
     size_t dim = (size_t)c->dim, hid = (size_t)c->hidden_dim, L = (size_t)c->n_layers;
     size_t V = (size_t)c->vocab_size, hs = dim / (size_t)c->n_heads;
     size_t kv_dim = (size_t)c->n_kv_heads * hs;
-    size_t n = V * dim;                                        // token_embedding
-    n += L * (dim + dim * dim + 2 * kv_dim * dim + dim * dim); // rms_att wq wk wv wo
-    n += L * (dim + 3 * hid * dim);                            // rms_ffn w1 w2 w3
-    n += dim + (size_t)c->seq_len * hs;                        // rms_final, 2 RoPE halves
-    if (!shared) n += V * dim;                                 // wcls
+    size_t per_layer = add_size(add_size(dim, mul_size(dim, dim)), mul_size(2 * kv_dim, dim));
+    per_layer = add_size(per_layer, mul_size(dim, dim));                  // rms_att wq wk wv wo
+    per_layer = add_size(per_layer, add_size(dim, mul_size(3 * hid, dim))); // rms_ffn w1 w2 w3
+    size_t n = mul_size(V, dim);                                            // token_embedding
+    n = add_size(n, mul_size(L, per_layer));
+    n = add_size(n, add_size(dim, mul_size((size_t)c->seq_len, hs)));      // rms_final, RoPE
+    if (!shared) n = add_size(n, mul_size(V, dim));                         // wcls
     return n;
 }
 

@@ -63,31 +63,114 @@
 #define MAX_THREADS 64
 
 // ----------------------------------------------------------------------------
-// Errors: one message naming the file or flag, then exit code 1
+// Errors and memory: one message naming the file or flag, then exit code 1
+//
+// Every allocation and every mapping specdec makes is on ONE list (each block
+// carries a small header linking it), and the one error exit, die(), releases
+// the whole list before it exits: an error path leaks nothing, so a
+// LeakSanitizer run of it is quiet. The hot path never allocates.
+
+typedef struct Owned {
+    struct Owned *prev, *next;
+    void *base;                // what malloc returned, or the mapping
+    size_t map_bytes;          // > 0: a mapping of this many bytes
+    void (*release)(void *);   // or a resource with its own release (the thread pool)
+} Owned;
+
+static Owned owned = {&owned, &owned, NULL, 0, NULL}; // the list's sentinel
+
+static void own(Owned *o) {
+    o->prev = owned.prev;
+    o->next = &owned;
+    owned.prev->next = o;
+    owned.prev = o;
+}
+
+static void disown(Owned *o) {
+    o->prev->next = o->next;
+    o->next->prev = o->prev;
+}
+
+// Release one list entry: run its release, unmap it or free it.
+static void release(Owned *o) {
+    disown(o);
+    if (o->release) o->release(o->base);
+    else if (o->map_bytes) munmap(o->base, o->map_bytes);
+    if (o->release || o->map_bytes) free(o);
+    else free(o->base);
+}
+
+// Everything still owned, newest first (so the thread pool stops before its memory goes).
+static void release_all(void) {
+    while (owned.prev != &owned) release(owned.prev);
+}
+
+#ifdef SPECDEC_FUZZ
+#include <setjmp.h>
+static jmp_buf *fuzz_on_error; // fuzz/ harnesses catch die() here instead of exiting
+#endif
 
 static void die(const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
+#ifndef SPECDEC_FUZZ
     fprintf(stderr, "specdec: ");
     vfprintf(stderr, fmt, ap);
     fprintf(stderr, "\n");
+#endif
     va_end(ap);
+    release_all();
+#ifdef SPECDEC_FUZZ
+    if (fuzz_on_error) longjmp(*fuzz_on_error, 1);
+#endif
     exit(EXIT_FAILURE);
 }
 
-static void *xmalloc(size_t n, const char *what) {
-    void *p = calloc(n ? n : 1, 1);
-    if (!p) die("out of memory allocating %zu bytes for %s", n, what);
-    return p;
+// n zeroed bytes, `align`-aligned (a power of two, 0 for malloc's), owned
+static void *xmalloc_aligned(size_t n, size_t align, const char *what) {
+    size_t pad = sizeof(Owned) + align;
+    char *raw = n < SIZE_MAX - pad ? calloc(n + pad, 1) : NULL;
+    if (!raw) die("out of memory allocating %zu bytes for %s", n, what);
+    uintptr_t at = (uintptr_t)(raw + sizeof(Owned));
+    if (align) at = (at + align - 1) & ~(uintptr_t)(align - 1);
+    Owned *o = (Owned *)at - 1;
+    *o = (Owned){NULL, NULL, raw, 0, NULL};
+    own(o);
+    return (void *)at;
 }
 
-// 64-byte aligned, zeroed: the packed weights, so a panel row is one cache line
+static void *xmalloc(size_t n, const char *what) { return xmalloc_aligned(n, 0, what); }
+
+// n floats, 64-byte aligned (a panel row is one cache line), zeroed
 static float *xmalloc_floats_aligned(size_t n, const char *what) {
-    void *p = NULL;
-    if (n > SIZE_MAX / sizeof(float) || posix_memalign(&p, 64, n * sizeof(float) + 64) != 0)
-        die("out of memory allocating %zu floats for %s", n, what);
-    memset(p, 0, n * sizeof(float) + 64);
-    return p;
+    if (n > SIZE_MAX / sizeof(float) - 64) die("%s: %zu floats do not fit in memory", what, n);
+    return xmalloc_aligned(n * sizeof(float), 64, what);
+}
+
+static void xfree(void *p) {
+    if (p) release((Owned *)p - 1);
+}
+
+// an owned entry for a mapping or a resource with its own release function
+static Owned *own_resource(void *base, size_t map_bytes, void (*fn)(void *)) {
+    Owned *o = malloc(sizeof(Owned));
+    if (!o) {
+        if (fn) fn(base);
+        else munmap(base, map_bytes);
+        die("out of memory");
+    }
+    *o = (Owned){NULL, NULL, base, map_bytes, fn};
+    own(o);
+    return o;
+}
+
+// release the owned entry whose base is `base` (a mapping or a resource)
+static void release_resource(void *base) {
+    for (Owned *o = owned.prev; o != &owned; o = o->prev)
+        if (o->base == base && (o->map_bytes || o->release)) {
+            release(o);
+            return;
+        }
 }
 
 static double now_seconds(void) {
@@ -110,6 +193,7 @@ static double now_seconds(void) {
 // reduction order (see Math kernels), not by where the floats sit.
 typedef struct {
     float *w;     // (n_panels, n, PANEL)
+    uint16_t *h;  // the same in bfloat16, or NULL (see to_bfloat16)
     int d, n;     // the logical W (d, n)
     int n_panels; // ceil(d / PANEL)
 } Matrix;
@@ -148,6 +232,8 @@ typedef struct {
     Layer *layers;              // (n_layers) the packed matrices
     Matrix wcls;                // the classifier (vocab, dim), packed
     float *packed;              // the one allocation behind every Matrix
+    uint16_t *packed_bf16;      // ... or its bfloat16 copy (bf16 below), the f32 one freed
+    int bf16;                   // 1: matrices rounded to bfloat16 at load (the draft: half the bytes)
     RunState state;
     int shared_classifier;      // 1: wcls is token_embedding
     int max_rows;               // rows one forward() may take
@@ -170,7 +256,7 @@ static void check_config(Config *c, int *shared, const int32_t *h, size_t file_b
     const char *names[7] = {"dim", "hidden_dim", "n_layers", "n_heads", "n_kv_heads",
                             "vocab_size", "seq_len"};
     for (int i = 0; i < 7; i++) {
-        int v = i == 5 ? abs(h[i]) : h[i];
+        long long v = i == 5 ? llabs((long long)h[i]) : h[i]; // vocab_size < 0: unshared classifier
         if (v <= 0 || v > (1 << 24))
             die("%s: header field %s = %d, expected a positive integer below 2^24 "
                 "(is this a llama2.c checkpoint?)", path, names[i], (int)h[i]);
@@ -183,13 +269,16 @@ static void check_config(Config *c, int *shared, const int32_t *h, size_t file_b
         die("%s: n_heads %d is not a multiple of n_kv_heads %d", path, c->n_heads, c->n_kv_heads);
     if ((c->dim / c->n_heads) % 2 != 0)
         die("%s: head size %d is odd; RoPE rotates pairs", path, c->dim / c->n_heads);
-    size_t need = CONFIG_HEADER_BYTES + checkpoint_n_floats(c, *shared) * sizeof(float);
+    size_t need = add_size(CONFIG_HEADER_BYTES, mul_size(checkpoint_n_floats(c, *shared), sizeof(float)));
+    char needs[48];
+    if (need == SIZE_MAX) snprintf(needs, sizeof(needs), "more than 2^64 bytes");
+    else snprintf(needs, sizeof(needs), "%zu", need);
     if (file_bytes != need)
         die("%s: file is %zu bytes but its header (dim %d, hidden_dim %d, n_layers %d, n_heads %d, "
-            "n_kv_heads %d, vocab_size %d, seq_len %d, %s classifier) needs %zu; the file is %s",
+            "n_kv_heads %d, vocab_size %d, seq_len %d, %s classifier) needs %s; the file is %s",
             path, file_bytes, c->dim, c->hidden_dim, c->n_layers, c->n_heads, c->n_kv_heads,
-            c->vocab_size, c->seq_len, *shared ? "shared" : "unshared", need,
-            file_bytes < need ? "truncated" : "longer than a legacy llama2.c checkpoint");
+            c->vocab_size, c->seq_len, *shared ? "shared" : "unshared", needs,
+            file_bytes < need ? "truncated (or its header is wrong)" : "longer than a legacy llama2.c checkpoint");
 }
 
 static size_t panels_of(int d) { return (size_t)(d + PANEL - 1) / PANEL; }
@@ -200,7 +289,7 @@ static void build_run_state(RunState *s, const Config *c, int T, int threads) {
     s->seq_pad = (c->seq_len + 7) / 8 * 8;
     s->qkv_stride = (int)(panels_of(c->dim + 2 * (int)kv_dim) * PANEL);
     s->h13_stride = (int)(2 * panels_of(c->hidden_dim) * PANEL);
-    size_t cache = (size_t)c->n_layers * (size_t)s->seq_pad * kv_dim;
+    size_t cache = mul_size(mul_size((size_t)c->n_layers, (size_t)s->seq_pad), kv_dim);
     s->x = xmalloc(t * dim * sizeof(float), "x");
     s->xn = xmalloc((size_t)threads * t * dim * sizeof(float), "xn");
     s->qkv = xmalloc(t * (size_t)s->qkv_stride * sizeof(float), "qkv");
@@ -211,13 +300,13 @@ static void build_run_state(RunState *s, const Config *c, int T, int threads) {
     s->att = xmalloc(t * (size_t)c->n_heads * (size_t)s->seq_pad * sizeof(float), "att");
     s->att_sum = xmalloc(t * (size_t)c->n_heads * sizeof(float), "att_sum");
     s->logits = xmalloc(t * (size_t)c->vocab_size * sizeof(float), "logits");
-    s->key_cache = xmalloc(cache * sizeof(float), "key cache");
-    s->value_cache = xmalloc(cache * sizeof(float), "value cache");
+    s->key_cache = xmalloc(mul_size(cache, sizeof(float)), "key cache");
+    s->value_cache = xmalloc(mul_size(cache, sizeof(float)), "value cache");
 }
 
 static void free_run_state(RunState *s) {
-    free(s->x); free(s->xn); free(s->qkv); free(s->xb); free(s->xb2); free(s->h13); free(s->hb);
-    free(s->att); free(s->att_sum); free(s->logits); free(s->key_cache); free(s->value_cache);
+    xfree(s->x); xfree(s->xn); xfree(s->qkv); xfree(s->xb); xfree(s->xb2); xfree(s->h13); xfree(s->hb);
+    xfree(s->att); xfree(s->att_sum); xfree(s->logits); xfree(s->key_cache); xfree(s->value_cache);
 }
 
 // One panel from `count` (<= PANEL) source rows of n floats; the rest stay 0.
@@ -231,6 +320,7 @@ static void pack_panel(float *panel, const float *const *rows, int count, int n)
 // (d[0]+d[1]+d[2], n) into dst; returns the end of what it wrote.
 static float *pack_stacked(Matrix *m, float *dst, int n, const float *const w[3], const int d[3]) {
     m->w = dst;
+    m->h = NULL;
     m->n = n;
     m->d = d[0] + d[1] + d[2];
     m->n_panels = (int)panels_of(m->d);
@@ -258,6 +348,7 @@ static float *pack_interleaved(Matrix *m, float *dst, const float *w1, const flo
                                int n) {
     int half = (int)panels_of(hid);
     m->w = dst;
+    m->h = NULL;
     m->n = n;
     m->n_panels = 2 * half;
     m->d = m->n_panels * PANEL;
@@ -270,16 +361,49 @@ static float *pack_interleaved(Matrix *m, float *dst, const float *w1, const flo
     return dst + (size_t)m->n_panels * n * PANEL;
 }
 
+// Floats of all packed matrices (SIZE_MAX: too many to count)
+static size_t packed_floats(const Config *c) {
+    size_t dim = (size_t)c->dim, hid = (size_t)c->hidden_dim;
+    int kv_dim = c->n_kv_heads * (c->dim / c->n_heads);
+    size_t per_layer = mul_size(panels_of(c->dim + 2 * kv_dim) + panels_of(c->dim), dim * PANEL);
+    per_layer = add_size(per_layer, mul_size(2 * panels_of(c->hidden_dim), dim * PANEL));
+    per_layer = add_size(per_layer, mul_size(panels_of(c->dim), hid * PANEL));
+    return add_size(mul_size((size_t)c->n_layers, per_layer),
+                    mul_size(panels_of(c->vocab_size), dim * PANEL));
+}
+
+// Bytes build_transformer allocates for c: packed weights, activations for
+// T rows on `threads` threads, and both KV caches (SIZE_MAX: too many).
+static size_t memory_needed(const Config *c, int T, int threads) {
+    size_t dim = (size_t)c->dim, t = (size_t)T, kv = (size_t)c->n_kv_heads * dim / c->n_heads;
+    size_t seq = (size_t)(c->seq_len + 7) / 8 * 8;
+    size_t n = packed_floats(c);
+    n = add_size(n, mul_size(2 * (size_t)c->n_layers, mul_size(seq, kv)));    // KV caches
+    n = add_size(n, mul_size(t, mul_size((size_t)c->n_heads, seq)));          // attention
+    n = add_size(n, mul_size(t, (size_t)c->vocab_size + 4 * (size_t)c->hidden_dim + 6 * dim));
+    n = add_size(n, mul_size((size_t)threads * t, dim));
+    return mul_size(n, sizeof(float));
+}
+
+// The limit on what one model may allocate: half of physical memory, so a
+// checkpoint whose header asks for a huge context or vocabulary is refused
+// at load instead of failing (or swapping) mid-run.
+static size_t memory_limit(void) {
+#ifdef SPECDEC_MEMORY_LIMIT // the fuzz targets' smaller bound
+    return SPECDEC_MEMORY_LIMIT;
+#endif
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+    if (pages <= 0 || page <= 0) return SIZE_MAX;
+    return mul_size((size_t)pages, (size_t)page) / 2;
+}
+
 // Every matrix of the checkpoint, packed into one allocation.
 static void pack_weights(Transformer *t) {
     const Config *c = &t->config;
     const TransformerWeights *w = &t->weights;
     size_t dim = (size_t)c->dim, hid = (size_t)c->hidden_dim, L = (size_t)c->n_layers;
     int kv_dim = c->n_kv_heads * (c->dim / c->n_heads);
-    size_t per_layer = (panels_of(c->dim + 2 * kv_dim) + panels_of(c->dim)) * dim * PANEL +
-                       2 * panels_of(c->hidden_dim) * dim * PANEL + panels_of(c->dim) * hid * PANEL;
-    size_t total = L * per_layer + panels_of(c->vocab_size) * dim * PANEL;
-    t->packed = xmalloc_floats_aligned(total, "packed weights");
+    t->packed = xmalloc_floats_aligned(packed_floats(c), "packed weights");
     t->layers = xmalloc(L * sizeof(Layer), "layers");
     float *dst = t->packed;
     for (size_t l = 0; l < L; l++) {
@@ -296,40 +420,161 @@ static void pack_weights(Transformer *t) {
     pack_matrix(&t->wcls, dst, w->wcls, c->vocab_size, c->dim);
 }
 
-// Map `path` read-only, pack its matrices and size the run state for forwards
-// of up to max_rows rows on up to `threads` threads of `pool` (NULL: one).
-static void build_transformer(Transformer *t, const char *path, int max_rows, ThreadPool *pool,
-                              int threads) {
+// bfloat16: the top 16 bits of a float, rounded to nearest even. Widening back
+// (bits << 16) is exact, so a chain over bfloat16 weights is as well defined
+// as one over floats, on every path.
+static uint16_t to_bfloat16(float x) {
+    uint32_t b;
+    memcpy(&b, &x, sizeof(b));
+    if ((b & 0x7F800000u) == 0x7F800000u) return (uint16_t)(b >> 16 | ((b & 0xFFFF) ? 0x40 : 0));
+    return (uint16_t)((b + 0x7FFFu + ((b >> 16) & 1u)) >> 16);
+}
+
+static float from_bfloat16(uint16_t h) {
+    uint32_t b = (uint32_t)h << 16;
+    float x;
+    memcpy(&x, &b, sizeof(x));
+    return x;
+}
+
+// Round every packed matrix to bfloat16 and drop the float copy. The draft is
+// memory-bound (its step reads all of its weights for one row), so half the
+// bytes is nearly half the time; its q changes slightly, which exactness
+// allows (any draft gives the target's distribution) and acceptance barely notices.
+static void use_bfloat16(Transformer *t) {
+    size_t total = 0;
+    for (int l = 0; l < t->config.n_layers; l++) {
+        const Layer *ly = &t->layers[l];
+        const Matrix *ms[4] = {&ly->qkv, &ly->wo, &ly->w13, &ly->w2};
+        for (int i = 0; i < 4; i++) total += (size_t)ms[i]->n_panels * ms[i]->n * PANEL;
+    }
+    total += (size_t)t->wcls.n_panels * t->wcls.n * PANEL;
+    t->packed_bf16 = xmalloc(total * sizeof(uint16_t) + 64, "bfloat16 weights");
+    for (size_t i = 0; i < total; i++) t->packed_bf16[i] = to_bfloat16(t->packed[i]);
+    for (int l = 0; l < t->config.n_layers; l++) {
+        Layer *ly = &t->layers[l];
+        Matrix *ms[4] = {&ly->qkv, &ly->wo, &ly->w13, &ly->w2};
+        for (int i = 0; i < 4; i++) ms[i]->h = t->packed_bf16 + (ms[i]->w - t->packed), ms[i]->w = NULL;
+    }
+    t->wcls.h = t->packed_bf16 + (t->wcls.w - t->packed);
+    t->wcls.w = NULL;
+    xfree(t->packed);
+    t->packed = NULL;
+}
+
+// The first float of p (n) that is NaN or inf, or n. A bit test (exponent all
+// ones), so the compiler can vectorise the pass: a load reads the file once.
+static size_t first_non_finite(const float *p, size_t n) {
+    for (size_t i0 = 0; i0 < n; i0 += 4096) {
+        size_t i1 = n - i0 < 4096 ? n : i0 + 4096;
+        uint32_t bad = 0;
+        for (size_t i = i0; i < i1; i++) {
+            uint32_t b;
+            memcpy(&b, &p[i], sizeof(b));
+            bad |= (b & 0x7F800000u) == 0x7F800000u;
+        }
+        if (bad)
+            for (size_t i = i0; i < i1; i++)
+                if (!isfinite(p[i])) return i;
+    }
+    return n;
+}
+
+// Every weight must be a finite float: a NaN or inf (a diverged training run,
+// a corrupted file) would otherwise decode silently into garbage. Names the
+// tensor, the layer and the element.
+static void check_finite_weights(const Transformer *t) {
+    const Config *c = &t->config;
+    const TransformerWeights *w = &t->weights;
+    size_t dim = (size_t)c->dim, hid = (size_t)c->hidden_dim, L = (size_t)c->n_layers;
+    size_t hs = dim / (size_t)c->n_heads, kv = (size_t)c->n_kv_heads * hs, V = (size_t)c->vocab_size;
+    struct { const char *name; const float *p; size_t layers, rows, cols; } tensors[] = {
+        {"token_embedding", w->token_embedding, 1, V, dim}, {"rms_att", w->rms_att, L, 1, dim},
+        {"wq", w->wq, L, dim, dim}, {"wk", w->wk, L, kv, dim}, {"wv", w->wv, L, kv, dim},
+        {"wo", w->wo, L, dim, dim}, {"rms_ffn", w->rms_ffn, L, 1, dim}, {"w1", w->w1, L, hid, dim},
+        {"w2", w->w2, L, dim, hid}, {"w3", w->w3, L, hid, dim}, {"rms_final", w->rms_final, 1, 1, dim},
+        {"freq_cis_real", w->rope_cos, 1, (size_t)c->seq_len, hs / 2},
+        {"freq_cis_imag", w->rope_sin, 1, (size_t)c->seq_len, hs / 2},
+        {"wcls", w->wcls, t->shared_classifier ? 0 : 1, V, dim}};
+    for (size_t i = 0; i < sizeof(tensors) / sizeof(tensors[0]); i++) {
+        size_t per_layer = tensors[i].rows * tensors[i].cols, n = tensors[i].layers * per_layer;
+        size_t at = first_non_finite(tensors[i].p, n);
+        if (at == n) continue;
+        size_t in_layer = at % per_layer;
+        die("%s: weight %s (layer %zu, row %zu, column %zu) is %s; a checkpoint must hold finite "
+            "floats (a training run that diverged, or a damaged file?)", t->path, tensors[i].name,
+            at / per_layer, in_layer / tensors[i].cols, in_layer % tensors[i].cols,
+            isnan(tensors[i].p[at]) ? "NaN" : "infinite");
+    }
+}
+
+static void load_checkpoint(Transformer *t, const void *file, size_t bytes, const char *path,
+                            int max_rows, ThreadPool *pool, int threads, int bf16);
+
+// Map `path` read-only, check it, pack its matrices (in bfloat16 if bf16) and
+// size the run state for forwards of up to max_rows rows on up to `threads`
+// threads of `pool` (NULL: one).
+static void build_transformer_as(Transformer *t, const char *path, int max_rows, ThreadPool *pool,
+                                 int threads, int bf16) {
     int fd = open(path, O_RDONLY);
     if (fd < 0) die("%s: cannot open checkpoint: %s", path, strerror(errno));
     struct stat st;
-    if (fstat(fd, &st) != 0) die("%s: cannot stat: %s", path, strerror(errno));
-    if (!S_ISREG(st.st_mode)) die("%s: not a regular file (expected a llama2.c checkpoint)", path);
+    int stat_err = fstat(fd, &st) != 0 ? errno : 0;
+    if (stat_err || !S_ISREG(st.st_mode)) {
+        close(fd);
+        if (stat_err) die("%s: cannot stat: %s", path, strerror(stat_err));
+        die("%s: not a regular file (expected a llama2.c checkpoint)", path);
+    }
     size_t bytes = (size_t)st.st_size;
-    if (bytes < CONFIG_HEADER_BYTES)
+    if (bytes < CONFIG_HEADER_BYTES) {
+        close(fd);
         die("%s: file is %zu bytes, shorter than the 28-byte llama2.c header", path, bytes);
+    }
     void *map = mmap(NULL, bytes, PROT_READ, MAP_PRIVATE, fd, 0);
     close(fd);
     if (map == MAP_FAILED) die("%s: mmap failed: %s", path, strerror(errno));
-    memset(t, 0, sizeof(*t));
-    check_config(&t->config, &t->shared_classifier, (const int32_t *)map, bytes, path);
-    float *w = (float *)((char *)map + CONFIG_HEADER_BYTES);
-    map_weights(&t->weights, &t->config, w, t->shared_classifier);
-    t->path = path;
+    own_resource(map, bytes, NULL);
+    load_checkpoint(t, map, bytes, path, max_rows, pool, threads, bf16);
     t->map = map;
     t->map_bytes = bytes;
+}
+
+// The checkpoint `path` held in memory at file (bytes, 4-byte aligned), checked
+// field by field and weight by weight, its matrices packed, the run state sized.
+static void load_checkpoint(Transformer *t, const void *file, size_t bytes, const char *path,
+                            int max_rows, ThreadPool *pool, int threads, int bf16) {
+    memset(t, 0, sizeof(*t));
+    t->path = path;
+    check_config(&t->config, &t->shared_classifier, (const int32_t *)file, bytes, path);
+    float *w = (float *)((char *)file + CONFIG_HEADER_BYTES);
+    map_weights(&t->weights, &t->config, w, t->shared_classifier);
+    check_finite_weights(t);
+    size_t need = memory_needed(&t->config, max_rows, threads), limit = memory_limit();
+    if (need > limit)
+        die("%s: dim %d, %d layers, vocab %d, seq_len %d need %.1f GB for packed weights, "
+            "activations and KV caches; specdec allows one model half of physical memory, %.1f GB "
+            "(is the header right?)", path, t->config.dim, t->config.n_layers, t->config.vocab_size,
+            t->config.seq_len, need == SIZE_MAX ? INFINITY : (double)need / 1e9, (double)limit / 1e9);
     t->max_rows = max_rows;
     t->pool = pool;
     t->n_threads = pool && threads > 1 ? threads : 1;
     pack_weights(t);
+    if (bf16) use_bfloat16(t);
+    t->bf16 = bf16;
     build_run_state(&t->state, &t->config, max_rows, t->n_threads);
+}
+
+static void build_transformer(Transformer *t, const char *path, int max_rows, ThreadPool *pool,
+                              int threads) {
+    build_transformer_as(t, path, max_rows, pool, threads, 0);
 }
 
 static void free_transformer(Transformer *t) {
     free_run_state(&t->state);
-    free(t->packed);
-    free(t->layers);
-    if (t->map) munmap(t->map, t->map_bytes);
+    xfree(t->packed);
+    xfree(t->packed_bf16);
+    xfree(t->layers);
+    if (t->map) release_resource(t->map);
     t->map = NULL;
 }
 
@@ -425,14 +670,22 @@ static void matmul_panels_scalar(float *out, size_t os, int d_out, const float *
     for (int i = p0; i < p1; i++)
         for (int j = 0; j < PANEL && i * PANEL + j < d_out; j++)
             for (int t = 0; t < T; t++) {
-                const float *w = m->w + (size_t)i * n * PANEL + j, *xt = x + (size_t)t * n;
+                size_t at = (size_t)i * n * PANEL + (size_t)j;
+                const float *xt = x + (size_t)t * n;
                 float acc = 0.0f;
-                for (int k = 0; k < n; k++) acc = fmaf(w[(size_t)k * PANEL], xt[k], acc);
+                for (int k = 0; k < n; k++, at += PANEL)
+                    acc = fmaf(m->h ? from_bfloat16(m->h[at]) : m->w[at], xt[k], acc);
                 out[(size_t)t * os + (size_t)i * PANEL + j] = acc;
             }
 }
 
 #if HAVE_AVX2
+// where panel i of m starts, in floats or in bfloat16
+static const void *panel_at(const Matrix *m, int i) {
+    size_t at = (size_t)i * (size_t)m->n * PANEL;
+    return m->h ? (const void *)(m->h + at) : (const void *)(m->w + at);
+}
+
 // The 8 lanes of v summed in the lanes8 order.
 static inline float hsum8(__m256 v) {
     __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1)); // l_i + l_{i+4}
@@ -476,22 +729,34 @@ static inline __m256 exp8(__m256 x) {
 // compiler keeps a different one in 16 registers: A loads the tile's weight
 // vectors first, then broadcasts one x per row; B broadcasts the R x's first,
 // then streams the weight vectors past them. Each tile shape uses the one that
-// measured faster with both gcc and clang (test/bench.c `kernels`).
-#ifndef MM_PREFETCH
-#define MM_PREFETCH 16 // lines ahead a tile prefetches its panels (one line per step of k)
+// measured faster with both gcc and clang. LOAD reads 8 weights as floats
+// (from floats, or widened from bfloat16: exact), ES is a weight's size.
+// Prefetch: a tile of P panels reads P lines per step of k, one per panel;
+// it asks for each panel's line MM_IN_FLIGHT / P steps ahead, so about
+// MM_IN_FLIGHT lines are on their way from L3 or DRAM whatever the tile's
+// shape (bandwidth = lines in flight x 64 B / latency: ~128 lines cover L3's).
+#ifndef MM_IN_FLIGHT
+#define MM_IN_FLIGHT 128
 #endif
-#define MM_TILE_A(R, P)                                                                     \
-    static void mm_tile_##R##x##P(float *out, size_t os, const float *x, size_t xs,       \
-                                  const float *w, int n) {                                \
+#define LOAD8_F32(w, i) _mm256_loadu_ps((const float *)(w) + (i))
+#define LOAD8_BF16(w, i)                                                                    \
+    _mm256_castsi256_ps(_mm256_slli_epi32(                                                  \
+        _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)((const uint16_t *)(w) + (i)))), 16))
+#define PREFETCH_PANEL(w, ES, v, n, k, P)                                                   \
+    _mm_prefetch((const char *)(w) + ((size_t)(v) * (n) + (k) + MM_IN_FLIGHT / (P)) * PANEL * (ES), \
+                 _MM_HINT_T0)
+
+#define MM_TILE_A(NAME, LOAD, ES, R, P)                                                     \
+    static void NAME##_##R##x##P(float *out, size_t os, const float *x, size_t xs,        \
+                                 const void *w, int n) {                                  \
         __m256 acc[R][2 * P];                                                             \
         UNROLL for (int r = 0; r < R; r++) UNROLL for (int v = 0; v < 2 * P; v++)         \
             acc[r][v] = _mm256_setzero_ps();                                              \
         for (int k = 0; k < n; k++) {                                                     \
-            UNROLL for (int v = 0; v < P; v++)                                            \
-                _mm_prefetch((const char *)(w + ((size_t)v * n + k + MM_PREFETCH) * PANEL), _MM_HINT_T0); \
+            UNROLL for (int v = 0; v < P; v++) PREFETCH_PANEL(w, ES, v, n, k, P);            \
             __m256 wv[2 * P];                                                             \
             UNROLL for (int v = 0; v < 2 * P; v++)                                        \
-                wv[v] = _mm256_loadu_ps(w + ((size_t)(v / 2) * n + k) * PANEL + 8 * (v % 2)); \
+                wv[v] = LOAD(w, ((size_t)(v / 2) * n + k) * PANEL + 8 * (v % 2));         \
             UNROLL for (int r = 0; r < R; r++) {                                          \
                 __m256 xr = _mm256_broadcast_ss(x + r * xs + k);                          \
                 UNROLL for (int v = 0; v < 2 * P; v++)                                    \
@@ -501,19 +766,18 @@ static inline __m256 exp8(__m256 x) {
         UNROLL for (int r = 0; r < R; r++) UNROLL for (int v = 0; v < 2 * P; v++)         \
             _mm256_storeu_ps(out + r * os + 8 * v, acc[r][v]);                            \
     }
-#define MM_TILE_B(R, P)                                                                     \
-    static void mm_tile_##R##x##P(float *out, size_t os, const float *x, size_t xs,       \
-                                  const float *w, int n) {                                \
+#define MM_TILE_B(NAME, LOAD, ES, R, P)                                                     \
+    static void NAME##_##R##x##P(float *out, size_t os, const float *x, size_t xs,        \
+                                 const void *w, int n) {                                  \
         __m256 acc[R][2 * P];                                                             \
         UNROLL for (int r = 0; r < R; r++) UNROLL for (int v = 0; v < 2 * P; v++)         \
             acc[r][v] = _mm256_setzero_ps();                                              \
         for (int k = 0; k < n; k++) {                                                     \
-            UNROLL for (int v = 0; v < P; v++)                                            \
-                _mm_prefetch((const char *)(w + ((size_t)v * n + k + MM_PREFETCH) * PANEL), _MM_HINT_T0); \
+            UNROLL for (int v = 0; v < P; v++) PREFETCH_PANEL(w, ES, v, n, k, P);            \
             __m256 xr[R];                                                                 \
             UNROLL for (int r = 0; r < R; r++) xr[r] = _mm256_broadcast_ss(x + r * xs + k); \
             UNROLL for (int v = 0; v < 2 * P; v++) {                                      \
-                __m256 wv = _mm256_loadu_ps(w + ((size_t)(v / 2) * n + k) * PANEL + 8 * (v % 2)); \
+                __m256 wv = LOAD(w, ((size_t)(v / 2) * n + k) * PANEL + 8 * (v % 2));     \
                 UNROLL for (int r = 0; r < R; r++)                                        \
                     acc[r][v] = _mm256_fmadd_ps(wv, xr[r], acc[r][v]);                    \
             }                                                                             \
@@ -521,25 +785,27 @@ static inline __m256 exp8(__m256 x) {
         UNROLL for (int r = 0; r < R; r++) UNROLL for (int v = 0; v < 2 * P; v++)         \
             _mm256_storeu_ps(out + r * os + 8 * v, acc[r][v]);                            \
     }
-MM_TILE_B(1, 4) MM_TILE_A(1, 1) MM_TILE_B(2, 3) MM_TILE_A(2, 1) MM_TILE_B(3, 2)
-MM_TILE_A(3, 1) MM_TILE_A(4, 1) MM_TILE_B(5, 1) MM_TILE_A(6, 1)
 
-typedef void (*MmTile)(float *out, size_t os, const float *x, size_t xs, const float *w, int n);
+typedef void (*MmTile)(float *out, size_t os, const float *x, size_t xs, const void *w, int n);
 
 #if HAVE_AVX512
 // The same tiles with 16-lane registers: a panel is one register, and with 32
 // registers a tile holds up to 8 rows. Each output is still its own chain.
-#define MM512_TILE(R, P)                                                                    \
-    static void mm512_tile_##R##x##P(float *out, size_t os, const float *x, size_t xs,    \
-                                     const float *w, int n) {                             \
+#define LOAD16_F32(w, i) _mm512_loadu_ps((const float *)(w) + (i))
+#define LOAD16_BF16(w, i)                                                                   \
+    _mm512_castsi512_ps(_mm512_slli_epi32(                                                  \
+        _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)((const uint16_t *)(w) + (i)))), 16))
+#define MM512_TILE(NAME, LOAD, ES, R, P)                                                    \
+    static void NAME##_##R##x##P(float *out, size_t os, const float *x, size_t xs,        \
+                                 const void *w, int n) {                                  \
         __m512 acc[R][P];                                                                 \
         UNROLL for (int r = 0; r < R; r++) UNROLL for (int v = 0; v < P; v++)             \
             acc[r][v] = _mm512_setzero_ps();                                              \
         for (int k = 0; k < n; k++) {                                                     \
             __m512 wv[P];                                                                 \
             UNROLL for (int v = 0; v < P; v++) {                                          \
-                _mm_prefetch((const char *)(w + ((size_t)v * n + k + MM_PREFETCH) * PANEL), _MM_HINT_T0); \
-                wv[v] = _mm512_loadu_ps(w + ((size_t)v * n + k) * PANEL);                 \
+                PREFETCH_PANEL(w, ES, v, n, k, P);                                           \
+                wv[v] = LOAD(w, ((size_t)v * n + k) * PANEL);                             \
             }                                                                             \
             UNROLL for (int r = 0; r < R; r++) {                                          \
                 __m512 xr = _mm512_set1_ps(x[r * xs + k]);                                \
@@ -550,36 +816,58 @@ typedef void (*MmTile)(float *out, size_t os, const float *x, size_t xs, const f
         UNROLL for (int r = 0; r < R; r++) UNROLL for (int v = 0; v < P; v++)             \
             _mm512_storeu_ps(out + r * os + PANEL * v, acc[r][v]);                        \
     }
-MM512_TILE(1, 8) MM512_TILE(2, 6) MM512_TILE(3, 4) MM512_TILE(4, 4) MM512_TILE(5, 3)
-MM512_TILE(6, 3) MM512_TILE(7, 2) MM512_TILE(8, 2) MM512_TILE(1, 1) MM512_TILE(2, 1)
-MM512_TILE(3, 1) MM512_TILE(4, 1) MM512_TILE(5, 1) MM512_TILE(6, 1) MM512_TILE(7, 1)
-MM512_TILE(8, 1)
+MM512_TILE(mm512, LOAD16_F32, 4, 1, 8) MM512_TILE(mm512, LOAD16_F32, 4, 2, 6)
+MM512_TILE(mm512, LOAD16_F32, 4, 3, 4) MM512_TILE(mm512, LOAD16_F32, 4, 4, 4)
+MM512_TILE(mm512, LOAD16_F32, 4, 5, 3) MM512_TILE(mm512, LOAD16_F32, 4, 6, 3)
+MM512_TILE(mm512, LOAD16_F32, 4, 7, 2) MM512_TILE(mm512, LOAD16_F32, 4, 8, 2)
+MM512_TILE(mm512, LOAD16_F32, 4, 1, 1) MM512_TILE(mm512, LOAD16_F32, 4, 2, 1)
+MM512_TILE(mm512, LOAD16_F32, 4, 3, 1) MM512_TILE(mm512, LOAD16_F32, 4, 4, 1)
+MM512_TILE(mm512, LOAD16_F32, 4, 5, 1) MM512_TILE(mm512, LOAD16_F32, 4, 6, 1)
+MM512_TILE(mm512, LOAD16_F32, 4, 7, 1) MM512_TILE(mm512, LOAD16_F32, 4, 8, 1)
+MM512_TILE(bf512, LOAD16_BF16, 2, 1, 8) MM512_TILE(bf512, LOAD16_BF16, 2, 1, 1)
+MM512_TILE(bf512, LOAD16_BF16, 2, 2, 1) MM512_TILE(bf512, LOAD16_BF16, 2, 3, 1)
+MM512_TILE(bf512, LOAD16_BF16, 2, 4, 1) MM512_TILE(bf512, LOAD16_BF16, 2, 5, 1)
+MM512_TILE(bf512, LOAD16_BF16, 2, 6, 1) MM512_TILE(bf512, LOAD16_BF16, 2, 7, 1)
+MM512_TILE(bf512, LOAD16_BF16, 2, 8, 1)
 #define MM_MAX_ROWS 8 // rows in one tile
-static const MmTile WIDE_TILE[9] = {NULL, mm512_tile_1x8, mm512_tile_2x6, mm512_tile_3x4,
-                                    mm512_tile_4x4, mm512_tile_5x3, mm512_tile_6x3,
-                                    mm512_tile_7x2, mm512_tile_8x2};
-static const MmTile ONE_TILE[9] = {NULL, mm512_tile_1x1, mm512_tile_2x1, mm512_tile_3x1,
-                                   mm512_tile_4x1, mm512_tile_5x1, mm512_tile_6x1,
-                                   mm512_tile_7x1, mm512_tile_8x1};
-static const int MM_WIDE[9] = {0, 8, 6, 4, 4, 3, 3, 2, 2};
+// the tiles for R = 1..8 rows: WIDE over MM_WIDE[R] panels, ONE over one;
+// [0] for float weights, [1] for bfloat16 (the draft: one row, wide or single)
+static const MmTile WIDE_TILE[2][9] = {
+    {NULL, mm512_1x8, mm512_2x6, mm512_3x4, mm512_4x4, mm512_5x3, mm512_6x3, mm512_7x2, mm512_8x2},
+    {NULL, bf512_1x8, bf512_2x1, bf512_3x1, bf512_4x1, bf512_5x1, bf512_6x1, bf512_7x1, bf512_8x1}};
+static const MmTile ONE_TILE[2][9] = {
+    {NULL, mm512_1x1, mm512_2x1, mm512_3x1, mm512_4x1, mm512_5x1, mm512_6x1, mm512_7x1, mm512_8x1},
+    {NULL, bf512_1x1, bf512_2x1, bf512_3x1, bf512_4x1, bf512_5x1, bf512_6x1, bf512_7x1, bf512_8x1}};
+static const int MM_WIDE[2][9] = {{0, 8, 6, 4, 4, 3, 3, 2, 2}, {0, 8, 1, 1, 1, 1, 1, 1, 1}};
 #else
+MM_TILE_B(mm, LOAD8_F32, 4, 1, 4) MM_TILE_A(mm, LOAD8_F32, 4, 1, 1)
+MM_TILE_B(mm, LOAD8_F32, 4, 2, 3) MM_TILE_A(mm, LOAD8_F32, 4, 2, 1)
+MM_TILE_B(mm, LOAD8_F32, 4, 3, 2) MM_TILE_A(mm, LOAD8_F32, 4, 3, 1)
+MM_TILE_A(mm, LOAD8_F32, 4, 4, 1) MM_TILE_B(mm, LOAD8_F32, 4, 5, 1)
+MM_TILE_A(mm, LOAD8_F32, 4, 6, 1)
+MM_TILE_B(bf, LOAD8_BF16, 2, 1, 4) MM_TILE_A(bf, LOAD8_BF16, 2, 1, 1)
+MM_TILE_A(bf, LOAD8_BF16, 2, 2, 1) MM_TILE_A(bf, LOAD8_BF16, 2, 3, 1)
+MM_TILE_A(bf, LOAD8_BF16, 2, 4, 1) MM_TILE_B(bf, LOAD8_BF16, 2, 5, 1)
+MM_TILE_A(bf, LOAD8_BF16, 2, 6, 1)
 #define MM_MAX_ROWS 6
-// the tile for R = 1..6 rows: WIDE_TILE over MM_WIDE[R] panels, ONE_TILE over one
-static const MmTile WIDE_TILE[7] = {NULL, mm_tile_1x4, mm_tile_2x3, mm_tile_3x2,
-                                    mm_tile_4x1, mm_tile_5x1, mm_tile_6x1};
-static const MmTile ONE_TILE[7] = {NULL, mm_tile_1x1, mm_tile_2x1, mm_tile_3x1,
-                                   mm_tile_4x1, mm_tile_5x1, mm_tile_6x1};
-static const int MM_WIDE[7] = {0, 4, 3, 2, 1, 1, 1};
+// the tiles for R = 1..6 rows: WIDE over MM_WIDE[R] panels, ONE over one;
+// [0] for float weights, [1] for bfloat16 (the draft: one row, wide or single)
+static const MmTile WIDE_TILE[2][7] = {
+    {NULL, mm_1x4, mm_2x3, mm_3x2, mm_4x1, mm_5x1, mm_6x1},
+    {NULL, bf_1x4, bf_2x1, bf_3x1, bf_4x1, bf_5x1, bf_6x1}};
+static const MmTile ONE_TILE[2][7] = {
+    {NULL, mm_1x1, mm_2x1, mm_3x1, mm_4x1, mm_5x1, mm_6x1},
+    {NULL, bf_1x1, bf_2x1, bf_3x1, bf_4x1, bf_5x1, bf_6x1}};
+static const int MM_WIDE[2][7] = {{0, 4, 3, 2, 1, 1, 1}, {0, 4, 1, 1, 1, 1, 1}};
 #endif
 
 // R = 1..MM_MAX_ROWS rows over panels [p0, p1): wide tiles, then single panels
 static void mm_rows(float *out, size_t os, const float *x, int R, const Matrix *m, int p0, int p1) {
     size_t n = (size_t)m->n;
-    int i = p0;
-    for (; i + MM_WIDE[R] <= p1; i += MM_WIDE[R])
-        WIDE_TILE[R](out + (size_t)i * PANEL, os, x, n, m->w + (size_t)i * n * PANEL, m->n);
-    for (; i < p1; i++)
-        ONE_TILE[R](out + (size_t)i * PANEL, os, x, n, m->w + (size_t)i * n * PANEL, m->n);
+    int bf = m->h != NULL, wide = MM_WIDE[bf][R], i = p0;
+    for (; i + wide <= p1; i += wide)
+        WIDE_TILE[bf][R](out + (size_t)i * PANEL, os, x, n, panel_at(m, i), m->n);
+    for (; i < p1; i++) ONE_TILE[bf][R](out + (size_t)i * PANEL, os, x, n, panel_at(m, i), m->n);
 }
 
 // Panels [p0, p1) of m @ x (T, m->n) -> out (T, stride os), columns < d_out.
@@ -604,8 +892,8 @@ static void matmul_panels_avx2(float *out, size_t os, int d_out, const float *x,
         float buf[MM_MAX_ROWS * PANEL];
         for (int t = 0; t < T; t += MM_MAX_ROWS) {
             int rows = T - t < MM_MAX_ROWS ? T - t : MM_MAX_ROWS;
-            ONE_TILE[rows](buf, PANEL, x + (size_t)t * m->n, (size_t)m->n,
-                           m->w + (size_t)i * m->n * PANEL, m->n);
+            ONE_TILE[m->h != NULL][rows](buf, PANEL, x + (size_t)t * m->n, (size_t)m->n,
+                                         panel_at(m, i), m->n);
             for (int r = 0; r < rows; r++)
                 for (int j = 0; j < PANEL && i * PANEL + j < d_out; j++)
                     out[(size_t)(t + r) * os + (size_t)i * PANEL + j] = buf[r * PANEL + j];
@@ -677,7 +965,7 @@ static float max_of(const float *x, int n) {
 }
 
 // softmax in place: x (n) -> exp(x - max) / sum
-static void softmax(float *x, int n) {
+static UNUSED_OK void softmax(float *x, int n) {
     float sum = exp_and_sum(x, n, max_of(x, n));
     for (int i = 0; i < n; i++) x[i] /= sum;
 }
@@ -950,10 +1238,19 @@ static void pool_run(ThreadPool *p, int n, Job job, void *arg) {
 }
 
 // A pool of n threads (the caller and n - 1 workers); n <= 1 makes none.
+// Stop the workers (the list's release of a pool: join, then its memory can go).
+static void stop_pool(void *arg) {
+    ThreadPool *p = arg;
+    pool_start(p, NULL, NULL, 0);
+    for (int i = 1; i < p->n; i++) pthread_join(p->threads[i], NULL);
+    pthread_mutex_destroy(&p->lock);
+    pthread_cond_destroy(&p->wake);
+}
+
+// A pool of n threads (the caller and n - 1 workers); n <= 1 makes none.
 static ThreadPool *build_pool(int n) {
     if (n <= 1) return NULL;
     ThreadPool *p = xmalloc(sizeof(ThreadPool), "thread pool");
-    p->n = n;
     p->threads = xmalloc((size_t)n * sizeof(pthread_t), "threads");
     p->workers = xmalloc((size_t)n * sizeof(struct Worker), "workers");
     atomic_init(&p->generation, 0);
@@ -963,7 +1260,9 @@ static ThreadPool *build_pool(int n) {
     atomic_init(&p->phase, 0);
     if (pthread_mutex_init(&p->lock, NULL) || pthread_cond_init(&p->wake, NULL))
         die("cannot create the thread pool's lock");
-    for (int i = 1; i < n; i++) {
+    p->n = 1;
+    own_resource(p, 0, stop_pool); // from here an error stops the workers started so far
+    for (int i = 1; i < n; i++, p->n++) {
         p->workers[i] = (struct Worker){p, i};
         int err = pthread_create(&p->threads[i], NULL, pool_worker, &p->workers[i]);
         if (err) die("--threads %d: cannot start thread %d: %s", n, i, strerror(err));
@@ -973,13 +1272,10 @@ static ThreadPool *build_pool(int n) {
 
 static void free_pool(ThreadPool *p) {
     if (!p) return;
-    pool_start(p, NULL, NULL, 0);
-    for (int i = 1; i < p->n; i++) pthread_join(p->threads[i], NULL);
-    pthread_mutex_destroy(&p->lock);
-    pthread_cond_destroy(&p->wake);
-    free(p->threads);
-    free(p->workers);
-    free(p);
+    release_resource(p);
+    xfree(p->threads);
+    xfree(p->workers);
+    xfree(p);
 }
 
 // the share [*lo, *hi) of n items that thread tid of nth takes
@@ -1209,7 +1505,7 @@ static void build_sampler(Sampler *s, int vocab_size, float temperature, float t
     s->order = xmalloc((size_t)vocab_size * sizeof(*s->order), "sampler order");
 }
 
-static void free_sampler(Sampler *s) { free(s->order); }
+static void free_sampler(Sampler *s) { xfree(s->order); }
 
 // index of the largest value; ties go to the lowest index
 static int argmax(const float *v, int n) {
@@ -1251,6 +1547,13 @@ static void truncate_distribution(Sampler *s, float *probs) {
     for (int i = 0; i < keep; i++) probs[s->order[i].index] = s->order[i].prob / mass;
 }
 
+// Non-finite logits (finite weights whose activations overflow float32, or a
+// temperature so small that logits / T overflows) would sample garbage.
+static void die_logits(void) {
+    die("the model's logits are not finite (inf or NaN): its activations overflow float32, "
+        "or -t is too small for its logits (use -t 0 for greedy decoding)");
+}
+
 // THE function from logits to the distribution a token is drawn from. Target
 // (p) and draft (q) both go through it, so they can never be processed
 // differently. Temperature 0 gives the one-hot argmax: greedy decoding is
@@ -1259,11 +1562,15 @@ static void probs_from_logits(Sampler *s, float *probs, const float *logits) {
     int n = s->vocab_size;
     if (s->temperature == 0.0f) {
         memset(probs, 0, (size_t)n * sizeof(float));
-        probs[argmax(logits, n)] = 1.0f;
+        int best = argmax(logits, n);
+        if (!isfinite(logits[best])) die_logits();
+        probs[best] = 1.0f;
         return;
     }
     for (int i = 0; i < n; i++) probs[i] = logits[i] / s->temperature;
-    softmax(probs, n);
+    float sum = exp_and_sum(probs, n, max_of(probs, n));
+    if (!(sum >= 1.0f && sum < INFINITY)) die_logits(); // the max alone contributes exp(0) = 1
+    for (int i = 0; i < n; i++) probs[i] /= sum;
     if (s->top_p < 1.0f || s->top_k > 0) truncate_distribution(s, probs);
 }
 
@@ -1305,15 +1612,25 @@ static int cmp_token_index(const void *a, const void *b) {
 
 // Read a whole file (with a NUL after its n bytes); die naming it on any error.
 static unsigned char *read_file(const char *path, const char *what, size_t *n_out) {
-    FILE *f = fopen(path, "rb");
-    if (!f) die("%s: cannot open %s: %s", path, what, strerror(errno));
-    if (fseek(f, 0, SEEK_END) != 0) die("%s: cannot seek", path);
-    long n = ftell(f);
-    if (n < 0 || fseek(f, 0, SEEK_SET) != 0) die("%s: cannot tell its size", path);
-    unsigned char *buf = xmalloc((size_t)n + 1, path);
-    if (fread(buf, 1, (size_t)n, f) != (size_t)n) die("%s: read failed", path);
-    fclose(f);
-    *n_out = (size_t)n;
+    int fd = open(path, O_RDONLY);
+    if (fd < 0) die("%s: cannot open %s: %s", path, what, strerror(errno));
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        close(fd);
+        die("%s: not a regular file (expected the %s)", path, what);
+    }
+    size_t n = (size_t)st.st_size, got = 0;
+    unsigned char *buf = xmalloc(n + 1, path); // zeroed: a NUL after the n bytes
+    while (got < n) {
+        ssize_t r = read(fd, buf + got, n - got);
+        if (r <= 0) {
+            close(fd);
+            die("%s: read failed after %zu of %zu bytes", path, got, n);
+        }
+        got += (size_t)r;
+    }
+    close(fd);
+    *n_out = n;
     return buf;
 }
 
@@ -1355,22 +1672,27 @@ static void index_tokenizer(Tokenizer *t, const char *path) {
     t->merge_buffer = xmalloc((size_t)t->max_token_length * 2 + 2, "merge buffer");
 }
 
-// Parse a tokenizer file for a model with vocab_size tokens. The file does not
-// store its size, so count its tokens and compare.
-static void build_tokenizer(Tokenizer *t, const char *path, int vocab_size) {
-    size_t n, off = 4;
-    unsigned char *buf = read_file(path, "tokenizer (-z FILE)", &n);
+// Parse a tokenizer file held in memory, buf (n), for a model with vocab_size
+// tokens (0: as many as the file holds). The file does not store its size, so
+// count its tokens and compare.
+static void parse_tokenizer(Tokenizer *t, const unsigned char *buf, size_t n, const char *path,
+                            int vocab_size) {
+    size_t off = 4;
     if (n < 4) die("%s: %zu bytes, too short for the max_token_length field", path, n);
     int32_t maxlen;
     memcpy(&maxlen, buf, 4);
     if (maxlen <= 0 || maxlen > 1024)
         die("%s: max_token_length = %d, expected 1..1024 (is this a tokenizer.bin?)", path, maxlen);
     int count = count_tokens(buf, n, maxlen, path);
+    if (vocab_size <= 0) vocab_size = count;
     if (count != vocab_size)
         die("%s: has %d tokens but the model's vocab_size is %d (hint: use the tokenizer the "
             "model was trained with, -z)", path, count, vocab_size);
+    memset(t, 0, sizeof(*t));
     t->vocab = xmalloc((size_t)vocab_size * sizeof(char *), "vocab");
     t->scores = xmalloc((size_t)vocab_size * sizeof(float), "scores");
+    t->vocab_size = vocab_size;
+    t->max_token_length = maxlen;
     for (int i = 0; i < vocab_size; i++) {
         int32_t len;
         memcpy(&t->scores[i], buf + off, 4);
@@ -1379,15 +1701,20 @@ static void build_tokenizer(Tokenizer *t, const char *path, int vocab_size) {
         memcpy(t->vocab[i], buf + off + 8, (size_t)len);
         off += 8 + (size_t)len;
     }
-    free(buf);
-    t->vocab_size = vocab_size;
-    t->max_token_length = maxlen;
     index_tokenizer(t, path);
 }
 
+// Read and parse the tokenizer file `path` for a model with vocab_size tokens.
+static void build_tokenizer(Tokenizer *t, const char *path, int vocab_size) {
+    size_t n;
+    unsigned char *buf = read_file(path, "tokenizer (-z FILE)", &n);
+    parse_tokenizer(t, buf, n, path, vocab_size);
+    xfree(buf);
+}
+
 static void free_tokenizer(Tokenizer *t) {
-    for (int i = 0; i < t->vocab_size; i++) free(t->vocab[i]);
-    free(t->vocab); free(t->scores); free(t->sorted); free(t->merge_buffer);
+    for (int i = 0; i < t->vocab_size; i++) xfree(t->vocab[i]);
+    xfree(t->vocab); xfree(t->scores); xfree(t->sorted); xfree(t->merge_buffer);
 }
 
 // id of the piece str, or -1
@@ -1487,7 +1814,7 @@ static void print_piece(const char *piece) {
 static float acceptance_ratio(float p_x, float q_x) {
     if (q_x <= 0.0f) return 1.0f; // unreachable for x ~ q; accept rather than divide by 0
     float r = p_x / q_x;
-    return r < 1.0f ? r : 1.0f;
+    return r >= 1.0f ? 1.0f : r; // NaN stays NaN, and u < NaN rejects
 }
 
 // The residual distribution norm(max(0, p - q)) a rejected position resamples
@@ -1519,7 +1846,8 @@ static float residual_distribution(float *out, const float *p, const float *q, i
 
 // What happened at one examined position, for the statistics and the -v trace.
 typedef struct {
-    int x;               // the draft's proposal, x ~ q with the position's draw coin
+    int x;               // the draft's proposal, x ~ q with the position's draw coin d
+    float d;             // the draw coin
     float q, p;          // q(x), p(x)
     float u;             // the accept coin: accepted iff u < min(1, p(x)/q(x))
     int accepted;
@@ -1534,7 +1862,7 @@ typedef struct {
 // the committed token; residual (n) is scratch.
 static int decide_position(Verdict *v, int x, const float *p, const float *q, float u, float r,
                            float *residual, int n) {
-    *v = (Verdict){x, q[x], p[x], u, 0, 0.0f, 0.0f, x};
+    *v = (Verdict){.x = x, .q = q[x], .p = p[x], .u = u, .token = x};
     v->accepted = u < acceptance_ratio(v->p, v->q);
     if (v->accepted) return x;
     v->residual_mass = residual_distribution(residual, p, q, n);
@@ -1641,6 +1969,7 @@ typedef struct {
     float *p;                  // (K_MAX+1, V) target distributions of this round
     float *residual;           // (V) scratch
     int x[K_MAX + 1];          // this round's proposals
+    float draw[K_MAX + 1];     // ... and the coins that drew them
     int rows[K_MAX + 1];       // the verify pass input: t_last, x_1..x_K
     Verdict verdicts[K_MAX + 1];
     int draft_pos;             // the draft's cache holds committed tokens 0..draft_pos-1
@@ -1672,7 +2001,7 @@ static void build_speculator(Speculator *sp, Transformer *target, Transformer *d
 }
 
 static void free_speculator(Speculator *sp) {
-    free(sp->q); free(sp->p); free(sp->residual);
+    xfree(sp->q); xfree(sp->p); xfree(sp->residual);
 }
 
 // a piece made safe for one line of the trace: newlines shown as \n, byte
@@ -1699,13 +2028,13 @@ static void print_trace(const Speculator *sp, int m, int n, int k) {
         const Verdict *v = &sp->verdicts[i];
         fprintf(stderr, "  pos %d %s ", n + i, i < k ? "draft" : "next ");
         if (v->x < 0) { // past the draft's context: drawn from p alone
-            fprintf(stderr, " drawn from p with coin %.4f: ", v->u);
+            fprintf(stderr, " drawn from p with coin %.4f: ", v->d);
             trace_piece(t, v->token);
             fputc('\n', stderr);
             continue;
         }
         trace_piece(t, v->x);
-        fprintf(stderr, "  q=%.4f p=%.4f p/q=%.4f u=%.4f  %s", v->q, v->p,
+        fprintf(stderr, " d=%.4f  q=%.4f p=%.4f p/q=%.4f u=%.4f  %s", sp->draw[i], v->q, v->p,
                 v->q > 0 ? v->p / v->q : 0.0, v->u, v->accepted ? "accept" : "REJECT");
         if (!v->accepted) {
             fprintf(stderr, " -> residual mass %.4f, coin %.4f: ", v->residual_mass, v->r);
@@ -1730,7 +2059,8 @@ static void propose(Speculator *sp, const float *logits, int i, int pos) {
     int V = sp->target->config.vocab_size;
     float *q_i = sp->q + (size_t)i * V;
     probs_from_logits(sp->sampler, q_i, logits);
-    sp->x[i] = sample(q_i, V, coin_at(sp->rng, pos, COIN_DRAW));
+    sp->draw[i] = coin_at(sp->rng, pos, COIN_DRAW);
+    sp->x[i] = sample(q_i, V, sp->draw[i]);
     sp->stats.draft_forwards++;
     sp->stats.drafted++;
 }
@@ -1755,8 +2085,8 @@ static int decide_next(Speculator *sp, const int *tokens, int n, int k) {
     const float *p = sp->p + (size_t)k * V;
     Verdict *v = &sp->verdicts[k];
     if (pos > sp->draft->config.seq_len) {
-        float u = coin_at(sp->rng, pos, COIN_DRAW);
-        *v = (Verdict){-1, 0.0f, 0.0f, u, 0, 0.0f, 0.0f, sample(p, V, u)};
+        float d = coin_at(sp->rng, pos, COIN_DRAW);
+        *v = (Verdict){.x = -1, .d = d, .token = sample(p, V, d)};
         if (sp->stats.draft_full_at < 0) sp->stats.draft_full_at = pos;
         sp->stats.plain_tokens++;
         return v->token;
@@ -2144,9 +2474,24 @@ static void write_json_spec(FILE *f, const Report *rp) {
             rp->sp->autok.calibration_seconds);
 }
 
+// Open -j's file and write its first byte, so an unwritable path or a full
+// disk fails before the generation runs. NULL path: no file.
+static FILE *open_json(const char *path) {
+    if (!path) return NULL;
+    FILE *f = fopen(path, "w");
+    if (!f) die("-j %s: cannot write: %s", path, strerror(errno));
+    if (fputc('{', f) == EOF || fflush(f) != 0) {
+        int err = errno;
+        fclose(f);
+        die("-j %s: cannot write: %s", path, strerror(err));
+    }
+    return f;
+}
+
+// The rest of the JSON object after open_json's "{"; closes f.
 static void write_json(FILE *f, const char *path, const Report *rp) {
     const Output *o = rp->out;
-    fprintf(f, "{\"mode\": \"%s\", \"seed\": %llu, \"temperature\": %g, \"top_p\": %g, "
+    fprintf(f, "\"mode\": \"%s\", \"seed\": %llu, \"temperature\": %g, \"top_p\": %g, "
             "\"top_k\": %d, \"threads\": %d, \"prompt_tokens\": %d, \"generated_tokens\": %d, "
             "\"ended_by\": \"%s\", \"tokens\": [", rp->mode, rp->seed, rp->temperature, rp->top_p,
             rp->top_k, rp->threads, rp->prompt_tokens, o->n_generated,
@@ -2156,7 +2501,7 @@ static void write_json(FILE *f, const char *path, const Report *rp) {
             rp->seconds > 0 ? o->n_generated / rp->seconds : 0.0);
     if (rp->sp) write_json_spec(f, rp);
     fprintf(f, "}\n");
-    if (fclose(f) != 0) die("-j %s: write failed", path);
+    if (ferror(f) | (fclose(f) != 0)) die("-j %s: write failed", path);
 }
 
 // ----------------------------------------------------------------------------
@@ -2164,7 +2509,8 @@ static void write_json(FILE *f, const char *path, const Report *rp) {
 
 typedef struct {
     const char *target_path, *draft_path, *tokenizer_path, *mode, *prompt, *json_path;
-    int n_new, k, top_k, quiet, verbose, threads, draft_threads;
+    int n_new, k, top_k, quiet, verbose, threads, draft_threads, draft_bf16;
+    int help;            // -h: print the usage and exit
     float temperature, top_p;
     unsigned long long seed;
 } Options;
@@ -2182,7 +2528,9 @@ static void usage(void) {
            "  --top-k N keep the N most likely tokens; 0 is off (default 0)\n"
            "  -s SEED   random seed (default 42)\n"
            "  --threads N        threads, 1..%d (default: the online CPUs, here %d)\n"
-           "  --draft-threads N  threads for the draft model (default 1)\n"
+           "  --draft-threads N  threads for the draft model (default: --threads)\n"
+           "  --draft-weights W  bf16 | f32: the draft's matrices rounded to bfloat16 at load\n"
+           "                     (half the bytes to read) or kept as in the file (default bf16)\n"
            "  -j FILE   write statistics as one JSON object\n"
            "  -q        no text on stdout     -v  teaching trace of every round on stderr\n",
            K_MAX, MAX_THREADS, online_cpus());
@@ -2212,29 +2560,39 @@ static float parse_float(const char *flag, const char *v, float lo, float hi, co
 static void parse_options(Options *o, int argc, char **argv) {
     *o = (Options){.target_path = "weights/target.bin", .draft_path = "weights/draft.bin",
                    .tokenizer_path = "tokenizer.bin", .mode = "spec", .prompt = "",
-                   .n_new = 256, .k = 0, .threads = online_cpus(), .draft_threads = 1,
+                   .n_new = 256, .k = 0, .threads = online_cpus(), .draft_threads = 0, .draft_bf16 = 1,
                    .temperature = 1.0f, .top_p = 1.0f, .seed = 42};
     char k_range[64], t_range[64];
     snprintf(k_range, sizeof(k_range), "an integer in 0..%d (0: auto)", K_MAX);
     snprintf(t_range, sizeof(t_range), "an integer in 1..%d", MAX_THREADS);
-    int i = 1;
+    int i = 1, given_k = 0, given_d = 0, given_draft_opts = 0;
     if (argc > 1 && argv[1][0] != '-') o->target_path = argv[i++];
     for (; i < argc; i++) {
         const char *f = argv[i];
         if (!strcmp(f, "-q")) { o->quiet = 1; continue; }
         if (!strcmp(f, "-v")) { o->verbose = 1; continue; }
-        if (!strcmp(f, "-h") || !strcmp(f, "--help")) { usage(); exit(EXIT_SUCCESS); }
+        if (!strcmp(f, "-h") || !strcmp(f, "--help")) { o->help = 1; return; }
+        if (f[0] != '-')
+            die("%s: a file name among the options; the target checkpoint goes first "
+                "(specdec TARGET.bin [options], see specdec -h)", f);
         int known = strlen(f) == 2 && strchr("dzminktpsj", f[1]) && f[0] == '-';
-        if (!known && strcmp(f, "--top-k") && strcmp(f, "--threads") && strcmp(f, "--draft-threads"))
+        if (!known && strcmp(f, "--top-k") && strcmp(f, "--threads") && strcmp(f, "--draft-threads") &&
+            strcmp(f, "--draft-weights"))
             die("unknown flag %s (see specdec -h)", f);
         if (i + 1 >= argc) bad_flag(f, "(missing)", "a value after the flag");
         const char *v = argv[++i];
         if (!strcmp(f, "--top-k")) o->top_k = (int)parse_long(f, v, 0, 1 << 24, "an integer >= 0");
         else if (!strcmp(f, "--threads")) o->threads = (int)parse_long(f, v, 1, MAX_THREADS, t_range);
-        else if (!strcmp(f, "--draft-threads"))
+        else if (!strcmp(f, "--draft-threads")) {
             o->draft_threads = (int)parse_long(f, v, 1, MAX_THREADS, t_range);
+            given_draft_opts = 1;
+        } else if (!strcmp(f, "--draft-weights")) {
+            if (strcmp(v, "bf16") && strcmp(v, "f32")) bad_flag(f, v, "bf16 or f32");
+            o->draft_bf16 = !strcmp(v, "bf16");
+            given_draft_opts = 1;
+        }
         else switch (f[1]) {
-            case 'd': o->draft_path = v; break;
+            case 'd': o->draft_path = v; given_d = 1; break;
             case 'z': o->tokenizer_path = v; break;
             case 'i': o->prompt = v; break;
             case 'j': o->json_path = v; break;
@@ -2244,37 +2602,59 @@ static void parse_options(Options *o, int argc, char **argv) {
                 o->mode = v;
                 break;
             case 'n': o->n_new = (int)parse_long(f, v, 0, 1 << 24, "an integer >= 0"); break;
-            case 'k': o->k = (int)parse_long(f, v, 0, K_MAX, k_range); break;
-            case 't': o->temperature = parse_float(f, v, 0.0f, 1e6f, "a number >= 0"); break;
+            case 'k': o->k = (int)parse_long(f, v, 0, K_MAX, k_range); given_k = 1; break;
+            case 't':
+                o->temperature = parse_float(f, v, 0.0f, 1e6f, "a number >= 0");
+                if (o->temperature > 0.0f && o->temperature < 1e-6f)
+                    bad_flag(f, v, "0 (greedy) or at least 1e-6: a smaller temperature makes "
+                                   "logits / t overflow float32");
+                break;
             case 'p': o->top_p = parse_float(f, v, FLT_MIN, 1.0f, "a number in (0, 1]"); break;
             case 's': o->seed = (unsigned long long)parse_long(f, v, 0, LONG_MAX, "an integer >= 0"); break;
         }
     }
-    if (o->draft_threads > o->threads) o->draft_threads = o->threads;
+    if (o->draft_threads == 0 || o->draft_threads > o->threads) o->draft_threads = o->threads;
+    int spec = !strcmp(o->mode, "spec"), target = !strcmp(o->mode, "target");
+    if (!spec && (given_k || o->verbose))
+        die("%s: only speculative decoding (-m spec) has rounds; -m %s decodes with one model",
+            given_k ? "-k" : "-v", o->mode);
+    if (target && (given_d || given_draft_opts))
+        die("%s: -m target decodes with the target alone and loads no draft",
+            given_d ? "-d" : "--draft-threads/--draft-weights");
 }
 
 // Load what the mode needs: the decoding model (the target, or the draft alone
 // for -m draft) and, for spec, the draft; returns the decoding model.
 static Transformer *load_models(Transformer *target, Transformer *draft, const Options *o,
                                 ThreadPool *pool) {
-    if (!strcmp(o->mode, "draft")) {
-        build_transformer(draft, o->draft_path, MAX_ROWS, pool, o->threads);
+    if (!strcmp(o->mode, "draft")) { // the draft as spec mode uses it
+        build_transformer_as(draft, o->draft_path, MAX_ROWS, pool, o->draft_threads, o->draft_bf16);
         return draft;
     }
     build_transformer(target, o->target_path, MAX_ROWS, pool, o->threads);
-    if (!strcmp(o->mode, "spec")) build_transformer(draft, o->draft_path, MAX_ROWS, pool, o->draft_threads);
+    if (!strcmp(o->mode, "spec"))
+        build_transformer_as(draft, o->draft_path, MAX_ROWS, pool, o->draft_threads, o->draft_bf16);
     return target;
 }
 
-// BOS then the prompt's tokens into tokens (room for seq_len); returns the count
+// BOS then the prompt's tokens into tokens (room for seq_len); returns the count.
+// A token covers at most max_token_length bytes, so a prompt that cannot fit
+// is refused before the (quadratic) merge loop runs.
 static int encode_prompt(Tokenizer *tok, int *tokens, const char *prompt, const Transformer *tr) {
-    int *buf = xmalloc((strlen(prompt) + 3) * sizeof(int), "prompt tokens");
+    size_t len = strlen(prompt), at_least = 1 + (len + 1 + (size_t)tok->max_token_length - 1) /
+                                                    (size_t)tok->max_token_length;
+    if (len > 0 && at_least > (size_t)tr->config.seq_len)
+        die("-i: the prompt is %zu bytes, at least %zu tokens, but %s has seq_len %d; shorten the "
+            "prompt", len, at_least, tr->path, tr->config.seq_len);
+    int *buf = xmalloc((len + 3) * sizeof(int), "prompt tokens");
     int n = encode(tok, buf, prompt, 1, 0);
-    if (n > tr->config.seq_len)
+    if (n > tr->config.seq_len) {
+        xfree(buf);
         die("-i: the prompt is %d tokens but %s has seq_len %d; shorten the prompt", n, tr->path,
             tr->config.seq_len);
+    }
     memcpy(tokens, buf, (size_t)n * sizeof(int));
-    free(buf);
+    xfree(buf);
     return n;
 }
 
@@ -2282,10 +2662,12 @@ static int encode_prompt(Tokenizer *tok, int *tokens, const char *prompt, const 
 int main(int argc, char **argv) {
     Options opt;
     parse_options(&opt, argc, argv);
+    if (opt.help) {
+        usage();
+        return 0;
+    }
     int spec = !strcmp(opt.mode, "spec");
-    FILE *json = NULL; // opened now, so a bad path fails before the generation, not after
-    if (opt.json_path && !(json = fopen(opt.json_path, "w")))
-        die("-j %s: cannot write: %s", opt.json_path, strerror(errno));
+    FILE *json = open_json(opt.json_path); // now, so a bad path fails before generating
     ThreadPool *pool = build_pool(opt.threads);
     Transformer target, draft;
     Transformer *model = load_models(&target, &draft, &opt, pool);
@@ -2326,7 +2708,7 @@ int main(int argc, char **argv) {
     if (json) write_json(json, opt.json_path, &rp);
 
     if (spec) { free_speculator(&sp); free_transformer(&draft); }
-    free(probs); free(out.generated); free(tokens);
+    xfree(probs); xfree(out.generated); xfree(tokens);
     free_sampler(&sampler);
     free_tokenizer(&tok);
     free_transformer(model);

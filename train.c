@@ -226,16 +226,25 @@ typedef enum {
 
 typedef struct {
     const char *name;  // used by -mix
-    const char *file;  // inside the data directory
+    const char *file;  // inside the data directory (or, for "synthetic", the path itself)
     Layout layout;
     int val_every;     // every val_every-th document is held out (0: none)
+    size_t never_tail; // the paragraphs that start in the file's last never_tail bytes are
+                       // never read: they are the held-out text of `train bpb` (docs/TRAINING.md)
 } Source;
 
+// The yardstick's held-out text: paragraphs starting in the last 150,000 bytes
+// of tinystories_valid_head.txt. No model of ours trains or tunes on it.
+#define HELD_OUT_TAIL 150000
+
 static const Source SOURCES[] = {
-    {"children", "children.txt", LAYOUT_BOOKS, 25},
-    {"tinystories", "tinystories_train_head.txt", LAYOUT_ENDOFTEXT, 10},
-    {"tinystories", "tinystories_valid_head.txt", LAYOUT_STORIES, 0},
-    {"novels", "novels.txt", LAYOUT_BOOKS, 25},
+    {"children", "children.txt", LAYOUT_BOOKS, 25, 0},
+    {"tinystories", "tinystories_train_head.txt", LAYOUT_ENDOFTEXT, 10, 0},
+    {"tinystories", "tinystories_v2_head.txt", LAYOUT_ENDOFTEXT, 10, 0},
+    {"tinystories", "tinystories_valid_head.txt", LAYOUT_STORIES, 0, HELD_OUT_TAIL},
+    {"novels", "novels.txt", LAYOUT_BOOKS, 25, 0},
+    // stories sampled from llama2.c's stories260K by specdec (make synth), kept in runs/
+    {"synthetic", "runs/synth/stories260k.txt", LAYOUT_ENDOFTEXT, 50, 0},
 };
 #define N_SOURCES (sizeof(SOURCES) / sizeof(SOURCES[0]))
 
@@ -290,11 +299,21 @@ static void flush_document(Corpus *c, CharBuf *doc, int src, size_t *n_docs, dou
 }
 
 // The documents of one source file, unwrapped, into the corpus.
+// Where the held-out tail begins: the first paragraph (after a blank line)
+// starting at or after byte n - tail; n if tail is 0.
+static size_t held_out_start(const char *text, size_t n, size_t tail) {
+    if (tail == 0) return n;
+    size_t i = n > tail ? n - tail : 0;
+    while (i > 0 && i < n && !(text[i - 1] == '\n' && (i < 2 || text[i - 2] == '\n'))) i++;
+    return i;
+}
+
 static void read_source(Corpus *c, const char *dir, int src, double weight) {
     const Source *s = &SOURCES[src];
-    char *path = join_path(dir, s->file);
+    char *path = strncmp(s->file, "runs/", 5) ? join_path(dir, s->file) : join_path(".", s->file);
     size_t n, n_docs = 0, j;
     char *text = read_file(path, &n);
+    n = held_out_start(text, n, s->never_tail);
     CharBuf doc = {0};
     int blank_run = 0;
     for (size_t i = 0; i < n; i = j + 1) {
@@ -343,11 +362,22 @@ static void read_corpus(Corpus *c, const char *dir, const char *mix) {
             int known = 0;
             for (size_t s = 0; s < N_SOURCES; s++)
                 known |= strlen(SOURCES[s].name) == k && !strncmp(SOURCES[s].name, p, k);
-            if (!known) die("-mix: unknown source \"%.*s\" (children, tinystories, novels)", (int)k, p);
+            if (!known)
+                die("-mix: unknown source \"%.*s\" (children, tinystories, novels, synthetic)", (int)k, p);
         }
     for (size_t s = 0; s < N_SOURCES; s++) {
         double w = mix_weight(mix, SOURCES[s].name);
-        if (w > 0) read_source(c, dir, (int)s, w);
+        if (w <= 0) continue;
+        const char *file = SOURCES[s].file;
+        char *path = strncmp(file, "runs/", 5) ? join_path(dir, file) : join_path(".", file);
+        int have = file_exists(path), more = 0; // a source may span files; some may be absent
+        for (size_t o = 0; o < N_SOURCES; o++)
+            if (o != s && !strcmp(SOURCES[o].name, SOURCES[s].name)) more = 1;
+        if (have) read_source(c, dir, (int)s, w);
+        else if (more) fprintf(stderr, "note: %s not found; source \"%s\" uses its other files\n", path, SOURCES[s].name);
+        else die("%s: cannot read source \"%s\"%s", path, SOURCES[s].name,
+                 strcmp(SOURCES[s].name, "synthetic") ? "" : " (make runs/synth/stories260k.txt makes it)");
+        free(path);
     }
     if (c->n == 0) die("no documents read from %s with -mix %s", dir, mix);
 }
@@ -2052,7 +2082,7 @@ static void train_model(const TrainOpts *o) {
 #ifndef TESTING
 
 #define DEFAULT_DATA "../shared/data/corpus"
-#define DEFAULT_MIX "children=1,tinystories=2" // measured: docs/TRAINING.md
+#define DEFAULT_MIX "tinystories=4,children=1,synthetic=1" // docs/TRAINING.md
 
 typedef struct {
     const char *flag;
@@ -2350,6 +2380,91 @@ static int cmd_eval(int argc, char **argv) {
     return 0;
 }
 
+// The documents of a text for `bpb`: blank-line-separated paragraphs, each
+// without its surrounding blank lines; with tail > 0 only those that start in
+// the file's last `tail` bytes. Returns how many; spans (2 * count) offsets.
+static size_t paragraphs(size_t **spans, const char *text, size_t n, size_t tail) {
+    size_t count = 0, cap = 0, from = tail && tail < n ? n - tail : 0;
+    *spans = NULL;
+    for (size_t i = 0; i < n;) {
+        while (i < n && text[i] == '\n') i++; // blank lines between paragraphs
+        size_t start = i;
+        while (i < n && !(text[i] == '\n' && (i + 1 >= n || text[i + 1] == '\n'))) i++;
+        if (i > start && start >= from) {
+            grow((void **)spans, &cap, 2 * count + 2, sizeof(size_t));
+            (*spans)[2 * count] = start;
+            (*spans)[2 * count + 1] = i;
+            count++;
+        }
+        if (i < n) i++;
+    }
+    return count;
+}
+
+// Summed next-token loss (nats) of tokens[0..n) under m, tokens[0] = BOS:
+// windows of m->T tokens overlapping by one, so every token after the first
+// is predicted exactly once, from at most T - 1 tokens of context.
+static double sequence_loss(Model *m, const int *tokens, size_t n, int *in, int *tg) {
+    double sum = 0;
+    size_t T = (size_t)m->T;
+    for (size_t w = 0; w + 1 < n; w += T - 1) {
+        size_t len = n - w < T ? n - w : T;
+        for (size_t i = 0; i < T; i++) {
+            in[i] = i < len ? tokens[w + i] : 0;
+            tg[i] = i + 1 < len ? tokens[w + i + 1] : 0;
+        }
+        model_forward(m, in);
+        model_loss(m, tg, NULL);
+        for (size_t i = 0; i + 1 < len; i++) sum += m->a.losses[i];
+    }
+    return sum;
+}
+
+// Bits per byte of a checkpoint on a text, a yardstick that does not depend on
+// the tokenizer: sum of next-token losses / ln 2 / UTF-8 bytes scored. Each
+// paragraph is a document scored from BOS (as the models see a story start).
+static int cmd_bpb(int argc, char **argv) {
+    const char *ckpt = NULL, *tok = "tokenizer.bin", *file = NULL;
+    int tail = 0, threads = 2;
+    Opt opts[] = {{"-m", 's', &ckpt, "checkpoint (llama2.c, shared classifier)"},
+                  {"-z", 's', &tok, "its tokenizer.bin"}, {"-f", 's', &file, "text file"},
+                  {"-tail", 'i', &tail, "score only paragraphs starting in the last N bytes "
+                                        "(150000: the held-out text of docs/TRAINING.md)"},
+                  {"-threads", 'i', &threads, "threads"}};
+    parse_opts(argc, argv, "bpb", "bits per byte of a checkpoint on a text", opts, 5);
+    if (!ckpt || !file) die("bpb: -m and -f are required");
+    set_threads(threads);
+    Model m;
+    load_model(&m, ckpt, 1, 0, 0);
+    Vocab v = {0};
+    read_tokenizer(&v, tok);
+    if ((int)v.str.n != m.c.vocab_size)
+        die("%s has %zu tokens but %s has vocab_size %d: use the model's own tokenizer", tok, v.str.n,
+            ckpt, m.c.vocab_size);
+    Encoder e;
+    build_encoder(&e, &v, (int)v.str.n);
+    size_t n, *spans, bytes = 0, tokens = 0;
+    char *text = read_file(file, &n);
+    size_t docs = paragraphs(&spans, text, n, (size_t)tail);
+    if (docs == 0) die("%s: no paragraphs to score (-tail %d)", file, tail);
+    int *in = xmalloc((size_t)m.T * sizeof(int)), *tg = xmalloc((size_t)m.T * sizeof(int));
+    double nats = 0;
+    for (size_t d = 0; d < docs; d++) {
+        IntBuf ids = {0};
+        encode_document(&e, text + spans[2 * d], spans[2 * d + 1] - spans[2 * d], &ids);
+        nats += sequence_loss(&m, ids.p, ids.n, in, tg);
+        bytes += spans[2 * d + 1] - spans[2 * d];
+        tokens += ids.n - 1;
+        free(ids.p);
+    }
+    printf("%s on %s: %zu paragraphs, %zu bytes, %zu tokens (%.3f bytes/token), %.4f nats/token\n",
+           ckpt, file, docs, bytes, tokens, (double)bytes / (double)tokens, nats / (double)tokens);
+    printf("bits per byte: %.4f\n", nats / log(2.0) / (double)bytes);
+    free(in); free(tg); free(spans); free(text);
+    free_encoder(&e); free_vocab(&v); free_model(&m);
+    return 0;
+}
+
 // Print the ids of a text file's tokens, BOS first, as specdec feeds a prompt.
 static int cmd_encode(int argc, char **argv) {
     const char *tok = "tokenizer.bin", *file = NULL;
@@ -2462,11 +2577,12 @@ int main(int argc, char **argv) {
     if (!strcmp(cmd, "data")) return cmd_data(argc, argv);
     if (!strcmp(cmd, "model")) return cmd_model(argc, argv);
     if (!strcmp(cmd, "sample")) return cmd_sample(argc, argv);
+    if (!strcmp(cmd, "bpb")) return cmd_bpb(argc, argv);
     if (!strcmp(cmd, "dump-logits")) return cmd_dump_logits(argc, argv);
     if (!strcmp(cmd, "encode")) return cmd_encode(argc, argv);
     if (!strcmp(cmd, "eval")) return cmd_eval(argc, argv);
     if (!strcmp(cmd, "bench")) return cmd_bench(argc, argv);
-    fprintf(stderr, "usage: ./train tokenizer|data|model|eval|sample|dump-logits|encode|bench [options]  (-h: options)\n"
+    fprintf(stderr, "usage: ./train tokenizer|data|model|eval|bpb|sample|dump-logits|encode|bench [options]  (-h: options)\n"
                     "  tokenizer    byte-level BPE over the corpus -> tokenizer.bin\n"
                     "  data         corpus -> runs/data/{train,val}.bin token streams\n"
                     "  model        train (or distil, -teacher) a model; re-run to resume\n"

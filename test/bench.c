@@ -1,20 +1,27 @@
 // bench.c - the instrument behind every performance claim (make bench).
-// Single thread, like specdec. Benchmarks are not tests: nothing is asserted.
+// Benchmarks are not tests: nothing is asserted.
 //
-//   bench [all | sweep] [--target F] [--draft F] [--tokenizer F] [--json F] [--csv DIR]
+//   bench [all | sweep | accept] [--target F] [--draft F] [--tokenizer F]
+//         [--json F] [--csv DIR] [--threads N]
 //
-// all:   memory bandwidth; single-row forward and verify cost r(n) on random
-//        checkpoints shaped like stories15M and stories110M (written to a temp
-//        dir, never the repo) and on the shipped target; end to end target-only
-//        vs spec on the shipped pair and on an EMULATED ~110M target (the shipped
-//        target plus zero-output layers: same logits, DRAM-bound cost).
+// all:   the machine (FMA peak from a register-only loop, read bandwidth from
+//        DRAM and at each model's size); per model (random checkpoints shaped
+//        like stories15M and stories110M, written to a temp dir, never the
+//        repo; the shipped target and draft): single-row tok/s on 1 and N
+//        threads, its GB/s against the bandwidth at that size, matmul GFLOP/s
+//        and fraction of peak for 1..K_MAX+1 rows, verify cost r(n), the
+//        attention share of a 5-row verify at position 200; end to end,
+//        target-only vs spec on the shipped pair on 1 and N threads, and on an
+//        EMULATED ~110M target (the shipped target plus zero-output layers:
+//        same logits, DRAM-bound cost).
 // sweep: the shipped pair only: K = 1..8 and auto-K at t = 0 and t = 1, and a
 //        over temperatures 0..1.5 at K = 4; writes sweep_k.csv, sweep_temp.csv.
 // accept --draft2 F [--prompts FILE]: acceptance of two drafts against the
 //        target at t = 0 and t = 1 (K = 4) on held-out prompts: the first 8
 //        words of 32 TinyStories the trainer held out (FILE: the train head in
 //        ../shared, read at run time).
-// Writes bench.json and, into --csv DIR (default docs), the CSVs the plots read.
+// N (--threads) defaults to the online CPUs. Writes bench.json and, into
+// --csv DIR (default docs), the CSVs the plots read.
 #define TESTING
 #include "../specdec.c"
 #include "random_model.h"
@@ -23,6 +30,7 @@ static const char *PROMPTS[] = {"Once upon a time", "The little dog", "One day, 
                                 "Tom and his mom went"};
 #define N_PROMPTS 4
 #define MAX_REPS 9
+#define MAX_N (K_MAX + 1)
 
 static int cmp_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
@@ -34,53 +42,97 @@ static double median(double *v, int n) {
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-// ---- memory bandwidth ---------------------------------------------------------
+// ---- the machine: FMA peak and read bandwidth --------------------------------
 
-// One thread reading a 1 GiB buffer (far beyond any cache), best of 5 passes,
-// with the same next-block prefetch the matmul uses.
-static double bandwidth_gbs(void) {
-    size_t n = (size_t)1 << 28;
+// GFLOP/s of 12 independent FMA chains in registers: the core's FMA peak.
+// The chains start apart so the compiler cannot merge them, and their sum is
+// returned so it cannot drop them.
+#define FMA_PEAK(NAME, VEC, SET1, FMADD, ADD, LANES)                                      \
+    static double NAME(void) {                                                            \
+        VEC b = SET1(0.999999f), c = SET1(1e-7f);                                         \
+        VEC a0 = SET1(1.0f), a1 = SET1(1.001f), a2 = SET1(1.002f), a3 = SET1(1.003f);     \
+        VEC a4 = SET1(1.004f), a5 = SET1(1.005f), a6 = SET1(1.006f), a7 = SET1(1.007f);   \
+        VEC a8 = SET1(1.008f), a9 = SET1(1.009f), a10 = SET1(1.010f), a11 = SET1(1.011f); \
+        double best = 0;                                                                  \
+        long iters = 20000000;                                                            \
+        for (int rep = 0; rep < 5; rep++) {                                               \
+            double t0 = now_seconds();                                                    \
+            for (long i = 0; i < iters; i++) {                                            \
+                a0 = FMADD(a0, b, c); a1 = FMADD(a1, b, c); a2 = FMADD(a2, b, c);          \
+                a3 = FMADD(a3, b, c); a4 = FMADD(a4, b, c); a5 = FMADD(a5, b, c);          \
+                a6 = FMADD(a6, b, c); a7 = FMADD(a7, b, c); a8 = FMADD(a8, b, c);          \
+                a9 = FMADD(a9, b, c); a10 = FMADD(a10, b, c); a11 = FMADD(a11, b, c);      \
+            }                                                                             \
+            double g = (double)iters * 12 * 2 * LANES / (now_seconds() - t0) / 1e9;       \
+            if (g > best) best = g;                                                       \
+        }                                                                                 \
+        VEC s = ADD(ADD(ADD(a0, a1), ADD(a2, a3)), ADD(ADD(a4, a5), ADD(a6, a7)));        \
+        s = ADD(s, ADD(ADD(a8, a9), ADD(a10, a11)));                                      \
+        float lanes[LANES];                                                               \
+        memcpy(lanes, &s, sizeof(lanes));                                                 \
+        return lanes[0] > 0 ? best : 0;                                                   \
+    }
+#if HAVE_AVX2
+FMA_PEAK(fma_peak_avx2, __m256, _mm256_set1_ps, _mm256_fmadd_ps, _mm256_add_ps, 8)
+#endif
+#if HAVE_AVX512
+FMA_PEAK(fma_peak_avx512, __m512, _mm512_set1_ps, _mm512_fmadd_ps, _mm512_add_ps, 16)
+#endif
+
+// One thread reading `bytes` (a buffer that size, read whole, again and again:
+// from DRAM when it is large, from the caches when it fits), best of the passes.
+static double bandwidth_gbs(size_t bytes) {
+    size_t n = bytes / sizeof(float) / 32 * 32;
     float *buf = xmalloc(n * sizeof(float), "bandwidth buffer");
     for (size_t i = 0; i < n; i++) buf[i] = 1.0f;
+    int passes = (int)(4e9 / (double)bytes) + 3;
     double best = 0;
     float sink = 0;
-    for (int rep = 0; rep < 5; rep++) {
+    for (int rep = 0; rep < passes; rep++) {
         double t0 = now_seconds();
+#if HAVE_AVX2
         __m256 s0 = _mm256_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
         for (size_t i = 0; i < n; i += 32) {
-            _mm_prefetch((const char *)(buf + i + 2048), _MM_HINT_T1);
             s0 = _mm256_add_ps(s0, _mm256_loadu_ps(buf + i));
             s1 = _mm256_add_ps(s1, _mm256_loadu_ps(buf + i + 8));
             s2 = _mm256_add_ps(s2, _mm256_loadu_ps(buf + i + 16));
             s3 = _mm256_add_ps(s3, _mm256_loadu_ps(buf + i + 24));
         }
         sink += hsum8(_mm256_add_ps(_mm256_add_ps(s0, s1), _mm256_add_ps(s2, s3)));
+#else
+        for (size_t i = 0; i < n; i++) sink += buf[i];
+#endif
         double gbs = (double)n * sizeof(float) / (now_seconds() - t0) / 1e9;
         if (gbs > best) best = gbs;
     }
-    free(buf);
+    xfree(buf);
     return sink > 0 ? best : 0; // sink keeps the loop from being optimised away
 }
 
-// ---- single-row forward and verify cost ----------------------------------------
+// ---- a model: single row, matmul rate, verify cost, attention share -----------------
 
 typedef struct {
     char name[64];
-    double params, bytes, tok_s, gbs, roofline, r[10];
-    double naive_tok_s; // the same model's matmuls with a naive loop
+    double params, bytes, bw_at_size;
+    double tok_s[2], gbs[2], roofline[2]; // [0]: 1 thread, [1]: N threads
+    double matmul_gflops[MAX_N + 1], matmul_peak_fraction[MAX_N + 1];
+    double r[2][10];                      // r(n), n = 1..9, on 1 and N threads
+    double attention_share;               // of a 5-row verify at position 200 (1 thread), or -1
+    double naive_tok_s;                   // the same model's matmuls with a naive loop
 } ModelResult;
 
 // weights a single-row forward streams from memory: every matrix once and the
 // classifier (the embedding row and the RoPE rows are negligible)
-static double bytes_per_token(const Config *c) {
+static double bytes_per_token(const Config *c, int bf16) {
     double dim = c->dim, hid = c->hidden_dim, hs = dim / c->n_heads, kv = c->n_kv_heads * hs;
     double per_layer = 2 * dim * dim + 2 * kv * dim + 3 * hid * dim + 2 * dim;
-    return 4.0 * (c->n_layers * per_layer + dim + (double)c->vocab_size * dim);
+    return (bf16 ? 2.0 : 4.0) * (c->n_layers * per_layer + dim + (double)c->vocab_size * dim);
 }
 
+// median seconds of `reps` forwards of `rows` rows at pos
 static double time_rows(Transformer *tr, int rows, int pos, int reps) {
     int tokens[MAX_ROWS];
-    double t[16];
+    double t[32];
     for (int i = 0; i < rows; i++) tokens[i] = 100 + i;
     for (int i = 0; i < reps; i++) {
         double t0 = now_seconds();
@@ -88,6 +140,53 @@ static double time_rows(Transformer *tr, int rows, int pos, int reps) {
         t[i] = now_seconds() - t0;
     }
     return median(t, reps);
+}
+
+// GFLOP/s of every matmul of one forward (all layers and the classifier, one
+// thread) over T rows, the fastest of `reps` passes; weights as the forward
+// streams them (from L2/L3 for the shipped models)
+static double matmul_gflops(Transformer *tr, int T, int reps) {
+    const Config *c = &tr->config;
+    RunState *s = &tr->state;
+    double flops = 0, best = 1e30;
+    for (int rep = 0; rep < reps; rep++) {
+        double t0 = now_seconds();
+        for (int l = 0; l < c->n_layers; l++) {
+            const Layer *ly = &tr->layers[l];
+            matmul_panels(s->qkv, (size_t)s->qkv_stride, s->qkv_stride, s->xn, T, &ly->qkv, 0, ly->qkv.n_panels);
+            matmul_panels(s->xb2, (size_t)c->dim, c->dim, s->xb, T, &ly->wo, 0, ly->wo.n_panels);
+            matmul_panels(s->h13, (size_t)s->h13_stride, s->h13_stride, s->xn, T, &ly->w13, 0, ly->w13.n_panels);
+            matmul_panels(s->xb2, (size_t)c->dim, c->dim, s->hb, T, &ly->w2, 0, ly->w2.n_panels);
+        }
+        matmul_panels(s->logits, (size_t)c->vocab_size, c->vocab_size, s->xn, T, &tr->wcls, 0, tr->wcls.n_panels);
+        double t = now_seconds() - t0;
+        if (t < best) best = t;
+    }
+    double dim = c->dim, hid = c->hidden_dim, kv = c->n_kv_heads * dim / c->n_heads;
+    flops = 2.0 * T * (c->n_layers * (2 * dim * dim + 2 * kv * dim + 3 * hid * dim) + (double)c->vocab_size * dim);
+    return flops / best / 1e9;
+}
+
+// the share of one 5-row forward at position 200 spent in attention (RoPE,
+// caches, scores, softmax, values), one thread, fastest of 15
+static double attention_share(Transformer *tr) {
+    const Config *c = &tr->config;
+    int T = 5, pos = 200;
+    if (c->seq_len < pos + T) return -1;
+    static int tokens[256]; // zeros: the prefix the 5 rows attend to
+    forward_chunked(tr, tokens, pos + T, 0);
+    double attn = 1e30, whole = 1e30;
+    for (int rep = 0; rep < 15; rep++) {
+        double t0 = now_seconds();
+        for (int l = 0; l < c->n_layers; l++)
+            for (int g = 0; g < c->n_kv_heads; g++) attention_head(tr, l, g, T, pos);
+        double t1 = now_seconds();
+        forward(tr, tokens, T, pos);
+        double t2 = now_seconds();
+        if (t1 - t0 < attn) attn = t1 - t0;
+        if (t2 - t1 < whole) whole = t2 - t1;
+    }
+    return attn / whole;
 }
 
 // W (d,n) @ x (n) -> out (d) the textbook way, as llama2.c's run.c does it: one
@@ -102,7 +201,7 @@ static void matmul_naive(float *out, const float *x, const float *w, int n, int 
 }
 
 // seconds for one token's matmuls (every layer's 7 and the classifier) with
-// the naive loop: a lower bound on a naive single-row forward
+// the naive loop on the file's row-major weights: a lower bound on a naive forward
 static double naive_token_seconds(Transformer *tr) {
     const Config *c = &tr->config;
     const TransformerWeights *w = &tr->weights;
@@ -121,36 +220,65 @@ static double naive_token_seconds(Transformer *tr) {
     }
     matmul_naive(o, x, w->wcls, (int)dim, c->vocab_size);
     double t = now_seconds() - t0;
-    free(x); free(o);
+    xfree(x); xfree(o);
     return t;
 }
 
-static ModelResult bench_model(const char *name, const char *path, double bw) {
-    ModelResult m = {{0}, 0, 0, 0, 0, 0, {0}, 0};
+// single-row tok/s over `steps` positions from 0
+static double single_row_tok_s(Transformer *tr, int steps) {
+    int tok = 100;
+    forward(tr, &tok, 1, 0); // fault the mapping in
+    double t0 = now_seconds();
+    for (int pos = 0; pos < steps; pos++) forward(tr, &tok, 1, pos);
+    return steps / (now_seconds() - t0);
+}
+
+static ModelResult bench_model(const char *name, const char *path, int bf16, ThreadPool *pool,
+                               int threads, double peak) {
+    ModelResult m = {.attention_share = -1};
     snprintf(m.name, sizeof(m.name), "%s", name);
     Transformer tr;
-    build_transformer(&tr, path, MAX_ROWS, NULL, 1);
-    m.bytes = bytes_per_token(&tr.config);
-    m.params = m.bytes / 4;
-    int steps = m.bytes > 1e8 ? 24 : 96;
-    int tok = 100;
-    forward(&tr, &tok, 1, 0); // fault the mapping in
-    double t0 = now_seconds();
-    for (int pos = 0; pos < steps; pos++) forward(&tr, &tok, 1, pos);
-    m.tok_s = steps / (now_seconds() - t0);
-    m.gbs = m.tok_s * m.bytes / 1e9;
-    m.roofline = m.gbs / bw;
-    int reps = m.bytes > 1e8 ? 5 : 15;
-    for (int n = 1; n <= 9; n++) m.r[n] = time_rows(&tr, n, 16, reps);
-    for (int n = 9; n >= 1; n--) m.r[n] /= m.r[1];
-    printf("%-22s %7.1fM params %8.1f MB/token %8.1f tok/s %6.2f GB/s %5.0f%% of bandwidth  r(n):",
-           name, m.params / 1e6, m.bytes / 1e6, m.tok_s, m.gbs, 100 * m.roofline);
-    for (int n = 2; n <= 9; n++) printf(" %.2f", m.r[n]);
+    build_transformer_as(&tr, path, MAX_ROWS, NULL, 1, bf16);
+    m.bytes = bytes_per_token(&tr.config, bf16);
+    m.params = bytes_per_token(&tr.config, 0) / 4;
+    int big = m.bytes > 1e8, steps = big ? 24 : 96, reps = big ? 5 : 15;
+    m.bw_at_size = bandwidth_gbs((size_t)m.bytes);
+    for (int ti = 0; ti < 2; ti++) {
+        if (ti == 1) { free_transformer(&tr); build_transformer_as(&tr, path, MAX_ROWS, pool, threads, bf16); }
+        m.tok_s[ti] = single_row_tok_s(&tr, steps);
+        m.gbs[ti] = m.tok_s[ti] * m.bytes / 1e9;
+        m.roofline[ti] = m.gbs[ti] / (ti ? threads * m.bw_at_size : m.bw_at_size);
+        for (int n = 1; n <= 9; n++) m.r[ti][n] = time_rows(&tr, n, 16, reps);
+        for (int n = 9; n >= 1; n--) m.r[ti][n] /= m.r[ti][1];
+        if (ti == 0) {
+            for (int T = 1; T <= MAX_N; T++) {
+                m.matmul_gflops[T] = matmul_gflops(&tr, T, big ? 2 : 5);
+                m.matmul_peak_fraction[T] = m.matmul_gflops[T] / peak;
+            }
+            m.attention_share = attention_share(&tr);
+        }
+    }
+    printf("%-20s %6.2fM params %6.1f MB/token; bandwidth at that size %.1f GB/s\n", name,
+           m.params / 1e6, m.bytes / 1e6, m.bw_at_size);
+    for (int ti = 0; ti < 2; ti++) {
+        printf("%-20s %d thread%s: %8.1f tok/s %6.1f GB/s = %3.0f%% of %s; r(2..9):", "",
+               ti ? threads : 1, ti && threads > 1 ? "s" : " ", m.tok_s[ti], m.gbs[ti],
+               100 * m.roofline[ti], ti ? "N x that" : "that");
+        for (int n = 2; n <= 9; n++) printf(" %.2f", m.r[ti][n]);
+        printf("\n");
+    }
+    printf("%-20s matmul GFLOP/s (%% of peak), 1 thread, rows 1..%d:", "", MAX_N);
+    for (int T = 1; T <= MAX_N; T++) printf(" %.0f(%.0f)", m.matmul_gflops[T], 100 * m.matmul_peak_fraction[T]);
     printf("\n");
-    double naive = naive_token_seconds(&tr);
-    printf("%-22s naive one-sum-per-row matmul loop (llama2.c run.c style, -O3): %.1f tok/s "
-           "(matmuls alone); specdec %.2fx faster\n", "", 1 / naive, m.tok_s * naive);
-    m.naive_tok_s = 1 / naive;
+    if (m.attention_share >= 0)
+        printf("%-20s attention + softmax: %.1f%% of a 5-row verify at position 200\n", "",
+               100 * m.attention_share);
+    if (!bf16) {
+        double naive = naive_token_seconds(&tr);
+        m.naive_tok_s = 1 / naive;
+        printf("%-20s naive one-sum-per-row matmul loop (llama2.c run.c style, -O3): %.1f tok/s "
+               "(matmuls alone); specdec on 1 thread %.2fx faster\n", "", 1 / naive, m.tok_s[0] * naive);
+    }
     fflush(stdout);
     free_transformer(&tr);
     return m;
@@ -161,16 +289,17 @@ static ModelResult bench_model(const char *name, const char *path, double bw) {
 typedef struct {
     char pair[64];
     float temperature;
-    int k;
+    int k, is_auto, threads;
     double target_tok_s, spec_tok_s, speedup, alpha, acceptance_rate, c, r, predicted;
-    double tokens_per_round, pos[K_MAX], hist[K_MAX + 1];
+    double tokens_per_round, pos[K_MAX + 1], hist[K_MAX + 2];
 } E2E;
 
 typedef struct {
     Transformer *target, *draft;
     Tokenizer *tok;
-    int n_new; // tokens per generation
-    int reps;  // generations per configuration (median of these), at most MAX_REPS
+    int n_new;   // tokens per generation
+    int reps;    // generations per configuration (median of these), at most MAX_REPS
+    int threads; // what the pair was built with
 } Pair;
 
 // one generation of n_new tokens from prompt i; returns seconds. With sp NULL:
@@ -194,7 +323,7 @@ static double run_once(Pair *pr, Speculator *sp, Sampler *s, int prompt, uint64_
     }
     double t = now_seconds() - t0;
     *made = o.n_generated;
-    free(tokens); free(gen); free(probs);
+    xfree(tokens); xfree(gen); xfree(probs);
     return t;
 }
 
@@ -202,7 +331,7 @@ static double run_once(Pair *pr, Speculator *sp, Sampler *s, int prompt, uint64_
 // speed hit both; medians over pr->reps; a, c, r from the spec runs' stats with the
 // target step measured by the target-only runs.
 static E2E bench_pair(Pair *pr, const char *name, float temp, int k) {
-    E2E e = {{0}, temp, k, 0, 0, 0, 0, 0, 0, 0, 0, 0, {0}, {0}};
+    E2E e = {.temperature = temp, .k = k, .is_auto = k == 0, .threads = pr->threads};
     snprintf(e.pair, sizeof(e.pair), "%s", name);
     Sampler s;
     build_sampler(&s, pr->target->config.vocab_size, temp, 1.0f, 0);
@@ -222,19 +351,19 @@ static E2E bench_pair(Pair *pr, const char *name, float temp, int k) {
     e.spec_tok_s = median(ts, pr->reps);
     e.speedup = e.spec_tok_s / e.target_tok_s;
     Output o = {0};
-    Report rp = {.mode = "spec", .k = k, .threads = 1, .temperature = temp, .top_p = 1.0f,
-                 .out = &o, .sp = &sp, .target_step = step};
+    Report rp = {.mode = "spec", .k = k, .threads = pr->threads, .temperature = temp,
+                 .top_p = 1.0f, .out = &o, .sp = &sp, .target_step = step};
     SpecSummary sm = summarize(&rp);
     e.alpha = sm.a; e.acceptance_rate = sm.acceptance_rate; e.c = sm.c; e.r = sm.r;
     e.k = sm.k; e.predicted = sm.predicted; e.tokens_per_round = sm.tokens_per_round;
-    for (int i = 0; i < sp.stats.k_hi; i++) e.pos[i] = per_position(&sp.stats, i);
-    for (int i = 0; i <= sp.stats.k_hi; i++) e.hist[i] = (double)sp.stats.histogram[i];
+    for (int i = 0; i <= sp.stats.k_hi; i++) e.pos[i] = per_position(&sp.stats, i);
+    for (int i = 0; i <= sp.stats.k_hi + 1; i++) e.hist[i] = (double)sp.stats.histogram[i];
     char kname[16];
     if (k) snprintf(kname, sizeof(kname), "%d", k);
     else snprintf(kname, sizeof(kname), "auto(%d)", e.k);
-    printf("%-18s t=%.2f K=%-8s target %7.1f tok/s  spec %7.1f tok/s  speedup %5.2fx  "
-           "a %.3f  c %.3f  r %.3f  predicted %5.2fx\n", name, temp, kname, e.target_tok_s,
-           e.spec_tok_s, e.speedup, e.alpha, e.c, e.r, e.predicted);
+    printf("%-14s %dth t=%.2f K=%-8s target %7.1f tok/s  spec %7.1f tok/s  speedup %5.2fx  "
+           "a %.3f  c %.3f  r %.3f  predicted %5.2fx\n", name, pr->threads, temp, kname,
+           e.target_tok_s, e.spec_tok_s, e.speedup, e.alpha, e.c, e.r, e.predicted);
     fflush(stdout);
     free_speculator(&sp);
     free_sampler(&s);
@@ -243,26 +372,43 @@ static E2E bench_pair(Pair *pr, const char *name, float temp, int k) {
 
 // ---- output: bench.json and the CSVs the plots read ------------------------------
 
-static void write_bench_json(const char *path, double bw, const ModelResult *m, int n_models,
-                             const E2E *e, int n_e2e) {
+static void json_list(FILE *f, const char *key, const double *v, int from, int to, const char *fmt) {
+    fprintf(f, ", \"%s\": [", key);
+    for (int i = from; i <= to; i++) {
+        if (i > from) fprintf(f, ", ");
+        fprintf(f, fmt, v[i]);
+    }
+    fprintf(f, "]");
+}
+
+static void write_bench_json(const char *path, double peak, double peak512, double bw, int threads,
+                             const ModelResult *m, int n_models, const E2E *e, int n_e2e) {
     FILE *f = fopen(path, "w");
     if (!f) die("%s: cannot write", path);
-    fprintf(f, "{\"bandwidth_gbs\": %.3f, \"threads\": 1,\n \"models\": [", bw);
+    fprintf(f, "{\"fma_peak_gflops\": %.2f, \"fma512_peak_gflops\": %.2f, \"bandwidth_gbs\": %.3f, "
+            "\"threads\": %d,\n \"models\": [", peak, peak512, bw, threads);
     for (int i = 0; i < n_models; i++) {
-        fprintf(f, "%s\n  {\"name\": \"%s\", \"params\": %.0f, \"bytes\": %.0f, \"tok_s\": %.3f, "
-                "\"gbs\": %.3f, \"roofline_fraction\": %.4f, \"naive_matmul_tok_s\": %.3f, "
-                "\"verify_cost\": [", i ? "," : "", m[i].name, m[i].params, m[i].bytes, m[i].tok_s,
-                m[i].gbs, m[i].roofline, m[i].naive_tok_s);
-        for (int n = 1; n <= 9; n++) fprintf(f, "%s%.4f", n > 1 ? ", " : "", m[i].r[n]);
-        fprintf(f, "]}");
+        fprintf(f, "%s\n  {\"name\": \"%s\", \"params\": %.0f, \"bytes\": %.0f, "
+                "\"bandwidth_at_size_gbs\": %.3f, \"tok_s\": %.3f, \"gbs\": %.3f, "
+                "\"roofline_fraction\": %.4f, \"tok_s_threads\": %.3f, \"roofline_fraction_threads\": %.4f, "
+                "\"naive_matmul_tok_s\": %.3f, \"attention_share_5rows\": %.4f", i ? "," : "",
+                m[i].name, m[i].params, m[i].bytes, m[i].bw_at_size, m[i].tok_s[0], m[i].gbs[0],
+                m[i].roofline[0], m[i].tok_s[1], m[i].roofline[1], m[i].naive_tok_s,
+                m[i].attention_share);
+        json_list(f, "verify_cost", m[i].r[0], 1, 9, "%.4f");
+        json_list(f, "verify_cost_threads", m[i].r[1], 1, 9, "%.4f");
+        json_list(f, "matmul_gflops", m[i].matmul_gflops, 1, MAX_N, "%.2f");
+        json_list(f, "matmul_peak_fraction", m[i].matmul_peak_fraction, 1, MAX_N, "%.4f");
+        fprintf(f, "}");
     }
     fprintf(f, "],\n \"e2e\": [");
     for (int i = 0; i < n_e2e; i++)
-        fprintf(f, "%s\n  {\"pair\": \"%s\", \"temperature\": %.2f, \"k\": %d, \"auto_k\": %s, "
-                "\"target_tok_s\": %.3f, \"spec_tok_s\": %.3f, \"speedup\": %.4f, \"alpha\": %.4f, "
-                "\"c\": %.4f, \"r\": %.4f, \"predicted_speedup\": %.4f}", i ? "," : "", e[i].pair,
-                e[i].temperature, e[i].k, e[i].k == 0 ? "true" : "false", e[i].target_tok_s,
-                e[i].spec_tok_s, e[i].speedup, e[i].alpha, e[i].c, e[i].r, e[i].predicted);
+        fprintf(f, "%s\n  {\"pair\": \"%s\", \"threads\": %d, \"temperature\": %.2f, \"k\": %d, "
+                "\"auto_k\": %s, \"target_tok_s\": %.3f, \"spec_tok_s\": %.3f, \"speedup\": %.4f, "
+                "\"alpha\": %.4f, \"c\": %.4f, \"r\": %.4f, \"predicted_speedup\": %.4f}",
+                i ? "," : "", e[i].pair, e[i].threads, e[i].temperature, e[i].k,
+                e[i].is_auto ? "true" : "false", e[i].target_tok_s, e[i].spec_tok_s, e[i].speedup,
+                e[i].alpha, e[i].c, e[i].r, e[i].predicted);
     fprintf(f, "]}\n");
     if (fclose(f) != 0) die("%s: write failed", path);
     printf("wrote %s\n", path);
@@ -278,18 +424,19 @@ static FILE *open_csv(const char *dir, const char *name, const char *header) {
     return f;
 }
 
-// sweep_k.csv: one row per (temperature, K); K = 0 rows are auto-K
-static void write_sweep_k(const char *dir, const E2E *e, int n, const int *is_auto) {
-    FILE *f = open_csv(dir, "sweep_k.csv", "temperature,k,auto,alpha,acceptance_rate,"
+// sweep_k.csv: one row per (temperature, K); auto rows marked
+static void write_sweep_k(const char *dir, const E2E *e, int n) {
+    FILE *f = open_csv(dir, "sweep_k.csv", "temperature,k,auto,threads,alpha,acceptance_rate,"
                        "tokens_per_round,c,r,target_tok_s,spec_tok_s,speedup,predicted_speedup,"
-                       "pos1,pos2,pos3,pos4,pos5,pos6,pos7,pos8,"
-                       "hist0,hist1,hist2,hist3,hist4,hist5,hist6,hist7,hist8");
+                       "pos1,pos2,pos3,pos4,pos5,pos6,pos7,pos8,pos9,"
+                       "hist0,hist1,hist2,hist3,hist4,hist5,hist6,hist7,hist8,hist9");
     for (int i = 0; i < n; i++) {
-        fprintf(f, "%.2f,%d,%d,%.4f,%.4f,%.4f,%.4f,%.4f,%.2f,%.2f,%.4f,%.4f", e[i].temperature,
-                e[i].k, is_auto[i], e[i].alpha, e[i].acceptance_rate, e[i].tokens_per_round, e[i].c,
-                e[i].r, e[i].target_tok_s, e[i].spec_tok_s, e[i].speedup, e[i].predicted);
-        for (int j = 0; j < 8; j++) j < e[i].k ? fprintf(f, ",%.4f", e[i].pos[j]) : fprintf(f, ",");
-        for (int j = 0; j <= 8; j++) j <= e[i].k ? fprintf(f, ",%.0f", e[i].hist[j]) : fprintf(f, ",");
+        fprintf(f, "%.2f,%d,%d,%d,%.4f,%.4f,%.4f,%.4f,%.4f,%.2f,%.2f,%.4f,%.4f", e[i].temperature,
+                e[i].k, e[i].is_auto, e[i].threads, e[i].alpha, e[i].acceptance_rate,
+                e[i].tokens_per_round, e[i].c, e[i].r, e[i].target_tok_s, e[i].spec_tok_s,
+                e[i].speedup, e[i].predicted);
+        for (int j = 0; j < 9; j++) j <= e[i].k ? fprintf(f, ",%.4f", e[i].pos[j]) : fprintf(f, ",");
+        for (int j = 0; j <= 9; j++) j <= e[i].k + 1 ? fprintf(f, ",%.0f", e[i].hist[j]) : fprintf(f, ",");
         fprintf(f, "\n");
     }
     fclose(f);
@@ -306,7 +453,7 @@ static void write_sweep_temp(const char *dir, const E2E *e, int n) {
 static void write_verify_cost(const char *dir, const ModelResult *m, int n) {
     FILE *f = open_csv(dir, "verify_cost.csv", "model,n,r");
     for (int i = 0; i < n; i++)
-        for (int j = 1; j <= 9; j++) fprintf(f, "%s,%d,%.4f\n", m[i].name, j, m[i].r[j]);
+        for (int j = 1; j <= 9; j++) fprintf(f, "%s,%d,%.4f\n", m[i].name, j, m[i].r[0][j]);
     fclose(f);
 }
 
@@ -314,12 +461,14 @@ static void write_verify_cost(const char *dir, const ModelResult *m, int n) {
 
 typedef struct {
     const char *what, *target, *draft, *tokenizer, *json, *csv, *draft2, *prompts;
+    int threads;
 } BenchOptions;
 
 static void parse_bench(BenchOptions *o, int argc, char **argv) {
-    *o = (BenchOptions){"all", "weights/target.bin", "weights/draft.bin", "tokenizer.bin",
-                        "bench.json", "docs", NULL,
-                        "../shared/data/corpus/tinystories_train_head.txt"};
+    *o = (BenchOptions){.what = "all", .target = "weights/target.bin", .draft = "weights/draft.bin",
+                        .tokenizer = "tokenizer.bin", .json = "bench.json", .csv = "docs",
+                        .prompts = "../shared/data/corpus/tinystories_train_head.txt",
+                        .threads = online_cpus()};
     int i = 1;
     if (argc > 1 && argv[1][0] != '-') o->what = argv[i++];
     for (; i + 1 < argc; i += 2) {
@@ -330,6 +479,7 @@ static void parse_bench(BenchOptions *o, int argc, char **argv) {
         else if (!strcmp(argv[i], "--csv")) o->csv = argv[i + 1];
         else if (!strcmp(argv[i], "--draft2")) o->draft2 = argv[i + 1];
         else if (!strcmp(argv[i], "--prompts")) o->prompts = argv[i + 1];
+        else if (!strcmp(argv[i], "--threads")) o->threads = (int)parse_long("--threads", argv[i + 1], 1, MAX_THREADS, "1..64");
         else die("bench: unknown option %s", argv[i]);
     }
     if (i < argc) die("bench: %s needs a value", argv[i]);
@@ -368,7 +518,7 @@ static int held_out_prompts(char prompts[N_HELD][256], const char *path) {
         }
         i = stop + strlen(sep);
     }
-    free(text);
+    xfree(text);
     return found;
 }
 
@@ -379,7 +529,7 @@ static int held_out_prompts(char prompts[N_HELD][256], const char *path) {
 static double draft_acceptance(Transformer *target, const char *draft_path, Tokenizer *tok,
                                char prompts[N_HELD][256], int n_prompts) {
     Transformer draft;
-    build_transformer(&draft, draft_path, MAX_ROWS, NULL, 1);
+    build_transformer_as(&draft, draft_path, MAX_ROWS, NULL, 1, 1);
     int *tokens = xmalloc((size_t)target->config.seq_len * sizeof(int), "tokens");
     float *probs = xmalloc((size_t)target->config.vocab_size * sizeof(float), "probs");
     int gen[ACCEPT_TOKENS];
@@ -409,7 +559,7 @@ static double draft_acceptance(Transformer *target, const char *draft_path, Toke
         free_speculator(&sp);
         free_sampler(&s);
     }
-    free(tokens); free(probs);
+    xfree(tokens); xfree(probs);
     free_transformer(&draft);
     return sum_a / 2;
 }
@@ -434,14 +584,13 @@ static void bench_accept(const BenchOptions *o) {
     free_transformer(&target);
 }
 
-// K = 1..8 and auto at t = 0 and 1 on pr; appends to e; marks auto rows
-static int sweep_k(Pair *pr, const char *name, E2E *e, int *is_auto) {
+// K = 1..8 and auto at t = 0 and 1 on pr, then auto at t = 0.5 and 1.5; appends to e
+static int sweep_k(Pair *pr, const char *name, E2E *e) {
     int n = 0;
     for (int ti = 0; ti < 2; ti++)
-        for (int k = 0; k <= 8; k++) {
-            e[n] = bench_pair(pr, name, (float)ti, k);
-            is_auto[n++] = k == 0;
-        }
+        for (int k = 0; k <= 8; k++) e[n++] = bench_pair(pr, name, (float)ti, k);
+    e[n++] = bench_pair(pr, name, 0.5f, 0);
+    e[n++] = bench_pair(pr, name, 1.5f, 0);
     return n;
 }
 
@@ -452,7 +601,7 @@ int main(int argc, char **argv) {
         bench_accept(&o);
         return 0;
     }
-    int full = !strcmp(o.what, "all");
+    int full = !strcmp(o.what, "all"), N = o.threads;
     const char *tmp = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
     char p15[512], p110[512], pemu[512];
     snprintf(p15, sizeof(p15), "%s/specdec_bench_15M.bin", tmp);
@@ -460,59 +609,82 @@ int main(int argc, char **argv) {
     snprintf(pemu, sizeof(pemu), "%s/specdec_bench_emulated.bin", tmp);
     int have_pair = access(o.target, R_OK) == 0 && access(o.draft, R_OK) == 0 &&
                     access(o.tokenizer, R_OK) == 0;
-    printf("specdec bench: one thread, %s path\n", HAVE_AVX2 ? "AVX2+FMA" : "scalar");
+    ThreadPool *pool = build_pool(N);
+    printf("specdec bench: %s path, 1 and %d threads\n",
+           HAVE_AVX512 ? "AVX-512 (matmul) + AVX2" : HAVE_AVX2 ? "AVX2+FMA" : "scalar", N);
 
-    double bw = 0;
-    ModelResult models[4];
+    double bw = 0, peak = 0, peak512 = 0;
+    ModelResult models[6];
     int n_models = 0;
     if (full) {
-        bw = bandwidth_gbs();
-        printf("memory read bandwidth (1 GiB, one thread, best of 5): %.2f GB/s\n", bw);
+#if HAVE_AVX2
+        peak = fma_peak_avx2();
+#endif
+#if HAVE_AVX512
+        peak512 = fma_peak_avx512();
+#endif
+        bw = bandwidth_gbs((size_t)1 << 30);
+        printf("FMA peak, one core, 12 chains in registers: AVX2 %.1f GFLOP/s", peak);
+        if (peak512 > 0) printf(", AVX-512 %.1f GFLOP/s", peak512);
+        printf("\nmemory read bandwidth (1 GiB, one thread, best pass): %.2f GB/s\n", bw);
+        fflush(stdout);
+        double kernel_peak = peak512 > 0 ? peak512 : peak > 0 ? peak : 1;
         write_random_checkpoint(p15, &(Config){288, 768, 6, 6, 6, 32000, 256}, 1, 1, 0, 0);
-        models[n_models++] = bench_model("random 15M shape", p15, bw);
+        models[n_models++] = bench_model("random 15M shape", p15, 0, pool, N, kernel_peak);
         remove(p15);
         write_random_checkpoint(p110, &(Config){768, 2048, 12, 12, 12, 32000, 1024}, 1, 1, 0, 0);
-        models[n_models++] = bench_model("random 110M shape", p110, bw);
+        models[n_models++] = bench_model("random 110M shape", p110, 0, pool, N, kernel_peak);
         remove(p110);
-        if (have_pair) models[n_models++] = bench_model("shipped target", o.target, bw);
+        if (have_pair) {
+            models[n_models++] = bench_model("shipped target", o.target, 0, pool, N, kernel_peak);
+            models[n_models++] = bench_model("shipped draft bf16", o.draft, 1, pool, N, kernel_peak);
+        }
     }
-    E2E e[64];
-    int is_auto[64], n_e = 0;
+    E2E e[128], temps[8];
+    int n_e = 0;
     if (!have_pair) {
         printf("SKIP end to end: %s, %s or %s missing (make weights)\n", o.target, o.draft, o.tokenizer);
     } else {
-        Transformer target, draft, emulated;
-        build_transformer(&target, o.target, MAX_ROWS, NULL, 1);
-        build_transformer(&draft, o.draft, MAX_ROWS, NULL, 1);
-        Tokenizer tok;
-        build_tokenizer(&tok, o.tokenizer, target.config.vocab_size);
-        Pair pr = {&target, &draft, &tok, 256, 5};
-        n_e = sweep_k(&pr, "shipped", e, is_auto);
-        write_sweep_k(o.csv, e, n_e, is_auto);
-        E2E temps[8];
-        for (int i = 0; i < 7; i++) temps[i] = bench_pair(&pr, "shipped", 0.25f * i, 4);
-        write_sweep_temp(o.csv, temps, 7);
-        if (full) {
-            // the emulated large target: shipped + zero-output layers up to ~110M params
-            double per_layer = bytes_per_token(&(Config){target.config.dim, target.config.hidden_dim,
-                               1, target.config.n_heads, target.config.n_kv_heads, 0, 1}) / 4;
-            int extra = (int)((110e6 - bytes_per_token(&target.config) / 4) / per_layer);
-            write_emulated_checkpoint(pemu, &target, extra > 0 ? extra : 0);
-            build_transformer(&emulated, pemu, MAX_ROWS, NULL, 1);
-            models[n_models++] = bench_model("emulated 110M target", pemu, bw);
-            Pair big = {&emulated, &draft, &tok, 64, 3};
-            for (int ti = 0; ti < 2; ti++)
-                for (int k = 2; k <= 8; k += 2) e[n_e++] = bench_pair(&big, "emulated 110M", (float)ti, k);
-            free_transformer(&emulated);
-            remove(pemu);
+        for (int ti = full ? 0 : 1; ti < 2; ti++) { // 1 thread (all only), then N threads
+            int th = ti ? N : 1;
+            Transformer target, draft;
+            build_transformer(&target, o.target, MAX_ROWS, pool, th);
+            build_transformer_as(&draft, o.draft, MAX_ROWS, pool, th, 1);
+            Tokenizer tok;
+            build_tokenizer(&tok, o.tokenizer, target.config.vocab_size);
+            Pair pr = {&target, &draft, &tok, 256, 5, th};
+            int first = n_e;
+            n_e += sweep_k(&pr, "shipped", e + n_e);
+            if (ti == 1) {
+                write_sweep_k(o.csv, e + first, n_e - first);
+                for (int i = 0; i < 7; i++) temps[i] = bench_pair(&pr, "shipped", 0.25f * i, 4);
+                write_sweep_temp(o.csv, temps, 7);
+            }
+            if (full && ti == 1) {
+                // the emulated large target: shipped + zero-output layers up to ~110M params
+                Transformer emulated;
+                double per_layer = bytes_per_token(&(Config){target.config.dim, target.config.hidden_dim,
+                                   1, target.config.n_heads, target.config.n_kv_heads, 0, 1}, 0) / 4;
+                int extra = (int)((110e6 - bytes_per_token(&target.config, 0) / 4) / per_layer);
+                write_emulated_checkpoint(pemu, &target, extra > 0 ? extra : 0);
+                models[n_models++] = bench_model("emulated 110M target", pemu, 0, pool, N,
+                                                 peak512 > 0 ? peak512 : peak > 0 ? peak : 1);
+                build_transformer(&emulated, pemu, MAX_ROWS, pool, N);
+                Pair big = {&emulated, &draft, &tok, 64, 3, N};
+                for (int t2 = 0; t2 < 2; t2++)
+                    for (int k = 0; k <= 8; k += 2) e[n_e++] = bench_pair(&big, "emulated 110M", (float)t2, k);
+                free_transformer(&emulated);
+                remove(pemu);
+            }
+            free_tokenizer(&tok);
+            free_transformer(&target);
+            free_transformer(&draft);
         }
-        free_tokenizer(&tok);
-        free_transformer(&target);
-        free_transformer(&draft);
     }
     if (full) {
         write_verify_cost(o.csv, models, n_models);
-        write_bench_json(o.json, bw, models, n_models, e, n_e);
+        write_bench_json(o.json, peak, peak512, bw, N, models, n_models, e, n_e);
     }
+    free_pool(pool);
     return 0;
 }

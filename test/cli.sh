@@ -53,10 +53,11 @@ if $SPECDEC $D/short.bin -z $D/tok.bin -d $D/short.bin -k 0 -t 0 -n 20 > $D/spec
    cmp -s $D/ref.txt $D/spec.txt; then ok; else bad "auto-K on a 16-position target: $(head -c 300 $D/err.txt)"; fi
 
 # ---- determinism
+draft_for() { [ "$1" = target ] || echo "-d $D/draft.bin"; } # -m target loads no draft
 for mode in spec target draft; do
-    $SPECDEC $M -d $D/draft.bin -m $mode -t 1 -s 7 -n 80 > $D/a.txt 2>/dev/null
-    $SPECDEC $M -d $D/draft.bin -m $mode -t 1 -s 7 -n 80 > $D/b.txt 2>/dev/null
-    $SPECDEC $M -d $D/draft.bin -m $mode -t 1 -s 8 -n 80 > $D/c.txt 2>/dev/null
+    $SPECDEC $M $(draft_for $mode) -m $mode -t 1 -s 7 -n 80 > $D/a.txt 2>/dev/null
+    $SPECDEC $M $(draft_for $mode) -m $mode -t 1 -s 7 -n 80 > $D/b.txt 2>/dev/null
+    $SPECDEC $M $(draft_for $mode) -m $mode -t 1 -s 8 -n 80 > $D/c.txt 2>/dev/null
     if cmp -s $D/a.txt $D/b.txt; then ok; else bad "-m $mode: seed 7 twice gave different output"; fi
     if ! cmp -s $D/a.txt $D/c.txt; then ok; else bad "-m $mode: seeds 7 and 8 gave the same output"; fi
 done
@@ -110,7 +111,8 @@ R=../shared/data/ref
 if [ -f $R/stories260K.bin ] && [ -f $R/tok512.bin ]; then
     want="Once upon a time, there was a little girl named Lily. She loved to play outside in the park. One day, she saw a big, red ball."
     for mode in target spec; do
-        out=$($SPECDEC $R/stories260K.bin -d $R/stories260K.bin -z $R/tok512.bin -m $mode -t 0 -n 60 -i "Once upon a time" 2>/dev/null)
+        d=""; [ $mode = spec ] && d="-d $R/stories260K.bin"
+        out=$($SPECDEC $R/stories260K.bin $d -z $R/tok512.bin -m $mode -t 0 -n 60 -i "Once upon a time" 2>/dev/null)
         case "$out" in "$want"*) ok ;; *) bad "stories260K -m $mode: got '$out'" ;; esac
     done
     echo "stories260K: greedy output starts with llama2.c's known text (target and spec)"
@@ -123,7 +125,7 @@ fi
 # accepted proposal for the position after K accepted drafts
 $SPECDEC $M -d $D/draft.bin -t 1 -n 40 -k 3 -q -v 2> $D/trace.txt
 rounds=$(LC_ALL=C grep -c '^round [0-9]* at position [0-9]*, K=' $D/trace.txt)
-verdicts=$(LC_ALL=C grep -cE '^  pos [0-9]+ (draft|next ) .*  q=[0-9.]+ p=[0-9.]+ p/q=[0-9.]+ u=[0-9.]+  (accept|REJECT -> residual mass [0-9.]+, coin [0-9.]+: .+)$' $D/trace.txt)
+verdicts=$(LC_ALL=C grep -cE '^  pos [0-9]+ (draft|next ) .* d=[0-9.]+  q=[0-9.]+ p=[0-9.]+ p/q=[0-9.]+ u=[0-9.]+  (accept|REJECT -> residual mass [0-9.]+, coin [0-9.]+: .+)$' $D/trace.txt)
 endings=$(LC_ALL=C grep -cE '(REJECT -> residual mass|^  pos [0-9]+ next .*accept$)' $D/trace.txt)
 if [ "$rounds" -gt 0 ] && [ "$endings" -eq "$rounds" ] && [ "$verdicts" -ge "$rounds" ]; then ok
 else bad "-v trace: $rounds rounds, $verdicts position lines, $endings rounds' endings"; fi
@@ -131,7 +133,7 @@ echo "trace: -v shows $rounds rounds, $verdicts position verdicts, each round en
 
 # ---- -j JSON keys
 for mode in spec target draft; do
-    $SPECDEC $M -d $D/draft.bin -m $mode -n 30 -q -j $D/s.json 2>/dev/null || bad "-j run failed"
+    $SPECDEC $M $(draft_for $mode) -m $mode -n 30 -q -j $D/s.json 2>/dev/null || bad "-j run failed"
     keys="mode seed temperature top_p top_k threads prompt_tokens generated_tokens ended_by tokens seconds tokens_per_second"
     [ $mode = spec ] && keys="$keys k auto_k target_forwards draft_forwards drafted examined accepted acceptance_rate alpha tokens_per_target_forward tokens_per_round per_position_acceptance accepted_histogram rounds_per_k rounds draft_seconds verify_seconds plain_target_tokens draft_context_full_at target_step_seconds c r expected_tokens_per_round predicted_speedup measured_speedup calibration_seconds"
     for key in $keys; do
@@ -188,11 +190,42 @@ expect_fail "-s 1.5" $M -s 1.5
 expect_fail "unknown flag -x" $M -x 3
 expect_fail "-m fast" $M -m fast
 expect_fail "-n (missing)" $M -n
+# hardening regressions (issue 11): each once crashed, hung or decoded garbage
+python3 -c "import struct,sys;sys.stdout.buffer.write(struct.pack('<7i',65536,13903263,3363637,32768,1,2048,1)+b'\0'*8)" > $D/ovf.bin
+header 64 172 2 4 2 -2147483648 160 > $D/intmin.bin
+poke() { cp $2 $3; printf "$4" | dd of=$3 bs=1 seek=$1 conv=notrunc status=none; } # poke OFFSET SRC DST BYTES
+poke $((28 + 4 * 5000)) $D/target.bin $D/nan.bin '\x00\x00\xc0\x7f'
+poke $((28 + 4 * (400 * 64 + 100))) $D/target.bin $D/inf.bin '\x00\x00\x80\xff'
+$RANDCKPT $D/kv16g.bin 2 1 8192 1 1 512 131072 || exit 1
+mkdir -p $D/adir
+long16k=$(head -c 16384 /dev/zero | tr '\0' 'a')
+expect_fail "needs more than 2^64 bytes" $D/ovf.bin -d $D/ovf.bin -n 4
+expect_fail "vocab_size = -2147483648" $D/intmin.bin -z $D/tok.bin -m target
+expect_fail "weight token_embedding (layer 0, row 78, column 8) is NaN" $D/nan.bin -z $D/tok.bin -m target
+expect_fail "weight rms_att (layer 1, row 0, column 36) is infinite" $D/inf.bin -z $D/tok.bin -m target
+expect_fail "half of physical memory" $D/kv16g.bin -z $D/tok.bin -m target -n 4
+expect_fail "at least 1e-6" $M -t 1.2e-38
+expect_fail "not a regular file" $M -z $D/adir
+expect_fail "-j /dev/full: cannot write" $M -j /dev/full -n 5
+expect_fail "a file name among the options" $M -n 5 $D/target.bin
+expect_fail "-k: only speculative decoding" $M -m target -k 3
+expect_fail "-v: only speculative decoding" $M -m draft -d $D/draft.bin -v
+expect_fail "-d: -m target decodes with the target alone" $M -m target -d $D/draft.bin
+expect_fail "at least 1026 tokens" $D/short.bin -z $D/tok.bin -m target -i "$long16k"
 expect_fail "--threads 0" $M --threads 0
 expect_fail "--threads many" $M --threads many
 expect_fail "--draft-threads 99" $M --draft-threads 99
 expect_fail "-j /nonexistent/x.json: cannot write" $M -j /nonexistent/x.json
-echo "bad input: 32 cases, each exit 1 with a message naming the file or flag"
+echo "bad input: 45 cases, each exit 1 with a message naming the file or flag"
+
+# a prompt that (nearly) fills the context: it says so, on stderr and in the JSON
+prompt14=$(printf 'a %.0s' $(seq 12)) # 13 tokens with BOS: 3 positions left of 16
+$SPECDEC $D/short.bin -z $D/tok.bin -m target -t 0 -n 50 -i "$prompt14" -j $D/ctx.json > /dev/null 2> $D/ctx.txt
+gen=$(sed -n 's/.*"generated_tokens": \([0-9]*\).*/\1/p' $D/ctx.json)
+if grep -q 'note: stopped after [0-9]* of the 50 tokens asked for (-n): the context of 16 positions is full' $D/ctx.txt &&
+   grep -q '"ended_by": "context"' $D/ctx.json && [ "${gen:-99}" -lt 50 ]; then ok
+else bad "a prompt near seq_len: $(cat $D/ctx.txt | head -c 300)"; fi
+echo "context: a run cut short by seq_len says so on stderr and in the JSON ($gen of 50 tokens)"
 
 echo "cli: $pass passed, $fail failed"
 [ $fail -eq 0 ]

@@ -98,7 +98,7 @@ static void write_random_checkpoint(const char *path, const Config *c, int share
     float *p = xmalloc(n * sizeof(float), "weights");
     random_weights(p, c, shared, seed, noise_seed, eps);
     if (write_checkpoint(path, c, p, shared) != 0) die("%s: write failed", path);
-    free(p);
+    xfree(p);
 }
 #endif
 

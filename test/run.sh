@@ -32,10 +32,13 @@ echo "$out" | grep -E 'power check' | sed 's/^/    /'  # its FAIL lines are the 
 if [ $rc -ne 0 ] && echo "$out" | grep -q 'chi2 .* FAIL'; then passed=$((passed + 1)); echo "== power check: the wrong residual was caught"
 else failed=$((failed + 1)); echo "== power check: FAIL, the wrong residual passed the chi-square test"; fi
 
-echo "=== scalar build vs AVX2 build: forward logits fingerprint"
+echo "=== every build prints the same logits: forward logits fingerprints"
 a=$(build/bin/test_forward | grep fingerprint); s=$(build/scalar/test_forward | grep fingerprint)
-echo "    avx2:   $a"; echo "    scalar: $s"
-if [ -n "$a" ] && [ "$a" = "$s" ]; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "    FAIL: fingerprints differ"; fi
+v=$(build/avx2/test_forward | grep fingerprint)
+echo "    default build ($(build/bin/test_forward | head -1 | sed 's/.*(//; s/).*//')): $a"
+echo "    8-lane build ($(build/avx2/test_forward | head -1 | sed 's/.*(//; s/).*//')): $v"
+echo "    plain C build:  $s"
+if [ -n "$a" ] && [ "$a" = "$s" ] && [ "$a" = "$v" ]; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "    FAIL: fingerprints differ"; fi
 
 echo "=== cli (optimised build)"
 run bash test/cli.sh ./specdec ./specdec_scalar build/bin/randckpt

@@ -86,7 +86,7 @@ static void test_config(const char *name, Config c, int shared) {
            "%d batched forwards (n = 1..9 at pos 0, 3, 17, %d; 1, 2, 3 threads) memcmp-equal to "
            "single rows on one thread\n", name, c.dim, c.hidden_dim, c.n_layers, c.n_heads,
            c.n_kv_heads, c.vocab_size, shared ? "shared" : "unshared", cases, S - 9);
-    free(ref); free(tokens);
+    xfree(ref); xfree(tokens);
     free_transformer(&one);
 }
 
@@ -108,7 +108,8 @@ static void test_emulated(void) {
 }
 
 int main(void) {
-    printf("batched forward vs single rows (%s path)\n", HAVE_AVX2 ? "AVX2+FMA" : "scalar");
+    printf("batched forward vs single rows (%s path)\n",
+           HAVE_AVX512 ? "AVX-512 matmul" : HAVE_AVX2 ? "AVX2+FMA" : "scalar");
     test_config("gqa_unshared", (Config){48, 100, 2, 6, 2, 300, 64}, 0);
     test_config("mha_shared", (Config){64, 172, 3, 4, 4, 400, 80}, 1);
     test_config("odd_widths", (Config){36, 52, 1, 3, 1, 260, 40}, 1);

@@ -64,9 +64,9 @@ static void test_matmul(void) {
             CHECK(!memcmp(o, os, bytes), "matmul n=%d d=%d T=%d: SIMD and scalar paths differ", n, d, T);
             CHECK(!memcmp(o, o1, bytes), "matmul n=%d d=%d T=%d: differs from %d one-row calls", n, d, T, T);
             CHECK(!memcmp(o, osplit, bytes), "matmul n=%d d=%d T=%d: a 3-way panel split differs", n, d, T);
-            free(x); free(o); free(def); free(os); free(o1); free(osplit);
+            xfree(x); xfree(o); xfree(def); xfree(os); xfree(o1); xfree(osplit);
         }
-        free(w); free(packed);
+        xfree(w); xfree(packed);
     }
     printf("matmul: %d cases (n x d from 1x1 to 257x31, T = 1..%d rows) memcmp-equal to the chain "
            "definition, the scalar path, one-row calls and a 3-way split\n", cases, MAX_ROWS);

@@ -45,7 +45,7 @@ static void round_trips(const char *name, const char *path, int vocab) {
         CHECK(in_range && !strcmp(buf, HARD[i]), "%s: round trip of \"%s\" gave \"%s\" (%d tokens)",
               name, HARD[i], buf, n);
         ok += in_range && !strcmp(buf, HARD[i]);
-        free(tokens);
+        xfree(tokens);
     }
     printf("%s: %d of %d hard texts round-trip exactly\n", name, ok, n_texts);
     free_tokenizer(&t);

@@ -458,13 +458,29 @@ static void test_corpus(void) {
     write_text("build/test/corpus/tinystories_train_head.txt", "A dog ran.\nHe was fast.\n<|endoftext|>\nB.\n");
     write_text("build/test/corpus/tinystories_valid_head.txt",
                "end of one.\n\nOnce upon a time, x.\n\nMore x.\n\nOnce upon a time, y.\n");
+    // the validation head: its paragraphs that start in the last HELD_OUT_TAIL bytes are the
+    // held-out text of `train bpb`, never read; here 3 paragraphs come before that tail
+    CharBuf valid = {0};
+    const char *head = "end of one.\n\nOnce upon a time, x.\n\nMore x.\n\nOnce upon a time, y.\n\n";
+    charbuf_add(&valid, head, strlen(head));
+    const char *later = "Once upon a time, held out.\n\n"; // 29 bytes
+    while (valid.n < HELD_OUT_TAIL + 100) charbuf_add(&valid, later, strlen(later));
+    charbuf_add(&valid, "", 1);
+    write_text("build/test/corpus/tinystories_valid_head.txt", valid.p);
     Corpus c = {0};
     read_corpus(&c, "build/test/corpus", "children=1,tinystories=2");
     const char *want[] = {"Title\nOnce there was a cat.", "CHAPTER II\nIt sat on a mat.", "A dog ran.\nHe was fast.",
                           "B.", "end of one.", "Once upon a time, x.\nMore x.", "Once upon a time, y."};
-    int ok = c.n == 7;
-    for (size_t d = 0; ok && d < c.n; d++) ok = !strcmp(c.text.p + c.docs[d].off, want[d]);
+    int ok = c.n >= 7;
+    for (size_t d = 0; ok && d < 7; d++) ok = !strcmp(c.text.p + c.docs[d].off, want[d]);
     check(ok, "corpus: books unwrapped, 2+ blank lines and <|endoftext|> and \"Once upon a time\" split (%zu docs)", c.n);
+    int held_out_read = 0;
+    for (size_t d = 7; d < c.n; d++) held_out_read += !strcmp(c.text.p + c.docs[d].off, "Once upon a time, held out.");
+    size_t before_tail = (valid.n - 1 - HELD_OUT_TAIL - strlen(head)) / strlen(later) + 1;
+    check(held_out_read <= (int)before_tail, "corpus: the last %d bytes of the validation head are never read "
+          "(%d of its paragraphs read, at most %zu start before that tail)", HELD_OUT_TAIL, held_out_read, before_tail);
+    check(held_out_read >= 1, "corpus: the validation head before that tail is read (%d later paragraphs)", held_out_read);
+    free(valid.p);
     check(c.docs[0].copies == 1 && c.docs[2].copies == 2, "corpus: -mix weights become copies (children 1, tinystories 2)");
     free_corpus(&c);
 }

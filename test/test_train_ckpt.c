@@ -49,8 +49,8 @@ static void write_corpus(void) {
     write_text(DIR "/corpus/children.txt", books);
     write_text(DIR "/corpus/tinystories_train_head.txt", ts);
     write_text(DIR "/corpus/tinystories_valid_head.txt", "Once upon a time, Ben had a kite.\n\nHe was happy.\n");
-    free(books);
-    free(ts);
+    xfree(books);
+    xfree(ts);
 }
 
 static void read_exact(void *p, size_t size, size_t n, FILE *f, const char *path) {
@@ -127,8 +127,8 @@ static void test_logits(void) {
               "%d logits (max |logit| %.2f)", chunked ? "in chunks via the KV cache" : "one call", worst, n, V, scale);
     }
     free_transformer(&t);
-    free(toks);
-    free(want);
+    xfree(toks);
+    xfree(want);
 }
 
 // val_loss (5th CSV field) of the first and the last row of a progress CSV
