@@ -106,6 +106,16 @@ else
     echo "SKIP shipped pair: weights/ not built yet ('make weights')"
 fi
 
+# ---- README's worked round: the command it names still prints its lines
+if [ -f README.md ] && [ -f weights/target.bin ] && [ -f weights/draft.bin ] && [ -f tokenizer.bin ]; then
+    args=$(sed -n 's/^<!-- worked-round: \(.*\) -->$/\1/p' README.md)
+    sed -n '/^<!-- worked-round:/,/^<!-- end worked-round -->/p' README.md | grep -v '^<!--' | grep -v '^```' | grep -v '^$' > $D/round_want.txt
+    eval "$SPECDEC weights/target.bin -d weights/draft.bin -z tokenizer.bin $args" 2>&1 >/dev/null | grep -v '^$' | head -n $(wc -l < $D/round_want.txt) > $D/round_got.txt
+    if [ -n "$args" ] && [ -s $D/round_want.txt ] && cmp -s $D/round_want.txt $D/round_got.txt; then ok
+    else bad "README's worked round is stale: specdec $args now prints $(diff $D/round_want.txt $D/round_got.txt | head -c 400)"; fi
+    echo "README: the worked round ($(wc -l < $D/round_want.txt) lines) is what specdec $args prints"
+fi
+
 # ---- llama2.c's stories260K
 R=../shared/data/ref
 if [ -f $R/stories260K.bin ] && [ -f $R/tok512.bin ]; then
