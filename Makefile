@@ -7,9 +7,11 @@
 SHELL   := /bin/bash
 CC      ?= cc
 OPT     ?= -O3
-# -ffp-contract=off: no silent a*b+c -> fma, so the scalar path rounds exactly
-# where the code says and matches the AVX2 path bit for bit.
-CFLAGS  ?= -std=c11 $(OPT) -Wall -Wextra -pedantic -ffp-contract=off
+CFLAGS  ?= $(OPT) -Wall -Wextra -pedantic
+# What the results depend on, added to every compile whatever CFLAGS says:
+# C11, and -ffp-contract=off (no silent a*b+c -> fma, so the plain C path rounds
+# exactly where the code says and matches the SIMD paths bit for bit).
+REQUIRED = -std=c11 -ffp-contract=off
 # SIMD: what the host's CPU has. AVX-512 adds 16-lane matmul tiles, AVX2+FMA
 # the 8-lane kernels; without either the portable C path runs. All give the
 # same bits. Override with make SIMD="-mavx2 -mfma" (or SIMD= for plain C).
@@ -23,22 +25,22 @@ SIMD    ?=
 endif
 LDLIBS  = -lm -pthread
 # tests #include specdec.c and use only part of it
-TFLAGS  = $(CFLAGS) -Wno-unused-function
+TFLAGS  = $(REQUIRED) $(CFLAGS) -Wno-unused-function
 ASAN    = -std=c11 -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
           -fno-sanitize-recover=all -ffp-contract=off -Wall -Wextra -pedantic -Wno-unused-function
 TESTS   = test_kernels test_forward test_tokenizer test_spec
 TEST_DEPS = specdec.c model.h test/check.h test/random_model.h
 
-.PHONY: all run test test-core bench sweep clean
+.PHONY: all run test test-core bench sweep clean golden
 
 all: specdec train
 
 specdec: specdec.c model.h
-	$(CC) $(CFLAGS) $(SIMD) -o $@ specdec.c $(LDLIBS)
+	$(CC) $(REQUIRED) $(CFLAGS) $(SIMD) -o $@ specdec.c $(LDLIBS)
 
 # the portable fallback (no AVX2): the tests check it prints the same bits
 specdec_scalar: specdec.c model.h
-	$(CC) $(CFLAGS) -o $@ specdec.c $(LDLIBS)
+	$(CC) $(REQUIRED) $(CFLAGS) -o $@ specdec.c $(LDLIBS)
 
 run: specdec
 	@if [ ! -f weights/target.bin ]; then \
@@ -71,12 +73,20 @@ build/avx2/test_forward: test/test_forward.c $(TEST_DEPS)
 build/bin/test_spec_wrong: test/test_spec.c $(TEST_DEPS)
 	$(CC) $(TFLAGS) $(SIMD) -DSPECDEC_WRONG_RESIDUAL -o $@ $< $(LDLIBS)
 
-test-core: specdec specdec_scalar build/bin/randckpt build/bin/test_spec_wrong \
+build/bin/golden: test/golden.c $(TEST_DEPS)
+	@mkdir -p build/bin build/test
+	$(CC) $(TFLAGS) $(SIMD) -o $@ $< $(LDLIBS)
+
+# the golden files a port checks itself against (test/golden/README.md)
+golden: build/bin/golden
+	build/bin/golden test/golden
+
+test-core: specdec specdec_scalar build/bin/randckpt build/bin/test_spec_wrong build/bin/golden \
            $(TESTS:%=build/bin/%) $(TESTS:%=build/asan/%) build/asan/specdec build/scalar/test_forward \
            build/avx2/test_forward
 	bash test/run.sh
 
-test: test-core test-train test-plot
+test: test-core test-train test-plot test-arm64
 
 # ---- benchmarks (not tests: nothing asserted; numbers for README) -----------
 build/bin/bench: test/bench.c $(TEST_DEPS)
@@ -111,15 +121,15 @@ TRAIN_TESTS = build/train/test_train build/train/test_train_ckpt
 .PHONY: test-train target drafts weights
 
 train: train.c model.h
-	$(CC) $(CFLAGS) $(SIMD) -pthread -o $@ train.c $(LDLIBS)
+	$(CC) $(REQUIRED) $(CFLAGS) $(SIMD) -pthread -o $@ train.c $(LDLIBS)
 
 build/train/test_train: test/test_train.c test/train_check.h train.c model.h
 	@mkdir -p build/train
-	$(CC) $(CFLAGS) $(SIMD) -pthread -o $@ test/test_train.c $(LDLIBS)
+	$(CC) $(REQUIRED) $(CFLAGS) $(SIMD) -pthread -o $@ test/test_train.c $(LDLIBS)
 
 build/train/test_train_ckpt: test/test_train_ckpt.c test/train_check.h specdec.c model.h
 	@mkdir -p build/train
-	$(CC) $(CFLAGS) -Wno-unused-function $(SIMD) -o $@ test/test_train_ckpt.c $(LDLIBS)
+	$(CC) $(REQUIRED) $(CFLAGS) -Wno-unused-function $(SIMD) -o $@ test/test_train_ckpt.c $(LDLIBS)
 
 test-train: train $(TRAIN_TESTS)
 	./build/train/test_train
@@ -162,26 +172,53 @@ weights: drafts build/bin/bench
 # --- plot.c ---
 # ./plot draws the figures (docs/*.png) from the CSVs the sweeps and train write.
 # Only plot.c needs stb_image_write (Debian: apt-get install libstb-dev).
-STB_WRITE = /usr/include/stb/stb_image_write.h
-NEED_STB  = @test -f $(STB_WRITE) || { echo "plot.c needs $(STB_WRITE): apt-get install libstb-dev"; exit 1; }
+# the directory holding stb/stb_image_write.h: found in the usual places, or
+# make STB_INCLUDE=/path (Homebrew: $(brew --prefix)/include)
+STB_INCLUDE ?= $(firstword $(foreach d,/usr/include /usr/local/include /opt/homebrew/include /opt/local/include,\
+                 $(if $(wildcard $(d)/stb/stb_image_write.h),$(d))))
+STB_WRITE = $(STB_INCLUDE)/stb/stb_image_write.h
+NEED_STB  = @test -n "$(STB_INCLUDE)" -a -f "$(STB_WRITE)" || { echo "plot.c needs stb/stb_image_write.h: apt-get install libstb-dev (Debian), brew install stb, or make STB_INCLUDE=DIR"; exit 1; }
 .PHONY: plots test-plot
 
-plot: plot.c
+plot: plot.c model.h
 	$(NEED_STB)
-	$(CC) $(CFLAGS) -o $@ plot.c -lm
+	$(CC) $(REQUIRED) $(CFLAGS) -I$(STB_INCLUDE) -o $@ plot.c -lm
 
 plots: plot
 	./plot all docs
 
-build/plot/test_plot: test/test_plot.c plot.c test/check.h
+build/plot/test_plot: test/test_plot.c plot.c model.h test/check.h
 	$(NEED_STB)
 	@mkdir -p build/plot
-	$(CC) $(CFLAGS) -Wno-unused-function -o $@ test/test_plot.c -lm
+	$(CC) $(REQUIRED) $(CFLAGS) -I$(STB_INCLUDE) -Wno-unused-function -o $@ test/test_plot.c -lm
 
 test-plot:
-	@if [ -f $(STB_WRITE) ]; then $(MAKE) --no-print-directory build/plot/test_plot && ./build/plot/test_plot; \
-	else echo "test-plot: skipped, no $(STB_WRITE) (apt-get install libstb-dev)"; fi
+	@if [ -n "$(STB_INCLUDE)" ]; then $(MAKE) --no-print-directory build/plot/test_plot && ./build/plot/test_plot; \
+	else echo "test-plot: skipped, no stb/stb_image_write.h (apt-get install libstb-dev, or make STB_INCLUDE=DIR)"; fi
 # --- end plot.c ---
+
+# ---- ARM64 under emulation: the NEON build (cross-compiled with Debian's
+# gcc-aarch64-linux-gnu, run by qemu-user) must print this host's bits: the
+# kernel tests, the forward's logits fingerprint, greedy and sampled text.
+ARM_CC   ?= aarch64-linux-gnu-gcc
+ARM_RUN  ?= qemu-aarch64 -L /usr/aarch64-linux-gnu
+# -fno-tree-vectorize: gcc 12's aarch64 vectoriser crashes on a test loop; bits do not depend on it
+ARM_FLAGS = -std=c11 -O3 -fno-tree-vectorize -Wall -Wextra -pedantic -ffp-contract=off -pthread
+.PHONY: test-arm64
+
+build/arm64/%: test/%.c $(TEST_DEPS)
+	@mkdir -p build/arm64 build/test
+	$(ARM_CC) $(ARM_FLAGS) -Wno-unused-function -o $@ $< -lm
+
+build/arm64/specdec: specdec.c model.h
+	@mkdir -p build/arm64
+	$(ARM_CC) $(ARM_FLAGS) -o $@ specdec.c -lm
+
+test-arm64:
+	@if ! command -v $(ARM_CC) >/dev/null || ! command -v $(firstword $(ARM_RUN)) >/dev/null; then \
+	  echo "test-arm64: skipped, no $(ARM_CC) or $(firstword $(ARM_RUN)) (apt-get install gcc-aarch64-linux-gnu qemu-user)"; \
+	else $(MAKE) --no-print-directory build/arm64/test_kernels build/arm64/test_forward build/arm64/specdec build/arm64/golden \
+	       build/bin/test_forward specdec && bash test/arm64.sh "$(ARM_RUN)"; fi
 
 # --- fuzzing: libFuzzer targets (clang) in fuzz/, each run for FUZZ_TIME seconds;
 # any crash, sanitizer report, leak or broken round trip fails. The seed corpora

@@ -50,6 +50,11 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+#error "specdec reads llama2.c's little-endian files; a big-endian host would need byte swapping"
+#endif
 
 typedef struct {
     int dim;        // transformer width
@@ -100,6 +105,64 @@ static inline size_t checkpoint_n_floats(const Config *c, int shared) {
     n = add_size(n, add_size(dim, mul_size((size_t)c->seq_len, hs)));      // rms_final, RoPE
     if (!shared) n = add_size(n, mul_size(V, dim));                         // wcls
     return n;
+}
+
+// The shapes a model must have (what llama2.c, specdec.c and train.c assume):
+// every field positive and below 2^24 (vocab_size may be negative in a FILE,
+// meaning an unshared classifier: pass its absolute value here), dim a multiple
+// of n_heads, an even head size, n_heads a multiple of n_kv_heads. Returns 0,
+// or -1 with a message in msg naming the field and what was expected.
+static inline int check_config_fields(const Config *c, char *msg, size_t len) {
+    const char *names[7] = {"dim", "hidden_dim", "n_layers", "n_heads", "n_kv_heads", "vocab_size", "seq_len"};
+    const int v[7] = {c->dim, c->hidden_dim, c->n_layers, c->n_heads, c->n_kv_heads, c->vocab_size, c->seq_len};
+    for (int i = 0; i < 7; i++)
+        if (v[i] <= 0 || v[i] > (1 << 24)) {
+            snprintf(msg, len, "header field %s = %d, expected a positive integer below 2^24 "
+                     "(is this a llama2.c checkpoint?)", names[i], v[i]);
+            return -1;
+        }
+    if (c->dim % c->n_heads != 0)
+        snprintf(msg, len, "dim %d is not a multiple of n_heads %d", c->dim, c->n_heads);
+    else if (c->n_heads % c->n_kv_heads != 0)
+        snprintf(msg, len, "n_heads %d is not a multiple of n_kv_heads %d", c->n_heads, c->n_kv_heads);
+    else if ((c->dim / c->n_heads) % 2 != 0)
+        snprintf(msg, len, "head size %d is odd; RoPE rotates pairs", c->dim / c->n_heads);
+    else
+        return 0;
+    return -1;
+}
+
+// The 28-byte header h of a checkpoint file of file_bytes bytes, checked:
+// llama2.c's legacy format, sane shapes (check_config_fields), and a size that
+// is exactly what the header describes. Fills c (vocab_size positive) and
+// *shared. Returns 0, or -1 with a message in msg.
+static inline int check_checkpoint(Config *c, int *shared, const int32_t h[7], size_t file_bytes,
+                                   char *msg, size_t len) {
+    if (h[0] == 0x616b3432) { // "ak42": llama2.c's versioned export
+        snprintf(msg, len, "this is a versioned llama2.c export (magic \"ak42\"); the legacy format "
+                 "is read (export with --version 0)");
+        return -1;
+    }
+    long long vocab = h[5] < 0 ? -(long long)h[5] : h[5]; // < 0: unshared classifier
+    *c = (Config){h[0], h[1], h[2], h[3], h[4], vocab > INT32_MAX ? 0 : (int)vocab, h[6]};
+    *shared = h[5] > 0;
+    if (vocab > INT32_MAX) {
+        snprintf(msg, len, "header field vocab_size = %d, expected a positive integer below 2^24 "
+                 "(is this a llama2.c checkpoint?)", (int)h[5]);
+        return -1;
+    }
+    if (check_config_fields(c, msg, len)) return -1;
+    size_t need = add_size(CONFIG_HEADER_BYTES, mul_size(checkpoint_n_floats(c, *shared), sizeof(float)));
+    if (file_bytes == need) return 0;
+    char needs[48];
+    if (need == SIZE_MAX) snprintf(needs, sizeof(needs), "more than 2^64 bytes");
+    else snprintf(needs, sizeof(needs), "%zu", need);
+    snprintf(msg, len, "file is %zu bytes but its header (dim %d, hidden_dim %d, n_layers %d, "
+             "n_heads %d, n_kv_heads %d, vocab_size %d, seq_len %d, %s classifier) needs %s; the file "
+             "is %s", file_bytes, c->dim, c->hidden_dim, c->n_layers, c->n_heads, c->n_kv_heads,
+             c->vocab_size, c->seq_len, *shared ? "shared" : "unshared", needs,
+             file_bytes < need ? "truncated (or its header is wrong)" : "longer than a legacy llama2.c checkpoint");
+    return -1;
 }
 
 // Point w's fields into the flat array `p` laid out as above.
@@ -165,5 +228,75 @@ static inline int write_checkpoint(const char *path, const Config *c, const floa
 #define TOKEN_BOS 1
 #define TOKEN_EOS 2
 #define TOKEN_BYTE0 3
+#define MAX_TOKEN_LENGTH 1024 // the longest max_token_length accepted
+
+// Walk the records of a tokenizer.bin held in memory, buf (n): check the
+// max_token_length field and every record (a token is 1..max_token_length
+// bytes: an empty piece can never come out of encoding, and no llama2.c file
+// has one), and call visit(ctx, i, score, bytes, len) for each if visit is not
+// NULL. Returns the number of tokens, or -1 with a message in msg.
+typedef void (*TokenVisit)(void *ctx, int i, float score, const unsigned char *bytes, int len);
+
+static inline int walk_tokenizer(const unsigned char *buf, size_t n, int32_t *max_len,
+                                 TokenVisit visit, void *ctx, char *msg, size_t len) {
+    if (n < 4) {
+        snprintf(msg, len, "%zu bytes, too short for the max_token_length field", n);
+        return -1;
+    }
+    memcpy(max_len, buf, 4);
+    if (*max_len <= 0 || *max_len > MAX_TOKEN_LENGTH) {
+        snprintf(msg, len, "max_token_length = %d, expected 1..%d (is this a tokenizer.bin?)",
+                 (int)*max_len, MAX_TOKEN_LENGTH);
+        return -1;
+    }
+    int count = 0;
+    for (size_t off = 4; off < n; count++) {
+        int32_t tlen;
+        float score;
+        if (n - off < 8) {
+            snprintf(msg, len, "token %d: the file ends inside its score/length fields", count);
+            return -1;
+        }
+        memcpy(&score, buf + off, 4);
+        memcpy(&tlen, buf + off + 4, 4);
+        if (tlen < 1 || tlen > *max_len) {
+            snprintf(msg, len, "token %d: length %d outside 1..max_token_length %d", count, (int)tlen,
+                     (int)*max_len);
+            return -1;
+        }
+        off += 8;
+        if (n - off < (size_t)tlen) {
+            snprintf(msg, len, "token %d: the file ends inside its %d bytes", count, (int)tlen);
+            return -1;
+        }
+        if (count == INT32_MAX) {
+            snprintf(msg, len, "more than 2^31 tokens");
+            return -1;
+        }
+        if (visit) visit(ctx, count, score, buf + off, tlen);
+        off += (size_t)tlen;
+    }
+    return count;
+}
+
+// ---------------------------------------------------------------------------
+// The theory of speculative decoding, shared by specdec.c and plot.c
+// (Leviathan, Kalman, Matias 2022, arXiv 2211.17192)
+
+// Expected tokens per round for acceptance rate a and k drafts (Eq. 1):
+// 1 + a + a^2 + ... + a^k = (1 - a^(k+1)) / (1 - a).
+static inline double expected_tokens_per_round(double a, int k) {
+    if (a >= 1.0) return k + 1;
+    return (1.0 - pow(a, k + 1)) / (1.0 - a);
+}
+
+// Predicted walltime speedup over target-only decoding (Thm 3.8, with the
+// verify pass costing r target steps instead of 1): a round costs its draft
+// steps (c each: k, plus one more for the position after k accepted drafts,
+// reached with probability a^k) and one verify pass (r), and yields
+// (1 - a^(k+1)) / (1 - a) tokens, against 1 token per target step.
+static inline double predicted_speedup(double a, int k, double c, double r) {
+    return expected_tokens_per_round(a, k) / ((k + pow(a, k)) * c + r);
+}
 
 #endif // SPECDEC_MODEL_H

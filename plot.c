@@ -32,6 +32,8 @@
 #define STB_IMAGE_WRITE_IMPLEMENTATION
 #define STB_IMAGE_WRITE_STATIC
 #include <stb/stb_image_write.h>
+
+#include "model.h" // predicted_speedup: the formula specdec prints
 #if defined(__GNUC__)
 #pragma GCC diagnostic pop
 #endif
@@ -1053,9 +1055,9 @@ static void group_sums(double *sum, size_t *count, const Table *t, int key_col, 
 // costs): a round commits (1 - a^(K+1)) / (1 - a) tokens on average and costs
 // K draft steps (c each, in units of one target step) plus one verify pass
 // over K+1 rows (r target steps). a -> 1 commits all K+1.
+// model.h's predicted_speedup (the one specdec prints), for K as read from a CSV
 static double theory_speedup(double a, double k, double c, double r) {
-    double tokens = fabs(1 - a) < 1e-12 ? k + 1 : (1 - pow(a, k + 1)) / (1 - a);
-    return tokens / (k * c + r);
+    return predicted_speedup(a, (int)k, c, r);
 }
 
 // An auto-K run of the sweep: its measured speedup at the K it ran most, in

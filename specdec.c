@@ -48,6 +48,14 @@
 #else
 #define HAVE_AVX512 0
 #endif
+#if !HAVE_AVX2 && defined(__aarch64__) && defined(__ARM_NEON)
+#include <arm_neon.h>
+#define HAVE_NEON 1 // ARM64: 4-lane tiles of the same chains; the same bits
+#else
+#define HAVE_NEON 0
+#endif
+#define HAVE_SIMD (HAVE_AVX2 || HAVE_NEON)
+#define SIMD_NAME (HAVE_AVX512 ? "AVX-512 + AVX2" : HAVE_AVX2 ? "AVX2+FMA" : HAVE_NEON ? "NEON" : "plain C")
 
 #include "model.h"
 
@@ -247,38 +255,11 @@ typedef struct {
 // ----------------------------------------------------------------------------
 // Loading: mmap a llama2.c checkpoint, check every field, pack the matrices
 
-// Validate the 7-int header against the file size; fills c, *shared.
+// Validate the 7-int header against the file size (model.h); fills c, *shared.
 static void check_config(Config *c, int *shared, const int32_t *h, size_t file_bytes,
                          const char *path) {
-    if (h[0] == 0x616b3432) // "ak42": llama2.c's versioned export
-        die("%s: this is a versioned llama2.c export (magic \"ak42\"); specdec reads the legacy "
-            "format (export with --version 0)", path);
-    const char *names[7] = {"dim", "hidden_dim", "n_layers", "n_heads", "n_kv_heads",
-                            "vocab_size", "seq_len"};
-    for (int i = 0; i < 7; i++) {
-        long long v = i == 5 ? llabs((long long)h[i]) : h[i]; // vocab_size < 0: unshared classifier
-        if (v <= 0 || v > (1 << 24))
-            die("%s: header field %s = %d, expected a positive integer below 2^24 "
-                "(is this a llama2.c checkpoint?)", path, names[i], (int)h[i]);
-    }
-    *c = (Config){h[0], h[1], h[2], h[3], h[4], abs(h[5]), h[6]};
-    *shared = h[5] > 0;
-    if (c->dim % c->n_heads != 0)
-        die("%s: dim %d is not a multiple of n_heads %d", path, c->dim, c->n_heads);
-    if (c->n_heads % c->n_kv_heads != 0)
-        die("%s: n_heads %d is not a multiple of n_kv_heads %d", path, c->n_heads, c->n_kv_heads);
-    if ((c->dim / c->n_heads) % 2 != 0)
-        die("%s: head size %d is odd; RoPE rotates pairs", path, c->dim / c->n_heads);
-    size_t need = add_size(CONFIG_HEADER_BYTES, mul_size(checkpoint_n_floats(c, *shared), sizeof(float)));
-    char needs[48];
-    if (need == SIZE_MAX) snprintf(needs, sizeof(needs), "more than 2^64 bytes");
-    else snprintf(needs, sizeof(needs), "%zu", need);
-    if (file_bytes != need)
-        die("%s: file is %zu bytes but its header (dim %d, hidden_dim %d, n_layers %d, n_heads %d, "
-            "n_kv_heads %d, vocab_size %d, seq_len %d, %s classifier) needs %s; the file is %s",
-            path, file_bytes, c->dim, c->hidden_dim, c->n_layers, c->n_heads, c->n_kv_heads,
-            c->vocab_size, c->seq_len, *shared ? "shared" : "unshared", needs,
-            file_bytes < need ? "truncated (or its header is wrong)" : "longer than a legacy llama2.c checkpoint");
+    char msg[512];
+    if (check_checkpoint(c, shared, h, file_bytes, msg, sizeof(msg))) die("%s: %s", path, msg);
 }
 
 static size_t panels_of(int d) { return (size_t)(d + PANEL - 1) / PANEL; }
@@ -679,6 +660,14 @@ static void matmul_panels_scalar(float *out, size_t os, int d_out, const float *
             }
 }
 
+// Prefetch: a tile of P panels reads P lines per step of k, one per panel;
+// it asks for each panel's line MM_IN_FLIGHT / P steps ahead, so about
+// MM_IN_FLIGHT lines are on their way from L3 or DRAM whatever the tile's
+// shape (bandwidth = lines in flight x 64 B / latency: ~128 lines cover L3's).
+#ifndef MM_IN_FLIGHT
+#define MM_IN_FLIGHT 128
+#endif
+
 #if HAVE_AVX2
 // where panel i of m starts, in floats or in bfloat16
 static const void *panel_at(const Matrix *m, int i) {
@@ -731,13 +720,6 @@ static inline __m256 exp8(__m256 x) {
 // then streams the weight vectors past them. Each tile shape uses the one that
 // measured faster with both gcc and clang. LOAD reads 8 weights as floats
 // (from floats, or widened from bfloat16: exact), ES is a weight's size.
-// Prefetch: a tile of P panels reads P lines per step of k, one per panel;
-// it asks for each panel's line MM_IN_FLIGHT / P steps ahead, so about
-// MM_IN_FLIGHT lines are on their way from L3 or DRAM whatever the tile's
-// shape (bandwidth = lines in flight x 64 B / latency: ~128 lines cover L3's).
-#ifndef MM_IN_FLIGHT
-#define MM_IN_FLIGHT 128
-#endif
 #define LOAD8_F32(w, i) _mm256_loadu_ps((const float *)(w) + (i))
 #define LOAD8_BF16(w, i)                                                                    \
     _mm256_castsi256_ps(_mm256_slli_epi32(                                                  \
@@ -861,6 +843,75 @@ static const MmTile ONE_TILE[2][7] = {
 static const int MM_WIDE[2][7] = {{0, 4, 3, 2, 1, 1, 1}, {0, 4, 1, 1, 1, 1, 1}};
 #endif
 
+#endif // HAVE_AVX2
+
+#if HAVE_NEON
+// where panel i of m starts, in floats or in bfloat16
+static const void *panel_at(const Matrix *m, int i) {
+    size_t at = (size_t)i * (size_t)m->n * PANEL;
+    return m->h ? (const void *)(m->h + at) : (const void *)(m->w + at);
+}
+
+// x (n) . y (n) -> scalar, lanes8 order, NEON: lanes 0-3 and 4-7 in two registers
+static float dot_neon(const float *x, const float *y, int n) {
+    float32x4_t lo = vdupq_n_f32(0.0f), hi = vdupq_n_f32(0.0f);
+    int n8 = n & ~7;
+    for (int k = 0; k < n8; k += 8) {
+        lo = vfmaq_f32(lo, vld1q_f32(x + k), vld1q_f32(y + k));
+        hi = vfmaq_f32(hi, vld1q_f32(x + k + 4), vld1q_f32(y + k + 4));
+    }
+    float32x4_t m = vaddq_f32(lo, hi); // l_i + l_{i+4}
+    float s = (vgetq_lane_f32(m, 0) + vgetq_lane_f32(m, 2)) + (vgetq_lane_f32(m, 1) + vgetq_lane_f32(m, 3));
+    for (int k = n8; k < n; k++) s = fmaf(x[k], y[k], s);
+    return s;
+}
+
+// 4 weights as floats, from floats or widened from bfloat16 (exact)
+#define LOAD4_F32(w, i) vld1q_f32((const float *)(w) + (i))
+#define LOAD4_BF16(w, i) vreinterpretq_f32_u32(vshll_n_u16(vld1_u16((const uint16_t *)(w) + (i)), 16))
+
+// R rows x P panels (4 registers of 4 lanes each), every output its own chain
+#define NEON_TILE(NAME, LOAD, ES, R, P)                                                     \
+    static void NAME##_##R##x##P(float *out, size_t os, const float *x, size_t xs,        \
+                                 const void *w, int n) {                                  \
+        float32x4_t acc[R][4 * P];                                                        \
+        UNROLL for (int r = 0; r < R; r++) UNROLL for (int v = 0; v < 4 * P; v++)         \
+            acc[r][v] = vdupq_n_f32(0.0f);                                                \
+        for (int k = 0; k < n; k++) {                                                     \
+            float32x4_t wv[4 * P];                                                        \
+            UNROLL for (int v = 0; v < 4 * P; v++) {                                      \
+                if (v % 4 == 0)                                                           \
+                    __builtin_prefetch((const char *)(w) +                                \
+                        ((size_t)(v / 4) * n + k + MM_IN_FLIGHT / P) * PANEL * (ES));     \
+                wv[v] = LOAD(w, ((size_t)(v / 4) * n + k) * PANEL + 4 * (v % 4));         \
+            }                                                                             \
+            UNROLL for (int r = 0; r < R; r++) {                                          \
+                float xr = x[r * xs + k];                                                 \
+                UNROLL for (int v = 0; v < 4 * P; v++)                                    \
+                    acc[r][v] = vfmaq_n_f32(acc[r][v], wv[v], xr);                        \
+            }                                                                             \
+        }                                                                                 \
+        UNROLL for (int r = 0; r < R; r++) UNROLL for (int v = 0; v < 4 * P; v++)         \
+            vst1q_f32(out + r * os + 4 * v, acc[r][v]);                                   \
+    }
+NEON_TILE(nm, LOAD4_F32, 4, 1, 2) NEON_TILE(nm, LOAD4_F32, 4, 1, 1) NEON_TILE(nm, LOAD4_F32, 4, 2, 1)
+NEON_TILE(nm, LOAD4_F32, 4, 3, 1) NEON_TILE(nm, LOAD4_F32, 4, 4, 1) NEON_TILE(nm, LOAD4_F32, 4, 5, 1)
+NEON_TILE(nm, LOAD4_F32, 4, 6, 1)
+NEON_TILE(nb, LOAD4_BF16, 2, 1, 2) NEON_TILE(nb, LOAD4_BF16, 2, 1, 1) NEON_TILE(nb, LOAD4_BF16, 2, 2, 1)
+NEON_TILE(nb, LOAD4_BF16, 2, 3, 1) NEON_TILE(nb, LOAD4_BF16, 2, 4, 1) NEON_TILE(nb, LOAD4_BF16, 2, 5, 1)
+NEON_TILE(nb, LOAD4_BF16, 2, 6, 1)
+typedef void (*MmTile)(float *out, size_t os, const float *x, size_t xs, const void *w, int n);
+#define MM_MAX_ROWS 6
+static const MmTile WIDE_TILE[2][7] = {
+    {NULL, nm_1x2, nm_2x1, nm_3x1, nm_4x1, nm_5x1, nm_6x1},
+    {NULL, nb_1x2, nb_2x1, nb_3x1, nb_4x1, nb_5x1, nb_6x1}};
+static const MmTile ONE_TILE[2][7] = {
+    {NULL, nm_1x1, nm_2x1, nm_3x1, nm_4x1, nm_5x1, nm_6x1},
+    {NULL, nb_1x1, nb_2x1, nb_3x1, nb_4x1, nb_5x1, nb_6x1}};
+static const int MM_WIDE[2][7] = {{0, 2, 1, 1, 1, 1, 1}, {0, 2, 1, 1, 1, 1, 1}};
+#endif // HAVE_NEON
+
+#if HAVE_SIMD
 // R = 1..MM_MAX_ROWS rows over panels [p0, p1): wide tiles, then single panels
 static void mm_rows(float *out, size_t os, const float *x, int R, const Matrix *m, int p0, int p1) {
     size_t n = (size_t)m->n;
@@ -875,7 +926,7 @@ static void mm_rows(float *out, size_t os, const float *x, int R, const Matrix *
 // in chunks of about 128 KB, so every block reuses a chunk from L2 and the
 // weights leave memory once. A panel that straddles d_out goes through a
 // small buffer, so nothing past d_out is written.
-static void matmul_panels_avx2(float *out, size_t os, int d_out, const float *x, int T,
+static void matmul_panels_simd(float *out, size_t os, int d_out, const float *x, int T,
                                const Matrix *m, int p0, int p1) {
     int full = d_out / PANEL < p1 ? d_out / PANEL : p1; // panels wholly inside d_out
     int blocks = (T + MM_MAX_ROWS - 1) / MM_MAX_ROWS;
@@ -905,9 +956,9 @@ static void matmul_panels_avx2(float *out, size_t os, int d_out, const float *x,
 // Panels [p0, p1) of m @ x (T, m->n) -> out (T, stride os), columns < d_out
 static void matmul_panels(float *out, size_t os, int d_out, const float *x, int T,
                           const Matrix *m, int p0, int p1) {
-#if HAVE_AVX2
+#if HAVE_SIMD
     (void)matmul_panels_scalar; // built for the tests
-    matmul_panels_avx2(out, os, d_out, x, T, m, p0, p1);
+    matmul_panels_simd(out, os, d_out, x, T, m, p0, p1);
 #else
     matmul_panels_scalar(out, os, d_out, x, T, m, p0, p1);
 #endif
@@ -922,6 +973,8 @@ static UNUSED_OK void matmul(float *out, const float *x, const Matrix *m, int T)
 static float dot(const float *x, const float *y, int n) {
 #if HAVE_AVX2
     return dot_avx2(x, y, n);
+#elif HAVE_NEON
+    return dot_neon(x, y, n);
 #else
     return dot_scalar(x, y, n);
 #endif
@@ -1082,6 +1135,64 @@ static const VaTile VA_WIDE[7] = {NULL, va_tile_1x4, va_tile_2x4, va_tile_3x2,
 static const VaTile VA_ONE[7] = {NULL, va_tile_1x1, va_tile_2x1, va_tile_3x1,
                                  va_tile_4x1, va_tile_5x1, va_tile_6x1};
 static const int VA_CHUNKS[7] = {0, 4, 4, 2, 2, 2, 2};
+#elif HAVE_NEON
+// The same tiles on NEON: a block of 8 positions, or a chunk of 8 head
+// dimensions, is two 4-lane registers.
+#define SC_TILE(Q, B)                                                                   \
+    static void sc_tile_##Q##x##B(float *const *s, const float *const *q,              \
+                                  const float *kb, int hs) {                           \
+        float32x4_t acc[Q][2 * B];                                                    \
+        UNROLL for (int i = 0; i < Q; i++) UNROLL for (int b = 0; b < 2 * B; b++)     \
+            acc[i][b] = vdupq_n_f32(0.0f);                                            \
+        for (int c = 0; c < hs; c++) {                                                \
+            float32x4_t kv[2 * B];                                                    \
+            UNROLL for (int b = 0; b < 2 * B; b++)                                    \
+                kv[b] = vld1q_f32(kb + ((size_t)(b / 2) * hs + c) * 8 + 4 * (b % 2));  \
+            UNROLL for (int i = 0; i < Q; i++) {                                      \
+                float qc = q[i][c];                                                   \
+                UNROLL for (int b = 0; b < 2 * B; b++)                                \
+                    acc[i][b] = vfmaq_n_f32(acc[i][b], kv[b], qc);                    \
+            }                                                                         \
+        }                                                                             \
+        UNROLL for (int i = 0; i < Q; i++) UNROLL for (int b = 0; b < 2 * B; b++)     \
+            vst1q_f32(s[i] + 4 * b, acc[i][b]);                                       \
+    }
+SC_TILE(1, 4) SC_TILE(2, 4) SC_TILE(3, 3) SC_TILE(4, 2) SC_TILE(5, 2) SC_TILE(6, 2)
+SC_TILE(1, 1) SC_TILE(2, 1) SC_TILE(3, 1) SC_TILE(4, 1) SC_TILE(5, 1) SC_TILE(6, 1)
+#define VA_TILE(Q, C)                                                                   \
+    static void va_tile_##Q##x##C(float *const *out, const float *const *e,            \
+                                  const float *v, size_t vs, int n_pos) {              \
+        float32x4_t acc[Q][2 * C];                                                    \
+        UNROLL for (int i = 0; i < Q; i++) UNROLL for (int c = 0; c < 2 * C; c++)     \
+            acc[i][c] = vdupq_n_f32(0.0f);                                            \
+        for (int t = 0; t < n_pos; t++) {                                             \
+            float32x4_t vv[2 * C];                                                    \
+            UNROLL for (int c = 0; c < 2 * C; c++)                                    \
+                vv[c] = vld1q_f32(v + (size_t)t * vs + 4 * c);                        \
+            UNROLL for (int i = 0; i < Q; i++) {                                      \
+                float et = e[i][t];                                                   \
+                UNROLL for (int c = 0; c < 2 * C; c++)                                \
+                    acc[i][c] = vfmaq_n_f32(acc[i][c], vv[c], et);                    \
+            }                                                                         \
+        }                                                                             \
+        UNROLL for (int i = 0; i < Q; i++) UNROLL for (int c = 0; c < 2 * C; c++)     \
+            vst1q_f32(out[i] + 4 * c, acc[i][c]);                                     \
+    }
+VA_TILE(1, 4) VA_TILE(2, 4) VA_TILE(3, 2) VA_TILE(4, 2) VA_TILE(5, 2) VA_TILE(6, 2)
+VA_TILE(1, 1) VA_TILE(2, 1) VA_TILE(3, 1) VA_TILE(4, 1) VA_TILE(5, 1) VA_TILE(6, 1)
+typedef void (*ScTile)(float *const *s, const float *const *q, const float *kb, int hs);
+typedef void (*VaTile)(float *const *out, const float *const *e, const float *v, size_t vs,
+                       int n_pos);
+static const ScTile SC_WIDE[7] = {NULL, sc_tile_1x4, sc_tile_2x4, sc_tile_3x3,
+                                  sc_tile_4x2, sc_tile_5x2, sc_tile_6x2};
+static const ScTile SC_ONE[7] = {NULL, sc_tile_1x1, sc_tile_2x1, sc_tile_3x1,
+                                 sc_tile_4x1, sc_tile_5x1, sc_tile_6x1};
+static const int SC_BLOCKS[7] = {0, 4, 4, 3, 2, 2, 2};
+static const VaTile VA_WIDE[7] = {NULL, va_tile_1x4, va_tile_2x4, va_tile_3x2,
+                                  va_tile_4x2, va_tile_5x2, va_tile_6x2};
+static const VaTile VA_ONE[7] = {NULL, va_tile_1x1, va_tile_2x1, va_tile_3x1,
+                                 va_tile_4x1, va_tile_5x1, va_tile_6x1};
+static const int VA_CHUNKS[7] = {0, 4, 4, 2, 2, 2, 2};
 #endif
 
 // Raw scores of Q (<= 6) query vectors against positions [0, 8 * n_blocks):
@@ -1090,7 +1201,7 @@ static const int VA_CHUNKS[7] = {0, 4, 4, 2, 2, 2, 2};
 static void attention_scores(float *const *s, const float *const *q, int Q, const float *kc,
                              int n_blocks, int hs) {
     int b = 0;
-#if HAVE_AVX2
+#if HAVE_SIMD
     float *o[6];
     for (; b < n_blocks; b += b + SC_BLOCKS[Q] <= n_blocks ? SC_BLOCKS[Q] : 1) {
         for (int i = 0; i < Q; i++) o[i] = s[i] + 8 * b;
@@ -1112,7 +1223,7 @@ static void attention_scores(float *const *s, const float *const *q, int Q, cons
 static void attention_values(float *const *out, const float *const *e, int Q, const float *v,
                              int n_pos, int hs) {
     int c = 0;
-#if HAVE_AVX2
+#if HAVE_SIMD
     float *o[6];
     for (; c + 8 * VA_CHUNKS[Q] <= hs; c += 8 * VA_CHUNKS[Q]) {
         for (int i = 0; i < Q; i++) o[i] = out[i] + c;
@@ -1634,25 +1745,6 @@ static unsigned char *read_file(const char *path, const char *what, size_t *n_ou
     return buf;
 }
 
-// Walk the (score, len, bytes) records after the 4-byte header; returns how
-// many there are, dies naming the first malformed one.
-static int count_tokens(const unsigned char *buf, size_t n, int maxlen, const char *path) {
-    size_t off = 4;
-    int count = 0;
-    while (off < n) {
-        int32_t len;
-        if (n - off < 8) die("%s: token %d: file ends inside its score/length fields", path, count);
-        memcpy(&len, buf + off + 4, 4);
-        if (len < 0 || len > maxlen)
-            die("%s: token %d: length %d outside 0..max_token_length %d", path, count, len, maxlen);
-        off += 8;
-        if (n - off < (size_t)len) die("%s: token %d: file ends inside its %d bytes", path, count, len);
-        off += (size_t)len;
-        count++;
-    }
-    return count;
-}
-
 // Check the byte-fallback ids and build the lookup structures.
 static void index_tokenizer(Tokenizer *t, const char *path) {
     int vocab_size = t->vocab_size;
@@ -1672,18 +1764,23 @@ static void index_tokenizer(Tokenizer *t, const char *path) {
     t->merge_buffer = xmalloc((size_t)t->max_token_length * 2 + 2, "merge buffer");
 }
 
+// walk_tokenizer's visit: a copy of token i's bytes and its score into t
+static void keep_token(void *ctx, int i, float score, const unsigned char *bytes, int len) {
+    Tokenizer *t = ctx;
+    t->scores[i] = score;
+    t->vocab[i] = xmalloc((size_t)len + 1, "token");
+    memcpy(t->vocab[i], bytes, (size_t)len);
+}
+
 // Parse a tokenizer file held in memory, buf (n), for a model with vocab_size
 // tokens (0: as many as the file holds). The file does not store its size, so
 // count its tokens and compare.
 static void parse_tokenizer(Tokenizer *t, const unsigned char *buf, size_t n, const char *path,
                             int vocab_size) {
-    size_t off = 4;
-    if (n < 4) die("%s: %zu bytes, too short for the max_token_length field", path, n);
+    char msg[256];
     int32_t maxlen;
-    memcpy(&maxlen, buf, 4);
-    if (maxlen <= 0 || maxlen > 1024)
-        die("%s: max_token_length = %d, expected 1..1024 (is this a tokenizer.bin?)", path, maxlen);
-    int count = count_tokens(buf, n, maxlen, path);
+    int count = walk_tokenizer(buf, n, &maxlen, NULL, NULL, msg, sizeof(msg));
+    if (count < 0) die("%s: %s", path, msg);
     if (vocab_size <= 0) vocab_size = count;
     if (count != vocab_size)
         die("%s: has %d tokens but the model's vocab_size is %d (hint: use the tokenizer the "
@@ -1693,14 +1790,7 @@ static void parse_tokenizer(Tokenizer *t, const unsigned char *buf, size_t n, co
     t->scores = xmalloc((size_t)vocab_size * sizeof(float), "scores");
     t->vocab_size = vocab_size;
     t->max_token_length = maxlen;
-    for (int i = 0; i < vocab_size; i++) {
-        int32_t len;
-        memcpy(&t->scores[i], buf + off, 4);
-        memcpy(&len, buf + off + 4, 4);
-        t->vocab[i] = xmalloc((size_t)len + 1, "token");
-        memcpy(t->vocab[i], buf + off + 8, (size_t)len);
-        off += 8 + (size_t)len;
-    }
+    walk_tokenizer(buf, n, &maxlen, keep_token, t, msg, sizeof(msg));
     index_tokenizer(t, path);
 }
 
@@ -1890,21 +1980,9 @@ static int accept_reject(int *out, Verdict *verdicts, const int *x, const float 
     return k;
 }
 
-// Expected tokens per round for acceptance rate a and k drafts (Leviathan et
-// al. 2022, Eq. 1): 1 + a + a^2 + ... + a^k = (1 - a^(k+1)) / (1 - a).
-static double expected_tokens_per_round(double a, int k) {
-    if (a >= 1.0) return k + 1;
-    return (1.0 - pow(a, k + 1)) / (1.0 - a);
-}
-
-// Predicted walltime speedup over target-only decoding (Leviathan et al. 2022,
-// Thm 3.8, with the verify pass costing r target steps instead of 1): a round
-// costs its draft steps (c each: k, plus one more for the position after k
-// accepted drafts, reached with probability a^k) and one verify pass (r), and
-// yields (1 - a^(k+1)) / (1 - a) tokens, against 1 token per target step.
-static double predicted_speedup(double a, int k, double c, double r) {
-    return expected_tokens_per_round(a, k) / ((k + pow(a, k)) * c + r);
-}
+// The theory behind the numbers (expected tokens per round, the predicted
+// speedup) is in model.h, shared with the figures: expected_tokens_per_round
+// (Leviathan et al. 2022, Eq. 1) and predicted_speedup (their Thm 3.8).
 
 // ----------------------------------------------------------------------------
 // The speculative round: draft K, verify K+1 positions in one pass, commit

@@ -493,26 +493,20 @@ static void write_tokenizer(const char *path, const Vocab *v, int n_vocab) {
     xfclose(f, path);
 }
 
-// Reads every token in the file (its vocabulary size is not stored).
+// walk_tokenizer's visit: add token i to the vocabulary
+static void add_token(void *ctx, int i, float score, const unsigned char *bytes, int len) {
+    (void)i;
+    vocab_add(ctx, (const char *)bytes, len, score);
+}
+
+// Reads every token in the file (its vocabulary size is not stored), with
+// model.h's record walker: the same checks specdec makes.
 static void read_tokenizer(Vocab *v, const char *path) {
     size_t n;
-    char *buf = read_file(path, &n), *p = buf, *end = buf + n;
-    int32_t max_len, len;
-    if (n < 4) die("%s: too short for a tokenizer.bin (no max_token_length)", path);
-    memcpy(&max_len, p, 4);
-    p += 4;
-    while (p < end) {
-        float score;
-        if (end - p < 8) die("%s: token %zu: truncated score/length", path, v->str.n);
-        memcpy(&score, p, 4);
-        memcpy(&len, p + 4, 4);
-        p += 8;
-        if (len <= 0 || len > max_len || end - p < len)
-            die("%s: token %zu: length %d (max_token_length %d, %td bytes left): not a llama2.c "
-                "tokenizer.bin?", path, v->str.n, (int)len, (int)max_len, end - p);
-        vocab_add(v, p, len, score);
-        p += len;
-    }
+    char *buf = read_file(path, &n), msg[256];
+    int32_t max_len;
+    if (walk_tokenizer((const unsigned char *)buf, n, &max_len, add_token, v, msg, sizeof(msg)) < 0)
+        die("%s: %s", path, msg);
     free(buf);
     if (v->str.n < 259 + 96) die("%s: only %zu tokens; expected the 259 fixed ones, printable "
                                  "ASCII and merges (made by ./train tokenizer?)", path, v->str.n);
@@ -1515,16 +1509,10 @@ static size_t layout_acts(Acts *a, float *base, const Config *c, int B, int T) {
     return u;
 }
 
-// Shapes a checkpoint must satisfy (what llama2.c and specdec.c assume).
+// Shapes a checkpoint must satisfy: model.h's check, the one specdec makes.
 static void check_config(const Config *c, const char *what) {
-    if (c->dim <= 0 || c->hidden_dim <= 0 || c->n_layers <= 0 || c->n_heads <= 0 || c->n_kv_heads <= 0 ||
-        c->vocab_size <= 0 || c->seq_len <= 0)
-        die("%s: config dim %d hidden %d layers %d heads %d kv_heads %d vocab %d seq_len %d: all must "
-            "be > 0", what, c->dim, c->hidden_dim, c->n_layers, c->n_heads, c->n_kv_heads, c->vocab_size,
-            c->seq_len);
-    if (c->dim % c->n_heads || (c->dim / c->n_heads) % 2 || c->n_heads % c->n_kv_heads)
-        die("%s: dim %d, heads %d, kv_heads %d: need dim %% heads == 0, an even head size and "
-            "heads %% kv_heads == 0", what, c->dim, c->n_heads, c->n_kv_heads);
+    char msg[256];
+    if (check_config_fields(c, msg, sizeof(msg))) die("%s: %s", what, msg);
 }
 
 // Parameters (zero) with the RoPE tables filled, gradients if train, and
@@ -1720,17 +1708,16 @@ static void load_model(Model *m, const char *path, int B, int T, int train) {
     FILE *f = xfopen(path, "rb");
     int32_t h[7];
     xfread(h, sizeof(int32_t), 7, f, path, "the 28-byte config header");
-    Config c = {h[0], h[1], h[2], h[3], h[4], h[5], h[6]};
-    if (c.vocab_size < 0)
-        die("%s: vocab_size %d < 0 means an unshared classifier; the trainer writes and reads shared ones",
-            path, c.vocab_size);
-    check_config(&c, path);
-    build_model(m, &c, B, T ? T : c.seq_len, train);
+    Config c;
+    int shared;
+    char msg[512];
     if (fseek(f, 0, SEEK_END) != 0) die("%s: cannot seek", path);
-    long size = ftell(f), want = (long)(CONFIG_HEADER_BYTES + m->n_params * sizeof(float));
-    if (size != want)
-        die("%s: %ld bytes, but its config (dim %d, layers %d, vocab %d, seq_len %d) needs %ld: truncated, "
-            "or not a llama2.c legacy checkpoint?", path, size, c.dim, c.n_layers, c.vocab_size, c.seq_len, want);
+    long size = ftell(f);
+    if (size < 0 || check_checkpoint(&c, &shared, h, (size_t)size, msg, sizeof(msg))) die("%s: %s", path, msg);
+    if (!shared)
+        die("%s: vocab_size %d < 0 means an unshared classifier; the trainer writes and reads shared ones",
+            path, (int)h[5]);
+    build_model(m, &c, B, T ? T : c.seq_len, train);
     fseek(f, (long)CONFIG_HEADER_BYTES, SEEK_SET);
     xfread(m->params, sizeof(float), m->n_params, f, path, "the weights");
     fclose(f);

@@ -610,8 +610,7 @@ int main(int argc, char **argv) {
     int have_pair = access(o.target, R_OK) == 0 && access(o.draft, R_OK) == 0 &&
                     access(o.tokenizer, R_OK) == 0;
     ThreadPool *pool = build_pool(N);
-    printf("specdec bench: %s path, 1 and %d threads\n",
-           HAVE_AVX512 ? "AVX-512 (matmul) + AVX2" : HAVE_AVX2 ? "AVX2+FMA" : "scalar", N);
+    printf("specdec bench: %s path, 1 and %d threads\n", SIMD_NAME, N);
 
     double bw = 0, peak = 0, peak512 = 0;
     ModelResult models[6];

@@ -184,7 +184,7 @@ expect_fail "not a multiple of n_kv_heads" $D/kv_heads.bin -z $D/tok.bin -m targ
 expect_fail "cannot open checkpoint" $M -d $D/missing.bin
 expect_fail "cannot open tokenizer" $D/target.bin -z $D/missing.tok -m target
 expect_fail "has 500 tokens but the model's vocab_size is 400" $D/target.bin -z $D/tok500.bin -m target
-expect_fail "outside 0..max_token_length" $D/target.bin -z $D/badlen.tok -m target
+expect_fail "outside 1..max_token_length" $D/target.bin -z $D/badlen.tok -m target
 expect_fail "file ends inside" $D/target.bin -z $D/shorttok.tok -m target
 expect_fail "must be the byte token" $D/target.bin -z $D/badbytes.tok -m target
 expect_fail "differs from the target's" $M -d $D/vocab500.bin

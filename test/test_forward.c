@@ -108,8 +108,7 @@ static void test_emulated(void) {
 }
 
 int main(void) {
-    printf("batched forward vs single rows (%s path)\n",
-           HAVE_AVX512 ? "AVX-512 matmul" : HAVE_AVX2 ? "AVX2+FMA" : "scalar");
+    printf("batched forward vs single rows (%s path)\n", SIMD_NAME);
     test_config("gqa_unshared", (Config){48, 100, 2, 6, 2, 300, 64}, 0);
     test_config("mha_shared", (Config){64, 172, 3, 4, 4, 400, 80}, 1);
     test_config("odd_widths", (Config){36, 52, 1, 3, 1, 260, 40}, 1);

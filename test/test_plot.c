@@ -127,14 +127,17 @@ static void test_ticks(void) {
 }
 
 static void test_formula(void) {
-    double got = theory_speedup(0.8, 4, 0.05, 1.1), want = (1 - pow(0.8, 5)) / (0.2 * 1.3);
+    // a round of K drafts costs (K + a^K) draft steps (the position after K accepted
+    // drafts is drafted too) and one verify pass
+    double got = theory_speedup(0.8, 4, 0.05, 1.1);
+    double want = (1 - pow(0.8, 5)) / 0.2 / ((4 + pow(0.8, 4)) * 0.05 + 1.1);
     CHECK(fabs(got - want) < 1e-12, "theory_speedup(0.8, 4, 0.05, 1.1) = %g, want %g", got, want);
     got = theory_speedup(1.0, 4, 0.05, 1.1);
-    CHECK(fabs(got - 5 / 1.3) < 1e-12, "theory_speedup(a = 1) = %g, want (K+1)/(Kc+r) = %g", got,
-          5 / 1.3);
+    CHECK(fabs(got - 5 / 1.35) < 1e-12, "theory_speedup(a = 1) = %g, want (K+1)/((K+1)c+r) = %g", got,
+          5 / 1.35);
     got = theory_speedup(0, 3, 0.1, 1.0);
     CHECK(fabs(got - 1 / 1.3) < 1e-12, "theory_speedup(a = 0) = %g, want 1/(Kc+r) = %g", got, 1 / 1.3);
-    printf("formula: speedup(K) = (1 - a^(K+1)) / ((1 - a)(Kc + r)) at a = 0.8, 1, 0\n");
+    printf("formula: speedup(K) = (1 - a^(K+1)) / ((1 - a)((K + a^K) c + r)) at a = 0.8, 1, 0\n");
 }
 
 // ----------------------------------------------------------------------------
