@@ -1081,7 +1081,7 @@ static int speedup_group(Figure *f, const Table *t, const int *col, const char *
     char label[96];
     snprintf(label, sizeof(label), "T = %s measured", key);
     Series *m = add_series(f, label, PALETTE[g], SERIES_XY);
-    snprintf(label, sizeof(label), "T = %s theory (alpha %.2f, c %.3f)", key, a, c);
+    snprintf(label, sizeof(label), "T = %s theory (a %.2f, c %.3f)", key, a, c);
     Series *th = add_series(f, label, PALETTE[g], SERIES_XY);
     if (!m || !th) return -1;
     m->marker = g % 2 ? MARK_SQUARE : MARK_CIRCLE;
@@ -1229,8 +1229,8 @@ static int figure_alpha_vs_temperature(Figure *f, const Table *tables, size_t n_
     int col[3];
     (void)n_tables;
     if (require_numbers(col, &tables[0], names, 3)) return -1;
-    build_figure(f, "Acceptance rate alpha vs temperature", "sampling temperature",
-                 "alpha (mean acceptance per draft token)");
+    build_figure(f, "a (accepted per examined proposal) vs temperature", "sampling temperature",
+                 "a = accepted / examined proposals");
     f->y_fixed = 1, f->y_lo = 0, f->y_hi = 1;
     return curves_by_group(f, &tables[0], col[1], col[0], col[2], "K = ");
 }

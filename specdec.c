@@ -155,8 +155,8 @@ static float *xmalloc_floats_aligned(size_t n, const char *what) {
     return xmalloc_aligned(n * sizeof(float), 64, what);
 }
 
-static void xfree(void *p) {
-    if (p) release((Owned *)p - 1);
+static void xfree(void *block) {
+    if (block) release((Owned *)block - 1);
 }
 
 // an owned entry for a mapping or a resource with its own release function
@@ -445,18 +445,18 @@ static void use_bfloat16(Transformer *t) {
 
 // The first float of p (n) that is NaN or inf, or n. A bit test (exponent all
 // ones), so the compiler can vectorise the pass: a load reads the file once.
-static size_t first_non_finite(const float *p, size_t n) {
+static size_t first_non_finite(const float *v, size_t n) {
     for (size_t i0 = 0; i0 < n; i0 += 4096) {
         size_t i1 = n - i0 < 4096 ? n : i0 + 4096;
         uint32_t bad = 0;
         for (size_t i = i0; i < i1; i++) {
             uint32_t b;
-            memcpy(&b, &p[i], sizeof(b));
+            memcpy(&b, &v[i], sizeof(b));
             bad |= (b & 0x7F800000u) == 0x7F800000u;
         }
         if (bad)
             for (size_t i = i0; i < i1; i++)
-                if (!isfinite(p[i])) return i;
+                if (!isfinite(v[i])) return i;
     }
     return n;
 }
@@ -469,7 +469,7 @@ static void check_finite_weights(const Transformer *t) {
     const TransformerWeights *w = &t->weights;
     size_t dim = (size_t)c->dim, hid = (size_t)c->hidden_dim, L = (size_t)c->n_layers;
     size_t hs = dim / (size_t)c->n_heads, kv = (size_t)c->n_kv_heads * hs, V = (size_t)c->vocab_size;
-    struct { const char *name; const float *p; size_t layers, rows, cols; } tensors[] = {
+    struct { const char *name; const float *data; size_t layers, rows, cols; } tensors[] = {
         {"token_embedding", w->token_embedding, 1, V, dim}, {"rms_att", w->rms_att, L, 1, dim},
         {"wq", w->wq, L, dim, dim}, {"wk", w->wk, L, kv, dim}, {"wv", w->wv, L, kv, dim},
         {"wo", w->wo, L, dim, dim}, {"rms_ffn", w->rms_ffn, L, 1, dim}, {"w1", w->w1, L, hid, dim},
@@ -479,13 +479,13 @@ static void check_finite_weights(const Transformer *t) {
         {"wcls", w->wcls, t->shared_classifier ? 0 : 1, V, dim}};
     for (size_t i = 0; i < sizeof(tensors) / sizeof(tensors[0]); i++) {
         size_t per_layer = tensors[i].rows * tensors[i].cols, n = tensors[i].layers * per_layer;
-        size_t at = first_non_finite(tensors[i].p, n);
+        size_t at = first_non_finite(tensors[i].data, n);
         if (at == n) continue;
         size_t in_layer = at % per_layer;
         die("%s: weight %s (layer %zu, row %zu, column %zu) is %s; a checkpoint must hold finite "
             "floats (a training run that diverged, or a damaged file?)", t->path, tensors[i].name,
             at / per_layer, in_layer / tensors[i].cols, in_layer % tensors[i].cols,
-            isnan(tensors[i].p[at]) ? "NaN" : "infinite");
+            isnan(tensors[i].data[at]) ? "NaN" : "infinite");
     }
 }
 
@@ -526,6 +526,8 @@ static void load_checkpoint(Transformer *t, const void *file, size_t bytes, cons
                             int max_rows, ThreadPool *pool, int threads, int bf16) {
     memset(t, 0, sizeof(*t));
     t->path = path;
+    if (bytes < CONFIG_HEADER_BYTES)
+        die("%s: file is %zu bytes, shorter than the 28-byte llama2.c header", path, bytes);
     check_config(&t->config, &t->shared_classifier, (const int32_t *)file, bytes, path);
     float *w = (float *)((char *)file + CONFIG_HEADER_BYTES);
     map_weights(&t->weights, &t->config, w, t->shared_classifier);
@@ -632,9 +634,9 @@ static float exp_canonical(float x) {
     float n = rintf(x * EXP_LOG2E);
     float r = fmaf(n, -EXP_LN2_HI, x);
     r = fmaf(n, -EXP_LN2_LO, r);
-    float p = EXP_P[0];
-    for (int i = 1; i < 6; i++) p = fmaf(p, r, EXP_P[i]);
-    float y = fmaf(p, r * r, r) + 1.0f;
+    float poly = EXP_P[0];
+    for (int i = 1; i < 6; i++) poly = fmaf(poly, r, EXP_P[i]);
+    float y = fmaf(poly, r * r, r) + 1.0f;
     uint32_t bits = (uint32_t)((int)n + 127) << 23; // 2^n, n in -126..127
     float scale;
     memcpy(&scale, &bits, sizeof(scale));
@@ -700,9 +702,9 @@ static inline __m256 exp8(__m256 x) {
                                _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     __m256 r = _mm256_fmadd_ps(n, _mm256_set1_ps(-EXP_LN2_HI), x);
     r = _mm256_fmadd_ps(n, _mm256_set1_ps(-EXP_LN2_LO), r);
-    __m256 p = _mm256_set1_ps(EXP_P[0]);
-    for (int i = 1; i < 6; i++) p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(EXP_P[i]));
-    __m256 y = _mm256_add_ps(_mm256_fmadd_ps(p, _mm256_mul_ps(r, r), r), _mm256_set1_ps(1.0f));
+    __m256 poly = _mm256_set1_ps(EXP_P[0]);
+    for (int i = 1; i < 6; i++) poly = _mm256_fmadd_ps(poly, r, _mm256_set1_ps(EXP_P[i]));
+    __m256 y = _mm256_add_ps(_mm256_fmadd_ps(poly, _mm256_mul_ps(r, r), r), _mm256_set1_ps(1.0f));
     __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
     y = _mm256_mul_ps(y, _mm256_castsi256_ps(e));
     __m256 lo = _mm256_cmp_ps(x, _mm256_set1_ps(-87.0f), _CMP_GE_OQ); // false for NaN too
@@ -1074,9 +1076,9 @@ static void swiglu(float *out, const float *h1, const float *h3, int n) {
 
 #if HAVE_AVX2
 // Q query vectors x B blocks of 8 positions: s[q][8b+l] = chain over c of
-// q[c] * key_{8b+l}[c]. q (Q) pointers to (hs), kb (B, hs, 8) -> s (Q, stride ss)
+// query[c] * key_{8b+l}[c]. q (Q) pointers to (hs), kb (B, hs, 8) -> s (Q, stride ss)
 #define SC_TILE(Q, B)                                                                   \
-    static void sc_tile_##Q##x##B(float *const *s, const float *const *q,              \
+    static void sc_tile_##Q##x##B(float *const *s, const float *const *query,              \
                                   const float *kb, int hs) {                           \
         __m256 acc[Q][B];                                                             \
         UNROLL for (int i = 0; i < Q; i++) UNROLL for (int b = 0; b < B; b++)         \
@@ -1086,7 +1088,7 @@ static void swiglu(float *out, const float *h1, const float *h3, int n) {
             UNROLL for (int b = 0; b < B; b++)                                        \
                 kv[b] = _mm256_loadu_ps(kb + ((size_t)b * hs + c) * 8);               \
             UNROLL for (int i = 0; i < Q; i++) {                                      \
-                __m256 qc = _mm256_broadcast_ss(q[i] + c);                            \
+                __m256 qc = _mm256_broadcast_ss(query[i] + c);                            \
                 UNROLL for (int b = 0; b < B; b++)                                    \
                     acc[i][b] = _mm256_fmadd_ps(kv[b], qc, acc[i][b]);                \
             }                                                                         \
@@ -1122,7 +1124,7 @@ SC_TILE(1, 1) SC_TILE(2, 1) SC_TILE(3, 1) SC_TILE(4, 1) SC_TILE(5, 1) SC_TILE(6,
 VA_TILE(1, 4) VA_TILE(2, 4) VA_TILE(3, 2) VA_TILE(4, 2) VA_TILE(5, 2) VA_TILE(6, 2)
 VA_TILE(1, 1) VA_TILE(2, 1) VA_TILE(3, 1) VA_TILE(4, 1) VA_TILE(5, 1) VA_TILE(6, 1)
 
-typedef void (*ScTile)(float *const *s, const float *const *q, const float *kb, int hs);
+typedef void (*ScTile)(float *const *s, const float *const *query, const float *kb, int hs);
 typedef void (*VaTile)(float *const *out, const float *const *e, const float *v, size_t vs,
                        int n_pos);
 static const ScTile SC_WIDE[7] = {NULL, sc_tile_1x4, sc_tile_2x4, sc_tile_3x3,
@@ -1139,7 +1141,7 @@ static const int VA_CHUNKS[7] = {0, 4, 4, 2, 2, 2, 2};
 // The same tiles on NEON: a block of 8 positions, or a chunk of 8 head
 // dimensions, is two 4-lane registers.
 #define SC_TILE(Q, B)                                                                   \
-    static void sc_tile_##Q##x##B(float *const *s, const float *const *q,              \
+    static void sc_tile_##Q##x##B(float *const *s, const float *const *query,              \
                                   const float *kb, int hs) {                           \
         float32x4_t acc[Q][2 * B];                                                    \
         UNROLL for (int i = 0; i < Q; i++) UNROLL for (int b = 0; b < 2 * B; b++)     \
@@ -1149,7 +1151,7 @@ static const int VA_CHUNKS[7] = {0, 4, 4, 2, 2, 2, 2};
             UNROLL for (int b = 0; b < 2 * B; b++)                                    \
                 kv[b] = vld1q_f32(kb + ((size_t)(b / 2) * hs + c) * 8 + 4 * (b % 2));  \
             UNROLL for (int i = 0; i < Q; i++) {                                      \
-                float qc = q[i][c];                                                   \
+                float qc = query[i][c];                                                   \
                 UNROLL for (int b = 0; b < 2 * B; b++)                                \
                     acc[i][b] = vfmaq_n_f32(acc[i][b], kv[b], qc);                    \
             }                                                                         \
@@ -1180,7 +1182,7 @@ SC_TILE(1, 1) SC_TILE(2, 1) SC_TILE(3, 1) SC_TILE(4, 1) SC_TILE(5, 1) SC_TILE(6,
     }
 VA_TILE(1, 4) VA_TILE(2, 4) VA_TILE(3, 2) VA_TILE(4, 2) VA_TILE(5, 2) VA_TILE(6, 2)
 VA_TILE(1, 1) VA_TILE(2, 1) VA_TILE(3, 1) VA_TILE(4, 1) VA_TILE(5, 1) VA_TILE(6, 1)
-typedef void (*ScTile)(float *const *s, const float *const *q, const float *kb, int hs);
+typedef void (*ScTile)(float *const *s, const float *const *query, const float *kb, int hs);
 typedef void (*VaTile)(float *const *out, const float *const *e, const float *v, size_t vs,
                        int n_pos);
 static const ScTile SC_WIDE[7] = {NULL, sc_tile_1x4, sc_tile_2x4, sc_tile_3x3,
@@ -1196,24 +1198,24 @@ static const int VA_CHUNKS[7] = {0, 4, 4, 2, 2, 2, 2};
 #endif
 
 // Raw scores of Q (<= 6) query vectors against positions [0, 8 * n_blocks):
-// s[i][t] = chain over c of q[i][c] * key_t[c]. q (Q) pointers to (hs),
+// s[i][t] = chain over c of query[i][c] * key_t[c]. q (Q) pointers to (hs),
 // kc (n_blocks, hs, 8) -> s (Q) pointers to (8 * n_blocks)
-static void attention_scores(float *const *s, const float *const *q, int Q, const float *kc,
+static void attention_scores(float *const *s, const float *const *query, int Q, const float *kc,
                              int n_blocks, int hs) {
     int b = 0;
 #if HAVE_SIMD
     float *o[6];
     for (; b < n_blocks; b += b + SC_BLOCKS[Q] <= n_blocks ? SC_BLOCKS[Q] : 1) {
         for (int i = 0; i < Q; i++) o[i] = s[i] + 8 * b;
-        if (b + SC_BLOCKS[Q] <= n_blocks) SC_WIDE[Q](o, q, kc + (size_t)b * hs * 8, hs);
-        else SC_ONE[Q](o, q, kc + (size_t)b * hs * 8, hs);
+        if (b + SC_BLOCKS[Q] <= n_blocks) SC_WIDE[Q](o, query, kc + (size_t)b * hs * 8, hs);
+        else SC_ONE[Q](o, query, kc + (size_t)b * hs * 8, hs);
     }
 #endif
     for (; b < n_blocks; b++)
         for (int i = 0; i < Q; i++)
             for (int l = 0; l < 8; l++) {
                 float acc = 0.0f;
-                for (int c = 0; c < hs; c++) acc = fmaf(kc[((size_t)b * hs + c) * 8 + l], q[i][c], acc);
+                for (int c = 0; c < hs; c++) acc = fmaf(kc[((size_t)b * hs + c) * 8 + l], query[i][c], acc);
                 s[i][8 * b + l] = acc;
             }
 }
@@ -1288,105 +1290,105 @@ static inline void spin_wait(long *turns) {
 }
 
 // Wait until all n threads of the job arrive; the last one releases the rest.
-static void pool_barrier(ThreadPool *p, int n) {
+static void pool_barrier(ThreadPool *pool, int n) {
     if (n <= 1) return;
-    unsigned phase = atomic_load(&p->phase);
+    unsigned phase = atomic_load(&pool->phase);
     long turns = 0;
-    if (atomic_fetch_add(&p->arrived, 1) == n - 1) {
-        atomic_store(&p->arrived, 0);
-        atomic_fetch_add(&p->phase, 1);
+    if (atomic_fetch_add(&pool->arrived, 1) == n - 1) {
+        atomic_store(&pool->arrived, 0);
+        atomic_fetch_add(&pool->phase, 1);
     } else {
-        while (atomic_load(&p->phase) == phase) spin_wait(&turns);
+        while (atomic_load(&pool->phase) == phase) spin_wait(&turns);
     }
 }
 
 // a worker: wait for a new generation (spin, then sleep), run the job, report
 static void *pool_worker(void *arg) {
     struct Worker *w = arg;
-    ThreadPool *p = w->pool;
+    ThreadPool *pool = w->pool;
     unsigned seen = 0, g;
     for (;;) {
         long spin = 0;
-        while ((g = atomic_load(&p->generation)) == seen && spin++ < POOL_SPIN) cpu_relax();
+        while ((g = atomic_load(&pool->generation)) == seen && spin++ < POOL_SPIN) cpu_relax();
         if (g == seen) {
-            pthread_mutex_lock(&p->lock);
-            atomic_fetch_add(&p->sleeping, 1);
-            while ((g = atomic_load(&p->generation)) == seen) pthread_cond_wait(&p->wake, &p->lock);
-            atomic_fetch_sub(&p->sleeping, 1);
-            pthread_mutex_unlock(&p->lock);
+            pthread_mutex_lock(&pool->lock);
+            atomic_fetch_add(&pool->sleeping, 1);
+            while ((g = atomic_load(&pool->generation)) == seen) pthread_cond_wait(&pool->wake, &pool->lock);
+            atomic_fetch_sub(&pool->sleeping, 1);
+            pthread_mutex_unlock(&pool->lock);
         }
         seen = g;
-        if (!p->job) return NULL;
-        if (w->tid < p->job_threads) p->job(p->arg, w->tid, p->job_threads);
-        atomic_fetch_add(&p->finished, 1);
+        if (!pool->job) return NULL;
+        if (w->tid < pool->job_threads) pool->job(pool->arg, w->tid, pool->job_threads);
+        atomic_fetch_add(&pool->finished, 1);
     }
 }
 
 // Publish a job (NULL: exit) and wake sleepers; does not wait.
-static void pool_start(ThreadPool *p, Job job, void *arg, int n) {
-    p->job = job;
-    p->arg = arg;
-    p->job_threads = n;
-    atomic_store(&p->finished, 0);
-    atomic_fetch_add(&p->generation, 1);
-    if (atomic_load(&p->sleeping) > 0) {
-        pthread_mutex_lock(&p->lock);
-        pthread_cond_broadcast(&p->wake);
-        pthread_mutex_unlock(&p->lock);
+static void pool_start(ThreadPool *pool, Job job, void *arg, int n) {
+    pool->job = job;
+    pool->arg = arg;
+    pool->job_threads = n;
+    atomic_store(&pool->finished, 0);
+    atomic_fetch_add(&pool->generation, 1);
+    if (atomic_load(&pool->sleeping) > 0) {
+        pthread_mutex_lock(&pool->lock);
+        pthread_cond_broadcast(&pool->wake);
+        pthread_mutex_unlock(&pool->lock);
     }
 }
 
 // Run job(arg, tid, n) for tid = 0..n-1, the caller as tid 0; returns when all are done.
-static void pool_run(ThreadPool *p, int n, Job job, void *arg) {
-    if (!p || n <= 1) {
+static void pool_run(ThreadPool *pool, int n, Job job, void *arg) {
+    if (!pool || n <= 1) {
         job(arg, 0, 1);
         return;
     }
-    pool_start(p, job, arg, n);
+    pool_start(pool, job, arg, n);
     job(arg, 0, n);
     long turns = 0;
-    while (atomic_load(&p->finished) < p->n - 1) spin_wait(&turns);
+    while (atomic_load(&pool->finished) < pool->n - 1) spin_wait(&turns);
 }
 
 // A pool of n threads (the caller and n - 1 workers); n <= 1 makes none.
 // Stop the workers (the list's release of a pool: join, then its memory can go).
 static void stop_pool(void *arg) {
-    ThreadPool *p = arg;
-    pool_start(p, NULL, NULL, 0);
-    for (int i = 1; i < p->n; i++) pthread_join(p->threads[i], NULL);
-    pthread_mutex_destroy(&p->lock);
-    pthread_cond_destroy(&p->wake);
+    ThreadPool *pool = arg;
+    pool_start(pool, NULL, NULL, 0);
+    for (int i = 1; i < pool->n; i++) pthread_join(pool->threads[i], NULL);
+    pthread_mutex_destroy(&pool->lock);
+    pthread_cond_destroy(&pool->wake);
 }
 
 // A pool of n threads (the caller and n - 1 workers); n <= 1 makes none.
 static ThreadPool *build_pool(int n) {
     if (n <= 1) return NULL;
-    ThreadPool *p = xmalloc(sizeof(ThreadPool), "thread pool");
-    p->threads = xmalloc((size_t)n * sizeof(pthread_t), "threads");
-    p->workers = xmalloc((size_t)n * sizeof(struct Worker), "workers");
-    atomic_init(&p->generation, 0);
-    atomic_init(&p->sleeping, 0);
-    atomic_init(&p->finished, 0);
-    atomic_init(&p->arrived, 0);
-    atomic_init(&p->phase, 0);
-    if (pthread_mutex_init(&p->lock, NULL) || pthread_cond_init(&p->wake, NULL))
+    ThreadPool *pool = xmalloc(sizeof(ThreadPool), "thread pool");
+    pool->threads = xmalloc((size_t)n * sizeof(pthread_t), "threads");
+    pool->workers = xmalloc((size_t)n * sizeof(struct Worker), "workers");
+    atomic_init(&pool->generation, 0);
+    atomic_init(&pool->sleeping, 0);
+    atomic_init(&pool->finished, 0);
+    atomic_init(&pool->arrived, 0);
+    atomic_init(&pool->phase, 0);
+    if (pthread_mutex_init(&pool->lock, NULL) || pthread_cond_init(&pool->wake, NULL))
         die("cannot create the thread pool's lock");
-    p->n = 1;
-    own_resource(p, 0, stop_pool); // from here an error stops the workers started so far
-    for (int i = 1; i < n; i++, p->n++) {
-        p->workers[i] = (struct Worker){p, i};
-        int err = pthread_create(&p->threads[i], NULL, pool_worker, &p->workers[i]);
+    pool->n = 1;
+    own_resource(pool, 0, stop_pool); // from here an error stops the workers started so far
+    for (int i = 1; i < n; i++, pool->n++) {
+        pool->workers[i] = (struct Worker){pool, i};
+        int err = pthread_create(&pool->threads[i], NULL, pool_worker, &pool->workers[i]);
         if (err) die("--threads %d: cannot start thread %d: %s", n, i, strerror(err));
     }
-    return p;
+    return pool;
 }
 
-static void free_pool(ThreadPool *p) {
-    if (!p) return;
-    release_resource(p);
-    xfree(p->threads);
-    xfree(p->workers);
-    xfree(p);
+static void free_pool(ThreadPool *pool) {
+    if (!pool) return;
+    release_resource(pool);
+    xfree(pool->threads);
+    xfree(pool->workers);
+    xfree(pool);
 }
 
 // the share [*lo, *hi) of n items that thread tid of nth takes

@@ -655,7 +655,7 @@ int main(int argc, char **argv) {
             int first = n_e;
             n_e += sweep_k(&pr, "shipped", e + n_e);
             if (ti == 1) {
-                write_sweep_k(o.csv, e + first, n_e - first);
+                write_sweep_k(o.csv, e + first, 18); // the K sweep at t = 0 and 1 (not the auto-only rows)
                 for (int i = 0; i < 7; i++) temps[i] = bench_pair(&pr, "shipped", 0.25f * i, 4);
                 write_sweep_temp(o.csv, temps, 7);
             }

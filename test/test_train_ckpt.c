@@ -158,6 +158,42 @@ static void test_distill(void) {
     check(last < first - 1.0, "distilled student: val loss %.3f at step 0 -> %.3f after 40 steps", first, last);
 }
 
+// ./train bpb on a model whose every prediction is uniform (all weights zero:
+// logits 0): each scored token costs ln V nats, so the answer is known,
+// tokens x log2(V) / bytes; and a paragraph longer than seq_len is scored in
+// windows, every token once. -tail keeps only the paragraphs that start in the
+// file's last bytes.
+static void test_bpb(void) {
+    Config c = {16, 32, 1, 2, 1, 400, 8}; // seq_len 8: the long paragraph takes windows
+    size_t n = checkpoint_n_floats(&c, 1);
+    float *zero = xmalloc(n * sizeof(float), "zero weights");
+    if (write_checkpoint(DIR "/zero.bin", &c, zero, 1) != 0) die("cannot write " DIR "/zero.bin");
+    xfree(zero);
+    write_text(DIR "/bpb.txt", "Once upon a time, Ben had a kite. He was happy, and Lily had a red box.\n"
+                               "\nSue saw the cat.\n\n\nThe end.\n");
+    const char *cmds[2] = {"./train bpb -m " DIR "/zero.bin -z " DIR "/tok.bin -f " DIR "/bpb.txt",
+                           "./train bpb -m " DIR "/zero.bin -z " DIR "/tok.bin -f " DIR "/bpb.txt -tail 10"};
+    const char *texts[2][3] = {{"Once upon a time, Ben had a kite. He was happy, and Lily had a red box.",
+                                "Sue saw the cat.", "The end."}, {"The end."}};
+    for (int i = 0; i < 2; i++) {
+        FILE *p = popen(cmds[i], "r");
+        if (!p) die("cannot run ./train bpb");
+        char line[512];
+        double bpb = -1;
+        while (fgets(line, sizeof(line), p)) sscanf(line, "bits per byte: %lf", &bpb);
+        if (pclose(p) != 0) die("./train bpb failed");
+        size_t tokens = 0, bytes = 0;
+        for (int d = 0; d < (i ? 1 : 3); d++) {
+            int ids[256];
+            tokens += (size_t)train_encode(texts[i][d], ids, 256) - 1; // BOS is context, not scored
+            bytes += strlen(texts[i][d]);
+        }
+        double want = (double)tokens * log2(400.0) / (double)bytes;
+        check(fabs(bpb - want) < 1e-5 * want, "bpb of a uniform model%s: %.6f, want %zu tokens x log2(400) / "
+              "%zu bytes = %.6f", i ? " (-tail 10: the last paragraph)" : "", bpb, tokens, bytes, want);
+    }
+}
+
 int main(void) {
     run("mkdir -p " DIR "/corpus && rm -rf " DIR "/run " DIR "/distill");
     write_corpus();
@@ -169,5 +205,6 @@ int main(void) {
     test_tokenizer(400);
     test_logits();
     test_distill();
+    test_bpb();
     return check_exit("test_train_ckpt passed");
 }
