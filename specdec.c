@@ -2039,8 +2039,18 @@ typedef struct {
     int last_k;
 } AutoK;
 
+// The lookup drafter (-d lookup): no draft model; the proposal for a position
+// is what followed the most recent earlier occurrence of the context's last
+// g tokens, g from ngram_max down to ngram_min (Saxena 2023, "prompt lookup
+// decoding"). A deterministic proposal is a one-hot q: it is accepted with
+// probability min(1, p(x)), and a rejection draws from p with x removed.
 typedef struct {
-    Transformer *target, *draft;
+    int ngram_min, ngram_max; // shortest and longest suffix matched
+} Lookup;
+
+typedef struct {
+    Transformer *target, *draft; // draft NULL: the lookup drafter
+    Lookup lookup;
     Sampler *sampler;
     const Rng *rng;
     int k;                     // drafts per round (1..K_MAX), or 0: choose it (auto-K)
@@ -2053,6 +2063,7 @@ typedef struct {
     int rows[K_MAX + 1];       // the verify pass input: t_last, x_1..x_K
     Verdict verdicts[K_MAX + 1];
     int draft_pos;             // the draft's cache holds committed tokens 0..draft_pos-1
+    int k_run;                 // the K the last round ran (lookup may propose fewer than asked)
     SpecStats stats;
     const Tokenizer *trace;    // non-NULL: print the -v teaching trace to stderr
 } Speculator;
@@ -2063,7 +2074,7 @@ static void calibrate_auto_k(AutoK *ak, Transformer *target, Transformer *draft,
 static void build_speculator(Speculator *sp, Transformer *target, Transformer *draft,
                              Sampler *sampler, const Rng *rng, int k) {
     size_t V = (size_t)target->config.vocab_size;
-    if (draft->config.vocab_size != target->config.vocab_size)
+    if (draft && draft->config.vocab_size != target->config.vocab_size)
         die("%s: vocab_size %d differs from the target's %d (%s); draft and target must share "
             "one vocabulary", draft->path, draft->config.vocab_size, target->config.vocab_size,
             target->path);
@@ -2077,6 +2088,7 @@ static void build_speculator(Speculator *sp, Transformer *target, Transformer *d
     sp->p = xmalloc((K_MAX + 1) * V * sizeof(float), "target distributions");
     sp->residual = xmalloc(V * sizeof(float), "residual");
     sp->stats.draft_full_at = -1;
+    sp->lookup = (Lookup){1, 3};
     if (k == 0) calibrate_auto_k(&sp->autok, target, draft, sampler, sp->q);
 }
 
@@ -2145,9 +2157,48 @@ static void propose(Speculator *sp, const float *logits, int i, int pos) {
     sp->stats.drafted++;
 }
 
-// Propose x_1..x_k at positions n..n+k-1. Leaves q_i in sp->q. tokens (n) committed.
-static void draft_tokens(Speculator *sp, const int *tokens, int n, int k) {
+// The lookup proposal for position n: the token after the most recent earlier
+// occurrence of tokens[n-g..n), for g = ngram_max down to ngram_min; -1 if
+// none occurs. A function of tokens[0..n) alone, like a model's q.
+static int lookup_next(const Lookup *lk, const int *tokens, int n) {
+    for (int g = lk->ngram_max < n - 1 ? lk->ngram_max : n - 1; g >= lk->ngram_min; g--)
+        for (int j = n - g - 1; j >= 0; j--) {
+            int i = 0;
+            while (i < g && tokens[j + i] == tokens[n - g + i]) i++;
+            if (i == g) return tokens[j + g];
+        }
+    return -1;
+}
+
+// A lookup proposal as a distribution: one-hot q_i at x (its draw coin is
+// recorded for the trace, though a one-hot draw ignores it).
+static void propose_lookup(Speculator *sp, int x, int i, int pos) {
+    int V = sp->target->config.vocab_size;
+    float *q_i = sp->q + (size_t)i * V;
+    memset(q_i, 0, (size_t)V * sizeof(float));
+    q_i[x] = 1.0f;
+    sp->draw[i] = coin_at(sp->rng, pos, COIN_DRAW);
+    sp->x[i] = x;
+    sp->stats.drafted++;
+}
+
+// Propose x_1..x_k at positions n..n+k-1. Leaves q_i in sp->q. tokens (n)
+// committed, room for n+k: the lookup drafter writes its proposals there to
+// look further. Returns how many were proposed: k, or fewer when lookup runs
+// out of matches (the round then verifies only those).
+static int draft_tokens(Speculator *sp, int *tokens, int n, int k) {
     double t0 = now_seconds();
+    if (!sp->draft) {
+        int i = 0;
+        for (; i < k; i++) {
+            int x = lookup_next(&sp->lookup, tokens, n + i);
+            if (x < 0) break;
+            propose_lookup(sp, x, i, n + i);
+            tokens[n + i] = x;
+        }
+        sp->stats.draft_seconds += now_seconds() - t0;
+        return i;
+    }
     for (int i = 0; i < k; i++) {
         const float *logits = i == 0 ? draft_catch_up(sp, tokens, n)
                                      : forward(sp->draft, &sp->x[i - 1], 1, n + i - 1);
@@ -2155,6 +2206,7 @@ static void draft_tokens(Speculator *sp, const int *tokens, int n, int k) {
         propose(sp, logits, i, n + i);
     }
     sp->stats.draft_seconds += now_seconds() - t0;
+    return k;
 }
 
 // Decide the position after k accepted drafts (position n+k): the draft runs
@@ -2164,12 +2216,18 @@ static int decide_next(Speculator *sp, const int *tokens, int n, int k) {
     int V = sp->target->config.vocab_size, pos = n + k;
     const float *p = sp->p + (size_t)k * V;
     Verdict *v = &sp->verdicts[k];
-    if (pos > sp->draft->config.seq_len) {
+    int x = sp->draft ? 0 : lookup_next(&sp->lookup, tokens, pos);
+    if (sp->draft ? pos > sp->draft->config.seq_len : x < 0) { // nothing proposes: draw from p
         float d = coin_at(sp->rng, pos, COIN_DRAW);
         *v = (Verdict){.x = -1, .d = d, .token = sample(p, V, d)};
-        if (sp->stats.draft_full_at < 0) sp->stats.draft_full_at = pos;
+        if (sp->stats.draft_full_at < 0 && sp->draft) sp->stats.draft_full_at = pos;
         sp->stats.plain_tokens++;
         return v->token;
+    }
+    if (!sp->draft) {
+        propose_lookup(sp, x, k, pos);
+        return decide_position(v, x, p, sp->q + (size_t)k * V, coin_at(sp->rng, pos, COIN_ACCEPT),
+                               coin_at(sp->rng, pos, COIN_RESAMPLE), sp->residual, V);
     }
     double t0 = now_seconds();
     const float *logits = k == 0 ? draft_catch_up(sp, tokens, n)
@@ -2188,8 +2246,8 @@ static int decide_next(Speculator *sp, const int *tokens, int n, int k) {
 static int speculative_step(Speculator *sp, int *tokens, int n, int k) {
     int V = sp->target->config.vocab_size;
 
-    // 1. draft: x_i ~ q_i at positions n..n+k-1
-    draft_tokens(sp, tokens, n, k);
+    // 1. draft: x_i ~ q_i at positions n..n+k-1 (lookup may find fewer)
+    k = sp->k_run = draft_tokens(sp, tokens, n, k);
 
     // 2. verify: ONE target pass over [t_last, x_1..x_k] at positions n-1..n+k-1
     double t0 = now_seconds();
@@ -2282,7 +2340,7 @@ static void calibrate_auto_k(AutoK *ak, Transformer *target, Transformer *draft,
     for (int n = 1; n <= top; n++) ak->verify[n] = time_forward(target, n);
     double slope = top > 1 ? (ak->verify[top] - ak->verify[top / 2 + 1]) / (top - top / 2 - 1) : 0;
     for (int n = top + 1; n <= MAX_ROWS; n++) ak->verify[n] = ak->verify[top] + slope * (n - top);
-    for (int i = 0; i < 3; i++) { // a draft step: forward, q, draw
+    for (int i = 0; i < 3 && draft; i++) { // a draft step: forward, q, draw (lookup: ~free)
         double d0 = now_seconds();
         int token = 0;
         probs_from_logits(s, scratch, forward(draft, &token, 1, 0));
@@ -2374,7 +2432,7 @@ static int generate_plain(Transformer *tr, Sampler *s, const Rng *rng, float *pr
 // wants (that changes no token: positions do not depend on rounds), and K
 // shrinks near the end of either context.
 static int generate_spec(Speculator *sp, int *tokens, int n, Output *o) {
-    int St = sp->target->config.seq_len, Sd = sp->draft->config.seq_len;
+    int St = sp->target->config.seq_len, Sd = sp->draft ? sp->draft->config.seq_len : St;
     AutoK *ak = &sp->autok;
     if (n > 1) forward_chunked(sp->target, tokens, n - 1, 0);
     sp->draft_pos = 0; // the draft catches up on the prompt in its first round
@@ -2390,6 +2448,7 @@ static int generate_spec(Speculator *sp, int *tokens, int n, Output *o) {
         double d0 = sp->stats.draft_seconds, v0 = sp->stats.verify_seconds;
         long f0 = sp->stats.draft_forwards, e0 = sp->stats.examined, a0 = sp->stats.accepted;
         int m = speculative_step(sp, tokens, n, k);
+        k = sp->k_run;
         if (sp->k == 0 && k >= 1) {
             long steps = sp->stats.draft_forwards - f0;
             update_auto_k(ak, k + 1, (int)(sp->stats.accepted - a0), (int)(sp->stats.examined - e0),
@@ -2522,6 +2581,9 @@ static void print_report(const Report *rp) {
         fprintf(stderr, "  the draft's context (seq_len %d) ends before position %d: %ld tokens "
                 "drawn from the target alone\n", rp->sp->draft->config.seq_len, st->draft_full_at,
                 st->plain_tokens);
+    if (!rp->sp->draft)
+        fprintf(stderr, "  lookup (n-grams of %d..%d tokens): no match at %ld positions, drawn from "
+                "the target alone\n", rp->sp->lookup.ngram_min, rp->sp->lookup.ngram_max, st->plain_tokens);
 }
 
 static void json_longs(FILE *f, const char *key, const long *v, int n) {
@@ -2590,6 +2652,7 @@ static void write_json(FILE *f, const char *path, const Report *rp) {
 typedef struct {
     const char *target_path, *draft_path, *tokenizer_path, *mode, *prompt, *json_path;
     int n_new, k, top_k, quiet, verbose, threads, draft_threads, draft_bf16;
+    int lookup, ngram_min, ngram_max; // -d lookup: the n-gram drafter
     int help;            // -h: print the usage and exit
     float temperature, top_p;
     unsigned long long seed;
@@ -2597,7 +2660,10 @@ typedef struct {
 
 static void usage(void) {
     printf("usage: specdec [target.bin] [options]\n"
-           "  -d FILE   draft checkpoint (default weights/draft.bin)\n"
+           "  -d FILE   draft checkpoint (default weights/draft.bin), or -d lookup: propose what\n"
+           "            followed the context's last n-gram earlier on (no draft model)\n"
+           "  --ngram-max N, --ngram-min N  n-gram lengths -d lookup tries, longest first\n"
+           "            (default 3 and 1)\n"
            "  -z FILE   tokenizer (default tokenizer.bin)\n"
            "  -m MODE   spec | target | draft (default spec)\n"
            "  -i TEXT   prompt (default \"\")\n"
@@ -2641,6 +2707,7 @@ static void parse_options(Options *o, int argc, char **argv) {
     *o = (Options){.target_path = "weights/target.bin", .draft_path = "weights/draft.bin",
                    .tokenizer_path = "tokenizer.bin", .mode = "spec", .prompt = "",
                    .n_new = 256, .k = 0, .threads = online_cpus(), .draft_threads = 0, .draft_bf16 = 1,
+                   .ngram_min = 1, .ngram_max = 3,
                    .temperature = 1.0f, .top_p = 1.0f, .seed = 42};
     char k_range[64], t_range[64];
     snprintf(k_range, sizeof(k_range), "an integer in 0..%d (0: auto)", K_MAX);
@@ -2657,12 +2724,14 @@ static void parse_options(Options *o, int argc, char **argv) {
                 "(specdec TARGET.bin [options], see specdec -h)", f);
         int known = strlen(f) == 2 && strchr("dzminktpsj", f[1]) && f[0] == '-';
         if (!known && strcmp(f, "--top-k") && strcmp(f, "--threads") && strcmp(f, "--draft-threads") &&
-            strcmp(f, "--draft-weights"))
+            strcmp(f, "--draft-weights") && strcmp(f, "--ngram-max") && strcmp(f, "--ngram-min"))
             die("unknown flag %s (see specdec -h)", f);
         if (i + 1 >= argc) bad_flag(f, "(missing)", "a value after the flag");
         const char *v = argv[++i];
         if (!strcmp(f, "--top-k")) o->top_k = (int)parse_long(f, v, 0, 1 << 24, "an integer >= 0");
         else if (!strcmp(f, "--threads")) o->threads = (int)parse_long(f, v, 1, MAX_THREADS, t_range);
+        else if (!strcmp(f, "--ngram-max")) o->ngram_max = (int)parse_long(f, v, 1, 64, "an integer in 1..64");
+        else if (!strcmp(f, "--ngram-min")) o->ngram_min = (int)parse_long(f, v, 1, 64, "an integer in 1..64");
         else if (!strcmp(f, "--draft-threads")) {
             o->draft_threads = (int)parse_long(f, v, 1, MAX_THREADS, t_range);
             given_draft_opts = 1;
@@ -2695,6 +2764,10 @@ static void parse_options(Options *o, int argc, char **argv) {
     }
     if (o->draft_threads == 0 || o->draft_threads > o->threads) o->draft_threads = o->threads;
     int spec = !strcmp(o->mode, "spec"), target = !strcmp(o->mode, "target");
+    o->lookup = !strcmp(o->draft_path, "lookup");
+    if (o->ngram_min > o->ngram_max)
+        die("--ngram-min %d is above --ngram-max %d", o->ngram_min, o->ngram_max);
+    if (o->lookup && !spec) die("-d lookup: only spec mode drafts; there is no lookup model to run alone");
     if (!spec && (given_k || o->verbose))
         die("%s: only speculative decoding (-m spec) has rounds; -m %s decodes with one model",
             given_k ? "-k" : "-v", o->mode);
@@ -2712,7 +2785,7 @@ static Transformer *load_models(Transformer *target, Transformer *draft, const O
         return draft;
     }
     build_transformer(target, o->target_path, MAX_ROWS, pool, o->threads);
-    if (!strcmp(o->mode, "spec"))
+    if (!strcmp(o->mode, "spec") && !o->lookup)
         build_transformer_as(draft, o->draft_path, MAX_ROWS, pool, o->draft_threads, o->draft_bf16);
     return target;
 }
@@ -2759,7 +2832,8 @@ int main(int argc, char **argv) {
     Rng rng;
     rng_seed(&rng, opt.seed);
     Speculator sp;
-    if (spec) build_speculator(&sp, &target, &draft, &sampler, &rng, opt.k);
+    if (spec) build_speculator(&sp, &target, opt.lookup ? NULL : &draft, &sampler, &rng, opt.k);
+    if (spec) sp.lookup = (Lookup){opt.ngram_min, opt.ngram_max};
     if (spec && opt.verbose) sp.trace = &tok;
     int *tokens = xmalloc((size_t)model->config.seq_len * sizeof(int), "tokens");
     float *probs = xmalloc((size_t)V * sizeof(float), "probs");
@@ -2787,7 +2861,8 @@ int main(int argc, char **argv) {
     print_report(&rp);
     if (json) write_json(json, opt.json_path, &rp);
 
-    if (spec) { free_speculator(&sp); free_transformer(&draft); }
+    if (spec) free_speculator(&sp);
+    if (spec && !opt.lookup) free_transformer(&draft);
     xfree(probs); xfree(out.generated); xfree(tokens);
     free_sampler(&sampler);
     free_tokenizer(&tok);

@@ -28,6 +28,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             int *ids = xmalloc((len + 3) * sizeof(int), "ids");
             char *back = xmalloc(len * (size_t)(t.max_token_length + 4) + 8, "decoded");
             int n = encode(&t, ids, TEXTS[i], 1, 0);
+            if (ids[0] != TOKEN_BOS) { // llama2.c merges over BOS too: a vocabulary whose BOS
+                xfree(ids);            // piece merges with the text has no round trip to check
+                xfree(back);
+                continue;
+            }
             size_t got = decode_all(&t, ids, n, back);
             // the dummy prefix " " is dropped after BOS only as a piece: a vocabulary
             // without " " spells it as the byte token <0x20>, which decodes as itself

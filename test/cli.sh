@@ -43,9 +43,9 @@ greedy_matches() {
     done
 }
 n_eq=0
-greedy_matches "$M" 120 "$D/draft.bin $D/draft_small.bin" "0 1 2 3 4 5 6 7 8" \
+greedy_matches "$M" 120 "$D/draft.bin $D/draft_small.bin lookup" "0 1 2 3 4 5 6 7 8" \
     "" "Once upon a time" "the little dog said" "UTF-8 “quotes” é 日本"
-echo "greedy: $n_eq spec runs (4 prompts x 2 drafts x K=1..8 and auto-K) byte-identical to target-only output"
+echo "greedy: $n_eq spec runs (4 prompts x 2 drafts and -d lookup x K=1..8 and auto-K) byte-identical to target-only output"
 
 # ---- contexts shorter than K_MAX+1: auto-K calibrates within them; greedy stays exact
 $SPECDEC $D/short.bin -z $D/tok.bin -m target -t 0 -n 20 > $D/ref.txt 2>/dev/null
@@ -79,6 +79,7 @@ same_text() {
 }
 same_text "$M -d $D/draft.bin" 100 0.8 "Once upon a time"
 same_text "$M -d $D/draft.bin" 100 1 "the little dog"
+same_text "$M -d lookup --ngram-max 4" 100 1 "the little dog the little dog"
 
 # ---- the scalar build prints the same text as the AVX2 build
 if [ -n "$SCALAR" ]; then
@@ -93,13 +94,13 @@ fi
 # ---- the shipped pair: greedy spec == greedy target; make run's command works
 if [ -f weights/target.bin ] && [ -f weights/draft.bin ] && [ -f tokenizer.bin ]; then
     n_eq=0
-    greedy_matches "weights/target.bin -z tokenizer.bin" 150 weights/draft.bin "0 1 3 4 8" \
+    greedy_matches "weights/target.bin -z tokenizer.bin" 150 "weights/draft.bin lookup" "0 1 3 4 8" \
         "Once upon a time" "The dog"
     $SPECDEC weights/target.bin -d weights/draft.bin -z tokenizer.bin -t 0.8 -n 100 -i "Once upon a time" -j $D/run.json > $D/run.txt 2>/dev/null
     words=$(wc -w < $D/run.txt)
     gen=$(sed -n 's/.*"generated_tokens": \([0-9]*\).*/\1/p' $D/run.json)
     if [ "$words" -ge 20 ] && [ "${gen:-0}" -ge 30 ]; then ok; else bad "shipped pair at t=0.8: $words words, ${gen:-no} tokens"; fi
-    echo "shipped pair: $n_eq greedy spec runs (2 prompts x K=1,3,4,8,auto) byte-identical to the target; t=0.8 writes $words words"
+    echo "shipped pair: $n_eq greedy spec runs (2 prompts x the draft and -d lookup x K=1,3,4,8,auto) byte-identical to the target; t=0.8 writes $words words"
     same_text "weights/target.bin -d weights/draft.bin -z tokenizer.bin" 120 0.8 "Once upon a time"
     same_text "weights/target.bin -d weights/draft.bin -z tokenizer.bin" 120 1 "Once upon a time"
 else
@@ -222,11 +223,13 @@ expect_fail "-k: only speculative decoding" $M -m target -k 3
 expect_fail "-v: only speculative decoding" $M -m draft -d $D/draft.bin -v
 expect_fail "-d: -m target decodes with the target alone" $M -m target -d $D/draft.bin
 expect_fail "at least 1026 tokens" $D/short.bin -z $D/tok.bin -m target -i "$long16k"
+expect_fail "-d lookup: only spec mode" $M -m draft -d lookup
+expect_fail "--ngram-min 4 is above --ngram-max 2" $M -d lookup --ngram-min 4 --ngram-max 2
 expect_fail "--threads 0" $M --threads 0
 expect_fail "--threads many" $M --threads many
 expect_fail "--draft-threads 99" $M --draft-threads 99
 expect_fail "-j /nonexistent/x.json: cannot write" $M -j /nonexistent/x.json
-echo "bad input: 45 cases, each exit 1 with a message naming the file or flag"
+echo "bad input: 47 cases, each exit 1 with a message naming the file or flag"
 
 # a prompt that (nearly) fills the context: it says so, on stderr and in the JSON
 prompt14=$(printf 'a %.0s' $(seq 12)) # 13 tokens with BOS: 3 positions left of 16

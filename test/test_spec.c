@@ -263,27 +263,29 @@ static void test_rollback(void) {
     free_transformer(&target); free_transformer(&draft); free_transformer(&fresh);
 }
 
-// generate n_new tokens with spec decoding on `threads` threads; returns the stats
+// generate n_new tokens with spec decoding on `threads` threads (dpath NULL: the
+// lookup drafter); returns the stats
 static SpecStats run_spec(const char *tpath, const char *dpath, float temp, float top_p, int k,
                           int threads, int n_new, int *generated, int *n_generated) {
     ThreadPool *pool = build_pool(threads);
     Transformer target, draft;
     build_transformer(&target, tpath, MAX_ROWS, pool, threads);
-    build_transformer(&draft, dpath, MAX_ROWS, pool, threads);
+    if (dpath) build_transformer(&draft, dpath, MAX_ROWS, pool, threads);
     Sampler s;
     build_sampler(&s, CFG.vocab_size, temp, top_p, 0);
     Rng rng;
     rng_seed(&rng, 9);
     Speculator sp;
-    build_speculator(&sp, &target, &draft, &s, &rng, k);
-    int tokens[128] = {TOKEN_BOS, 50, 51};
+    build_speculator(&sp, &target, dpath ? &draft : NULL, &s, &rng, k);
+    int tokens[128] = {TOKEN_BOS, 50, 51, 52, 50, 51};
     Output o = {.quiet = 1, .generated = generated, .max_new = n_new};
-    start_output(&o, tokens, 3);
-    generate_spec(&sp, tokens, 3, &o);
+    start_output(&o, tokens, 6);
+    generate_spec(&sp, tokens, 6, &o);
     *n_generated = o.n_generated;
     SpecStats st = sp.stats;
     free_speculator(&sp); free_sampler(&s);
-    free_transformer(&target); free_transformer(&draft);
+    free_transformer(&target);
+    if (dpath) free_transformer(&draft);
     free_pool(pool);
     return st;
 }
@@ -314,10 +316,10 @@ static void test_short_draft(void) {
     Rng rng;
     rng_seed(&rng, 9);
     float probs[300];
-    int tokens[128] = {TOKEN_BOS, 50, 51};
+    int tokens[128] = {TOKEN_BOS, 50, 51, 52, 50, 51};
     Output o = {.quiet = 1, .generated = ref, .max_new = 100};
-    start_output(&o, tokens, 3);
-    generate_plain(&target, &s, &rng, probs, tokens, 3, &o);
+    start_output(&o, tokens, 6);
+    generate_plain(&target, &s, &rng, probs, tokens, 6, &o);
     CHECK(n == 100 && st.draft_full_at > 0 && st.plain_tokens > 0,
           "short draft: generated %d of 100, draft full at %d, %ld target-alone tokens", n,
           st.draft_full_at, st.plain_tokens);
@@ -333,8 +335,8 @@ static void test_short_draft(void) {
 // any thread count, and a draft whose context ends early
 static void test_text_invariance(void) {
     int ref[128], gen[128], n_ref, n, differ = 0, runs = 0;
-    const char *drafts[2] = {"build/test/spec_draft.bin", "build/test/spec_short.bin"};
-    for (int d = 0; d < 2; d++) {
+    const char *drafts[3] = {"build/test/spec_draft.bin", "build/test/spec_short.bin", NULL};
+    for (int d = 0; d < 3; d++) {
         run_spec("build/test/spec_target.bin", drafts[d], 1.0f, 1.0f, 1, 1, 100, ref, &n_ref);
         int ks[] = {2, 3, 4, 8, 16, 0};
         for (int i = 0; i < 6; i++)
@@ -342,13 +344,41 @@ static void test_text_invariance(void) {
                 run_spec("build/test/spec_target.bin", drafts[d], 1.0f, 1.0f, ks[i], th, 100, gen, &n);
                 if (n != n_ref || memcmp(gen, ref, (size_t)n * sizeof(int))) {
                     differ++;
-                    printf("  %s: K=%d on %d threads differs from K=1 on 1 thread\n", drafts[d], ks[i], th);
+                    printf("  %s: K=%d on %d threads differs from K=1 on 1 thread\n",
+                           drafts[d] ? drafts[d] : "lookup", ks[i], th);
                 }
             }
     }
     CHECK(differ == 0, "text invariance: %d of %d runs differ from K = 1", differ, runs);
-    printf("text invariance at t = 1: %d runs (K = 2, 3, 4, 8, 16, auto x 1..3 threads, two drafts) "
-           "emit K = 1's tokens\n", runs);
+    printf("text invariance at t = 1: %d runs (K = 2, 3, 4, 8, 16, auto x 1..3 threads; two drafts "
+           "and the lookup drafter) emit K = 1's tokens\n", runs);
+}
+
+// the lookup drafter: greedy output equals the target's for every K; its
+// proposals follow the rule (the token after the last earlier occurrence of the
+// longest matching suffix); positions without a match are counted
+static void test_lookup(void) {
+    Lookup lk = {1, 3};
+    int seq[] = {1, 7, 8, 9, 5, 7, 8, 9, 6, 8, 9};
+    // suffix 7 8 9 (positions 5..7) occurred at 1..3, followed by 5
+    CHECK(lookup_next(&lk, seq, 8) == 5, "lookup: suffix 7 8 9 -> 5, got %d", lookup_next(&lk, seq, 8));
+    // suffix 8 9 at 9..10: longest match 3 tokens (6 8 9)? no; 2 tokens 8 9 last at 6..7 -> 6
+    CHECK(lookup_next(&lk, seq, 11) == 6, "lookup: suffix 8 9 -> 6 (its most recent occurrence), got %d",
+          lookup_next(&lk, seq, 11));
+    int fresh[] = {1, 2, 3, 4};
+    CHECK(lookup_next(&lk, fresh, 4) == -1, "lookup: no earlier occurrence -> -1");
+    int gen[128], ref[128], n, n_ref;
+    run_spec("build/test/spec_target.bin", "build/test/spec_target.bin", 0.0f, 1.0f, 1, 1, 100, ref, &n_ref);
+    int bad = 0;
+    long no_match = 0;
+    for (int k = 1; k <= 8; k++) {
+        SpecStats st = run_spec("build/test/spec_target.bin", NULL, 0.0f, 1.0f, k, 1, 100, gen, &n);
+        bad += n != n_ref || memcmp(gen, ref, (size_t)n * sizeof(int));
+        no_match += st.plain_tokens;
+    }
+    CHECK(bad == 0, "lookup: greedy output differs from the target's for %d of K = 1..8", bad);
+    printf("lookup drafter: proposals follow the rule; greedy output == the target's for K = 1..8 "
+           "(%ld positions had no match)\n", no_match);
 }
 
 int main(int argc, char **argv) {
@@ -370,5 +400,6 @@ int main(int argc, char **argv) {
     test_identical_draft();
     test_short_draft();
     test_text_invariance();
+    test_lookup();
     return check_summary("test_spec");
 }
