@@ -934,7 +934,7 @@ static int read_table(Table *t, const char *path) {
     strcpy(t->path, path);
     t->text = read_file(path);
     if (!t->text) return -1;
-    Cursor p = {t->text, 1};
+    Cursor p = {.p = t->text, .line = 1};
     if (read_header(t, &p) || alloc_rows(t, p.p)) return -1;
     while (*p.p)
         if (!skip_blank_line(&p)) read_row(t, &p);

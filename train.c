@@ -695,7 +695,8 @@ static size_t pair_slot(const PairCounts *p, uint64_t key) {
 
 static void pair_add(PairCounts *p, int a, int b, double delta) {
     if (2 * (p->n + 1) > p->n_slots) { // grow and reinsert
-        PairCounts q = {xmalloc(2 * p->n_slots * 8), xcalloc(2 * p->n_slots, 8), 0, 2 * p->n_slots};
+        PairCounts q = {.key = xmalloc(2 * p->n_slots * 8), .count = xcalloc(2 * p->n_slots, 8),
+                        .n = 0, .n_slots = 2 * p->n_slots};
         for (size_t i = 0; i < q.n_slots; i++) q.key[i] = UINT64_MAX;
         for (size_t i = 0; i < p->n_slots; i++)
             if (p->key[i] != UINT64_MAX && p->count[i] > 0) {
@@ -769,7 +770,7 @@ static double best_pair(const PairCounts *p, int *a, int *b) {
 
 // Merge pairs until the vocabulary has n_vocab tokens (or nothing repeats).
 static void bpe_merge(Vocab *v, Word *words, size_t n_words, int n_vocab) {
-    PairCounts pc = {xmalloc(1024 * 8), xcalloc(1024, 8), 0, 1024};
+    PairCounts pc = {.key = xmalloc(1024 * 8), .count = xcalloc(1024, 8), .n = 0, .n_slots = 1024};
     for (size_t i = 0; i < pc.n_slots; i++) pc.key[i] = UINT64_MAX;
     for (size_t w = 0; w < n_words; w++) word_pairs(&pc, &words[w], +1);
     char buf[512];
@@ -1186,15 +1187,18 @@ static void matmul_forward(float *out, const float *inp, const float *weight, si
     float *wt = xmalloc((size_t)IC * OC * sizeof(float));
     transpose(wt, weight, (size_t)OC, (size_t)IC);
     memset(out, 0, N * OC * sizeof(float));
-    gemm(&(Gemm){out, inp, wt, N, (size_t)OC, (size_t)IC, (size_t)IC, 1, (size_t)OC, (size_t)OC});
+    gemm(&(Gemm){.c = out, .a = inp, .b = wt, .M = N, .N = (size_t)OC, .K = (size_t)IC,
+                 .sai = (size_t)IC, .sak = 1, .ldb = (size_t)OC, .ldc = (size_t)OC});
     free(wt);
 }
 
 // dinp (N,IC) += dout (N,OC) @ W (OC,IC);  dweight (OC,IC) += dout^T @ inp (N,IC)
 static void matmul_backward(float *dinp, float *dweight, const float *dout, const float *inp,
                             const float *weight, size_t N, int IC, int OC) {
-    gemm(&(Gemm){dinp, dout, weight, N, (size_t)IC, (size_t)OC, (size_t)OC, 1, (size_t)IC, (size_t)IC});
-    gemm(&(Gemm){dweight, dout, inp, (size_t)OC, (size_t)IC, N, 1, (size_t)OC, (size_t)IC, (size_t)IC});
+    gemm(&(Gemm){.c = dinp, .a = dout, .b = weight, .M = N, .N = (size_t)IC, .K = (size_t)OC,
+                 .sai = (size_t)OC, .sak = 1, .ldb = (size_t)IC, .ldc = (size_t)IC});
+    gemm(&(Gemm){.c = dweight, .a = dout, .b = inp, .M = (size_t)OC, .N = (size_t)IC, .K = N,
+                 .sai = 1, .sak = (size_t)OC, .ldb = (size_t)IC, .ldc = (size_t)IC});
 }
 
 // In place on x (B*T, n_heads, hs): each pair (x[2i], x[2i+1]) of a head at
@@ -1248,7 +1252,8 @@ static void transpose_slice(float *dst, const float *src, int T, int hs, size_t 
 // C (M, N) += A (M, K) @ B (K, N) on this thread; ldc, sai, sak, ldb as in Gemm
 static void gemm_here(float *c, const float *a, const float *b, int M, int N, int K, size_t sai, size_t sak,
                       size_t ldb, size_t ldc) {
-    Gemm g = {c, a, b, (size_t)M, (size_t)N, (size_t)K, sai, sak, ldb, ldc};
+    Gemm g = {.c = c, .a = a, .b = b, .M = (size_t)M, .N = (size_t)N, .K = (size_t)K,
+              .sai = sai, .sak = sak, .ldb = ldb, .ldc = ldc};
     gemm_rows(&g, 0, (size_t)M);
 }
 
@@ -1284,7 +1289,8 @@ static void attention_forward_units(const void *args, size_t lo, size_t hi) {
 
 static void attention_forward(float *out, float *att, const float *q, const float *k, const float *v,
                               int B, int T, int NH, int NKV, int hs) {
-    Attention a = {out, att, NULL, NULL, NULL, q, k, v, NULL, B, T, NH, NKV, hs};
+    Attention a = {.out = out, .att = att, .q = q, .k = k, .v = v,
+                   .B = B, .T = T, .NH = NH, .NKV = NKV, .hs = hs};
     parallel_range(attention_forward_units, &a, (size_t)B * NKV, 1);
 }
 
@@ -1325,7 +1331,8 @@ static void attention_backward_units(const void *args, size_t lo, size_t hi) {
 static void attention_backward(float *dq, float *dk, float *dv, const float *dout, const float *q,
                                const float *k, const float *v, const float *att, int B, int T, int NH,
                                int NKV, int hs) {
-    Attention a = {NULL, (float *)att, dq, dk, dv, q, k, v, dout, B, T, NH, NKV, hs};
+    Attention a = {.att = (float *)att, .dq = dq, .dk = dk, .dv = dv, .q = q, .k = k, .v = v,
+                   .dout = dout, .B = B, .T = T, .NH = NH, .NKV = NKV, .hs = hs};
     parallel_range(attention_backward_units, &a, (size_t)B * NKV, 1);
 }
 
@@ -1341,7 +1348,7 @@ static void swiglu_forward_range(const void *args, size_t lo, size_t hi) {
 }
 
 static void swiglu_forward(float *out, const float *h1, const float *h3, size_t n) {
-    Swiglu s = {out, NULL, NULL, h1, h3, NULL};
+    Swiglu s = {.out = out, .h1 = h1, .h3 = h3};
     parallel_range(swiglu_forward_range, &s, n, 64);
 }
 
@@ -1356,7 +1363,7 @@ static void swiglu_backward_range(const void *args, size_t lo, size_t hi) {
 }
 
 static void swiglu_backward(float *dh1, float *dh3, const float *dout, const float *h1, const float *h3, size_t n) {
-    Swiglu s = {NULL, dh1, dh3, h1, h3, dout};
+    Swiglu s = {.dh1 = dh1, .dh3 = dh3, .h1 = h1, .h3 = h3, .dout = dout};
     parallel_range(swiglu_backward_range, &s, n, 64);
 }
 
@@ -1396,7 +1403,8 @@ static void softmax_xent_forward_rows(const void *args, size_t lo, size_t hi) {
 
 static void softmax_xent_forward(float *losses, float *probs, const float *logits, const int *targets,
                                  const float *soft, size_t N, int V) {
-    SoftmaxXent x = {losses, probs, NULL, logits, soft, NULL, targets, V};
+    SoftmaxXent x = {.losses = losses, .probs = probs, .logits = logits, .soft = soft,
+                     .targets = targets, .V = V};
     parallel_range(softmax_xent_forward_rows, &x, N, 1);
 }
 
@@ -1417,7 +1425,8 @@ static void softmax_xent_backward_rows(const void *args, size_t lo, size_t hi) {
 
 static void softmax_xent_backward(float *dlogits, const float *probs, const int *targets, const float *soft,
                                   const float *dlosses, size_t N, int V) {
-    SoftmaxXent x = {NULL, (float *)probs, dlogits, NULL, soft, dlosses, targets, V};
+    SoftmaxXent x = {.probs = (float *)probs, .dlogits = dlogits, .soft = soft, .dlosses = dlosses,
+                     .targets = targets, .V = V};
     parallel_range(softmax_xent_backward_rows, &x, N, 1);
 }
 
@@ -1911,7 +1920,8 @@ static void build_run(Run *r, const TrainOpts *o) {
     if (r->train.n < (size_t)o->seq + 1 || r->val.n < (size_t)o->seq * o->eval_batches * o->batch + 1)
         die("%s: %zu tokens, %s: %zu; need more than one window of -seq %d (val: -eval-batches x -batch "
             "windows)", tp, r->train.n, vp, r->val.n, o->seq);
-    Config c = {o->dim, o->hidden, o->layers, o->heads, o->kv_heads, r->train.vocab_size, o->seq};
+    Config c = {.dim = o->dim, .hidden_dim = o->hidden, .n_layers = o->layers, .n_heads = o->heads,
+                .n_kv_heads = o->kv_heads, .vocab_size = r->train.vocab_size, .seq_len = o->seq};
     build_model(&r->model, &c, o->batch, o->seq, 1);
     r->mom = xcalloc(r->model.n_params, sizeof(float));
     r->vel = xcalloc(r->model.n_params, sizeof(float));
@@ -2243,8 +2253,11 @@ static int cmd_data(int argc, char **argv) {
 // ./train model
 
 static int cmd_model(int argc, char **argv) {
-    TrainOpts o = {"runs/data", "runs/model", NULL, NULL, 256, 0, 6, 8, 4, 256, 8, 4, 1000, 100, 1337, 2,
-                   100, 8, 10, 100, 1e-3f, 0.0f, 0.1f, 1.0f, 0.9f, 0.95f, 0};
+    TrainOpts o = {.data_dir = "runs/data", .out_dir = "runs/model", .dim = 256, .hidden = 0,
+                   .layers = 6, .heads = 8, .kv_heads = 4, .seq = 256, .batch = 8, .accum = 4,
+                   .steps = 1000, .warmup = 100, .seed = 1337, .threads = 2, .eval_every = 100,
+                   .eval_batches = 8, .log_every = 10, .ckpt_every = 100, .lr = 1e-3f, .lr_min = 0.0f,
+                   .wd = 0.1f, .clip = 1.0f, .beta1 = 0.9f, .beta2 = 0.95f, .stop_at = 0};
     Opt opts[] = {
         {"-data", 's', &o.data_dir, "directory with train.bin and val.bin (./train data)"},
         {"-o", 's', &o.out_dir, "run directory: state.bin (resume) and model.bin"},
@@ -2351,7 +2364,8 @@ static int cmd_eval(int argc, char **argv) {
     Opt opts[] = {{"-m", 's', &ckpt, "checkpoint"}, {"-val", 's', &val, "token file (./train data's val.bin)"},
                   {"-batches", 'i', &batches, "batches"}, {"-batch", 'i', &batch, "sequences per batch"},
                   {"-threads", 'i', &threads, "threads"}};
-    parse_opts(argc, argv, "eval", "mean next-token loss on evenly spaced windows", opts, 5);
+    parse_opts(argc, argv, "eval", "mean next-token loss on evenly spaced windows", opts,
+               sizeof(opts) / sizeof(opts[0]));
     if (!ckpt || !val) die("eval: -m and -val are required");
     set_threads(threads);
     Model m;
@@ -2418,7 +2432,7 @@ static int cmd_bpb(int argc, char **argv) {
                   {"-tail", 'i', &tail, "score only paragraphs starting in the last N bytes "
                                         "(150000: the held-out text of docs/TRAINING.md)"},
                   {"-threads", 'i', &threads, "threads"}};
-    parse_opts(argc, argv, "bpb", "bits per byte of a checkpoint on a text", opts, 5);
+    parse_opts(argc, argv, "bpb", "bits per byte of a checkpoint on a text", opts, sizeof(opts) / sizeof(opts[0]));
     if (!ckpt || !file) die("bpb: -m and -f are required");
     set_threads(threads);
     Model m;
@@ -2456,7 +2470,7 @@ static int cmd_bpb(int argc, char **argv) {
 static int cmd_encode(int argc, char **argv) {
     const char *tok = "tokenizer.bin", *file = NULL;
     Opt opts[] = {{"-z", 's', &tok, "tokenizer.bin"}, {"-f", 's', &file, "text file"}};
-    parse_opts(argc, argv, "encode", "token ids of a text (tests)", opts, 2);
+    parse_opts(argc, argv, "encode", "token ids of a text (tests)", opts, sizeof(opts) / sizeof(opts[0]));
     if (!file) die("encode: -f is required");
     size_t n;
     char *text = read_file(file, &n);
@@ -2478,7 +2492,8 @@ static int cmd_dump_logits(int argc, char **argv) {
     const char *ckpt = NULL, *out = NULL, *list = NULL;
     Opt opts[] = {{"-m", 's', &ckpt, "checkpoint"}, {"-o", 's', &out, "output file"},
                   {"-tokens", 's', &list, "comma-separated token ids"}};
-    parse_opts(argc, argv, "dump-logits", "write the trainer's logits for given tokens", opts, 3);
+    parse_opts(argc, argv, "dump-logits", "write the trainer's logits for given tokens", opts,
+               sizeof(opts) / sizeof(opts[0]));
     if (!ckpt || !out || !list) die("dump-logits: -m, -o and -tokens are required");
     IntBuf toks = {0};
     parse_int_list(&toks, list, "-tokens");
@@ -2517,7 +2532,8 @@ static void bench_matmul(size_t N, int IC, int OC) {
 }
 
 static int cmd_bench(int argc, char **argv) {
-    Config c = {256, 0, 6, 8, 4, 2048, 256};
+    Config c = {.dim = 256, .hidden_dim = 0, .n_layers = 6, .n_heads = 8, .n_kv_heads = 4,
+                .vocab_size = 2048, .seq_len = 256};
     int batch = 8, steps = 2, threads = 2;
     Opt opts[] = {
         {"-dim", 'i', &c.dim, "width"}, {"-hidden", 'i', &c.hidden_dim, "FFN width (0: 8/3 dim)"},
