@@ -10,7 +10,7 @@
 //                       FNV-1a hash of all of the row's float bits
 //     coins.txt         coin_at(seed, position, purpose) and the stream rng_u32
 //     run_MODEL_tT.txt  a spec run, round by round: each position's proposal,
-//                       its draw coin, q(x), p(x), p/q, accept coin, verdict,
+//                       its draw coin, q(x), p(x), min(1, p/q), accept coin, verdict,
 //                       residual mass and resample coin, the committed token
 // Every float is printed exactly (%a, or %.9g, which reads back to the same float).
 #define TESTING
@@ -109,8 +109,9 @@ static void write_run(FILE *f, const char *target, const char *draft, Tokenizer 
         fprintf(f, "round %d at position %d\n", round, n);
         for (int i = 0; i < m; i++) {
             const Verdict *v = &sp.verdicts[i];
-            fprintf(f, "  position %d: x %d d %.9g q %.9g p %.9g u %.9g %s", n + i, v->x,
-                    sp.draw[i], v->q, v->p, v->u, v->accepted ? "accept" : "reject");
+            fprintf(f, "  position %d: x %d d %.9g q %.9g p %.9g ratio %.9g u %.9g %s", n + i, v->x,
+                    sp.draw[i], v->q, v->p, v->x < 0 ? 0.0f : acceptance_ratio(v->p, v->q), v->u,
+                    v->accepted ? "accept" : "reject");
             if (!v->accepted) fprintf(f, " residual_mass %.9g r %.9g", v->residual_mass, v->r);
             fprintf(f, " -> token %d\n", v->token);
         }
