@@ -1088,7 +1088,7 @@ static void swiglu(float *out, const float *h1, const float *h3, int n) {
             UNROLL for (int b = 0; b < B; b++)                                        \
                 kv[b] = _mm256_loadu_ps(kb + ((size_t)b * hs + c) * 8);               \
             UNROLL for (int i = 0; i < Q; i++) {                                      \
-                __m256 qc = _mm256_broadcast_ss(query[i] + c);                            \
+                __m256 qc = _mm256_broadcast_ss(query[i] + c);                        \
                 UNROLL for (int b = 0; b < B; b++)                                    \
                     acc[i][b] = _mm256_fmadd_ps(kv[b], qc, acc[i][b]);                \
             }                                                                         \
@@ -1124,19 +1124,6 @@ SC_TILE(1, 1) SC_TILE(2, 1) SC_TILE(3, 1) SC_TILE(4, 1) SC_TILE(5, 1) SC_TILE(6,
 VA_TILE(1, 4) VA_TILE(2, 4) VA_TILE(3, 2) VA_TILE(4, 2) VA_TILE(5, 2) VA_TILE(6, 2)
 VA_TILE(1, 1) VA_TILE(2, 1) VA_TILE(3, 1) VA_TILE(4, 1) VA_TILE(5, 1) VA_TILE(6, 1)
 
-typedef void (*ScTile)(float *const *s, const float *const *query, const float *kb, int hs);
-typedef void (*VaTile)(float *const *out, const float *const *e, const float *v, size_t vs,
-                       int n_pos);
-static const ScTile SC_WIDE[7] = {NULL, sc_tile_1x4, sc_tile_2x4, sc_tile_3x3,
-                                  sc_tile_4x2, sc_tile_5x2, sc_tile_6x2};
-static const ScTile SC_ONE[7] = {NULL, sc_tile_1x1, sc_tile_2x1, sc_tile_3x1,
-                                 sc_tile_4x1, sc_tile_5x1, sc_tile_6x1};
-static const int SC_BLOCKS[7] = {0, 4, 4, 3, 2, 2, 2};
-static const VaTile VA_WIDE[7] = {NULL, va_tile_1x4, va_tile_2x4, va_tile_3x2,
-                                  va_tile_4x2, va_tile_5x2, va_tile_6x2};
-static const VaTile VA_ONE[7] = {NULL, va_tile_1x1, va_tile_2x1, va_tile_3x1,
-                                 va_tile_4x1, va_tile_5x1, va_tile_6x1};
-static const int VA_CHUNKS[7] = {0, 4, 4, 2, 2, 2, 2};
 #elif HAVE_NEON
 // The same tiles on NEON: a block of 8 positions, or a chunk of 8 head
 // dimensions, is two 4-lane registers.
@@ -1151,7 +1138,7 @@ static const int VA_CHUNKS[7] = {0, 4, 4, 2, 2, 2, 2};
             UNROLL for (int b = 0; b < 2 * B; b++)                                    \
                 kv[b] = vld1q_f32(kb + ((size_t)(b / 2) * hs + c) * 8 + 4 * (b % 2));  \
             UNROLL for (int i = 0; i < Q; i++) {                                      \
-                float qc = query[i][c];                                                   \
+                float qc = query[i][c];                                               \
                 UNROLL for (int b = 0; b < 2 * B; b++)                                \
                     acc[i][b] = vfmaq_n_f32(acc[i][b], kv[b], qc);                    \
             }                                                                         \
@@ -1182,6 +1169,8 @@ SC_TILE(1, 1) SC_TILE(2, 1) SC_TILE(3, 1) SC_TILE(4, 1) SC_TILE(5, 1) SC_TILE(6,
     }
 VA_TILE(1, 4) VA_TILE(2, 4) VA_TILE(3, 2) VA_TILE(4, 2) VA_TILE(5, 2) VA_TILE(6, 2)
 VA_TILE(1, 1) VA_TILE(2, 1) VA_TILE(3, 1) VA_TILE(4, 1) VA_TILE(5, 1) VA_TILE(6, 1)
+#endif
+#if HAVE_SIMD // the tiles for 1..6 query vectors, wide and single, on either instruction set
 typedef void (*ScTile)(float *const *s, const float *const *query, const float *kb, int hs);
 typedef void (*VaTile)(float *const *out, const float *const *e, const float *v, size_t vs,
                        int n_pos);
