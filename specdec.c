@@ -1925,6 +1925,26 @@ static float residual_distribution(float *out, const float *p, const float *q, i
     return mass;
 }
 
+// LOSSY, only with --lenience l < 1 (Leviathan et al. 2022, Appendix A.5): the
+// test becomes u < min(1, p(x) / (l q(x))) and a rejection draws from
+// norm(max(0, p - l q)). Proposals pass more often, and the output is no longer
+// distributed as the target's p: l trades exactness for speed. l = 1 is the
+// exact rule above (and takes the exact functions, bit for bit).
+static float lenient_residual(float *out, const float *p, const float *q, float l, int n) {
+    float mass = 0.0f;
+    for (int i = 0; i < n; i++) {
+        float lq = l * q[i];
+        out[i] = p[i] > lq ? p[i] - lq : 0.0f;
+        mass += out[i];
+    }
+    if (mass <= 0.0f) {
+        memcpy(out, p, (size_t)n * sizeof(float));
+        return mass;
+    }
+    for (int i = 0; i < n; i++) out[i] /= mass;
+    return mass;
+}
+
 // What happened at one examined position, for the statistics and the -v trace.
 typedef struct {
     int x;               // the draft's proposal, x ~ q with the position's draw coin d
@@ -1941,12 +1961,15 @@ typedef struct {
 // with probability min(1, p(x)/q(x)); otherwise draw from norm(max(0, p - q)).
 // Coins u (accept) and r (resample) are the position's own. p, q (n) ->
 // the committed token; residual (n) is scratch.
+// (With lenience < 1 the LOSSY variant above.)
 static int decide_position(Verdict *v, int x, const float *p, const float *q, float u, float r,
-                           float *residual, int n) {
+                           float *residual, int n, float lenience) {
     *v = (Verdict){.x = x, .q = q[x], .p = p[x], .u = u, .token = x};
-    v->accepted = u < acceptance_ratio(v->p, v->q);
+    int exact = lenience >= 1.0f;
+    v->accepted = u < acceptance_ratio(v->p, exact ? v->q : lenience * v->q);
     if (v->accepted) return x;
-    v->residual_mass = residual_distribution(residual, p, q, n);
+    v->residual_mass = exact ? residual_distribution(residual, p, q, n)
+                             : lenient_residual(residual, p, q, lenience, n);
     v->r = r;
     return v->token = sample(residual, n, r);
 }
@@ -1961,11 +1984,12 @@ static int decide_position(Verdict *v, int x, const float *p, const float *q, fl
 // it and decides it like any other (decide_next), so a position's token never
 // depends on where a round boundary fell.
 static int accept_reject(int *out, Verdict *verdicts, const int *x, const float *q,
-                         const float *p, float *residual, int k, int n, const Rng *rng, int pos) {
+                         const float *p, float *residual, int k, int n, const Rng *rng, int pos,
+                         float lenience) {
     for (int i = 0; i < k; i++) {
         out[i] = decide_position(&verdicts[i], x[i], p + (size_t)i * n, q + (size_t)i * n,
                                  coin_at(rng, pos + i, COIN_ACCEPT),
-                                 coin_at(rng, pos + i, COIN_RESAMPLE), residual, n);
+                                 coin_at(rng, pos + i, COIN_RESAMPLE), residual, n, lenience);
         if (!verdicts[i].accepted) return i;
     }
     return k;
@@ -2040,6 +2064,7 @@ typedef struct {
 typedef struct {
     Transformer *target, *draft; // draft NULL: the lookup drafter
     Lookup lookup;
+    float lenience;            // 1: the exact rule; < 1: LOSSY (--lenience)
     Sampler *sampler;
     const Rng *rng;
     int k;                     // drafts per round (1..K_MAX), or 0: choose it (auto-K)
@@ -2078,6 +2103,7 @@ static void build_speculator(Speculator *sp, Transformer *target, Transformer *d
     sp->residual = xmalloc(V * sizeof(float), "residual");
     sp->stats.draft_full_at = -1;
     sp->lookup = (Lookup){1, 3};
+    sp->lenience = 1.0f;
     if (k == 0) calibrate_auto_k(&sp->autok, target, draft, sampler, sp->q);
 }
 
@@ -2216,7 +2242,7 @@ static int decide_next(Speculator *sp, const int *tokens, int n, int k) {
     if (!sp->draft) {
         propose_lookup(sp, x, k, pos);
         return decide_position(v, x, p, sp->q + (size_t)k * V, coin_at(sp->rng, pos, COIN_ACCEPT),
-                               coin_at(sp->rng, pos, COIN_RESAMPLE), sp->residual, V);
+                               coin_at(sp->rng, pos, COIN_RESAMPLE), sp->residual, V, sp->lenience);
     }
     double t0 = now_seconds();
     const float *logits = k == 0 ? draft_catch_up(sp, tokens, n)
@@ -2226,7 +2252,7 @@ static int decide_next(Speculator *sp, const int *tokens, int n, int k) {
     sp->stats.draft_seconds += now_seconds() - t0;
     return decide_position(v, sp->x[k], p, sp->q + (size_t)k * V,
                            coin_at(sp->rng, pos, COIN_ACCEPT),
-                           coin_at(sp->rng, pos, COIN_RESAMPLE), sp->residual, V);
+                           coin_at(sp->rng, pos, COIN_RESAMPLE), sp->residual, V, sp->lenience);
 }
 
 // One round with k drafts (0 <= k <= K_MAX; k = 0 decides one position with
@@ -2251,7 +2277,7 @@ static int speculative_step(Speculator *sp, int *tokens, int n, int k) {
     // 3. accept / reject / resample, position by position; after k accepted
     // drafts, the next position too
     int j = accept_reject(tokens + n, sp->verdicts, sp->x, sp->q, sp->p, sp->residual, k, V,
-                          sp->rng, n);
+                          sp->rng, n, sp->lenience);
     if (j == k) tokens[n + k] = decide_next(sp, tokens, n, k);
     int m = j + 1; // tokens committed this round
 
@@ -2551,6 +2577,9 @@ static void print_report(const Report *rp) {
     if (!rp->sp) return;
     const SpecStats *st = &rp->sp->stats;
     SpecSummary m = summarize(rp);
+    if (rp->sp->lenience < 1.0f)
+        fprintf(stderr, "  LOSSY: --lenience %g accepts with min(1, p/(%g q)); this text is NOT "
+                "distributed as the target's\n", rp->sp->lenience, rp->sp->lenience);
     fprintf(stderr, "  K=%d%s: %ld rounds, %ld target forwards, %ld draft forwards\n", m.k,
             rp->k ? "" : " (auto, most used)", st->rounds, st->target_forwards, st->draft_forwards);
     fprintf(stderr, "  accepted %ld of %ld proposals (%.3f); a = %.3f per examined proposal\n",
@@ -2584,6 +2613,8 @@ static void json_longs(FILE *f, const char *key, const long *v, int n) {
 static void write_json_spec(FILE *f, const Report *rp) {
     const SpecStats *st = &rp->sp->stats;
     SpecSummary m = summarize(rp);
+    fprintf(f, ", \"lenience\": %g, \"lossy\": %s", rp->sp->lenience,
+            rp->sp->lenience < 1.0f ? "true" : "false");
     fprintf(f, ", \"k\": %d, \"auto_k\": %s, \"target_forwards\": %ld, \"draft_forwards\": %ld, "
             "\"drafted\": %ld, \"examined\": %ld, \"accepted\": %ld, \"acceptance_rate\": %.6f, "
             "\"alpha\": %.6f, \"tokens_per_target_forward\": %.6f, \"tokens_per_round\": %.6f",
@@ -2642,6 +2673,7 @@ typedef struct {
     const char *target_path, *draft_path, *tokenizer_path, *mode, *prompt, *json_path;
     int n_new, k, top_k, quiet, verbose, threads, draft_threads, draft_bf16;
     int lookup, ngram_min, ngram_max; // -d lookup: the n-gram drafter
+    float lenience;                   // 1: exact; < 1: LOSSY
     int help;            // -h: print the usage and exit
     float temperature, top_p;
     unsigned long long seed;
@@ -2653,6 +2685,8 @@ static void usage(void) {
            "            followed the context's last n-gram earlier on (no draft model)\n"
            "  --ngram-max N, --ngram-min N  n-gram lengths -d lookup tries, longest first\n"
            "            (default 3 and 1)\n"
+           "  --lenience L  LOSSY below 1: accept with min(1, p/(L q)), so the output is NOT\n"
+           "            the target's distribution (default 1: exact)\n"
            "  -z FILE   tokenizer (default tokenizer.bin)\n"
            "  -m MODE   spec | target | draft (default spec)\n"
            "  -i TEXT   prompt (default \"\")\n"
@@ -2696,7 +2730,7 @@ static void parse_options(Options *o, int argc, char **argv) {
     *o = (Options){.target_path = "weights/target.bin", .draft_path = "weights/draft.bin",
                    .tokenizer_path = "tokenizer.bin", .mode = "spec", .prompt = "",
                    .n_new = 256, .k = 0, .threads = online_cpus(), .draft_threads = 0, .draft_bf16 = 1,
-                   .ngram_min = 1, .ngram_max = 3,
+                   .ngram_min = 1, .ngram_max = 3, .lenience = 1.0f,
                    .temperature = 1.0f, .top_p = 1.0f, .seed = 42};
     char k_range[64], t_range[64];
     snprintf(k_range, sizeof(k_range), "an integer in 0..%d (0: auto)", K_MAX);
@@ -2713,12 +2747,15 @@ static void parse_options(Options *o, int argc, char **argv) {
                 "(specdec TARGET.bin [options], see specdec -h)", f);
         int known = strlen(f) == 2 && strchr("dzminktpsj", f[1]) && f[0] == '-';
         if (!known && strcmp(f, "--top-k") && strcmp(f, "--threads") && strcmp(f, "--draft-threads") &&
-            strcmp(f, "--draft-weights") && strcmp(f, "--ngram-max") && strcmp(f, "--ngram-min"))
+            strcmp(f, "--draft-weights") && strcmp(f, "--ngram-max") && strcmp(f, "--ngram-min") &&
+            strcmp(f, "--lenience"))
             die("unknown flag %s (see specdec -h)", f);
         if (i + 1 >= argc) bad_flag(f, "(missing)", "a value after the flag");
         const char *v = argv[++i];
         if (!strcmp(f, "--top-k")) o->top_k = (int)parse_long(f, v, 0, 1 << 24, "an integer >= 0");
         else if (!strcmp(f, "--threads")) o->threads = (int)parse_long(f, v, 1, MAX_THREADS, t_range);
+        else if (!strcmp(f, "--lenience"))
+            o->lenience = parse_float(f, v, FLT_MIN, 1.0f, "a number in (0, 1]; 1 is exact, below 1 is lossy");
         else if (!strcmp(f, "--ngram-max")) o->ngram_max = (int)parse_long(f, v, 1, 64, "an integer in 1..64");
         else if (!strcmp(f, "--ngram-min")) o->ngram_min = (int)parse_long(f, v, 1, 64, "an integer in 1..64");
         else if (!strcmp(f, "--draft-threads")) {
@@ -2757,6 +2794,7 @@ static void parse_options(Options *o, int argc, char **argv) {
     if (o->ngram_min > o->ngram_max)
         die("--ngram-min %d is above --ngram-max %d", o->ngram_min, o->ngram_max);
     if (o->lookup && !spec) die("-d lookup: only spec mode drafts; there is no lookup model to run alone");
+    if (o->lenience < 1.0f && !spec) die("--lenience: only speculative decoding (-m spec) accepts drafts");
     if (!spec && (given_k || o->verbose))
         die("%s: only speculative decoding (-m spec) has rounds; -m %s decodes with one model",
             given_k ? "-k" : "-v", o->mode);
@@ -2823,6 +2861,7 @@ int main(int argc, char **argv) {
     Speculator sp;
     if (spec) build_speculator(&sp, &target, opt.lookup ? NULL : &draft, &sampler, &rng, opt.k);
     if (spec) sp.lookup = (Lookup){opt.ngram_min, opt.ngram_max};
+    if (spec) sp.lenience = opt.lenience;
     if (spec && opt.verbose) sp.trace = &tok;
     int *tokens = xmalloc((size_t)model->config.seq_len * sizeof(int), "tokens");
     float *probs = xmalloc((size_t)V * sizeof(float), "probs");

@@ -147,11 +147,17 @@ if [ "$rounds" -gt 0 ] && [ "$endings" -eq "$rounds" ] && [ "$verdicts" -ge "$ro
 else bad "-v trace: $rounds rounds, $verdicts position lines, $endings rounds' endings"; fi
 echo "trace: -v shows $rounds rounds, $verdicts position verdicts, each round ending in a rejection or an accepted next position"
 
+# ---- --lenience below 1 is lossy, and says so on stderr and in the JSON
+$SPECDEC $M -d $D/draft.bin -t 1 -n 40 -q --lenience 0.5 -j $D/len.json 2> $D/len.txt
+if grep -q "LOSSY: --lenience 0.5" $D/len.txt && grep -q '"lossy": true' $D/len.json; then ok
+else bad "--lenience 0.5 did not say it is lossy: $(head -c 300 $D/len.txt)"; fi
+echo "lenience: --lenience 0.5 says LOSSY on stderr and \"lossy\": true in the JSON"
+
 # ---- -j JSON keys
 for mode in spec target draft; do
     $SPECDEC $M $(draft_for $mode) -m $mode -n 30 -q -j $D/s.json 2>/dev/null || bad "-j run failed"
     keys="mode seed temperature top_p top_k threads prompt_tokens generated_tokens ended_by tokens seconds tokens_per_second"
-    [ $mode = spec ] && keys="$keys k auto_k target_forwards draft_forwards drafted examined accepted acceptance_rate alpha tokens_per_target_forward tokens_per_round per_position_acceptance accepted_histogram rounds_per_k rounds draft_seconds verify_seconds plain_target_tokens draft_context_full_at target_step_seconds c r expected_tokens_per_round predicted_speedup measured_speedup calibration_seconds"
+    [ $mode = spec ] && keys="$keys lenience lossy k auto_k target_forwards draft_forwards drafted examined accepted acceptance_rate alpha tokens_per_target_forward tokens_per_round per_position_acceptance accepted_histogram rounds_per_k rounds draft_seconds verify_seconds plain_target_tokens draft_context_full_at target_step_seconds c r expected_tokens_per_round predicted_speedup measured_speedup calibration_seconds"
     for key in $keys; do
         if grep -q "\"$key\":" $D/s.json; then ok; else bad "-m $mode -j: key $key missing"; fi
     done
@@ -229,12 +235,14 @@ expect_fail "-v: only speculative decoding" $M -m draft -d $D/draft.bin -v
 expect_fail "-d: -m target decodes with the target alone" $M -m target -d $D/draft.bin
 expect_fail "at least 1026 tokens" $D/short.bin -z $D/tok.bin -m target -i "$long16k"
 expect_fail "-d lookup: only spec mode" $M -m draft -d lookup
+expect_fail "--lenience: only speculative decoding" $M -m target --lenience 0.5
+expect_fail "--lenience 0: expected a number in (0, 1]" $M --lenience 0
 expect_fail "--ngram-min 4 is above --ngram-max 2" $M -d lookup --ngram-min 4 --ngram-max 2
 expect_fail "--threads 0" $M --threads 0
 expect_fail "--threads many" $M --threads many
 expect_fail "--draft-threads 99" $M --draft-threads 99
 expect_fail "-j /nonexistent/x.json: cannot write" $M -j /nonexistent/x.json
-echo "bad input: 47 cases, each exit 1 with a message naming the file or flag"
+echo "bad input: 49 cases, each exit 1 with a message naming the file or flag"
 
 # a prompt that (nearly) fills the context: it says so, on stderr and in the JSON
 prompt14=$(printf 'a %.0s' $(seq 12)) # 13 tokens with BOS: 3 positions left of 16

@@ -132,7 +132,7 @@ static int chi2_ok(const char *what, const long *obs, const double *prob, int n,
 
 // One simulated stream: rounds of kd drafts until >= 2 tokens are emitted,
 // every position decided with its own coins, as generate_spec does.
-static void simulate(int *emitted, int want, const Pair *c, const Rng *rng, int kd) {
+static void simulate(int *emitted, int want, const Pair *c, const Rng *rng, int kd, float lenience) {
     float q[(KD + 1) * V], p[(KD + 1) * V], res[V];
     int x[KD + 1], out[KD + 1], count = 0, prev = -1;
     Verdict verdicts[KD + 1];
@@ -144,11 +144,11 @@ static void simulate(int *emitted, int want, const Pair *c, const Rng *rng, int 
             x[i] = sample(q + i * V, V, coin_at(rng, count + i, COIN_DRAW));
             ctx = x[i];
         }
-        int j = accept_reject(out, verdicts, x, q, p, res, kd, V, rng, count);
+        int j = accept_reject(out, verdicts, x, q, p, res, kd, V, rng, count, lenience);
         if (j == kd) // all passed: the next position, proposed and tested like any other
             out[kd] = decide_position(&verdicts[kd], x[kd], p + kd * V, q + kd * V,
                                       coin_at(rng, count + kd, COIN_ACCEPT),
-                                      coin_at(rng, count + kd, COIN_RESAMPLE), res, V);
+                                      coin_at(rng, count + kd, COIN_RESAMPLE), res, V, lenience);
         for (int i = 0; i <= j && count < 2 * (KD + 1); i++) emitted[count++] = out[i];
         prev = emitted[count - 1];
     }
@@ -172,7 +172,7 @@ static int test_exactness(void) {
             Rng rng;
             rng_seed(&rng, (uint64_t)ci * TRIALS + (uint64_t)t);
             int em[2 * (KD + 1)];
-            simulate(em, 2, c, &rng, KD);
+            simulate(em, 2, c, &rng, KD, 1.0f);
             first[em[0]]++;
             joint[em[0] * V + em[1]]++;
         }
@@ -197,6 +197,34 @@ static int test_exactness(void) {
     return failed;
 }
 
+// --lenience l < 1 is lossy, and measurably so: the first emitted token's
+// distribution moves away from p (total variation over 1e5 streams), more
+// for smaller l; l = 1 stays within sampling noise of p
+static void test_lenience(void) {
+    const Pair c = {"worked example", {0.6f, 0.3f, 0.1f, 0.0f}, {0.4f, 0.5f, 0.1f, 0.0f}};
+    float ls[3] = {1.0f, 0.75f, 0.5f};
+    double tv[3];
+    for (int li = 0; li < 3; li++) {
+        long first[V] = {0};
+        for (int t = 0; t < TRIALS; t++) {
+            Rng rng;
+            rng_seed(&rng, 777000000ULL + (uint64_t)t);
+            int em[2 * (KD + 1)];
+            simulate(em, 1, &c, &rng, KD, ls[li]);
+            first[em[0]]++;
+        }
+        float p0[V];
+        dist_at(p0, c.p, 0, -1);
+        tv[li] = 0;
+        for (int v = 0; v < V; v++) tv[li] += 0.5 * fabs((double)first[v] / TRIALS - p0[v]);
+    }
+    CHECK(tv[0] < 0.005 && tv[1] > 0.02 && tv[2] > tv[1],
+          "lenience: total variation from p of the first token %.4f (l = 1), %.4f (0.75), %.4f (0.5); "
+          "want < 0.005, > 0.02, increasing", tv[0], tv[1], tv[2]);
+    printf("lenience (lossy): total variation of the first token from p: %.4f at l = 1, %.4f at 0.75, "
+           "%.4f at 0.5\n", tv[0], tv[1], tv[2]);
+}
+
 // the same seed gives the same stream for K = 1, 2, 3: a position's token
 // depends on its coins and context, never on where a round began
 static void test_k_invariance(void) {
@@ -206,9 +234,9 @@ static void test_k_invariance(void) {
         Rng rng;
         rng_seed(&rng, (uint64_t)s);
         int a[2 * (KD + 1)], b[2 * (KD + 1)];
-        simulate(a, 5, &c, &rng, 1);
+        simulate(a, 5, &c, &rng, 1, 1.0f);
         for (int kd = 2; kd <= KD; kd++) {
-            simulate(b, 5, &c, &rng, kd);
+            simulate(b, 5, &c, &rng, kd, 1.0f);
             differ += memcmp(a, b, 5 * sizeof(int)) != 0;
         }
     }
@@ -391,6 +419,7 @@ int main(int argc, char **argv) {
     test_theory_and_auto_k();
     test_exactness();
     test_k_invariance();
+    test_lenience();
     Config shortc = CFG;
     shortc.seq_len = 32;
     write_random_checkpoint("build/test/spec_target.bin", &CFG, 1, 21, 0, 0);
