@@ -225,7 +225,6 @@ typedef struct {
     float *h13;         // (T, h13_stride) w1 and w3 outputs, 16-column blocks interleaved
     float *hb;          // (T, hidden) silu(w1 x) * (w3 x)
     float *att;         // (T, n_heads, seq_pad) attention scores, then exp(score - max)
-    float *att_sum;     // (T, n_heads) the softmax denominators
     float *logits;      // (T, vocab) classifier output
     float *key_cache;   // (L, n_kv_heads, seq_pad/8, hs, 8): 8 positions side by side
     float *value_cache; // (L, n_kv_heads, seq_len, hs)
@@ -240,8 +239,7 @@ typedef struct {
     Layer *layers;              // (n_layers) the packed matrices
     Matrix wcls;                // the classifier (vocab, dim), packed
     float *packed;              // the one allocation behind every Matrix
-    uint16_t *packed_bf16;      // ... or its bfloat16 copy (bf16 below), the f32 one freed
-    int bf16;                   // 1: matrices rounded to bfloat16 at load (the draft: half the bytes)
+    uint16_t *packed_bf16;      // ... or its bfloat16 copy (use_bfloat16), the float one freed
     RunState state;
     int shared_classifier;      // 1: wcls is token_embedding
     int max_rows;               // rows one forward() may take
@@ -279,7 +277,6 @@ static void build_run_state(RunState *s, const Config *c, int T, int threads) {
     s->h13 = xmalloc(t * (size_t)s->h13_stride * sizeof(float), "h13");
     s->hb = xmalloc(t * hid * sizeof(float), "hb");
     s->att = xmalloc(t * (size_t)c->n_heads * (size_t)s->seq_pad * sizeof(float), "att");
-    s->att_sum = xmalloc(t * (size_t)c->n_heads * sizeof(float), "att_sum");
     s->logits = xmalloc(t * (size_t)c->vocab_size * sizeof(float), "logits");
     s->key_cache = xmalloc(mul_size(cache, sizeof(float)), "key cache");
     s->value_cache = xmalloc(mul_size(cache, sizeof(float)), "value cache");
@@ -287,7 +284,7 @@ static void build_run_state(RunState *s, const Config *c, int T, int threads) {
 
 static void free_run_state(RunState *s) {
     xfree(s->x); xfree(s->xn); xfree(s->qkv); xfree(s->xb); xfree(s->xb2); xfree(s->h13); xfree(s->hb);
-    xfree(s->att); xfree(s->att_sum); xfree(s->logits); xfree(s->key_cache); xfree(s->value_cache);
+    xfree(s->att); xfree(s->logits); xfree(s->key_cache); xfree(s->value_cache);
 }
 
 // One panel from `count` (<= PANEL) source rows of n floats; the rest stay 0.
@@ -543,7 +540,6 @@ static void load_checkpoint(Transformer *t, const void *file, size_t bytes, cons
     t->n_threads = pool && threads > 1 ? threads : 1;
     pack_weights(t);
     if (bf16) use_bfloat16(t);
-    t->bf16 = bf16;
     build_run_state(&t->state, &t->config, max_rows, t->n_threads);
 }
 

@@ -1722,7 +1722,8 @@ static void load_model(Model *m, const char *path, int B, int T, int train) {
     char msg[512];
     if (fseek(f, 0, SEEK_END) != 0) die("%s: cannot seek", path);
     long size = ftell(f);
-    if (size < 0 || check_checkpoint(&c, &shared, h, (size_t)size, msg, sizeof(msg))) die("%s: %s", path, msg);
+    if (size < 0) die("%s: cannot tell its size", path);
+    if (check_checkpoint(&c, &shared, h, (size_t)size, msg, sizeof(msg))) die("%s: %s", path, msg);
     if (!shared)
         die("%s: vocab_size %d < 0 means an unshared classifier; the trainer writes and reads shared ones",
             path, (int)h[5]);
