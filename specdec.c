@@ -1065,168 +1065,112 @@ static void swiglu(float *out, const float *h1, const float *h3, int n) {
 }
 
 // ---- attention kernels. The key cache keeps 8 positions side by side, (blocks,
-// hs, 8), so one load brings dimension c of 8 cached keys: a score tile holds
-// 8 positions per register, a value tile 8 head dimensions, and every score
-// and every output is its own chain (over c for scores, over positions for
-// values), the same for any number of query rows.
+// hs, 8), so one load brings dimension c of 8 cached keys. Both attention
+// products are then the same outer-product tile: Q vectors a[i] times groups
+// of 8 outputs, out[i][8g+l] = chain over steps s < n of a[i][s] *
+// base[s*ss + g*gs + l]. Scores: a = the queries, steps = head dimensions,
+// groups = blocks of 8 positions (ss = 8, gs = hs*8). Weighted sums: a = the
+// softmax weights, steps = positions, groups = 8 head dimensions (ss = hs,
+// gs = 8). Every output is its own chain, the same for any number of rows.
+
+// The definition, portable C: groups [g0, g1), the first `lanes` outputs of each
+static void outer_scalar(float *const *out, const float *const *a, int Q, const float *base,
+                         size_t ss, size_t gs, int g0, int g1, int lanes, int n) {
+    for (int g = g0; g < g1; g++)
+        for (int i = 0; i < Q; i++)
+            for (int l = 0; l < lanes; l++) {
+                float acc = 0.0f;
+                for (int t = 0; t < n; t++) acc = fmaf(base[t * ss + g * gs + l], a[i][t], acc);
+                out[i][8 * g + l] = acc;
+            }
+}
 
 #if HAVE_AVX2
-// Q query vectors x B blocks of 8 positions: s[q][8b+l] = chain over c of
-// query[c] * key_{8b+l}[c]. q (Q) pointers to (hs), kb (B, hs, 8) -> s (Q, stride ss)
-#define SC_TILE(Q, B)                                                                   \
-    static void sc_tile_##Q##x##B(float *const *s, const float *const *query,              \
-                                  const float *kb, int hs) {                           \
-        __m256 acc[Q][B];                                                             \
-        UNROLL for (int i = 0; i < Q; i++) UNROLL for (int b = 0; b < B; b++)         \
-            acc[i][b] = _mm256_setzero_ps();                                          \
-        for (int c = 0; c < hs; c++) {                                                \
-            __m256 kv[B];                                                             \
-            UNROLL for (int b = 0; b < B; b++)                                        \
-                kv[b] = _mm256_loadu_ps(kb + ((size_t)b * hs + c) * 8);               \
+#define OUTER_TILE(Q, G)                                                                \
+    static void outer_tile_##Q##x##G(float *const *out, const float *const *a,         \
+                                     const float *base, size_t ss, size_t gs, int n) { \
+        __m256 acc[Q][G];                                                             \
+        UNROLL for (int i = 0; i < Q; i++) UNROLL for (int g = 0; g < G; g++)         \
+            acc[i][g] = _mm256_setzero_ps();                                          \
+        for (int t = 0; t < n; t++) {                                                 \
+            __m256 bv[G];                                                             \
+            UNROLL for (int g = 0; g < G; g++) bv[g] = _mm256_loadu_ps(base + t * ss + g * gs); \
             UNROLL for (int i = 0; i < Q; i++) {                                      \
-                __m256 qc = _mm256_broadcast_ss(query[i] + c);                        \
-                UNROLL for (int b = 0; b < B; b++)                                    \
-                    acc[i][b] = _mm256_fmadd_ps(kv[b], qc, acc[i][b]);                \
+                __m256 at = _mm256_broadcast_ss(a[i] + t);                            \
+                UNROLL for (int g = 0; g < G; g++)                                    \
+                    acc[i][g] = _mm256_fmadd_ps(bv[g], at, acc[i][g]);                \
             }                                                                         \
         }                                                                             \
-        UNROLL for (int i = 0; i < Q; i++) UNROLL for (int b = 0; b < B; b++)         \
-            _mm256_storeu_ps(s[i] + 8 * b, acc[i][b]);                                \
+        UNROLL for (int i = 0; i < Q; i++) UNROLL for (int g = 0; g < G; g++)         \
+            _mm256_storeu_ps(out[i] + 8 * g, acc[i][g]);                              \
     }
-SC_TILE(1, 4) SC_TILE(2, 4) SC_TILE(3, 3) SC_TILE(4, 2) SC_TILE(5, 2) SC_TILE(6, 2)
-SC_TILE(1, 1) SC_TILE(2, 1) SC_TILE(3, 1) SC_TILE(4, 1) SC_TILE(5, 1) SC_TILE(6, 1)
-
-// Q query vectors x C chunks of 8 head dimensions: out[q][8c+l] = chain over
-// positions t < n_pos of e[q][t] * v_t[8c+l]. e (Q) pointers to (n_pos),
-// v (n_pos, stride vs) from the chunk's first column -> out (Q) pointers
-#define VA_TILE(Q, C)                                                                   \
-    static void va_tile_##Q##x##C(float *const *out, const float *const *e,            \
-                                  const float *v, size_t vs, int n_pos) {              \
-        __m256 acc[Q][C];                                                             \
-        UNROLL for (int i = 0; i < Q; i++) UNROLL for (int c = 0; c < C; c++)         \
-            acc[i][c] = _mm256_setzero_ps();                                          \
-        for (int t = 0; t < n_pos; t++) {                                             \
-            __m256 vv[C];                                                             \
-            UNROLL for (int c = 0; c < C; c++)                                        \
-                vv[c] = _mm256_loadu_ps(v + (size_t)t * vs + 8 * c);                  \
-            UNROLL for (int i = 0; i < Q; i++) {                                      \
-                __m256 et = _mm256_broadcast_ss(e[i] + t);                            \
-                UNROLL for (int c = 0; c < C; c++)                                    \
-                    acc[i][c] = _mm256_fmadd_ps(vv[c], et, acc[i][c]);                \
-            }                                                                         \
-        }                                                                             \
-        UNROLL for (int i = 0; i < Q; i++) UNROLL for (int c = 0; c < C; c++)         \
-            _mm256_storeu_ps(out[i] + 8 * c, acc[i][c]);                              \
-    }
-VA_TILE(1, 4) VA_TILE(2, 4) VA_TILE(3, 2) VA_TILE(4, 2) VA_TILE(5, 2) VA_TILE(6, 2)
-VA_TILE(1, 1) VA_TILE(2, 1) VA_TILE(3, 1) VA_TILE(4, 1) VA_TILE(5, 1) VA_TILE(6, 1)
-
 #elif HAVE_NEON
-// The same tiles on NEON: a block of 8 positions, or a chunk of 8 head
-// dimensions, is two 4-lane registers.
-#define SC_TILE(Q, B)                                                                   \
-    static void sc_tile_##Q##x##B(float *const *s, const float *const *query,              \
-                                  const float *kb, int hs) {                           \
-        float32x4_t acc[Q][2 * B];                                                    \
-        UNROLL for (int i = 0; i < Q; i++) UNROLL for (int b = 0; b < 2 * B; b++)     \
-            acc[i][b] = vdupq_n_f32(0.0f);                                            \
-        for (int c = 0; c < hs; c++) {                                                \
-            float32x4_t kv[2 * B];                                                    \
-            UNROLL for (int b = 0; b < 2 * B; b++)                                    \
-                kv[b] = vld1q_f32(kb + ((size_t)(b / 2) * hs + c) * 8 + 4 * (b % 2));  \
+// on NEON a group of 8 outputs is two 4-lane registers
+#define OUTER_TILE(Q, G)                                                                \
+    static void outer_tile_##Q##x##G(float *const *out, const float *const *a,         \
+                                     const float *base, size_t ss, size_t gs, int n) { \
+        float32x4_t acc[Q][2 * G];                                                    \
+        UNROLL for (int i = 0; i < Q; i++) UNROLL for (int g = 0; g < 2 * G; g++)     \
+            acc[i][g] = vdupq_n_f32(0.0f);                                            \
+        for (int t = 0; t < n; t++) {                                                 \
+            float32x4_t bv[2 * G];                                                    \
+            UNROLL for (int g = 0; g < 2 * G; g++)                                    \
+                bv[g] = vld1q_f32(base + t * ss + (g / 2) * gs + 4 * (g % 2));        \
             UNROLL for (int i = 0; i < Q; i++) {                                      \
-                float qc = query[i][c];                                               \
-                UNROLL for (int b = 0; b < 2 * B; b++)                                \
-                    acc[i][b] = vfmaq_n_f32(acc[i][b], kv[b], qc);                    \
+                float at = a[i][t];                                                   \
+                UNROLL for (int g = 0; g < 2 * G; g++)                                \
+                    acc[i][g] = vfmaq_n_f32(acc[i][g], bv[g], at);                    \
             }                                                                         \
         }                                                                             \
-        UNROLL for (int i = 0; i < Q; i++) UNROLL for (int b = 0; b < 2 * B; b++)     \
-            vst1q_f32(s[i] + 4 * b, acc[i][b]);                                       \
+        UNROLL for (int i = 0; i < Q; i++) UNROLL for (int g = 0; g < 2 * G; g++)     \
+            vst1q_f32(out[i] + 4 * g, acc[i][g]);                                     \
     }
-SC_TILE(1, 4) SC_TILE(2, 4) SC_TILE(3, 3) SC_TILE(4, 2) SC_TILE(5, 2) SC_TILE(6, 2)
-SC_TILE(1, 1) SC_TILE(2, 1) SC_TILE(3, 1) SC_TILE(4, 1) SC_TILE(5, 1) SC_TILE(6, 1)
-#define VA_TILE(Q, C)                                                                   \
-    static void va_tile_##Q##x##C(float *const *out, const float *const *e,            \
-                                  const float *v, size_t vs, int n_pos) {              \
-        float32x4_t acc[Q][2 * C];                                                    \
-        UNROLL for (int i = 0; i < Q; i++) UNROLL for (int c = 0; c < 2 * C; c++)     \
-            acc[i][c] = vdupq_n_f32(0.0f);                                            \
-        for (int t = 0; t < n_pos; t++) {                                             \
-            float32x4_t vv[2 * C];                                                    \
-            UNROLL for (int c = 0; c < 2 * C; c++)                                    \
-                vv[c] = vld1q_f32(v + (size_t)t * vs + 4 * c);                        \
-            UNROLL for (int i = 0; i < Q; i++) {                                      \
-                float et = e[i][t];                                                   \
-                UNROLL for (int c = 0; c < 2 * C; c++)                                \
-                    acc[i][c] = vfmaq_n_f32(acc[i][c], vv[c], et);                    \
-            }                                                                         \
-        }                                                                             \
-        UNROLL for (int i = 0; i < Q; i++) UNROLL for (int c = 0; c < 2 * C; c++)     \
-            vst1q_f32(out[i] + 4 * c, acc[i][c]);                                     \
+#endif
+
+#if HAVE_SIMD
+OUTER_TILE(1, 4) OUTER_TILE(2, 4) OUTER_TILE(3, 3) OUTER_TILE(4, 2) OUTER_TILE(5, 2) OUTER_TILE(6, 2)
+OUTER_TILE(1, 1) OUTER_TILE(2, 1) OUTER_TILE(3, 1) OUTER_TILE(4, 1) OUTER_TILE(5, 1) OUTER_TILE(6, 1)
+typedef void (*OuterTile)(float *const *out, const float *const *a, const float *base, size_t ss,
+                          size_t gs, int n);
+// the tile for 1..6 vectors: OUTER_WIDE over OUTER_GROUPS[Q] groups, OUTER_ONE over one
+static const OuterTile OUTER_WIDE[7] = {NULL, outer_tile_1x4, outer_tile_2x4, outer_tile_3x3,
+                                        outer_tile_4x2, outer_tile_5x2, outer_tile_6x2};
+static const OuterTile OUTER_ONE[7] = {NULL, outer_tile_1x1, outer_tile_2x1, outer_tile_3x1,
+                                       outer_tile_4x1, outer_tile_5x1, outer_tile_6x1};
+static const int OUTER_GROUPS[7] = {0, 4, 4, 3, 2, 2, 2};
+#endif
+
+// Groups [0, groups) of the outer product of Q (<= 6) vectors: wide tiles,
+// then single groups (portable C without SIMD).
+static void outer_products(float *const *out, const float *const *a, int Q, const float *base,
+                           size_t ss, size_t gs, int groups, int n) {
+#if HAVE_SIMD
+    float *o[6];
+    for (int g = 0; g < groups;) {
+        int wide = g + OUTER_GROUPS[Q] <= groups;
+        for (int i = 0; i < Q; i++) o[i] = out[i] + 8 * g;
+        (wide ? OUTER_WIDE : OUTER_ONE)[Q](o, a, base + (size_t)g * gs, ss, gs, n);
+        g += wide ? OUTER_GROUPS[Q] : 1;
     }
-VA_TILE(1, 4) VA_TILE(2, 4) VA_TILE(3, 2) VA_TILE(4, 2) VA_TILE(5, 2) VA_TILE(6, 2)
-VA_TILE(1, 1) VA_TILE(2, 1) VA_TILE(3, 1) VA_TILE(4, 1) VA_TILE(5, 1) VA_TILE(6, 1)
+#else
+    outer_scalar(out, a, Q, base, ss, gs, 0, groups, 8, n);
 #endif
-#if HAVE_SIMD // the tiles for 1..6 query vectors, wide and single, on either instruction set
-typedef void (*ScTile)(float *const *s, const float *const *query, const float *kb, int hs);
-typedef void (*VaTile)(float *const *out, const float *const *e, const float *v, size_t vs,
-                       int n_pos);
-static const ScTile SC_WIDE[7] = {NULL, sc_tile_1x4, sc_tile_2x4, sc_tile_3x3,
-                                  sc_tile_4x2, sc_tile_5x2, sc_tile_6x2};
-static const ScTile SC_ONE[7] = {NULL, sc_tile_1x1, sc_tile_2x1, sc_tile_3x1,
-                                 sc_tile_4x1, sc_tile_5x1, sc_tile_6x1};
-static const int SC_BLOCKS[7] = {0, 4, 4, 3, 2, 2, 2};
-static const VaTile VA_WIDE[7] = {NULL, va_tile_1x4, va_tile_2x4, va_tile_3x2,
-                                  va_tile_4x2, va_tile_5x2, va_tile_6x2};
-static const VaTile VA_ONE[7] = {NULL, va_tile_1x1, va_tile_2x1, va_tile_3x1,
-                                 va_tile_4x1, va_tile_5x1, va_tile_6x1};
-static const int VA_CHUNKS[7] = {0, 4, 4, 2, 2, 2, 2};
-#endif
+}
 
 // Raw scores of Q (<= 6) query vectors against positions [0, 8 * n_blocks):
-// s[i][t] = chain over c of query[i][c] * key_t[c]. q (Q) pointers to (hs),
+// s[i][t] = chain over c of query[i][c] * key_t[c]. query (Q) pointers to (hs),
 // kc (n_blocks, hs, 8) -> s (Q) pointers to (8 * n_blocks)
 static void attention_scores(float *const *s, const float *const *query, int Q, const float *kc,
                              int n_blocks, int hs) {
-    int b = 0;
-#if HAVE_SIMD
-    float *o[6];
-    for (; b < n_blocks; b += b + SC_BLOCKS[Q] <= n_blocks ? SC_BLOCKS[Q] : 1) {
-        for (int i = 0; i < Q; i++) o[i] = s[i] + 8 * b;
-        if (b + SC_BLOCKS[Q] <= n_blocks) SC_WIDE[Q](o, query, kc + (size_t)b * hs * 8, hs);
-        else SC_ONE[Q](o, query, kc + (size_t)b * hs * 8, hs);
-    }
-#endif
-    for (; b < n_blocks; b++)
-        for (int i = 0; i < Q; i++)
-            for (int l = 0; l < 8; l++) {
-                float acc = 0.0f;
-                for (int c = 0; c < hs; c++) acc = fmaf(kc[((size_t)b * hs + c) * 8 + l], query[i][c], acc);
-                s[i][8 * b + l] = acc;
-            }
+    outer_products(s, query, Q, kc, 8, (size_t)hs * 8, n_blocks, hs);
 }
 
 // Weighted sums of the values: out[i][c] = chain over t < n_pos of
 // e[i][t] * v_t[c]. e (Q <= 6) pointers to (n_pos), v (n_pos, hs) -> out (Q) pointers to (hs)
 static void attention_values(float *const *out, const float *const *e, int Q, const float *v,
                              int n_pos, int hs) {
-    int c = 0;
-#if HAVE_SIMD
-    float *o[6];
-    for (; c + 8 * VA_CHUNKS[Q] <= hs; c += 8 * VA_CHUNKS[Q]) {
-        for (int i = 0; i < Q; i++) o[i] = out[i] + c;
-        VA_WIDE[Q](o, e, v + c, (size_t)hs, n_pos);
-    }
-    for (; c + 8 <= hs; c += 8) {
-        for (int i = 0; i < Q; i++) o[i] = out[i] + c;
-        VA_ONE[Q](o, e, v + c, (size_t)hs, n_pos);
-    }
-#endif
-    for (; c < hs; c++)
-        for (int i = 0; i < Q; i++) {
-            float acc = 0.0f;
-            for (int t = 0; t < n_pos; t++) acc = fmaf(v[(size_t)t * hs + c], e[i][t], acc);
-            out[i][c] = acc;
-        }
+    outer_products(out, e, Q, v, (size_t)hs, 8, hs / 8, n_pos);
+    if (hs % 8) outer_scalar(out, e, Q, v, (size_t)hs, 8, hs / 8, hs / 8 + 1, hs % 8, n_pos);
 }
 
 // ----------------------------------------------------------------------------
