@@ -662,6 +662,9 @@ static void matmul_panels_scalar(float *out, size_t os, int d_out, const float *
 // it asks for each panel's line MM_IN_FLIGHT / P steps ahead, so about
 // MM_IN_FLIGHT lines are on their way from L3 or DRAM whatever the tile's
 // shape (bandwidth = lines in flight x 64 B / latency: ~128 lines cover L3's).
+// a matmul tile: R rows of x (stride xs) times the panels at w -> out (stride os)
+typedef void (*MmTile)(float *out, size_t os, const float *x, size_t xs, const void *w, int n);
+
 #ifndef MM_IN_FLIGHT
 #define MM_IN_FLIGHT 128
 #endif
@@ -766,7 +769,6 @@ static inline __m256 exp8(__m256 x) {
             _mm256_storeu_ps(out + r * os + 8 * v, acc[r][v]);                            \
     }
 
-typedef void (*MmTile)(float *out, size_t os, const float *x, size_t xs, const void *w, int n);
 
 #if HAVE_AVX512
 // The same tiles with 16-lane registers: a panel is one register, and with 32
@@ -898,7 +900,6 @@ NEON_TILE(nm, LOAD4_F32, 4, 6, 1)
 NEON_TILE(nb, LOAD4_BF16, 2, 1, 2) NEON_TILE(nb, LOAD4_BF16, 2, 1, 1) NEON_TILE(nb, LOAD4_BF16, 2, 2, 1)
 NEON_TILE(nb, LOAD4_BF16, 2, 3, 1) NEON_TILE(nb, LOAD4_BF16, 2, 4, 1) NEON_TILE(nb, LOAD4_BF16, 2, 5, 1)
 NEON_TILE(nb, LOAD4_BF16, 2, 6, 1)
-typedef void (*MmTile)(float *out, size_t os, const float *x, size_t xs, const void *w, int n);
 #define MM_MAX_ROWS 6
 static const MmTile WIDE_TILE[2][7] = {
     {NULL, nm_1x2, nm_2x1, nm_3x1, nm_4x1, nm_5x1, nm_6x1},
