@@ -103,22 +103,29 @@ sweep: build/bin/bench
 	build/bin/bench sweep
 
 # --- train.c (owned by the trainer work; keep edits inside this block) ---
-# make weights [DATA=dir] [THREADS=n]: tokenizer -> token streams -> target ->
-# draft (distilled from the target) and draft_text (text only) -> weights/.
-# Every step keeps its state under runs/ and re-running resumes where it
-# stopped; `rm -rf runs` starts over. Shapes and numbers: docs/TRAINING.md.
+# make weights [DATA=dir] [THREADS=n]: tokenizer -> token streams -> base
+# (the broad mix) -> target (the base fine-tuned on stories) -> draft
+# (distilled from the target) -> weights/. Every step keeps its state under
+# runs/ and re-running resumes where it stopped; `rm -rf runs` starts over.
+# Shapes, numbers and what each choice bought: docs/TRAINING.md.
 DATA    ?= ../shared/data/corpus
 REF     ?= ../shared/data/ref
 THREADS ?= 2
 MIX     ?= tinystories=4,children=1,synthetic=1
+STORIES ?= tinystories=3,synthetic=0.5
+PARAGRAPHS ?= 0.35
 VOCAB   ?= 2048
 SYNTH_STORIES ?= 16000
-TARGET  ?= -dim 256 -layers 6 -heads 8 -kv-heads 4 -seq 256 -batch 8 -accum 4 -steps 2600 -warmup 100 -lr 1e-3 -ckpt-every 50
+SHAPE   ?= -dim 256 -layers 6 -heads 8 -kv-heads 4 -seq 256 -batch 8 -accum 4
+# stage 1 stops at step 2000 of a 2600-step cosine, where the learning rate is
+# still 2.2e-4; stage 2 anneals from there on stories alone
+BASE    ?= $(SHAPE) -steps 2600 -stop-at 2000 -warmup 100 -lr 1e-3 -ckpt-every 50
+TARGET  ?= $(SHAPE) -steps 600 -warmup 30 -lr 3e-4 -lr-min 1e-5 -ckpt-every 50
 DRAFT   ?= -dim 96 -layers 2 -heads 3 -kv-heads 3 -seq 256 -batch 8 -accum 4 -steps 800 -warmup 50 -lr 3e-3
-MODEL   = ./train model -data runs/data -threads $(THREADS)
+MODEL   = ./train model -threads $(THREADS)
 TRAIN_TESTS = build/train/test_train build/train/test_train_ckpt
 
-.PHONY: test-train target drafts weights
+.PHONY: test-train base target drafts weights
 
 train: train.c model.h
 	$(CC) $(REQUIRED) $(CFLAGS) $(SIMD) -pthread -o $@ train.c $(LDLIBS)
@@ -148,25 +155,38 @@ runs/tokenizer.bin: runs/synth/stories260k.txt | train
 	@mkdir -p runs
 	./train tokenizer -d $(DATA) -mix $(MIX) -v $(VOCAB) -o $@
 
+# the broad mix (stage 1), and stories only with some copies split into
+# paragraphs, each after its own BOS (stage 2 and the draft)
 runs/data/val.bin: runs/tokenizer.bin | train
 	./train data -d $(DATA) -mix $(MIX) -z runs/tokenizer.bin -o runs/data
 
-target: runs/data/val.bin | train
-	$(MODEL) -o runs/target $(TARGET) -csv docs/train_target.csv
+runs/data_stories/val.bin: runs/tokenizer.bin | train
+	./train data -d $(DATA) -mix $(STORIES) -paragraphs $(PARAGRAPHS) -z runs/tokenizer.bin -o runs/data_stories
+
+base: runs/data/val.bin | train
+	$(MODEL) -data runs/data -o runs/base $(BASE) -csv docs/train_base.csv
+
+target: base runs/data_stories/val.bin
+	$(MODEL) -data runs/data_stories -o runs/target $(TARGET) -init runs/base/model.bin -csv docs/train_target.csv
 
 drafts: target
-	$(MODEL) -o runs/draft_distill $(DRAFT) -teacher runs/target/model.bin -csv docs/train_draft_distill.csv
-	$(MODEL) -o runs/draft_text $(DRAFT) -csv docs/train_draft_text.csv
+	$(MODEL) -data runs/data_stories -o runs/draft $(DRAFT) -teacher runs/target/model.bin -csv docs/train_draft.csv
 
-# ships the draft with the higher acceptance a on held-out prompts (bench accept)
+# the yardstick (docs/TRAINING.md): bits per byte on the held-out paragraphs
+BPB_TEXT = $(DATA)/tinystories_valid_head.txt
+bpb: train
+	@for m in runs/base runs/target runs/draft; do test -f $$m/model.bin && \
+	  ./train bpb -m $$m/model.bin -z runs/tokenizer.bin -f $(BPB_TEXT) -tail 150000 | tail -1 | sed "s|^|$$m: |"; done; true
+	@./train bpb -m $(REF)/stories260K.bin -z $(REF)/tok512.bin -f $(BPB_TEXT) -tail 150000 | tail -1 | sed "s|^|stories260K: |"
+
+# a of the draft on held-out prompts (bench accept), then ship
 weights: drafts build/bin/bench
 	@mkdir -p weights
 	build/bin/bench accept --target runs/target/model.bin --tokenizer runs/tokenizer.bin \
-	  --draft runs/draft_distill/model.bin --draft2 runs/draft_text/model.bin \
-	  --prompts $(DATA)/tinystories_train_head.txt | tee runs/draft_acceptance.txt
+	  --draft runs/draft/model.bin --prompts $(DATA)/tinystories_train_head.txt | tee runs/draft_acceptance.txt
 	cp runs/tokenizer.bin tokenizer.bin
 	cp runs/target/model.bin weights/target.bin
-	cp "$$(sed -n 's/^better: //p' runs/draft_acceptance.txt)" weights/draft.bin
+	cp runs/draft/model.bin weights/draft.bin
 # --- end train.c ---
 
 # --- plot.c ---

@@ -1235,7 +1235,7 @@ static int figure_alpha_vs_temperature(Figure *f, const Table *tables, size_t n_
     return curves_by_group(f, &tables[0], col[1], col[0], col[2], "K = ");
 }
 
-// A model's name from its log's path: docs/train_draft_text.csv -> "draft text".
+// A model's name from its log's path: docs/train_draft.csv -> "draft".
 static void model_name(char *out, size_t cap, const char *path) {
     const char *base = strrchr(path, '/');
     base = base ? base + 1 : path;
@@ -1331,7 +1331,7 @@ static const FigureSpec FIGURES[] = {
     {"tokens_per_round", {"sweep_k.csv"}, 1, figure_tokens_per_round},
     {"alpha_vs_temperature", {"sweep_temp.csv"}, 1, figure_alpha_vs_temperature},
     {"training_loss",
-     {"train_target.csv", "train_draft.csv", "train_draft_distill.csv", "train_draft_text.csv"}, 1,
+     {"train_target.csv", "train_base.csv", "train_draft.csv"}, 1,
      figure_training_loss},
     {"verify_cost", {"verify_cost.csv"}, 1, figure_verify_cost},
 };

@@ -956,6 +956,34 @@ static int token_bytes(const Vocab *v, int id, const char **s) {
     return strtable_len(&v->str, id);
 }
 
+// BOS, then the document's tokens with llama2.c's dummy prefix, as specdec sees a prompt.
+static void encode_document(Encoder *e, const char *text, size_t len, IntBuf *out) {
+    intbuf_push(out, TOKEN_BOS);
+    encode(e, text, len, 1, out);
+}
+
+// Append one training copy of a document: whole (BOS + story), or split, every
+// paragraph its own BOS-started document. A text need not begin a story: a
+// prompt, or the yardstick's paragraphs (scored from BOS), often start mid-story,
+// and a model that only ever saw "Once upon a time" after BOS pays for it.
+static void push_copy(IntBuf *dst, Encoder *e, const char *text, size_t len, const IntBuf *whole, int split) {
+    if (!split) {
+        for (size_t i = 0; i < whole->n; i++) intbuf_push(dst, whole->p[i]);
+        return;
+    }
+    for (size_t a = 0, b; a < len; a = b + 1) {
+        for (b = a; b < len && text[b] != '\n'; b++) {}
+        if (b > a) encode_document(e, text + a, b - a, dst);
+    }
+}
+
+// Is copy k of document d split into paragraphs? A fraction `frac` of all
+// copies, spread by the golden ratio (deterministic, like copies_for).
+static int split_copy(double frac, size_t d, int k) {
+    double x = ((double)d * 4.0 + k) * 0.6180339887498949;
+    return x - floor(x) < frac;
+}
+
 // ----------------------------------------------------------------------------
 // token streams: BOS + tokens of each document, as uint16 files under runs/
 //   8 bytes "SDTOKENS", int32 vocab_size, int32 0, uint64 n, then n x uint16
@@ -1741,6 +1769,7 @@ typedef struct {
     const char *out_dir;    // state.bin (resume), model.bin (llama2.c)
     const char *csv;        // progress log for plots
     const char *teacher;    // distil from this checkpoint's softmax, or NULL
+    const char *init;       // start from this checkpoint's weights (same shape), or NULL
     int dim, hidden, layers, heads, kv_heads, seq;
     int batch, accum, steps, warmup, seed, threads;
     int eval_every, eval_batches, log_every, ckpt_every;
@@ -1911,7 +1940,24 @@ typedef struct {
     StateHeader header;
 } Run;
 
-// Data, model (fresh or resumed) and teacher for the options.
+// A second stage: the weights of a finished run (a llama2.c checkpoint of the
+// same shape) as the starting point, e.g. to fine-tune on stories alone.
+static void init_from(Model *m, const char *path) {
+    Model src;
+    load_model(&src, path, 1, 0, 0);
+    const Config *a = &src.c, *b = &m->c;
+    if (a->dim != b->dim || a->hidden_dim != b->hidden_dim || a->n_layers != b->n_layers ||
+        a->n_heads != b->n_heads || a->n_kv_heads != b->n_kv_heads || a->vocab_size != b->vocab_size ||
+        a->seq_len != b->seq_len)
+        die("-init %s: dim %d hidden %d layers %d heads %d kv_heads %d vocab %d seq %d; this run: %d %d %d %d %d "
+            "%d %d (give the same shape options)", path, a->dim, a->hidden_dim, a->n_layers, a->n_heads,
+            a->n_kv_heads, a->vocab_size, a->seq_len, b->dim, b->hidden_dim, b->n_layers, b->n_heads,
+            b->n_kv_heads, b->vocab_size, b->seq_len);
+    memcpy(m->params, src.params, m->n_params * sizeof(float));
+    free_model(&src);
+}
+
+// Data, model (fresh, from -init, or resumed) and teacher for the options.
 static void build_run(Run *r, const TrainOpts *o) {
     memset(r, 0, sizeof(*r));
     char *tp = join_path(o->data_dir, "train.bin"), *vp = join_path(o->data_dir, "val.bin");
@@ -1938,6 +1984,9 @@ static void build_run(Run *r, const TrainOpts *o) {
         r->rng.state = h.rng;
         r->seconds = h.seconds;
         printf("resuming %s at step %ld (%.0f s trained)\n", sp, r->step, r->seconds);
+    } else if (o->init) {
+        init_from(&r->model, o->init);
+        printf("starting from the weights of %s (fresh optimizer and schedule)\n", o->init);
     } else {
         Rng init = {(uint64_t)o->seed ^ 0x5DEECE66Dull};
         init_weights(&r->model, &init);
@@ -2203,21 +2252,19 @@ static int cmd_tokenizer(int argc, char **argv) {
 // ----------------------------------------------------------------------------
 // ./train data
 
-// BOS, then the document's tokens with llama2.c's dummy prefix, as specdec sees a prompt.
-static void encode_document(Encoder *e, const char *text, size_t len, IntBuf *out) {
-    intbuf_push(out, TOKEN_BOS);
-    encode(e, text, len, 1, out);
-}
-
 static int cmd_data(int argc, char **argv) {
     const char *data = DEFAULT_DATA, *mix = DEFAULT_MIX, *tok = "tokenizer.bin", *out = "runs/data";
+    float paragraphs = 0;
     Opt opts[] = {
         {"-d", 's', &data, "corpus directory"},
         {"-mix", 's', &mix, "source weights: copies of each document (fractions: some get one more)"},
         {"-z", 's', &tok, "tokenizer.bin"},
         {"-o", 's', &out, "output directory for train.bin and val.bin"},
+        {"-paragraphs", 'f', &paragraphs, "fraction of the stories' training copies split into "
+                                          "paragraphs, each after its own BOS (0..1)"},
     };
     parse_opts(argc, argv, "data", "corpus -> token streams for ./train model", opts, sizeof(opts) / sizeof(opts[0]));
+    if (!(paragraphs >= 0 && paragraphs <= 1)) die("data: -paragraphs %g: expected a fraction 0..1", (double)paragraphs);
     Vocab v = {0};
     read_tokenizer(&v, tok);
     Corpus c = {0};
@@ -2232,8 +2279,10 @@ static int cmd_data(int argc, char **argv) {
         if (doc->is_val || doc->copies > 0) encode_document(&e, c.text.p + doc->off, doc->len, &one);
         IntBuf *dst = doc->is_val ? &val : &train;
         int copies = doc->is_val ? 1 : doc->copies;
+        int story = SOURCES[doc->source].layout != LAYOUT_BOOKS;
         for (int k = 0; k < copies; k++) {
-            for (size_t i = 0; i < one.n; i++) intbuf_push(dst, one.p[i]);
+            int split = story && !doc->is_val && split_copy(paragraphs, d, k);
+            push_copy(dst, &e, c.text.p + doc->off, doc->len, &one, split);
             bytes[doc->is_val] += (double)doc->len;
         }
     }
@@ -2264,6 +2313,7 @@ static int cmd_model(int argc, char **argv) {
         {"-o", 's', &o.out_dir, "run directory: state.bin (resume) and model.bin"},
         {"-csv", 's', &o.csv, "progress CSV: step,tokens,lr,train_loss,val_loss,seconds"},
         {"-teacher", 's', &o.teacher, "distil from this checkpoint's softmax (same vocab)"},
+        {"-init", 's', &o.init, "start from this checkpoint's weights (same shape; a resumed run ignores it)"},
         {"-dim", 'i', &o.dim, "model width"},
         {"-hidden", 'i', &o.hidden, "FFN width (0: 8/3 dim rounded to 32)"},
         {"-layers", 'i', &o.layers, "blocks"},

@@ -92,7 +92,7 @@ static int write_fixtures(void) {
     return write_sweep_k(DIR "/sweep_k.csv") | write_sweep_temp(DIR "/sweep_temp.csv") |
            write_train(DIR "/train_target.csv", 1.6, 100) |
            write_train(DIR "/train_draft.csv", 2.3, 0) |
-           write_train(DIR "/train_draft_text.csv", 2.9, 100) |
+           write_train(DIR "/train_base.csv", 2.9, 100) |
            write_verify_cost(DIR "/verify_cost.csv") |
            write_sweep_temp(DIR "/partial/sweep_temp.csv") |
            write_text(DIR "/broken/verify_cost.csv", "model,n,rr\nx,1,1\n");
@@ -389,7 +389,7 @@ int main(void) {
     static const char *const sweep_k[] = {"sweep_k.csv"}, *const sweep_temp[] = {"sweep_temp.csv"},
                              *const verify[] = {"verify_cost.csv"},
                              *const train[] = {"train_target.csv", "train_draft.csv",
-                                               "train_draft_text.csv"};
+                                               "train_base.csv"};
     test_figure("speedup_vs_k", sweep_k, 1, 16);
     test_figure("acceptance_by_position", sweep_k, 1, 16);
     test_figure("tokens_per_round", sweep_k, 1, 18);

@@ -405,8 +405,11 @@ static void write_test_tokens(const char *dir, int vocab) {
 }
 
 static TrainOpts tiny_opts(const char *out, const char *csv) {
-    TrainOpts o = {"build/test/train/data", out, csv, NULL, 32, 64, 2, 4, 2, 16, 4, 2, 8, 2, 5, 1,
-                   4, 2, 4, 4, 3e-3f, 3e-4f, 0.1f, 1.0f, 0.9f, 0.95f, 0};
+    TrainOpts o = {.data_dir = "build/test/train/data", .out_dir = out, .csv = csv, .dim = 32, .hidden = 64,
+                   .layers = 2, .heads = 4, .kv_heads = 2, .seq = 16, .batch = 4, .accum = 2, .steps = 8,
+                   .warmup = 2, .seed = 5, .threads = 1, .eval_every = 4, .eval_batches = 2, .log_every = 4,
+                   .ckpt_every = 4, .lr = 3e-3f, .lr_min = 3e-4f, .wd = 0.1f, .clip = 1.0f, .beta1 = 0.9f,
+                   .beta2 = 0.95f};
     return o;
 }
 
@@ -440,6 +443,18 @@ static void test_resume(void) {
     check(m.c.dim == 32 && m.c.vocab_size == 300 && m.c.seq_len == 16,
           "model.bin reads back: dim %d vocab %d seq_len %d", m.c.dim, m.c.vocab_size, m.c.seq_len);
     free_model(&m);
+    // a second stage (-init): starts from exactly those weights, not from a fresh init
+    remove("build/test/train/c/state.bin");
+    TrainOpts c = tiny_opts("build/test/train/c", "build/test/train/c.csv");
+    c.init = "build/test/train/a/model.bin";
+    Run r;
+    build_run(&r, &c);
+    load_model(&m, "build/test/train/a/model.bin", 1, 0, 0);
+    check(r.step == 0 && r.model.n_params == m.n_params &&
+          !memcmp(r.model.params, m.params, m.n_params * sizeof(float)),
+          "-init: a new run starts at step 0 from the %zu floats of the given checkpoint", m.n_params);
+    free_model(&m);
+    free_run(&r);
 }
 
 // ----------------------------------------------------------------------------
@@ -557,6 +572,28 @@ static void test_tokenizer(void) {
               "\" \" + text", i, fast.n);
         free(fast.p); free(slow.p); free(dec.p);
     }
+    // -paragraphs: a split copy is every paragraph after its own BOS, a whole one the story after one BOS
+    const char story[] = "Once upon a time, there was a cat.\nThe cat played.\n\"Hi!\" said Tom.";
+    IntBuf whole = {0}, split = {0}, want = {0};
+    encode_document(&e, story, strlen(story), &whole);
+    push_copy(&split, &e, story, strlen(story), &whole, 0);
+    int same_whole = split.n == whole.n && !memcmp(split.p, whole.p, whole.n * sizeof(int));
+    split.n = 0;
+    push_copy(&split, &e, story, strlen(story), &whole, 1);
+    encode_document(&e, "Once upon a time, there was a cat.", 34, &want);
+    encode_document(&e, "The cat played.", 15, &want);
+    encode_document(&e, "\"Hi!\" said Tom.", 15, &want);
+    int bos = 0;
+    for (size_t k = 0; k < split.n; k++) bos += split.p[k] == TOKEN_BOS;
+    check(same_whole && bos == 3 && split.n == want.n && !memcmp(split.p, want.p, want.n * sizeof(int)),
+          "-paragraphs: whole copy = BOS + story (%zu tokens); split copy = 3 x (BOS + paragraph) (%zu tokens, "
+          "%d BOS)", whole.n, split.n, bos);
+    int n_split = 0;
+    for (size_t d = 0; d < 1000; d++)
+        for (int k = 0; k < 4; k++) n_split += split_copy(0.35, d, k);
+    check(n_split > 1350 && n_split < 1450 && !split_copy(0, 7, 1) && split_copy(1, 7, 1),
+          "-paragraphs 0.35: %d of 4000 copies split (0: none, 1: all)", n_split);
+    free(whole.p); free(split.p); free(want.p);
     free_encoder(&e);
     free_vocab(&back);
     free_vocab(&v);
