@@ -102,7 +102,7 @@ bench: build/bin/bench
 sweep: build/bin/bench
 	build/bin/bench sweep
 
-# --- train.c (owned by the trainer work; keep edits inside this block) ---
+# --- trainer/ (./train; keep edits inside this block) ---
 # make weights [DATA=dir] [THREADS=n]: tokenizer -> token streams -> base
 # (the broad mix) -> target (the base fine-tuned on stories) -> draft
 # (distilled from the target) -> weights/. Every step keeps its state under
@@ -127,10 +127,12 @@ TRAIN_TESTS = build/train/test_train build/train/test_train_ckpt
 
 .PHONY: test-train base target drafts weights
 
-train: train.c model.h
-	$(CC) $(REQUIRED) $(CFLAGS) $(SIMD) -pthread -o $@ train.c $(LDLIBS)
+TRAINER = trainer/train.c trainer/tokenizer.c trainer/common.h model.h
 
-build/train/test_train: test/test_train.c test/train_check.h train.c model.h
+train: $(TRAINER)
+	$(CC) $(REQUIRED) $(CFLAGS) $(SIMD) -pthread -o $@ trainer/train.c $(LDLIBS)
+
+build/train/test_train: test/test_train.c test/train_check.h $(TRAINER)
 	@mkdir -p build/train
 	$(CC) $(REQUIRED) $(CFLAGS) $(SIMD) -pthread -o $@ test/test_train.c $(LDLIBS)
 
@@ -187,7 +189,7 @@ weights: drafts build/bin/bench
 	cp runs/tokenizer.bin tokenizer.bin
 	cp runs/target/model.bin weights/target.bin
 	cp runs/draft/model.bin weights/draft.bin
-# --- end train.c ---
+# --- end trainer/ ---
 
 # --- plot.c ---
 # ./plot draws the figures (docs/*.png) from the CSVs the sweeps and train write.

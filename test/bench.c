@@ -493,7 +493,7 @@ static void parse_bench(BenchOptions *o, int argc, char **argv) {
 #define PROMPT_WORDS 8
 
 // The first PROMPT_WORDS words of N_HELD stories the models never trained on:
-// TinyStories' train head, stories separated by <|endoftext|>, where train.c
+// TinyStories' train head, stories separated by <|endoftext|>, where the trainer
 // holds out every 10th story (index % 10 == 5). Returns how many were found.
 static int held_out_prompts(char prompts[N_HELD][256], const char *path) {
     size_t n;

@@ -1,4 +1,4 @@
-// test_train.c - tests of train.c (make test-train):
+// test_train.c - tests of the trainer, trainer/train.c and trainer/tokenizer.c (make test-train):
 //   the matmul kernel against a double-precision reference, at 1, 2, 3 threads;
 //   every layer's backward against finite differences; the whole model's
 //   gradient along random directions; a tiny model overfitting one batch;
@@ -8,7 +8,7 @@
 #ifndef TESTING
 #define TESTING
 #endif
-#include "../train.c"
+#include "../trainer/train.c"
 #include "train_check.h"
 
 
@@ -71,14 +71,12 @@ static void test_gemm(void) {
     float *dout = normal_array(N * OC, 1, &r);
     float *out[3], *dinp[3], *dw[3];
     for (int t = 0; t < 3; t++) {
-        g_threads = t + 1;
         out[t] = xcalloc(N * OC, sizeof(float));
         dinp[t] = xcalloc(N * IC, sizeof(float));
         dw[t] = xcalloc((size_t)OC * IC, sizeof(float));
-        matmul_forward(out[t], inp, w, N, IC, OC);
-        matmul_backward(dinp[t], dw[t], dout, inp, w, N, IC, OC);
+        matmul_forward(out[t], inp, w, N, IC, OC, t + 1); // 1, 2, 3 threads
+        matmul_backward(dinp[t], dw[t], dout, inp, w, N, IC, OC, t + 1);
     }
-    g_threads = 1;
     double e_out = 0, e_dinp = 0, e_dw = 0;
     for (size_t n = 0; n < N; n++)
         for (int o = 0; o < OC; o++) {
@@ -124,7 +122,7 @@ typedef struct {
 
 static double loss_matmul(void *p) {
     LayerCase *l = p;
-    matmul_forward(l->out, l->a, l->b, l->N, l->C, l->V);
+    matmul_forward(l->out, l->a, l->b, l->N, l->C, l->V, 1);
     return dot_double(l->out, l->r, l->N * l->V);
 }
 
@@ -134,7 +132,7 @@ static void test_matmul_grad(Rng *rng) {
     l.a = normal_array(l.N * l.C, 1, rng); l.b = normal_array((size_t)l.V * l.C, 1, rng);
     l.out = xmalloc(l.N * l.V * 4); l.r = normal_array(l.N * l.V, 1, rng);
     float *da = xcalloc(l.N * l.C, 4), *db = xcalloc((size_t)l.V * l.C, 4);
-    matmul_backward(da, db, l.r, l.a, l.b, l.N, l.C, l.V);
+    matmul_backward(da, db, l.r, l.a, l.b, l.N, l.C, l.V, 1);
     gradcheck("matmul d(input)", loss_matmul, &l, l.a, da, l.N * l.C, 1e-2f);
     gradcheck("matmul d(weight)", loss_matmul, &l, l.b, db, (size_t)l.V * l.C, 1e-2f);
     free(l.a); free(l.b); free(l.out); free(l.r); free(da); free(db);
@@ -181,7 +179,7 @@ static void test_rope_grad(Rng *rng) {
 
 static double loss_attention(void *p) {
     LayerCase *l = p;
-    attention_forward(l->out, l->scratch, l->a, l->b, l->c, l->B, l->T, l->NH, l->NKV, l->hs);
+    attention_forward(l->out, l->scratch, l->a, l->b, l->c, l->B, l->T, l->NH, l->NKV, l->hs, 2); // units split over 2 threads
     return dot_double(l->out, l->r, l->N * l->NH * l->hs);
 }
 
@@ -194,22 +192,20 @@ static void test_attention_grad(Rng *rng, int B, int T, int NH, int NKV, int hs)
     l.out = xmalloc(nq * 4); l.r = normal_array(nq, 1, rng);
     l.scratch = xmalloc((size_t)l.B * l.NH * l.T * l.T * 4);
     float *dq = xcalloc(nq, 4), *dk = xcalloc(nkv, 4), *dv = xcalloc(nkv, 4);
-    g_threads = 2; // units split over threads
     loss_attention(&l);
-    attention_backward(dq, dk, dv, l.r, l.a, l.b, l.c, l.scratch, l.B, l.T, l.NH, l.NKV, l.hs);
+    attention_backward(dq, dk, dv, l.r, l.a, l.b, l.c, l.scratch, l.B, l.T, l.NH, l.NKV, l.hs, 2);
     char name[3][64];
     for (int i = 0; i < 3; i++)
         snprintf(name[i], sizeof(name[i]), "attention d(%c) T%d hs%d", "qkv"[i], T, hs);
     gradcheck(name[0], loss_attention, &l, l.a, dq, nq, 1e-2f);
     gradcheck(name[1], loss_attention, &l, l.b, dk, nkv, 1e-2f);
     gradcheck(name[2], loss_attention, &l, l.c, dv, nkv, 1e-2f);
-    g_threads = 1;
     free(l.a); free(l.b); free(l.c); free(l.out); free(l.r); free(l.scratch); free(dq); free(dk); free(dv);
 }
 
 static double loss_swiglu(void *p) {
     LayerCase *l = p;
-    swiglu_forward(l->out, l->a, l->b, l->N);
+    swiglu_forward(l->out, l->a, l->b, l->N, 1);
     return dot_double(l->out, l->r, l->N);
 }
 
@@ -219,7 +215,7 @@ static void test_swiglu_grad(Rng *rng) {
     l.a = normal_array(l.N, 2, rng); l.b = normal_array(l.N, 1, rng);
     l.out = xmalloc(l.N * 4); l.r = normal_array(l.N, 1, rng);
     float *da = xcalloc(l.N, 4), *db = xcalloc(l.N, 4);
-    swiglu_backward(da, db, l.r, l.a, l.b, l.N);
+    swiglu_backward(da, db, l.r, l.a, l.b, l.N, 1);
     gradcheck("swiglu d(gate)", loss_swiglu, &l, l.a, da, l.N, 1e-2f);
     gradcheck("swiglu d(up)", loss_swiglu, &l, l.b, db, l.N, 1e-2f);
     free(l.a); free(l.b); free(l.out); free(l.r); free(da); free(db);
@@ -246,7 +242,7 @@ static void test_embedding_grad(Rng *rng) {
 // loss = sum_n r[n] * xent[n]; c = soft targets or NULL
 static double loss_xent(void *p) {
     LayerCase *l = p;
-    softmax_xent_forward(l->out, l->scratch, l->a, l->tokens, l->c, l->N, l->V);
+    softmax_xent_forward(l->out, l->scratch, l->a, l->tokens, l->c, l->N, l->V, 1);
     return dot_double(l->out, l->r, l->N);
 }
 
@@ -258,11 +254,11 @@ static void test_xent_grad(Rng *rng, int soft) {
     l.scratch = xmalloc(l.N * l.V * 4);
     if (soft) { // a random distribution per row
         l.c = normal_array(l.N * l.V, 1, rng);
-        softmax_xent_forward(l.out, l.c, l.c, targets, NULL, l.N, l.V);
+        softmax_xent_forward(l.out, l.c, l.c, targets, NULL, l.N, l.V, 1);
     }
     float *da = xmalloc(l.N * l.V * 4);
     loss_xent(&l);
-    softmax_xent_backward(da, l.scratch, targets, l.c, l.r, l.N, l.V);
+    softmax_xent_backward(da, l.scratch, targets, l.c, l.r, l.N, l.V, 1);
     gradcheck(soft ? "softmax xent, soft targets" : "softmax xent, hard targets", loss_xent, &l, l.a, da,
               l.N * l.V, 1e-2f);
     free(l.a); free(l.out); free(l.r); free(l.scratch); free(l.c); free(da);
@@ -314,7 +310,7 @@ static void test_model_grad(Rng *rng, int use_soft) {
     float *soft = NULL, dummy[B * T];
     if (use_soft) {
         soft = normal_array((size_t)B * T * V, 1, rng);
-        softmax_xent_forward(dummy, soft, soft, targets, NULL, (size_t)B * T, V);
+        softmax_xent_forward(dummy, soft, soft, targets, NULL, (size_t)B * T, V, 1);
     }
     ModelCase mc = {&m, tokens, targets, soft};
     loss_model(&mc);
@@ -425,11 +421,9 @@ static void test_resume(void) {
     TrainOpts b = tiny_opts("build/test/train/b", "build/test/train/b.csv");
     b.stop_at = 3;
     b.threads = 2;
-    g_threads = 2;
     train_model(&b); // killed after step 3 (checkpoint at 3)...
     b.stop_at = 0;
     train_model(&b); // ...and resumed, on 2 threads
-    g_threads = 1;
     check(same_file("build/test/train/a/model.bin", "build/test/train/b/model.bin"),
           "8 steps straight (1 thread) == 3 steps, kill, resume to 8 (2 threads): model.bin bit-identical");
     size_t n;
@@ -527,6 +521,23 @@ static void encode_direct(const Vocab *v, const char *text, IntBuf *out) {
     }
     for (int i = 0; i < n; i++) intbuf_push(out, s[i]);
     free_encoder(&e);
+}
+
+// Every byte value once, so a byte token can point at its byte (constant).
+#define BYTE4(i) (char)(i), (char)((i) + 1), (char)((i) + 2), (char)((i) + 3)
+#define BYTE16(i) BYTE4(i), BYTE4((i) + 4), BYTE4((i) + 8), BYTE4((i) + 12)
+#define BYTE64(i) BYTE16(i), BYTE16((i) + 16), BYTE16((i) + 32), BYTE16((i) + 48)
+static const char ALL_BYTES[256] = {BYTE64(0), BYTE64(64), BYTE64(128), BYTE64(192)};
+
+// Bytes a token stands for: byte tokens are their byte, BOS/EOS/<unk> nothing.
+static int token_bytes(const Vocab *v, int id, const char **s) {
+    if (id >= TOKEN_BYTE0 && id < TOKEN_BYTE0 + 256) {
+        *s = &ALL_BYTES[id - TOKEN_BYTE0];
+        return 1;
+    }
+    if (id < TOKEN_BYTE0) { *s = ""; return 0; }
+    *s = strtable_str(&v->str, id);
+    return strtable_len(&v->str, id);
 }
 
 static void test_tokenizer(void) {

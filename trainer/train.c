@@ -1,12 +1,13 @@
-// train.c - trains what specdec.c runs: the tokenizer, the target model and
-// the draft model, in one C11 file (libc, libm, pthreads).
+// train.c - trains what specdec.c runs: the tokenizer (tokenizer.c, included
+// below), the target model and the draft model (this file); C11, libc, libm,
+// pthreads.
 //
 //   ./train tokenizer   corpus -> tokenizer.bin: byte-level BPE, llama2.c format
 //   ./train data        corpus + tokenizer.bin -> token streams under runs/
 //   ./train model       train a llama model (AdamW, resumable); with -teacher,
 //                       distil a draft from a target checkpoint's softmax
 //   ./train eval        validation loss of a checkpoint on a token file
-//   ./train sample      generate text from a checkpoint (a quick look)
+//   ./train bpb         bits per byte of a checkpoint + tokenizer on a text
 //   ./train dump-logits forward a checkpoint over given tokens (for tests)
 //   ./train encode      token ids of a text file (for tests)
 //   ./train bench       matmul GFLOP/s and training tokens/s of a shape
@@ -18,1013 +19,7 @@
 // Each layer is a forward/backward pair with the same argument order
 // (outputs first, then inputs); backward functions ADD (+=) into every
 // gradient they write, so callers zero gradients once and branches sum.
-#define _POSIX_C_SOURCE 200809L
-#include <errno.h>
-#include <math.h>
-#include <pthread.h>
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/stat.h>
-#include <time.h>
-#if defined(__AVX2__) && defined(__FMA__)
-#include <immintrin.h>
-#define HAVE_AVX2 1
-#endif
-#include "model.h"
-
-// ----------------------------------------------------------------------------
-// utilities: fatal errors, checked allocation and I/O, clock, growable arrays
-
-static void die(const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    fputs("train: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
-    va_end(ap);
-    exit(1);
-}
-
-static void *xmalloc(size_t n) {
-    void *p = malloc(n ? n : 1);
-    if (!p) die("out of memory allocating %zu bytes", n);
-    return p;
-}
-
-static void *xcalloc(size_t n, size_t size) {
-    void *p = calloc(n ? n : 1, size ? size : 1);
-    if (!p) die("out of memory allocating %zu x %zu bytes", n, size);
-    return p;
-}
-
-// Make room for `need` elements of `elem` bytes in *p (capacity *cap).
-static void grow(void **p, size_t *cap, size_t need, size_t elem) {
-    if (need <= *cap) return;
-    size_t c = *cap ? *cap : 16;
-    while (c < need) c *= 2;
-    void *q = realloc(*p, c * elem);
-    if (!q) die("out of memory growing an array to %zu x %zu bytes", c, elem);
-    *p = q;
-    *cap = c;
-}
-
-static FILE *xfopen(const char *path, const char *mode) {
-    FILE *f = fopen(path, mode);
-    if (!f)
-        die("cannot open %s for %s: %s", path, mode[0] == 'r' ? "reading" : "writing",
-            strerror(errno));
-    return f;
-}
-
-static void xfread(void *p, size_t size, size_t n, FILE *f, const char *path, const char *what) {
-    if (fread(p, size, n, f) != n)
-        die("%s: file ends or fails while reading %s (truncated or not this format?)", path, what);
-}
-
-static void xfwrite(const void *p, size_t size, size_t n, FILE *f, const char *path) {
-    if (fwrite(p, size, n, f) != n) die("%s: write failed: %s (disk full?)", path, strerror(errno));
-}
-
-static void xfclose(FILE *f, const char *path) {
-    if (fclose(f) != 0) die("%s: close failed: %s (disk full?)", path, strerror(errno));
-}
-
-// Whole file into memory, NUL-terminated; *len = its size in bytes.
-static char *read_file(const char *path, size_t *len) {
-    FILE *f = xfopen(path, "rb");
-    if (fseek(f, 0, SEEK_END) != 0) die("%s: cannot seek: %s", path, strerror(errno));
-    long n = ftell(f);
-    if (n < 0) die("%s: cannot tell its size: %s", path, strerror(errno));
-    rewind(f);
-    char *buf = xmalloc((size_t)n + 1);
-    xfread(buf, 1, (size_t)n, f, path, "the whole file");
-    fclose(f);
-    buf[n] = '\0';
-    *len = (size_t)n;
-    return buf;
-}
-
-static int file_exists(const char *path) {
-    struct stat st;
-    return stat(path, &st) == 0;
-}
-
-static void make_dir(const char *path) {
-    if (mkdir(path, 0755) != 0 && errno != EEXIST)
-        die("cannot create directory %s: %s", path, strerror(errno));
-}
-
-static char *join_path(const char *dir, const char *name) {
-    size_t n = strlen(dir) + strlen(name) + 2;
-    char *p = xmalloc(n);
-    snprintf(p, n, "%s/%s", dir, name);
-    return p;
-}
-
-static double now_seconds(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-// FNV-1a: a cheap fingerprint of the training tokens, so a resumed run can
-// tell that its data changed underneath it.
-static uint64_t fnv1a(const void *p, size_t n) {
-    const unsigned char *s = p;
-    uint64_t h = 1469598103934665603ull;
-    for (size_t i = 0; i < n; i++) h = (h ^ s[i]) * 1099511628211ull;
-    return h;
-}
-
-typedef struct { char *p; size_t n, cap; } CharBuf;
-typedef struct { int *p; size_t n, cap; } IntBuf;
-
-static void charbuf_add(CharBuf *b, const char *s, size_t n) {
-    grow((void **)&b->p, &b->cap, b->n + n + 1, 1);
-    memcpy(b->p + b->n, s, n);
-    b->n += n;
-    b->p[b->n] = '\0';
-}
-
-static void intbuf_push(IntBuf *b, int x) {
-    grow((void **)&b->p, &b->cap, b->n + 1, sizeof(int));
-    b->p[b->n++] = x;
-}
-
-// ----------------------------------------------------------------------------
-// random numbers: splitmix64 in a struct, so every stream is seeded and saved
-
-typedef struct { uint64_t state; } Rng;
-
-static uint64_t rng_next(Rng *r) {
-    uint64_t z = (r->state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
-// uniform in [0, 1) with 53 random bits
-static double rng_uniform(Rng *r) { return (double)(rng_next(r) >> 11) * (1.0 / 9007199254740992.0); }
-
-// standard normal by Box-Muller (one value per call; simple beats fast here)
-static float rng_normal(Rng *r) {
-    double u1 = 1.0 - rng_uniform(r), u2 = rng_uniform(r);
-    return (float)(sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2));
-}
-
-// ----------------------------------------------------------------------------
-// threads: split [0, n) into one contiguous range per thread. Every range
-// writes its own slice of the output, so results never depend on scheduling.
-
-#define MAX_THREADS 64
-static int g_threads = 1; // set once from the command line
-
-typedef void (*RangeFn)(const void *args, size_t lo, size_t hi);
-typedef struct { RangeFn fn; const void *args; size_t lo, hi; } RangeJob;
-
-static void *range_thread(void *p) {
-    RangeJob *j = p;
-    j->fn(j->args, j->lo, j->hi);
-    return NULL;
-}
-
-// Run fn over [0, n) in g_threads pieces whose sizes are multiples of `align`.
-static void parallel_range(RangeFn fn, const void *args, size_t n, size_t align) {
-    size_t chunks = (n + align - 1) / align, nt = (size_t)g_threads;
-    if (nt > chunks) nt = chunks;
-    if (nt <= 1) { fn(args, 0, n); return; }
-    pthread_t th[MAX_THREADS];
-    RangeJob job[MAX_THREADS];
-    size_t per = (chunks + nt - 1) / nt * align;
-    for (size_t t = 0; t < nt; t++) {
-        size_t lo = t * per < n ? t * per : n, hi = lo + per < n ? lo + per : n;
-        job[t] = (RangeJob){fn, args, lo, hi};
-        if (t > 0 && pthread_create(&th[t], NULL, range_thread, &job[t]) != 0)
-            die("cannot start a thread (try -threads 1)");
-    }
-    fn(args, job[0].lo, job[0].hi);
-    for (size_t t = 1; t < nt; t++) pthread_join(th[t], NULL);
-}
-
-// ----------------------------------------------------------------------------
-// corpus: the text files -> documents of unwrapped paragraphs
-//
-// Books are hard-wrapped at ~70 columns with blank lines between paragraphs:
-// lines of a paragraph are joined with spaces, paragraphs end with "\n", and
-// two or more blank lines (chapter or book breaks) start a new document.
-// Every document later gets a BOS token in front of it.
-
-typedef enum {
-    LAYOUT_BOOKS,     // wrapped paragraphs, 2+ blank lines between documents
-    LAYOUT_ENDOFTEXT, // one paragraph per line, "<|endoftext|>" between stories
-    LAYOUT_STORIES,   // one paragraph per blank-line block; "Once upon a time" starts a story
-} Layout;
-
-typedef struct {
-    const char *name;  // used by -mix
-    const char *file;  // inside the data directory (or, for "synthetic", the path itself)
-    Layout layout;
-    int val_every;     // every val_every-th document is held out (0: none)
-    size_t never_tail; // the paragraphs that start in the file's last never_tail bytes are
-                       // never read: they are the held-out text of `train bpb` (docs/TRAINING.md)
-} Source;
-
-// The yardstick's held-out text: paragraphs starting in the last 150,000 bytes
-// of tinystories_valid_head.txt. No model of ours trains or tunes on it.
-#define HELD_OUT_TAIL 150000
-
-static const Source SOURCES[] = {
-    {"children", "children.txt", LAYOUT_BOOKS, 25, 0},
-    {"tinystories", "tinystories_train_head.txt", LAYOUT_ENDOFTEXT, 10, 0},
-    {"tinystories", "tinystories_v2_head.txt", LAYOUT_ENDOFTEXT, 10, 0},
-    {"tinystories", "tinystories_valid_head.txt", LAYOUT_STORIES, 0, HELD_OUT_TAIL},
-    {"novels", "novels.txt", LAYOUT_BOOKS, 25, 0},
-    // stories sampled from llama2.c's stories260K by specdec (make synth), kept in runs/
-    {"synthetic", "runs/synth/stories260k.txt", LAYOUT_ENDOFTEXT, 50, 0},
-};
-#define N_SOURCES (sizeof(SOURCES) / sizeof(SOURCES[0]))
-
-typedef struct {
-    size_t off, len; // bytes of the document inside Corpus.text
-    int copies;      // times it enters the training stream (0: held out or unused)
-    int is_val;      // held out for validation
-    int source;      // index into SOURCES
-} Doc;
-
-typedef struct {
-    CharBuf text;    // all documents back to back, each followed by '\0'
-    Doc *docs;       // (n)
-    size_t n, cap;
-} Corpus;
-
-static void corpus_add(Corpus *c, const char *s, size_t n, int source, int is_val, int copies) {
-    grow((void **)&c->docs, &c->cap, c->n + 1, sizeof(Doc));
-    c->docs[c->n++] = (Doc){c->text.n, n, copies, is_val, source};
-    charbuf_add(&c->text, s, n);
-    charbuf_add(&c->text, "", 1); // keeps documents NUL-separated
-}
-
-static void free_corpus(Corpus *c) {
-    free(c->text.p);
-    free(c->docs);
-    memset(c, 0, sizeof(*c));
-}
-
-// Copies of document i for a mix weight w: floor(w), plus one more for a
-// fraction frac(w) of the documents (spread by the golden ratio, deterministic).
-static int copies_for(double w, size_t i) {
-    double whole = floor(w), x = (double)i * 0.6180339887498949;
-    return (int)whole + (x - floor(x) < w - whole);
-}
-
-// Does a (trimmed, non-blank) line start a new document under this layout?
-static int starts_document(Layout layout, const char *line, size_t n, int blank_run) {
-    if (layout == LAYOUT_BOOKS) return blank_run >= 2;
-    if (layout == LAYOUT_ENDOFTEXT) return n == 13 && !strncmp(line, "<|endoftext|>", 13);
-    return blank_run >= 1 && n >= 16 && !strncmp(line, "Once upon a time", 16);
-}
-
-// End the document being built: every val_every-th is held out.
-static void flush_document(Corpus *c, CharBuf *doc, int src, size_t *n_docs, double weight) {
-    if (doc->n == 0) return;
-    size_t every = (size_t)SOURCES[src].val_every;
-    int is_val = every && *n_docs % every == every / 2;
-    corpus_add(c, doc->p, doc->n, src, is_val, is_val ? 0 : copies_for(weight, *n_docs));
-    (*n_docs)++;
-    doc->n = 0;
-}
-
-// The documents of one source file, unwrapped, into the corpus.
-// Where the held-out tail begins: the first paragraph (after a blank line)
-// starting at or after byte n - tail; n if tail is 0.
-static size_t held_out_start(const char *text, size_t n, size_t tail) {
-    if (tail == 0) return n;
-    size_t i = n > tail ? n - tail : 0;
-    while (i > 0 && i < n && !(text[i - 1] == '\n' && (i < 2 || text[i - 2] == '\n'))) i++;
-    return i;
-}
-
-static void read_source(Corpus *c, const char *dir, int src, double weight) {
-    const Source *s = &SOURCES[src];
-    char *path = strncmp(s->file, "runs/", 5) ? join_path(dir, s->file) : join_path(".", s->file);
-    size_t n, n_docs = 0, j;
-    char *text = read_file(path, &n);
-    n = held_out_start(text, n, s->never_tail);
-    CharBuf doc = {0};
-    int blank_run = 0;
-    for (size_t i = 0; i < n; i = j + 1) {
-        for (j = i; j < n && text[j] != '\n'; j++) {}
-        size_t a = i, b = j; // trim spaces, tabs and \r on both sides
-        while (a < b && (text[a] == ' ' || text[a] == '\t' || text[a] == '\r')) a++;
-        while (b > a && (text[b - 1] == ' ' || text[b - 1] == '\t' || text[b - 1] == '\r')) b--;
-        if (a == b) { blank_run++; continue; }
-        int marker = s->layout == LAYOUT_ENDOFTEXT && starts_document(s->layout, text + a, b - a, 0);
-        if (starts_document(s->layout, text + a, b - a, blank_run))
-            flush_document(c, &doc, src, &n_docs, weight);
-        else if (doc.n > 0) // a new paragraph ends the last with "\n"; wrapped lines join with " "
-            charbuf_add(&doc, blank_run > 0 || s->layout == LAYOUT_ENDOFTEXT ? "\n" : " ", 1);
-        if (!marker) charbuf_add(&doc, text + a, b - a);
-        blank_run = 0;
-    }
-    flush_document(c, &doc, src, &n_docs, weight);
-    free(doc.p);
-    free(text);
-    free(path);
-}
-
-// "children=1,tinystories=2" -> weight of each source name (unnamed: 0).
-static double mix_weight(const char *mix, const char *name) {
-    size_t nl = strlen(name);
-    for (const char *p = mix; *p; ) {
-        const char *eq = strchr(p, '='), *end = strchr(p, ',');
-        if (!end) end = p + strlen(p);
-        if (!eq || eq > end) die("-mix: expected name=weight in \"%s\" (e.g. children=1,tinystories=2)", mix);
-        if ((size_t)(eq - p) == nl && !strncmp(p, name, nl)) {
-            char *stop;
-            double w = strtod(eq + 1, &stop);
-            if (stop != end || w < 0 || w > 100) die("-mix: bad weight for %s in \"%s\" (0..100)", name, mix);
-            return w;
-        }
-        p = *end ? end + 1 : end;
-    }
-    return 0;
-}
-
-// Every source with a nonzero weight in `mix`; a zero-weight source is not read.
-static void read_corpus(Corpus *c, const char *dir, const char *mix) {
-    for (const char *p = mix; *p; p++) // every name in mix must be a source
-        if (p == mix || p[-1] == ',') {
-            size_t k = strcspn(p, "=");
-            int known = 0;
-            for (size_t s = 0; s < N_SOURCES; s++)
-                known |= strlen(SOURCES[s].name) == k && !strncmp(SOURCES[s].name, p, k);
-            if (!known)
-                die("-mix: unknown source \"%.*s\" (children, tinystories, novels, synthetic)", (int)k, p);
-        }
-    for (size_t s = 0; s < N_SOURCES; s++) {
-        double w = mix_weight(mix, SOURCES[s].name);
-        if (w <= 0) continue;
-        const char *file = SOURCES[s].file;
-        char *path = strncmp(file, "runs/", 5) ? join_path(dir, file) : join_path(".", file);
-        int have = file_exists(path), more = 0; // a source may span files; some may be absent
-        for (size_t o = 0; o < N_SOURCES; o++)
-            if (o != s && !strcmp(SOURCES[o].name, SOURCES[s].name)) more = 1;
-        if (have) read_source(c, dir, (int)s, w);
-        else if (more) fprintf(stderr, "note: %s not found; source \"%s\" uses its other files\n", path, SOURCES[s].name);
-        else die("%s: cannot read source \"%s\"%s", path, SOURCES[s].name,
-                 strcmp(SOURCES[s].name, "synthetic") ? "" : " (make runs/synth/stories260k.txt makes it)");
-        free(path);
-    }
-    if (c->n == 0) die("no documents read from %s with -mix %s", dir, mix);
-}
-
-// ----------------------------------------------------------------------------
-// string table: distinct byte strings -> ids (open addressing on FNV-1a)
-
-typedef struct { size_t off; int len; } Span; // bytes [off, off+len) of a buffer
-
-typedef struct {
-    CharBuf bytes;   // all strings back to back
-    Span *span;      // (n) where string i lies in bytes
-    size_t n, cap;
-    int *slot;       // (n_slots) string id or -1; n_slots a power of two
-    size_t n_slots;
-} StrTable;
-
-static const char *strtable_str(const StrTable *t, int id) { return t->bytes.p + t->span[id].off; }
-static int strtable_len(const StrTable *t, int id) { return t->span[id].len; }
-
-// The slot holding string s, or the empty slot where it would go.
-static size_t strtable_probe(const StrTable *t, const char *s, int len) {
-    size_t mask = t->n_slots - 1, i = (size_t)fnv1a(s, (size_t)len) & mask;
-    for (int id; (id = t->slot[i]) >= 0; i = (i + 1) & mask)
-        if (t->span[id].len == len && !memcmp(strtable_str(t, id), s, (size_t)len)) break;
-    return i;
-}
-
-// id of string s, or -1
-static int strtable_find(const StrTable *t, const char *s, int len) {
-    if (t->n_slots == 0) return -1;
-    return t->slot[strtable_probe(t, s, len)];
-}
-
-static void strtable_rehash(StrTable *t, size_t n_slots) {
-    free(t->slot);
-    t->slot = xmalloc(n_slots * sizeof(int));
-    t->n_slots = n_slots;
-    for (size_t i = 0; i < n_slots; i++) t->slot[i] = -1;
-    for (size_t id = 0; id < t->n; id++)
-        t->slot[strtable_probe(t, strtable_str(t, (int)id), t->span[id].len)] = (int)id;
-}
-
-// id of string s, added if new
-static int strtable_add(StrTable *t, const char *s, int len) {
-    if (2 * (t->n + 1) > t->n_slots) strtable_rehash(t, t->n_slots ? 2 * t->n_slots : 1024);
-    size_t i = strtable_probe(t, s, len);
-    if (t->slot[i] >= 0) return t->slot[i];
-    grow((void **)&t->span, &t->cap, t->n + 1, sizeof(Span));
-    t->span[t->n] = (Span){t->bytes.n, len};
-    charbuf_add(&t->bytes, s, (size_t)len);
-    t->slot[i] = (int)t->n;
-    return (int)t->n++;
-}
-
-static void free_strtable(StrTable *t) {
-    free(t->bytes.p);
-    free(t->span);
-    free(t->slot);
-    memset(t, 0, sizeof(*t));
-}
-
-// ----------------------------------------------------------------------------
-// vocabulary: token strings with llama2.c scores (higher = merged earlier)
-
-typedef struct {
-    StrTable str;  // token id -> string, and back
-    float *score;  // (str.n)
-    size_t cap;
-} Vocab;
-
-static int vocab_add(Vocab *v, const char *s, int len, float score) {
-    size_t before = v->str.n;
-    int id = strtable_add(&v->str, s, len);
-    if (v->str.n == before) die("tokenizer: duplicate token \"%.*s\"", len, s);
-    grow((void **)&v->score, &v->cap, v->str.n, sizeof(float));
-    v->score[id] = score;
-    return id;
-}
-
-static void free_vocab(Vocab *v) {
-    free_strtable(&v->str);
-    free(v->score);
-    memset(v, 0, sizeof(*v));
-}
-
-// The 259 fixed tokens: <unk>, BOS, EOS and the byte-fallback tokens.
-static void vocab_add_special(Vocab *v) {
-    vocab_add(v, "<unk>", 5, 0.0f);
-    vocab_add(v, "\n<s>\n", 5, 0.0f);
-    vocab_add(v, "\n</s>\n", 6, 0.0f);
-    for (int b = 0; b < 256; b++) {
-        char s[8];
-        snprintf(s, sizeof(s), "<0x%02X>", b);
-        vocab_add(v, s, 6, 0.0f);
-    }
-}
-
-// llama2.c's tokenizer.bin: int32 max_token_length, then per token float
-// score, int32 length, bytes. Only the first n_vocab tokens are written.
-static void write_tokenizer(const char *path, const Vocab *v, int n_vocab) {
-    int32_t max_len = 0;
-    for (int i = 0; i < n_vocab; i++)
-        if (strtable_len(&v->str, i) > max_len) max_len = strtable_len(&v->str, i);
-    FILE *f = xfopen(path, "wb");
-    xfwrite(&max_len, sizeof(max_len), 1, f, path);
-    for (int i = 0; i < n_vocab; i++) {
-        int32_t len = strtable_len(&v->str, i);
-        xfwrite(&v->score[i], sizeof(float), 1, f, path);
-        xfwrite(&len, sizeof(len), 1, f, path);
-        xfwrite(strtable_str(&v->str, i), 1, (size_t)len, f, path);
-    }
-    xfclose(f, path);
-}
-
-// walk_tokenizer's visit: add token i to the vocabulary
-static void add_token(void *ctx, int i, float score, const unsigned char *bytes, int len) {
-    (void)i;
-    vocab_add(ctx, (const char *)bytes, len, score);
-}
-
-// Reads every token in the file (its vocabulary size is not stored), with
-// model.h's record walker: the same checks specdec makes.
-static void read_tokenizer(Vocab *v, const char *path) {
-    size_t n;
-    char *buf = read_file(path, &n), msg[256];
-    int32_t max_len;
-    if (walk_tokenizer((const unsigned char *)buf, n, &max_len, add_token, v, msg, sizeof(msg)) < 0)
-        die("%s: %s", path, msg);
-    free(buf);
-    if (v->str.n < 259 + 96) die("%s: only %zu tokens; expected the 259 fixed ones, printable "
-                                 "ASCII and merges (made by ./train tokenizer?)", path, v->str.n);
-}
-
-// ----------------------------------------------------------------------------
-// pretokens: where BPE training may not merge across
-//
-// Training counts words cut by these rules so merges stay inside
-// [space]word, [space]digits, [space]punctuation, runs of spaces and runs of
-// newlines; a word may contain apostrophes between letters (don't, Alice's).
-// Encoding does NOT use these cuts: it is llama2.c's merge-by-score over the
-// whole text (see encode below), so what training saw and what specdec sees
-// are the same tokens.
-
-enum { CH_LETTER, CH_DIGIT, CH_SPACE, CH_NEWLINE, CH_PUNCT };
-
-// Length of the UTF-8 piece at s the way llama2.c's encoder cuts text: one
-// byte plus up to 3 continuation bytes (10xxxxxx).
-static size_t utf8_piece_len(const unsigned char *s, size_t n) {
-    size_t k = 1;
-    while (k < n && k < 4 && (s[k] & 0xC0) == 0x80) k++;
-    return k;
-}
-
-static uint32_t utf8_decode(const unsigned char *s, size_t k) {
-    if (k == 1) return s[0];
-    uint32_t cp = s[0] & (0x7Fu >> k);
-    for (size_t i = 1; i < k; i++) cp = cp << 6 | (s[i] & 0x3Fu);
-    return cp;
-}
-
-static int char_class(uint32_t cp) {
-    if ((cp >= 'a' && cp <= 'z') || (cp >= 'A' && cp <= 'Z')) return CH_LETTER;
-    if (cp >= '0' && cp <= '9') return CH_DIGIT;
-    if (cp == ' ') return CH_SPACE;
-    if (cp < 0x20 || cp == 0x7F) return CH_NEWLINE; // \n, \t, controls
-    // Latin-1 letters and beyond count as letters, except the x and division
-    // signs and the general punctuation block (dashes, curly quotes, ...)
-    if (cp >= 0xC0 && cp != 0xD7 && cp != 0xF7 && !(cp >= 0x2000 && cp <= 0x206F)) return CH_LETTER;
-    return CH_PUNCT;
-}
-
-static int class_at(const unsigned char *s, size_t n, size_t *k) {
-    *k = utf8_piece_len(s, n);
-    return char_class(utf8_decode(s, *k));
-}
-
-static int is_apostrophe(const unsigned char *s, size_t n) {
-    return s[0] == '\'' || (n >= 3 && s[0] == 0xE2 && s[1] == 0x80 && s[2] == 0x99);
-}
-
-// Byte length of the pretoken starting at s (n > 0 bytes left).
-static size_t pretoken_len(const unsigned char *s, size_t n) {
-    size_t k, k2, i = 0;
-    int cls = class_at(s, n, &k);
-    if (cls == CH_SPACE) {
-        size_t run = 1;
-        while (run < n && s[run] == ' ') run++;
-        int next = run < n ? class_at(s + run, n - run, &k2) : CH_NEWLINE;
-        if (next == CH_SPACE || next == CH_NEWLINE) return run;
-        if (run > 1) return run - 1; // the last space goes with the word after it
-        i = 1;
-        cls = next;
-    }
-    while (i < n) {
-        int c = class_at(s + i, n - i, &k);
-        if (c == cls) { i += k; continue; }
-        if (cls == CH_LETTER && i > 0 && is_apostrophe(s + i, n - i) && i + k < n &&
-            class_at(s + i + k, n - i - k, &k2) == CH_LETTER) { i += k + k2; continue; }
-        break;
-    }
-    return i ? i : k;
-}
-
-// ----------------------------------------------------------------------------
-// BPE training: count pretokens, start from characters, merge the most
-// frequent adjacent pair until the vocabulary is full
-//
-// Base tokens after the 259 fixed ones: "\n", printable ASCII, then the
-// frequent non-ASCII characters (curly quotes, dashes, accented letters):
-// llama2.c's encoder looks whole UTF-8 characters up before merging, so a
-// character without its own token falls back to bytes, which never merge.
-// Merged token k (k = 0, 1, ...) gets score -(k+1): llama2.c's encoder, which
-// repeatedly merges the adjacent pair with the highest-scoring concatenation,
-// then replays the merges in the order they were learned.
-
-#define FIRST_CHAR_TOKEN (TOKEN_BYTE0 + 256)
-#define MAX_EXTRA_CHARS 64
-
-typedef struct {
-    StrTable words;  // distinct pretokens
-    double *count;   // (words.n) weighted occurrences
-    size_t cap;
-} WordCounts;
-
-static void count_words(WordCounts *wc, const char *s, size_t n, double weight) {
-    const unsigned char *u = (const unsigned char *)s;
-    for (size_t i = 0; i < n; ) {
-        size_t k = pretoken_len(u + i, n - i);
-        int id = strtable_add(&wc->words, s + i, (int)k);
-        grow((void **)&wc->count, &wc->cap, wc->words.n, sizeof(double));
-        if ((size_t)id + 1 == wc->words.n) wc->count[id] = 0;
-        wc->count[id] += weight;
-        i += k;
-    }
-}
-
-// Pretokens of every training document, each with llama2.c's dummy-prefix " ".
-static void count_corpus_words(WordCounts *wc, const Corpus *c) {
-    CharBuf tmp = {0};
-    for (size_t d = 0; d < c->n; d++) {
-        if (c->docs[d].copies == 0) continue;
-        tmp.n = 0;
-        charbuf_add(&tmp, " ", 1);
-        charbuf_add(&tmp, c->text.p + c->docs[d].off, c->docs[d].len);
-        count_words(wc, tmp.p, tmp.n, c->docs[d].copies);
-    }
-    free(tmp.p);
-}
-
-// Non-ASCII characters that get their own token: the typographic ones always,
-// others if at least one in a million characters, most frequent first.
-static int pick_extra_chars(const WordCounts *wc, uint32_t *out) {
-    static const uint32_t always[] = {0x2018, 0x2019, 0x201C, 0x201D, 0x2014, 0x2013, 0x2026};
-    enum { N_ALWAYS = sizeof(always) / sizeof(always[0]) };
-    static double freq[0x110000]; // per code point; static: 8.9 MB, zeroed per call
-    memset(freq, 0, sizeof(freq));
-    double total = 0;
-    for (size_t w = 0; w < wc->words.n; w++) {
-        const unsigned char *s = (const unsigned char *)strtable_str(&wc->words, (int)w);
-        for (size_t i = 0, n = (size_t)strtable_len(&wc->words, (int)w), k; i < n; i += k) {
-            k = utf8_piece_len(s + i, n - i);
-            uint32_t cp = utf8_decode(s + i, k);
-            total += wc->count[w];
-            if (k > 1 && cp < 0x110000) freq[cp] += wc->count[w];
-        }
-    }
-    int n = 0;
-    for (int i = 0; i < N_ALWAYS; i++) { out[n++] = always[i]; freq[always[i]] = 0; }
-    while (n < MAX_EXTRA_CHARS) { // selection by max: few picks, simple
-        uint32_t best = 0;
-        for (uint32_t cp = 0x80; cp < 0x110000; cp++) if (freq[cp] > freq[best]) best = cp;
-        if (best == 0 || freq[best] < 1e-6 * total) break;
-        out[n++] = best;
-        freq[best] = 0;
-    }
-    return n;
-}
-
-static int utf8_encode(uint32_t cp, char *s) {
-    if (cp < 0x80) { s[0] = (char)cp; return 1; }
-    if (cp < 0x800) { s[0] = (char)(0xC0 | cp >> 6); s[1] = (char)(0x80 | (cp & 0x3F)); return 2; }
-    if (cp < 0x10000) {
-        s[0] = (char)(0xE0 | cp >> 12); s[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
-        s[2] = (char)(0x80 | (cp & 0x3F));
-        return 3;
-    }
-    s[0] = (char)(0xF0 | cp >> 18); s[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
-    s[2] = (char)(0x80 | ((cp >> 6) & 0x3F)); s[3] = (char)(0x80 | (cp & 0x3F));
-    return 4;
-}
-
-// Fixed tokens, "\n", printable ASCII and the picked characters.
-static void vocab_add_chars(Vocab *v, const uint32_t *extra, int n_extra) {
-    vocab_add(v, "\n", 1, 0.0f);
-    for (char ch = ' '; ch <= '~'; ch++) vocab_add(v, &ch, 1, 0.0f);
-    for (int i = 0; i < n_extra; i++) {
-        char s[4];
-        vocab_add(v, s, utf8_encode(extra[i], s), 0.0f);
-    }
-}
-
-// Pair counts: (a,b) token pair -> weighted occurrences, open addressing.
-typedef struct {
-    uint64_t *key;   // (n_slots) a << 32 | b, or UINT64_MAX when empty
-    double *count;   // (n_slots)
-    size_t n, n_slots;
-} PairCounts;
-
-static size_t pair_slot(const PairCounts *p, uint64_t key) {
-    size_t mask = p->n_slots - 1, i = (size_t)((key * 0x9E3779B97F4A7C15ull) >> 20) & mask;
-    while (p->key[i] != UINT64_MAX && p->key[i] != key) i = (i + 1) & mask;
-    return i;
-}
-
-static void pair_add(PairCounts *p, int a, int b, double delta) {
-    if (2 * (p->n + 1) > p->n_slots) { // grow and reinsert
-        PairCounts q = {.key = xmalloc(2 * p->n_slots * 8), .count = xcalloc(2 * p->n_slots, 8),
-                        .n = 0, .n_slots = 2 * p->n_slots};
-        for (size_t i = 0; i < q.n_slots; i++) q.key[i] = UINT64_MAX;
-        for (size_t i = 0; i < p->n_slots; i++)
-            if (p->key[i] != UINT64_MAX && p->count[i] > 0) {
-                size_t j = pair_slot(&q, p->key[i]);
-                q.key[j] = p->key[i];
-                q.count[j] = p->count[i];
-                q.n++;
-            }
-        free(p->key); free(p->count);
-        *p = q;
-    }
-    uint64_t key = (uint64_t)a << 32 | (uint32_t)b;
-    size_t i = pair_slot(p, key);
-    if (p->key[i] == UINT64_MAX) { p->key[i] = key; p->n++; }
-    p->count[i] += delta;
-}
-
-// One pretoken as token ids, its weight, during training.
-typedef struct { int *sym; int n; double count; } Word;
-
-static int mergeable(int id) { return id >= FIRST_CHAR_TOKEN; }
-
-static void word_pairs(PairCounts *p, const Word *w, double sign) {
-    for (int i = 0; i + 1 < w->n; i++)
-        if (mergeable(w->sym[i]) && mergeable(w->sym[i + 1]))
-            pair_add(p, w->sym[i], w->sym[i + 1], sign * w->count);
-}
-
-// A pretoken's characters as base tokens; others become byte tokens.
-static Word word_symbols(const Vocab *v, const char *s, int n, double count) {
-    Word w = {xmalloc((size_t)n * sizeof(int)), 0, count};
-    for (int i = 0, k; i < n; i += k) {
-        k = (int)utf8_piece_len((const unsigned char *)s + i, (size_t)(n - i));
-        int id = strtable_find(&v->str, s + i, k);
-        if (id >= FIRST_CHAR_TOKEN) w.sym[w.n++] = id;
-        else for (int j = 0; j < k; j++) w.sym[w.n++] = TOKEN_BYTE0 + (unsigned char)s[i + j];
-    }
-    return w;
-}
-
-// Replace every (a,b) in w by t, left to right.
-static void word_merge(Word *w, int a, int b, int t) {
-    int o = 0;
-    for (int i = 0; i < w->n; i++) {
-        if (i + 1 < w->n && w->sym[i] == a && w->sym[i + 1] == b) { w->sym[o++] = t; i++; }
-        else w->sym[o++] = w->sym[i];
-    }
-    w->n = o;
-}
-
-static int word_has_pair(const Word *w, int a, int b) {
-    for (int i = 0; i + 1 < w->n; i++) if (w->sym[i] == a && w->sym[i + 1] == b) return 1;
-    return 0;
-}
-
-// The most frequent pair (ties: smallest a, then b); count 0 if none.
-static double best_pair(const PairCounts *p, int *a, int *b) {
-    double best = 0;
-    uint64_t best_key = UINT64_MAX;
-    for (size_t i = 0; i < p->n_slots; i++) {
-        if (p->key[i] == UINT64_MAX) continue;
-        if (p->count[i] > best || (p->count[i] == best && best > 0 && p->key[i] < best_key)) {
-            best = p->count[i];
-            best_key = p->key[i];
-        }
-    }
-    *a = (int)(best_key >> 32);
-    *b = (int)(best_key & 0xFFFFFFFFu);
-    return best;
-}
-
-// Merge pairs until the vocabulary has n_vocab tokens (or nothing repeats).
-static void bpe_merge(Vocab *v, Word *words, size_t n_words, int n_vocab) {
-    PairCounts pc = {.key = xmalloc(1024 * 8), .count = xcalloc(1024, 8), .n = 0, .n_slots = 1024};
-    for (size_t i = 0; i < pc.n_slots; i++) pc.key[i] = UINT64_MAX;
-    for (size_t w = 0; w < n_words; w++) word_pairs(&pc, &words[w], +1);
-    char buf[512];
-    for (int rank = 0; (int)v->str.n < n_vocab; rank++) {
-        int a, b;
-        if (best_pair(&pc, &a, &b) < 2) {
-            fprintf(stderr, "tokenizer: no pair repeats after %zu tokens; stopping early\n", v->str.n);
-            break;
-        }
-        int la = strtable_len(&v->str, a), lb = strtable_len(&v->str, b);
-        if (la + lb > (int)sizeof(buf)) die("tokenizer: token longer than %zu bytes", sizeof(buf));
-        memcpy(buf, strtable_str(&v->str, a), (size_t)la);
-        memcpy(buf + la, strtable_str(&v->str, b), (size_t)lb);
-        int t = strtable_find(&v->str, buf, la + lb); // another pair may have made it already
-        if (t < 0) t = vocab_add(v, buf, la + lb, -(float)(rank + 1));
-        if (!mergeable(t)) die("tokenizer: the text spells the fixed token \"%s\"; remove it", buf);
-        for (size_t w = 0; w < n_words; w++) {
-            if (words[w].n < 2 || !word_has_pair(&words[w], a, b)) continue;
-            word_pairs(&pc, &words[w], -1);
-            word_merge(&words[w], a, b, t);
-            word_pairs(&pc, &words[w], +1);
-        }
-    }
-    free(pc.key);
-    free(pc.count);
-}
-
-// The whole tokenizer from the training documents of a corpus.
-static void train_tokenizer(Vocab *v, const Corpus *c, int n_vocab) {
-    WordCounts wc = {0};
-    count_corpus_words(&wc, c);
-    uint32_t extra[MAX_EXTRA_CHARS];
-    int n_extra = pick_extra_chars(&wc, extra);
-    vocab_add_special(v);
-    vocab_add_chars(v, extra, n_extra);
-    if (n_vocab < (int)v->str.n) die("-v %d: the base tokens alone are %zu", n_vocab, v->str.n);
-    Word *words = xmalloc(wc.words.n * sizeof(Word));
-    for (size_t w = 0; w < wc.words.n; w++)
-        words[w] = word_symbols(v, strtable_str(&wc.words, (int)w), strtable_len(&wc.words, (int)w), wc.count[w]);
-    fprintf(stderr, "tokenizer: %zu distinct pretokens, %zu base tokens\n", wc.words.n, v->str.n);
-    bpe_merge(v, words, wc.words.n, n_vocab);
-    for (size_t w = 0; w < wc.words.n; w++) free(words[w].sym);
-    free(words);
-    free_strtable(&wc.words);
-    free(wc.count);
-}
-
-// ----------------------------------------------------------------------------
-// encoding: llama2.c's algorithm, exactly, in O(n log n)
-//
-// llama2.c cuts the text into UTF-8 characters (a character without a token
-// becomes byte tokens), then repeatedly merges the adjacent pair whose
-// concatenation is a token with the highest score, the leftmost one on ties.
-// A heap of candidate pairs ordered by (score desc, position asc) gives the
-// same merges; an entry whose two symbols changed after it was pushed is
-// stale and skipped (the new neighbours were pushed when they changed).
-
-typedef struct { int prev, next; } Link;
-
-typedef struct {
-    float score;        // of the merged token
-    int pos;            // index of the left symbol (positions keep text order)
-    int left, right;    // the symbols' tokens when pushed
-    int token;          // their merge
-} Candidate;
-
-typedef struct {
-    const Vocab *v;
-    int n_vocab;        // tokens >= n_vocab are ignored: encodes with a vocab prefix
-    int *sym;           // (cap_sym) token of each symbol, -1 once merged into its left
-    Link *link;         // (cap_link) live symbols as a linked list, -1 at the ends
-    size_t cap_sym, cap_link;
-    Candidate *heap;    // (n_heap) binary heap, best first
-    size_t n_heap, cap_heap;
-    char *buf;          // (2 * longest token) concatenation scratch
-} Encoder;
-
-static void build_encoder(Encoder *e, const Vocab *v, int n_vocab) {
-    memset(e, 0, sizeof(*e));
-    e->v = v;
-    e->n_vocab = n_vocab;
-    int longest = 1;
-    for (int i = 0; i < n_vocab; i++)
-        if (strtable_len(&v->str, i) > longest) longest = strtable_len(&v->str, i);
-    e->buf = xmalloc(2 * (size_t)longest);
-}
-
-static void free_encoder(Encoder *e) {
-    free(e->sym); free(e->link); free(e->heap); free(e->buf);
-    memset(e, 0, sizeof(*e));
-}
-
-static int encoder_find(const Encoder *e, const char *s, int len) {
-    int id = strtable_find(&e->v->str, s, len);
-    return id < e->n_vocab ? id : -1;
-}
-
-static int candidate_before(const Candidate *x, const Candidate *y) {
-    return x->score > y->score || (x->score == y->score && x->pos < y->pos);
-}
-
-static void heap_push(Encoder *e, Candidate c) {
-    grow((void **)&e->heap, &e->cap_heap, e->n_heap + 1, sizeof(Candidate));
-    size_t i = e->n_heap++;
-    for (; i > 0 && candidate_before(&c, &e->heap[(i - 1) / 2]); i = (i - 1) / 2)
-        e->heap[i] = e->heap[(i - 1) / 2];
-    e->heap[i] = c;
-}
-
-static Candidate heap_pop(Encoder *e) {
-    Candidate top = e->heap[0], last = e->heap[--e->n_heap];
-    size_t i = 0, n = e->n_heap;
-    for (size_t c; (c = 2 * i + 1) < n; i = c) {
-        if (c + 1 < n && candidate_before(&e->heap[c + 1], &e->heap[c])) c++;
-        if (!candidate_before(&e->heap[c], &last)) break;
-        e->heap[i] = e->heap[c];
-    }
-    if (n > 0) e->heap[i] = last;
-    return top;
-}
-
-// Push the pair (symbol i, its right neighbour) if their concatenation is a token.
-static void push_pair(Encoder *e, int i) {
-    if (i < 0 || e->link[i].next < 0) return;
-    int j = e->link[i].next;
-    const StrTable *t = &e->v->str;
-    int a = e->sym[i], b = e->sym[j], la = strtable_len(t, a), lb = strtable_len(t, b);
-    memcpy(e->buf, strtable_str(t, a), (size_t)la);
-    memcpy(e->buf + la, strtable_str(t, b), (size_t)lb);
-    int id = encoder_find(e, e->buf, la + lb);
-    if (id >= 0) heap_push(e, (Candidate){e->v->score[id], i, a, b, id});
-}
-
-// Cut text into characters as llama2.c does: a character's token, else its bytes.
-static int encoder_symbols(Encoder *e, const char *text, size_t n, int dummy_prefix) {
-    grow((void **)&e->sym, &e->cap_sym, n + 1, sizeof(int));
-    int ns = 0;
-    if (dummy_prefix && n > 0) {
-        int sp = encoder_find(e, " ", 1);
-        if (sp < 0) die("tokenizer has no \" \" token for llama2.c's dummy prefix");
-        e->sym[ns++] = sp;
-    }
-    for (size_t i = 0, k; i < n; i += k) {
-        k = utf8_piece_len((const unsigned char *)text + i, n - i);
-        int id = encoder_find(e, text + i, (int)k);
-        if (id >= 0) e->sym[ns++] = id;
-        else for (size_t j = 0; j < k; j++) e->sym[ns++] = TOKEN_BYTE0 + (unsigned char)text[i + j];
-    }
-    return ns;
-}
-
-// Append the tokens of text to out (no BOS). dummy_prefix: llama2.c's leading " ".
-static void encode(Encoder *e, const char *text, size_t n, int dummy_prefix, IntBuf *out) {
-    int ns = encoder_symbols(e, text, n, dummy_prefix);
-    grow((void **)&e->link, &e->cap_link, (size_t)ns, sizeof(Link));
-    for (int i = 0; i < ns; i++) e->link[i] = (Link){i - 1, i + 1 < ns ? i + 1 : -1};
-    e->n_heap = 0;
-    for (int i = 0; i + 1 < ns; i++) push_pair(e, i);
-    while (e->n_heap > 0) {
-        Candidate c = heap_pop(e);
-        int i = c.pos, j = e->link[i].next;
-        if (e->sym[i] != c.left || j < 0 || e->sym[j] != c.right) continue; // stale
-        e->sym[i] = c.token;
-        e->sym[j] = -1;
-        e->link[i].next = e->link[j].next;
-        if (e->link[j].next >= 0) e->link[e->link[j].next].prev = i;
-        push_pair(e, e->link[i].prev);
-        push_pair(e, i);
-    }
-    for (int i = ns > 0 ? 0 : -1; i >= 0; i = e->link[i].next) intbuf_push(out, e->sym[i]);
-}
-
-// Bytes a token stands for: byte tokens are their byte, BOS/EOS/<unk> nothing.
-static int token_bytes(const Vocab *v, int id, const char **s) {
-    static char byte[256];
-    if (id >= TOKEN_BYTE0 && id < TOKEN_BYTE0 + 256) {
-        byte[id - TOKEN_BYTE0] = (char)(id - TOKEN_BYTE0);
-        *s = &byte[id - TOKEN_BYTE0];
-        return 1;
-    }
-    if (id < TOKEN_BYTE0) { *s = ""; return 0; }
-    *s = strtable_str(&v->str, id);
-    return strtable_len(&v->str, id);
-}
-
-// BOS, then the document's tokens with llama2.c's dummy prefix, as specdec sees a prompt.
-static void encode_document(Encoder *e, const char *text, size_t len, IntBuf *out) {
-    intbuf_push(out, TOKEN_BOS);
-    encode(e, text, len, 1, out);
-}
-
-// Append one training copy of a document: whole (BOS + story), or split, every
-// paragraph its own BOS-started document. A text need not begin a story: a
-// prompt, or the yardstick's paragraphs (scored from BOS), often start mid-story,
-// and a model that only ever saw "Once upon a time" after BOS pays for it.
-static void push_copy(IntBuf *dst, Encoder *e, const char *text, size_t len, const IntBuf *whole, int split) {
-    if (!split) {
-        for (size_t i = 0; i < whole->n; i++) intbuf_push(dst, whole->p[i]);
-        return;
-    }
-    for (size_t a = 0, b; a < len; a = b + 1) {
-        for (b = a; b < len && text[b] != '\n'; b++) {}
-        if (b > a) encode_document(e, text + a, b - a, dst);
-    }
-}
-
-// Is copy k of document d split into paragraphs? A fraction `frac` of all
-// copies, spread by the golden ratio (deterministic, like copies_for).
-static int split_copy(double frac, size_t d, int k) {
-    double x = ((double)d * 4.0 + k) * 0.6180339887498949;
-    return x - floor(x) < frac;
-}
-
-// ----------------------------------------------------------------------------
-// token streams: BOS + tokens of each document, as uint16 files under runs/
-//   8 bytes "SDTOKENS", int32 vocab_size, int32 0, uint64 n, then n x uint16
-
-typedef struct {
-    uint16_t *tok;  // (n)
-    size_t n;
-    int vocab_size;
-} Tokens;
-
-static void write_tokens(const char *path, const IntBuf *t, int vocab_size) {
-    FILE *f = xfopen(path, "wb");
-    int32_t hdr[2] = {vocab_size, 0};
-    uint64_t n = t->n;
-    xfwrite("SDTOKENS", 1, 8, f, path);
-    xfwrite(hdr, sizeof(hdr), 1, f, path);
-    xfwrite(&n, sizeof(n), 1, f, path);
-    uint16_t *u = xmalloc(t->n * sizeof(uint16_t));
-    for (size_t i = 0; i < t->n; i++) u[i] = (uint16_t)t->p[i];
-    xfwrite(u, sizeof(uint16_t), t->n, f, path);
-    free(u);
-    xfclose(f, path);
-}
-
-static Tokens read_tokens(const char *path) {
-    FILE *f = xfopen(path, "rb");
-    char magic[8];
-    int32_t hdr[2];
-    uint64_t n;
-    xfread(magic, 1, 8, f, path, "the magic");
-    if (memcmp(magic, "SDTOKENS", 8)) die("%s: not a token file (made by ./train data)", path);
-    xfread(hdr, sizeof(hdr), 1, f, path, "the header");
-    xfread(&n, sizeof(n), 1, f, path, "the token count");
-    if (hdr[0] < 259 || hdr[0] > 65536) die("%s: vocab_size %d out of range", path, (int)hdr[0]);
-    Tokens t = {xmalloc((size_t)n * sizeof(uint16_t)), (size_t)n, hdr[0]};
-    xfread(t.tok, sizeof(uint16_t), t.n, f, path, "the tokens");
-    fclose(f);
-    for (size_t i = 0; i < t.n; i++)
-        if (t.tok[i] >= t.vocab_size) die("%s: token %zu is %d >= vocab_size %d", path, i, t.tok[i], t.vocab_size);
-    return t;
-}
+#include "tokenizer.c"
 
 // ----------------------------------------------------------------------------
 // matmul kernel: C (M,N) += A (M,K) @ B (K,N)
@@ -1056,6 +51,7 @@ typedef struct {
     const float *a;   // A(i,k) at a[i*sai + k*sak]
     const float *b;   // (K, ldb)
     size_t M, N, K, sai, sak, ldb, ldc;
+    int threads;      // the rows of C are split over these
 } Gemm;
 
 // C[i0:i1, j0:j1] += A[i0:i1, k0:k1] @ B[k0:k1, j0:j1], one element at a time
@@ -1145,7 +141,7 @@ static void gemm_rows(const void *args, size_t m0, size_t m1) {
 }
 
 // the rows of C split over the threads
-static void gemm(const Gemm *g) { parallel_range(gemm_rows, g, g->M, TILE_M); }
+static void gemm(const Gemm *g) { parallel_range(gemm_rows, g, g->M, TILE_M, g->threads); }
 
 // dst (cols, rows) = src (rows, cols) transposed
 static void transpose(float *dst, const float *src, size_t rows, size_t cols) {
@@ -1211,21 +207,21 @@ static void rmsnorm_backward(float *dinp, float *dgain, const float *dout, const
 }
 
 // out (N,OC) = inp (N,IC) @ W^T, W (OC,IC): the kernel wants B = W^T (IC,OC)
-static void matmul_forward(float *out, const float *inp, const float *weight, size_t N, int IC, int OC) {
+static void matmul_forward(float *out, const float *inp, const float *weight, size_t N, int IC, int OC, int threads) {
     float *wt = xmalloc((size_t)IC * OC * sizeof(float));
     transpose(wt, weight, (size_t)OC, (size_t)IC);
     memset(out, 0, N * OC * sizeof(float));
-    gemm(&(Gemm){.c = out, .a = inp, .b = wt, .M = N, .N = (size_t)OC, .K = (size_t)IC,
+    gemm(&(Gemm){.threads = threads, .c = out, .a = inp, .b = wt, .M = N, .N = (size_t)OC, .K = (size_t)IC,
                  .sai = (size_t)IC, .sak = 1, .ldb = (size_t)OC, .ldc = (size_t)OC});
     free(wt);
 }
 
 // dinp (N,IC) += dout (N,OC) @ W (OC,IC);  dweight (OC,IC) += dout^T @ inp (N,IC)
 static void matmul_backward(float *dinp, float *dweight, const float *dout, const float *inp,
-                            const float *weight, size_t N, int IC, int OC) {
-    gemm(&(Gemm){.c = dinp, .a = dout, .b = weight, .M = N, .N = (size_t)IC, .K = (size_t)OC,
+                            const float *weight, size_t N, int IC, int OC, int threads) {
+    gemm(&(Gemm){.threads = threads, .c = dinp, .a = dout, .b = weight, .M = N, .N = (size_t)IC, .K = (size_t)OC,
                  .sai = (size_t)OC, .sak = 1, .ldb = (size_t)IC, .ldc = (size_t)IC});
-    gemm(&(Gemm){.c = dweight, .a = dout, .b = inp, .M = (size_t)OC, .N = (size_t)IC, .K = N,
+    gemm(&(Gemm){.threads = threads, .c = dweight, .a = dout, .b = inp, .M = (size_t)OC, .N = (size_t)IC, .K = N,
                  .sai = 1, .sak = (size_t)OC, .ldb = (size_t)IC, .ldc = (size_t)IC});
 }
 
@@ -1316,10 +312,10 @@ static void attention_forward_units(const void *args, size_t lo, size_t hi) {
 }
 
 static void attention_forward(float *out, float *att, const float *q, const float *k, const float *v,
-                              int B, int T, int NH, int NKV, int hs) {
+                              int B, int T, int NH, int NKV, int hs, int threads) {
     Attention a = {.out = out, .att = att, .q = q, .k = k, .v = v,
                    .B = B, .T = T, .NH = NH, .NKV = NKV, .hs = hs};
-    parallel_range(attention_forward_units, &a, (size_t)B * NKV, 1);
+    parallel_range(attention_forward_units, &a, (size_t)B * NKV, 1, threads);
 }
 
 // With p = att[t], dp = dout v^T, the softmax backward is
@@ -1358,10 +354,10 @@ static void attention_backward_units(const void *args, size_t lo, size_t hi) {
 
 static void attention_backward(float *dq, float *dk, float *dv, const float *dout, const float *q,
                                const float *k, const float *v, const float *att, int B, int T, int NH,
-                               int NKV, int hs) {
+                               int NKV, int hs, int threads) {
     Attention a = {.att = (float *)att, .dq = dq, .dk = dk, .dv = dv, .q = q, .k = k, .v = v,
                    .dout = dout, .B = B, .T = T, .NH = NH, .NKV = NKV, .hs = hs};
-    parallel_range(attention_backward_units, &a, (size_t)B * NKV, 1);
+    parallel_range(attention_backward_units, &a, (size_t)B * NKV, 1, threads);
 }
 
 // out = silu(h1) * h3 elementwise, silu(x) = x sigmoid(x); split over threads (expf is the cost)
@@ -1375,9 +371,9 @@ static void swiglu_forward_range(const void *args, size_t lo, size_t hi) {
     }
 }
 
-static void swiglu_forward(float *out, const float *h1, const float *h3, size_t n) {
+static void swiglu_forward(float *out, const float *h1, const float *h3, size_t n, int threads) {
     Swiglu s = {.out = out, .h1 = h1, .h3 = h3};
-    parallel_range(swiglu_forward_range, &s, n, 64);
+    parallel_range(swiglu_forward_range, &s, n, 64, threads);
 }
 
 // d silu(x)/dx = sig(x) (1 + x (1 - sig(x)))
@@ -1390,9 +386,9 @@ static void swiglu_backward_range(const void *args, size_t lo, size_t hi) {
     }
 }
 
-static void swiglu_backward(float *dh1, float *dh3, const float *dout, const float *h1, const float *h3, size_t n) {
+static void swiglu_backward(float *dh1, float *dh3, const float *dout, const float *h1, const float *h3, size_t n, int threads) {
     Swiglu s = {.dh1 = dh1, .dh3 = dh3, .h1 = h1, .h3 = h3, .dout = dout};
-    parallel_range(swiglu_backward_range, &s, n, 64);
+    parallel_range(swiglu_backward_range, &s, n, 64, threads);
 }
 
 // out = a + b. Its backward is the identity on both inputs: model_backward
@@ -1430,10 +426,10 @@ static void softmax_xent_forward_rows(const void *args, size_t lo, size_t hi) {
 }
 
 static void softmax_xent_forward(float *losses, float *probs, const float *logits, const int *targets,
-                                 const float *soft, size_t N, int V) {
+                                 const float *soft, size_t N, int V, int threads) {
     SoftmaxXent x = {.losses = losses, .probs = probs, .logits = logits, .soft = soft,
                      .targets = targets, .V = V};
-    parallel_range(softmax_xent_forward_rows, &x, N, 1);
+    parallel_range(softmax_xent_forward_rows, &x, N, 1, threads);
 }
 
 // dlogits (N,V) = (probs - target) * dlosses[n]; dlogits may alias probs.
@@ -1452,10 +448,10 @@ static void softmax_xent_backward_rows(const void *args, size_t lo, size_t hi) {
 }
 
 static void softmax_xent_backward(float *dlogits, const float *probs, const int *targets, const float *soft,
-                                  const float *dlosses, size_t N, int V) {
+                                  const float *dlosses, size_t N, int V, int threads) {
     SoftmaxXent x = {.probs = (float *)probs, .dlogits = dlogits, .soft = soft, .dlosses = dlosses,
                      .targets = targets, .V = V};
-    parallel_range(softmax_xent_backward_rows, &x, N, 1);
+    parallel_range(softmax_xent_backward_rows, &x, N, 1, threads);
 }
 
 // ----------------------------------------------------------------------------
@@ -1496,6 +492,7 @@ typedef struct {
     TransformerWeights w, g;
     Acts a;
     int B, T;          // batch shape of the activations (T <= c.seq_len)
+    int threads;       // the layers split their work over these (1 after build_model)
 } Model;
 
 static int head_size(const Config *c) { return c->dim / c->n_heads; }
@@ -1561,6 +558,7 @@ static void build_model(Model *m, const Config *c, int B, int T, int train) {
     m->c = *c;
     m->B = B;
     m->T = T;
+    m->threads = 1;
     m->n_params = checkpoint_n_floats(c, 1);
     m->params = xcalloc(m->n_params, sizeof(float));
     map_weights(&m->w, c, m->params, 1);
@@ -1648,29 +646,29 @@ static void model_forward(Model *m, const int *tokens) {
         BlockWeights bw = block_weights(w, c, l);
         BlockActs ba = block_acts(m, l);
         rmsnorm_forward(ba.xn1, ba.rstd1, ba.x, bw.rms_att, N, C);
-        matmul_forward(ba.q, ba.xn1, bw.wq, N, C, C);
-        matmul_forward(ba.k, ba.xn1, bw.wk, N, C, KV);
-        matmul_forward(ba.v, ba.xn1, bw.wv, N, C, KV);
+        matmul_forward(ba.q, ba.xn1, bw.wq, N, C, C, m->threads);
+        matmul_forward(ba.k, ba.xn1, bw.wk, N, C, KV, m->threads);
+        matmul_forward(ba.v, ba.xn1, bw.wv, N, C, KV, m->threads);
         rope_forward(ba.q, w->rope_cos, w->rope_sin, B, T, NH, hs);
         rope_forward(ba.k, w->rope_cos, w->rope_sin, B, T, NKV, hs);
-        attention_forward(ba.atty, ba.att, ba.q, ba.k, ba.v, B, T, NH, NKV, hs);
-        matmul_forward(a->branch, ba.atty, bw.wo, N, C, C);
+        attention_forward(ba.atty, ba.att, ba.q, ba.k, ba.v, B, T, NH, NKV, hs, m->threads);
+        matmul_forward(a->branch, ba.atty, bw.wo, N, C, C, m->threads);
         residual_forward(ba.x2, ba.x, a->branch, N * C);
         rmsnorm_forward(ba.xn2, ba.rstd2, ba.x2, bw.rms_ffn, N, C);
-        matmul_forward(ba.h1, ba.xn2, bw.w1, N, C, H);
-        matmul_forward(ba.h3, ba.xn2, bw.w3, N, C, H);
-        swiglu_forward(ba.hg, ba.h1, ba.h3, N * H);
-        matmul_forward(a->branch, ba.hg, bw.w2, N, H, C);
+        matmul_forward(ba.h1, ba.xn2, bw.w1, N, C, H, m->threads);
+        matmul_forward(ba.h3, ba.xn2, bw.w3, N, C, H, m->threads);
+        swiglu_forward(ba.hg, ba.h1, ba.h3, N * H, m->threads);
+        matmul_forward(a->branch, ba.hg, bw.w2, N, H, C, m->threads);
         residual_forward(ba.x_out, ba.x2, a->branch, N * C);
     }
     rmsnorm_forward(a->xf, a->rstdf, a->x + (size_t)c->n_layers * N * C, w->rms_final, N, C);
-    matmul_forward(a->logits, a->xf, w->wcls, N, C, c->vocab_size);
+    matmul_forward(a->logits, a->xf, w->wcls, N, C, c->vocab_size, m->threads);
 }
 
 // Mean loss over the batch; leaves probs in a->logits for the backward.
 static double model_loss(Model *m, const int *targets, const float *soft) {
     size_t N = (size_t)m->B * m->T;
-    softmax_xent_forward(m->a.losses, m->a.logits, m->a.logits, targets, soft, N, m->c.vocab_size);
+    softmax_xent_forward(m->a.losses, m->a.logits, m->a.logits, targets, soft, N, m->c.vocab_size, m->threads);
     double sum = 0.0;
     for (size_t n = 0; n < N; n++) sum += m->a.losses[n];
     return sum / (double)N;
@@ -1685,9 +683,9 @@ static void model_backward(Model *m, const int *targets, const float *soft, floa
     Acts *a = &m->a;
     const TransformerWeights *w = &m->w, *g = &m->g;
     for (size_t n = 0; n < N; n++) a->dlosses[n] = dloss;
-    softmax_xent_backward(a->logits, a->logits, targets, soft, a->dlosses, N, V);
+    softmax_xent_backward(a->logits, a->logits, targets, soft, a->dlosses, N, V, m->threads);
     zero(a->dxn, N * C);
-    matmul_backward(a->dxn, g->wcls, a->logits, a->xf, w->wcls, N, C, V);
+    matmul_backward(a->dxn, g->wcls, a->logits, a->xf, w->wcls, N, C, V, m->threads);
     zero(a->dres, N * C);
     rmsnorm_backward(a->dres, g->rms_final, a->dxn, a->x + (size_t)c->n_layers * N * C, w->rms_final,
                      a->rstdf, N, C);
@@ -1696,21 +694,21 @@ static void model_backward(Model *m, const int *targets, const float *soft, floa
         BlockActs ba = block_acts(m, l);
         // FFN branch: dres is dL/d(x_out) and also dL/d(FFN output)
         zero(a->dhg, N * H); zero(a->dh1, N * H); zero(a->dh3, N * H); zero(a->dxn, N * C);
-        matmul_backward(a->dhg, bg.w2, a->dres, ba.hg, bw.w2, N, H, C);
-        swiglu_backward(a->dh1, a->dh3, a->dhg, ba.h1, ba.h3, N * H);
-        matmul_backward(a->dxn, bg.w1, a->dh1, ba.xn2, bw.w1, N, C, H);
-        matmul_backward(a->dxn, bg.w3, a->dh3, ba.xn2, bw.w3, N, C, H);
+        matmul_backward(a->dhg, bg.w2, a->dres, ba.hg, bw.w2, N, H, C, m->threads);
+        swiglu_backward(a->dh1, a->dh3, a->dhg, ba.h1, ba.h3, N * H, m->threads);
+        matmul_backward(a->dxn, bg.w1, a->dh1, ba.xn2, bw.w1, N, C, H, m->threads);
+        matmul_backward(a->dxn, bg.w3, a->dh3, ba.xn2, bw.w3, N, C, H, m->threads);
         rmsnorm_backward(a->dres, bg.rms_ffn, a->dxn, ba.x2, bw.rms_ffn, ba.rstd2, N, C);
         // attention branch: dres is now dL/d(x2)
         zero(a->datty, N * C); zero(a->dq, N * C); zero(a->dk, N * KV); zero(a->dv, N * KV);
         zero(a->dxn, N * C);
-        matmul_backward(a->datty, bg.wo, a->dres, ba.atty, bw.wo, N, C, C);
-        attention_backward(a->dq, a->dk, a->dv, a->datty, ba.q, ba.k, ba.v, ba.att, B, T, NH, NKV, hs);
+        matmul_backward(a->datty, bg.wo, a->dres, ba.atty, bw.wo, N, C, C, m->threads);
+        attention_backward(a->dq, a->dk, a->dv, a->datty, ba.q, ba.k, ba.v, ba.att, B, T, NH, NKV, hs, m->threads);
         rope_backward(a->dq, w->rope_cos, w->rope_sin, B, T, NH, hs);
         rope_backward(a->dk, w->rope_cos, w->rope_sin, B, T, NKV, hs);
-        matmul_backward(a->dxn, bg.wq, a->dq, ba.xn1, bw.wq, N, C, C);
-        matmul_backward(a->dxn, bg.wk, a->dk, ba.xn1, bw.wk, N, C, KV);
-        matmul_backward(a->dxn, bg.wv, a->dv, ba.xn1, bw.wv, N, C, KV);
+        matmul_backward(a->dxn, bg.wq, a->dq, ba.xn1, bw.wq, N, C, C, m->threads);
+        matmul_backward(a->dxn, bg.wk, a->dk, ba.xn1, bw.wk, N, C, KV, m->threads);
+        matmul_backward(a->dxn, bg.wv, a->dv, ba.xn1, bw.wv, N, C, KV, m->threads);
         rmsnorm_backward(a->dres, bg.rms_att, a->dxn, ba.x, bw.rms_att, ba.rstd1, N, C);
     }
     embedding_backward(g->token_embedding, a->dres, a->tokens, N, C);
@@ -1970,6 +968,7 @@ static void build_run(Run *r, const TrainOpts *o) {
     Config c = {.dim = o->dim, .hidden_dim = o->hidden, .n_layers = o->layers, .n_heads = o->heads,
                 .n_kv_heads = o->kv_heads, .vocab_size = r->train.vocab_size, .seq_len = o->seq};
     build_model(&r->model, &c, o->batch, o->seq, 1);
+    r->model.threads = o->threads;
     r->mom = xcalloc(r->model.n_params, sizeof(float));
     r->vel = xcalloc(r->model.n_params, sizeof(float));
     r->inputs = xmalloc((size_t)o->batch * o->seq * sizeof(int));
@@ -1993,6 +992,7 @@ static void build_run(Run *r, const TrainOpts *o) {
     }
     if (o->teacher) {
         load_model(&r->teacher, o->teacher, o->batch, o->seq, 0);
+        r->teacher.threads = o->threads;
         if (r->teacher.c.vocab_size != c.vocab_size)
             die("-teacher %s: vocab %d, data: %d", o->teacher, r->teacher.c.vocab_size, c.vocab_size);
         r->has_teacher = 1;
@@ -2124,183 +1124,9 @@ static void train_model(const TrainOpts *o) {
 }
 
 // ----------------------------------------------------------------------------
-// command line: a table of options per subcommand (left out when a test
-// includes this file with TESTING defined)
+// ./train model, eval, bpb, dump-logits, bench (left out under TESTING)
 #ifndef TESTING
 
-#define DEFAULT_DATA "../shared/data/corpus"
-#define DEFAULT_MIX "tinystories=4,children=1,synthetic=1" // docs/TRAINING.md
-
-typedef struct {
-    const char *flag;
-    char type;        // 'i' int, 'f' float, 's' string
-    void *dst;
-    const char *help;
-} Opt;
-
-static void usage(const char *cmd, const char *what, const Opt *opts, int n) {
-    printf("usage: ./train %s [options]\n  %s\noptions (default in brackets):\n", cmd, what);
-    for (int i = 0; i < n; i++) {
-        printf("  %-14s %s [", opts[i].flag, opts[i].help);
-        if (opts[i].type == 'i') printf("%d]\n", *(int *)opts[i].dst);
-        else if (opts[i].type == 'f') printf("%g]\n", *(float *)opts[i].dst);
-        else printf("%s]\n", *(const char **)opts[i].dst ? *(const char **)opts[i].dst : "none");
-    }
-}
-
-static void parse_opts(int argc, char **argv, const char *cmd, const char *what, const Opt *opts, int n) {
-    for (int i = 2; i < argc; i += 2) {
-        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) { usage(cmd, what, opts, n); exit(0); }
-        const Opt *o = NULL;
-        for (int j = 0; j < n; j++) if (!strcmp(argv[i], opts[j].flag)) o = &opts[j];
-        if (!o) die("%s: unknown option \"%s\" (./train %s -h lists them)", cmd, argv[i], cmd);
-        if (i + 1 >= argc) die("%s: option %s needs a value", cmd, argv[i]);
-        const char *v = argv[i + 1];
-        char *end;
-        errno = 0;
-        if (o->type == 's') *(const char **)o->dst = v;
-        else if (o->type == 'i') {
-            long x = strtol(v, &end, 10);
-            if (*end || end == v || errno || x < 0 || x > 1000000000)
-                die("%s: %s wants a whole number 0..1e9, got \"%s\"", cmd, o->flag, v);
-            *(int *)o->dst = (int)x;
-        } else {
-            float x = strtof(v, &end);
-            if (*end || end == v || errno || !isfinite(x)) die("%s: %s wants a number, got \"%s\"", cmd, o->flag, v);
-            *(float *)o->dst = x;
-        }
-    }
-}
-
-static void set_threads(int n) {
-    if (n < 1 || n > MAX_THREADS) die("-threads %d: want 1..%d", n, MAX_THREADS);
-    g_threads = n;
-}
-
-// "1,2,3" -> ints
-static void parse_int_list(IntBuf *out, const char *s, const char *flag) {
-    for (const char *p = s; *p; ) {
-        char *end;
-        long x = strtol(p, &end, 10);
-        if (end == p || (*end && *end != ',')) die("%s: expected numbers separated by commas, got \"%s\"", flag, s);
-        intbuf_push(out, (int)x);
-        p = *end ? end + 1 : end;
-    }
-}
-
-// ----------------------------------------------------------------------------
-// ./train tokenizer
-
-// Bytes per token of the held-out documents, per source, with the first n_vocab tokens.
-static void report_compression(const Vocab *v, const Corpus *c, int n_vocab) {
-    Encoder e;
-    build_encoder(&e, v, n_vocab);
-    double bytes[N_SOURCES] = {0}, toks[N_SOURCES] = {0}, all_b = 0, all_t = 0;
-    IntBuf out = {0};
-    for (size_t d = 0; d < c->n; d++) {
-        if (!c->docs[d].is_val) continue;
-        out.n = 0;
-        encode(&e, c->text.p + c->docs[d].off, c->docs[d].len, 1, &out);
-        bytes[c->docs[d].source] += (double)c->docs[d].len;
-        toks[c->docs[d].source] += (double)out.n;
-    }
-    printf("vocab %5d: held-out bytes/token", n_vocab);
-    for (size_t s = 0; s < N_SOURCES; s++)
-        if (toks[s] > 0) {
-            printf("  %s %.3f", SOURCES[s].file, bytes[s] / toks[s]);
-            all_b += bytes[s];
-            all_t += toks[s];
-        }
-    printf("  all %.3f (%.0f tokens)\n", all_b / all_t, all_t);
-    free(out.p);
-    free_encoder(&e);
-}
-
-static int cmd_tokenizer(int argc, char **argv) {
-    const char *data = DEFAULT_DATA, *mix = DEFAULT_MIX, *out = "tokenizer.bin", *sizes = NULL;
-    int vocab = 2048;
-    Opt opts[] = {
-        {"-d", 's', &data, "corpus directory"},
-        {"-mix", 's', &mix, "source weights (children, tinystories, novels)"},
-        {"-v", 'i', &vocab, "vocabulary size written"},
-        {"-o", 's', &out, "output tokenizer.bin"},
-        {"-sizes", 's', &sizes, "also report held-out bytes/token at these sizes, e.g. 512,1024,4096"},
-    };
-    parse_opts(argc, argv, "tokenizer", "byte-level BPE -> llama2.c tokenizer.bin", opts, sizeof(opts) / sizeof(opts[0]));
-    IntBuf sz = {0};
-    if (sizes) parse_int_list(&sz, sizes, "-sizes");
-    intbuf_push(&sz, vocab);
-    int most = 0;
-    for (size_t i = 0; i < sz.n; i++) most = sz.p[i] > most ? sz.p[i] : most;
-    if (most > 65536) die("-v/-sizes: at most 65536 tokens (uint16 token files)");
-    Corpus c = {0};
-    read_corpus(&c, data, mix);
-    double t0 = now_seconds();
-    Vocab v = {0};
-    train_tokenizer(&v, &c, most);
-    printf("tokenizer: %zu tokens trained in %.1f s\n", v.str.n, now_seconds() - t0);
-    if ((size_t)vocab > v.str.n) vocab = (int)v.str.n;
-    write_tokenizer(out, &v, vocab);
-    printf("wrote %s (%d tokens)\n", out, vocab);
-    for (size_t i = 0; i < sz.n; i++) if ((size_t)sz.p[i] <= v.str.n) report_compression(&v, &c, sz.p[i]);
-    free(sz.p);
-    free_vocab(&v);
-    free_corpus(&c);
-    return 0;
-}
-
-// ----------------------------------------------------------------------------
-// ./train data
-
-static int cmd_data(int argc, char **argv) {
-    const char *data = DEFAULT_DATA, *mix = DEFAULT_MIX, *tok = "tokenizer.bin", *out = "runs/data";
-    float paragraphs = 0;
-    Opt opts[] = {
-        {"-d", 's', &data, "corpus directory"},
-        {"-mix", 's', &mix, "source weights: copies of each document (fractions: some get one more)"},
-        {"-z", 's', &tok, "tokenizer.bin"},
-        {"-o", 's', &out, "output directory for train.bin and val.bin"},
-        {"-paragraphs", 'f', &paragraphs, "fraction of the stories' training copies split into "
-                                          "paragraphs, each after its own BOS (0..1)"},
-    };
-    parse_opts(argc, argv, "data", "corpus -> token streams for ./train model", opts, sizeof(opts) / sizeof(opts[0]));
-    if (!(paragraphs >= 0 && paragraphs <= 1)) die("data: -paragraphs %g: expected a fraction 0..1", (double)paragraphs);
-    Vocab v = {0};
-    read_tokenizer(&v, tok);
-    Corpus c = {0};
-    read_corpus(&c, data, mix);
-    Encoder e;
-    build_encoder(&e, &v, (int)v.str.n);
-    IntBuf train = {0}, val = {0}, one = {0};
-    double bytes[2] = {0, 0};
-    for (size_t d = 0; d < c.n; d++) {
-        const Doc *doc = &c.docs[d];
-        one.n = 0;
-        if (doc->is_val || doc->copies > 0) encode_document(&e, c.text.p + doc->off, doc->len, &one);
-        IntBuf *dst = doc->is_val ? &val : &train;
-        int copies = doc->is_val ? 1 : doc->copies;
-        int story = SOURCES[doc->source].layout != LAYOUT_BOOKS;
-        for (int k = 0; k < copies; k++) {
-            int split = story && !doc->is_val && split_copy(paragraphs, d, k);
-            push_copy(dst, &e, c.text.p + doc->off, doc->len, &one, split);
-            bytes[doc->is_val] += (double)doc->len;
-        }
-    }
-    make_dir(out);
-    char *tp = join_path(out, "train.bin"), *vp = join_path(out, "val.bin");
-    write_tokens(tp, &train, (int)v.str.n);
-    write_tokens(vp, &val, (int)v.str.n);
-    printf("%s: %zu tokens (%.2f bytes/token)\n%s: %zu tokens (%.2f bytes/token)\n", tp, train.n,
-           bytes[0] / (double)train.n, vp, val.n, bytes[1] / (double)val.n);
-    free(tp); free(vp); free(train.p); free(val.p); free(one.p);
-    free_encoder(&e);
-    free_corpus(&c);
-    free_vocab(&v);
-    return 0;
-}
-
-// ----------------------------------------------------------------------------
-// ./train model
 
 static int cmd_model(int argc, char **argv) {
     TrainOpts o = {.data_dir = "runs/data", .out_dir = "runs/model", .dim = 256, .hidden = 0,
@@ -2338,73 +1164,13 @@ static int cmd_model(int argc, char **argv) {
     };
     parse_opts(argc, argv, "model", "train a llama model; re-run the same command to resume", opts,
                sizeof(opts) / sizeof(opts[0]));
-    set_threads(o.threads);
+    check_threads(o.threads);
     if (o.hidden == 0) o.hidden = (8 * o.dim / 3 + 31) / 32 * 32;
     if (o.lr_min == 0.0f) o.lr_min = o.lr / 10;
     if (o.batch < 1 || o.accum < 1 || o.steps < 1 || o.seq < 2 || o.eval_every < 1 || o.eval_batches < 1 ||
         o.log_every < 1 || o.ckpt_every < 1)
         die("model: -batch, -accum, -steps, -eval-every, -eval-batches, -log-every, -ckpt-every must be >= 1, -seq >= 2");
     train_model(&o);
-    return 0;
-}
-
-// ----------------------------------------------------------------------------
-// ./train sample, ./train dump-logits
-
-// Logits (V) at position t of a forward over m->T tokens (the rest is padding:
-// attention is causal, so position t only sees tokens 0..t).
-static const float *logits_at(Model *m, const int *tokens, int t) {
-    model_forward(m, tokens);
-    return m->a.logits + (size_t)t * m->c.vocab_size;
-}
-
-static int sample_token(const float *logits, int V, float temp, Rng *rng) {
-    int best = 0;
-    for (int i = 1; i < V; i++) if (logits[i] > logits[best]) best = i;
-    if (temp <= 0.0f) return best;
-    double sum = 0.0, r;
-    for (int i = 0; i < V; i++) sum += exp((logits[i] - logits[best]) / temp);
-    r = rng_uniform(rng) * sum;
-    for (int i = 0; i < V; i++)
-        if ((r -= exp((logits[i] - logits[best]) / temp)) <= 0) return i;
-    return best;
-}
-
-static int cmd_sample(int argc, char **argv) {
-    const char *ckpt = "weights/target.bin", *tok = "tokenizer.bin", *prompt = "Once upon a time";
-    int steps = 200, seed = 42, threads = 2;
-    float temp = 0.8f;
-    Opt opts[] = {
-        {"-m", 's', &ckpt, "checkpoint"}, {"-z", 's', &tok, "tokenizer.bin"}, {"-i", 's', &prompt, "prompt"},
-        {"-n", 'i', &steps, "tokens to generate"}, {"-t", 'f', &temp, "temperature (0: greedy)"},
-        {"-seed", 'i', &seed, "sampling seed"}, {"-threads", 'i', &threads, "threads"},
-    };
-    parse_opts(argc, argv, "sample", "generate text (slow: full forward per token)", opts, sizeof(opts) / sizeof(opts[0]));
-    set_threads(threads);
-    Model m;
-    load_model(&m, ckpt, 1, 0, 0);
-    Vocab v = {0};
-    read_tokenizer(&v, tok);
-    if ((int)v.str.n != m.c.vocab_size) die("%s has %zu tokens, %s's vocab is %d", tok, v.str.n, ckpt, m.c.vocab_size);
-    Encoder e;
-    build_encoder(&e, &v, (int)v.str.n);
-    IntBuf seq = {0};
-    encode_document(&e, prompt, strlen(prompt), &seq);
-    int *buf = xcalloc((size_t)m.T, sizeof(int));
-    Rng rng = {(uint64_t)seed};
-    for (int i = 0; i < steps && seq.n < (size_t)m.T; i++) {
-        memcpy(buf, seq.p, seq.n * sizeof(int));
-        intbuf_push(&seq, sample_token(logits_at(&m, buf, (int)seq.n - 1), m.c.vocab_size, temp, &rng));
-    }
-    for (size_t i = 1; i < seq.n; i++) {
-        const char *s;
-        int n = token_bytes(&v, seq.p[i], &s);
-        if (i == 1 && n > 0 && s[0] == ' ') { s++; n--; } // the dummy prefix
-        fwrite(s, 1, (size_t)n, stdout);
-    }
-    printf("\n");
-    free(buf); free(seq.p);
-    free_encoder(&e); free_vocab(&v); free_model(&m);
     return 0;
 }
 
@@ -2418,9 +1184,9 @@ static int cmd_eval(int argc, char **argv) {
     parse_opts(argc, argv, "eval", "mean next-token loss on evenly spaced windows", opts,
                sizeof(opts) / sizeof(opts[0]));
     if (!ckpt || !val) die("eval: -m and -val are required");
-    set_threads(threads);
     Model m;
     load_model(&m, ckpt, batch, 0, 0);
+    m.threads = check_threads(threads);
     Tokens t = read_tokens(val);
     if (t.vocab_size != m.c.vocab_size) die("%s: vocab %d, %s: %d", val, t.vocab_size, ckpt, m.c.vocab_size);
     if (t.n < (size_t)batches * batch * m.T + 1) die("%s: %zu tokens, fewer than -batches x -batch windows", val, t.n);
@@ -2485,9 +1251,9 @@ static int cmd_bpb(int argc, char **argv) {
                   {"-threads", 'i', &threads, "threads"}};
     parse_opts(argc, argv, "bpb", "bits per byte of a checkpoint on a text", opts, sizeof(opts) / sizeof(opts[0]));
     if (!ckpt || !file) die("bpb: -m and -f are required");
-    set_threads(threads);
     Model m;
     load_model(&m, ckpt, 1, 0, 0);
+    m.threads = check_threads(threads);
     Vocab v = {0};
     read_tokenizer(&v, tok);
     if ((int)v.str.n != m.c.vocab_size)
@@ -2514,26 +1280,6 @@ static int cmd_bpb(int argc, char **argv) {
     printf("bits per byte: %.4f\n", nats / log(2.0) / (double)bytes);
     free(in); free(tg); free(spans); free(text);
     free_encoder(&e); free_vocab(&v); free_model(&m);
-    return 0;
-}
-
-// Print the ids of a text file's tokens, BOS first, as specdec feeds a prompt.
-static int cmd_encode(int argc, char **argv) {
-    const char *tok = "tokenizer.bin", *file = NULL;
-    Opt opts[] = {{"-z", 's', &tok, "tokenizer.bin"}, {"-f", 's', &file, "text file"}};
-    parse_opts(argc, argv, "encode", "token ids of a text (tests)", opts, sizeof(opts) / sizeof(opts[0]));
-    if (!file) die("encode: -f is required");
-    size_t n;
-    char *text = read_file(file, &n);
-    Vocab v = {0};
-    read_tokenizer(&v, tok);
-    Encoder e;
-    build_encoder(&e, &v, (int)v.str.n);
-    IntBuf ids = {0};
-    encode_document(&e, text, n, &ids);
-    for (size_t i = 0; i < ids.n; i++) printf("%d%c", ids.p[i], i + 1 < ids.n ? ' ' : '\n');
-    free(ids.p); free(text);
-    free_encoder(&e); free_vocab(&v);
     return 0;
 }
 
@@ -2567,15 +1313,15 @@ static int cmd_dump_logits(int argc, char **argv) {
 // ----------------------------------------------------------------------------
 // ./train bench: the matmul alone, then whole training steps on random tokens
 
-static void bench_matmul(size_t N, int IC, int OC) {
+static void bench_matmul(size_t N, int IC, int OC, int threads) {
     float *inp = xcalloc(N * IC, sizeof(float)), *w = xcalloc((size_t)OC * IC, sizeof(float));
     float *out = xcalloc(N * OC, sizeof(float)), *dinp = xcalloc(N * IC, sizeof(float));
     float *dw = xcalloc((size_t)OC * IC, sizeof(float));
-    matmul_backward(dinp, dw, out, inp, w, N, IC, OC); // touch the pages before timing
+    matmul_backward(dinp, dw, out, inp, w, N, IC, OC, threads); // touch the pages before timing
     double t0 = now_seconds();
-    for (int r = 0; r < 3; r++) matmul_forward(out, inp, w, N, IC, OC);
+    for (int r = 0; r < 3; r++) matmul_forward(out, inp, w, N, IC, OC, threads);
     double t1 = now_seconds();
-    for (int r = 0; r < 3; r++) matmul_backward(dinp, dw, out, inp, w, N, IC, OC);
+    for (int r = 0; r < 3; r++) matmul_backward(dinp, dw, out, inp, w, N, IC, OC, threads);
     double t2 = now_seconds(), f = 2.0 * N * IC * OC;
     printf("matmul (%zu x %d) @ (%d x %d)^T: forward %.1f GFLOP/s, backward %.1f GFLOP/s\n", N, IC, OC, IC,
            3 * f / (t1 - t0) / 1e9, 6 * f / (t2 - t1) / 1e9);
@@ -2594,13 +1340,14 @@ static int cmd_bench(int argc, char **argv) {
         {"-steps", 'i', &steps, "timed steps"}, {"-threads", 'i', &threads, "threads"},
     };
     parse_opts(argc, argv, "bench", "speed of the kernels and of training steps", opts, sizeof(opts) / sizeof(opts[0]));
-    set_threads(threads);
+    check_threads(threads);
     if (c.hidden_dim == 0) c.hidden_dim = (8 * c.dim / 3 + 31) / 32 * 32;
     size_t N = (size_t)batch * c.seq_len;
-    bench_matmul(N, c.dim, c.hidden_dim);
-    bench_matmul(N, c.dim, c.vocab_size);
+    bench_matmul(N, c.dim, c.hidden_dim, threads);
+    bench_matmul(N, c.dim, c.vocab_size, threads);
     Model m;
     build_model(&m, &c, batch, c.seq_len, 1);
+    m.threads = threads;
     Rng rng = {1};
     init_weights(&m, &rng);
     int *tok = xmalloc(N * sizeof(int));
@@ -2616,7 +1363,7 @@ static int cmd_bench(int argc, char **argv) {
     printf("training: dim %d hidden %d layers %d heads %d/%d vocab %d seq %d, %.2fM params read per token: "
            "%.0f tokens/s, %.1f GFLOP/s (%d threads)\n", c.dim, c.hidden_dim, c.n_layers, c.n_heads,
            c.n_kv_heads, c.vocab_size, c.seq_len, params_per_token(&c) / 1e6, tps,
-           tps * flops_per_token(&c, c.seq_len) / 1e9, g_threads);
+           tps * flops_per_token(&c, c.seq_len) / 1e9, threads);
     free(tok);
     free_model(&m);
     return 0;
@@ -2630,18 +1377,16 @@ int main(int argc, char **argv) {
     if (!strcmp(cmd, "tokenizer")) return cmd_tokenizer(argc, argv);
     if (!strcmp(cmd, "data")) return cmd_data(argc, argv);
     if (!strcmp(cmd, "model")) return cmd_model(argc, argv);
-    if (!strcmp(cmd, "sample")) return cmd_sample(argc, argv);
     if (!strcmp(cmd, "bpb")) return cmd_bpb(argc, argv);
     if (!strcmp(cmd, "dump-logits")) return cmd_dump_logits(argc, argv);
     if (!strcmp(cmd, "encode")) return cmd_encode(argc, argv);
     if (!strcmp(cmd, "eval")) return cmd_eval(argc, argv);
     if (!strcmp(cmd, "bench")) return cmd_bench(argc, argv);
-    fprintf(stderr, "usage: ./train tokenizer|data|model|eval|bpb|sample|dump-logits|encode|bench [options]  (-h: options)\n"
+    fprintf(stderr, "usage: ./train tokenizer|data|model|eval|bpb|dump-logits|encode|bench [options]  (-h: options)\n"
                     "  tokenizer    byte-level BPE over the corpus -> tokenizer.bin\n"
                     "  data         corpus -> runs/data/{train,val}.bin token streams\n"
                     "  model        train (or distil, -teacher) a model; re-run to resume\n"
                     "  eval         validation loss of a checkpoint on a token file\n"
-                    "  sample       generate text from a checkpoint\n"
                     "  dump-logits  the trainer's logits for given tokens (tests)\n"
                     "  encode       token ids of a text file (tests)\n"
                     "  bench        matmul GFLOP/s and training tokens/s\n");
