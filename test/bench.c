@@ -1,7 +1,7 @@
 // bench.c - the instrument behind every performance claim (make bench).
 // Benchmarks are not tests: nothing is asserted.
 //
-//   bench [all | sweep | accept] [--target F] [--draft F] [--tokenizer F]
+//   bench [all | sweep | drafters | lenience | accept] [--target F] [--draft F] [--tokenizer F]
 //         [--json F] [--csv DIR] [--threads N]
 //
 // all:   the machine (FMA peak from a register-only loop, read bandwidth from
@@ -16,6 +16,13 @@
 //        same logits, DRAM-bound cost).
 // sweep: the shipped pair only: K = 1..8 and auto-K at t = 0 and t = 1, and a
 //        over temperatures 0..1.5 at K = 4; writes sweep_k.csv, sweep_temp.csv.
+// drafters: the draft model against the lookup drafter (-d lookup) on the
+//        shipped target at t = 0 and 1: speedup, a, c, tokens per round, how
+//        often lookup found no n-gram; writes drafters.csv.
+// lenience: the LOSSY knob at several l (t = 1): speedup and a, against the
+//        distance from the target (first-token total variation, closed form
+//        and measured; the target's bits per byte of the generated text);
+//        writes lenience.csv. `all` runs both at N threads.
 // accept --draft2 F [--prompts FILE]: acceptance of two drafts against the
 //        target at t = 0 and t = 1 (K = 4) on held-out prompts: the first 8
 //        words of 32 TinyStories the trainer held out (FILE: the train head in
@@ -292,6 +299,8 @@ typedef struct {
     int k, is_auto, threads;
     double target_tok_s, spec_tok_s, speedup, alpha, acceptance_rate, c, r, predicted;
     double tokens_per_round, pos[K_MAX + 1], hist[K_MAX + 2];
+    double no_match;  // lookup: share of tokens drawn from the target alone (no n-gram matched)
+    float lenience;   // 1: exact; < 1: LOSSY
 } E2E;
 
 typedef struct {
@@ -330,13 +339,14 @@ static double run_once(Pair *pr, Speculator *sp, Sampler *s, int prompt, uint64_
 // target-only and spec runs alternate (rep by rep) so drifts in the machine's
 // speed hit both; medians over pr->reps; a, c, r from the spec runs' stats with the
 // target step measured by the target-only runs.
-static E2E bench_pair(Pair *pr, const char *name, float temp, int k) {
-    E2E e = {.temperature = temp, .k = k, .is_auto = k == 0, .threads = pr->threads};
+static E2E bench_spec(Pair *pr, const char *name, float temp, int k, float lenience) {
+    E2E e = {.temperature = temp, .k = k, .is_auto = k == 0, .threads = pr->threads, .lenience = lenience};
     snprintf(e.pair, sizeof(e.pair), "%s", name);
     Sampler s;
     build_sampler(&s, pr->target->config.vocab_size, temp, 1.0f, 0);
     Speculator sp;
     build_speculator(&sp, pr->target, pr->draft, &s, NULL, k);
+    sp.lenience = lenience;
     double tt[MAX_REPS], ts[MAX_REPS], step = 0;
     long made_t = 0;
     for (int rep = 0; rep < pr->reps; rep++) {
@@ -358,17 +368,22 @@ static E2E bench_pair(Pair *pr, const char *name, float temp, int k) {
     e.k = sm.k; e.predicted = sm.predicted; e.tokens_per_round = sm.tokens_per_round;
     for (int i = 0; i <= sp.stats.k_hi; i++) e.pos[i] = per_position(&sp.stats, i);
     for (int i = 0; i <= sp.stats.k_hi + 1; i++) e.hist[i] = (double)sp.stats.histogram[i];
+    e.no_match = (double)sp.stats.plain_tokens / (double)(made_t > 0 ? made_t : 1);
     char kname[16];
     if (k) snprintf(kname, sizeof(kname), "%d", k);
     else snprintf(kname, sizeof(kname), "auto(%d)", e.k);
     printf("%-14s %dth t=%.2f K=%-8s target %7.1f tok/s  spec %7.1f tok/s  speedup %5.2fx  "
-           "a %.3f  c %.3f  r %.3f  predicted %5.2fx\n", name, pr->threads, temp, kname,
-           e.target_tok_s, e.spec_tok_s, e.speedup, e.alpha, e.c, e.r, e.predicted);
+           "a %.3f  c %.3f  r %.3f  predicted %5.2fx  tokens/round %.2f%s\n", name, pr->threads, temp, kname,
+           e.target_tok_s, e.spec_tok_s, e.speedup, e.alpha, e.c, e.r, e.predicted, e.tokens_per_round,
+           lenience < 1.0f ? "  LOSSY" : "");
     fflush(stdout);
     free_speculator(&sp);
     free_sampler(&s);
     return e;
 }
+
+// the exact algorithm (lenience 1)
+static E2E bench_pair(Pair *pr, const char *name, float temp, int k) { return bench_spec(pr, name, temp, k, 1.0f); }
 
 // ---- output: bench.json and the CSVs the plots read ------------------------------
 
@@ -483,8 +498,9 @@ static void parse_bench(BenchOptions *o, int argc, char **argv) {
         else die("bench: unknown option %s", argv[i]);
     }
     if (i < argc) die("bench: %s needs a value", argv[i]);
-    if (strcmp(o->what, "all") && strcmp(o->what, "sweep") && strcmp(o->what, "accept"))
-        die("bench: unknown mode %s (all, sweep or accept)", o->what);
+    if (strcmp(o->what, "all") && strcmp(o->what, "sweep") && strcmp(o->what, "accept") &&
+        strcmp(o->what, "drafters") && strcmp(o->what, "lenience"))
+        die("bench: unknown mode %s (all, sweep, drafters, lenience or accept)", o->what);
 }
 
 // ---- acceptance of drafts on held-out prompts ------------------------------------
@@ -584,6 +600,184 @@ static void bench_accept(const BenchOptions *o) {
     free_transformer(&target);
 }
 
+// ---- drafters compared: the draft model and the lookup drafter -----------------
+
+// At t = 0 and 1: the draft model (auto-K, K = 4) and lookup (auto-K, K = 4, 8);
+// appends to e and returns how many rows.
+static int compare_drafters(Pair *pr, E2E *e) {
+    int n = 0;
+    Transformer *draft = pr->draft;
+    for (int ti = 0; ti < 2; ti++) {
+        pr->draft = draft;
+        e[n++] = bench_pair(pr, "draft model", (float)ti, 0);
+        e[n++] = bench_pair(pr, "draft model", (float)ti, 4);
+        pr->draft = NULL; // -d lookup
+        e[n++] = bench_pair(pr, "lookup", (float)ti, 0);
+        e[n++] = bench_pair(pr, "lookup", (float)ti, 4);
+        e[n++] = bench_pair(pr, "lookup", (float)ti, 8);
+    }
+    pr->draft = draft;
+    return n;
+}
+
+static void write_drafters(const char *dir, const E2E *e, int n) {
+    FILE *f = open_csv(dir, "drafters.csv", "drafter,threads,temperature,k,k_used,target_tok_s,spec_tok_s,"
+                                            "speedup,a,c,tokens_per_round,no_match\n");
+    for (int i = 0; i < n; i++)
+        fprintf(f, "%s,%d,%.2f,%s%d,%d,%.2f,%.2f,%.4f,%.4f,%.4f,%.4f,%.4f\n", e[i].pair, e[i].threads,
+                e[i].temperature, e[i].is_auto ? "auto" : "", e[i].is_auto ? 0 : e[i].k, e[i].k,
+                e[i].target_tok_s, e[i].spec_tok_s, e[i].speedup, e[i].alpha, e[i].c, e[i].tokens_per_round,
+                e[i].no_match);
+    fclose(f);
+}
+
+// ---- lenience: what the lossy knob buys and what it costs ------------------------
+
+// probs (V) of tr at temperature 1 after the prompt's tokens (fed one row at a time)
+static void next_probs(Transformer *tr, Sampler *s, float *probs, const int *tokens, int n) {
+    const float *logits = NULL;
+    for (int i = 0; i < n; i++) logits = forward(tr, tokens + i, 1, i);
+    probs_from_logits(s, probs, logits);
+}
+
+// probs (V) of tr at temperature 1 for the token at position n, given that
+// positions 0..n-2 are already in tr's cache: one row, seq[n-1] at n-1
+static void next_probs_at(Transformer *tr, Sampler *s, float *probs, const int *seq, int n) {
+    probs_from_logits(s, probs, forward(tr, seq + n - 1, 1, n - 1));
+}
+
+// Total variation between p and the distribution the lenient rule emits at a
+// position with target p and draft q, in closed form: x ~ q kept with
+// min(1, p/(l q)), else a draw from norm(max(0, p - l q)).
+static double lenient_tv(const float *p, const float *q, int V, double l) {
+    double kept = 0, rmass = 0, tv = 0;
+    for (int x = 0; x < V; x++) {
+        kept += fmin(q[x], p[x] / l);
+        rmass += fmax(0.0, p[x] - l * q[x]);
+    }
+    for (int x = 0; x < V; x++) {
+        double res = rmass > 0 ? fmax(0.0, p[x] - l * q[x]) / rmass : 0;
+        tv += fabs(fmin(q[x], p[x] / l) + (1 - kept) * res - p[x]);
+    }
+    return tv / 2;
+}
+
+// The same distance measured: the first token spec decoding emits (K = 4, t = 1)
+// over `seeds` seeds of one prompt, against the target's p there.
+static double measured_tv(Pair *pr, Sampler *s, const float *p, const int *tokens, int n, double l, int seeds) {
+    int V = pr->target->config.vocab_size;
+    double *count = calloc((size_t)V, sizeof(double));
+    int *buf = xmalloc((size_t)pr->target->config.seq_len * sizeof(int), "tokens"), gen[8];
+    Speculator sp;
+    build_speculator(&sp, pr->target, pr->draft, s, NULL, 4);
+    sp.lenience = (float)l;
+    for (int seed = 0; seed < seeds; seed++) {
+        memcpy(buf, tokens, (size_t)n * sizeof(int));
+        Output o = {.tok = pr->tok, .quiet = 1, .generated = gen, .max_new = 5};
+        start_output(&o, buf, n);
+        Rng rng;
+        rng_seed(&rng, 50000 + (uint64_t)seed);
+        sp.rng = &rng;
+        generate_spec(&sp, buf, n, &o);
+        count[gen[0]] += 1;
+    }
+    double tv = 0;
+    for (int x = 0; x < V; x++) tv += fabs(count[x] / seeds - p[x]);
+    free_speculator(&sp);
+    free(count); xfree(buf);
+    return tv / 2;
+}
+
+// Bits per byte, under the target at t = 1, of the text spec decoding writes
+// with lenience l (K = 4, t = 1): N_PROMPTS prompts x seeds seeds x n_new tokens,
+// the same seeds for every l. Exact sampling gives the target's own entropy
+// rate; a lossy l moves the text toward the draft's.
+static double generated_bpb(Pair *pr, double l, int seeds, int n_new) {
+    Transformer *tr = pr->target;
+    int V = tr->config.vocab_size, St = tr->config.seq_len;
+    int *seq = xmalloc((size_t)St * sizeof(int), "tokens"), *gen = xmalloc((size_t)St * sizeof(int), "gen");
+    float *probs = xmalloc((size_t)V * sizeof(float), "probs");
+    Sampler s;
+    build_sampler(&s, V, 1.0f, 1.0f, 0);
+    Speculator sp;
+    build_speculator(&sp, tr, pr->draft, &s, NULL, 4);
+    sp.lenience = (float)l;
+    double bits = 0, bytes = 0;
+    for (int i = 0; i < N_PROMPTS * seeds; i++) {
+        int n = encode(pr->tok, seq, PROMPTS[i % N_PROMPTS], 1, 0);
+        Output o = {.tok = pr->tok, .quiet = 1, .generated = gen, .max_new = n_new};
+        start_output(&o, seq, n);
+        Rng rng;
+        rng_seed(&rng, 70000 + (uint64_t)i);
+        sp.rng = &rng;
+        generate_spec(&sp, seq, n, &o);
+        n = encode(pr->tok, seq, PROMPTS[i % N_PROMPTS], 1, 0);
+        if (n > 1) forward_chunked(tr, seq, n - 1, 0); // the prompt but its last token, cached
+        for (int j = 0; j < o.n_generated && n + j < St; j++) {
+            next_probs_at(tr, &s, probs, seq, n + j); // p(. | seq[0..n+j))
+            bits -= log2(fmax((double)probs[gen[j]], 1e-30));
+            bytes += (double)strlen(decode_piece(pr->tok, j ? gen[j - 1] : seq[n - 1], gen[j]));
+            seq[n + j] = gen[j];
+        }
+    }
+    free_speculator(&sp);
+    free_sampler(&s);
+    xfree(seq); xfree(gen); xfree(probs);
+    return bits / fmax(bytes, 1);
+}
+
+typedef struct {
+    double lenience, tv;          // first-token TV in closed form, mean over the prompts
+    double tv_first, tv_measured; // the first prompt's: closed form, and measured over seeds
+    double bpb;
+    E2E e;
+} LenienceRow;
+
+// For each l: speedup, a and tokens per round (t = 1, auto-K), the total
+// variation of the first emitted token's distribution from p (closed form,
+// mean over the prompts; and measured over seeds on the first prompt), and
+// the target's bits per byte of the generated text.
+static int sweep_lenience(Pair *pr, LenienceRow *rows) {
+    static const double L[] = {1.0, 0.9, 0.75, 0.6, 0.5, 0.35, 0.2};
+    int n = (int)(sizeof(L) / sizeof(L[0])), V = pr->target->config.vocab_size;
+    float *p = xmalloc((size_t)N_PROMPTS * V * sizeof(float), "p"), *q = xmalloc((size_t)N_PROMPTS * V * sizeof(float), "q");
+    int *tok = xmalloc((size_t)pr->target->config.seq_len * sizeof(int), "tokens"), n0 = 0;
+    Sampler s;
+    build_sampler(&s, V, 1.0f, 1.0f, 0);
+    for (int i = 0; i < N_PROMPTS; i++) {
+        int m = encode(pr->tok, tok, PROMPTS[i], 1, 0);
+        next_probs(pr->target, &s, p + (size_t)i * V, tok, m);
+        next_probs(pr->draft, &s, q + (size_t)i * V, tok, m);
+    }
+    n0 = encode(pr->tok, tok, PROMPTS[0], 1, 0);
+    for (int j = 0; j < n; j++) {
+        LenienceRow *r = &rows[j];
+        r->lenience = L[j];
+        for (int i = 0; i < N_PROMPTS; i++) r->tv += lenient_tv(p + (size_t)i * V, q + (size_t)i * V, V, L[j]) / N_PROMPTS;
+        r->tv_first = lenient_tv(p, q, V, L[j]);
+        r->tv_measured = measured_tv(pr, &s, p, tok, n0, L[j], 4000);
+        r->bpb = generated_bpb(pr, L[j], 8, 200);
+        r->e = bench_spec(pr, "shipped", 1.0f, 0, (float)L[j]);
+        printf("lenience %.2f%s: first-token TV from p %.4f (mean of %d prompts; \"%s\": %.4f, measured over "
+               "4000 seeds %.4f), target's bits per byte of the generated text %.4f\n", L[j],
+               L[j] < 1 ? " (LOSSY)" : " (exact)", r->tv, N_PROMPTS, PROMPTS[0], r->tv_first, r->tv_measured, r->bpb);
+        fflush(stdout);
+    }
+    free_sampler(&s);
+    xfree(p); xfree(q); xfree(tok);
+    return n;
+}
+
+static void write_lenience(const char *dir, const LenienceRow *r, int n) {
+    FILE *f = open_csv(dir, "lenience.csv", "lenience,lossy,threads,speedup,a,tokens_per_round,tv_first_token,"
+                                            "tv_first_prompt,tv_measured,bpb_generated\n");
+    for (int i = 0; i < n; i++)
+        fprintf(f, "%.2f,%d,%d,%.4f,%.4f,%.4f,%.5f,%.5f,%.5f,%.4f\n", r[i].lenience, r[i].lenience < 1,
+                r[i].e.threads, r[i].e.speedup, r[i].e.alpha, r[i].e.tokens_per_round, r[i].tv, r[i].tv_first,
+                r[i].tv_measured, r[i].bpb);
+    fclose(f);
+}
+
 // K = 1..8 and auto at t = 0 and 1 on pr, then auto at t = 0.5 and 1.5; appends to e
 static int sweep_k(Pair *pr, const char *name, E2E *e) {
     int n = 0;
@@ -601,7 +795,7 @@ int main(int argc, char **argv) {
         bench_accept(&o);
         return 0;
     }
-    int full = !strcmp(o.what, "all"), N = o.threads;
+    int full = !strcmp(o.what, "all"), sweep = !strcmp(o.what, "sweep"), N = o.threads;
     const char *tmp = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
     char p15[512], p110[512], pemu[512];
     snprintf(p15, sizeof(p15), "%s/specdec_bench_15M.bin", tmp);
@@ -651,13 +845,22 @@ int main(int argc, char **argv) {
             build_transformer_as(&draft, o.draft, MAX_ROWS, pool, th, 1);
             Tokenizer tok;
             build_tokenizer(&tok, o.tokenizer, target.config.vocab_size);
-            Pair pr = {&target, &draft, &tok, 256, 5, th};
+            Pair pr = {.target = &target, .draft = &draft, .tok = &tok, .n_new = 256, .reps = 5, .threads = th};
             int first = n_e;
-            n_e += sweep_k(&pr, "shipped", e + n_e);
-            if (ti == 1) {
+            if (full || sweep) n_e += sweep_k(&pr, "shipped", e + n_e);
+            if (ti == 1 && (full || sweep)) {
                 write_sweep_k(o.csv, e + first, 18); // the K sweep at t = 0 and 1 (not the auto-only rows)
                 for (int i = 0; i < 7; i++) temps[i] = bench_pair(&pr, "shipped", 0.25f * i, 4);
                 write_sweep_temp(o.csv, temps, 7);
+            }
+            if (ti == 1 && (full || !strcmp(o.what, "drafters"))) {
+                first = n_e;
+                n_e += compare_drafters(&pr, e + n_e);
+                write_drafters(o.csv, e + first, n_e - first);
+            }
+            if (ti == 1 && (full || !strcmp(o.what, "lenience"))) {
+                LenienceRow rows[8] = {0};
+                write_lenience(o.csv, rows, sweep_lenience(&pr, rows));
             }
             if (full && ti == 1) {
                 // the emulated large target: shipped + zero-output layers up to ~110M params
@@ -669,7 +872,7 @@ int main(int argc, char **argv) {
                 models[n_models++] = bench_model("emulated 110M target", pemu, 0, pool, N,
                                                  peak512 > 0 ? peak512 : peak > 0 ? peak : 1);
                 build_transformer(&emulated, pemu, MAX_ROWS, pool, N);
-                Pair big = {&emulated, &draft, &tok, 64, 3, N};
+                Pair big = {.target = &emulated, .draft = &draft, .tok = &tok, .n_new = 64, .reps = 3, .threads = N};
                 for (int t2 = 0; t2 < 2; t2++)
                     for (int k = 0; k <= 8; k += 2) e[n_e++] = bench_pair(&big, "emulated 110M", (float)t2, k);
                 free_transformer(&emulated);
