@@ -140,9 +140,21 @@ build/train/test_train_ckpt: test/test_train_ckpt.c test/train_check.h specdec.c
 	@mkdir -p build/train
 	$(CC) $(REQUIRED) $(CFLAGS) -Wno-unused-function $(SIMD) -o $@ test/test_train_ckpt.c $(LDLIBS)
 
-test-train: train $(TRAIN_TESTS)
+# the same two tests built with ASan+UBSan (ASAN above)
+build/train/asan/test_train: test/test_train.c test/train_check.h $(TRAINER)
+	@mkdir -p build/train/asan
+	$(CC) $(ASAN) $(SIMD) -pthread -o $@ test/test_train.c $(LDLIBS)
+
+build/train/asan/test_train_ckpt: test/test_train_ckpt.c test/train_check.h specdec.c model.h
+	@mkdir -p build/train/asan
+	$(CC) $(ASAN) $(SIMD) -o $@ test/test_train_ckpt.c $(LDLIBS)
+
+test-train: train $(TRAIN_TESTS) build/train/asan/test_train build/train/asan/test_train_ckpt
 	./build/train/test_train
 	./build/train/test_train_ckpt
+	@echo "test-train: again under ASan+UBSan"
+	./build/train/asan/test_train
+	./build/train/asan/test_train_ckpt
 
 # the "synthetic" source: stories sampled from llama2.c's stories260K (a model
 # that saw all of TinyStories) by specdec itself, t = 1, one per seed; they
@@ -181,10 +193,15 @@ bpb: train
 	  ./train bpb -m $$m/model.bin -z runs/tokenizer.bin -f $(BPB_TEXT) -tail 150000 | tail -1 | sed "s|^|$$m: |"; done; true
 	@./train bpb -m $(REF)/stories260K.bin -z $(REF)/tok512.bin -f $(BPB_TEXT) -tail 150000 | tail -1 | sed "s|^|stories260K: |"
 
-# a of the draft on held-out prompts (bench accept), then ship
-weights: drafts build/bin/bench
+# a of the draft on held-out prompts (trainer/accept.c runs specdec.c's step)
+build/bin/accept: trainer/accept.c specdec.c model.h
+	@mkdir -p build/bin
+	$(CC) $(TFLAGS) $(SIMD) -o $@ trainer/accept.c $(LDLIBS)
+
+# ship: tokenizer, target, draft, with the draft's a on held-out prompts
+weights: drafts build/bin/accept
 	@mkdir -p weights
-	build/bin/bench accept --target runs/target/model.bin --tokenizer runs/tokenizer.bin \
+	build/bin/accept --target runs/target/model.bin --tokenizer runs/tokenizer.bin \
 	  --draft runs/draft/model.bin --prompts $(DATA)/tinystories_train_head.txt | tee runs/draft_acceptance.txt
 	cp runs/tokenizer.bin tokenizer.bin
 	cp runs/target/model.bin weights/target.bin

@@ -1,7 +1,7 @@
 // bench.c - the instrument behind every performance claim (make bench).
 // Benchmarks are not tests: nothing is asserted.
 //
-//   bench [all | sweep | drafters | lenience | accept] [--target F] [--draft F] [--tokenizer F]
+//   bench [all | sweep | drafters | lenience] [--target F] [--draft F] [--tokenizer F]
 //         [--json F] [--csv DIR] [--threads N]
 //
 // all:   the machine (FMA peak from a register-only loop, read bandwidth from
@@ -23,10 +23,6 @@
 //        distance from the target (first-token total variation, closed form
 //        and measured; the target's bits per byte of the generated text);
 //        writes lenience.csv. `all` runs both at N threads.
-// accept --draft2 F [--prompts FILE]: acceptance of two drafts against the
-//        target at t = 0 and t = 1 (K = 4) on held-out prompts: the first 8
-//        words of 32 TinyStories the trainer held out (FILE: the train head in
-//        ../shared, read at run time).
 // N (--threads) defaults to the online CPUs. Writes bench.json and, into
 // --csv DIR (default docs), the CSVs the plots read.
 #define TESTING
@@ -475,14 +471,13 @@ static void write_verify_cost(const char *dir, const ModelResult *m, int n) {
 // ---- main --------------------------------------------------------------------------
 
 typedef struct {
-    const char *what, *target, *draft, *tokenizer, *json, *csv, *draft2, *prompts;
+    const char *what, *target, *draft, *tokenizer, *json, *csv;
     int threads;
 } BenchOptions;
 
 static void parse_bench(BenchOptions *o, int argc, char **argv) {
     *o = (BenchOptions){.what = "all", .target = "weights/target.bin", .draft = "weights/draft.bin",
                         .tokenizer = "tokenizer.bin", .json = "bench.json", .csv = "docs",
-                        .prompts = "../shared/data/corpus/tinystories_train_head.txt",
                         .threads = online_cpus()};
     int i = 1;
     if (argc > 1 && argv[1][0] != '-') o->what = argv[i++];
@@ -492,112 +487,13 @@ static void parse_bench(BenchOptions *o, int argc, char **argv) {
         else if (!strcmp(argv[i], "--tokenizer")) o->tokenizer = argv[i + 1];
         else if (!strcmp(argv[i], "--json")) o->json = argv[i + 1];
         else if (!strcmp(argv[i], "--csv")) o->csv = argv[i + 1];
-        else if (!strcmp(argv[i], "--draft2")) o->draft2 = argv[i + 1];
-        else if (!strcmp(argv[i], "--prompts")) o->prompts = argv[i + 1];
         else if (!strcmp(argv[i], "--threads")) o->threads = (int)parse_long("--threads", argv[i + 1], 1, MAX_THREADS, "1..64");
         else die("bench: unknown option %s", argv[i]);
     }
     if (i < argc) die("bench: %s needs a value", argv[i]);
-    if (strcmp(o->what, "all") && strcmp(o->what, "sweep") && strcmp(o->what, "accept") &&
-        strcmp(o->what, "drafters") && strcmp(o->what, "lenience"))
-        die("bench: unknown mode %s (all, sweep, drafters, lenience or accept)", o->what);
-}
-
-// ---- acceptance of drafts on held-out prompts ------------------------------------
-
-#define N_HELD 32
-#define PROMPT_WORDS 8
-
-// The first PROMPT_WORDS words of N_HELD stories the models never trained on:
-// TinyStories' train head, stories separated by <|endoftext|>, where the trainer
-// holds out every 10th story (index % 10 == 5). Returns how many were found.
-static int held_out_prompts(char prompts[N_HELD][256], const char *path) {
-    size_t n;
-    char *text = (char *)read_file(path, "prompts (--prompts FILE)", &n);
-    const char *sep = "<|endoftext|>";
-    int found = 0, index = 0;
-    for (size_t i = 0; i < n && found < N_HELD; index++) {
-        char *end = strstr(text + i, sep); // read_file puts a NUL after the text
-        size_t stop = end ? (size_t)(end - text) : n;
-        if (index % 10 == 5) {
-            int words = 0, len = 0, in_word = 0;
-            for (size_t j = i; j < stop && len < 255; j++) {
-                int space = isspace((unsigned char)text[j]);
-                if (!space && !in_word && ++words > PROMPT_WORDS) break;
-                if (space && (len == 0 || prompts[found][len - 1] == ' ')) { in_word = 0; continue; }
-                in_word = !space;
-                prompts[found][len++] = space ? ' ' : text[j];
-            }
-            while (len > 0 && prompts[found][len - 1] == ' ') len--;
-            prompts[found][len] = '\0';
-            if (words >= PROMPT_WORDS) found++;
-        }
-        i = stop + strlen(sep);
-    }
-    xfree(text);
-    return found;
-}
-
-#define ACCEPT_TOKENS 64 // tokens generated per held-out prompt
-
-// spec decoding with draft over every prompt, ACCEPT_TOKENS each; stats summed.
-// Returns the mean of a at t = 0 and t = 1.
-static double draft_acceptance(Transformer *target, const char *draft_path, Tokenizer *tok,
-                               char prompts[N_HELD][256], int n_prompts) {
-    Transformer draft;
-    build_transformer_as(&draft, draft_path, MAX_ROWS, NULL, 1, 1);
-    int *tokens = xmalloc((size_t)target->config.seq_len * sizeof(int), "tokens");
-    float *probs = xmalloc((size_t)target->config.vocab_size * sizeof(float), "probs");
-    int gen[ACCEPT_TOKENS];
-    double sum_a = 0;
-    for (int ti = 0; ti < 2; ti++) {
-        Sampler s;
-        build_sampler(&s, target->config.vocab_size, (float)ti, 1.0f, 0);
-        Speculator sp;
-        build_speculator(&sp, target, &draft, &s, NULL, 4);
-        for (int i = 0; i < n_prompts; i++) {
-            int n = encode_prompt(tok, tokens, prompts[i], target);
-            Output o = {.tok = tok, .quiet = 1, .generated = gen, .max_new = ACCEPT_TOKENS};
-            start_output(&o, tokens, n);
-            Rng rng;
-            rng_seed(&rng, 7 + (uint64_t)i);
-            sp.rng = &rng;
-            generate_spec(&sp, tokens, n, &o);
-        }
-        Output none = {0};
-        Report rp = {.mode = "spec", .k = 4, .threads = 1, .temperature = (float)ti, .top_p = 1.0f,
-                     .out = &none, .sp = &sp, .target_step = 1.0};
-        SpecSummary m = summarize(&rp);
-        printf("%-34s t=%d K=4: a = %.3f per examined draft, accepted/drafted = %.3f, "
-               "tokens per round %.2f (%ld rounds)\n", draft_path, ti, m.a, m.acceptance_rate,
-               m.tokens_per_round, sp.stats.rounds);
-        sum_a += m.a;
-        free_speculator(&sp);
-        free_sampler(&s);
-    }
-    xfree(tokens); xfree(probs);
-    free_transformer(&draft);
-    return sum_a / 2;
-}
-
-// With two drafts, the last line names the one with the higher mean a
-// ("better: PATH"): `make weights` ships that one.
-static void bench_accept(const BenchOptions *o) {
-    static char prompts[N_HELD][256];
-    int n = held_out_prompts(prompts, o->prompts);
-    printf("held-out prompts: %d from %s, e.g. \"%s\"\n", n, o->prompts, prompts[0]);
-    Transformer target;
-    build_transformer(&target, o->target, MAX_ROWS, NULL, 1);
-    Tokenizer tok;
-    build_tokenizer(&tok, o->tokenizer, target.config.vocab_size);
-    double a1 = draft_acceptance(&target, o->draft, &tok, prompts, n);
-    if (o->draft2) {
-        double a2 = draft_acceptance(&target, o->draft2, &tok, prompts, n);
-        printf("mean a over t=0 and t=1: %.3f vs %.3f\nbetter: %s\n", a1, a2,
-               a2 > a1 ? o->draft2 : o->draft);
-    }
-    free_tokenizer(&tok);
-    free_transformer(&target);
+    if (strcmp(o->what, "all") && strcmp(o->what, "sweep") && strcmp(o->what, "drafters") &&
+        strcmp(o->what, "lenience"))
+        die("bench: unknown mode %s (all, sweep, drafters or lenience)", o->what);
 }
 
 // ---- drafters compared: the draft model and the lookup drafter -----------------
@@ -791,10 +687,6 @@ static int sweep_k(Pair *pr, const char *name, E2E *e) {
 int main(int argc, char **argv) {
     BenchOptions o;
     parse_bench(&o, argc, argv);
-    if (!strcmp(o.what, "accept")) {
-        bench_accept(&o);
-        return 0;
-    }
     int full = !strcmp(o.what, "all"), sweep = !strcmp(o.what, "sweep"), N = o.threads;
     const char *tmp = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
     char p15[512], p110[512], pemu[512];
