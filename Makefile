@@ -149,7 +149,7 @@ build/train/asan/test_train_ckpt: test/test_train_ckpt.c test/train_check.h spec
 	@mkdir -p build/train/asan
 	$(CC) $(ASAN) $(SIMD) -o $@ test/test_train_ckpt.c $(LDLIBS)
 
-test-train: train $(TRAIN_TESTS) build/train/asan/test_train build/train/asan/test_train_ckpt
+test-train: train $(TRAIN_TESTS) build/train/asan/test_train build/train/asan/test_train_ckpt build/bin/accept
 	./build/train/test_train
 	./build/train/test_train_ckpt
 	@echo "test-train: again under ASan+UBSan"
