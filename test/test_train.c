@@ -477,7 +477,12 @@ static void test_corpus(void) {
     charbuf_add(&valid, "", 1);
     write_text("build/test/corpus/tinystories_valid_head.txt", valid.p);
     Corpus c = {0};
-    read_corpus(&c, "build/test/corpus", "children=1,tinystories=2");
+    Sources src = read_sources("trainer/sources.tsv"); // the shipped file: the layouts as make weights reads them
+    check(src.n == 6 && src.s[3].layout == LAYOUT_STORIES && !strcmp(src.s[3].story_start, "Once upon a time") &&
+          src.s[3].never_tail == HELD_OUT_TAIL && src.s[0].val_every == 25,
+          "trainer/sources.tsv: 6 sources; the validation head is stories:Once upon a time, its last %d bytes never read",
+          HELD_OUT_TAIL);
+    read_corpus(&c, "build/test/corpus", "children=1,tinystories=2", &src);
     const char *want[] = {"Title\nOnce there was a cat.", "CHAPTER II\nIt sat on a mat.", "A dog ran.\nHe was fast.",
                           "B.", "end of one.", "Once upon a time, x.\nMore x.", "Once upon a time, y."};
     int ok = c.n >= 7;
@@ -492,6 +497,7 @@ static void test_corpus(void) {
     free(valid.p);
     check(c.docs[0].copies == 1 && c.docs[2].copies == 2, "corpus: -mix weights become copies (children 1, tinystories 2)");
     free_corpus(&c);
+    free(src.s);
 }
 
 // ----------------------------------------------------------------------------

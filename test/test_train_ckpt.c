@@ -12,6 +12,7 @@
 #endif
 #include "../specdec.c"
 #include "train_check.h"
+#include <sys/wait.h>
 
 #define DIR "build/train/ckpt"
 
@@ -194,6 +195,23 @@ static void test_bpb(void) {
     }
 }
 
+// A malformed sources file: ./train stops with exit status 1 and names the
+// file, the line and the field.
+static void test_bad_sources(void) {
+    const char *bad[][2] = {{"x\ty.txt\tbogus\t1\t0\n", "s.tsv:1: layout \"bogus\""},
+                            {"# ok\nx\ty.txt\tbooks\n", "s.tsv:2: field 4 (val_every) is missing"},
+                            {"x\ty.txt\tbooks\t-3\t0\n", "s.tsv:1: val_every \"-3\""}};
+    for (int i = 0; i < 3; i++) {
+        write_text(DIR "/s.tsv", bad[i][0]);
+        int rc = system("./train data -sources " DIR "/s.tsv -z " DIR "/tok.bin -o " DIR "/x 2> " DIR "/err.txt");
+        FILE *f = fopen(DIR "/err.txt", "r");
+        char err[512] = "";
+        if (f) { size_t n = fread(err, 1, sizeof(err) - 1, f); err[n] = '\0'; fclose(f); }
+        check(rc != -1 && WIFEXITED(rc) && WEXITSTATUS(rc) == 1 && strstr(err, bad[i][1]),
+              "bad sources file %d: exit 1 and \"%s\" (got: %.*s)", i, bad[i][1], (int)strcspn(err, "\n"), err);
+    }
+}
+
 int main(void) {
     run("mkdir -p " DIR "/corpus && rm -rf " DIR "/run " DIR "/distill");
     write_corpus();
@@ -206,5 +224,6 @@ int main(void) {
     test_logits();
     test_distill();
     test_bpb();
+    test_bad_sources();
     return check_exit("test_train_ckpt passed");
 }

@@ -18,41 +18,40 @@
 typedef enum {
     LAYOUT_BOOKS,     // wrapped paragraphs, 2+ blank lines between documents
     LAYOUT_ENDOFTEXT, // one paragraph per line, "<|endoftext|>" between stories
-    LAYOUT_STORIES,   // one paragraph per blank-line block; "Once upon a time" starts a story
+    LAYOUT_STORIES,   // one paragraph per blank-line block; a paragraph starting
+                      // with story_start (e.g. "Once upon a time") starts a story
 } Layout;
 
+// One line of the sources file (trainer/sources.tsv: what the corpus is, as data).
 typedef struct {
-    const char *name;  // used by -mix
-    const char *file;  // inside the data directory (or, for "synthetic", the path itself)
+    char name[32];        // used by -mix; several files may share a name
+    char file[256];       // inside the data directory (a path starting runs/: from the repo)
     Layout layout;
-    int val_every;     // every val_every-th document is held out (0: none)
-    size_t never_tail; // the paragraphs that start in the file's last never_tail bytes are
-                       // never read: they are the held-out text of `train bpb` (docs/TRAINING.md)
+    char story_start[64]; // LAYOUT_STORIES only
+    int val_every;        // every val_every-th document is held out (0: none)
+    size_t never_tail;    // the paragraphs that start in the file's last never_tail bytes are
+                          // never read: the held-out text of `train bpb` (docs/TRAINING.md)
 } Source;
 
-// The yardstick's held-out text: paragraphs starting in the last 150,000 bytes
-// of tinystories_valid_head.txt. No model of ours trains or tunes on it.
-#define HELD_OUT_TAIL 150000
+typedef struct {
+    Source *s; // (n)
+    size_t n;
+} Sources;
 
-static const Source SOURCES[] = {
-    {"children", "children.txt", LAYOUT_BOOKS, 25, 0},
-    {"tinystories", "tinystories_train_head.txt", LAYOUT_ENDOFTEXT, 10, 0},
-    {"tinystories", "tinystories_v2_head.txt", LAYOUT_ENDOFTEXT, 10, 0},
-    {"tinystories", "tinystories_valid_head.txt", LAYOUT_STORIES, 0, HELD_OUT_TAIL},
-    {"novels", "novels.txt", LAYOUT_BOOKS, 25, 0},
-    // stories sampled from llama2.c's stories260K by specdec (make synth), kept in runs/
-    {"synthetic", "runs/synth/stories260k.txt", LAYOUT_ENDOFTEXT, 50, 0},
-};
-#define N_SOURCES (sizeof(SOURCES) / sizeof(SOURCES[0]))
+// The yardstick's held-out text: paragraphs starting in the last 150,000 bytes
+// of tinystories_valid_head.txt (its line in trainer/sources.tsv says so). No
+// model of ours trains or tunes on it.
+#define HELD_OUT_TAIL 150000
 
 typedef struct {
     size_t off, len; // bytes of the document inside Corpus.text
     int copies;      // times it enters the training stream (0: held out or unused)
     int is_val;      // held out for validation
-    int source;      // index into SOURCES
+    int source;      // index into Corpus.sources
 } Doc;
 
 typedef struct {
+    const Sources *sources; // where the documents came from
     CharBuf text;    // all documents back to back, each followed by '\0'
     Doc *docs;       // (n)
     size_t n, cap;
@@ -78,17 +77,18 @@ static int copies_for(double w, size_t i) {
     return (int)whole + (x - floor(x) < w - whole);
 }
 
-// Does a (trimmed, non-blank) line start a new document under this layout?
-static int starts_document(Layout layout, const char *line, size_t n, int blank_run) {
-    if (layout == LAYOUT_BOOKS) return blank_run >= 2;
-    if (layout == LAYOUT_ENDOFTEXT) return n == 13 && !strncmp(line, "<|endoftext|>", 13);
-    return blank_run >= 1 && n >= 16 && !strncmp(line, "Once upon a time", 16);
+// Does a (trimmed, non-blank) line start a new document of this source?
+static int starts_document(const Source *s, const char *line, size_t n, int blank_run) {
+    if (s->layout == LAYOUT_BOOKS) return blank_run >= 2;
+    if (s->layout == LAYOUT_ENDOFTEXT) return n == 13 && !strncmp(line, "<|endoftext|>", 13);
+    size_t k = strlen(s->story_start);
+    return blank_run >= 1 && n >= k && !strncmp(line, s->story_start, k);
 }
 
 // End the document being built: every val_every-th is held out.
 static void flush_document(Corpus *c, CharBuf *doc, int src, size_t *n_docs, double weight) {
     if (doc->n == 0) return;
-    size_t every = (size_t)SOURCES[src].val_every;
+    size_t every = (size_t)c->sources->s[src].val_every;
     int is_val = every && *n_docs % every == every / 2;
     corpus_add(c, doc->p, doc->n, src, is_val, is_val ? 0 : copies_for(weight, *n_docs));
     (*n_docs)++;
@@ -106,7 +106,7 @@ static size_t held_out_start(const char *text, size_t n, size_t tail) {
 }
 
 static void read_source(Corpus *c, const char *dir, int src, double weight) {
-    const Source *s = &SOURCES[src];
+    const Source *s = &c->sources->s[src];
     char *path = strncmp(s->file, "runs/", 5) ? join_path(dir, s->file) : join_path(".", s->file);
     size_t n, n_docs = 0, j;
     char *text = read_file(path, &n);
@@ -119,8 +119,8 @@ static void read_source(Corpus *c, const char *dir, int src, double weight) {
         while (a < b && (text[a] == ' ' || text[a] == '\t' || text[a] == '\r')) a++;
         while (b > a && (text[b - 1] == ' ' || text[b - 1] == '\t' || text[b - 1] == '\r')) b--;
         if (a == b) { blank_run++; continue; }
-        int marker = s->layout == LAYOUT_ENDOFTEXT && starts_document(s->layout, text + a, b - a, 0);
-        if (starts_document(s->layout, text + a, b - a, blank_run))
+        int marker = s->layout == LAYOUT_ENDOFTEXT && starts_document(s, text + a, b - a, 0);
+        if (starts_document(s, text + a, b - a, blank_run))
             flush_document(c, &doc, src, &n_docs, weight);
         else if (doc.n > 0) // a new paragraph ends the last with "\n"; wrapped lines join with " "
             charbuf_add(&doc, blank_run > 0 || s->layout == LAYOUT_ENDOFTEXT ? "\n" : " ", 1);
@@ -151,29 +151,84 @@ static double mix_weight(const char *mix, const char *name) {
     return 0;
 }
 
-// Every source with a nonzero weight in `mix`; a zero-weight source is not read.
-static void read_corpus(Corpus *c, const char *dir, const char *mix) {
-    for (const char *p = mix; *p; p++) // every name in mix must be a source
-        if (p == mix || p[-1] == ',') {
-            size_t k = strcspn(p, "=");
-            int known = 0;
-            for (size_t s = 0; s < N_SOURCES; s++)
-                known |= strlen(SOURCES[s].name) == k && !strncmp(SOURCES[s].name, p, k);
-            if (!known)
-                die("-mix: unknown source \"%.*s\" (children, tinystories, novels, synthetic)", (int)k, p);
+// The sources file: one source per line, five tab-separated fields
+//   name  file  layout  val_every  held_out_tail
+// layout: books | endoftext | stories:PREFIX (a paragraph starting with PREFIX
+// starts a story); '#' starts a comment line. Bad lines stop with file:line.
+static void parse_source(Source *so, char **f, const char *path, int line) {
+    const char *what[5] = {"name", "file", "layout", "val_every", "held_out_tail"};
+    for (int i = 0; i < 5; i++)
+        if (!f[i] || !*f[i]) die("%s:%d: field %d (%s) is missing; want 5 tab-separated fields", path, line, i + 1, what[i]);
+    if (strlen(f[0]) >= sizeof(so->name) || strlen(f[1]) >= sizeof(so->file))
+        die("%s:%d: name or file too long (at most %zu and %zu bytes)", path, line, sizeof(so->name) - 1, sizeof(so->file) - 1);
+    memset(so, 0, sizeof(*so));
+    strcpy(so->name, f[0]);
+    strcpy(so->file, f[1]);
+    if (!strcmp(f[2], "books")) so->layout = LAYOUT_BOOKS;
+    else if (!strcmp(f[2], "endoftext")) so->layout = LAYOUT_ENDOFTEXT;
+    else if (!strncmp(f[2], "stories:", 8) && f[2][8] && strlen(f[2] + 8) < sizeof(so->story_start)) {
+        so->layout = LAYOUT_STORIES;
+        strcpy(so->story_start, f[2] + 8);
+    } else die("%s:%d: layout \"%s\": want books, endoftext or stories:PREFIX (e.g. stories:Once upon a time)", path, line, f[2]);
+    char *end;
+    long every = strtol(f[3], &end, 10);
+    if (*end || every < 0 || every > 1000000) die("%s:%d: val_every \"%s\": want a whole number 0..1e6 (0: none held out)", path, line, f[3]);
+    errno = 0;
+    long tail = strtol(f[4], &end, 10);
+    if (*end || tail < 0 || errno) die("%s:%d: held_out_tail \"%s\": want a byte count >= 0", path, line, f[4]);
+    so->val_every = (int)every;
+    so->never_tail = (size_t)tail;
+}
+
+static Sources read_sources(const char *path) {
+    size_t n, cap = 0;
+    char *text = read_file(path, &n), *save = NULL;
+    Sources src = {NULL, 0};
+    int line = 0;
+    for (char *l = text; l && l < text + n; ) {
+        char *next = strchr(l, '\n');
+        if (next) *next++ = '\0';
+        line++;
+        if (*l && *l != '#') {
+            char *f[5] = {0};
+            f[0] = strtok_r(l, "\t", &save);
+            for (int i = 1; i < 5; i++) f[i] = strtok_r(NULL, "\t", &save);
+            if (strtok_r(NULL, "\t", &save)) die("%s:%d: more than 5 tab-separated fields", path, line);
+            grow((void **)&src.s, &cap, src.n + 1, sizeof(Source));
+            parse_source(&src.s[src.n++], f, path, line);
         }
-    for (size_t s = 0; s < N_SOURCES; s++) {
-        double w = mix_weight(mix, SOURCES[s].name);
+        l = next;
+    }
+    free(text);
+    if (src.n == 0) die("%s: no sources (lines of name, file, layout, val_every, held_out_tail)", path);
+    return src;
+}
+
+// Does the sources table have a source called name[0..k)?
+static int has_source(const Sources *src, const char *name, size_t k) {
+    for (size_t s = 0; s < src->n; s++)
+        if (strlen(src->s[s].name) == k && !strncmp(src->s[s].name, name, k)) return 1;
+    return 0;
+}
+
+// Every source with a nonzero weight in `mix`; a zero-weight source is not read.
+static void read_corpus(Corpus *c, const char *dir, const char *mix, const Sources *src) {
+    c->sources = src;
+    for (const char *p = mix; *p; p++) // every name in mix must be a source
+        if ((p == mix || p[-1] == ',') && !has_source(src, p, strcspn(p, "=")))
+            die("-mix: unknown source \"%.*s\" (the names in the sources file: -sources)", (int)strcspn(p, "="), p);
+    for (size_t s = 0; s < src->n; s++) {
+        const Source *so = &src->s[s];
+        double w = mix_weight(mix, so->name);
         if (w <= 0) continue;
-        const char *file = SOURCES[s].file;
-        char *path = strncmp(file, "runs/", 5) ? join_path(dir, file) : join_path(".", file);
+        char *path = strncmp(so->file, "runs/", 5) ? join_path(dir, so->file) : join_path(".", so->file);
         int have = file_exists(path), more = 0; // a source may span files; some may be absent
-        for (size_t o = 0; o < N_SOURCES; o++)
-            if (o != s && !strcmp(SOURCES[o].name, SOURCES[s].name)) more = 1;
+        for (size_t o = 0; o < src->n; o++)
+            if (o != s && !strcmp(src->s[o].name, so->name)) more = 1;
         if (have) read_source(c, dir, (int)s, w);
-        else if (more) fprintf(stderr, "note: %s not found; source \"%s\" uses its other files\n", path, SOURCES[s].name);
-        else die("%s: cannot read source \"%s\"%s", path, SOURCES[s].name,
-                 strcmp(SOURCES[s].name, "synthetic") ? "" : " (make runs/synth/stories260k.txt makes it)");
+        else if (more) fprintf(stderr, "note: %s not found; source \"%s\" uses its other files\n", path, so->name);
+        else die("%s: cannot read source \"%s\"%s", path, so->name,
+                 strncmp(so->file, "runs/", 5) ? "" : " (made by make; see the Makefile's trainer block)");
         free(path);
     }
     if (c->n == 0) die("no documents read from %s with -mix %s", dir, mix);
@@ -816,13 +871,15 @@ static Tokens read_tokens(const char *path) {
 
 #define DEFAULT_DATA "../shared/data/corpus"
 #define DEFAULT_MIX "tinystories=4,children=1,synthetic=1" // docs/TRAINING.md
+#define DEFAULT_SOURCES "trainer/sources.tsv"
 
 
 // Bytes per token of the held-out documents, per source, with the first n_vocab tokens.
 static void report_compression(const Vocab *v, const Corpus *c, int n_vocab) {
     Encoder e;
     build_encoder(&e, v, n_vocab);
-    double bytes[N_SOURCES] = {0}, toks[N_SOURCES] = {0}, all_b = 0, all_t = 0;
+    size_t ns = c->sources->n;
+    double *bytes = xcalloc(ns, sizeof(double)), *toks = xcalloc(ns, sizeof(double)), all_b = 0, all_t = 0;
     IntBuf out = {0};
     for (size_t d = 0; d < c->n; d++) {
         if (!c->docs[d].is_val) continue;
@@ -832,22 +889,25 @@ static void report_compression(const Vocab *v, const Corpus *c, int n_vocab) {
         toks[c->docs[d].source] += (double)out.n;
     }
     printf("vocab %5d: held-out bytes/token", n_vocab);
-    for (size_t s = 0; s < N_SOURCES; s++)
+    for (size_t s = 0; s < ns; s++)
         if (toks[s] > 0) {
-            printf("  %s %.3f", SOURCES[s].file, bytes[s] / toks[s]);
+            printf("  %s %.3f", c->sources->s[s].file, bytes[s] / toks[s]);
             all_b += bytes[s];
             all_t += toks[s];
         }
     printf("  all %.3f (%.0f tokens)\n", all_b / all_t, all_t);
+    free(bytes); free(toks);
     free(out.p);
     free_encoder(&e);
 }
 
 static int cmd_tokenizer(int argc, char **argv) {
-    const char *data = DEFAULT_DATA, *mix = DEFAULT_MIX, *out = "tokenizer.bin", *sizes = NULL;
+    const char *data = DEFAULT_DATA, *mix = DEFAULT_MIX, *out = "tokenizer.bin", *sizes = NULL,
+               *sources = DEFAULT_SOURCES;
     int vocab = 2048;
     Opt opts[] = {
         {"-d", 's', &data, "corpus directory"},
+        {"-sources", 's', &sources, "the corpus's files, layouts and held-out rules (tab-separated)"},
         {"-mix", 's', &mix, "source weights (children, tinystories, novels)"},
         {"-v", 'i', &vocab, "vocabulary size written"},
         {"-o", 's', &out, "output tokenizer.bin"},
@@ -861,7 +921,8 @@ static int cmd_tokenizer(int argc, char **argv) {
     for (size_t i = 0; i < sz.n; i++) most = sz.p[i] > most ? sz.p[i] : most;
     if (most > 65536) die("-v/-sizes: at most 65536 tokens (uint16 token files)");
     Corpus c = {0};
-    read_corpus(&c, data, mix);
+    Sources src = read_sources(sources);
+    read_corpus(&c, data, mix, &src);
     double t0 = now_seconds();
     Vocab v = {0};
     train_tokenizer(&v, &c, most);
@@ -873,6 +934,7 @@ static int cmd_tokenizer(int argc, char **argv) {
     free(sz.p);
     free_vocab(&v);
     free_corpus(&c);
+    free(src.s);
     return 0;
 }
 
@@ -880,10 +942,12 @@ static int cmd_tokenizer(int argc, char **argv) {
 // ./train data
 
 static int cmd_data(int argc, char **argv) {
-    const char *data = DEFAULT_DATA, *mix = DEFAULT_MIX, *tok = "tokenizer.bin", *out = "runs/data";
+    const char *data = DEFAULT_DATA, *mix = DEFAULT_MIX, *tok = "tokenizer.bin", *out = "runs/data",
+               *sources = DEFAULT_SOURCES;
     float paragraphs = 0;
     Opt opts[] = {
         {"-d", 's', &data, "corpus directory"},
+        {"-sources", 's', &sources, "the corpus's files, layouts and held-out rules (tab-separated)"},
         {"-mix", 's', &mix, "source weights: copies of each document (fractions: some get one more)"},
         {"-z", 's', &tok, "tokenizer.bin"},
         {"-o", 's', &out, "output directory for train.bin and val.bin"},
@@ -895,7 +959,8 @@ static int cmd_data(int argc, char **argv) {
     Vocab v = {0};
     read_tokenizer(&v, tok);
     Corpus c = {0};
-    read_corpus(&c, data, mix);
+    Sources src = read_sources(sources);
+    read_corpus(&c, data, mix, &src);
     Encoder e;
     build_encoder(&e, &v, (int)v.str.n);
     IntBuf train = {0}, val = {0}, one = {0};
@@ -906,7 +971,7 @@ static int cmd_data(int argc, char **argv) {
         if (doc->is_val || doc->copies > 0) encode_document(&e, c.text.p + doc->off, doc->len, &one);
         IntBuf *dst = doc->is_val ? &val : &train;
         int copies = doc->is_val ? 1 : doc->copies;
-        int story = SOURCES[doc->source].layout != LAYOUT_BOOKS;
+        int story = src.s[doc->source].layout != LAYOUT_BOOKS;
         for (int k = 0; k < copies; k++) {
             int split = story && !doc->is_val && split_copy(paragraphs, d, k);
             push_copy(dst, &e, c.text.p + doc->off, doc->len, &one, split);
@@ -922,6 +987,7 @@ static int cmd_data(int argc, char **argv) {
     free(tp); free(vp); free(train.p); free(val.p); free(one.p);
     free_encoder(&e);
     free_corpus(&c);
+    free(src.s);
     free_vocab(&v);
     return 0;
 }
