@@ -68,13 +68,14 @@ static void test_gemm(void) {
     size_t N = 29; // 4 whole tiles of rows and an edge of 5; 35 = 2 tiles of columns + 3
     int IC = 300, OC = 35; // K = 300 spans two BLOCK_K chunks
     float *inp = normal_array(N * IC, 1, &r), *w = normal_array((size_t)OC * IC, 1, &r);
-    float *dout = normal_array(N * OC, 1, &r);
+    float *dout = normal_array(N * OC, 1, &r), *wt = xmalloc((size_t)OC * IC * sizeof(float));
+    transpose(wt, w, (size_t)OC, (size_t)IC); // the forward takes W^T (IC,OC), as the Model keeps it
     float *out[3], *dinp[3], *dw[3];
     for (int t = 0; t < 3; t++) {
         out[t] = xcalloc(N * OC, sizeof(float));
         dinp[t] = xcalloc(N * IC, sizeof(float));
         dw[t] = xcalloc((size_t)OC * IC, sizeof(float));
-        matmul_forward(out[t], inp, w, N, IC, OC, t + 1); // 1, 2, 3 threads
+        matmul_forward(out[t], inp, wt, N, IC, OC, t + 1); // 1, 2, 3 threads
         matmul_backward(dinp[t], dw[t], dout, inp, w, N, IC, OC, t + 1);
     }
     double e_out = 0, e_dinp = 0, e_dw = 0;
@@ -104,7 +105,7 @@ static void test_gemm(void) {
                 !memcmp(dw[0], dw[t], (size_t)OC * IC * 4);
     check(same, "matmul forward and backward bit-identical at 1, 2 and 3 threads");
     for (int t = 0; t < 3; t++) { free(out[t]); free(dinp[t]); free(dw[t]); }
-    free(inp); free(w); free(dout);
+    free(inp); free(w); free(wt); free(dout);
 }
 
 // ----------------------------------------------------------------------------
@@ -122,7 +123,8 @@ typedef struct {
 
 static double loss_matmul(void *p) {
     LayerCase *l = p;
-    matmul_forward(l->out, l->a, l->b, l->N, l->C, l->V, 1);
+    transpose(l->scratch, l->b, (size_t)l->V, (size_t)l->C); // W^T, as the Model keeps it
+    matmul_forward(l->out, l->a, l->scratch, l->N, l->C, l->V, 1);
     return dot_double(l->out, l->r, l->N * l->V);
 }
 
@@ -131,11 +133,12 @@ static void test_matmul_grad(Rng *rng) {
     l.N = 7; l.C = 18; l.V = 20; // C = IC, V = OC; tiles and edges both
     l.a = normal_array(l.N * l.C, 1, rng); l.b = normal_array((size_t)l.V * l.C, 1, rng);
     l.out = xmalloc(l.N * l.V * 4); l.r = normal_array(l.N * l.V, 1, rng);
+    l.scratch = xmalloc((size_t)l.V * l.C * 4);
     float *da = xcalloc(l.N * l.C, 4), *db = xcalloc((size_t)l.V * l.C, 4);
     matmul_backward(da, db, l.r, l.a, l.b, l.N, l.C, l.V, 1);
     gradcheck("matmul d(input)", loss_matmul, &l, l.a, da, l.N * l.C, 1e-2f);
     gradcheck("matmul d(weight)", loss_matmul, &l, l.b, db, (size_t)l.V * l.C, 1e-2f);
-    free(l.a); free(l.b); free(l.out); free(l.r); free(da); free(db);
+    free(l.a); free(l.b); free(l.out); free(l.r); free(l.scratch); free(da); free(db);
 }
 
 static double loss_rmsnorm(void *p) {
@@ -282,8 +285,10 @@ typedef struct { ModelCase *mc; float *p, *d, *base; size_t n; float t; } DirCas
 static double loss_direction(void *p) {
     DirCase *dc = p;
     for (size_t i = 0; i < dc->n; i++) dc->p[i] = dc->base[i] + dc->t * dc->d[i];
+    dc->mc->m->wt_fresh = 0; // params written: the forward must transpose again
     double l = loss_model(dc->mc);
     memcpy(dc->p, dc->base, dc->n * 4);
+    dc->mc->m->wt_fresh = 0;
     return l;
 }
 
@@ -296,6 +301,7 @@ static Model tiny_model(Rng *rng, int B, int T) {
     for (int i = 0; i < N_TENSORS; i++) // big enough weights for gradients well above float noise
         for (size_t j = 0; j < t[i].n; j++)
             m.params[t[i].off + j] = t[i].decay ? 0.2f * rng_normal(rng) : 1.0f + 0.1f * rng_normal(rng);
+    m.wt_fresh = 0;
     return m;
 }
 

@@ -206,14 +206,14 @@ static void rmsnorm_backward(float *dinp, float *dgain, const float *dout, const
     }
 }
 
-// out (N,OC) = inp (N,IC) @ W^T, W (OC,IC): the kernel wants B = W^T (IC,OC)
-static void matmul_forward(float *out, const float *inp, const float *weight, size_t N, int IC, int OC, int threads) {
-    float *wt = xmalloc((size_t)IC * OC * sizeof(float));
-    transpose(wt, weight, (size_t)OC, (size_t)IC);
+// out (N,OC) = inp (N,IC) @ W^T, W (OC,IC). The kernel wants B = W^T (IC,OC),
+// so the caller passes it transposed: the Model keeps W^T of every matrix,
+// made once per optimizer step (transpose_weights), not once per call.
+static void matmul_forward(float *out, const float *inp, const float *weight_t, size_t N, int IC, int OC,
+                           int threads) {
     memset(out, 0, N * OC * sizeof(float));
-    gemm(&(Gemm){.threads = threads, .c = out, .a = inp, .b = wt, .M = N, .N = (size_t)OC, .K = (size_t)IC,
+    gemm(&(Gemm){.threads = threads, .c = out, .a = inp, .b = weight_t, .M = N, .N = (size_t)OC, .K = (size_t)IC,
                  .sai = (size_t)IC, .sak = 1, .ldb = (size_t)OC, .ldc = (size_t)OC});
-    free(wt);
 }
 
 // dinp (N,IC) += dout (N,OC) @ W (OC,IC);  dweight (OC,IC) += dout^T @ inp (N,IC)
@@ -493,6 +493,8 @@ typedef struct {
     Acts a;
     int B, T;          // batch shape of the activations (T <= c.seq_len)
     int threads;       // the layers split their work over these (1 after build_model)
+    float *wt;         // (n_params) W^T of every matrix, at W's offset: the forward's operands
+    int wt_fresh;      // 0 after anything writes params: the next forward transposes again
 } Model;
 
 static int head_size(const Config *c) { return c->dim / c->n_heads; }
@@ -561,6 +563,7 @@ static void build_model(Model *m, const Config *c, int B, int T, int train) {
     m->threads = 1;
     m->n_params = checkpoint_n_floats(c, 1);
     m->params = xcalloc(m->n_params, sizeof(float));
+    m->wt = xcalloc(m->n_params, sizeof(float));
     map_weights(&m->w, c, m->params, 1);
     rope_tables(m->w.rope_cos, m->w.rope_sin, c->seq_len, head_size(c));
     if (train) {
@@ -573,7 +576,7 @@ static void build_model(Model *m, const Config *c, int B, int T, int train) {
 }
 
 static void free_model(Model *m) {
-    free(m->params); free(m->grads); free(m->a.mem); free(m->a.tokens);
+    free(m->params); free(m->wt); free(m->grads); free(m->a.mem); free(m->a.tokens);
     memset(m, 0, sizeof(*m));
 }
 
@@ -614,6 +617,7 @@ static void init_weights(Model *m, Rng *rng) {
         float std = !strcmp(t[i].name, "wo") || !strcmp(t[i].name, "w2") ? resid : 0.02f;
         for (size_t j = 0; j < t[i].n; j++) p[j] = t[i].decay ? std * rng_normal(rng) : 1.0f;
     }
+    m->wt_fresh = 0;
 }
 
 // Parameters read per generated token: every weight matrix and the
@@ -633,6 +637,32 @@ static double flops_per_token(const Config *c, int T) {
 // ----------------------------------------------------------------------------
 // forward and backward of the whole model over B x T tokens
 
+// W^T of a matrix of m (at the same offset in m->wt as W in m->params)
+static const float *tposed(const Model *m, const float *w) { return m->wt + (w - m->params); }
+
+// dst (cols, rows) = src (rows, cols) transposed, at src's offset in m->wt
+static void transpose_into(Model *m, const float *src, size_t rows, size_t cols) {
+    transpose(m->wt + (src - m->params), src, rows, cols);
+}
+
+// Refresh m->wt from m->params: every layer's seven matrices and the classifier.
+static void transpose_weights(Model *m) {
+    const Config *c = &m->c;
+    size_t C = (size_t)c->dim, H = (size_t)c->hidden_dim, KV = (size_t)kv_dim(c);
+    for (int l = 0; l < c->n_layers; l++) {
+        BlockWeights bw = block_weights(&m->w, c, l);
+        transpose_into(m, bw.wq, C, C);
+        transpose_into(m, bw.wk, KV, C);
+        transpose_into(m, bw.wv, KV, C);
+        transpose_into(m, bw.wo, C, C);
+        transpose_into(m, bw.w1, H, C);
+        transpose_into(m, bw.w3, H, C);
+        transpose_into(m, bw.w2, C, H);
+    }
+    transpose_into(m, m->w.wcls, (size_t)c->vocab_size, C);
+    m->wt_fresh = 1;
+}
+
 static void model_forward(Model *m, const int *tokens) {
     const Config *c = &m->c;
     int C = c->dim, H = c->hidden_dim, NH = c->n_heads, NKV = c->n_kv_heads, hs = head_size(c);
@@ -640,29 +670,30 @@ static void model_forward(Model *m, const int *tokens) {
     size_t N = (size_t)B * T;
     Acts *a = &m->a;
     const TransformerWeights *w = &m->w;
+    if (!m->wt_fresh) transpose_weights(m);
     memcpy(a->tokens, tokens, N * sizeof(int));
     embedding_forward(a->x, tokens, w->token_embedding, N, C);
     for (int l = 0; l < c->n_layers; l++) {
         BlockWeights bw = block_weights(w, c, l);
         BlockActs ba = block_acts(m, l);
         rmsnorm_forward(ba.xn1, ba.rstd1, ba.x, bw.rms_att, N, C);
-        matmul_forward(ba.q, ba.xn1, bw.wq, N, C, C, m->threads);
-        matmul_forward(ba.k, ba.xn1, bw.wk, N, C, KV, m->threads);
-        matmul_forward(ba.v, ba.xn1, bw.wv, N, C, KV, m->threads);
+        matmul_forward(ba.q, ba.xn1, tposed(m, bw.wq), N, C, C, m->threads);
+        matmul_forward(ba.k, ba.xn1, tposed(m, bw.wk), N, C, KV, m->threads);
+        matmul_forward(ba.v, ba.xn1, tposed(m, bw.wv), N, C, KV, m->threads);
         rope_forward(ba.q, w->rope_cos, w->rope_sin, B, T, NH, hs);
         rope_forward(ba.k, w->rope_cos, w->rope_sin, B, T, NKV, hs);
         attention_forward(ba.atty, ba.att, ba.q, ba.k, ba.v, B, T, NH, NKV, hs, m->threads);
-        matmul_forward(a->branch, ba.atty, bw.wo, N, C, C, m->threads);
+        matmul_forward(a->branch, ba.atty, tposed(m, bw.wo), N, C, C, m->threads);
         residual_forward(ba.x2, ba.x, a->branch, N * C);
         rmsnorm_forward(ba.xn2, ba.rstd2, ba.x2, bw.rms_ffn, N, C);
-        matmul_forward(ba.h1, ba.xn2, bw.w1, N, C, H, m->threads);
-        matmul_forward(ba.h3, ba.xn2, bw.w3, N, C, H, m->threads);
+        matmul_forward(ba.h1, ba.xn2, tposed(m, bw.w1), N, C, H, m->threads);
+        matmul_forward(ba.h3, ba.xn2, tposed(m, bw.w3), N, C, H, m->threads);
         swiglu_forward(ba.hg, ba.h1, ba.h3, N * H, m->threads);
-        matmul_forward(a->branch, ba.hg, bw.w2, N, H, C, m->threads);
+        matmul_forward(a->branch, ba.hg, tposed(m, bw.w2), N, H, C, m->threads);
         residual_forward(ba.x_out, ba.x2, a->branch, N * C);
     }
     rmsnorm_forward(a->xf, a->rstdf, a->x + (size_t)c->n_layers * N * C, w->rms_final, N, C);
-    matmul_forward(a->logits, a->xf, w->wcls, N, C, c->vocab_size, m->threads);
+    matmul_forward(a->logits, a->xf, tposed(m, w->wcls), N, C, c->vocab_size, m->threads);
 }
 
 // Mean loss over the batch; leaves probs in a->logits for the backward.
@@ -757,6 +788,7 @@ static void load_model(Model *m, const char *path, int B, int T, int train) {
     fseek(f, (long)CONFIG_HEADER_BYTES, SEEK_SET);
     xfread(m->params, sizeof(float), m->n_params, f, path, "the weights");
     fclose(f);
+    m->wt_fresh = 0;
 }
 
 // ----------------------------------------------------------------------------
@@ -811,6 +843,7 @@ static void adamw_update(Model *m, float *mom, float *vel, const TrainOpts *o, d
             m->params[j] -= (float)(lr * (mhat / (sqrt(vhat) + 1e-8) + wd * m->params[j]));
         }
     }
+    m->wt_fresh = 0; // the forward's W^T are stale now
 }
 
 // ----------------------------------------------------------------------------
@@ -869,6 +902,7 @@ static StateHeader load_state(const char *path, const StateHeader *want, Model *
     xfread(mom, sizeof(float), m->n_params, f, path, "Adam's first moments");
     xfread(vel, sizeof(float), m->n_params, f, path, "Adam's second moments");
     fclose(f);
+    m->wt_fresh = 0;
     return h;
 }
 
@@ -953,6 +987,7 @@ static void init_from(Model *m, const char *path) {
             b->n_kv_heads, b->vocab_size, b->seq_len);
     memcpy(m->params, src.params, m->n_params * sizeof(float));
     free_model(&src);
+    m->wt_fresh = 0;
 }
 
 // Data, model (fresh, from -init, or resumed) and teacher for the options.
