@@ -209,31 +209,43 @@ weights: drafts build/bin/accept
 # --- end trainer/ ---
 
 # --- plot.c ---
-# ./plot draws the figures (docs/*.png) from the CSVs the sweeps and train write.
-# Only plot.c needs stb_image_write (Debian: apt-get install libstb-dev).
-# the directory holding stb/stb_image_write.h: found in the usual places, or
+# ./plot (figures/plot.c) draws the figures (docs/*.png) from the CSVs the
+# sweeps and the trainer write. Only it needs libstb-dev: stb_easy_font.h sets
+# its text, stb_image_write.h writes the PNG (Debian: apt-get install libstb-dev).
+# The directory holding stb/: found in the usual places, or
 # make STB_INCLUDE=/path (Homebrew: $(brew --prefix)/include)
+STB_HEADERS = stb/stb_image_write.h stb/stb_easy_font.h
 STB_INCLUDE ?= $(firstword $(foreach d,/usr/include /usr/local/include /opt/homebrew/include /opt/local/include,\
-                 $(if $(wildcard $(d)/stb/stb_image_write.h),$(d))))
-STB_WRITE = $(STB_INCLUDE)/stb/stb_image_write.h
-NEED_STB  = @test -n "$(STB_INCLUDE)" -a -f "$(STB_WRITE)" || { echo "plot.c needs stb/stb_image_write.h: apt-get install libstb-dev (Debian), brew install stb, or make STB_INCLUDE=DIR"; exit 1; }
+                 $(if $(wildcard $(addprefix $(d)/,$(STB_HEADERS))),$(d))))
+NEED_STB  = @for h in $(STB_HEADERS); do test -n "$(STB_INCLUDE)" -a -f "$(STB_INCLUDE)/$$h" || \
+              { echo "figures/plot.c needs $$h: apt-get install libstb-dev (Debian), brew install stb, or make STB_INCLUDE=DIR"; exit 1; }; done
+PLOT_DEPS = figures/plot.c model.h
 .PHONY: plots test-plot
 
-plot: plot.c model.h
+plot: $(PLOT_DEPS)
 	$(NEED_STB)
-	$(CC) $(REQUIRED) $(CFLAGS) -I$(STB_INCLUDE) -o $@ plot.c -lm
+	$(CC) $(REQUIRED) $(CFLAGS) -I$(STB_INCLUDE) -o $@ figures/plot.c -lm
 
 plots: plot
 	./plot all docs
 
-build/plot/test_plot: test/test_plot.c plot.c model.h test/check.h
+build/plot/test_plot: figures/test_plot.c test/check.h $(PLOT_DEPS)
 	$(NEED_STB)
 	@mkdir -p build/plot
-	$(CC) $(REQUIRED) $(CFLAGS) -I$(STB_INCLUDE) -Wno-unused-function -o $@ test/test_plot.c -lm
+	$(CC) $(REQUIRED) $(CFLAGS) -I$(STB_INCLUDE) -Wno-unused-function -o $@ figures/test_plot.c -lm
+
+# the same test built with ASan+UBSan (ASAN above)
+build/plot/asan/test_plot: figures/test_plot.c test/check.h $(PLOT_DEPS)
+	$(NEED_STB)
+	@mkdir -p build/plot/asan
+	$(CC) $(ASAN) -I$(STB_INCLUDE) -o $@ figures/test_plot.c -lm
 
 test-plot:
-	@if [ -n "$(STB_INCLUDE)" ]; then $(MAKE) --no-print-directory build/plot/test_plot && ./build/plot/test_plot; \
-	else echo "test-plot: skipped, no stb/stb_image_write.h (apt-get install libstb-dev, or make STB_INCLUDE=DIR)"; fi
+	@if [ -n "$(STB_INCLUDE)" ]; then \
+	  $(MAKE) --no-print-directory build/plot/test_plot build/plot/asan/test_plot && ./build/plot/test_plot && \
+	  echo "test-plot: again under ASan+UBSan" && \
+	  ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ./build/plot/asan/test_plot; \
+	else echo "test-plot: skipped, no $(STB_HEADERS) (apt-get install libstb-dev, or make STB_INCLUDE=DIR)"; fi
 # --- end plot.c ---
 
 # ---- ARM64 under emulation: the NEON build (cross-compiled with Debian's

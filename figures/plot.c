@@ -1,39 +1,46 @@
 // plot.c - the project's figures as PNG files, drawn from the CSVs that
-// specdec, the benchmarks and train write.
+// specdec, the benchmarks and the trainer write.
 //
 // Everything visible is drawn here, on a plain RGB canvas: antialiased lines,
-// markers, bars, dashed reference lines, a small bitmap font of our own, axes
-// with "nice" ticks (1, 2 or 5 times a power of ten) and a legend placed where
-// it hides the least data. Only the PNG encoding comes from outside: the
-// system's stb_image_write (Debian: apt-get install libstb-dev).
+// markers, bars, dashed reference lines, axes with "nice" ticks (1, 2 or 5
+// times a power of ten) and a legend placed where it hides the least data.
+// Two headers come from the system's libstb-dev (Debian: apt-get install
+// libstb-dev): stb_easy_font, whose glyphs arrive as rectangles that this file
+// fills, and stb_image_write, which encodes the PNG.
 //
 // CSV columns are found by NAME in the header row, so producers may add or
-// reorder columns; empty fields mean "not measured" and are skipped.
+// reorder columns; empty fields mean "not measured" and are skipped. A
+// function that can fail takes an Error, writes its message there and
+// returns -1; the command line (or a test) decides what to do with it.
 //
 // The file reads top to bottom:
-//   canvas -> font -> primitives -> axes and legend -> CSV reading ->
-//   figures -> command line.
+//   errors -> canvas -> text -> primitives -> figures in memory -> axes ->
+//   drawing -> CSV reading -> grouping rows -> figures -> command line.
 //
-// Build: cc -std=c11 -O2 plot.c -lm          Run ./plot with no arguments for usage.
-#include <ctype.h>
+// Build: make plot (cc -std=c11 -O2 figures/plot.c -lm). ./plot with no
+// arguments prints the usage.
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-// STB_IMAGE_WRITE_STATIC makes stb's writers static, and we call only the PNG
-// one: a compiler may warn about the others being unused. That one warning is
-// silenced, for the header alone (push/pop), never for our own code.
+#include "../model.h" // predicted_speedup: the formula specdec prints
+
+// Both stb headers define their functions static, and we call only some of
+// them (the PNG writer; the font's print and width): a compiler may warn about
+// the others being unused, and, where STB_INCLUDE is not a system directory,
+// gcc about stb_easy_font's brace style. Those two warnings are silenced for
+// the headers alone (push/pop), never for our own code.
 #if defined(__GNUC__)
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wunused-function"
+#pragma GCC diagnostic ignored "-Wmissing-braces"
 #endif
 #define STB_IMAGE_WRITE_IMPLEMENTATION
 #define STB_IMAGE_WRITE_STATIC
 #include <stb/stb_image_write.h>
-
-#include "model.h" // predicted_speedup: the formula specdec prints
+#include <stb/stb_easy_font.h>
 #if defined(__GNUC__)
 #pragma GCC diagnostic pop
 #endif
@@ -42,15 +49,17 @@
 #define FIG_H 500
 
 // ----------------------------------------------------------------------------
-// Errors: kept as text so the command line (or a test) decides what to do
+// Errors: what went wrong, naming the file and column
 
-static char plot_error[1024];
+typedef struct {
+    char msg[1024];
+} Error;
 
-// Records what went wrong (naming the file and column); returns -1 to pass up.
-static int fail(const char *fmt, ...) {
+// Writes the message into *e; returns -1 to pass up.
+static int fail(Error *e, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(plot_error, sizeof(plot_error), fmt, ap);
+    vsnprintf(e->msg, sizeof(e->msg), fmt, ap);
     va_end(ap);
     return -1;
 }
@@ -58,7 +67,9 @@ static int fail(const char *fmt, ...) {
 // ----------------------------------------------------------------------------
 // Canvas: RGB pixels, row by row from the top-left, with a clip rectangle
 
-typedef struct { unsigned char r, g, b; } Color;
+typedef struct {
+    unsigned char r, g, b;
+} Color;
 
 static const Color WHITE = {255, 255, 255}, INK = {25, 25, 25}, GRID = {228, 228, 228},
                    FRAME = {90, 90, 90}, REFERENCE = {120, 120, 120}, GUIDE = {70, 70, 70};
@@ -69,30 +80,9 @@ static const Color PALETTE[N_PALETTE] = {
 
 typedef struct {
     int w, h;
-    unsigned char *px;                   // w*h RGB triples
+    unsigned char *px;                      // w*h RGB triples
     int clip_x0, clip_y0, clip_x1, clip_y1; // drawing outside [x0,x1) x [y0,y1) is dropped
 } Canvas;
-
-static int build_canvas(Canvas *c, int w, int h, Color background) {
-    c->w = w;
-    c->h = h;
-    c->px = malloc((size_t)w * (size_t)h * 3);
-    if (!c->px) return fail("out of memory for a %dx%d canvas", w, h);
-    for (size_t i = 0; i < (size_t)w * (size_t)h; i++) {
-        c->px[3 * i] = background.r;
-        c->px[3 * i + 1] = background.g;
-        c->px[3 * i + 2] = background.b;
-    }
-    c->clip_x0 = c->clip_y0 = 0;
-    c->clip_x1 = w;
-    c->clip_y1 = h;
-    return 0;
-}
-
-static void free_canvas(Canvas *c) {
-    free(c->px);
-    c->px = NULL;
-}
 
 // Restricts drawing to [x0,x1) x [y0,y1), within the canvas.
 static void set_clip(Canvas *c, int x0, int y0, int x1, int y1) {
@@ -100,6 +90,23 @@ static void set_clip(Canvas *c, int x0, int y0, int x1, int y1) {
     c->clip_y0 = y0 < 0 ? 0 : y0;
     c->clip_x1 = x1 > c->w ? c->w : x1;
     c->clip_y1 = y1 > c->h ? c->h : y1;
+}
+
+// A w x h canvas, all white.
+static int build_canvas(Canvas *c, int w, int h, Error *e) {
+    size_t bytes = (size_t)w * (size_t)h * 3;
+    c->w = w;
+    c->h = h;
+    c->px = malloc(bytes);
+    if (!c->px) return fail(e, "out of memory for a %dx%d canvas", w, h);
+    memset(c->px, 255, bytes);
+    set_clip(c, 0, 0, w, h);
+    return 0;
+}
+
+static void free_canvas(Canvas *c) {
+    free(c->px);
+    c->px = NULL;
 }
 
 static int inside_clip(const Canvas *c, int x, int y) {
@@ -132,185 +139,131 @@ static Color tint(Color col, double t) {
     return out;
 }
 
-static int write_png(const Canvas *c, const char *path) {
+static int write_png(const Canvas *c, const char *path, Error *e) {
     if (!stbi_write_png(path, c->w, c->h, 3, c->px, c->w * 3))
-        return fail("%s: cannot write the PNG (does its directory exist?)", path);
+        return fail(e, "%s: cannot write the PNG (does its directory exist?)", path);
     return 0;
 }
-
-// ----------------------------------------------------------------------------
-// Font: our own 5-pixel-wide glyphs for printable ASCII 32..126
-
-// Each glyph is 9 rows of 5 columns, '#' inked. Rows 0..6 hold capitals and
-// digits (so the cap height is 7), lowercase letters sit on rows 2..6, and
-// rows 7..8 take descenders (g j p q y , ;). Rows not written are blank.
-#define GLYPH_W 5
-#define GLYPH_H 9
-#define CAP_H 7
-static const char FONT[95][GLYPH_H][GLYPH_W + 1] = {
-    {"....."},                                                      // space
-    {"..#..", "..#..", "..#..", "..#..", "..#..", ".....", "..#.."}, // !
-    {".#.#.", ".#.#.", ".#.#."},                                     // "
-    {".#.#.", ".#.#.", "#####", ".#.#.", "#####", ".#.#.", ".#.#."}, // #
-    {"..#..", ".####", "#.#..", ".###.", "..#.#", "####.", "..#.."}, // $
-    {"##...", "##..#", "...#.", "..#..", ".#...", "#..##", "...##"}, // %
-    {".##..", "#..#.", "#.#..", ".#...", "#.#.#", "#..#.", ".##.#"}, // &
-    {"..#..", "..#..", ".#..."},                                     // '
-    {"...#.", "..#..", ".#...", ".#...", ".#...", "..#..", "...#."}, // (
-    {".#...", "..#..", "...#.", "...#.", "...#.", "..#..", ".#..."}, // )
-    {".....", "..#..", "#.#.#", ".###.", "#.#.#", "..#..", "....."}, // *
-    {".....", "..#..", "..#..", "#####", "..#..", "..#..", "....."}, // +
-    {".....", ".....", ".....", ".....", ".....", ".##..", ".##..", "..#..", ".#..."}, // ,
-    {".....", ".....", ".....", ".###.", ".....", ".....", "....."}, // -
-    {".....", ".....", ".....", ".....", ".....", "##...", "##..."}, // .
-    {".....", "....#", "...#.", "..#..", ".#...", "#....", "....."}, // /
-    {".###.", "#...#", "#..##", "#.#.#", "##..#", "#...#", ".###."}, // 0
-    {"..#..", ".##..", "#.#..", "..#..", "..#..", "..#..", "#####"}, // 1
-    {".###.", "#...#", "....#", "...#.", "..#..", ".#...", "#####"}, // 2
-    {"#####", "...#.", "..#..", "...#.", "....#", "#...#", ".###."}, // 3
-    {"...#.", "..##.", ".#.#.", "#..#.", "#####", "...#.", "...#."}, // 4
-    {"#####", "#....", "####.", "....#", "....#", "#...#", ".###."}, // 5
-    {"..##.", ".#...", "#....", "####.", "#...#", "#...#", ".###."}, // 6
-    {"#####", "....#", "...#.", "..#..", ".#...", ".#...", ".#..."}, // 7
-    {".###.", "#...#", "#...#", ".###.", "#...#", "#...#", ".###."}, // 8
-    {".###.", "#...#", "#...#", ".####", "....#", "...#.", ".##.."}, // 9
-    {".....", "##...", "##...", ".....", "##...", "##...", "....."}, // :
-    {".....", ".##..", ".##..", ".....", ".##..", ".##..", "..#..", ".#..."}, // ;
-    {"...#.", "..#..", ".#...", "#....", ".#...", "..#..", "...#."}, // <
-    {".....", ".....", "#####", ".....", "#####", ".....", "....."}, // =
-    {".#...", "..#..", "...#.", "....#", "...#.", "..#..", ".#..."}, // >
-    {".###.", "#...#", "....#", "...#.", "..#..", ".....", "..#.."}, // ?
-    {".###.", "#...#", "#.###", "#.#.#", "#.###", "#....", ".####"}, // @
-    {".###.", "#...#", "#...#", "#####", "#...#", "#...#", "#...#"}, // A
-    {"####.", "#...#", "#...#", "####.", "#...#", "#...#", "####."}, // B
-    {".###.", "#...#", "#....", "#....", "#....", "#...#", ".###."}, // C
-    {"###..", "#..#.", "#...#", "#...#", "#...#", "#..#.", "###.."}, // D
-    {"#####", "#....", "#....", "####.", "#....", "#....", "#####"}, // E
-    {"#####", "#....", "#....", "####.", "#....", "#....", "#...."}, // F
-    {".###.", "#...#", "#....", "#.###", "#...#", "#...#", ".####"}, // G
-    {"#...#", "#...#", "#...#", "#####", "#...#", "#...#", "#...#"}, // H
-    {".###.", "..#..", "..#..", "..#..", "..#..", "..#..", ".###."}, // I
-    {"..###", "...#.", "...#.", "...#.", "...#.", "#..#.", ".##.."}, // J
-    {"#...#", "#..#.", "#.#..", "##...", "#.#..", "#..#.", "#...#"}, // K
-    {"#....", "#....", "#....", "#....", "#....", "#....", "#####"}, // L
-    {"#...#", "##.##", "#.#.#", "#.#.#", "#...#", "#...#", "#...#"}, // M
-    {"#...#", "#...#", "##..#", "#.#.#", "#..##", "#...#", "#...#"}, // N
-    {".###.", "#...#", "#...#", "#...#", "#...#", "#...#", ".###."}, // O
-    {"####.", "#...#", "#...#", "####.", "#....", "#....", "#...."}, // P
-    {".###.", "#...#", "#...#", "#...#", "#.#.#", "#..#.", ".##.#"}, // Q
-    {"####.", "#...#", "#...#", "####.", "#.#..", "#..#.", "#...#"}, // R
-    {".####", "#....", "#....", ".###.", "....#", "....#", "####."}, // S
-    {"#####", "..#..", "..#..", "..#..", "..#..", "..#..", "..#.."}, // T
-    {"#...#", "#...#", "#...#", "#...#", "#...#", "#...#", ".###."}, // U
-    {"#...#", "#...#", "#...#", "#...#", "#...#", ".#.#.", "..#.."}, // V
-    {"#...#", "#...#", "#...#", "#.#.#", "#.#.#", "#.#.#", ".#.#."}, // W
-    {"#...#", "#...#", ".#.#.", "..#..", ".#.#.", "#...#", "#...#"}, // X
-    {"#...#", "#...#", ".#.#.", "..#..", "..#..", "..#..", "..#.."}, // Y
-    {"#####", "....#", "...#.", "..#..", ".#...", "#....", "#####"}, // Z
-    {"###..", "#....", "#....", "#....", "#....", "#....", "###.."}, // [
-    {".....", "#....", ".#...", "..#..", "...#.", "....#", "....."}, // backslash
-    {"..###", "....#", "....#", "....#", "....#", "....#", "..###"}, // ]
-    {"..#..", ".#.#.", "#...#"},                                     // ^
-    {".....", ".....", ".....", ".....", ".....", ".....", ".....", "#####"}, // _
-    {".#...", "..#.."},                                              // `
-    {".....", ".....", ".###.", "....#", ".####", "#...#", ".####"}, // a
-    {"#....", "#....", "####.", "#...#", "#...#", "#...#", "####."}, // b
-    {".....", ".....", ".###.", "#....", "#....", "#...#", ".###."}, // c
-    {"....#", "....#", ".####", "#...#", "#...#", "#...#", ".####"}, // d
-    {".....", ".....", ".###.", "#...#", "#####", "#....", ".###."}, // e
-    {"..##.", ".#..#", ".#...", "###..", ".#...", ".#...", ".#..."}, // f
-    {".....", ".....", ".####", "#...#", "#...#", "#...#", ".####", "....#", ".###."}, // g
-    {"#....", "#....", "####.", "#...#", "#...#", "#...#", "#...#"}, // h
-    {"..#..", ".....", ".##..", "..#..", "..#..", "..#..", ".###."}, // i
-    {"...#.", ".....", "..##.", "...#.", "...#.", "...#.", "...#.", "#..#.", ".##.."}, // j
-    {"#....", "#....", "#..#.", "#.#..", "##...", "#.#..", "#..#."}, // k
-    {".##..", "..#..", "..#..", "..#..", "..#..", "..#..", ".###."}, // l
-    {".....", ".....", "##.#.", "#.#.#", "#.#.#", "#.#.#", "#.#.#"}, // m
-    {".....", ".....", "#.##.", "##..#", "#...#", "#...#", "#...#"}, // n
-    {".....", ".....", ".###.", "#...#", "#...#", "#...#", ".###."}, // o
-    {".....", ".....", "####.", "#...#", "#...#", "#...#", "####.", "#....", "#...."}, // p
-    {".....", ".....", ".####", "#...#", "#...#", "#...#", ".####", "....#", "....#"}, // q
-    {".....", ".....", "#.##.", "##..#", "#....", "#....", "#...."}, // r
-    {".....", ".....", ".####", "#....", ".###.", "....#", "####."}, // s
-    {".#...", ".#...", "###..", ".#...", ".#...", ".#..#", "..##."}, // t
-    {".....", ".....", "#...#", "#...#", "#...#", "#..##", ".##.#"}, // u
-    {".....", ".....", "#...#", "#...#", "#...#", ".#.#.", "..#.."}, // v
-    {".....", ".....", "#...#", "#...#", "#.#.#", "#.#.#", ".#.#."}, // w
-    {".....", ".....", "#...#", ".#.#.", "..#..", ".#.#.", "#...#"}, // x
-    {".....", ".....", "#...#", "#...#", "#...#", "#...#", ".####", "....#", ".###."}, // y
-    {".....", ".....", "#####", "...#.", "..#..", ".#...", "#####"}, // z
-    {"...##", "..#..", "..#..", ".#...", "..#..", "..#..", "...##"}, // {
-    {"..#..", "..#..", "..#..", "..#..", "..#..", "..#..", "..#..", "..#.."}, // |
-    {"##...", "..#..", "..#..", "...#.", "..#..", "..#..", "##..."}, // }
-    {".....", ".....", ".#...", "#.#.#", "...#.", ".....", "....."}, // ~
-};
-
-static int glyph_index(char ch) {
-    int i = (unsigned char)ch;
-    return i >= 32 && i <= 126 ? i - 32 : '?' - 32; // bytes of UTF-8 show as '?'
-}
-
-// The inked columns of a glyph: *first and the returned width. Text is set
-// proportionally (an 'i' is narrow), except digits, which all take the full
-// 5 columns so numbers in a column of tick labels line up.
-static int glyph_width(int *first, char ch) {
-    int g = glyph_index(ch), lo = GLYPH_W, hi = -1;
-    *first = 0;
-    if (isdigit((unsigned char)ch)) return GLYPH_W;
-    for (int row = 0; row < GLYPH_H; row++)
-        for (int col = 0; col < GLYPH_W && FONT[g][row][col]; col++)
-            if (FONT[g][row][col] == '#') {
-                if (col < lo) lo = col;
-                if (col > hi) hi = col;
-            }
-    if (hi < 0) return 3; // the space
-    *first = lo;
-    return hi - lo + 1;
-}
-
-static int text_width(const char *s, int scale) {
-    int w = 0, first;
-    for (; *s; s++) w += (glyph_width(&first, *s) + 1) * scale;
-    return w > 0 ? w - scale : 0; // no gap after the last glyph
-}
-
-// Sets s with its top-left corner at (x, y), or, when vertical, rotated a
-// quarter turn counter-clockwise to read upward from (x, y) (the y-axis label):
-// text-space pixel (tx, ty) lands on canvas (x + ty, y - tx).
-static void draw_text(Canvas *c, int x, int y, const char *s, int scale, int vertical, Color col) {
-    int pen = 0, first;
-    for (; *s; s++) {
-        int w = glyph_width(&first, *s), g = glyph_index(*s);
-        for (int row = 0; row < GLYPH_H; row++)
-            for (int k = 0; k < w; k++) {
-                if (first + k >= GLYPH_W || FONT[g][row][first + k] != '#') continue;
-                int tx = pen + k * scale, ty = row * scale;
-                for (int i = 0; i < scale; i++)
-                    for (int j = 0; j < scale; j++)
-                        if (vertical) blend_pixel(c, x + ty + j, y - tx - i, col, 1);
-                        else blend_pixel(c, x + tx + i, y + ty + j, col, 1);
-            }
-        pen += (w + 1) * scale;
-    }
-}
-
-// Horizontal text placed by an anchor: ax, ay in [0, 1] pick the point of the
-// text's box (width by cap height) that lands on (x, y); 0.5, 0.5 centres it.
-static void draw_label(Canvas *c, double x, double y, double ax, double ay, const char *s,
-                       int scale, Color col) {
-    int left = (int)lround(x - ax * text_width(s, scale));
-    int top = (int)lround(y - ay * CAP_H * scale);
-    draw_text(c, left, top, s, scale, 0, col);
-}
-
-// ----------------------------------------------------------------------------
-// Primitives: rectangles, antialiased lines, dashes, markers
 
 // Fills [x0,x1) x [y0,y1).
 static void fill_rect(Canvas *c, int x0, int y0, int x1, int y1, Color col) {
     for (int y = y0; y < y1; y++)
         for (int x = x0; x < x1; x++) blend_pixel(c, x, y, col, 1);
 }
+
+// ----------------------------------------------------------------------------
+// Text: stb_easy_font's glyphs, scaled and antialiased
+//
+// stb_easy_font builds each glyph from quads (four vertices each) that are
+// axis-aligned rectangles on a grid of font units: capitals and digits fill
+// rows 0..6, descenders reach row 9, and every glyph's advance is its ink plus
+// 2 units. Here a glyph's quads are first merged into a grid of inked cells;
+// each cell, scaled, covers canvas pixels by the area it overlaps them, so
+// text at any scale comes out antialiased.
+
+#define CAP_H 7         // capitals and digits, in font units
+#define TEXT_H 10       // with descenders (g, p, y)
+#define GLYPH_W 8       // the widest glyph's ink ('@': 7 units), and room
+#define TEXT_SCALE 1.5  // pixels per font unit: tick labels, axis labels, legend
+#define TITLE_SCALE 2.5
+#define GLYPH_PX 32     // a glyph's pixels each way, at scales up to 3
+#define GLYPH_QUADS 16  // room for any glyph's quads (the most, 'X', takes 11)
+
+// One vertex of stb_easy_font's output: x, y, z and an RGBA colour (unused).
+typedef struct {
+    float x, y, z;
+    stb_easy_font_color color;
+} FontVertex;
+
+// Where text goes: its origin (whole pixels), pixels per font unit, and
+// whether it reads upward.
+typedef struct {
+    int x, y;
+    double scale;
+    int vertical;
+} TextPen;
+
+// stb_easy_font draws printable ASCII; any other byte (UTF-8) shows as '?'.
+static char printable(char ch) { return ch >= 32 && ch <= 126 ? ch : '?'; }
+
+static int glyph_advance(char ch) {
+    char glyph[2] = {printable(ch), '\0'};
+    return stb_easy_font_width(glyph);
+}
+
+// The inked width of s in pixels: no gap after the last glyph.
+static int text_width(const char *s, double scale) {
+    int units = 0;
+    for (; *s; s++) units += glyph_advance(*s);
+    return units > 2 ? (int)lround((units - 2) * scale) : 0;
+}
+
+// Marks the font-unit cells that the glyph's quads cover (some quads overlap).
+static void glyph_cells(unsigned char cells[TEXT_H][GLYPH_W], char ch) {
+    char glyph[2] = {printable(ch), '\0'};
+    FontVertex v[GLYPH_QUADS * 4];
+    int n = stb_easy_font_print(0, 0, glyph, NULL, v, (int)sizeof(v));
+    memset(cells, 0, TEXT_H * GLYPH_W);
+    for (const FontVertex *q = v; q < v + 4 * n; q += 4) // q[0] top-left, q[2] bottom-right
+        for (int y = (int)q[0].y; y < (int)q[2].y && y < TEXT_H; y++)
+            for (int x = (int)q[0].x; x < (int)q[2].x && x < GLYPH_W; x++) cells[y][x] = 1;
+}
+
+// Adds to cov the area by which [x0,x1) x [y0,y1) overlaps each pixel.
+static void add_coverage(float cov[GLYPH_PX][GLYPH_PX], double x0, double y0, double x1,
+                         double y1) {
+    for (int y = (int)y0; y < (int)ceil(y1) && y < GLYPH_PX; y++)
+        for (int x = (int)x0; x < (int)ceil(x1) && x < GLYPH_PX; x++)
+            cov[y][x] += (float)((fmin(x + 1, x1) - fmax(x, x0)) * (fmin(y + 1, y1) - fmax(y, y0)));
+}
+
+// Blends a glyph's coverage into the canvas: text-space pixel (tx, ty), tx
+// counted from the pen's origin, lands on (x + tx, y + ty), or, for vertical
+// text turned a quarter turn to read upward, on (x + ty, y - 1 - tx).
+static void blend_glyph(Canvas *c, const TextPen *p, float cov[GLYPH_PX][GLYPH_PX], int tx0) {
+    for (int ty = 0; ty < GLYPH_PX; ty++)
+        for (int tx = tx0; tx < tx0 + GLYPH_PX; tx++) {
+            double a = cov[ty][tx - tx0];
+            if (p->vertical) blend_pixel(c, p->x + ty, p->y - 1 - tx, INK, a);
+            else blend_pixel(c, p->x + tx, p->y + ty, INK, a);
+        }
+}
+
+// One glyph, its left edge `pen` pixels along the text from the origin.
+static void draw_glyph(Canvas *c, const TextPen *p, char ch, double pen) {
+    unsigned char cells[TEXT_H][GLYPH_W];
+    float cov[GLYPH_PX][GLYPH_PX] = {{0}};
+    int tx0 = (int)floor(pen);
+    double k = p->scale, left = pen - tx0;
+    glyph_cells(cells, ch);
+    for (int y = 0; y < TEXT_H; y++)
+        for (int x = 0; x < GLYPH_W; x++)
+            if (cells[y][x])
+                add_coverage(cov, left + k * x, k * y, left + k * (x + 1), k * (y + 1));
+    blend_glyph(c, p, cov, tx0);
+}
+
+// Sets s in INK from the pen's origin: the top-left corner of horizontal
+// text, the bottom-left of vertical text (the y-axis label).
+static void draw_text(Canvas *c, const TextPen *p, const char *s) {
+    double pen = 0;
+    for (; *s; s++) {
+        draw_glyph(c, p, *s, pen);
+        pen += p->scale * glyph_advance(*s);
+    }
+}
+
+// Horizontal text placed by an anchor: ax, ay in [0, 1] pick the point of the
+// text's box (width by cap height) that lands on (x, y); 0.5, 0.5 centres it.
+static void draw_label(Canvas *c, double x, double y, double ax, double ay, const char *s,
+                       double scale) {
+    TextPen p = {.x = (int)lround(x - ax * text_width(s, scale)),
+                 .y = (int)lround(y - ay * CAP_H * scale), .scale = scale};
+    draw_text(c, &p, s);
+}
+
+// ----------------------------------------------------------------------------
+// Primitives: antialiased lines, dashes, markers
 
 static void stroke_rect(Canvas *c, int x0, int y0, int x1, int y1, Color col) {
     fill_rect(c, x0, y0, x1, y0 + 1, col);
@@ -352,7 +305,7 @@ static const double DASH_ON[3] = {0, 7, 1.5}, DASH_OFF[3] = {0, 5, 4};
 
 // A line drawn in `pattern`: DASH_ON pixels on, DASH_OFF off, repeated.
 static void draw_styled_line(Canvas *c, double x0, double y0, double x1, double y1, double width,
-                        Color col, int pattern) {
+                             Color col, int pattern) {
     double len = hypot(x1 - x0, y1 - y0), dash = DASH_ON[pattern], gap = DASH_OFF[pattern];
     if (pattern == SOLID) {
         draw_line(c, x0, y0, x1, y1, width, col);
@@ -393,17 +346,19 @@ static void draw_marker(Canvas *c, double cx, double cy, int marker, Color col) 
 // ----------------------------------------------------------------------------
 // Figures in memory: series of points, and how each is drawn
 
-typedef struct { double x, y; } Point;
+typedef struct {
+    double x, y;
+} Point;
 
 enum { SERIES_XY, SERIES_BARS, SERIES_HLINE };
 
 typedef struct {
-    char label[96];       // legend text; "" keeps the series out of the legend
+    char label[96];      // legend text; "" keeps the series out of the legend
     Color color;
-    int kind;             // SERIES_XY, SERIES_BARS, or SERIES_HLINE: y = pts[0].y across the plot
-    double width;         // line width in pixels; 0 draws no line (points only)
-    int pattern, marker;  // SOLID, DASHED or DOTTED; MARK_NONE, MARK_CIRCLE or MARK_SQUARE
-    int scales;           // 1: the axes are chosen to show it (0 for guide lines like r = n)
+    int kind;            // SERIES_XY, SERIES_BARS, or SERIES_HLINE: y = pts[0].y across the plot
+    double width;        // line width in pixels; 0 draws no line (points only)
+    int pattern, marker; // SOLID, DASHED or DOTTED; MARK_NONE, MARK_CIRCLE or MARK_SQUARE
+    int scales;          // 1: the axes are chosen to show it (0 for guide lines like r = n)
     Point *pts;
     size_t n, cap;
 } Series;
@@ -413,9 +368,8 @@ typedef struct {
     char title[96], xlabel[96], ylabel[96];
     Series series[MAX_SERIES];
     size_t n_series;
-    int y_fixed;          // 1: y shows [y_lo, y_hi] whatever the data (probabilities: [0, 1])
-    double y_lo, y_hi;
-    int y_zero;           // 1: the y range reaches down (or up) to 0
+    int y_unit; // 1: y shows [0, 1] whatever the data (a probability)
+    int y_zero; // 1: the y range reaches down (or up) to 0
 } Figure;
 
 static void build_figure(Figure *f, const char *title, const char *xlabel, const char *ylabel) {
@@ -431,9 +385,9 @@ static void free_figure(Figure *f) {
 }
 
 // A new, empty series drawn as `kind` (the caller sets width, marker, ...).
-static Series *add_series(Figure *f, const char *label, Color col, int kind) {
+static Series *add_series(Figure *f, const char *label, Color col, int kind, Error *e) {
     if (f->n_series == MAX_SERIES) {
-        fail("figure \"%s\": more than %d series", f->title, MAX_SERIES);
+        fail(e, "figure \"%s\": more than %d series", f->title, MAX_SERIES);
         return NULL;
     }
     Series *s = &f->series[f->n_series++];
@@ -448,12 +402,12 @@ static Series *add_series(Figure *f, const char *label, Color col, int kind) {
 // Appends (x, y). A point with a missing (NaN) coordinate is left out, and so
 // is one beyond +-1e15 (no measurement here is that large), which keeps every
 // range and pixel computation finite.
-static int add_point(Series *s, double x, double y) {
+static int add_point(Series *s, double x, double y, Error *e) {
     if (!(fabs(x) <= 1e15) || !(fabs(y) <= 1e15)) return 0;
     if (s->n == s->cap) {
         size_t cap = s->cap ? 2 * s->cap : 16;
         Point *p = realloc(s->pts, cap * sizeof(Point));
-        if (!p) return fail("out of memory for %zu points", cap);
+        if (!p) return fail(e, "out of memory for %zu points", cap);
         s->pts = p;
         s->cap = cap;
     }
@@ -474,12 +428,12 @@ static void sort_by_x(Series *s) {
 }
 
 // A dashed horizontal reference line across the whole plot.
-static int add_hline(Figure *f, double y, const char *label) {
-    Series *s = add_series(f, label, REFERENCE, SERIES_HLINE);
+static int add_hline(Figure *f, double y, const char *label, Error *e) {
+    Series *s = add_series(f, label, REFERENCE, SERIES_HLINE, e);
     if (!s) return -1;
     s->width = 1.5;
     s->pattern = DASHED;
-    return add_point(s, 0, y);
+    return add_point(s, 0, y, e);
 }
 
 // ----------------------------------------------------------------------------
@@ -554,34 +508,49 @@ static void bar_span(double *x0, double *x1, const Figure *f, size_t i, double x
     *x1 = *x0 + w;
 }
 
-// The data's bounding box r = {xmin, xmax, ymin, ymax} over the series that
-// scale; bars add their width and their base at 0. Returns how many data
+// A data range: [xmin, xmax] x [ymin, ymax].
+typedef struct {
+    double xmin, xmax, ymin, ymax;
+} Range;
+
+// Widens r to take in series i's point j (a bar: its width, and its base at 0).
+static void extend_range(Range *r, const Figure *f, size_t i, size_t j) {
+    const Series *s = &f->series[i];
+    double x0 = s->pts[j].x, x1 = x0, y = s->pts[j].y;
+    if (s->kind == SERIES_BARS) bar_span(&x0, &x1, f, i, s->pts[j].x);
+    if (s->kind != SERIES_HLINE) {
+        r->xmin = fmin(r->xmin, x0);
+        r->xmax = fmax(r->xmax, x1);
+    }
+    r->ymin = fmin(r->ymin, s->kind == SERIES_BARS ? fmin(y, 0) : y);
+    r->ymax = fmax(r->ymax, s->kind == SERIES_BARS ? fmax(y, 0) : y);
+}
+
+// The data's bounding box over the series that scale. Returns how many data
 // points (reference lines not counted).
-static size_t data_range(double r[4], const Figure *f) {
+static size_t data_range(Range *r, const Figure *f) {
     size_t n = 0;
-    r[0] = r[2] = INFINITY;
-    r[1] = r[3] = -INFINITY;
+    r->xmin = r->ymin = INFINITY;
+    r->xmax = r->ymax = -INFINITY;
     for (size_t i = 0; i < f->n_series; i++) {
         const Series *s = &f->series[i];
         n += s->kind == SERIES_HLINE ? 0 : s->n;
-        for (size_t j = 0; s->scales && j < s->n; j++) {
-            double x0 = s->pts[j].x, x1 = x0, y = s->pts[j].y;
-            if (s->kind == SERIES_BARS) bar_span(&x0, &x1, f, i, s->pts[j].x);
-            if (s->kind != SERIES_HLINE) r[0] = fmin(r[0], x0), r[1] = fmax(r[1], x1);
-            r[2] = fmin(r[2], y), r[3] = fmax(r[3], y);
-            if (s->kind == SERIES_BARS) r[2] = fmin(r[2], 0), r[3] = fmax(r[3], 0);
-        }
+        for (size_t j = 0; s->scales && j < s->n; j++) extend_range(r, f, i, j);
     }
     return n;
 }
 
 // Widens [*lo, *hi] by 4% a side so markers at the extremes are not cut by
-// the frame; a side that is exactly 0 (bars' base) stays put.
+// the frame; a side that is exactly 0 (bars' base) stays put when keep_zero.
 static void pad_range(double *lo, double *hi, int keep_zero) {
-    if (!isfinite(*lo) || !isfinite(*hi)) *lo = 0, *hi = 1;
+    if (!isfinite(*lo) || !isfinite(*hi)) {
+        *lo = 0;
+        *hi = 1;
+    }
     if (*hi - *lo < 1e-12) {
         double d = fabs(*lo) > 1e-12 ? fabs(*lo) * 0.1 : 1;
-        *lo -= d, *hi += d;
+        *lo -= d;
+        *hi += d;
     }
     double pad = 0.04 * (*hi - *lo);
     if (!(keep_zero && *lo == 0)) *lo -= pad;
@@ -596,7 +565,7 @@ static int widest_y_label(const Axes *ax) {
     size_t n = tick_values(v, 64, ax->ymin, ax->ymax, ax->ystep);
     for (size_t i = 0; i < n; i++) {
         format_tick(buf, sizeof(buf), v[i], ax->ystep);
-        int t = text_width(buf, 1);
+        int t = text_width(buf, TEXT_SCALE);
         if (t > w) w = t;
     }
     return w;
@@ -605,18 +574,23 @@ static int widest_y_label(const Axes *ax) {
 // Chooses ranges and ticks from the data, then the plot area inside a w x h
 // canvas: room for the title above, tick labels and axis labels left and below.
 static void layout_axes(Axes *ax, const Figure *f, int w, int h) {
-    double r[4];
+    Range r;
     int from_zero = f->y_zero;
-    data_range(r, f);
+    data_range(&r, f);
     for (size_t i = 0; i < f->n_series; i++) from_zero |= f->series[i].kind == SERIES_BARS;
-    if (from_zero) r[2] = fmin(r[2], 0), r[3] = fmax(r[3], 0);
-    if (f->y_fixed) r[2] = f->y_lo, r[3] = f->y_hi;
-    pad_range(&r[0], &r[1], 0);
-    pad_range(&r[2], &r[3], from_zero && !f->y_fixed);
-    ax->xmin = r[0], ax->xmax = r[1], ax->ymin = r[2], ax->ymax = r[3];
-    ax->xstep = nice_step(ax->xmax - ax->xmin, 10);
-    ax->ystep = nice_step(ax->ymax - ax->ymin, 6);
-    ax->left = 12 + GLYPH_H + 12 + widest_y_label(ax) + 10;
+    if (from_zero) {
+        r.ymin = fmin(r.ymin, 0);
+        r.ymax = fmax(r.ymax, 0);
+    }
+    if (f->y_unit) {
+        r.ymin = 0;
+        r.ymax = 1;
+    }
+    pad_range(&r.xmin, &r.xmax, 0);
+    pad_range(&r.ymin, &r.ymax, from_zero && !f->y_unit);
+    *ax = (Axes){.xmin = r.xmin, .xmax = r.xmax, .ymin = r.ymin, .ymax = r.ymax,
+                 .xstep = nice_step(r.xmax - r.xmin, 10), .ystep = nice_step(r.ymax - r.ymin, 6)};
+    ax->left = 12 + (int)ceil(TEXT_H * TEXT_SCALE) + 12 + widest_y_label(ax) + 10;
     ax->top = 46;
     ax->right = w - 24;
     ax->bottom = h - 50;
@@ -649,22 +623,24 @@ static void draw_ticks(Canvas *c, const Axes *ax) {
         data_to_pixel(&px, &py, ax, v[i], ax->ymin);
         fill_rect(c, (int)floor(px), ax->bottom + 1, (int)floor(px) + 1, ax->bottom + 6, FRAME);
         format_tick(buf, sizeof(buf), v[i], ax->xstep);
-        draw_label(c, floor(px) + 0.5, ax->bottom + 10, 0.5, 0, buf, 1, INK);
+        draw_label(c, floor(px) + 0.5, ax->bottom + 10, 0.5, 0, buf, TEXT_SCALE);
     }
     n = tick_values(v, 64, ax->ymin, ax->ymax, ax->ystep);
     for (size_t i = 0; i < n; i++) {
         data_to_pixel(&px, &py, ax, ax->xmin, v[i]);
         fill_rect(c, ax->left - 6, (int)floor(py), ax->left - 1, (int)floor(py) + 1, FRAME);
         format_tick(buf, sizeof(buf), v[i], ax->ystep);
-        draw_label(c, ax->left - 9, floor(py) + 0.5, 1, 0.5, buf, 1, INK);
+        draw_label(c, ax->left - 9, floor(py) + 0.5, 1, 0.5, buf, TEXT_SCALE);
     }
 }
 
+// The title above, the x label below, the y label reading upward at the left.
 static void draw_titles(Canvas *c, const Axes *ax, const Figure *f) {
-    draw_label(c, c->w / 2.0, 14, 0.5, 0, f->title, 2, INK);
-    draw_label(c, (ax->left + ax->right) / 2.0, ax->bottom + 30, 0.5, 0, f->xlabel, 1, INK);
-    int len = text_width(f->ylabel, 1);
-    draw_text(c, 12, (ax->top + ax->bottom + len) / 2, f->ylabel, 1, 1, INK);
+    draw_label(c, c->w / 2.0, 14, 0.5, 0, f->title, TITLE_SCALE);
+    draw_label(c, (ax->left + ax->right) / 2.0, ax->bottom + 30, 0.5, 0, f->xlabel, TEXT_SCALE);
+    TextPen up = {.x = 12, .y = (ax->top + ax->bottom + text_width(f->ylabel, TEXT_SCALE)) / 2,
+                  .scale = TEXT_SCALE, .vertical = 1};
+    draw_text(c, &up, f->ylabel);
 }
 
 static void draw_bars(Canvas *c, const Axes *ax, const Figure *f, size_t i) {
@@ -726,7 +702,7 @@ static size_t count_ink(const Canvas *c, int x0, int y0, int x1, int y1) {
     return n;
 }
 
-#define LEGEND_ROW 15
+#define LEGEND_ROW 18
 #define LEGEND_SAMPLE 26
 
 // One legend row at (x, y): a sample of how the series is drawn, then its label.
@@ -736,7 +712,7 @@ static void draw_legend_entry(Canvas *c, int x, int y, const Series *s) {
     else if (s->width > 0)
         draw_styled_line(c, x, mid, x + LEGEND_SAMPLE, mid, s->width, s->color, s->pattern);
     draw_marker(c, x + LEGEND_SAMPLE / 2.0, mid, s->marker, s->color);
-    draw_label(c, x + LEGEND_SAMPLE + 8, mid, 0, 0.5, s->label, 1, INK);
+    draw_label(c, x + LEGEND_SAMPLE + 8, mid, 0, 0.5, s->label, TEXT_SCALE);
 }
 
 // Where a w x h legend box hides the least drawn data: the first free corner
@@ -750,37 +726,47 @@ static void place_legend(int *bx, int *by, const Canvas *c, const Axes *ax, int 
         for (int y = ax->top + m; y_step > 0 && y + h <= ax->bottom - m; y += y_step)
             for (int i = 0; i < 3; i++) {
                 size_t ink = count_ink(c, xs[i], y, xs[i] + w, y + h);
-                if (ink < best) best = ink, *bx = xs[i], *by = y;
+                if (ink >= best) continue;
+                best = ink;
+                *bx = xs[i];
+                *by = y;
             }
     }
 }
 
-static void draw_legend(Canvas *c, const Axes *ax, const Figure *f) {
-    int n = 0, label_w = 0, best_x = ax->left, best_y = ax->top;
+// The legend's size: *w by *h pixels for n rows; returns n (0: no legend).
+static int legend_size(int *w, int *h, const Figure *f) {
+    int n = 0, label_w = 0;
     for (size_t i = 0; i < f->n_series; i++)
         if (f->series[i].label[0]) {
             n++;
-            int w = text_width(f->series[i].label, 1);
-            if (w > label_w) label_w = w;
+            int tw = text_width(f->series[i].label, TEXT_SCALE);
+            if (tw > label_w) label_w = tw;
         }
-    if (n == 0) return;
-    int w = 10 + LEGEND_SAMPLE + 8 + label_w + 10, h = 8 + n * LEGEND_ROW + 6;
-    place_legend(&best_x, &best_y, c, ax, w, h);
-    fill_rect(c, best_x, best_y, best_x + w, best_y + h, WHITE);
-    stroke_rect(c, best_x, best_y, best_x + w, best_y + h, FRAME);
-    int y = best_y + 7;
+    *w = 10 + LEGEND_SAMPLE + 8 + label_w + 10;
+    *h = 8 + n * LEGEND_ROW + 6;
+    return n;
+}
+
+static void draw_legend(Canvas *c, const Axes *ax, const Figure *f) {
+    int w, h, x = ax->left, y = ax->top;
+    if (legend_size(&w, &h, f) == 0) return;
+    place_legend(&x, &y, c, ax, w, h);
+    fill_rect(c, x, y, x + w, y + h, WHITE);
+    stroke_rect(c, x, y, x + w, y + h, FRAME);
+    y += 7;
     for (size_t i = 0; i < f->n_series; i++)
         if (f->series[i].label[0]) {
-            draw_legend_entry(c, best_x + 10, y, &f->series[i]);
+            draw_legend_entry(c, x + 10, y, &f->series[i]);
             y += LEGEND_ROW;
         }
 }
 
 // Draws f on a new FIG_W x FIG_H canvas; *ax tells where the data landed.
-static int render_figure(Canvas *c, Axes *ax, const Figure *f) {
-    double r[4];
-    if (data_range(r, f) == 0) return fail("figure \"%s\": no data to plot", f->title);
-    if (build_canvas(c, FIG_W, FIG_H, WHITE)) return -1;
+static int render_figure(Canvas *c, Axes *ax, const Figure *f, Error *e) {
+    Range r;
+    if (data_range(&r, f) == 0) return fail(e, "figure \"%s\": no data to plot", f->title);
+    if (build_canvas(c, FIG_W, FIG_H, e)) return -1;
     layout_axes(ax, f, c->w, c->h);
     draw_grid(c, ax);
     draw_data(c, ax, f);
@@ -796,31 +782,41 @@ static int render_figure(Canvas *c, Axes *ax, const Figure *f) {
 typedef struct {
     char *path;
     char *text;          // the whole file, cut in place into NUL-terminated fields
-    char **names;        // n_cols column names (pointers into text)
-    char **cells;        // n_rows * n_cols fields ("" where a row is short)
+    const char **names;  // n_cols column names (pointers into text)
+    const char **cells;  // n_rows * n_cols fields ("" where a row is short)
     double *nums;        // the same fields as numbers; NaN where empty or not a number
     size_t *lines;       // each row's line number in the file, for messages
     size_t n_cols, n_rows;
 } Table;
 
-// The whole file as one NUL-terminated string; NULL (and an error) if unreadable.
-static char *read_file(const char *path) {
-    FILE *fp = fopen(path, "rb");
-    if (!fp) { fail("%s: cannot open (missing or unreadable)", path); return NULL; }
+// Everything left in fp, NUL-terminated; NULL if out of memory.
+static char *read_stream(FILE *fp) {
     size_t len = 0, cap = 1 << 16;
     char *buf = malloc(cap);
-    while (buf) {
-        len += fread(buf + len, 1, cap - 1 - len, fp);
-        if (len < cap - 1) break;
+    while (buf && (len += fread(buf + len, 1, cap - 1 - len, fp)) == cap - 1) {
         char *bigger = realloc(buf, 2 * cap);
         if (!bigger) free(buf);
         buf = bigger;
         cap *= 2;
     }
-    int bad = !buf || ferror(fp);
+    if (buf) buf[len] = '\0';
+    return buf;
+}
+
+// The whole file as one NUL-terminated string; NULL (and an error) if unreadable.
+static char *load_text(const char *path, Error *e) {
+    FILE *fp = fopen(path, "rb");
+    if (!fp) {
+        fail(e, "%s: cannot open (missing or unreadable)", path);
+        return NULL;
+    }
+    char *buf = read_stream(fp);
+    if (buf && ferror(fp)) {
+        free(buf);
+        buf = NULL;
+    }
     fclose(fp);
-    if (bad) { free(buf); fail("%s: cannot read (or out of memory)", path); return NULL; }
-    buf[len] = '\0';
+    if (!buf) fail(e, "%s: cannot read (or out of memory)", path);
     return buf;
 }
 
@@ -844,7 +840,8 @@ static char *next_field(Cursor *c, int *eol) {
         if (quoted && *s == '"' && s[1] == '"') *w++ = *s++;
         else if (quoted && *s == '"') quoted = 0;
         else if (!quoted && (*s == ',' || *s == '\n' || *s == '\r')) break;
-        else c->line += *s == '\n', *w++ = *s;
+        else *w++ = *s;
+        c->line += *s == '\n'; // a line break inside quotes
     }
     *eol = *s != ',';
     if (*s == '\r' && s[1] == '\n') s++;
@@ -872,48 +869,55 @@ static int skip_blank_line(Cursor *c) {
     while (*s == ' ' || *s == '\t') s++;
     if (*s != '\r' && *s != '\n' && *s != '\0') return 0;
     if (*s == '\r' && s[1] == '\n') s++;
-    if (*s) s++, c->line++;
+    if (*s) {
+        s++;
+        c->line++;
+    }
     c->p = s;
     return 1;
 }
 
 // Splits the header row into t->names; the cursor ends on the first data line.
-static int read_header(Table *t, Cursor *p) {
+static int read_header(Table *t, Cursor *p, Error *e) {
     size_t cap = 1;
     for (const char *s = p->p; *s && *s != '\n'; s++) cap += *s == ',';
     t->names = malloc(cap * sizeof(char *));
-    if (!t->names) return fail("%s: out of memory", t->path);
+    if (!t->names) return fail(e, "%s: out of memory", t->path);
     int eol = 0;
     while (!eol && t->n_cols < cap) t->names[t->n_cols++] = next_field(p, &eol);
-    if (t->n_cols == 1 && !t->names[0][0]) return fail("%s: empty file, no header row", t->path);
+    if (t->n_cols == 1 && !t->names[0][0]) return fail(e, "%s: empty file, no header row", t->path);
     return 0;
 }
 
 // Room for every data row: at most one per line left in the file (a lone
 // '\r' also ends a line, so it counts too).
-static int alloc_rows(Table *t, const char *p) {
+static int alloc_rows(Table *t, const char *p, Error *e) {
     size_t lines = 1;
     for (; *p; p++) lines += *p == '\n' || *p == '\r';
     size_t cells = lines * t->n_cols;
     t->cells = malloc(cells * sizeof(char *));
     t->nums = malloc(cells * sizeof(double));
     t->lines = malloc(lines * sizeof(size_t));
-    if (!t->cells || !t->nums || !t->lines) return fail("%s: out of memory", t->path);
+    if (!t->cells || !t->nums || !t->lines) return fail(e, "%s: out of memory", t->path);
     return 0;
 }
 
 // Reads one data row at the cursor; fields past the header's width are ignored.
 static void read_row(Table *t, Cursor *p) {
-    static char empty[] = "";
-    char **row = t->cells + t->n_rows * t->n_cols;
+    const char **row = t->cells + t->n_rows * t->n_cols;
     double *nums = t->nums + t->n_rows * t->n_cols;
     size_t i = 0;
     t->lines[t->n_rows] = p->line;
     for (int eol = 0; !eol; i++) {
-        char *field = next_field(p, &eol);
-        if (i < t->n_cols) row[i] = field, nums[i] = parse_number(field);
+        const char *field = next_field(p, &eol);
+        if (i >= t->n_cols) continue;
+        row[i] = field;
+        nums[i] = parse_number(field);
     }
-    for (; i < t->n_cols; i++) row[i] = empty, nums[i] = NAN;
+    for (; i < t->n_cols; i++) {
+        row[i] = "";
+        nums[i] = NAN;
+    }
     t->n_rows++;
 }
 
@@ -927,15 +931,16 @@ static void free_table(Table *t) {
     memset(t, 0, sizeof(*t));
 }
 
-static int read_table(Table *t, const char *path) {
+// Reads the CSV at path into *t (which the caller frees, after a failure too).
+static int read_table(Table *t, const char *path, Error *e) {
     memset(t, 0, sizeof(*t));
     t->path = malloc(strlen(path) + 1);
-    if (!t->path) return fail("%s: out of memory", path);
+    if (!t->path) return fail(e, "%s: out of memory", path);
     strcpy(t->path, path);
-    t->text = read_file(path);
+    t->text = load_text(path, e);
     if (!t->text) return -1;
     Cursor p = {.p = t->text, .line = 1};
-    if (read_header(t, &p) || alloc_rows(t, p.p)) return -1;
+    if (read_header(t, &p, e) || alloc_rows(t, p.p, e)) return -1;
     while (*p.p)
         if (!skip_blank_line(&p)) read_row(t, &p);
     return 0;
@@ -949,21 +954,22 @@ static int find_column(const Table *t, const char *name) {
 }
 
 // The column named `name` in *col, or an error naming the file and column.
-static int require_column(int *col, const Table *t, const char *name) {
+static int require_column(int *col, const Table *t, const char *name, Error *e) {
     *col = find_column(t, name);
-    if (*col < 0) return fail("%s: no column \"%s\" in the header row", t->path, name);
+    if (*col < 0) return fail(e, "%s: no column \"%s\" in the header row", t->path, name);
     return 0;
 }
 
 // Finds each named column and checks that its fields are numbers or empty.
-static int require_numbers(int *cols, const Table *t, const char *const *names, size_t n) {
+static int require_numbers(int *cols, const Table *t, const char *const *names, size_t n,
+                           Error *e) {
     for (size_t i = 0; i < n; i++) {
-        if (require_column(&cols[i], t, names[i])) return -1;
+        if (require_column(&cols[i], t, names[i], e)) return -1;
         for (size_t r = 0; r < t->n_rows; r++) {
-            size_t k = r * t->n_cols + (size_t)cols[i];
-            if (t->cells[k][0] && !is_number(t->cells[k]))
-                return fail("%s:%zu: column \"%s\" holds \"%s\", not a number", t->path,
-                            t->lines[r], names[i], t->cells[k]);
+            const char *field = t->cells[r * t->n_cols + (size_t)cols[i]];
+            if (field[0] && !is_number(field))
+                return fail(e, "%s:%zu: column \"%s\" holds \"%s\", not a number", t->path,
+                            t->lines[r], names[i], field);
         }
     }
     return 0;
@@ -992,7 +998,7 @@ static int same_key(const char *a, const char *b) {
 
 // The distinct non-empty values of column col, in order of first appearance
 // (keys[i] is the first such field). More groups than colours is an error.
-static int group_keys(const char **keys, size_t *n, const Table *t, int col) {
+static int group_keys(const char **keys, size_t *n, const Table *t, int col, Error *e) {
     *n = 0;
     for (size_t r = 0; r < t->n_rows; r++) {
         const char *k = cell(t, r, col);
@@ -1000,12 +1006,23 @@ static int group_keys(const char **keys, size_t *n, const Table *t, int col) {
         while (i < *n && !same_key(keys[i], k)) i++;
         if (i < *n || !k[0]) continue;
         if (*n == MAX_GROUPS)
-            return fail("%s: more than %d distinct values of \"%s\"; the figure can show %d",
+            return fail(e, "%s: more than %d distinct values of \"%s\"; the figure can show %d",
                         t->path, MAX_GROUPS, t->names[col], MAX_GROUPS);
         keys[(*n)++] = k;
     }
-    if (*n == 0) return fail("%s: column \"%s\" is empty in every row", t->path, t->names[col]);
+    if (*n == 0) return fail(e, "%s: column \"%s\" is empty in every row", t->path, t->names[col]);
     return 0;
+}
+
+// One group's rows: those whose key_col field is the same key as `key`.
+typedef struct {
+    const Table *t;
+    int key_col;
+    const char *key;
+} Group;
+
+static int in_group(const Group *g, size_t row) {
+    return same_key(cell(g->t, row, g->key_col), g->key);
 }
 
 // Whether a sweep row is an auto-K run (column "auto" is 1; its k is the K
@@ -1015,31 +1032,39 @@ static int is_auto_row(const Table *t, size_t row) {
     return col >= 0 && num(t, row, col) == 1;
 }
 
-static int in_group(const Table *t, size_t row, int key_col, const char *key) {
-    return same_key(cell(t, row, key_col), key);
+// Whether row is one of the group's fixed-K rows.
+static int in_fixed_k(const Group *g, size_t row) {
+    return in_group(g, row) && !is_auto_row(g->t, row);
 }
 
 // The mean of column col over the group's fixed-K rows where it is not empty
 // (NaN if none).
-static double group_mean(const Table *t, int key_col, const char *key, int col) {
+static double group_mean(const Group *g, int col) {
     double sum = 0;
     size_t n = 0;
-    for (size_t r = 0; r < t->n_rows; r++)
-        if (in_group(t, r, key_col, key) && !is_auto_row(t, r) && !isnan(num(t, r, col)))
-            sum += num(t, r, col), n++;
+    for (size_t r = 0; r < g->t->n_rows; r++) {
+        if (!in_fixed_k(g, r) || isnan(num(g->t, r, col))) continue;
+        sum += num(g->t, r, col);
+        n++;
+    }
     return n ? sum / (double)n : NAN;
 }
 
 // Sums of columns cols[0..n) over the group's fixed-K rows with k == k_want,
 // skipping empty fields; count[i] says how many fields went into sum[i].
-static void group_sums(double *sum, size_t *count, const Table *t, int key_col, const char *key,
-                       int k_col, double k_want, const int *cols, size_t n) {
-    for (size_t i = 0; i < n; i++) sum[i] = 0, count[i] = 0;
-    for (size_t r = 0; r < t->n_rows; r++) {
-        if (!in_group(t, r, key_col, key) || num(t, r, k_col) != k_want || is_auto_row(t, r))
-            continue;
-        for (size_t i = 0; i < n; i++)
-            if (!isnan(num(t, r, cols[i]))) sum[i] += num(t, r, cols[i]), count[i]++;
+static void group_sums(double *sum, size_t *count, const Group *g, int k_col, double k_want,
+                       const int *cols, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        sum[i] = 0;
+        count[i] = 0;
+    }
+    for (size_t r = 0; r < g->t->n_rows; r++) {
+        if (!in_fixed_k(g, r) || num(g->t, r, k_col) != k_want) continue;
+        for (size_t i = 0; i < n; i++) {
+            if (isnan(num(g->t, r, cols[i]))) continue;
+            sum[i] += num(g->t, r, cols[i]);
+            count[i]++;
+        }
     }
 }
 
@@ -1051,188 +1076,227 @@ static void group_sums(double *sum, size_t *count, const Table *t, int key_col, 
 #define K_DETAIL 8
 #define MAX_INPUTS 4 // the most CSVs one figure reads
 
-// Expected speedup of speculative decoding (Leviathan et al. 2022, eq. 1 with
-// costs): a round commits (1 - a^(K+1)) / (1 - a) tokens on average and costs
-// K draft steps (c each, in units of one target step) plus one verify pass
-// over K+1 rows (r target steps). a -> 1 commits all K+1.
-// model.h's predicted_speedup (the one specdec prints), for K as read from a CSV
+// model.h's predicted_speedup (the formula specdec prints) at a K read from a
+// CSV; NaN (a point left out) unless K is a whole number from 1 to 64.
 static double theory_speedup(double a, double k, double c, double r) {
+    if (!(k >= 1 && k <= 64) || k != floor(k)) return NAN;
     return predicted_speedup(a, (int)k, c, r);
 }
 
+// sweep_k.csv's columns, in the order figure_speedup_vs_k asks for them.
+enum { COL_TEMP, COL_K, COL_ALPHA, COL_C, COL_R, COL_SPEEDUP, N_SPEEDUP_COLS };
+
+// One temperature of sweep_k.csv: its rows, its index g (colour and marker),
+// its mean a and c, and the series its fixed-K rows go into.
+typedef struct {
+    Group rows;
+    const int *col; // COL_TEMP .. COL_SPEEDUP
+    size_t g;
+    double a, c;
+    Series *measured, *theory;
+} SpeedupGroup;
+
 // An auto-K run of the sweep: its measured speedup at the K it ran most, in
 // the next colour of the palette, so it compares with the fixed-K points.
-static int auto_point(Figure *f, const Table *t, const int *col, size_t row, const char *key,
-                      size_t g) {
+static int auto_point(Figure *f, const SpeedupGroup *sg, size_t row, Error *e) {
+    const Table *t = sg->rows.t;
     char label[96];
-    snprintf(label, sizeof(label), "T = %s auto-K (-k 0), at the K it ran most", key);
-    Series *s = add_series(f, label, PALETTE[(g + 2) % N_PALETTE], SERIES_XY);
+    snprintf(label, sizeof(label), "T = %s auto-K (-k 0), at the K it ran most", sg->rows.key);
+    Series *s = add_series(f, label, PALETTE[(sg->g + 2) % N_PALETTE], SERIES_XY, e);
     if (!s) return -1;
-    s->marker = g % 2 ? MARK_SQUARE : MARK_CIRCLE;
-    return add_point(s, num(t, row, col[1]), num(t, row, col[5]));
+    s->marker = sg->g % 2 ? MARK_SQUARE : MARK_CIRCLE;
+    return add_point(s, num(t, row, sg->col[COL_K]), num(t, row, sg->col[COL_SPEEDUP]), e);
+}
+
+// A fixed-K row: its measured point, and the theory at its K with its own r.
+static int speedup_row(const SpeedupGroup *sg, size_t row, Error *e) {
+    const Table *t = sg->rows.t;
+    double k = num(t, row, sg->col[COL_K]), r = num(t, row, sg->col[COL_R]);
+    if (add_point(sg->measured, k, num(t, row, sg->col[COL_SPEEDUP]), e)) return -1;
+    return add_point(sg->theory, k, theory_speedup(sg->a, k, sg->c, r), e);
+}
+
+// The temperature's two series: measured points (circles or squares,
+// alternating between temperatures) and the theory as a 2-pixel line.
+static int speedup_series(Figure *f, SpeedupGroup *sg, Error *e) {
+    char label[96];
+    snprintf(label, sizeof(label), "T = %s measured", sg->rows.key);
+    sg->measured = add_series(f, label, PALETTE[sg->g], SERIES_XY, e);
+    snprintf(label, sizeof(label), "T = %s theory (a %.2f, c %.3f)", sg->rows.key, sg->a, sg->c);
+    sg->theory = sg->measured ? add_series(f, label, PALETTE[sg->g], SERIES_XY, e) : NULL;
+    if (!sg->theory) return -1;
+    sg->measured->marker = sg->g % 2 ? MARK_SQUARE : MARK_CIRCLE;
+    sg->theory->width = 2;
+    return 0;
 }
 
 // Measured points and the theory curve for one temperature of sweep_k.csv:
 // the curve uses the temperature's mean a and c, and each row's own r (the
 // verify cost grows with K). Auto-K rows get their own marker.
-static int speedup_group(Figure *f, const Table *t, const int *col, const char *key, size_t g) {
-    enum { TEMP, K, ALPHA, C, R, SPEEDUP };
-    double a = group_mean(t, col[TEMP], key, col[ALPHA]), c = group_mean(t, col[TEMP], key, col[C]);
-    char label[96];
-    snprintf(label, sizeof(label), "T = %s measured", key);
-    Series *m = add_series(f, label, PALETTE[g], SERIES_XY);
-    snprintf(label, sizeof(label), "T = %s theory (a %.2f, c %.3f)", key, a, c);
-    Series *th = add_series(f, label, PALETTE[g], SERIES_XY);
-    if (!m || !th) return -1;
-    m->marker = g % 2 ? MARK_SQUARE : MARK_CIRCLE;
-    th->width = 2;
+static int speedup_group(Figure *f, const Table *t, const int *col, const char *key, size_t g,
+                         Error *e) {
+    SpeedupGroup sg = {.rows = {.t = t, .key_col = col[COL_TEMP], .key = key}, .col = col, .g = g};
+    sg.a = group_mean(&sg.rows, col[COL_ALPHA]);
+    sg.c = group_mean(&sg.rows, col[COL_C]);
+    if (speedup_series(f, &sg, e)) return -1;
     for (size_t r = 0; r < t->n_rows; r++) {
-        if (!in_group(t, r, col[TEMP], key)) continue;
-        if (is_auto_row(t, r)) {
-            if (auto_point(f, t, col, r, key, g)) return -1;
-            continue;
-        }
-        double k = num(t, r, col[K]);
-        if (add_point(m, k, num(t, r, col[SPEEDUP])) ||
-            add_point(th, k, theory_speedup(a, k, c, num(t, r, col[R]))))
-            return -1;
+        if (!in_group(&sg.rows, r)) continue;
+        if (is_auto_row(t, r) ? auto_point(f, &sg, r, e) : speedup_row(&sg, r, e)) return -1;
     }
-    sort_by_x(m);
-    sort_by_x(th);
+    sort_by_x(sg.measured);
+    sort_by_x(sg.theory);
     return 0;
 }
 
-static int figure_speedup_vs_k(Figure *f, const Table *tables, size_t n_tables) {
-    static const char *const names[] = {"temperature", "k", "alpha", "c", "r", "speedup"};
+static int figure_speedup_vs_k(Figure *f, const Table *tables, size_t n_tables, Error *e) {
+    static const char *const names[N_SPEEDUP_COLS] = {"temperature", "k", "alpha", "c", "r",
+                                                      "speedup"};
     const Table *t = &tables[0];
     const char *keys[MAX_GROUPS];
     size_t n;
-    int col[6];
+    int col[N_SPEEDUP_COLS];
     (void)n_tables;
-    if (require_numbers(col, t, names, 6) || group_keys(keys, &n, t, col[0])) return -1;
+    if (require_numbers(col, t, names, N_SPEEDUP_COLS, e) || group_keys(keys, &n, t, col[0], e))
+        return -1;
     build_figure(f, "Speedup vs draft length K", "K (tokens drafted per round)",
                  "speedup over the target alone");
     f->y_zero = 1; // honest bar heights, and room below the points for the legend
     for (size_t g = 0; g < n; g++)
-        if (speedup_group(f, t, col, keys[g], g)) return -1;
-    return add_hline(f, 1, "speedup = 1 (break-even)");
+        if (speedup_group(f, t, col, keys[g], g, e)) return -1;
+    return add_hline(f, 1, "speedup = 1 (break-even)", e);
 }
 
 // A measured curve for group g: its colour, a 2-pixel line, and markers that
 // alternate circle / square between groups (telling them apart without colour).
-static Series *add_curve(Figure *f, const char *label, size_t g) {
-    Series *s = add_series(f, label, PALETTE[g], SERIES_XY);
-    if (s) s->width = 2, s->marker = g % 2 ? MARK_SQUARE : MARK_CIRCLE;
+static Series *add_curve(Figure *f, const char *label, size_t g, Error *e) {
+    Series *s = add_series(f, label, PALETTE[g], SERIES_XY, e);
+    if (!s) return NULL;
+    s->width = 2;
+    s->marker = g % 2 ? MARK_SQUARE : MARK_CIRCLE;
     return s;
 }
 
 // Adds one temperature's series from the sums (and counts of non-empty fields)
 // of its K = 8 rows' detail columns.
 typedef int (*DetailGroup)(Figure *f, const double *sum, const size_t *count, const char *key,
-                           size_t g);
+                           size_t g, Error *e);
+
+// The columns a detail figure reads: temperature, k, then prefix<from>..prefix8
+// (spelled out in store); returns how many.
+static size_t detail_columns(const char **names, char (*store)[16], const char *prefix, int from) {
+    size_t n = 0;
+    names[n++] = "temperature";
+    names[n++] = "k";
+    for (int i = from; i <= K_DETAIL; i++) {
+        char *name = store[i - from];
+        snprintf(name, sizeof(store[0]), "%s%d", prefix, i);
+        names[n++] = name;
+    }
+    return n;
+}
 
 // The figures drawn from sweep_k.csv's K = 8 rows: per temperature, columns
 // prefix<from>..prefix8 summed over those rows and handed to add_group.
 static int detail_figure(Figure *f, const Table *t, const char *prefix, int from,
-                         DetailGroup add_group) {
+                         DetailGroup add_group, Error *e) {
     char store[K_DETAIL + 1][16];
     const char *names[3 + K_DETAIL], *keys[MAX_GROUPS];
     int col[3 + K_DETAIL];
-    size_t n, n_detail = (size_t)(K_DETAIL + 1 - from), count[K_DETAIL + 1];
+    size_t n, n_cols = detail_columns(names, store, prefix, from), count[K_DETAIL + 1];
     double sum[K_DETAIL + 1];
-    names[0] = "temperature", names[1] = "k";
-    for (size_t i = 0; i < n_detail; i++) {
-        snprintf(store[i], sizeof(store[i]), "%s%d", prefix, from + (int)i);
-        names[2 + i] = store[i];
-    }
-    if (require_numbers(col, t, names, 2 + n_detail) || group_keys(keys, &n, t, col[0])) return -1;
+    if (require_numbers(col, t, names, n_cols, e) || group_keys(keys, &n, t, col[0], e)) return -1;
     for (size_t g = 0; g < n; g++) {
-        group_sums(sum, count, t, col[0], keys[g], col[1], K_DETAIL, col + 2, n_detail);
-        if (add_group(f, sum, count, keys[g], g)) return -1;
+        Group rows = {.t = t, .key_col = col[0], .key = keys[g]};
+        group_sums(sum, count, &rows, col[1], K_DETAIL, col + 2, n_cols - 2);
+        if (add_group(f, sum, count, keys[g], g, e)) return -1;
     }
     if (f->n_series == 0)
-        return fail("%s: no rows with k = %d and %s%d..%s%d filled in", t->path, K_DETAIL, prefix,
-                    from, prefix, K_DETAIL);
+        return fail(e, "%s: no rows with k = %d and %s%d..%s%d filled in", t->path, K_DETAIL,
+                    prefix, from, prefix, K_DETAIL);
     return 0;
 }
 
 // One temperature's mean acceptance at each position (none: no K = 8 rows).
 static int acceptance_group(Figure *f, const double *sum, const size_t *count, const char *key,
-                            size_t g) {
+                            size_t g, Error *e) {
     size_t rows = 0;
     for (int i = 0; i < K_DETAIL; i++) rows += count[i];
     if (rows == 0) return 0;
     char label[96];
     snprintf(label, sizeof(label), "T = %s", key);
-    Series *s = add_curve(f, label, g);
+    Series *s = add_curve(f, label, g, e);
     if (!s) return -1;
     for (int i = 0; i < K_DETAIL; i++)
-        if (count[i] && add_point(s, i + 1, sum[i] / (double)count[i])) return -1;
+        if (count[i] && add_point(s, i + 1, sum[i] / (double)count[i], e)) return -1;
     return 0;
 }
 
-static int figure_acceptance_by_position(Figure *f, const Table *tables, size_t n_tables) {
+static int figure_acceptance_by_position(Figure *f, const Table *tables, size_t n_tables,
+                                         Error *e) {
     (void)n_tables;
     build_figure(f, "Acceptance by draft position (K = 8)", "draft position i",
                  "P(draft i accepted | drafts before it accepted)");
-    f->y_fixed = 1, f->y_lo = 0, f->y_hi = 1;
-    return detail_figure(f, &tables[0], "pos", 1, acceptance_group);
+    f->y_unit = 1;
+    return detail_figure(f, &tables[0], "pos", 1, acceptance_group, e);
 }
 
 // One temperature's histogram as fractions of its rounds, labelled with the
 // mean number of tokens a round committed (j accepted drafts commit j + 1).
 static int histogram_group(Figure *f, const double *sum, const size_t *count, const char *key,
-                           size_t g) {
+                           size_t g, Error *e) {
     double total = 0, tokens = 0;
     (void)count;
-    for (int j = 0; j <= K_DETAIL; j++) total += sum[j], tokens += (j + 1) * sum[j];
+    for (int j = 0; j <= K_DETAIL; j++) {
+        total += sum[j];
+        tokens += (j + 1) * sum[j];
+    }
     if (total <= 0) return 0;
     char label[96];
     snprintf(label, sizeof(label), "T = %s (mean %.2f tokens per round)", key, tokens / total);
-    Series *s = add_series(f, label, PALETTE[g], SERIES_BARS);
+    Series *s = add_series(f, label, PALETTE[g], SERIES_BARS, e);
     if (!s) return -1;
     for (int j = 0; j <= K_DETAIL; j++)
-        if (add_point(s, j + 1, sum[j] / total)) return -1;
+        if (add_point(s, j + 1, sum[j] / total, e)) return -1;
     return 0;
 }
 
-static int figure_tokens_per_round(Figure *f, const Table *tables, size_t n_tables) {
+static int figure_tokens_per_round(Figure *f, const Table *tables, size_t n_tables, Error *e) {
     (void)n_tables;
     build_figure(f, "Tokens committed per round (K = 8)", "tokens committed in one round",
                  "fraction of rounds");
-    return detail_figure(f, &tables[0], "hist", 0, histogram_group);
+    return detail_figure(f, &tables[0], "hist", 0, histogram_group, e);
 }
 
 // One curve per group of rows sharing key_col's value: points (x_col, y_col)
 // in x order, labelled prefix + the key.
-static int curves_by_group(Figure *f, const Table *t, int key_col, int x_col, int y_col,
-                           const char *prefix) {
+static int curves_by_group(Figure *f, const Table *t, const int col[3], const char *prefix,
+                           Error *e) {
     const char *keys[MAX_GROUPS];
     size_t n;
-    if (group_keys(keys, &n, t, key_col)) return -1;
+    if (group_keys(keys, &n, t, col[0], e)) return -1;
     for (size_t g = 0; g < n; g++) {
+        Group rows = {.t = t, .key_col = col[0], .key = keys[g]};
         char label[96];
         snprintf(label, sizeof(label), "%s%s", prefix, keys[g]);
-        Series *s = add_curve(f, label, g);
+        Series *s = add_curve(f, label, g, e);
         if (!s) return -1;
         for (size_t r = 0; r < t->n_rows; r++)
-            if (in_group(t, r, key_col, keys[g]) &&
-                add_point(s, num(t, r, x_col), num(t, r, y_col)))
+            if (in_group(&rows, r) && add_point(s, num(t, r, col[1]), num(t, r, col[2]), e))
                 return -1;
         sort_by_x(s);
     }
     return 0;
 }
 
-static int figure_alpha_vs_temperature(Figure *f, const Table *tables, size_t n_tables) {
-    static const char *const names[] = {"temperature", "k", "alpha"};
+static int figure_alpha_vs_temperature(Figure *f, const Table *tables, size_t n_tables, Error *e) {
+    static const char *const names[] = {"k", "temperature", "alpha"};
     int col[3];
     (void)n_tables;
-    if (require_numbers(col, &tables[0], names, 3)) return -1;
+    if (require_numbers(col, &tables[0], names, 3, e)) return -1;
     build_figure(f, "a (accepted per examined proposal) vs temperature", "sampling temperature",
                  "a = accepted / examined proposals");
-    f->y_fixed = 1, f->y_lo = 0, f->y_hi = 1;
-    return curves_by_group(f, &tables[0], col[1], col[0], col[2], "K = ");
+    f->y_unit = 1;
+    return curves_by_group(f, &tables[0], col, "K = ", e);
 }
 
 // A model's name from its log's path: docs/train_draft.csv -> "draft".
@@ -1248,92 +1312,103 @@ static void model_name(char *out, size_t cap, const char *path) {
 
 // One model's curves: train loss as a thin lighter line, validation loss as a
 // line with markers, both against millions of tokens seen.
-static int loss_curves(Series *train, Series *val, const Table *t, const int *col) {
+static int loss_curves(Series *train, Series *val, const Table *t, const int *col, Error *e) {
     for (size_t r = 0; r < t->n_rows; r++) {
         double mtok = num(t, r, col[0]) / 1e6;
-        if (add_point(train, mtok, num(t, r, col[1])) || add_point(val, mtok, num(t, r, col[2])))
+        if (add_point(train, mtok, num(t, r, col[1]), e) ||
+            add_point(val, mtok, num(t, r, col[2]), e))
             return -1;
     }
     sort_by_x(train);
     sort_by_x(val);
-    if (train->n + val->n == 0) return fail("%s: no rows with a loss", t->path);
+    if (train->n + val->n == 0) return fail(e, "%s: no rows with a loss", t->path);
     return 0;
 }
 
 // Model i's train (thin, lighter) or validation (with markers) series.
-static Series *loss_series(Figure *f, const Table *t, size_t i, int validation) {
+static Series *loss_series(Figure *f, const Table *t, size_t i, int validation, Error *e) {
     char name[64], label[96];
     model_name(name, sizeof(name), t->path);
     snprintf(label, sizeof(label), "%s: %s", name, validation ? "validation" : "train");
-    Series *s = add_series(f, label, validation ? PALETTE[i] : tint(PALETTE[i], 0.45), SERIES_XY);
-    if (s) s->width = validation ? 2 : 1.2, s->marker = validation ? MARK_CIRCLE : MARK_NONE;
+    Color col = validation ? PALETTE[i] : tint(PALETTE[i], 0.45);
+    Series *s = add_series(f, label, col, SERIES_XY, e);
+    if (!s) return NULL;
+    s->width = validation ? 2 : 1.2;
+    s->marker = validation ? MARK_CIRCLE : MARK_NONE;
     return s;
 }
 
-static int figure_training_loss(Figure *f, const Table *tables, size_t n_tables) {
+static int figure_training_loss(Figure *f, const Table *tables, size_t n_tables, Error *e) {
     static const char *const names[] = {"tokens", "train_loss", "val_loss"};
     Series *train[MAX_INPUTS], *val[MAX_INPUTS];
     int col[MAX_INPUTS][3];
-    if (n_tables > MAX_INPUTS) return fail("training_loss: at most %d logs", MAX_INPUTS);
     for (size_t i = 0; i < n_tables; i++)
-        if (require_numbers(col[i], &tables[i], names, 3)) return -1;
-    build_figure(f, "Training loss", "tokens seen (millions)", "cross-entropy loss (nats per token)");
+        if (require_numbers(col[i], &tables[i], names, 3, e)) return -1;
+    build_figure(f, "Training loss", "tokens seen (millions)",
+                 "cross-entropy loss (nats per token)");
     // every train line first, so they go under the validation curves
     for (size_t i = 0; i < n_tables; i++)
-        if (!(train[i] = loss_series(f, &tables[i], i, 0))) return -1;
+        if (!(train[i] = loss_series(f, &tables[i], i, 0, e))) return -1;
     for (size_t i = 0; i < n_tables; i++)
-        if (!(val[i] = loss_series(f, &tables[i], i, 1))) return -1;
+        if (!(val[i] = loss_series(f, &tables[i], i, 1, e))) return -1;
     for (size_t i = 0; i < n_tables; i++)
-        if (loss_curves(train[i], val[i], &tables[i], col[i])) return -1;
+        if (loss_curves(train[i], val[i], &tables[i], col[i], e)) return -1;
     return 0;
 }
 
 // The guide r = n: what n separate one-row passes would cost.
-static int add_separate_passes(Figure *f, double n_max) {
-    Series *s = add_series(f, "r = n (n separate passes)", GUIDE, SERIES_XY);
+static int add_separate_passes(Figure *f, double n_max, Error *e) {
+    Series *s = add_series(f, "r = n (n separate passes)", GUIDE, SERIES_XY, e);
     if (!s) return -1;
-    s->width = 1.8, s->pattern = DOTTED, s->scales = 0;
-    return add_point(s, 1, 1) ? -1 : add_point(s, n_max, n_max);
+    s->width = 1.8;
+    s->pattern = DOTTED;
+    s->scales = 0;
+    return add_point(s, 1, 1, e) ? -1 : add_point(s, n_max, n_max, e);
 }
 
-static int figure_verify_cost(Figure *f, const Table *tables, size_t n_tables) {
-    static const char *const names[] = {"n", "r"};
+static int figure_verify_cost(Figure *f, const Table *tables, size_t n_tables, Error *e) {
+    static const char *const names[] = {"model", "n", "r"};
     const Table *t = &tables[0];
-    int col[2], model;
+    int col[3];
     double n_max = 1;
     (void)n_tables;
-    if (require_column(&model, t, "model") || require_numbers(col, t, names, 2)) return -1;
+    if (require_column(&col[0], t, names[0], e) || require_numbers(col + 1, t, names + 1, 2, e))
+        return -1;
     build_figure(f, "Cost of verifying n rows in one forward pass", "n (rows in one forward pass)",
                  "r(n) = t(n rows) / t(1 row)");
     f->y_zero = 1;
-    if (curves_by_group(f, t, model, col[0], col[1], "")) return -1;
+    if (curves_by_group(f, t, col, "", e)) return -1;
     for (size_t i = 0; i < f->n_series; i++)
         for (size_t j = 0; j < f->series[i].n; j++) n_max = fmax(n_max, f->series[i].pts[j].x);
-    if (add_hline(f, 1, "r = 1 (as cheap as one row)")) return -1;
-    return add_separate_passes(f, n_max);
+    if (add_hline(f, 1, "r = 1 (as cheap as one row)", e)) return -1;
+    return add_separate_passes(f, n_max, e);
 }
 
 // ----------------------------------------------------------------------------
 // The figure list: what each is called, which CSVs it reads, who builds it
 
-typedef int (*FigureBuilder)(Figure *f, const Table *tables, size_t n_tables);
+typedef int (*FigureBuilder)(Figure *f, const Table *tables, size_t n_tables, Error *e);
 
 typedef struct {
-    const char *name;                 // the subcommand, and the PNG's name in `plot all`
-    const char *inputs[MAX_INPUTS];   // the CSVs `plot all` looks for
-    size_t n_required;                // the first n_required must exist; the rest are optional
+    const char *name;               // the subcommand, and the PNG's name in `plot all`
+    const char *inputs[MAX_INPUTS]; // the CSVs `plot all` looks for
+    size_t n_required;              // the first n_required must exist; the rest are optional
     FigureBuilder build;
 } FigureSpec;
 
 static const FigureSpec FIGURES[] = {
-    {"speedup_vs_k", {"sweep_k.csv"}, 1, figure_speedup_vs_k},
-    {"acceptance_by_position", {"sweep_k.csv"}, 1, figure_acceptance_by_position},
-    {"tokens_per_round", {"sweep_k.csv"}, 1, figure_tokens_per_round},
-    {"alpha_vs_temperature", {"sweep_temp.csv"}, 1, figure_alpha_vs_temperature},
-    {"training_loss",
-     {"train_target.csv", "train_base.csv", "train_draft.csv"}, 1,
-     figure_training_loss},
-    {"verify_cost", {"verify_cost.csv"}, 1, figure_verify_cost},
+    {.name = "speedup_vs_k", .inputs = {"sweep_k.csv"}, .n_required = 1,
+     .build = figure_speedup_vs_k},
+    {.name = "acceptance_by_position", .inputs = {"sweep_k.csv"}, .n_required = 1,
+     .build = figure_acceptance_by_position},
+    {.name = "tokens_per_round", .inputs = {"sweep_k.csv"}, .n_required = 1,
+     .build = figure_tokens_per_round},
+    {.name = "alpha_vs_temperature", .inputs = {"sweep_temp.csv"}, .n_required = 1,
+     .build = figure_alpha_vs_temperature},
+    {.name = "training_loss", .inputs = {"train_target.csv", "train_base.csv", "train_draft.csv"},
+     .n_required = 1, .build = figure_training_loss},
+    {.name = "verify_cost", .inputs = {"verify_cost.csv"}, .n_required = 1,
+     .build = figure_verify_cost},
 };
 #define N_FIGURES (sizeof(FIGURES) / sizeof(FIGURES[0]))
 
@@ -1352,29 +1427,30 @@ static const FigureSpec *find_figure(const char *name) {
 // Reads the CSVs, builds the figure and draws it on *c. Whatever the result,
 // the caller frees c and f (both are safe to free after a failure).
 static int render_from_files(Canvas *c, Axes *ax, Figure *f, const FigureSpec *spec,
-                             const char *const *paths, size_t n) {
+                             const char *const *paths, size_t n, Error *e) {
     Table tables[MAX_INPUTS];
-    size_t read = 0;
+    size_t n_read = 0;
     int rc = 0;
     memset(tables, 0, sizeof(tables));
     memset(c, 0, sizeof(*c));
     memset(f, 0, sizeof(*f));
     if (n < spec->n_required || n > max_inputs(spec))
-        rc = fail("%s takes %zu to %zu CSV files, not %zu", spec->name, spec->n_required,
+        rc = fail(e, "%s takes %zu to %zu CSV files, not %zu", spec->name, spec->n_required,
                   max_inputs(spec), n);
-    for (; rc == 0 && read < n; read++) rc = read_table(&tables[read], paths[read]);
-    if (rc == 0) rc = spec->build(f, tables, n);
-    if (rc == 0) rc = render_figure(c, ax, f);
-    for (size_t i = 0; i < read; i++) free_table(&tables[i]); // a half-read one too
+    for (; rc == 0 && n_read < n; n_read++) rc = read_table(&tables[n_read], paths[n_read], e);
+    if (rc == 0) rc = spec->build(f, tables, n, e);
+    if (rc == 0) rc = render_figure(c, ax, f, e);
+    for (size_t i = 0; i < n_read; i++) free_table(&tables[i]); // a half-read one too
     return rc;
 }
 
-static int make_figure(const FigureSpec *spec, const char *const *paths, size_t n, const char *out) {
+static int make_figure(const FigureSpec *spec, const char *const *paths, size_t n, const char *out,
+                       Error *e) {
     Canvas c;
     Axes ax;
     Figure f;
-    int rc = render_from_files(&c, &ax, &f, spec, paths, n);
-    if (rc == 0) rc = write_png(&c, out);
+    int rc = render_from_files(&c, &ax, &f, spec, paths, n, e);
+    if (rc == 0) rc = write_png(&c, out, e);
     free_canvas(&c);
     free_figure(&f);
     return rc;
@@ -1405,36 +1481,40 @@ static int file_exists(const char *path) {
 }
 
 // DIR/name into out; -1 if it does not fit.
-static int join_path(char *out, size_t cap, const char *dir, const char *name) {
+static int join_path(char *out, size_t cap, const char *dir, const char *name, Error *e) {
     int n = snprintf(out, cap, "%s/%s", dir, name);
-    return n < 0 || (size_t)n >= cap ? fail("%s/%s: path too long", dir, name) : 0;
+    return n < 0 || (size_t)n >= cap ? fail(e, "%s/%s: path too long", dir, name) : 0;
 }
 
 // One figure of `plot all`: 0 drawn, 1 skipped (a CSV is missing), -1 failed.
-static int plot_from_dir(const FigureSpec *spec, const char *dir) {
+static int plot_from_dir(const FigureSpec *spec, const char *dir, Error *e) {
     char store[MAX_INPUTS][4096], out[4096], png[256];
     const char *paths[MAX_INPUTS];
     size_t n = 0;
     snprintf(png, sizeof(png), "%s.png", spec->name);
-    if (join_path(out, sizeof(out), dir, png)) return -1;
-    for (size_t i = 0; i < MAX_INPUTS && spec->inputs[i]; i++) {
-        if (join_path(store[n], sizeof(store[n]), dir, spec->inputs[i])) return -1;
-        if (file_exists(store[n])) paths[n] = store[n], n++;
-        else if (i < spec->n_required) {
+    if (join_path(out, sizeof(out), dir, png, e)) return -1;
+    for (size_t i = 0; i < max_inputs(spec); i++) {
+        if (join_path(store[n], sizeof(store[n]), dir, spec->inputs[i], e)) return -1;
+        if (file_exists(store[n])) {
+            paths[n] = store[n];
+            n++;
+        } else if (i < spec->n_required) {
             printf("plot: skipped %s: %s not found\n", out, store[n]);
             return 1;
         }
     }
-    if (make_figure(spec, paths, n, out)) return -1;
+    if (make_figure(spec, paths, n, out, e)) return -1;
     printf("plot: wrote %s\n", out);
     return 0;
 }
 
+// `plot all DIR`: every figure whose CSVs are there; 1 if any failed.
 static int plot_all(const char *dir) {
     size_t counts[3] = {0, 0, 0}; // drawn, skipped, failed
     for (size_t i = 0; i < N_FIGURES; i++) {
-        int rc = plot_from_dir(&FIGURES[i], dir);
-        if (rc < 0) fprintf(stderr, "plot: %s.png failed: %s\n", FIGURES[i].name, plot_error);
+        Error e = {.msg = ""};
+        int rc = plot_from_dir(&FIGURES[i], dir, &e);
+        if (rc < 0) fprintf(stderr, "plot: %s.png failed: %s\n", FIGURES[i].name, e.msg);
         counts[rc < 0 ? 2 : rc]++;
     }
     printf("plot all %s: %zu written, %zu skipped, %zu failed\n", dir, counts[0], counts[1],
@@ -1447,29 +1527,41 @@ static int ends_with(const char *s, const char *suffix) {
     return n >= m && !strcmp(s + n - m, suffix);
 }
 
-static int cli(int argc, char **argv) {
-    if (argc >= 2 && !strcmp(argv[1], "all")) {
-        if (argc <= 3) return plot_all(argc == 3 ? argv[2] : "docs");
-        usage(stderr);
-        return 2;
+// The figure that `plot FIGURE IN.csv... OUT.png` names, or NULL (after a
+// message where one helps) when the arguments are not that.
+static const FigureSpec *figure_args(int argc, char **argv) {
+    const FigureSpec *spec = argc >= 2 ? find_figure(argv[1]) : NULL;
+    if (argc >= 2 && !spec) fprintf(stderr, "plot: unknown figure \"%s\"\n", argv[1]);
+    if (spec && argc >= 3 && !ends_with(argv[argc - 1], ".png")) { // never overwrite a CSV
+        fprintf(stderr, "plot: the last argument must be the output .png, not %s\n",
+                argv[argc - 1]);
+        return NULL;
     }
+    return argc >= 4 ? spec : NULL;
+}
+
+static int usage_error(void) {
+    usage(stderr);
+    return 2;
+}
+
+// The exit status: 0 done, 1 a figure failed, 2 a usage error.
+static int cli(int argc, char **argv) {
+    if (argc >= 2 && !strcmp(argv[1], "all"))
+        return argc <= 3 ? plot_all(argc == 3 ? argv[2] : "docs") : usage_error();
     if (argc == 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
         usage(stdout);
         return 0;
     }
-    const FigureSpec *spec = argc >= 2 ? find_figure(argv[1]) : NULL;
-    if (argc >= 2 && !spec) fprintf(stderr, "plot: unknown figure \"%s\"\n", argv[1]);
-    if (spec && argc >= 3 && !ends_with(argv[argc - 1], ".png")) // never overwrite a CSV
-        fprintf(stderr, "plot: the last argument must be the output .png, not %s\n", argv[argc - 1]);
-    if (!spec || argc < 4 || !ends_with(argv[argc - 1], ".png")) {
-        usage(stderr);
-        return 2;
-    }
-    if (make_figure(spec, (const char *const *)(argv + 2), (size_t)argc - 3, argv[argc - 1])) {
-        fprintf(stderr, "plot: %s\n", plot_error);
+    const FigureSpec *spec = figure_args(argc, argv);
+    if (!spec) return usage_error();
+    Error e = {.msg = ""};
+    const char *out = argv[argc - 1];
+    if (make_figure(spec, (const char *const *)(argv + 2), (size_t)argc - 3, out, &e)) {
+        fprintf(stderr, "plot: %s\n", e.msg);
         return 1;
     }
-    printf("plot: wrote %s\n", argv[argc - 1]);
+    printf("plot: wrote %s\n", out);
     return 0;
 }
 

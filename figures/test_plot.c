@@ -1,15 +1,17 @@
-// test_plot.c - plot.c's pieces and figures: nice ticks, the CSV reader
-// (columns by name, quotes, empty fields, short rows, CRLF and CR endings),
-// the speedup formula, then every figure drawn from fixture CSVs it writes
-// under build/test_plot/: each marker and bar must show its series' colour
-// where the axes put it (so nothing, the legend included, covers data), and
-// each written file must be a PNG of the right size. Ends with the error
+// test_plot.c - plot.c's pieces and figures: nice ticks, text (where the
+// glyphs land, horizontal and turned upward, how much ink they leave), the CSV
+// reader (columns by name, quotes, empty fields, short rows, CRLF and CR
+// endings), the speedup formula, then every figure drawn from fixture CSVs it
+// writes under build/test_plot/: each marker and bar must show its series'
+// colour where the axes put it (so nothing, the legend included, covers data),
+// and each written file must be a PNG of the right size. Ends with the error
 // paths: missing file, missing column, bad number, `plot all` skipping.
+// Run from the repository root (make test-plot).
 #define _POSIX_C_SOURCE 200809L
 #define TESTING
 #include <sys/stat.h>
-#include "../plot.c"
-#include "check.h"
+#include "plot.c"
+#include "../test/check.h"
 
 #define DIR "build/test_plot"
 
@@ -126,6 +128,106 @@ static void test_ticks(void) {
     printf("ticks: nice steps, labels and tick values checked\n");
 }
 
+// ----------------------------------------------------------------------------
+// Text: where stb_easy_font's glyphs land, and how much ink they leave
+
+// The inked box of c: x in [box[0], box[1]), y in [box[2], box[3]); empty
+// (box[0] >= box[1]) when nothing is drawn.
+static void ink_box(int box[4], const Canvas *c) {
+    box[0] = box[2] = 1 << 30;
+    box[1] = box[3] = -1;
+    for (int y = 0; y < c->h; y++)
+        for (int x = 0; x < c->w; x++) {
+            if (same_color(get_pixel(c, x, y), WHITE)) continue;
+            box[0] = x < box[0] ? x : box[0];
+            box[1] = x + 1 > box[1] ? x + 1 : box[1];
+            box[2] = y < box[2] ? y : box[2];
+            box[3] = y + 1 > box[3] ? y + 1 : box[3];
+        }
+}
+
+// The ink on c in pixels' worth of full INK (a pixel half covered adds 0.5).
+static double ink_mass(const Canvas *c) {
+    double m = 0;
+    for (size_t i = 0; i < (size_t)c->w * (size_t)c->h; i++)
+        m += (255.0 - c->px[3 * i]) / (255.0 - INK.r);
+    return m;
+}
+
+// How many font-unit cells the glyphs of s ink.
+static int inked_cells(const char *s) {
+    unsigned char cells[TEXT_H][GLYPH_W];
+    int n = 0;
+    for (; *s; s++) {
+        glyph_cells(cells, *s);
+        for (int i = 0; i < TEXT_H * GLYPH_W; i++) n += cells[i / GLYPH_W][i % GLYPH_W];
+    }
+    return n;
+}
+
+// Draws s on a fresh 200 x 100 canvas with pen p.
+static int text_canvas(Canvas *c, const TextPen *p, const char *s) {
+    Error e = {.msg = ""};
+    int rc = build_canvas(c, 200, 100, &e);
+    CHECK(rc == 0, "canvas: %s", e.msg);
+    if (rc == 0) draw_text(c, p, s);
+    return rc;
+}
+
+// Horizontal text fills its box from the pen's origin (text_width wide, to the
+// descenders' depth); vertical text is the same pixels turned a quarter turn.
+static void test_text_boxes(void) {
+    const char *s = "Kg0.5";
+    int w = text_width(s, TEXT_SCALE), depth = (int)ceil(9 * TEXT_SCALE), a[4], b[4], same = 1;
+    Canvas h, v;
+    if (text_canvas(&h, &(TextPen){.x = 10, .y = 20, .scale = TEXT_SCALE}, s)) return;
+    if (text_canvas(&v, &(TextPen){.x = 10, .y = 90, .scale = TEXT_SCALE, .vertical = 1}, s)) {
+        free_canvas(&h);
+        return;
+    }
+    ink_box(a, &h);
+    ink_box(b, &v);
+    CHECK(a[0] == 10 && a[1] == 10 + w && a[2] == 20 && a[3] == 20 + depth,
+          "\"%s\" at (10, 20): ink in x [%d, %d) y [%d, %d), want [10, %d) [20, %d)", s, a[0], a[1],
+          a[2], a[3], 10 + w, 20 + depth);
+    CHECK(b[0] == 10 && b[1] == 10 + depth && b[2] == 90 - w && b[3] == 90,
+          "\"%s\" upward from (10, 90): ink in x [%d, %d) y [%d, %d), want [10, %d) [%d, 90)", s,
+          b[0], b[1], b[2], b[3], 10 + depth, 90 - w);
+    for (int tx = 0; tx < w + 2; tx++)
+        for (int ty = 0; ty < depth + 2; ty++)
+            same &= same_color(get_pixel(&h, 10 + tx, 20 + ty), get_pixel(&v, 10 + ty, 89 - tx));
+    CHECK(same, "the upward text is the horizontal text's pixels turned a quarter turn");
+    printf("text: \"%s\" inks x [%d, %d) y [%d, %d); upward, x [%d, %d) y [%d, %d)\n", s, a[0],
+           a[1], a[2], a[3], b[0], b[1], b[2], b[3]);
+    free_canvas(&h);
+    free_canvas(&v);
+}
+
+// Each inked font cell leaves scale^2 pixels of ink, overlapping quads (#, $,
+// *, f, t) counted once; a byte outside ASCII draws as '?'.
+static void test_text_ink(void) {
+    static const char *const samples[] = {"#$*ft", "Speedup vs K", "0.123456789"};
+    static const double scales[] = {1, TEXT_SCALE, TITLE_SCALE};
+    for (size_t i = 0; i < 3; i++)
+        for (size_t j = 0; j < 3; j++) {
+            Canvas c;
+            if (text_canvas(&c, &(TextPen){.x = 4, .y = 30, .scale = scales[j]}, samples[i])) return;
+            double want = inked_cells(samples[i]) * scales[j] * scales[j], got = ink_mass(&c);
+            CHECK(fabs(got - want) < 0.01 * want, "\"%s\" at scale %g: %.2f pixels of ink, want %.2f",
+                  samples[i], scales[j], got, want);
+            free_canvas(&c);
+        }
+    Canvas u, q;
+    if (text_canvas(&u, &(TextPen){.x = 4, .y = 30, .scale = 2}, "\xc3\xa9!")) return;
+    if (text_canvas(&q, &(TextPen){.x = 4, .y = 30, .scale = 2}, "?\?!") == 0) {
+        CHECK(!memcmp(u.px, q.px, 200 * 100 * 3), "UTF-8 bytes draw as '?'");
+        free_canvas(&q);
+    }
+    free_canvas(&u);
+    printf("text: ink = inked cells x scale^2 at scales 1, %g, %g; UTF-8 drawn as '?'\n",
+           TEXT_SCALE, TITLE_SCALE);
+}
+
 static void test_formula(void) {
     // a round of K drafts costs (K + a^K) draft steps (the position after K accepted
     // drafts is drafted too) and one verify pass
@@ -137,6 +239,9 @@ static void test_formula(void) {
           5 / 1.35);
     got = theory_speedup(0, 3, 0.1, 1.0);
     CHECK(fabs(got - 1 / 1.3) < 1e-12, "theory_speedup(a = 0) = %g, want 1/(Kc+r) = %g", got, 1 / 1.3);
+    CHECK(isnan(theory_speedup(0.8, NAN, 0.05, 1.1)) && isnan(theory_speedup(0.8, 2.5, 0.05, 1.1)) &&
+              isnan(theory_speedup(0.8, 0, 0.05, 1.1)) && isnan(theory_speedup(0.8, 65, 0.05, 1.1)),
+          "a K that is not a whole number from 1 to 64 gives no theory point");
     printf("formula: speedup(K) = (1 - a^(K+1)) / ((1 - a)((K + a^K) c + r)) at a = 0.8, 1, 0\n");
 }
 
@@ -144,14 +249,15 @@ static void test_formula(void) {
 // The CSV reader
 
 static void test_reader(void) {
+    Error e = {.msg = ""};
     Table t;
     write_text(DIR "/reader.csv", "b, a ,\"quoted, name\",unused\r\n"
                                   "1,2,\"say \"\"hi\"\"\",x\r\n"
                                   "\r\n"
                                   "3,,   ,\r\n"
                                   "5\r\n");
-    int rc = read_table(&t, DIR "/reader.csv");
-    CHECK(rc == 0, "read_table(reader.csv): %s", plot_error);
+    int rc = read_table(&t, DIR "/reader.csv", &e);
+    CHECK(rc == 0, "read_table(reader.csv): %s", e.msg);
     if (rc) { free_table(&t); return; }
     int a = find_column(&t, "a"), b = find_column(&t, "b"), q = find_column(&t, "quoted, name");
     CHECK(t.n_cols == 4 && t.n_rows == 3, "%zu columns, %zu rows (want 4, 3: the blank line skipped)",
@@ -170,13 +276,13 @@ static void test_reader(void) {
           t.lines[0], t.lines[1], t.lines[2]);
     int cols[2];
     static const char *const ok[] = {"b", "a"}, *const bad[] = {"a", "quoted, name"};
-    CHECK(require_numbers(cols, &t, ok, 2) == 0, "b and a are numeric: %s", plot_error);
-    rc = require_numbers(cols, &t, bad, 2);
-    CHECK(rc < 0 && strstr(plot_error, "reader.csv:2") && strstr(plot_error, "quoted, name"),
-          "a text field in a numeric column names file, line and column: \"%s\"", plot_error);
-    rc = require_numbers(cols, &t, (const char *const[]){"zzz"}, 1);
-    CHECK(rc < 0 && strstr(plot_error, "reader.csv") && strstr(plot_error, "\"zzz\""),
-          "a missing column names file and column: \"%s\"", plot_error);
+    CHECK(require_numbers(cols, &t, ok, 2, &e) == 0, "b and a are numeric: %s", e.msg);
+    rc = require_numbers(cols, &t, bad, 2, &e);
+    CHECK(rc < 0 && strstr(e.msg, "reader.csv:2") && strstr(e.msg, "quoted, name"),
+          "a text field in a numeric column names file, line and column: \"%s\"", e.msg);
+    rc = require_numbers(cols, &t, (const char *const[]){"zzz"}, 1, &e);
+    CHECK(rc < 0 && strstr(e.msg, "reader.csv") && strstr(e.msg, "\"zzz\""),
+          "a missing column names file and column: \"%s\"", e.msg);
     CHECK(same_key("1", "1.0") && !same_key("1", "10") && same_key("random 110M", "random 110M"),
           "group keys compare as numbers, else as text");
     free_table(&t);
@@ -184,22 +290,23 @@ static void test_reader(void) {
 }
 
 static void test_reader_edges(void) {
+    Error e = {.msg = ""};
     Table t;
     write_text(DIR "/cr.csv", "x,y\r1,2\r3,4\r");
-    int rc = read_table(&t, DIR "/cr.csv");
+    int rc = read_table(&t, DIR "/cr.csv", &e);
     CHECK(rc == 0 && t.n_rows == 2 && num(&t, 1, 1) == 4, "CR-only line endings: rc %d, %zu rows",
           rc, t.n_rows);
     free_table(&t);
     write_text(DIR "/empty.csv", "");
-    rc = read_table(&t, DIR "/empty.csv");
-    CHECK(rc < 0 && strstr(plot_error, "empty.csv"), "an empty file is an error: \"%s\"", plot_error);
+    rc = read_table(&t, DIR "/empty.csv", &e);
+    CHECK(rc < 0 && strstr(e.msg, "empty.csv"), "an empty file is an error: \"%s\"", e.msg);
     free_table(&t);
-    rc = read_table(&t, DIR "/no_such_file.csv");
-    CHECK(rc < 0 && strstr(plot_error, "no_such_file.csv"), "a missing file is an error naming it: "
-          "\"%s\"", plot_error);
+    rc = read_table(&t, DIR "/no_such_file.csv", &e);
+    CHECK(rc < 0 && strstr(e.msg, "no_such_file.csv"), "a missing file is an error naming it: "
+          "\"%s\"", e.msg);
     free_table(&t);
     write_text(DIR "/header_only.csv", "model,n,r\n");
-    rc = read_table(&t, DIR "/header_only.csv");
+    rc = read_table(&t, DIR "/header_only.csv", &e);
     CHECK(rc == 0 && t.n_rows == 0 && t.n_cols == 3, "header only: rc %d, %zu rows", rc, t.n_rows);
     free_table(&t);
 }
@@ -228,7 +335,8 @@ static void point_pixel(int *x, int *y, const Figure *f, const Axes *ax, size_t 
         bar_span(&x0, &x1, f, i, s->pts[j].x);
         data_to_pixel(&px, &py, ax, (x0 + x1) / 2, s->pts[j].y / 2);
     } else data_to_pixel(&px, &py, ax, s->pts[j].x, s->pts[j].y);
-    *x = (int)floor(px), *y = (int)floor(py);
+    *x = (int)floor(px);
+    *y = (int)floor(py);
 }
 
 // Checks every marker and bar of f on c; returns how many pixels it compared.
@@ -271,6 +379,7 @@ static void check_png(const char *path, int w, int h) {
 
 // Draws one figure from the fixtures, checks its pixels, writes and checks the PNG.
 static void test_figure(const char *name, const char *const *inputs, size_t n, size_t min_points) {
+    Error e = {.msg = ""};
     const FigureSpec *spec = find_figure(name);
     char paths[MAX_INPUTS][256], out[256];
     const char *p[MAX_INPUTS];
@@ -283,8 +392,8 @@ static void test_figure(const char *name, const char *const *inputs, size_t n, s
         snprintf(paths[i], sizeof(paths[i]), DIR "/%s", inputs[i]);
         p[i] = paths[i];
     }
-    int rc = render_from_files(&c, &ax, &f, spec, p, n);
-    CHECK(rc == 0, "%s: %s", name, plot_error);
+    int rc = render_from_files(&c, &ax, &f, spec, p, n, &e);
+    CHECK(rc == 0, "%s: %s", name, e.msg);
     if (rc == 0) {
         CHECK(c.w == FIG_W && c.h == FIG_H, "%s: canvas %dx%d", name, c.w, c.h);
         size_t compared = check_points(name, &c, &ax, &f);
@@ -295,19 +404,20 @@ static void test_figure(const char *name, const char *const *inputs, size_t n, s
     free_figure(&f);
     snprintf(out, sizeof(out), DIR "/%s.png", name);
     remove(out);
-    rc = make_figure(spec, p, n, out);
-    CHECK(rc == 0, "%s: make_figure: %s", name, plot_error);
+    rc = make_figure(spec, p, n, out, &e);
+    CHECK(rc == 0, "%s: make_figure: %s", name, e.msg);
     check_png(out, FIG_W, FIG_H);
 }
 
 // The speedup figure's theory curve is the formula at each row's K, with the
 // temperature's mean a and c and the row's own r.
 static void test_theory_curve(void) {
+    Error e = {.msg = ""};
     Canvas c;
     Axes ax;
     Figure f;
     const char *p[1] = {DIR "/sweep_k.csv"};
-    int rc = render_from_files(&c, &ax, &f, find_figure("speedup_vs_k"), p, 1);
+    int rc = render_from_files(&c, &ax, &f, find_figure("speedup_vs_k"), p, 1, &e);
     CHECK(rc == 0 && f.n_series == 5, "speedup_vs_k: rc %d, %zu series (want 2 per temperature + "
           "the break-even line)", rc, f.n_series);
     for (size_t g = 0; rc == 0 && g < 2; g++) {
@@ -329,17 +439,33 @@ static void test_theory_curve(void) {
 // Errors and `plot all`
 
 static void expect_error(const char *name, const char *input, const char *want1, const char *want2) {
+    Error e = {.msg = ""};
     Canvas c;
     Axes ax;
     Figure f;
     const char *p[1] = {input};
-    int rc = render_from_files(&c, &ax, &f, find_figure(name), p, 1);
-    CHECK(rc < 0 && strstr(plot_error, want1) && strstr(plot_error, want2),
+    int rc = render_from_files(&c, &ax, &f, find_figure(name), p, 1, &e);
+    CHECK(rc < 0 && strstr(e.msg, want1) && strstr(e.msg, want2),
           "%s from %s: rc %d, error \"%s\" (want it to name %s and %s)", name, input, rc,
-          plot_error, want1, want2);
-    printf("%s from %s: \"%s\"\n", name, input, plot_error);
+          e.msg, want1, want2);
+    printf("%s from %s: \"%s\"\n", name, input, e.msg);
     free_canvas(&c);
     free_figure(&f);
+}
+
+// Errors past the CSVs' contents: too many inputs, an unwritable PNG.
+static void test_file_errors(void) {
+    const FigureSpec *spec = find_figure("verify_cost");
+    const char *two[2] = {DIR "/verify_cost.csv", DIR "/verify_cost.csv"};
+    Error e = {.msg = ""};
+    int rc = make_figure(spec, two, 2, DIR "/two.png", &e);
+    CHECK(rc < 0 && strstr(e.msg, "verify_cost takes 1 to 1 CSV files, not 2"),
+          "two CSVs for verify_cost: rc %d, \"%s\"", rc, e.msg);
+    printf("verify_cost from two CSVs: \"%s\"\n", e.msg);
+    rc = make_figure(spec, two, 1, DIR "/no_such_dir/verify_cost.png", &e);
+    CHECK(rc < 0 && strstr(e.msg, "no_such_dir/verify_cost.png: cannot write"),
+          "a PNG in a missing folder: rc %d, \"%s\"", rc, e.msg);
+    printf("verify_cost into a missing folder: \"%s\"\n", e.msg);
 }
 
 static void test_errors(void) {
@@ -354,12 +480,15 @@ static void test_errors(void) {
     expect_error("tokens_per_round", DIR "/no_k8.csv", "no_k8.csv", "k = 8");
     expect_error("verify_cost", DIR "/bad_number.csv", "bad_number.csv:3", "\"two\"");
     expect_error("verify_cost", DIR "/header_only.csv", "header_only.csv", "empty");
+    test_file_errors();
     char *bad_args[] = {"plot", "verify_cost", DIR "/verify_cost.csv", NULL};
     CHECK(cli(3, bad_args) == 2, "plot FIGURE IN.csv without an output is a usage error");
     char *not_png[] = {"plot", "verify_cost", DIR "/verify_cost.csv", DIR "/sweep_k.csv", NULL};
     CHECK(cli(4, not_png) == 2, "an output that is not .png is refused (it would overwrite a CSV)");
     char *unknown[] = {"plot", "nonsense", "a.csv", "b.png", NULL};
     CHECK(cli(4, unknown) == 2, "an unknown figure is a usage error");
+    char *all_extra[] = {"plot", "all", DIR, "extra", NULL};
+    CHECK(cli(4, all_extra) == 2, "plot all takes at most one folder");
 }
 
 static void test_plot_all(void) {
@@ -383,6 +512,8 @@ int main(void) {
         return 1;
     }
     test_ticks();
+    test_text_boxes();
+    test_text_ink();
     test_formula();
     test_reader();
     test_reader_edges();
