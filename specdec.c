@@ -85,7 +85,7 @@ typedef struct Owned {
     void (*release)(void *);   // or a resource with its own release (the thread pool)
 } Owned;
 
-static Owned owned = {&owned, &owned, NULL, 0, NULL}; // the list's sentinel
+static Owned owned = {.prev = &owned, .next = &owned}; // the list's sentinel
 
 static void own(Owned *o) {
     o->prev = owned.prev;
@@ -1466,7 +1466,7 @@ static float *forward(Transformer *tr, const int *tokens, int n_rows, int pos) {
     for (int i = 0; i < T; i++)
         memcpy(s->x + (size_t)i * dim, tr->weights.token_embedding + (size_t)tokens[i] * dim,
                (size_t)dim * sizeof(float));
-    ForwardJob job = {tr, T, pos};
+    ForwardJob job = {.tr = tr, .T = T, .pos = pos};
     pool_run(tr->pool, tr->n_threads, forward_job, &job);
     return s->logits;
 }

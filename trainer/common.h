@@ -188,7 +188,7 @@ static void parallel_range(RangeFn fn, const void *args, size_t n, size_t align,
     size_t per = (chunks + nt - 1) / nt * align;
     for (size_t t = 0; t < nt; t++) {
         size_t lo = t * per < n ? t * per : n, hi = lo + per < n ? lo + per : n;
-        job[t] = (RangeJob){fn, args, lo, hi};
+        job[t] = (RangeJob){.fn = fn, .args = args, .lo = lo, .hi = hi};
         if (t > 0 && pthread_create(&th[t], NULL, range_thread, &job[t]) != 0)
             die("cannot start a thread (try -threads 1)");
     }

@@ -59,7 +59,7 @@ typedef struct {
 
 static void corpus_add(Corpus *c, const char *s, size_t n, int source, int is_val, int copies) {
     grow((void **)&c->docs, &c->cap, c->n + 1, sizeof(Doc));
-    c->docs[c->n++] = (Doc){c->text.n, n, copies, is_val, source};
+    c->docs[c->n++] = (Doc){.off = c->text.n, .len = n, .copies = copies, .is_val = is_val, .source = source};
     charbuf_add(&c->text, s, n);
     charbuf_add(&c->text, "", 1); // keeps documents NUL-separated
 }
@@ -183,7 +183,7 @@ static void parse_source(Source *so, char **f, const char *path, int line) {
 static Sources read_sources(const char *path) {
     size_t n, cap = 0;
     char *text = read_file(path, &n), *save = NULL;
-    Sources src = {NULL, 0};
+    Sources src = {.s = NULL, .n = 0};
     int line = 0;
     for (char *l = text; l && l < text + n; ) {
         char *next = strchr(l, '\n');
@@ -279,7 +279,7 @@ static int strtable_add(StrTable *t, const char *s, int len) {
     size_t i = strtable_probe(t, s, len);
     if (t->slot[i] >= 0) return t->slot[i];
     grow((void **)&t->span, &t->cap, t->n + 1, sizeof(Span));
-    t->span[t->n] = (Span){t->bytes.n, len};
+    t->span[t->n] = (Span){.off = t->bytes.n, .len = len};
     charbuf_add(&t->bytes, s, (size_t)len);
     t->slot[i] = (int)t->n;
     return (int)t->n++;
@@ -579,7 +579,7 @@ static void word_pairs(PairCounts *p, const Word *w, double sign) {
 
 // A pretoken's characters as base tokens; others become byte tokens.
 static Word word_symbols(const Vocab *v, const char *s, int n, double count) {
-    Word w = {xmalloc((size_t)n * sizeof(int)), 0, count};
+    Word w = {.sym = xmalloc((size_t)n * sizeof(int)), .n = 0, .count = count};
     for (int i = 0, k; i < n; i += k) {
         k = (int)utf8_piece_len((const unsigned char *)s + i, (size_t)(n - i));
         int id = strtable_find(&v->str, s + i, k);
@@ -857,7 +857,7 @@ static Tokens read_tokens(const char *path) {
     xfread(hdr, sizeof(hdr), 1, f, path, "the header");
     xfread(&n, sizeof(n), 1, f, path, "the token count");
     if (hdr[0] < 259 || hdr[0] > 65536) die("%s: vocab_size %d out of range", path, (int)hdr[0]);
-    Tokens t = {xmalloc((size_t)n * sizeof(uint16_t)), (size_t)n, hdr[0]};
+    Tokens t = {.tok = xmalloc((size_t)n * sizeof(uint16_t)), .n = (size_t)n, .vocab_size = hdr[0]};
     xfread(t.tok, sizeof(uint16_t), t.n, f, path, "the tokens");
     fclose(f);
     for (size_t i = 0; i < t.n; i++)

@@ -502,19 +502,20 @@ static int kv_dim(const Config *c) { return c->n_kv_heads * head_size(c); }
 
 static BlockWeights block_weights(const TransformerWeights *w, const Config *c, int l) {
     size_t C = (size_t)c->dim, H = (size_t)c->hidden_dim, KV = (size_t)kv_dim(c);
-    return (BlockWeights){w->rms_att + l * C, w->wq + l * C * C, w->wk + l * KV * C, w->wv + l * KV * C,
-                          w->wo + l * C * C, w->rms_ffn + l * C, w->w1 + l * H * C, w->w2 + l * C * H,
-                          w->w3 + l * H * C};
+    return (BlockWeights){.rms_att = w->rms_att + l * C, .wq = w->wq + l * C * C, .wk = w->wk + l * KV * C,
+                          .wv = w->wv + l * KV * C, .wo = w->wo + l * C * C, .rms_ffn = w->rms_ffn + l * C,
+                          .w1 = w->w1 + l * H * C, .w2 = w->w2 + l * C * H, .w3 = w->w3 + l * H * C};
 }
 
 static BlockActs block_acts(const Model *m, int l) {
     const Acts *a = &m->a;
     size_t N = (size_t)m->B * m->T, C = (size_t)m->c.dim, H = (size_t)m->c.hidden_dim;
     size_t KV = (size_t)kv_dim(&m->c), att = (size_t)m->B * m->c.n_heads * m->T * m->T;
-    return (BlockActs){a->x + l * N * C, a->xn1 + l * N * C, a->q + l * N * C, a->k + l * N * KV,
-                       a->v + l * N * KV, a->att + l * att, a->atty + l * N * C, a->x2 + l * N * C,
-                       a->xn2 + l * N * C, a->h1 + l * N * H, a->h3 + l * N * H, a->hg + l * N * H,
-                       a->rstd1 + l * N, a->rstd2 + l * N, a->x + (l + 1) * N * C};
+    return (BlockActs){.x = a->x + l * N * C, .xn1 = a->xn1 + l * N * C, .q = a->q + l * N * C,
+                       .k = a->k + l * N * KV, .v = a->v + l * N * KV, .att = a->att + l * att,
+                       .atty = a->atty + l * N * C, .x2 = a->x2 + l * N * C, .xn2 = a->xn2 + l * N * C,
+                       .h1 = a->h1 + l * N * H, .h3 = a->h3 + l * N * H, .hg = a->hg + l * N * H,
+                       .rstd1 = a->rstd1 + l * N, .rstd2 = a->rstd2 + l * N, .x_out = a->x + (l + 1) * N * C};
 }
 
 // Hand out consecutive slices of one allocation (first pass: base NULL, count only).
