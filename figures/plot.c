@@ -3,7 +3,8 @@
 //
 // Everything visible is drawn here, on a plain RGB canvas: antialiased lines,
 // markers, bars, dashed reference lines, axes with "nice" ticks (1, 2 or 5
-// times a power of ten) and a legend placed where it hides the least data.
+// times a power of ten) or named categories, notes beside data points, and a
+// legend; notes and legend go where they hide the least data.
 // Two headers come from the system's libstb-dev (Debian: apt-get install
 // libstb-dev): stb_easy_font, whose glyphs arrive as rectangles that this file
 // fills, and stb_image_write, which encodes the PNG.
@@ -139,6 +140,13 @@ static Color tint(Color col, double t) {
     return out;
 }
 
+// col moved a fraction t of the way to black: a darker shade (text in a series' colour).
+static Color shade(Color col, double t) {
+    Color out = {(unsigned char)lround(col.r * (1 - t)), (unsigned char)lround(col.g * (1 - t)),
+                 (unsigned char)lround(col.b * (1 - t))};
+    return out;
+}
+
 static int write_png(const Canvas *c, const char *path, Error *e) {
     if (!stbi_write_png(path, c->w, c->h, 3, c->px, c->w * 3))
         return fail(e, "%s: cannot write the PNG (does its directory exist?)", path);
@@ -175,12 +183,13 @@ typedef struct {
     stb_easy_font_color color;
 } FontVertex;
 
-// Where text goes: its origin (whole pixels), pixels per font unit, and
-// whether it reads upward.
+// Where text goes: its origin (whole pixels), pixels per font unit, whether
+// it reads upward, and its colour (NULL: INK).
 typedef struct {
     int x, y;
     double scale;
     int vertical;
+    const Color *ink;
 } TextPen;
 
 // stb_easy_font draws printable ASCII; any other byte (UTF-8) shows as '?'.
@@ -191,10 +200,10 @@ static int glyph_advance(char ch) {
     return stb_easy_font_width(glyph);
 }
 
-// The inked width of s in pixels: no gap after the last glyph.
+// The inked width of s (up to a line break) in pixels: no gap after the last glyph.
 static int text_width(const char *s, double scale) {
     int units = 0;
-    for (; *s; s++) units += glyph_advance(*s);
+    for (; *s && *s != '\n'; s++) units += glyph_advance(*s);
     return units > 2 ? (int)lround((units - 2) * scale) : 0;
 }
 
@@ -221,11 +230,12 @@ static void add_coverage(float cov[GLYPH_PX][GLYPH_PX], double x0, double y0, do
 // counted from the pen's origin, lands on (x + tx, y + ty), or, for vertical
 // text turned a quarter turn to read upward, on (x + ty, y - 1 - tx).
 static void blend_glyph(Canvas *c, const TextPen *p, float cov[GLYPH_PX][GLYPH_PX], int tx0) {
+    Color ink = p->ink ? *p->ink : INK;
     for (int ty = 0; ty < GLYPH_PX; ty++)
         for (int tx = tx0; tx < tx0 + GLYPH_PX; tx++) {
             double a = cov[ty][tx - tx0];
-            if (p->vertical) blend_pixel(c, p->x + ty, p->y - 1 - tx, INK, a);
-            else blend_pixel(c, p->x + tx, p->y + ty, INK, a);
+            if (p->vertical) blend_pixel(c, p->x + ty, p->y - 1 - tx, ink, a);
+            else blend_pixel(c, p->x + tx, p->y + ty, ink, a);
         }
 }
 
@@ -243,23 +253,63 @@ static void draw_glyph(Canvas *c, const TextPen *p, char ch, double pen) {
     blend_glyph(c, p, cov, tx0);
 }
 
-// Sets s in INK from the pen's origin: the top-left corner of horizontal
-// text, the bottom-left of vertical text (the y-axis label).
+// Sets s (up to a line break) from the pen's origin: the top-left
+// corner of horizontal text, the bottom-left of vertical text (the y-axis label).
 static void draw_text(Canvas *c, const TextPen *p, const char *s) {
     double pen = 0;
-    for (; *s; s++) {
+    for (; *s && *s != '\n'; s++) {
         draw_glyph(c, p, *s, pen);
         pen += p->scale * glyph_advance(*s);
     }
 }
 
-// Horizontal text placed by an anchor: ax, ay in [0, 1] pick the point of the
-// text's box (width by cap height) that lands on (x, y); 0.5, 0.5 centres it.
+// Horizontal text in colour *ink (NULL: INK) placed by an anchor: ax, ay in
+// [0, 1] pick the point of the text's box (width by cap height) that lands on
+// (x, y); 0.5, 0.5 centres it.
+static void draw_inked_label(Canvas *c, double x, double y, double ax, double ay, const char *s,
+                             double scale, const Color *ink) {
+    TextPen p = {.x = (int)lround(x - ax * text_width(s, scale)),
+                 .y = (int)lround(y - ay * CAP_H * scale), .scale = scale, .ink = ink};
+    draw_text(c, &p, s);
+}
+
 static void draw_label(Canvas *c, double x, double y, double ax, double ay, const char *s,
                        double scale) {
-    TextPen p = {.x = (int)lround(x - ax * text_width(s, scale)),
-                 .y = (int)lround(y - ay * CAP_H * scale), .scale = scale};
-    draw_text(c, &p, s);
+    draw_inked_label(c, x, y, ax, ay, s, scale, NULL);
+}
+
+// Text in lines (split by '\n', set at TEXT_SCALE): notes, category names.
+#define LINE_ADVANCE 17 // pixels from one line's top to the next's
+
+// The line after s's first, or NULL.
+static const char *next_line(const char *s) {
+    const char *nl = strchr(s, '\n');
+    return nl ? nl + 1 : NULL;
+}
+
+static int count_lines(const char *s) {
+    int n = 0;
+    for (; s; s = next_line(s)) n++;
+    return n;
+}
+
+// The widest line's width, and the height from the first line's top to the
+// last one's descenders, in pixels.
+static int block_width(const char *s) {
+    int w = 0;
+    for (; s; s = next_line(s))
+        if (text_width(s, TEXT_SCALE) > w) w = text_width(s, TEXT_SCALE);
+    return w;
+}
+
+static int block_height(const char *s) {
+    return (count_lines(s) - 1) * LINE_ADVANCE + (int)ceil(TEXT_H * TEXT_SCALE);
+}
+
+// Each line of s centred on x, the first line's top at y, in *ink (NULL: INK).
+static void draw_block(Canvas *c, double x, double y, const char *s, const Color *ink) {
+    for (; s; s = next_line(s), y += LINE_ADVANCE)
+        draw_inked_label(c, x, y, 0.5, 0, s, TEXT_SCALE, ink);
 }
 
 // ----------------------------------------------------------------------------
@@ -327,13 +377,26 @@ static void fill_circle(Canvas *c, double cx, double cy, double r, Color col) {
         }
 }
 
-enum { MARK_NONE, MARK_CIRCLE, MARK_SQUARE };
-#define MARK_R 4.0
+// An antialiased ring: radius r to the middle of its pen, `width` pixels wide.
+static void stroke_circle(Canvas *c, double cx, double cy, double r, double width, Color col) {
+    for (int y = (int)floor(cy - r - width); y <= (int)ceil(cy + r + width); y++)
+        for (int x = (int)floor(cx - r - width); x <= (int)ceil(cx + r + width); x++) {
+            double d = hypot(x + 0.5 - cx, y + 0.5 - cy);
+            blend_pixel(c, x, y, col, width / 2 + 0.5 - fabs(d - r));
+        }
+}
 
-// A filled marker centred on (cx, cy) with a white halo, so markers stand
-// out from the lines through them and from each other.
+enum { MARK_NONE, MARK_CIRCLE, MARK_SQUARE, MARK_RING };
+#define MARK_R 4.0
+#define RING_R 7.0     // a ring is drawn around a filled marker at the same spot, not over it
+#define RING_WIDTH 2.5 // its pen: the pixels at distance RING_R are fully covered
+
+// A marker centred on (cx, cy). Filled ones get a white halo, so markers stand
+// out from the lines through them and from each other; a ring is left open,
+// so that a filled marker inside it still shows.
 static void draw_marker(Canvas *c, double cx, double cy, int marker, Color col) {
-    if (marker == MARK_CIRCLE) {
+    if (marker == MARK_RING) stroke_circle(c, cx, cy, RING_R, RING_WIDTH, col);
+    else if (marker == MARK_CIRCLE) {
         fill_circle(c, cx, cy, MARK_R + 1.5, WHITE);
         fill_circle(c, cx, cy, MARK_R, col);
     } else if (marker == MARK_SQUARE) {
@@ -357,17 +420,30 @@ typedef struct {
     Color color;
     int kind;            // SERIES_XY, SERIES_BARS, or SERIES_HLINE: y = pts[0].y across the plot
     double width;        // line width in pixels; 0 draws no line (points only)
-    int pattern, marker; // SOLID, DASHED or DOTTED; MARK_NONE, MARK_CIRCLE or MARK_SQUARE
+    int pattern, marker; // SOLID, DASHED or DOTTED; MARK_NONE, _CIRCLE, _SQUARE or _RING
     int scales;          // 1: the axes are chosen to show it (0 for guide lines like r = n)
     Point *pts;
     size_t n, cap;
 } Series;
 
+// Text beside one data point: above a bar's top, or beside a marker on the
+// side where it hides the least (drawing a figure decides where).
+typedef struct {
+    size_t series, point; // the point it belongs to
+    char text[64];        // one or more lines, split by '\n'
+} Note;
+
 #define MAX_SERIES 16
+#define MAX_NOTES 32
+#define MAX_CATEGORIES 12
 typedef struct {
     char title[96], xlabel[96], ylabel[96];
     Series series[MAX_SERIES];
     size_t n_series;
+    Note notes[MAX_NOTES];
+    size_t n_notes;
+    char categories[MAX_CATEGORIES][48]; // if any: x = 1, 2, ... are these, named below
+    size_t n_categories;                 // the axis ('\n' splits a name into lines)
     int y_unit; // 1: y shows [0, 1] whatever the data (a probability)
     int y_zero; // 1: the y range reaches down (or up) to 0
 } Figure;
@@ -417,6 +493,27 @@ static int add_point(Series *s, double x, double y, Error *e) {
     return 0;
 }
 
+// Appends (x, y) to s and, if the point is kept, a note beside it ("": none).
+static int add_noted_point(Figure *f, Series *s, double x, double y, const char *text, Error *e) {
+    size_t before = s->n;
+    if (add_point(s, x, y, e)) return -1;
+    if (s->n == before || !text[0]) return 0;
+    if (f->n_notes == MAX_NOTES)
+        return fail(e, "figure \"%s\": more than %d notes", f->title, MAX_NOTES);
+    Note *n = &f->notes[f->n_notes++];
+    *n = (Note){.series = (size_t)(s - f->series), .point = s->n - 1};
+    snprintf(n->text, sizeof(n->text), "%s", text);
+    return 0;
+}
+
+// Category x = 1, 2, ... of a categorical x axis is named by the call's order.
+static int add_category(Figure *f, const char *name, Error *e) {
+    if (f->n_categories == MAX_CATEGORIES)
+        return fail(e, "figure \"%s\": more than %d categories", f->title, MAX_CATEGORIES);
+    snprintf(f->categories[f->n_categories++], sizeof(f->categories[0]), "%s", name);
+    return 0;
+}
+
 static int by_x(const void *a, const void *b) {
     double xa = ((const Point *)a)->x, xb = ((const Point *)b)->x;
     return (xa > xb) - (xa < xb);
@@ -443,6 +540,7 @@ typedef struct {
     int left, top, right, bottom;  // the plot area in pixels: [left, right) x [top, bottom)
     double xmin, xmax, ymin, ymax; // the data range it shows
     double xstep, ystep;           // tick spacing
+    int tick_lines;                // lines in the x tick labels (category names: 1 or more)
 } Axes;
 
 // The tick spacing for `span`: the smallest of 1, 2 or 5 times a power of ten
@@ -571,37 +669,67 @@ static int widest_y_label(const Axes *ax) {
     return w;
 }
 
-// Chooses ranges and ticks from the data, then the plot area inside a w x h
-// canvas: room for the title above, tick labels and axis labels left and below.
-static void layout_axes(Axes *ax, const Figure *f, int w, int h) {
-    Range r;
+// The range a figure shows: its data's, from 0 for bars (or y_zero), [0, 1]
+// for y_unit, padded; a categorical x axis runs from 0.5 to n + 0.5.
+static void shown_range(Range *r, const Figure *f) {
     int from_zero = f->y_zero;
-    data_range(&r, f);
+    data_range(r, f);
     for (size_t i = 0; i < f->n_series; i++) from_zero |= f->series[i].kind == SERIES_BARS;
     if (from_zero) {
-        r.ymin = fmin(r.ymin, 0);
-        r.ymax = fmax(r.ymax, 0);
+        r->ymin = fmin(r->ymin, 0);
+        r->ymax = fmax(r->ymax, 0);
     }
     if (f->y_unit) {
-        r.ymin = 0;
-        r.ymax = 1;
+        r->ymin = 0;
+        r->ymax = 1;
     }
-    pad_range(&r.xmin, &r.xmax, 0);
-    pad_range(&r.ymin, &r.ymax, from_zero && !f->y_unit);
+    pad_range(&r->xmin, &r->xmax, 0);
+    pad_range(&r->ymin, &r->ymax, from_zero && !f->y_unit);
+    if (f->n_categories) {
+        r->xmin = 0.5;
+        r->xmax = (double)f->n_categories + 0.5;
+    }
+}
+
+#define NOTE_GAP 5 // pixels between a note and its point (or its marker's edge)
+#define NOTE_PAD 2 // white around a note's text
+
+// The pixels the tallest note above a bar needs, with its gap and padding.
+static int bar_note_room(const Figure *f) {
+    int room = 0;
+    for (size_t i = 0; i < f->n_notes; i++) {
+        int h = block_height(f->notes[i].text) + NOTE_GAP + 2 * NOTE_PAD;
+        if (f->series[f->notes[i].series].kind == SERIES_BARS && h > room) room = h;
+    }
+    return room;
+}
+
+// Chooses ranges and ticks from the data, then the plot area inside a w x h
+// canvas: room for the title above, tick labels (a category's name may take
+// several lines) and axis labels left and below, and for the notes above bars.
+static void layout_axes(Axes *ax, const Figure *f, int w, int h) {
+    Range r;
+    int lines = 1, top = 46, bottom, room = bar_note_room(f);
+    for (size_t i = 0; i < f->n_categories; i++)
+        if (count_lines(f->categories[i]) > lines) lines = count_lines(f->categories[i]);
+    bottom = h - 50 - (lines - 1) * LINE_ADVANCE;
+    shown_range(&r, f);
+    if (room > 0 && room < (bottom - top) / 2) // raise the top: the room stays free of data
+        r.ymax += (r.ymax - r.ymin) * room / (bottom - top - room);
     *ax = (Axes){.xmin = r.xmin, .xmax = r.xmax, .ymin = r.ymin, .ymax = r.ymax,
-                 .xstep = nice_step(r.xmax - r.xmin, 10), .ystep = nice_step(r.ymax - r.ymin, 6)};
+                 .xstep = f->n_categories ? 1 : nice_step(r.xmax - r.xmin, 10),
+                 .ystep = nice_step(r.ymax - r.ymin, 6), .top = top, .bottom = bottom,
+                 .right = w - 24, .tick_lines = lines};
     ax->left = 12 + (int)ceil(TEXT_H * TEXT_SCALE) + 12 + widest_y_label(ax) + 10;
-    ax->top = 46;
-    ax->right = w - 24;
-    ax->bottom = h - 50;
 }
 
 // ----------------------------------------------------------------------------
-// Drawing a figure: grid, series, frame and ticks, labels, legend
+// Drawing a figure: grid, series, frame and ticks, labels, notes, legend
 
-static void draw_grid(Canvas *c, const Axes *ax) {
+// Grid lines at the ticks; none across a categorical x axis.
+static void draw_grid(Canvas *c, const Axes *ax, const Figure *f) {
     double v[64], px, py;
-    size_t n = tick_values(v, 64, ax->xmin, ax->xmax, ax->xstep);
+    size_t n = f->n_categories ? 0 : tick_values(v, 64, ax->xmin, ax->xmax, ax->xstep);
     for (size_t i = 0; i < n; i++) {
         data_to_pixel(&px, &py, ax, v[i], ax->ymin);
         fill_rect(c, (int)floor(px), ax->top, (int)floor(px) + 1, ax->bottom, GRID);
@@ -613,19 +741,32 @@ static void draw_grid(Canvas *c, const Axes *ax) {
     }
 }
 
-// The frame around the plot area, tick marks outside it, and their labels.
-static void draw_ticks(Canvas *c, const Axes *ax) {
+// The x ticks below the frame, labelled with their values or, on a
+// categorical axis (ticks at 1, 2, ...), with the categories' names.
+static void draw_x_ticks(Canvas *c, const Axes *ax, const Figure *f) {
     double v[64], px, py;
     char buf[32];
-    stroke_rect(c, ax->left - 1, ax->top - 1, ax->right + 1, ax->bottom + 1, FRAME);
     size_t n = tick_values(v, 64, ax->xmin, ax->xmax, ax->xstep);
     for (size_t i = 0; i < n; i++) {
         data_to_pixel(&px, &py, ax, v[i], ax->ymin);
         fill_rect(c, (int)floor(px), ax->bottom + 1, (int)floor(px) + 1, ax->bottom + 6, FRAME);
+        size_t k = (size_t)lround(v[i]) - 1;
+        if (f->n_categories && k < f->n_categories) {
+            draw_block(c, floor(px) + 0.5, ax->bottom + 10, f->categories[k], NULL);
+            continue;
+        }
         format_tick(buf, sizeof(buf), v[i], ax->xstep);
         draw_label(c, floor(px) + 0.5, ax->bottom + 10, 0.5, 0, buf, TEXT_SCALE);
     }
-    n = tick_values(v, 64, ax->ymin, ax->ymax, ax->ystep);
+}
+
+// The frame around the plot area, tick marks outside it, and their labels.
+static void draw_ticks(Canvas *c, const Axes *ax, const Figure *f) {
+    double v[64], px, py;
+    char buf[32];
+    stroke_rect(c, ax->left - 1, ax->top - 1, ax->right + 1, ax->bottom + 1, FRAME);
+    draw_x_ticks(c, ax, f);
+    size_t n = tick_values(v, 64, ax->ymin, ax->ymax, ax->ystep);
     for (size_t i = 0; i < n; i++) {
         data_to_pixel(&px, &py, ax, ax->xmin, v[i]);
         fill_rect(c, ax->left - 6, (int)floor(py), ax->left - 1, (int)floor(py) + 1, FRAME);
@@ -637,7 +778,8 @@ static void draw_ticks(Canvas *c, const Axes *ax) {
 // The title above, the x label below, the y label reading upward at the left.
 static void draw_titles(Canvas *c, const Axes *ax, const Figure *f) {
     draw_label(c, c->w / 2.0, 14, 0.5, 0, f->title, TITLE_SCALE);
-    draw_label(c, (ax->left + ax->right) / 2.0, ax->bottom + 30, 0.5, 0, f->xlabel, TEXT_SCALE);
+    int below = 30 + (ax->tick_lines - 1) * LINE_ADVANCE;
+    draw_label(c, (ax->left + ax->right) / 2.0, ax->bottom + below, 0.5, 0, f->xlabel, TEXT_SCALE);
     TextPen up = {.x = 12, .y = (ax->top + ax->bottom + text_width(f->ylabel, TEXT_SCALE)) / 2,
                   .scale = TEXT_SCALE, .vertical = 1};
     draw_text(c, &up, f->ylabel);
@@ -762,15 +904,73 @@ static void draw_legend(Canvas *c, const Axes *ax, const Figure *f) {
         }
 }
 
+// Moves a w x h box (top-left *x, *y) into the plot area, padding included.
+static void clamp_box(int *x, int *y, const Axes *ax, int w, int h) {
+    int p = NOTE_PAD + 1;
+    if (*x > ax->right - p - w) *x = ax->right - p - w;
+    if (*x < ax->left + p) *x = ax->left + p;
+    if (*y > ax->bottom - p - h) *y = ax->bottom - p - h;
+    if (*y < ax->top + p) *y = ax->top + p;
+}
+
+// How far a marker's ink (its halo included) reaches from its centre.
+static double marker_reach(int marker) {
+    if (marker == MARK_RING) return RING_R + RING_WIDTH / 2;
+    if (marker == MARK_SQUARE) return (MARK_R + 1) * sqrt(2.0); // the halo's corners
+    return marker == MARK_CIRCLE ? MARK_R + 1.5 : 0;
+}
+
+// Where a w x h note (top-left *x, *y) goes beside the point at (px, py),
+// `gap` pixels off: of the eight sides tried (right, left, above, below, then
+// the corners) the first that covers the least ink, kept in the plot area.
+static void place_beside(int *x, int *y, const Canvas *c, const Axes *ax, double px, double py,
+                         int w, int h, double gap) {
+    static const int dx[8] = {1, -1, 0, 0, 1, 1, -1, -1}, dy[8] = {0, 0, -1, 1, -1, 1, -1, 1};
+    size_t best = (size_t)-1;
+    for (int i = 0; i < 8 && best > 0; i++) {
+        int bx = (int)lround(px + dx[i] * gap - (dx[i] < 0 ? w : dx[i] == 0 ? w / 2.0 : 0));
+        int by = (int)lround(py + dy[i] * gap - (dy[i] < 0 ? h : dy[i] == 0 ? h / 2.0 : 0));
+        clamp_box(&bx, &by, ax, w, h);
+        size_t ink =
+            count_ink(c, bx - NOTE_PAD, by - NOTE_PAD, bx + w + NOTE_PAD, by + h + NOTE_PAD);
+        if (ink >= best) continue;
+        best = ink;
+        *x = bx;
+        *y = by;
+    }
+}
+
+// A note on a white ground, in a darker shade of its series' colour:
+// centred above its bar, or beside its marker.
+static void draw_note(Canvas *c, const Axes *ax, const Figure *f, const Note *n) {
+    const Series *s = &f->series[n->series];
+    Color ink = shade(s->color, 0.3);
+    int w = block_width(n->text), h = block_height(n->text), x = ax->left, y = ax->top;
+    double px, py, x0, x1;
+    if (s->kind == SERIES_BARS) {
+        bar_span(&x0, &x1, f, n->series, s->pts[n->point].x);
+        data_to_pixel(&px, &py, ax, (x0 + x1) / 2, s->pts[n->point].y);
+        x = (int)lround(px - w / 2.0);
+        y = (int)lround(py) - NOTE_GAP - NOTE_PAD - h;
+        clamp_box(&x, &y, ax, w, h);
+    } else {
+        data_to_pixel(&px, &py, ax, s->pts[n->point].x, s->pts[n->point].y);
+        place_beside(&x, &y, c, ax, px, py, w, h, marker_reach(s->marker) + NOTE_GAP);
+    }
+    fill_rect(c, x - NOTE_PAD, y - NOTE_PAD, x + w + NOTE_PAD, y + h + NOTE_PAD, WHITE);
+    draw_block(c, x + w / 2.0, y, n->text, &ink);
+}
+
 // Draws f on a new FIG_W x FIG_H canvas; *ax tells where the data landed.
 static int render_figure(Canvas *c, Axes *ax, const Figure *f, Error *e) {
     Range r;
     if (data_range(&r, f) == 0) return fail(e, "figure \"%s\": no data to plot", f->title);
     if (build_canvas(c, FIG_W, FIG_H, e)) return -1;
     layout_axes(ax, f, c->w, c->h);
-    draw_grid(c, ax);
+    draw_grid(c, ax, f);
     draw_data(c, ax, f);
-    draw_ticks(c, ax);
+    for (size_t i = 0; i < f->n_notes; i++) draw_note(c, ax, f, &f->notes[i]); // after all data
+    draw_ticks(c, ax, f);
     draw_titles(c, ax, f);
     draw_legend(c, ax, f);
     return 0;
@@ -1384,6 +1584,184 @@ static int figure_verify_cost(Figure *f, const Table *tables, size_t n_tables, E
     return add_separate_passes(f, n_max, e);
 }
 
+// The speedup axis's label, naming the thread count when every row has the
+// same one (column "threads", where there is one).
+static void speedup_label(char *out, size_t cap, const Table *t) {
+    int col = find_column(t, "threads");
+    double n = col >= 0 && t->n_rows ? num(t, 0, col) : NAN;
+    for (size_t r = 1; col >= 0 && r < t->n_rows; r++)
+        if (num(t, r, col) != n) n = NAN;
+    if (n >= 1 && n <= 4096 && n == floor(n))
+        snprintf(out, cap, "speedup over the target alone (%.0f thread%s)", n, n > 1 ? "s" : "");
+    else snprintf(out, cap, "speedup over the target alone");
+}
+
+// lenience.csv's columns, in the order figure_lenience asks for them.
+enum { LEN_L, LEN_TV, LEN_SPEEDUP, N_LENIENCE_COLS };
+
+// The row numbers in decreasing order of column col (an insertion sort: the
+// files are a few rows), NULL if out of memory; the caller frees them.
+static size_t *rows_by_decreasing(const Table *t, int col, Error *e) {
+    size_t *order = malloc((t->n_rows ? t->n_rows : 1) * sizeof(size_t));
+    if (!order) {
+        fail(e, "%s: out of memory", t->path);
+        return NULL;
+    }
+    for (size_t r = 0; r < t->n_rows; r++) {
+        size_t j = r;
+        for (; j > 0 && num(t, order[j - 1], col) < num(t, r, col); j--) order[j] = order[j - 1];
+        order[j] = r;
+    }
+    return order;
+}
+
+// The closed-form distances as one curve in order of l, from l = 1 (exact)
+// down, each point labelled with its l; where the file has column
+// tv_measured (measured < 0: it has not), those distances as rings at the
+// same speedups.
+static int lenience_points(Figure *f, const Table *t, const int *col, int measured,
+                           const size_t *order, Error *e) {
+    Series *curve = add_curve(f, "closed form, mean over the prompts", 0, e), *rings = NULL;
+    if (curve && measured >= 0)
+        rings = add_series(f, "measured over 4000 seeds (first prompt)", PALETTE[1], SERIES_XY, e);
+    if (!curve || (measured >= 0 && !rings)) return -1;
+    if (rings) rings->marker = MARK_RING;
+    for (size_t i = 0; i < t->n_rows; i++) {
+        size_t r = order[i];
+        double l = num(t, r, col[LEN_L]), y = num(t, r, col[LEN_SPEEDUP]);
+        char text[64];
+        if (isnan(l)) continue;
+        snprintf(text, sizeof(text), "l=%s%s", cell(t, r, col[LEN_L]), l >= 1 ? " (exact)" : "");
+        if (add_noted_point(f, curve, num(t, r, col[LEN_TV]), y, text, e)) return -1;
+        if (rings && add_point(rings, num(t, r, measured), y, e)) return -1;
+    }
+    if (rings && rings->n == 0) f->n_series--; // an empty column: no legend entry
+    if (curve->n == 0)
+        return fail(e, "%s: no rows with lenience, tv_first_token and speedup filled in", t->path);
+    return 0;
+}
+
+static int figure_lenience(Figure *f, const Table *tables, size_t n_tables, Error *e) {
+    static const char *const names[N_LENIENCE_COLS] = {"lenience", "tv_first_token", "speedup"},
+                             *const measured_name[1] = {"tv_measured"};
+    const Table *t = &tables[0];
+    int col[N_LENIENCE_COLS], measured = find_column(t, "tv_measured");
+    char ylabel[96];
+    (void)n_tables;
+    if (require_numbers(col, t, names, N_LENIENCE_COLS, e) ||
+        (measured >= 0 && require_numbers(&measured, t, measured_name, 1, e)))
+        return -1;
+    speedup_label(ylabel, sizeof(ylabel), t);
+    build_figure(f, "Lenience (LOSSY below 1): speedup vs distance from p",
+                 "total variation of the first token from the target's p", ylabel);
+    size_t *order = rows_by_decreasing(t, col[LEN_L], e);
+    int rc = order ? lenience_points(f, t, col, measured, order, e) : -1;
+    free(order);
+    return rc ? rc : add_hline(f, 1, "speedup = 1 (break-even)", e);
+}
+
+// drafters.csv's columns, in the order figure_drafters asks for them: the
+// drafter and K are text ("draft model", "lookup"; "auto", "4"), the rest numbers.
+enum { DR_DRAFTER, DR_K, DR_TEMP, DR_SPEEDUP, DR_A, DR_TOKENS, DR_C, N_DRAFTER_COLS };
+
+// Whether a k field means auto-K: any spelling that starts "auto" ("auto", "auto0").
+static int is_auto_k(const char *k) { return !strncmp(k, "auto", 4); }
+
+// Whether rows a and b ran the same drafter with the same K.
+static int same_config(const Table *t, const int *col, size_t a, size_t b) {
+    const char *ka = cell(t, a, col[DR_K]), *kb = cell(t, b, col[DR_K]);
+    return !strcmp(cell(t, a, col[DR_DRAFTER]), cell(t, b, col[DR_DRAFTER])) &&
+           (is_auto_k(ka) ? is_auto_k(kb) : same_key(ka, kb));
+}
+
+// Row r's configuration on the x axis: the drafter, and below it the K.
+static void config_name(char *out, size_t cap, const Table *t, const int *col, size_t r) {
+    const char *drafter = cell(t, r, col[DR_DRAFTER]), *k = cell(t, r, col[DR_K]);
+    if (is_auto_k(k)) snprintf(out, cap, "%s\nauto-K", drafter);
+    else if (is_number(k)) snprintf(out, cap, "%s\nK = %s", drafter, k);
+    else snprintf(out, cap, "%s\n%s", drafter, k);
+}
+
+// The category of row r (0-based: x = 1 + it), first[i] being category i's
+// first row; f->n_categories if r has none (no drafter named).
+static size_t config_of(const Figure *f, const size_t *first, const Table *t, const int *col,
+                        size_t r) {
+    size_t i = 0;
+    if (!cell(t, r, col[DR_DRAFTER])[0]) return f->n_categories;
+    while (i < f->n_categories && !same_config(t, col, first[i], r)) i++;
+    return i;
+}
+
+// The (drafter, K) pairs in order of first appearance, as the x axis's
+// categories; first[i] is category i's first row.
+static int drafter_categories(Figure *f, size_t *first, const Table *t, const int *col, Error *e) {
+    for (size_t r = 0; r < t->n_rows; r++) {
+        char name[48];
+        size_t i = config_of(f, first, t, col, r);
+        if (i < f->n_categories || !cell(t, r, col[DR_DRAFTER])[0]) continue;
+        if (i == MAX_CATEGORIES)
+            return fail(e, "%s: more than %d (drafter, k) pairs; the figure can show %d", t->path,
+                        MAX_CATEGORIES, MAX_CATEGORIES);
+        config_name(name, sizeof(name), t, col, r);
+        if (add_category(f, name, e)) return -1;
+        first[i] = r;
+    }
+    return 0;
+}
+
+// What a bar's run measured, one per line, empty fields left out:
+// "a 0.63\nn 2.10\nc 0.14".
+static void drafter_note(char *out, size_t cap, const Table *t, const int *col, size_t r) {
+    static const char *const tag[3] = {"a", "n", "c"};
+    size_t len = 0;
+    out[0] = '\0';
+    for (int i = 0; i < 3; i++) {
+        double v = num(t, r, col[DR_A + i]);
+        if (isnan(v) || len >= cap) continue;
+        len += (size_t)snprintf(out + len, cap - len, "%s%s %.2f", len ? "\n" : "", tag[i], v);
+    }
+}
+
+// One temperature's bars: each configuration's speedup, its note above it.
+static int drafter_bars(Figure *f, const size_t *first, const Table *t, const int *col,
+                        const char *key, size_t g, Error *e) {
+    Group rows = {.t = t, .key_col = col[DR_TEMP], .key = key};
+    char label[96], note[64];
+    snprintf(label, sizeof(label), "T = %s", key);
+    Series *s = add_series(f, label, PALETTE[g], SERIES_BARS, e);
+    if (!s) return -1;
+    for (size_t r = 0; r < t->n_rows; r++) {
+        size_t i = config_of(f, first, t, col, r);
+        if (!in_group(&rows, r) || i == f->n_categories) continue;
+        drafter_note(note, sizeof(note), t, col, r);
+        if (add_noted_point(f, s, (double)(i + 1), num(t, r, col[DR_SPEEDUP]), note, e)) return -1;
+    }
+    return 0;
+}
+
+static int figure_drafters(Figure *f, const Table *tables, size_t n_tables, Error *e) {
+    static const char *const names[N_DRAFTER_COLS] = {
+        "drafter", "k", "temperature", "speedup", "a", "tokens_per_round", "c"};
+    const Table *t = &tables[0];
+    const char *keys[MAX_GROUPS];
+    size_t first[MAX_CATEGORIES], n;
+    int col[N_DRAFTER_COLS];
+    char ylabel[96];
+    (void)n_tables;
+    if (require_column(&col[DR_DRAFTER], t, names[DR_DRAFTER], e) ||
+        require_column(&col[DR_K], t, names[DR_K], e) ||
+        require_numbers(col + DR_TEMP, t, names + DR_TEMP, N_DRAFTER_COLS - DR_TEMP, e) ||
+        group_keys(keys, &n, t, col[DR_TEMP], e))
+        return -1;
+    speedup_label(ylabel, sizeof(ylabel), t);
+    build_figure(f, "Draft model vs prompt lookup on the shipped target",
+                 "above each bar: a, n = tokens per round, c = draft step / target step", ylabel);
+    if (drafter_categories(f, first, t, col, e)) return -1;
+    for (size_t g = 0; g < n; g++)
+        if (drafter_bars(f, first, t, col, keys[g], g, e)) return -1;
+    return add_hline(f, 1, "speedup = 1 (break-even)", e);
+}
+
 // ----------------------------------------------------------------------------
 // The figure list: what each is called, which CSVs it reads, who builds it
 
@@ -1409,6 +1787,8 @@ static const FigureSpec FIGURES[] = {
      .n_required = 1, .build = figure_training_loss},
     {.name = "verify_cost", .inputs = {"verify_cost.csv"}, .n_required = 1,
      .build = figure_verify_cost},
+    {.name = "lenience", .inputs = {"lenience.csv"}, .n_required = 1, .build = figure_lenience},
+    {.name = "drafters", .inputs = {"drafters.csv"}, .n_required = 1, .build = figure_drafters},
 };
 #define N_FIGURES (sizeof(FIGURES) / sizeof(FIGURES[0]))
 

@@ -4,8 +4,9 @@
 // endings), the speedup formula, then every figure drawn from fixture CSVs it
 // writes under build/test_plot/: each marker and bar must show its series'
 // colour where the axes put it (so nothing, the legend included, covers data),
-// and each written file must be a PNG of the right size. Ends with the error
-// paths: missing file, missing column, bad number, `plot all` skipping.
+// and each written file must be a PNG of the right size; notes go beside
+// their points where they hide nothing, and stay inside the plot. Ends with
+// the error paths: missing file, missing column, bad number, `plot all` skipping.
 // Run from the repository root (make test-plot).
 #define _POSIX_C_SOURCE 200809L
 #define TESTING
@@ -86,6 +87,45 @@ static int write_verify_cost(const char *path) {
     return fclose(fp);
 }
 
+// lenience.csv: l = 1 (exact) down to 0.2, the rows out of order (the curve
+// must still run in order of l), the measured distances beside the closed form.
+static int write_lenience(const char *path) {
+    static const double l[7] = {0.5, 1.0, 0.2, 0.9, 0.6, 0.75, 0.35};
+    static const double speedup[7] = {1.8, 1.35, 2.0, 1.45, 1.7, 1.6, 1.9};
+    static const double tv[7] = {0.16, 0.0, 0.19, 0.05, 0.14, 0.1, 0.18};
+    FILE *fp = fopen(path, "w");
+    if (!fp) return -1;
+    fprintf(fp, "lenience,lossy,threads,speedup,a,tokens_per_round,tv_first_token,"
+                "tv_first_prompt,tv_measured,bpb_generated\n");
+    for (int i = 0; i < 7; i++)
+        fprintf(fp, "%.2f,%d,2,%.4f,%.4f,%.4f,%.5f,%.5f,%.5f,%.4f\n", l[i], l[i] < 1, speedup[i],
+                0.63 + 0.3 * (1 - l[i]), 2.1 + 2 * (1 - l[i]), tv[i], tv[i] * 1.08,
+                tv[i] * 1.08 + 0.003, 1.0 + 0.4 * (1 - l[i]));
+    return fclose(fp);
+}
+
+// drafters.csv: the draft model (auto-K, K = 4) and lookup (auto-K, K = 4, 8)
+// at t = 0 and 1; auto-K spelled "auto" and "auto0" (both mean auto-K).
+static int write_drafters(const char *path) {
+    static const char *const drafter[5] = {"draft model", "draft model", "lookup", "lookup",
+                                           "lookup"};
+    static const char *const k[2][5] = {{"auto", "4", "auto", "4", "8"},
+                                        {"auto0", "4", "auto0", "4", "8"}};
+    static const double speedup[2][5] = {{1.45, 1.38, 1.12, 1.05, 0.92},
+                                         {1.05, 0.98, 0.9, 0.82, 0.7}};
+    static const double a[2][5] = {{0.78, 0.78, 0.45, 0.42, 0.4}, {0.63, 0.63, 0.25, 0.23, 0.22}};
+    FILE *fp = fopen(path, "w");
+    if (!fp) return -1;
+    fprintf(fp, "drafter,threads,temperature,k,k_used,target_tok_s,spec_tok_s,speedup,a,c,"
+                "tokens_per_round,no_match\n");
+    for (int t = 0; t < 2; t++)
+        for (int i = 0; i < 5; i++)
+            fprintf(fp, "%s,2,%.2f,%s,%d,4000.00,%.2f,%.4f,%.4f,%.4f,%.4f,%.4f\n", drafter[i],
+                    (double)t, k[t][i], 3 + i, 4000 * speedup[t][i], speedup[t][i], a[t][i],
+                    i < 2 ? 0.14 : 0.004, 1 + 2.5 * a[t][i], i < 2 ? 0.0 : 0.31 + 0.14 * t);
+    return fclose(fp);
+}
+
 static int write_fixtures(void) {
     mkdir("build", 0755);
     mkdir(DIR, 0755);
@@ -95,7 +135,8 @@ static int write_fixtures(void) {
            write_train(DIR "/train_target.csv", 1.6, 100) |
            write_train(DIR "/train_draft.csv", 2.3, 0) |
            write_train(DIR "/train_base.csv", 2.9, 100) |
-           write_verify_cost(DIR "/verify_cost.csv") |
+           write_verify_cost(DIR "/verify_cost.csv") | write_lenience(DIR "/lenience.csv") |
+           write_drafters(DIR "/drafters.csv") |
            write_sweep_temp(DIR "/partial/sweep_temp.csv") |
            write_text(DIR "/broken/verify_cost.csv", "model,n,rr\nx,1,1\n");
 }
@@ -314,20 +355,21 @@ static void test_reader_edges(void) {
 // ----------------------------------------------------------------------------
 // Figures: every marker and bar where the axes put it, in its colour
 
-// Whether a marker drawn after point j of series i lands within a marker's
-// reach of it (then it may legitimately cover it).
-static int covered_later(const Figure *f, const Axes *ax, size_t i, size_t j) {
-    double px, py, qx, qy, reach = 2 * (MARK_R + 2);
-    data_to_pixel(&px, &py, ax, f->series[i].pts[j].x, f->series[i].pts[j].y);
+// Whether a marker drawn after point j of series i reaches pixel (x, y), the
+// one checked for that point (then it may legitimately cover it).
+static int covered_later(const Figure *f, const Axes *ax, size_t i, size_t j, int x, int y) {
+    double qx, qy;
     for (size_t a = i; a < f->n_series; a++)
         for (size_t b = a == i ? j + 1 : 0; f->series[a].marker && b < f->series[a].n; b++) {
+            double reach = marker_reach(f->series[a].marker) + 2;
             data_to_pixel(&qx, &qy, ax, f->series[a].pts[b].x, f->series[a].pts[b].y);
-            if (fabs(px - qx) < reach && fabs(py - qy) < reach) return 1;
+            if (fabs(x + 0.5 - qx) < reach && fabs(y + 0.5 - qy) < reach) return 1;
         }
     return 0;
 }
 
-// The pixel where the data put series i's point j (its bar's middle for bars).
+// The pixel that shows series i's point j in its colour: the marker's centre,
+// a ring's rightmost pixel, a bar's middle.
 static void point_pixel(int *x, int *y, const Figure *f, const Axes *ax, size_t i, size_t j) {
     const Series *s = &f->series[i];
     double px, py, x0, x1;
@@ -335,7 +377,7 @@ static void point_pixel(int *x, int *y, const Figure *f, const Axes *ax, size_t 
         bar_span(&x0, &x1, f, i, s->pts[j].x);
         data_to_pixel(&px, &py, ax, (x0 + x1) / 2, s->pts[j].y / 2);
     } else data_to_pixel(&px, &py, ax, s->pts[j].x, s->pts[j].y);
-    *x = (int)floor(px);
+    *x = (int)floor(px + (s->marker == MARK_RING ? RING_R : 0));
     *y = (int)floor(py);
 }
 
@@ -348,8 +390,8 @@ static size_t check_points(const char *name, const Canvas *c, const Axes *ax, co
         size_t wrong = 0;
         for (size_t j = 0; j < s->n; j++) {
             int x, y;
-            if (s->marker && covered_later(f, ax, i, j)) { skipped++; continue; }
             point_pixel(&x, &y, f, ax, i, j);
+            if (s->marker && covered_later(f, ax, i, j, x, y)) { skipped++; continue; }
             int inside = x >= ax->left && x < ax->right && y >= ax->top && y < ax->bottom;
             wrong += !inside || !same_color(get_pixel(c, x, y), s->color);
             compared++;
@@ -435,6 +477,98 @@ static void test_theory_curve(void) {
     printf("speedup_vs_k: theory curves match the formula at K = 1..8\n");
 }
 
+// Draws figure `name` from one fixture into *c, *ax, *f (freed by the caller).
+static int render_fixture(Canvas *c, Axes *ax, Figure *f, const char *name, const char *csv) {
+    Error e = {.msg = ""};
+    const char *p[1] = {csv};
+    int rc = render_from_files(c, ax, f, find_figure(name), p, 1, &e);
+    CHECK(rc == 0, "%s from %s: %s", name, csv, e.msg);
+    return rc;
+}
+
+// The lenience curve runs in order of l from the exact point down, whatever
+// the rows' order, each point labelled with its l; rings show the measured
+// distances at the same speedups.
+static void test_lenience_curve(void) {
+    static const double tv[7] = {0.0, 0.05, 0.1, 0.14, 0.16, 0.18, 0.19};
+    Canvas c;
+    Axes ax;
+    Figure f;
+    int rc = render_fixture(&c, &ax, &f, "lenience", DIR "/lenience.csv");
+    CHECK(rc || (f.n_series == 3 && f.n_notes == 7 && f.series[0].n == 7 &&
+                 f.series[1].n == 7 && f.series[1].marker == MARK_RING),
+          "lenience: %zu series, %zu notes (want 3: curve, rings, break-even; 7)", f.n_series,
+          f.n_notes);
+    for (size_t j = 0; rc == 0 && f.series[0].n == 7 && j < 7; j++) {
+        CHECK(f.series[0].pts[j].x == tv[j] && f.notes[j].point == j && f.notes[j].series == 0,
+              "lenience point %zu: tv %g (want %g), note on point %zu", j, f.series[0].pts[j].x,
+              tv[j], f.notes[j].point);
+        CHECK(f.series[1].pts[j].y == f.series[0].pts[j].y, "ring %zu at its point's speedup", j);
+    }
+    if (rc == 0 && f.n_notes == 7)
+        CHECK(!strcmp(f.notes[0].text, "l=1.00 (exact)") && !strcmp(f.notes[2].text, "l=0.75"),
+              "lenience notes \"%s\", \"%s\" (want \"l=1.00 (exact)\", \"l=0.75\")",
+              f.notes[0].text, f.notes[2].text);
+    CHECK(rc || strstr(f.ylabel, "(2 threads)"), "lenience y label \"%s\" names 2 threads",
+          f.ylabel);
+    free_canvas(&c);
+    free_figure(&f);
+    printf("lenience: the curve in order of l, labelled, the measured rings beside it\n");
+}
+
+// One bar per (drafter, K) and temperature, at the configuration's category,
+// with a, tokens per round and c noted above it; "auto" and "auto0" are one.
+static void test_drafter_bars(void) {
+    Canvas c;
+    Axes ax;
+    Figure f;
+    int rc = render_fixture(&c, &ax, &f, "drafters", DIR "/drafters.csv");
+    CHECK(rc || (f.n_categories == 5 && f.n_series == 3 && f.n_notes == 10),
+          "drafters: %zu categories, %zu series, %zu notes (want 5, 3, 10)", f.n_categories,
+          f.n_series, f.n_notes);
+    if (rc == 0 && f.n_categories == 5 && f.n_notes == 10) {
+        CHECK(!strcmp(f.categories[0], "draft model\nauto-K") &&
+                  !strcmp(f.categories[4], "lookup\nK = 8"),
+              "categories \"%s\" .. \"%s\"", f.categories[0], f.categories[4]);
+        CHECK(!strcmp(f.notes[0].text, "a 0.78\nn 2.95\nc 0.14") && f.notes[5].series == 1,
+              "the first bar's note \"%s\" (want a, n, c); note 5 on series %zu (want T = 1)",
+              f.notes[0].text, f.notes[5].series);
+        for (size_t j = 0; j < 5; j++)
+            CHECK(f.series[0].pts[j].x == (double)(j + 1) &&
+                      f.series[1].pts[j].x == (double)(j + 1),
+                  "bar %zu of both temperatures at x = %zu", j, j + 1);
+        CHECK(ax.tick_lines == 2 && ax.xstep == 1, "two-line category names, a tick per category");
+    }
+    free_canvas(&c);
+    free_figure(&f);
+    printf("drafters: 5 configurations x 2 temperatures, noted, auto-K spellings merged\n");
+}
+
+// A note goes beside its point on the first side free of ink (right, then
+// left, ...), and is kept inside the plot area even at its edge.
+static void test_note_placement(void) {
+    Canvas c = {.px = NULL};
+    Error e = {.msg = ""};
+    Axes ax = {.left = 100, .top = 50, .right = 700, .bottom = 450};
+    int x = 0, y = 0, w = block_width("l=0.75"), h = block_height("l=0.75");
+    if (build_canvas(&c, 800, 500, &e)) return;
+    place_beside(&x, &y, &c, &ax, 400, 250, w, h, 10);
+    CHECK(x == 410 && y == (int)lround(250 - h / 2.0), "a free note goes right: (%d, %d)", x, y);
+    fill_rect(&c, 405, 200, 520, 300, INK);
+    place_beside(&x, &y, &c, &ax, 400, 250, w, h, 10);
+    CHECK(x == 390 - w, "with ink at the right it goes left: x %d (want %d)", x, 390 - w);
+    fill_rect(&c, 100, 50, 700, 450, INK);
+    place_beside(&x, &y, &c, &ax, 698, 52, w, h, 10);
+    CHECK(x - NOTE_PAD > ax.left && x + w + NOTE_PAD < ax.right && y - NOTE_PAD > ax.top &&
+              y + h + NOTE_PAD < ax.bottom,
+          "a note at the corner stays in the plot area: (%d, %d) %dx%d", x, y, w, h);
+    CHECK(block_height("a\nb\nc") == 2 * LINE_ADVANCE + (int)ceil(TEXT_H * TEXT_SCALE) &&
+              block_width("ab\nabcd\na") == text_width("abcd", TEXT_SCALE),
+          "a block's size: its lines' height, its widest line");
+    free_canvas(&c);
+    printf("notes: placed beside their points where there is no ink, inside the plot\n");
+}
+
 // ----------------------------------------------------------------------------
 // Errors and `plot all`
 
@@ -474,12 +608,34 @@ static void test_errors(void) {
                                  "hist0,hist1,hist2,hist3,hist4,hist5,hist6,hist7,hist8\n"
                                  "0,4,0.9,0.8,0.7,0.6,,,,,1,2,3,4,5,,,,\n");
     write_text(DIR "/bad_number.csv", "model,n,r\nx,1,1\nx,two,1.1\n");
+    write_text(DIR "/no_tv.csv", "lenience,lossy,threads,speedup,a,tokens_per_round\n"
+                                 "1.00,0,2,1.3,0.6,2\n");
+    write_text(DIR "/bad_tv.csv", "lenience,speedup,tv_first_token,tv_measured\n1,1.3,0,0.003\n"
+                                  "0.5,1.8,0.16,n/a\n");
+    write_text(DIR "/no_l.csv", "lenience,speedup,tv_first_token\n,1.3,0\n");
+    write_text(DIR "/no_drafter.csv", "threads,temperature,k,speedup,a,c,tokens_per_round\n"
+                                      "2,0.00,4,1.3,0.7,0.14,2.9\n");
+    write_text(DIR "/no_c.csv", "drafter,temperature,k,speedup,a,tokens_per_round\n"
+                                "lookup,0.00,4,1.05,0.42,1.7\n");
+    FILE *fp = fopen(DIR "/many_drafters.csv", "w");
+    if (fp) {
+        fprintf(fp, "drafter,temperature,k,speedup,a,c,tokens_per_round\n");
+        for (int k = 1; k <= MAX_CATEGORIES + 1; k++) fprintf(fp, "lookup,0,%d,1,0.5,0,1.5\n", k);
+        fclose(fp);
+    }
     expect_error("speedup_vs_k", DIR "/no_such.csv", "no_such.csv", "cannot open");
     expect_error("speedup_vs_k", DIR "/no_alpha.csv", "no_alpha.csv", "\"alpha\"");
     expect_error("acceptance_by_position", DIR "/no_k8.csv", "no_k8.csv", "k = 8");
     expect_error("tokens_per_round", DIR "/no_k8.csv", "no_k8.csv", "k = 8");
     expect_error("verify_cost", DIR "/bad_number.csv", "bad_number.csv:3", "\"two\"");
     expect_error("verify_cost", DIR "/header_only.csv", "header_only.csv", "empty");
+    expect_error("lenience", DIR "/no_tv.csv", "no_tv.csv", "no column \"tv_first_token\"");
+    expect_error("lenience", DIR "/bad_tv.csv", "bad_tv.csv:3", "\"tv_measured\" holds \"n/a\"");
+    expect_error("lenience", DIR "/no_l.csv", "no_l.csv", "no rows with lenience");
+    expect_error("lenience", DIR "/header_only.csv", "header_only.csv", "\"lenience\"");
+    expect_error("drafters", DIR "/no_drafter.csv", "no_drafter.csv", "no column \"drafter\"");
+    expect_error("drafters", DIR "/no_c.csv", "no_c.csv", "no column \"c\"");
+    expect_error("drafters", DIR "/many_drafters.csv", "many_drafters.csv", "more than 12");
     test_file_errors();
     char *bad_args[] = {"plot", "verify_cost", DIR "/verify_cost.csv", NULL};
     CHECK(cli(3, bad_args) == 2, "plot FIGURE IN.csv without an output is a usage error");
@@ -498,12 +654,17 @@ static void test_plot_all(void) {
     CHECK(rc == 0, "plot all on a folder with only sweep_temp.csv: rc %d (want 0: missing CSVs skip)",
           rc);
     CHECK(file_exists(DIR "/partial/alpha_vs_temperature.png") &&
-          !file_exists(DIR "/partial/speedup_vs_k.png"),
-          "plot all drew alpha_vs_temperature.png and not speedup_vs_k.png");
+          !file_exists(DIR "/partial/speedup_vs_k.png") &&
+          !file_exists(DIR "/partial/lenience.png") && !file_exists(DIR "/partial/drafters.png"),
+          "plot all drew alpha_vs_temperature.png and not speedup_vs_k, lenience or drafters.png");
     rc = plot_all(DIR "/broken");
     CHECK(rc == 1, "plot all with a broken verify_cost.csv: rc %d (want 1)", rc);
+    remove(DIR "/lenience.png");
+    remove(DIR "/drafters.png");
     rc = plot_all(DIR);
     CHECK(rc == 0, "plot all on the full fixtures: rc %d", rc);
+    CHECK(file_exists(DIR "/lenience.png") && file_exists(DIR "/drafters.png"),
+          "plot all drew lenience.png and drafters.png");
 }
 
 int main(void) {
@@ -519,6 +680,8 @@ int main(void) {
     test_reader_edges();
     static const char *const sweep_k[] = {"sweep_k.csv"}, *const sweep_temp[] = {"sweep_temp.csv"},
                              *const verify[] = {"verify_cost.csv"},
+                             *const lenience[] = {"lenience.csv"},
+                             *const drafters[] = {"drafters.csv"},
                              *const train[] = {"train_target.csv", "train_draft.csv",
                                                "train_base.csv"};
     test_figure("speedup_vs_k", sweep_k, 1, 16);
@@ -527,7 +690,12 @@ int main(void) {
     test_figure("alpha_vs_temperature", sweep_temp, 1, 7);
     test_figure("training_loss", train, 3, 30);
     test_figure("verify_cost", verify, 1, 17);
+    test_figure("lenience", lenience, 1, 12);
+    test_figure("drafters", drafters, 1, 10);
     test_theory_curve();
+    test_lenience_curve();
+    test_drafter_bars();
+    test_note_placement();
     test_errors();
     test_plot_all();
     return check_summary("test_plot");
