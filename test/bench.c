@@ -519,11 +519,15 @@ static int compare_drafters(Pair *pr, E2E *e) {
 static void write_drafters(const char *dir, const E2E *e, int n) {
     FILE *f = open_csv(dir, "drafters.csv", "drafter,threads,temperature,k,k_used,target_tok_s,spec_tok_s,"
                                             "speedup,a,c,tokens_per_round,no_match\n");
-    for (int i = 0; i < n; i++)
-        fprintf(f, "%s,%d,%.2f,%s%d,%d,%.2f,%.2f,%.4f,%.4f,%.4f,%.4f,%.4f\n", e[i].pair, e[i].threads,
-                e[i].temperature, e[i].is_auto ? "auto" : "", e[i].is_auto ? 0 : e[i].k, e[i].k,
+    for (int i = 0; i < n; i++) {
+        char k[16];
+        if (e[i].is_auto) snprintf(k, sizeof(k), "auto");
+        else snprintf(k, sizeof(k), "%d", e[i].k);
+        fprintf(f, "%s,%d,%.2f,%s,%d,%.2f,%.2f,%.4f,%.4f,%.4f,%.4f,%.4f\n", e[i].pair, e[i].threads,
+                e[i].temperature, k, e[i].k,
                 e[i].target_tok_s, e[i].spec_tok_s, e[i].speedup, e[i].alpha, e[i].c, e[i].tokens_per_round,
                 e[i].no_match);
+    }
     fclose(f);
 }
 
