@@ -1558,36 +1558,63 @@ static int argmax(const float *v, int n) {
 }
 
 // descending probability, then ascending index: a total order, so the kept set is deterministic
-static int cmp_prob_desc(const void *a, const void *b) {
-    const struct ProbIndex *x = a, *y = b;
-    if (x->prob != y->prob) return x->prob > y->prob ? -1 : 1;
-    return x->index - y->index;
+// The order of the nucleus: probability descending, then index ascending.
+static int before(struct ProbIndex x, struct ProbIndex y) {
+    return x.prob > y.prob || (x.prob == y.prob && x.index < y.index);
+}
+
+// Restore the heap below node i of h (n): each node comes before its children.
+static void sift_down(struct ProbIndex *h, int n, int i) {
+    for (;;) {
+        int c = 2 * i + 1;
+        if (c >= n) return;
+        if (c + 1 < n && before(h[c + 1], h[c])) c++;
+        if (!before(h[c], h[i])) return;
+        struct ProbIndex t = h[i];
+        h[i] = h[c];
+        h[c] = t;
+        i = c;
+    }
+}
+
+// Move the first item of the heap h (n) to h[n-1] and re-heap the rest: popped
+// items collect at the end, in order, as in heapsort.
+static void pop_first(struct ProbIndex *h, int n) {
+    struct ProbIndex t = h[0];
+    h[0] = h[n - 1];
+    h[n - 1] = t;
+    sift_down(h, n - 1, 0);
 }
 
 // Keep the top_k most likely tokens, then the smallest prefix of them whose mass
-// reaches top_p; zero the rest and renormalise. probs (n) in place.
+// reaches top_p; zero the rest and renormalise. probs (n) in place. Tokens come
+// off a heap in nucleus order until the prefix is complete: O(m + kept log m),
+// where sorting all m candidates cost more than a draft step. The sums run in
+// that order, so the result is what a full sort would give, bit for bit.
 static void truncate_distribution(Sampler *s, float *probs) {
     int n = s->vocab_size, m = 0;
+    struct ProbIndex *h = s->order;
     // a token below (1-top_p)/(n-1) can never be in the nucleus: all of them
-    // together hold less than 1-top_p, so skip sorting them
+    // together hold less than 1-top_p, so leave them out of the heap
     float cutoff = s->top_p < 1.0f ? (1.0f - s->top_p) / (float)(n - 1) : 0.0f;
     for (int i = 0; i < n; i++)
-        if (probs[i] >= cutoff && probs[i] > 0.0f) s->order[m++] = (struct ProbIndex){probs[i], i};
+        if (probs[i] >= cutoff && probs[i] > 0.0f) h[m++] = (struct ProbIndex){probs[i], i};
     if (m == 0) { // a tiny top_p on a flat distribution: keep the most likely token
         int best = argmax(probs, n);
-        s->order[m++] = (struct ProbIndex){probs[best], best};
+        h[m++] = (struct ProbIndex){probs[best], best};
     }
-    qsort(s->order, (size_t)m, sizeof(*s->order), cmp_prob_desc);
-    int keep = s->top_k > 0 && s->top_k < m ? s->top_k : m;
+    for (int i = m / 2 - 1; i >= 0; i--) sift_down(h, m, i);
+    int limit = s->top_k > 0 && s->top_k < m ? s->top_k : m, keep = 0;
     float mass = 0.0f;
-    for (int i = 0; i < keep && s->top_p < 1.0f; i++) {
-        mass += s->order[i].prob;
-        if (mass >= s->top_p) { keep = i + 1; break; }
+    while (keep < limit) { // the nucleus, in order, into h[m-1], h[m-2], ...
+        pop_first(h, m - keep);
+        mass += h[m - 1 - keep++].prob;
+        if (s->top_p < 1.0f && mass >= s->top_p) break;
     }
     mass = 0.0f;
-    for (int i = 0; i < keep; i++) mass += s->order[i].prob;
+    for (int i = 0; i < keep; i++) mass += h[m - 1 - i].prob;
     for (int i = 0; i < n; i++) probs[i] = 0.0f;
-    for (int i = 0; i < keep; i++) probs[s->order[i].index] = s->order[i].prob / mass;
+    for (int i = 0; i < keep; i++) probs[h[m - 1 - i].index] = h[m - 1 - i].prob / mass;
 }
 
 // Non-finite logits (finite weights whose activations overflow float32, or a
@@ -1988,7 +2015,9 @@ typedef struct {
 typedef struct {
     double accepted, examined;       // decayed counts; a = accepted / examined
     double draft_step;               // decayed mean seconds of one draft step
-    double verify[MAX_ROWS + 1];     // seconds of an n-row verify pass: calibrated, then decayed
+    double calib[MAX_ROWS + 1];      // seconds of an n-row verify pass at position 0 (calibrated)
+    double scale;                    // decayed measured / calibrated cost of the rounds' passes
+    double verify[MAX_ROWS + 1];     // calib x scale: what a pass costs now (choose_k's table)
     double calibration_seconds;      // what measuring them took (once, at build_speculator)
     int last_k;
 } AutoK;
@@ -2248,9 +2277,12 @@ static int speculative_step(Speculator *sp, int *tokens, int n, int k) {
 // Leviathan et al. 2022, Thm 3.8 / Cor 3.9: a round of K drafts yields
 // (1 - a^(K+1)) / (1 - a) tokens and costs (K + a^K) draft steps plus one
 // (K+1)-row verify pass, so the best K is the argmax of their ratio. The
-// verify times come from a table measured once (calibrate_auto_k) and then
-// followed round by round; a and the draft step are running estimates in
-// which each round's weight decays by AUTO_DECAY (a window of ~10 rounds).
+// verify times come from a table measured once at position 0
+// (calibrate_auto_k), scaled by how much more the rounds' passes actually
+// cost (attention grows with the position; one scale for every row count,
+// so row counts not run lately follow too); a, the draft step and that scale
+// are running estimates in which each round's weight decays by AUTO_DECAY
+// (a window of ~10 rounds).
 // Auto-K changes only the speed, never the text: every position is decided
 // the same way whatever K is. It never stops speculating: a position decided
 // without the draft would be decided by another rule (a draw from p), and
@@ -2293,9 +2325,11 @@ static void calibrate_auto_k(AutoK *ak, Transformer *target, Transformer *draft,
     double t0 = now_seconds();
     int rows = target->config.seq_len < MAX_ROWS ? target->config.seq_len : MAX_ROWS;
     int top = rows < AUTO_CALIBRATE_ROWS ? rows : AUTO_CALIBRATE_ROWS;
-    for (int n = 1; n <= top; n++) ak->verify[n] = time_forward(target, n);
-    double slope = top > 1 ? (ak->verify[top] - ak->verify[top / 2 + 1]) / (top - top / 2 - 1) : 0;
-    for (int n = top + 1; n <= MAX_ROWS; n++) ak->verify[n] = ak->verify[top] + slope * (n - top);
+    for (int n = 1; n <= top; n++) ak->calib[n] = time_forward(target, n);
+    double slope = top > 1 ? (ak->calib[top] - ak->calib[top / 2 + 1]) / (top - top / 2 - 1) : 0;
+    for (int n = top + 1; n <= MAX_ROWS; n++) ak->calib[n] = ak->calib[top] + slope * (n - top);
+    ak->scale = 1;
+    for (int n = 1; n <= MAX_ROWS; n++) ak->verify[n] = ak->calib[n];
     for (int i = 0; i < 3 && draft; i++) { // a draft step: forward, q, draw (lookup: ~free)
         double d0 = now_seconds();
         int token = 0;
@@ -2317,7 +2351,8 @@ static void update_auto_k(AutoK *ak, int rows, int accepted, int examined, doubl
     ak->accepted = d * ak->accepted + accepted;
     ak->examined = d * ak->examined + examined;
     if (draft_step > 0) ak->draft_step = d * ak->draft_step + (1 - d) * draft_step;
-    ak->verify[rows] = d * ak->verify[rows] + (1 - d) * verify_s;
+    if (ak->calib[rows] > 0) ak->scale = d * ak->scale + (1 - d) * verify_s / ak->calib[rows];
+    for (int n = 1; n <= MAX_ROWS; n++) ak->verify[n] = ak->calib[n] * ak->scale;
 }
 
 // ----------------------------------------------------------------------------

@@ -154,6 +154,63 @@ static void test_dot_rmsnorm_softmax(void) {
     CHECK(argmax(o, 300) == argmax(a, 300), "softmax keeps the argmax");
 }
 
+// The textbook top-k/top-p: sort every token (probability descending, index
+// ascending), keep k, then the shortest prefix reaching top_p, renormalise.
+static int cmp_naive(const void *a, const void *b) {
+    const struct ProbIndex *x = a, *y = b;
+    if (x->prob != y->prob) return x->prob > y->prob ? -1 : 1;
+    return x->index - y->index;
+}
+
+static void truncate_naive(float *out, const float *probs, int n, float top_p, int top_k) {
+    struct ProbIndex *o = malloc((size_t)n * sizeof(*o));
+    int m = 0;
+    for (int i = 0; i < n; i++) if (probs[i] > 0) o[m++] = (struct ProbIndex){probs[i], i};
+    qsort(o, (size_t)m, sizeof(*o), cmp_naive);
+    int keep = top_k > 0 && top_k < m ? top_k : m;
+    float mass = 0;
+    for (int i = 0; i < keep && top_p < 1; i++)
+        if ((mass += o[i].prob) >= top_p) { keep = i + 1; break; }
+    mass = 0;
+    for (int i = 0; i < keep; i++) mass += o[i].prob;
+    for (int i = 0; i < n; i++) out[i] = 0;
+    for (int i = 0; i < keep; i++) out[o[i].index] = o[i].prob / mass;
+    free(o);
+}
+
+// truncate_distribution (heap, candidates above the cutoff only) == the
+// textbook full sort, bit for bit, on peaked and flat distributions with ties.
+static void test_truncate_vs_sort(void) {
+    enum { N = 2048 };
+    static float p[N], a[N], b[N];
+    const float top_ps[4] = {0.5f, 0.9f, 0.99f, 1.0f};
+    const int top_ks[3] = {0, 5, 40};
+    Rng r;
+    rng_seed(&r, 9);
+    int cases = 0, diff = 0;
+    for (int c = 0; c < 40; c++) {
+        float sum = 0, sharp = 1.0f + (float)(c % 8);
+        for (int i = 0; i < N; i++) { // every 5th token repeats its neighbour: ties
+            p[i] = i % 5 == 4 ? p[i - 1] : powf(rng_coin(&r), sharp * 6.0f);
+            sum += p[i];
+        }
+        for (int i = 0; i < N; i++) p[i] /= sum;
+        for (int j = 0; j < 4; j++)
+            for (int k = 0; k < 3; k++) {
+                if (top_ps[j] >= 1.0f && top_ks[k] == 0) continue;
+                Sampler s;
+                build_sampler(&s, N, 1.0f, top_ps[j], top_ks[k]);
+                memcpy(a, p, sizeof(p));
+                truncate_distribution(&s, a);
+                truncate_naive(b, p, N, top_ps[j], top_ks[k]);
+                diff += memcmp(a, b, sizeof(a)) != 0;
+                cases++;
+                free_sampler(&s);
+            }
+    }
+    CHECK(diff == 0, "top-p/top-k by heap == full sort, bit for bit: %d of %d cases differ", diff, cases);
+}
+
 static void test_sampler(void) {
     // argmax: lowest index wins ties
     float ties[5] = {0.1f, 0.7f, 0.2f, 0.7f, 0.7f};
@@ -184,6 +241,7 @@ static void test_sampler(void) {
     CHECK(p[1] == 1.0f && p[0] == 0 && p[2] == 0 && p[3] == 0, "top-p 1e-6: (%g %g %g %g), want one-hot at 1",
           p[0], p[1], p[2], p[3]);
     free_sampler(&s);
+    test_truncate_vs_sort();
     // inverse CDF
     float probs[4] = {0.25f, 0.0f, 0.5f, 0.25f};
     CHECK(sample(probs, 4, 0.0f) == 0 && sample(probs, 4, 0.2499f) == 0 && sample(probs, 4, 0.25f) == 2 &&
