@@ -1623,7 +1623,7 @@ static int lenience_points(Figure *f, const Table *t, const int *col, int measur
                            const size_t *order, Error *e) {
     Series *curve = add_curve(f, "closed form, mean over the prompts", 0, e), *rings = NULL;
     if (curve && measured >= 0)
-        rings = add_series(f, "measured over 4000 seeds (first prompt)", PALETTE[1], SERIES_XY, e);
+        rings = add_series(f, "measured over 4000 seeds per prompt", PALETTE[1], SERIES_XY, e);
     if (!curve || (measured >= 0 && !rings)) return -1;
     if (rings) rings->marker = MARK_RING;
     for (size_t i = 0; i < t->n_rows; i++) {
