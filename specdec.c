@@ -1768,7 +1768,7 @@ static void free_tokenizer(Tokenizer *t) {
 
 // id of the piece str, or -1
 static int lookup_token(const Tokenizer *t, const char *str) {
-    TokenIndex key = {str, 0};
+    TokenIndex key = {.str = str, .id = 0};
     const TokenIndex *hit = bsearch(&key, t->sorted, (size_t)t->vocab_size, sizeof(TokenIndex),
                                     cmp_token_index);
     return hit ? hit->id : -1;
