@@ -1950,12 +1950,16 @@ static int decide_position(Verdict *v, int x, const float *p, const float *q, fl
 // When all k pass (j == k), the position after them is still to be decided:
 // where the classic algorithm draws a "bonus" from p directly, specdec drafts
 // it and decides it like any other (decide_next), so a position's token never
-// depends on where a round boundary fell.
-static int accept_reject(int *out, Verdict *verdicts, const int *x, const float *q,
-                         const float *p, float *residual, int k, int n, const Rng *rng, int pos,
-                         float lenience) {
+// depends on where a round boundary fell. With logits (k, n) given, p's row i
+// is made from them (sampler s) when position i is examined, and not at all
+// past the first rejection; with logits NULL, p comes filled in.
+static int accept_reject(int *out, Verdict *verdicts, const int *x, const float *q, float *p,
+                         Sampler *s, const float *logits, float *residual, int k, int n,
+                         const Rng *rng, int pos, float lenience) {
     for (int i = 0; i < k; i++) {
-        out[i] = decide_position(&verdicts[i], x[i], p + (size_t)i * n, q + (size_t)i * n,
+        float *p_i = p + (size_t)i * n;
+        if (logits) probs_from_logits(s, p_i, logits + (size_t)i * n);
+        out[i] = decide_position(&verdicts[i], x[i], p_i, q + (size_t)i * n,
                                  coin_at(rng, pos + i, COIN_ACCEPT),
                                  coin_at(rng, pos + i, COIN_RESAMPLE), residual, n, lenience);
         if (!verdicts[i].accepted) return i;
@@ -2239,15 +2243,18 @@ static int speculative_step(Speculator *sp, int *tokens, int n, int k) {
     sp->rows[0] = tokens[n - 1];
     memcpy(sp->rows + 1, sp->x, (size_t)k * sizeof(int));
     float *logits = forward(sp->target, sp->rows, k + 1, n - 1);
-    for (int i = 0; i <= k; i++)
-        probs_from_logits(sp->sampler, sp->p + (size_t)i * V, logits + (size_t)i * V);
     sp->stats.verify_seconds += now_seconds() - t0;
     sp->stats.target_forwards++;
 
-    // 3. accept / reject / resample, position by position; after k accepted
-    // drafts, the next position too
-    int j = accept_reject(tokens + n, sp->verdicts, sp->x, sp->q, sp->p, sp->residual, k, V,
-                          sp->rng, n, sp->lenience);
+    // 3. accept / reject / resample, position by position; p_i is made from
+    // its row of logits only when position i is examined (rows past a
+    // rejection are never looked at); after k accepted drafts, the next
+    // position too
+    t0 = now_seconds();
+    int j = accept_reject(tokens + n, sp->verdicts, sp->x, sp->q, sp->p, sp->sampler, logits,
+                          sp->residual, k, V, sp->rng, n, sp->lenience);
+    if (j == k) probs_from_logits(sp->sampler, sp->p + (size_t)k * V, logits + (size_t)k * V);
+    sp->stats.verify_seconds += now_seconds() - t0;
     if (j == k) tokens[n + k] = decide_next(sp, tokens, n, k);
     int m = j + 1; // tokens committed this round
 

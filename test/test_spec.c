@@ -144,7 +144,7 @@ static void simulate(int *emitted, int want, const Pair *c, const Rng *rng, int 
             x[i] = sample(q + i * V, V, coin_at(rng, count + i, COIN_DRAW));
             ctx = x[i];
         }
-        int j = accept_reject(out, verdicts, x, q, p, res, kd, V, rng, count, lenience);
+        int j = accept_reject(out, verdicts, x, q, p, NULL, NULL, res, kd, V, rng, count, lenience);
         if (j == kd) // all passed: the next position, proposed and tested like any other
             out[kd] = decide_position(&verdicts[kd], x[kd], p + kd * V, q + kd * V,
                                       coin_at(rng, count + kd, COIN_ACCEPT),
