@@ -534,11 +534,9 @@ static void write_drafters(const char *dir, const E2E *e, int n) {
 
 // ---- lenience: what the lossy knob buys and what it costs ------------------------
 
-// probs (V) of tr at temperature 1 after the prompt's tokens (fed one row at a time)
+// probs (V) of tr at temperature 1 after the prompt's tokens
 static void next_probs(Transformer *tr, Sampler *s, float *probs, const int *tokens, int n) {
-    const float *logits = NULL;
-    for (int i = 0; i < n; i++) logits = forward(tr, tokens + i, 1, i);
-    probs_from_logits(s, probs, logits);
+    probs_from_logits(s, probs, forward_chunked(tr, tokens, n, 0));
 }
 
 // probs (V) of tr at temperature 1 for the token at position n, given that
@@ -569,7 +567,7 @@ static double lenient_tv(const float *p, const float *q, int V, double l) {
 // floor of `seeds` draws.
 static double measured_tv(Pair *pr, Sampler *s, const float *p, double l, int seeds) {
     int V = pr->target->config.vocab_size;
-    double *count = calloc((size_t)V, sizeof(double)), tv = 0;
+    double *count = xmalloc((size_t)V * sizeof(double), "counts"), tv = 0;
     int *buf = xmalloc((size_t)pr->target->config.seq_len * sizeof(int), "tokens"), gen[8];
     Speculator sp;
     build_speculator(&sp, pr->target, pr->draft, s, NULL, 4);
@@ -589,7 +587,7 @@ static double measured_tv(Pair *pr, Sampler *s, const float *p, double l, int se
         for (int x = 0; x < V; x++) tv += fabs(count[x] / seeds - p[(size_t)i * V + x]) / 2 / N_PROMPTS;
     }
     free_speculator(&sp);
-    free(count); xfree(buf);
+    xfree(count); xfree(buf);
     return tv;
 }
 
@@ -615,14 +613,12 @@ static double generated_bpb(Pair *pr, double l, int seeds, int n_new) {
         Rng rng;
         rng_seed(&rng, 70000 + (uint64_t)i);
         sp.rng = &rng;
-        generate_spec(&sp, seq, n, &o);
-        n = encode(pr->tok, seq, PROMPTS[i % N_PROMPTS], 1, 0);
+        generate_spec(&sp, seq, n, &o); // seq[n..) now holds the generated tokens
         if (n > 1) forward_chunked(tr, seq, n - 1, 0); // the prompt but its last token, cached
         for (int j = 0; j < o.n_generated && n + j < St; j++) {
             next_probs_at(tr, &s, probs, seq, n + j); // p(. | seq[0..n+j))
             bits -= log2(fmax((double)probs[gen[j]], 1e-30));
-            bytes += (double)strlen(decode_piece(pr->tok, j ? gen[j - 1] : seq[n - 1], gen[j]));
-            seq[n + j] = gen[j];
+            bytes += (double)strlen(decode_piece(pr->tok, seq[n + j - 1], gen[j]));
         }
     }
     free_speculator(&sp);
