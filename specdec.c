@@ -2323,6 +2323,39 @@ static double time_forward(Transformer *tr, int rows) {
     return best;
 }
 
+// seconds of the fastest of `reps` draft steps (forward at position 0, its
+// distribution, a draw) on `threads` threads
+static double time_draft_step(Transformer *draft, int threads, Sampler *s, float *scratch, int reps) {
+    int saved = draft->n_threads, token = 0;
+    double best = 1e30;
+    draft->n_threads = threads;
+    for (int i = 0; i < reps; i++) {
+        double t0 = now_seconds();
+        probs_from_logits(s, scratch, forward(draft, &token, 1, 0));
+        sample(scratch, draft->config.vocab_size, 0.5f);
+        double t = now_seconds() - t0;
+        if (t < best) best = t;
+    }
+    draft->n_threads = saved;
+    return best;
+}
+
+// The draft's thread count when --draft-threads is not given: one thread or
+// all, whichever times faster. Its layers are a few microseconds long, and on
+// a machine where a barrier costs about as much, splitting them loses. The
+// thread count never changes a bit, so this choice changes only the speed.
+static void choose_draft_threads(Transformer *draft, Sampler *s, float *scratch) {
+    if (draft->n_threads <= 1) return;
+    double one = 1e30, all = 1e30;
+    for (int i = 0; i < 4; i++) { // alternate, so a slow stretch hits both
+        double t1 = time_draft_step(draft, 1, s, scratch, 8);
+        double tn = time_draft_step(draft, draft->n_threads, s, scratch, 8);
+        if (t1 < one) one = t1;
+        if (tn < all) all = tn;
+    }
+    if (one <= all) draft->n_threads = 1;
+}
+
 // The cost table: verify passes of 1..AUTO_CALIBRATE_ROWS rows timed, longer
 // ones extrapolated linearly (by then a pass is compute-bound, so linear in
 // rows); the draft step timed with its distribution and draw. a starts at 1/2
@@ -2337,14 +2370,7 @@ static void calibrate_auto_k(AutoK *ak, Transformer *target, Transformer *draft,
     for (int n = top + 1; n <= MAX_ROWS; n++) ak->calib[n] = ak->calib[top] + slope * (n - top);
     ak->scale = 1;
     for (int n = 1; n <= MAX_ROWS; n++) ak->verify[n] = ak->calib[n];
-    for (int i = 0; i < 3 && draft; i++) { // a draft step: forward, q, draw (lookup: ~free)
-        double d0 = now_seconds();
-        int token = 0;
-        probs_from_logits(s, scratch, forward(draft, &token, 1, 0));
-        sample(scratch, draft->config.vocab_size, 0.5f);
-        double d = now_seconds() - d0;
-        if (i == 0 || d < ak->draft_step) ak->draft_step = d;
-    }
+    if (draft) ak->draft_step = time_draft_step(draft, draft->n_threads, s, scratch, 3); // lookup: ~free
     ak->accepted = 1;
     ak->examined = 2;
     ak->calibration_seconds = now_seconds() - t0;
@@ -2573,8 +2599,10 @@ static void print_report(const Report *rp) {
     for (int i = 0; i <= st->k_hi; i++) fprintf(stderr, " %.3f", per_position(st, i));
     fprintf(stderr, "\n  rounds accepting 0..K+1 proposals:");
     for (int i = 0; i <= st->k_hi + 1; i++) fprintf(stderr, " %ld", st->histogram[i]);
-    fprintf(stderr, "\n  time: draft %.3f s, verify %.3f s, other %.3f s\n", st->draft_seconds,
-            st->verify_seconds, rp->seconds - st->draft_seconds - st->verify_seconds);
+    int dt = rp->sp->draft ? rp->sp->draft->n_threads : 1;
+    fprintf(stderr, "\n  time: draft %.3f s (%d thread%s), verify %.3f s, other %.3f s\n",
+            st->draft_seconds, dt, dt == 1 ? "" : "s", st->verify_seconds,
+            rp->seconds - st->draft_seconds - st->verify_seconds);
     fprintf(stderr, "  costs per target step (%.3f ms): c = %.3f, r = %.3f; speedup predicted "
             "%.2fx, measured %.2fx\n", 1e3 * rp->target_step, m.c, m.r, m.predicted, m.measured);
     if (rp->k == 0) print_auto_k(rp->sp);
@@ -2617,6 +2645,7 @@ static void write_json_spec(FILE *f, const Report *rp) {
             st->draft_seconds, st->verify_seconds, st->plain_tokens, st->draft_full_at,
             rp->target_step, m.c, m.r, m.expected_per_round, m.predicted, m.measured,
             rp->sp->autok.calibration_seconds);
+    fprintf(f, ", \"draft_threads\": %d", rp->sp->draft ? rp->sp->draft->n_threads : 0);
 }
 
 // Open -j's file and write its first byte, so an unwritable path or a full
@@ -2655,6 +2684,7 @@ static void write_json(FILE *f, const char *path, const Report *rp) {
 typedef struct {
     const char *target_path, *draft_path, *tokenizer_path, *mode, *prompt, *json_path;
     int n_new, k, top_k, quiet, verbose, threads, draft_threads, draft_bf16;
+    int time_draft_threads;           // --draft-threads not given: 1 or all, as times faster
     int lookup, ngram_min, ngram_max; // -d lookup: the n-gram drafter
     float lenience;                   // 1: exact; < 1: LOSSY
     int help;            // -h: print the usage and exit
@@ -2680,7 +2710,8 @@ static void usage(void) {
            "  --top-k N keep the N most likely tokens; 0 is off (default 0)\n"
            "  -s SEED   random seed (default 42)\n"
            "  --threads N        threads, 1..%d (default: the online CPUs, here %d)\n"
-           "  --draft-threads N  threads for the draft model (default: --threads)\n"
+           "  --draft-threads N  threads for the draft model (default: 1 or --threads, whichever\n"
+           "                     times faster before generating; never changes the text)\n"
            "  --draft-weights W  bf16 | f32: the draft's matrices rounded to bfloat16 at load\n"
            "                     (half the bytes to read) or kept as in the file (default bf16)\n"
            "  -j FILE   write statistics as one JSON object\n"
@@ -2771,6 +2802,7 @@ static void parse_options(Options *o, int argc, char **argv) {
             case 's': o->seed = (unsigned long long)parse_long(f, v, 0, LONG_MAX, "an integer >= 0"); break;
         }
     }
+    o->time_draft_threads = o->draft_threads == 0;
     if (o->draft_threads == 0 || o->draft_threads > o->threads) o->draft_threads = o->threads;
     int spec = !strcmp(o->mode, "spec"), target = !strcmp(o->mode, "target");
     o->lookup = !strcmp(o->draft_path, "lookup");
@@ -2841,13 +2873,14 @@ int main(int argc, char **argv) {
     build_sampler(&sampler, V, opt.temperature, opt.top_p, opt.top_k);
     Rng rng;
     rng_seed(&rng, opt.seed);
+    float *probs = xmalloc((size_t)V * sizeof(float), "probs");
+    if (spec && !opt.lookup && opt.time_draft_threads) choose_draft_threads(&draft, &sampler, probs);
     Speculator sp;
     if (spec) build_speculator(&sp, &target, opt.lookup ? NULL : &draft, &sampler, &rng, opt.k);
     if (spec) sp.lookup = (Lookup){opt.ngram_min, opt.ngram_max};
     if (spec) sp.lenience = opt.lenience;
     if (spec && opt.verbose) sp.trace = &tok;
     int *tokens = xmalloc((size_t)model->config.seq_len * sizeof(int), "tokens");
-    float *probs = xmalloc((size_t)V * sizeof(float), "probs");
     int n = encode_prompt(&tok, tokens, opt.prompt, model);
     Output out = {.tok = &tok, .quiet = opt.quiet, .max_new = opt.n_new,
                   .generated = xmalloc((size_t)opt.n_new * sizeof(int) + 1, "output")};

@@ -157,12 +157,20 @@ echo "lenience: --lenience 0.5 says LOSSY on stderr and \"lossy\": true in the J
 for mode in spec target draft; do
     $SPECDEC $M $(draft_for $mode) -m $mode -n 30 -q -j $D/s.json 2>/dev/null || bad "-j run failed"
     keys="mode seed temperature top_p top_k threads prompt_tokens generated_tokens ended_by tokens seconds tokens_per_second"
-    [ $mode = spec ] && keys="$keys lenience lossy k auto_k target_forwards draft_forwards drafted examined accepted acceptance_rate alpha tokens_per_target_forward tokens_per_round per_position_acceptance accepted_histogram rounds_per_k rounds draft_seconds verify_seconds plain_target_tokens draft_context_full_at target_step_seconds c r expected_tokens_per_round predicted_speedup measured_speedup calibration_seconds"
+    [ $mode = spec ] && keys="$keys lenience lossy k auto_k target_forwards draft_forwards drafted examined accepted acceptance_rate alpha tokens_per_target_forward tokens_per_round per_position_acceptance accepted_histogram rounds_per_k rounds draft_seconds verify_seconds plain_target_tokens draft_context_full_at target_step_seconds c r expected_tokens_per_round predicted_speedup measured_speedup calibration_seconds draft_threads"
     for key in $keys; do
         if grep -q "\"$key\":" $D/s.json; then ok; else bad "-m $mode -j: key $key missing"; fi
     done
 done
 echo "json: every promised key present in spec, target and draft modes"
+
+# ---- the draft's threads: as given, or 1 or all as timed; never a different text
+$SPECDEC $M -d $D/draft.bin --threads 2 --draft-threads 2 -t 0.8 -n 40 -j $D/dt2.json > $D/dt2.txt 2>/dev/null
+$SPECDEC $M -d $D/draft.bin --threads 2 -t 0.8 -n 40 -j $D/dta.json > $D/dta.txt 2>/dev/null
+if grep -q '"draft_threads": 2' $D/dt2.json && grep -Eq '"draft_threads": [12][,}]' $D/dta.json; then ok
+else bad "draft_threads: --draft-threads 2 gave $(grep -o '"draft_threads": [0-9]*' $D/dt2.json), the default $(grep -o '"draft_threads": [0-9]*' $D/dta.json)"; fi
+if cmp -s $D/dt2.txt $D/dta.txt; then ok; else bad "the draft's timed thread count changed the text"; fi
+echo "draft threads: --draft-threads 2 kept, the default times 1 against 2 ($(grep -o '"draft_threads": [0-9]*' $D/dta.json)), same text"
 
 # ---- bad input: exit code 1 and a message naming the problem
 le32() { local v=$(( $1 & 0xffffffff )); printf "\\x$(printf %02x $((v & 255)))\\x$(printf %02x $(((v >> 8) & 255)))\\x$(printf %02x $(((v >> 16) & 255)))\\x$(printf %02x $(((v >> 24) & 255)))"; }
