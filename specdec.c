@@ -55,6 +55,10 @@
 #define HAVE_NEON 0
 #endif
 #define HAVE_SIMD (HAVE_AVX2 || HAVE_NEON)
+// Outputs per group of the attention kernels, and positions per block of the
+// key cache: one register's lanes (16 with AVX-512, else 8). Only the layout
+// changes with it; every score and weighted sum is the same chain.
+#define LANES (HAVE_AVX512 ? 16 : 8)
 #define SIMD_NAME (HAVE_AVX512 ? "AVX-512 + AVX2" : HAVE_AVX2 ? "AVX2+FMA" : HAVE_NEON ? "NEON" : "plain C")
 
 #include "model.h"
@@ -226,7 +230,7 @@ typedef struct {
     float *hb;          // (T, hidden) silu(w1 x) * (w3 x)
     float *att;         // (T, n_heads, seq_pad) attention scores, then exp(score - max)
     float *logits;      // (T, vocab) classifier output
-    float *key_cache;   // (L, n_kv_heads, seq_pad/8, hs, 8): 8 positions side by side
+    float *key_cache;   // (L, n_kv_heads, seq_pad/LANES, hs, LANES): LANES positions side by side
     float *value_cache; // (L, n_kv_heads, seq_len, hs)
     int qkv_stride, h13_stride, seq_pad;
 } RunState;
@@ -265,7 +269,7 @@ static size_t panels_of(int d) { return (size_t)(d + PANEL - 1) / PANEL; }
 static void build_run_state(RunState *s, const Config *c, int T, int threads) {
     size_t dim = (size_t)c->dim, hid = (size_t)c->hidden_dim, t = (size_t)T;
     size_t hs = dim / (size_t)c->n_heads, kv_dim = (size_t)c->n_kv_heads * hs;
-    s->seq_pad = (c->seq_len + 7) / 8 * 8;
+    s->seq_pad = (c->seq_len + LANES - 1) / LANES * LANES;
     s->qkv_stride = (int)(panels_of(c->dim + 2 * (int)kv_dim) * PANEL);
     s->h13_stride = (int)(2 * panels_of(c->hidden_dim) * PANEL);
     size_t cache = mul_size(mul_size((size_t)c->n_layers, (size_t)s->seq_pad), kv_dim);
@@ -354,7 +358,7 @@ static size_t packed_floats(const Config *c) {
 // T rows on `threads` threads, and both KV caches (SIZE_MAX: too many).
 static size_t memory_needed(const Config *c, int T, int threads) {
     size_t dim = (size_t)c->dim, t = (size_t)T, kv = (size_t)c->n_kv_heads * dim / c->n_heads;
-    size_t seq = (size_t)(c->seq_len + 7) / 8 * 8;
+    size_t seq = (size_t)(c->seq_len + LANES - 1) / LANES * LANES;
     size_t n = packed_floats(c);
     n = add_size(n, mul_size(2 * (size_t)c->n_layers, mul_size(seq, kv)));    // KV caches
     n = add_size(n, mul_size(t, mul_size((size_t)c->n_heads, seq)));          // attention
@@ -1065,14 +1069,15 @@ static void swiglu(float *out, const float *h1, const float *h3, int n) {
     }
 }
 
-// ---- attention kernels. The key cache keeps 8 positions side by side, (blocks,
-// hs, 8), so one load brings dimension c of 8 cached keys. Both attention
-// products are then the same outer-product tile: Q vectors a[i] times groups
-// of 8 outputs, out[i][8g+l] = chain over steps s < n of a[i][s] *
-// base[s*ss + g*gs + l]. Scores: a = the queries, steps = head dimensions,
-// groups = blocks of 8 positions (ss = 8, gs = hs*8). Weighted sums: a = the
-// softmax weights, steps = positions, groups = 8 head dimensions (ss = hs,
-// gs = 8). Every output is its own chain, the same for any number of rows.
+// ---- attention kernels. The key cache keeps LANES positions side by side,
+// (blocks, hs, LANES), so one load brings dimension c of LANES cached keys.
+// Both attention products are then the same outer-product tile: Q vectors
+// a[i] times groups of LANES outputs, out[i][LANES*g+l] = chain over steps
+// s < n of a[i][s] * base[s*ss + g*gs + l]. Scores: a = the queries, steps =
+// head dimensions, groups = blocks of positions (ss = LANES, gs = hs*LANES).
+// Weighted sums: a = the softmax weights, steps = positions, groups = LANES
+// head dimensions (ss = hs, gs = LANES). Every output is its own chain, the
+// same for any number of rows and any LANES.
 
 // The definition, portable C: groups [g0, g1), the first `lanes` outputs of each
 static void outer_scalar(float *const *out, const float *const *a, int Q, const float *base,
@@ -1082,11 +1087,30 @@ static void outer_scalar(float *const *out, const float *const *a, int Q, const 
             for (int l = 0; l < lanes; l++) {
                 float acc = 0.0f;
                 for (int t = 0; t < n; t++) acc = fmaf(base[t * ss + g * gs + l], a[i][t], acc);
-                out[i][8 * g + l] = acc;
+                out[i][LANES * g + l] = acc;
             }
 }
 
-#if HAVE_AVX2
+#if HAVE_AVX512
+#define OUTER_TILE(Q, G)                                                                \
+    static void outer_tile_##Q##x##G(float *const *out, const float *const *a,         \
+                                     const float *base, size_t ss, size_t gs, int n) { \
+        __m512 acc[Q][G];                                                             \
+        UNROLL for (int i = 0; i < Q; i++) UNROLL for (int g = 0; g < G; g++)         \
+            acc[i][g] = _mm512_setzero_ps();                                          \
+        for (int t = 0; t < n; t++) {                                                 \
+            __m512 bv[G];                                                             \
+            UNROLL for (int g = 0; g < G; g++) bv[g] = _mm512_loadu_ps(base + t * ss + g * gs); \
+            UNROLL for (int i = 0; i < Q; i++) {                                      \
+                __m512 at = _mm512_set1_ps(a[i][t]);                                  \
+                UNROLL for (int g = 0; g < G; g++)                                    \
+                    acc[i][g] = _mm512_fmadd_ps(bv[g], at, acc[i][g]);                \
+            }                                                                         \
+        }                                                                             \
+        UNROLL for (int i = 0; i < Q; i++) UNROLL for (int g = 0; g < G; g++)         \
+            _mm512_storeu_ps(out[i] + 16 * g, acc[i][g]);                             \
+    }
+#elif HAVE_AVX2
 #define OUTER_TILE(Q, G)                                                                \
     static void outer_tile_##Q##x##G(float *const *out, const float *const *a,         \
                                      const float *base, size_t ss, size_t gs, int n) { \
@@ -1149,29 +1173,30 @@ static void outer_products(float *const *out, const float *const *a, int Q, cons
     float *o[6];
     for (int g = 0; g < groups;) {
         int wide = g + OUTER_GROUPS[Q] <= groups;
-        for (int i = 0; i < Q; i++) o[i] = out[i] + 8 * g;
+        for (int i = 0; i < Q; i++) o[i] = out[i] + LANES * g;
         (wide ? OUTER_WIDE : OUTER_ONE)[Q](o, a, base + (size_t)g * gs, ss, gs, n);
         g += wide ? OUTER_GROUPS[Q] : 1;
     }
 #else
-    outer_scalar(out, a, Q, base, ss, gs, 0, groups, 8, n);
+    outer_scalar(out, a, Q, base, ss, gs, 0, groups, LANES, n);
 #endif
 }
 
-// Raw scores of Q (<= 6) query vectors against positions [0, 8 * n_blocks):
+// Raw scores of Q (<= 6) query vectors against positions [0, LANES * n_blocks):
 // s[i][t] = chain over c of query[i][c] * key_t[c]. query (Q) pointers to (hs),
-// kc (n_blocks, hs, 8) -> s (Q) pointers to (8 * n_blocks)
+// kc (n_blocks, hs, LANES) -> s (Q) pointers to (LANES * n_blocks)
 static void attention_scores(float *const *s, const float *const *query, int Q, const float *kc,
                              int n_blocks, int hs) {
-    outer_products(s, query, Q, kc, 8, (size_t)hs * 8, n_blocks, hs);
+    outer_products(s, query, Q, kc, LANES, (size_t)hs * LANES, n_blocks, hs);
 }
 
 // Weighted sums of the values: out[i][c] = chain over t < n_pos of
 // e[i][t] * v_t[c]. e (Q <= 6) pointers to (n_pos), v (n_pos, hs) -> out (Q) pointers to (hs)
 static void attention_values(float *const *out, const float *const *e, int Q, const float *v,
                              int n_pos, int hs) {
-    outer_products(out, e, Q, v, (size_t)hs, 8, hs / 8, n_pos);
-    if (hs % 8) outer_scalar(out, e, Q, v, (size_t)hs, 8, hs / 8, hs / 8 + 1, hs % 8, n_pos);
+    outer_products(out, e, Q, v, (size_t)hs, LANES, hs / LANES, n_pos);
+    if (hs % LANES)
+        outer_scalar(out, e, Q, v, (size_t)hs, LANES, hs / LANES, hs / LANES + 1, hs % LANES, n_pos);
 }
 
 // ----------------------------------------------------------------------------
@@ -1349,7 +1374,7 @@ static void attention_head(Transformer *tr, int l, int g, int T, int pos) {
     RunState *s = &tr->state;
     int hs = c->dim / c->n_heads, kv_dim = c->n_kv_heads * hs, group = c->n_heads / c->n_kv_heads;
     size_t sp = (size_t)s->seq_pad, head = (size_t)l * c->n_kv_heads + (size_t)g;
-    float *kc = s->key_cache + head * sp * hs;                // (seq_pad/8, hs, 8)
+    float *kc = s->key_cache + head * sp * hs;                // (seq_pad/LANES, hs, LANES)
     float *vc = s->value_cache + head * (size_t)c->seq_len * hs; // (seq_len, hs)
     for (int i = 0; i < T; i++) {
         size_t at = (size_t)(pos + i);
@@ -1357,8 +1382,8 @@ static void attention_head(Transformer *tr, int l, int g, int T, int pos) {
         const float *cr = tr->weights.rope_cos + at * hs / 2, *sr = tr->weights.rope_sin + at * hs / 2;
         rope(row + (size_t)g * group * hs, cr, sr, group, hs);
         rope(k, cr, sr, 1, hs);
-        float *slot = kc + at / 8 * hs * 8 + at % 8;
-        for (int d = 0; d < hs; d++) slot[d * 8] = k[d];
+        float *slot = kc + at / LANES * hs * LANES + at % LANES;
+        for (int d = 0; d < hs; d++) slot[d * LANES] = k[d];
         memcpy(vc + at * hs, row + c->dim + kv_dim + g * hs, (size_t)hs * sizeof(float));
     }
     int n_all = pos + T, Q = T * group, chunks = (Q + 5) / 6;
@@ -1373,7 +1398,7 @@ static void attention_head(Transformer *tr, int l, int g, int T, int pos) {
             a[j] = s->att + ((size_t)i * c->n_heads + h) * sp;
             out[j] = s->xb + (size_t)i * c->dim + (size_t)h * hs;
         }
-        attention_scores(a, qv, nq, kc, (n_all + 7) / 8, hs);
+        attention_scores(a, qv, nq, kc, (n_all + LANES - 1) / LANES, hs);
         for (int j = 0; j < nq; j++) { // softmax numerators over t <= pos + i
             int valid = pos + (q0 + j) / group + 1;
             for (int t = 0; t < valid; t++) a[j][t] *= scale;

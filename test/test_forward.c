@@ -23,7 +23,8 @@ static float cached(const Transformer *tr, int value, int l, int g, int p, int d
     int hs = c->dim / c->n_heads;
     size_t head = (size_t)l * c->n_kv_heads + (size_t)g;
     if (value) return tr->state.value_cache[(head * c->seq_len + (size_t)p) * hs + d];
-    return tr->state.key_cache[(head * tr->state.seq_pad + (size_t)p / 8 * 8) * hs + (size_t)d * 8 + p % 8];
+    return tr->state.key_cache[(head * tr->state.seq_pad + (size_t)p / LANES * LANES) * hs +
+                               (size_t)d * LANES + p % LANES];
 }
 
 // positions [0, n) of both caches equal in every layer and head

@@ -291,7 +291,7 @@ static void test_attention_kernels(void) {
     for (int h = 0; h < 6; h++)
         for (int Q = 1; Q <= 6; Q++)
             for (int n_pos = 1; n_pos <= MAXPOS; n_pos += 5, cases++) {
-                int hs = hss[h], blocks = (n_pos + 7) / 8;
+                int hs = hss[h], blocks = (n_pos + LANES - 1) / LANES;
                 const float *qp[6];
                 float *sp[6], *op[6];
                 const float *ep[6];
@@ -299,10 +299,10 @@ static void test_attention_kernels(void) {
                 attention_scores(sp, qp, Q, kc, blocks, hs);
                 attention_values(op, ep, Q, v, n_pos, hs);
                 for (int i = 0; i < Q; i++) {
-                    for (int t = 0; t < 8 * blocks; t++) {
+                    for (int t = 0; t < LANES * blocks; t++) {
                         float want = 0.0f;
                         for (int c = 0; c < hs; c++)
-                            want = fmaf(kc[((size_t)(t / 8) * hs + c) * 8 + t % 8], q[i][c], want);
+                            want = fmaf(kc[((size_t)(t / LANES) * hs + c) * LANES + t % LANES], q[i][c], want);
                         bad_s += memcmp(&s[i][t], &want, 4) != 0;
                     }
                     for (int c = 0; c < hs; c++) {
