@@ -104,9 +104,10 @@ sweep: build/bin/bench
 
 # --- trainer/ (./train; keep edits inside this block) ---
 # make weights [DATA=dir] [THREADS=n]: tokenizer -> token streams -> base
-# (the broad mix) -> target (the base fine-tuned on stories) -> draft
-# (distilled from the target) -> weights/. Every step keeps its state under
-# runs/ and re-running resumes where it stopped; `rm -rf runs` starts over.
+# (the broad mix) -> target (the base fine-tuned on stories) -> stories the
+# target writes -> draft (distilled from the target on stories and those) ->
+# weights/. Every step keeps its state under runs/ and re-running resumes
+# where it stopped; `rm -rf runs` starts over.
 # Shapes, numbers and what each choice bought: docs/TRAINING.md.
 DATA    ?= ../shared/data/corpus
 REF     ?= ../shared/data/ref
@@ -116,12 +117,14 @@ STORIES ?= tinystories=3,synthetic=0.5
 PARAGRAPHS ?= 0.35
 VOCAB   ?= 2048
 SYNTH_STORIES ?= 16000
+TARGET_STORIES ?= 8000
+KD      ?= tinystories=3,synthetic=0.5,targetgen=2
 SHAPE   ?= -dim 256 -layers 6 -heads 8 -kv-heads 4 -seq 256 -batch 8 -accum 4
 # stage 1 stops at step 2000 of a 2600-step cosine, where the learning rate is
 # still 2.2e-4; stage 2 anneals from there on stories alone
 BASE    ?= $(SHAPE) -steps 2600 -stop-at 2000 -warmup 100 -lr 1e-3 -ckpt-every 50
-TARGET  ?= $(SHAPE) -steps 600 -warmup 30 -lr 3e-4 -lr-min 1e-5 -ckpt-every 50
-DRAFT   ?= -dim 96 -layers 2 -heads 3 -kv-heads 3 -seq 256 -batch 8 -accum 4 -steps 800 -warmup 50 -lr 3e-3
+TARGET  ?= $(SHAPE) -steps 1600 -warmup 30 -lr 3e-4 -lr-min 1e-5 -ckpt-every 50
+DRAFT   ?= -dim 96 -layers 2 -heads 3 -kv-heads 3 -seq 256 -batch 8 -accum 4 -steps 1600 -warmup 50 -lr 3e-3 -ckpt-every 25
 MODEL   = ./train model -threads $(THREADS)
 TRAIN_TESTS = build/train/test_train build/train/test_train_ckpt
 
@@ -165,6 +168,15 @@ runs/synth/stories260k.txt: | specdec
 	  ./specdec $(REF)/stories260K.bin -m target -z $(REF)/tok512.bin -t 1 -s $$s -n 600 --threads 1 2>/dev/null; \
 	  printf '\n<|endoftext|>\n'; done > $@.tmp && mv $@.tmp $@
 
+# the "targetgen" source: stories sampled from our own target by specdec, t = 1,
+# one per seed, for the draft (sequence-level distillation: the draft learns
+# the target's distribution on the text the target itself writes)
+runs/synth/target.txt: | specdec target
+	@mkdir -p runs/synth
+	for s in $$(seq 1 $(TARGET_STORIES)); do \
+	  ./specdec runs/target/model.bin -m target -z runs/tokenizer.bin -t 1 -s $$s -n 600 --threads 1 2>/dev/null; \
+	  printf '\n<|endoftext|>\n'; done > $@.tmp && mv $@.tmp $@
+
 runs/tokenizer.bin: runs/synth/stories260k.txt | train
 	@mkdir -p runs
 	./train tokenizer -d $(DATA) -mix $(MIX) -v $(VOCAB) -o $@
@@ -177,14 +189,17 @@ runs/data/val.bin: runs/tokenizer.bin | train
 runs/data_stories/val.bin: runs/tokenizer.bin | train
 	./train data -d $(DATA) -mix $(STORIES) -paragraphs $(PARAGRAPHS) -z runs/tokenizer.bin -o runs/data_stories
 
+runs/data_kd/val.bin: runs/synth/target.txt | train
+	./train data -d $(DATA) -mix $(KD) -paragraphs $(PARAGRAPHS) -z runs/tokenizer.bin -o runs/data_kd
+
 base: runs/data/val.bin | train
 	$(MODEL) -data runs/data -o runs/base $(BASE) -csv docs/train_base.csv
 
 target: base runs/data_stories/val.bin
 	$(MODEL) -data runs/data_stories -o runs/target $(TARGET) -init runs/base/model.bin -csv docs/train_target.csv
 
-drafts: target
-	$(MODEL) -data runs/data_stories -o runs/draft $(DRAFT) -teacher runs/target/model.bin -csv docs/train_draft.csv
+drafts: target runs/data_kd/val.bin
+	$(MODEL) -data runs/data_kd -o runs/draft $(DRAFT) -teacher runs/target/model.bin -csv docs/train_draft.csv
 
 # the yardstick (docs/TRAINING.md): bits per byte on the held-out paragraphs
 BPB_TEXT = $(DATA)/tinystories_valid_head.txt
