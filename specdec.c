@@ -2348,15 +2348,16 @@ static double time_forward(Transformer *tr, int rows) {
     return best;
 }
 
-// seconds of the fastest of `reps` draft steps (forward at position 0, its
-// distribution, a draw) on `threads` threads
-static double time_draft_step(Transformer *draft, int threads, Sampler *s, float *scratch, int reps) {
+// seconds of the fastest of `reps` draft steps (forward at position pos, its
+// distribution, a draw) on `threads` threads; positions < pos must be cached
+static double time_draft_step(Transformer *draft, int threads, Sampler *s, float *scratch, int pos,
+                              int reps) {
     int saved = draft->n_threads, token = 0;
     double best = 1e30;
     draft->n_threads = threads;
     for (int i = 0; i < reps; i++) {
         double t0 = now_seconds();
-        probs_from_logits(s, scratch, forward(draft, &token, 1, 0));
+        probs_from_logits(s, scratch, forward(draft, &token, 1, pos));
         sample(scratch, draft->config.vocab_size, 0.5f);
         double t = now_seconds() - t0;
         if (t < best) best = t;
@@ -2366,15 +2367,22 @@ static double time_draft_step(Transformer *draft, int threads, Sampler *s, float
 }
 
 // The draft's thread count when --draft-threads is not given: one thread or
-// all, whichever times faster. Its layers are a few microseconds long, and on
-// a machine where a barrier costs about as much, splitting them loses. The
-// thread count never changes a bit, so this choice changes only the speed.
+// all, whichever times faster at position min(128, seq_len - 1), where
+// attention is a fair share of a step. Its layers are a few microseconds
+// long, and on a machine where a barrier costs about as much, splitting them
+// loses. The thread count never changes a bit, so this changes only the speed.
+// (The cache entries written here are overwritten before generation reads them.)
 static void choose_draft_threads(Transformer *draft, Sampler *s, float *scratch) {
     if (draft->n_threads <= 1) return;
+    int pos = draft->config.seq_len - 1 < 128 ? draft->config.seq_len - 1 : 128;
+    int ones[MAX_ROWS];
+    for (int i = 0; i < MAX_ROWS; i++) ones[i] = 1;
+    for (int p = 0; p < pos; p += MAX_ROWS) // a cached prefix of `pos` tokens
+        forward(draft, ones, pos - p < MAX_ROWS ? pos - p : MAX_ROWS, p);
     double one = 1e30, all = 1e30;
     for (int i = 0; i < 4; i++) { // alternate, so a slow stretch hits both
-        double t1 = time_draft_step(draft, 1, s, scratch, 8);
-        double tn = time_draft_step(draft, draft->n_threads, s, scratch, 8);
+        double t1 = time_draft_step(draft, 1, s, scratch, pos, 8);
+        double tn = time_draft_step(draft, draft->n_threads, s, scratch, pos, 8);
         if (t1 < one) one = t1;
         if (tn < all) all = tn;
     }
@@ -2395,7 +2403,7 @@ static void calibrate_auto_k(AutoK *ak, Transformer *target, Transformer *draft,
     for (int n = top + 1; n <= MAX_ROWS; n++) ak->calib[n] = ak->calib[top] + slope * (n - top);
     ak->scale = 1;
     for (int n = 1; n <= MAX_ROWS; n++) ak->verify[n] = ak->calib[n];
-    if (draft) ak->draft_step = time_draft_step(draft, draft->n_threads, s, scratch, 3); // lookup: ~free
+    if (draft) ak->draft_step = time_draft_step(draft, draft->n_threads, s, scratch, 0, 3); // lookup: ~free
     ak->accepted = 1;
     ak->examined = 2;
     ak->calibration_seconds = now_seconds() - t0;

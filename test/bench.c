@@ -740,6 +740,16 @@ int main(int argc, char **argv) {
             Transformer target, draft;
             build_transformer(&target, o.target, MAX_ROWS, pool, th);
             build_transformer_as(&draft, o.draft, MAX_ROWS, pool, th, 1);
+            if (th > 1) { // as specdec does when --draft-threads is not given
+                Sampler s0;
+                build_sampler(&s0, draft.config.vocab_size, 1.0f, 1.0f, 0);
+                float *scratch = xmalloc((size_t)draft.config.vocab_size * sizeof(float), "scratch");
+                choose_draft_threads(&draft, &s0, scratch);
+                printf("draft on %d threads: %d (timed against %d)\n", th, draft.n_threads,
+                       draft.n_threads == 1 ? th : 1);
+                xfree(scratch);
+                free_sampler(&s0);
+            }
             Tokenizer tok;
             build_tokenizer(&tok, o.tokenizer, target.config.vocab_size);
             Pair pr = {.target = &target, .draft = &draft, .tok = &tok, .n_new = 256, .reps = 5, .threads = th};
