@@ -1091,43 +1091,39 @@ static void outer_scalar(float *const *out, const float *const *a, int Q, const 
             }
 }
 
+#if HAVE_AVX2
+// one register holds a group of LANES outputs: __m512 with AVX-512, else __m256
 #if HAVE_AVX512
+#define OV __m512
+#define OV_ZERO _mm512_setzero_ps
+#define OV_LOAD _mm512_loadu_ps
+#define OV_SET1 _mm512_set1_ps
+#define OV_FMA _mm512_fmadd_ps
+#define OV_STORE _mm512_storeu_ps
+#else
+#define OV __m256
+#define OV_ZERO _mm256_setzero_ps
+#define OV_LOAD _mm256_loadu_ps
+#define OV_SET1 _mm256_set1_ps
+#define OV_FMA _mm256_fmadd_ps
+#define OV_STORE _mm256_storeu_ps
+#endif
 #define OUTER_TILE(Q, G)                                                                \
     static void outer_tile_##Q##x##G(float *const *out, const float *const *a,         \
                                      const float *base, size_t ss, size_t gs, int n) { \
-        __m512 acc[Q][G];                                                             \
+        OV acc[Q][G];                                                                 \
         UNROLL for (int i = 0; i < Q; i++) UNROLL for (int g = 0; g < G; g++)         \
-            acc[i][g] = _mm512_setzero_ps();                                          \
+            acc[i][g] = OV_ZERO();                                                    \
         for (int t = 0; t < n; t++) {                                                 \
-            __m512 bv[G];                                                             \
-            UNROLL for (int g = 0; g < G; g++) bv[g] = _mm512_loadu_ps(base + t * ss + g * gs); \
+            OV bv[G];                                                                 \
+            UNROLL for (int g = 0; g < G; g++) bv[g] = OV_LOAD(base + t * ss + g * gs); \
             UNROLL for (int i = 0; i < Q; i++) {                                      \
-                __m512 at = _mm512_set1_ps(a[i][t]);                                  \
-                UNROLL for (int g = 0; g < G; g++)                                    \
-                    acc[i][g] = _mm512_fmadd_ps(bv[g], at, acc[i][g]);                \
+                OV at = OV_SET1(a[i][t]);                                             \
+                UNROLL for (int g = 0; g < G; g++) acc[i][g] = OV_FMA(bv[g], at, acc[i][g]); \
             }                                                                         \
         }                                                                             \
         UNROLL for (int i = 0; i < Q; i++) UNROLL for (int g = 0; g < G; g++)         \
-            _mm512_storeu_ps(out[i] + 16 * g, acc[i][g]);                             \
-    }
-#elif HAVE_AVX2
-#define OUTER_TILE(Q, G)                                                                \
-    static void outer_tile_##Q##x##G(float *const *out, const float *const *a,         \
-                                     const float *base, size_t ss, size_t gs, int n) { \
-        __m256 acc[Q][G];                                                             \
-        UNROLL for (int i = 0; i < Q; i++) UNROLL for (int g = 0; g < G; g++)         \
-            acc[i][g] = _mm256_setzero_ps();                                          \
-        for (int t = 0; t < n; t++) {                                                 \
-            __m256 bv[G];                                                             \
-            UNROLL for (int g = 0; g < G; g++) bv[g] = _mm256_loadu_ps(base + t * ss + g * gs); \
-            UNROLL for (int i = 0; i < Q; i++) {                                      \
-                __m256 at = _mm256_broadcast_ss(a[i] + t);                            \
-                UNROLL for (int g = 0; g < G; g++)                                    \
-                    acc[i][g] = _mm256_fmadd_ps(bv[g], at, acc[i][g]);                \
-            }                                                                         \
-        }                                                                             \
-        UNROLL for (int i = 0; i < Q; i++) UNROLL for (int g = 0; g < G; g++)         \
-            _mm256_storeu_ps(out[i] + 8 * g, acc[i][g]);                              \
+            OV_STORE(out[i] + LANES * g, acc[i][g]);                                  \
     }
 #elif HAVE_NEON
 // on NEON a group of 8 outputs is two 4-lane registers
@@ -2374,11 +2370,9 @@ static double time_draft_step(Transformer *draft, int threads, Sampler *s, float
 // (The cache entries written here are overwritten before generation reads them.)
 static void choose_draft_threads(Transformer *draft, Sampler *s, float *scratch) {
     if (draft->n_threads <= 1) return;
-    int pos = draft->config.seq_len - 1 < 128 ? draft->config.seq_len - 1 : 128;
-    int ones[MAX_ROWS];
-    for (int i = 0; i < MAX_ROWS; i++) ones[i] = 1;
-    for (int p = 0; p < pos; p += MAX_ROWS) // a cached prefix of `pos` tokens
-        forward(draft, ones, pos - p < MAX_ROWS ? pos - p : MAX_ROWS, p);
+    int pos = draft->config.seq_len - 1 < 128 ? draft->config.seq_len - 1 : 128, ones[128];
+    for (int i = 0; i < pos; i++) ones[i] = 1;
+    forward_chunked(draft, ones, pos, 0); // a cached prefix of `pos` tokens
     double one = 1e30, all = 1e30;
     for (int i = 0; i < 4; i++) { // alternate, so a slow stretch hits both
         double t1 = time_draft_step(draft, 1, s, scratch, pos, 8);
