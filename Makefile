@@ -162,20 +162,19 @@ test-train: train $(TRAIN_TESTS) build/train/asan/test_train build/train/asan/te
 # the "synthetic" source: stories sampled from llama2.c's stories260K (a model
 # that saw all of TinyStories) by specdec itself, t = 1, one per seed; they
 # stay in runs/, never in the repo
-runs/synth/stories260k.txt: | specdec
-	@mkdir -p runs/synth
-	for s in $$(seq 1 $(SYNTH_STORIES)); do \
-	  ./specdec $(REF)/stories260K.bin -m target -z $(REF)/tok512.bin -t 1 -s $$s -n 600 --threads 1 2>/dev/null; \
+# $(call sample_stories,N,MODEL,TOKENIZER): N stories into $@, seeds 1..N, t = 1
+sample_stories = mkdir -p $(dir $@) && for s in $$(seq 1 $(1)); do \
+	  ./specdec $(2) -m target -z $(3) -t 1 -s $$s -n 600 --threads 1 2>/dev/null; \
 	  printf '\n<|endoftext|>\n'; done > $@.tmp && mv $@.tmp $@
+
+runs/synth/stories260k.txt: | specdec
+	$(call sample_stories,$(SYNTH_STORIES),$(REF)/stories260K.bin,$(REF)/tok512.bin)
 
 # the "targetgen" source: stories sampled from our own target by specdec, t = 1,
 # one per seed, for the draft (sequence-level distillation: the draft learns
 # the target's distribution on the text the target itself writes)
 runs/synth/target.txt: | specdec target
-	@mkdir -p runs/synth
-	for s in $$(seq 1 $(TARGET_STORIES)); do \
-	  ./specdec runs/target/model.bin -m target -z runs/tokenizer.bin -t 1 -s $$s -n 600 --threads 1 2>/dev/null; \
-	  printf '\n<|endoftext|>\n'; done > $@.tmp && mv $@.tmp $@
+	$(call sample_stories,$(TARGET_STORIES),runs/target/model.bin,runs/tokenizer.bin)
 
 runs/tokenizer.bin: runs/synth/stories260k.txt | train
 	@mkdir -p runs
