@@ -205,7 +205,7 @@ static double now_seconds(void) {
 // reduction order (see Math kernels), not by where the floats sit.
 typedef struct {
     float *w;     // (n_panels, n, PANEL)
-    uint16_t *h;  // the same in bfloat16, or NULL (see to_bfloat16)
+    uint16_t *h;  // the same in bfloat16 with steps in pairs (see bf16_at), or NULL
     int d, n;     // the logical W (d, n)
     int n_panels; // ceil(d / PANEL)
 } Matrix;
@@ -419,27 +419,54 @@ static float from_bfloat16(uint16_t h) {
     return x;
 }
 
+// Where weight W[16i + j][k] of a bfloat16 matrix sits. Its steps k go in
+// pairs: in panel i, the 32-bit word j of pair k/2 holds W[16i + j][k] in its
+// low half and W[16i + j][k+1] in its high half (0 past n). One 64-byte load
+// then brings two steps of 16 outputs, and each step is one shift or one mask
+// away from floats (exact), where widening 16 halves takes a shuffle each.
+static size_t bf16_at(const Matrix *m, int i, int k, int j) {
+    size_t n2 = (size_t)(m->n + (m->n & 1)); // steps per panel, padded to pairs
+    return ((size_t)i * n2 + (size_t)(k & ~1)) * PANEL + 2 * (size_t)j + (size_t)(k & 1);
+}
+
+// bfloat16 elements of m in that layout
+static size_t bf16_size(const Matrix *m) {
+    return (size_t)m->n_panels * (size_t)(m->n + (m->n & 1)) * PANEL;
+}
+
+// Round m's float panels to bfloat16 into dst (bf16_size(m)); m then reads
+// those (m->w = NULL). Returns the end of what it wrote.
+static uint16_t *pack_bfloat16(Matrix *m, uint16_t *dst) {
+    size_t size = bf16_size(m);
+    memset(dst, 0, size * sizeof(uint16_t));
+    for (int i = 0; i < m->n_panels; i++)
+        for (int k = 0; k < m->n; k++)
+            for (int j = 0; j < PANEL; j++)
+                dst[bf16_at(m, i, k, j)] = to_bfloat16(m->w[((size_t)i * m->n + k) * PANEL + j]);
+    m->h = dst;
+    m->w = NULL;
+    return dst + size;
+}
+
 // Round every packed matrix to bfloat16 and drop the float copy. The draft is
 // memory-bound (its step reads all of its weights for one row), so half the
 // bytes is nearly half the time; its q changes slightly, which exactness
 // allows (any draft gives the target's distribution) and acceptance barely notices.
 static void use_bfloat16(Transformer *t) {
-    size_t total = 0;
+    size_t total = bf16_size(&t->wcls);
     for (int l = 0; l < t->config.n_layers; l++) {
         const Layer *ly = &t->layers[l];
-        const Matrix *ms[4] = {&ly->qkv, &ly->wo, &ly->w13, &ly->w2};
-        for (int i = 0; i < 4; i++) total += (size_t)ms[i]->n_panels * ms[i]->n * PANEL;
+        total += bf16_size(&ly->qkv) + bf16_size(&ly->wo) + bf16_size(&ly->w13) + bf16_size(&ly->w2);
     }
-    total += (size_t)t->wcls.n_panels * t->wcls.n * PANEL;
-    t->packed_bf16 = xmalloc(total * sizeof(uint16_t) + 64, "bfloat16 weights");
-    for (size_t i = 0; i < total; i++) t->packed_bf16[i] = to_bfloat16(t->packed[i]);
+    if (total > SIZE_MAX / sizeof(uint16_t) - 64) die("%s: too many weights", t->path);
+    t->packed_bf16 = xmalloc_aligned(total * sizeof(uint16_t) + 64, 64, "bfloat16 weights"); // whole lines
+    uint16_t *dst = t->packed_bf16;
     for (int l = 0; l < t->config.n_layers; l++) {
         Layer *ly = &t->layers[l];
         Matrix *ms[4] = {&ly->qkv, &ly->wo, &ly->w13, &ly->w2};
-        for (int i = 0; i < 4; i++) ms[i]->h = t->packed_bf16 + (ms[i]->w - t->packed), ms[i]->w = NULL;
+        for (int i = 0; i < 4; i++) dst = pack_bfloat16(ms[i], dst);
     }
-    t->wcls.h = t->packed_bf16 + (t->wcls.w - t->packed);
-    t->wcls.w = NULL;
+    pack_bfloat16(&t->wcls, dst);
     xfree(t->packed);
     t->packed = NULL;
 }
@@ -653,11 +680,13 @@ static void matmul_panels_scalar(float *out, size_t os, int d_out, const float *
     for (int i = p0; i < p1; i++)
         for (int j = 0; j < PANEL && i * PANEL + j < d_out; j++)
             for (int t = 0; t < T; t++) {
-                size_t at = (size_t)i * n * PANEL + (size_t)j;
                 const float *xt = x + (size_t)t * n;
                 float acc = 0.0f;
-                for (int k = 0; k < n; k++, at += PANEL)
-                    acc = fmaf(m->h ? from_bfloat16(m->h[at]) : m->w[at], xt[k], acc);
+                for (int k = 0; k < n; k++) {
+                    float wk = m->h ? from_bfloat16(m->h[bf16_at(m, i, k, j)])
+                                    : m->w[((size_t)i * n + k) * PANEL + j];
+                    acc = fmaf(wk, xt[k], acc);
+                }
                 out[(size_t)t * os + (size_t)i * PANEL + j] = acc;
             }
 }
@@ -676,8 +705,8 @@ typedef void (*MmTile)(float *out, size_t os, const float *x, size_t xs, const v
 #if HAVE_AVX2
 // where panel i of m starts, in floats or in bfloat16
 static const void *panel_at(const Matrix *m, int i) {
-    size_t at = (size_t)i * (size_t)m->n * PANEL;
-    return m->h ? (const void *)(m->h + at) : (const void *)(m->w + at);
+    if (m->h) return m->h + bf16_at(m, i, 0, 0);
+    return m->w + (size_t)i * (size_t)m->n * PANEL;
 }
 
 // The 8 lanes of v summed in the lanes8 order.
@@ -726,11 +755,13 @@ static inline __m256 exp8(__m256 x) {
 // measured faster with both gcc and clang. LOAD reads 8 weights as floats
 // (from floats, or widened from bfloat16: exact), ES is a weight's size.
 #define LOAD8_F32(w, i) _mm256_loadu_ps((const float *)(w) + (i))
-#define LOAD8_BF16(w, i)                                                                    \
-    _mm256_castsi256_ps(_mm256_slli_epi32(                                                  \
-        _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)((const uint16_t *)(w) + (i)))), 16))
 #define PREFETCH_PANEL(w, ES, v, n, k, P)                                                   \
     _mm_prefetch((const char *)(w) + ((size_t)(v) * (n) + (k) + MM_IN_FLIGHT / (P)) * PANEL * (ES), \
+                 _MM_HINT_T0)
+// bfloat16 panels (steps in pairs, see bf16_at): one 64-byte line per pair,
+// asked for MM_IN_FLIGHT / P pairs ahead; n2 = steps padded to pairs
+#define PREFETCH_PAIR(h, v, n2, k, P)                                                       \
+    _mm_prefetch((const char *)((h) + ((size_t)(v) * (n2) + (k) + 2 * (MM_IN_FLIGHT / (P))) * PANEL), \
                  _MM_HINT_T0)
 
 #define MM_TILE_A(NAME, LOAD, ES, R, P)                                                     \
@@ -773,14 +804,40 @@ static inline __m256 exp8(__m256 x) {
             _mm256_storeu_ps(out + r * os + 8 * v, acc[r][v]);                            \
     }
 
+// The bfloat16 tiles: per pair of steps, each 8-lane half of a panel is one
+// load, then step k is the low halves shifted up, step k+1 the high halves
+// masked; the chains see k, then k+1, as with floats.
+#define BF_TILE(R, P)                                                                       \
+    static void bf_##R##x##P(float *out, size_t os, const float *x, size_t xs,            \
+                             const void *w, int n) {                                      \
+        const uint16_t *h = w;                                                            \
+        size_t n2 = (size_t)(n + (n & 1));                                                \
+        const __m256i high = _mm256_set1_epi32(-65536);                                   \
+        __m256 acc[R][2 * P];                                                             \
+        UNROLL for (int r = 0; r < R; r++) UNROLL for (int v = 0; v < 2 * P; v++)         \
+            acc[r][v] = _mm256_setzero_ps();                                              \
+        for (int k = 0; k < n; k += 2) {                                                  \
+            UNROLL for (int v = 0; v < P; v++) PREFETCH_PAIR(h, v, n2, k, P);             \
+            UNROLL for (int v = 0; v < 2 * P; v++) {                                      \
+                __m256i e = _mm256_loadu_si256(                                           \
+                    (const __m256i *)(h + ((size_t)(v / 2) * n2 + k) * PANEL + 16 * (v % 2))); \
+                __m256 w0 = _mm256_castsi256_ps(_mm256_slli_epi32(e, 16));                \
+                UNROLL for (int r = 0; r < R; r++)                                        \
+                    acc[r][v] = _mm256_fmadd_ps(w0, _mm256_broadcast_ss(x + r * xs + k), acc[r][v]); \
+                if (k + 1 == n) continue;                                                 \
+                __m256 w1 = _mm256_castsi256_ps(_mm256_and_si256(e, high));               \
+                UNROLL for (int r = 0; r < R; r++)                                        \
+                    acc[r][v] = _mm256_fmadd_ps(w1, _mm256_broadcast_ss(x + r * xs + k + 1), acc[r][v]); \
+            }                                                                             \
+        }                                                                                 \
+        UNROLL for (int r = 0; r < R; r++) UNROLL for (int v = 0; v < 2 * P; v++)         \
+            _mm256_storeu_ps(out + r * os + 8 * v, acc[r][v]);                            \
+    }
 
 #if HAVE_AVX512
 // The same tiles with 16-lane registers: a panel is one register, and with 32
 // registers a tile holds up to 8 rows. Each output is still its own chain.
 #define LOAD16_F32(w, i) _mm512_loadu_ps((const float *)(w) + (i))
-#define LOAD16_BF16(w, i)                                                                   \
-    _mm512_castsi512_ps(_mm512_slli_epi32(                                                  \
-        _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)((const uint16_t *)(w) + (i)))), 16))
 #define MM512_TILE(NAME, LOAD, ES, R, P)                                                    \
     static void NAME##_##R##x##P(float *out, size_t os, const float *x, size_t xs,        \
                                  const void *w, int n) {                                  \
@@ -802,6 +859,40 @@ static inline __m256 exp8(__m256 x) {
         UNROLL for (int r = 0; r < R; r++) UNROLL for (int v = 0; v < P; v++)             \
             _mm512_storeu_ps(out + r * os + PANEL * v, acc[r][v]);                        \
     }
+// bfloat16: one load per panel brings a pair of steps (see BF_TILE)
+#define BF512_TILE(R, P)                                                                    \
+    static void bf512_##R##x##P(float *out, size_t os, const float *x, size_t xs,           \
+                                const void *w, int n) {                                     \
+        const uint16_t *h = w;                                                              \
+        size_t n2 = (size_t)(n + (n & 1));                                                  \
+        const __m512i high = _mm512_set1_epi32(-65536);                                     \
+        __m512 acc[R][P];                                                                   \
+        UNROLL for (int r = 0; r < R; r++) UNROLL for (int v = 0; v < P; v++)               \
+            acc[r][v] = _mm512_setzero_ps();                                                \
+        int k = 0;                                                                          \
+        for (; k + 1 < n; k += 2) { /* steps k and k+1 */                                   \
+            UNROLL for (int v = 0; v < P; v++) {                                            \
+                PREFETCH_PAIR(h, v, n2, k, P);                                              \
+                __m512i e = _mm512_loadu_si512(h + ((size_t)v * n2 + k) * PANEL);           \
+                __m512 w0 = _mm512_castsi512_ps(_mm512_slli_epi32(e, 16));                  \
+                __m512 w1 = _mm512_castsi512_ps(_mm512_and_si512(e, high));                 \
+                UNROLL for (int r = 0; r < R; r++) {                                        \
+                    __m512 x0 = _mm512_set1_ps(x[r * xs + k]), x1 = _mm512_set1_ps(x[r * xs + k + 1]); \
+                    acc[r][v] = _mm512_fmadd_ps(w1, x1, _mm512_fmadd_ps(w0, x0, acc[r][v])); \
+                }                                                                           \
+            }                                                                               \
+        }                                                                                   \
+        if (k < n) { /* odd n: the last step alone */                                       \
+            UNROLL for (int v = 0; v < P; v++) {                                            \
+                __m512i e = _mm512_loadu_si512(h + ((size_t)v * n2 + k) * PANEL);           \
+                __m512 w0 = _mm512_castsi512_ps(_mm512_slli_epi32(e, 16));                  \
+                UNROLL for (int r = 0; r < R; r++)                                          \
+                    acc[r][v] = _mm512_fmadd_ps(w0, _mm512_set1_ps(x[r * xs + k]), acc[r][v]); \
+            }                                                                               \
+        }                                                                                   \
+        UNROLL for (int r = 0; r < R; r++) UNROLL for (int v = 0; v < P; v++)               \
+            _mm512_storeu_ps(out + r * os + PANEL * v, acc[r][v]);                          \
+    }
 MM512_TILE(mm512, LOAD16_F32, 4, 1, 8) MM512_TILE(mm512, LOAD16_F32, 4, 2, 6)
 MM512_TILE(mm512, LOAD16_F32, 4, 3, 4) MM512_TILE(mm512, LOAD16_F32, 4, 4, 4)
 MM512_TILE(mm512, LOAD16_F32, 4, 5, 3) MM512_TILE(mm512, LOAD16_F32, 4, 6, 3)
@@ -810,11 +901,17 @@ MM512_TILE(mm512, LOAD16_F32, 4, 1, 1) MM512_TILE(mm512, LOAD16_F32, 4, 2, 1)
 MM512_TILE(mm512, LOAD16_F32, 4, 3, 1) MM512_TILE(mm512, LOAD16_F32, 4, 4, 1)
 MM512_TILE(mm512, LOAD16_F32, 4, 5, 1) MM512_TILE(mm512, LOAD16_F32, 4, 6, 1)
 MM512_TILE(mm512, LOAD16_F32, 4, 7, 1) MM512_TILE(mm512, LOAD16_F32, 4, 8, 1)
-MM512_TILE(bf512, LOAD16_BF16, 2, 1, 8) MM512_TILE(bf512, LOAD16_BF16, 2, 1, 1)
-MM512_TILE(bf512, LOAD16_BF16, 2, 2, 1) MM512_TILE(bf512, LOAD16_BF16, 2, 3, 1)
-MM512_TILE(bf512, LOAD16_BF16, 2, 4, 1) MM512_TILE(bf512, LOAD16_BF16, 2, 5, 1)
-MM512_TILE(bf512, LOAD16_BF16, 2, 6, 1) MM512_TILE(bf512, LOAD16_BF16, 2, 7, 1)
-MM512_TILE(bf512, LOAD16_BF16, 2, 8, 1)
+BF512_TILE(1, 8) BF512_TILE(1, 1)
+BF512_TILE(2, 1) BF512_TILE(3, 1)
+BF512_TILE(4, 1) BF512_TILE(5, 1)
+BF512_TILE(6, 1) BF512_TILE(7, 1)
+BF512_TILE(8, 1)
+MM512_TILE(mm512, LOAD16_F32, 4, 1, 2) MM512_TILE(mm512, LOAD16_F32, 4, 1, 3)
+MM512_TILE(mm512, LOAD16_F32, 4, 1, 4) MM512_TILE(mm512, LOAD16_F32, 4, 1, 5)
+MM512_TILE(mm512, LOAD16_F32, 4, 1, 6) MM512_TILE(mm512, LOAD16_F32, 4, 1, 7)
+BF512_TILE(1, 2) BF512_TILE(1, 3)
+BF512_TILE(1, 4) BF512_TILE(1, 5)
+BF512_TILE(1, 6) BF512_TILE(1, 7)
 #define MM_MAX_ROWS 8 // rows in one tile
 // the tiles for R = 1..8 rows: WIDE over MM_WIDE[R] panels, ONE over one;
 // [0] for float weights, [1] for bfloat16 (the draft: one row, wide or single)
@@ -825,16 +922,23 @@ static const MmTile ONE_TILE[2][9] = {
     {NULL, mm512_1x1, mm512_2x1, mm512_3x1, mm512_4x1, mm512_5x1, mm512_6x1, mm512_7x1, mm512_8x1},
     {NULL, bf512_1x1, bf512_2x1, bf512_3x1, bf512_4x1, bf512_5x1, bf512_6x1, bf512_7x1, bf512_8x1}};
 static const int MM_WIDE[2][9] = {{0, 8, 6, 4, 4, 3, 3, 2, 2}, {0, 8, 1, 1, 1, 1, 1, 1, 1}};
+// one row over the P (< MM_WIDE[.][1]) panels a wide tile leaves: P chains side
+// by side, where single panels would wait on one chain's latency each
+static const MmTile ROW_REST[2][8] = {
+    {NULL, mm512_1x1, mm512_1x2, mm512_1x3, mm512_1x4, mm512_1x5, mm512_1x6, mm512_1x7},
+    {NULL, bf512_1x1, bf512_1x2, bf512_1x3, bf512_1x4, bf512_1x5, bf512_1x6, bf512_1x7}};
 #else
 MM_TILE_B(mm, LOAD8_F32, 4, 1, 4) MM_TILE_A(mm, LOAD8_F32, 4, 1, 1)
 MM_TILE_B(mm, LOAD8_F32, 4, 2, 3) MM_TILE_A(mm, LOAD8_F32, 4, 2, 1)
 MM_TILE_B(mm, LOAD8_F32, 4, 3, 2) MM_TILE_A(mm, LOAD8_F32, 4, 3, 1)
 MM_TILE_A(mm, LOAD8_F32, 4, 4, 1) MM_TILE_B(mm, LOAD8_F32, 4, 5, 1)
 MM_TILE_A(mm, LOAD8_F32, 4, 6, 1)
-MM_TILE_B(bf, LOAD8_BF16, 2, 1, 4) MM_TILE_A(bf, LOAD8_BF16, 2, 1, 1)
-MM_TILE_A(bf, LOAD8_BF16, 2, 2, 1) MM_TILE_A(bf, LOAD8_BF16, 2, 3, 1)
-MM_TILE_A(bf, LOAD8_BF16, 2, 4, 1) MM_TILE_B(bf, LOAD8_BF16, 2, 5, 1)
-MM_TILE_A(bf, LOAD8_BF16, 2, 6, 1)
+BF_TILE(1, 4) BF_TILE(1, 1)
+BF_TILE(2, 1) BF_TILE(3, 1)
+BF_TILE(4, 1) BF_TILE(5, 1)
+BF_TILE(6, 1)
+MM_TILE_B(mm, LOAD8_F32, 4, 1, 2) MM_TILE_B(mm, LOAD8_F32, 4, 1, 3)
+BF_TILE(1, 2) BF_TILE(1, 3)
 #define MM_MAX_ROWS 6
 // the tiles for R = 1..6 rows: WIDE over MM_WIDE[R] panels, ONE over one;
 // [0] for float weights, [1] for bfloat16 (the draft: one row, wide or single)
@@ -845,6 +949,9 @@ static const MmTile ONE_TILE[2][7] = {
     {NULL, mm_1x1, mm_2x1, mm_3x1, mm_4x1, mm_5x1, mm_6x1},
     {NULL, bf_1x1, bf_2x1, bf_3x1, bf_4x1, bf_5x1, bf_6x1}};
 static const int MM_WIDE[2][7] = {{0, 4, 3, 2, 1, 1, 1}, {0, 4, 1, 1, 1, 1, 1}};
+// one row over the P (< MM_WIDE[.][1]) panels a wide tile leaves: P chains side
+// by side, where single panels would wait on one chain's latency each
+static const MmTile ROW_REST[2][4] = {{NULL, mm_1x1, mm_1x2, mm_1x3}, {NULL, bf_1x1, bf_1x2, bf_1x3}};
 #endif
 
 #endif // HAVE_AVX2
@@ -852,8 +959,8 @@ static const int MM_WIDE[2][7] = {{0, 4, 3, 2, 1, 1, 1}, {0, 4, 1, 1, 1, 1, 1}};
 #if HAVE_NEON
 // where panel i of m starts, in floats or in bfloat16
 static const void *panel_at(const Matrix *m, int i) {
-    size_t at = (size_t)i * (size_t)m->n * PANEL;
-    return m->h ? (const void *)(m->h + at) : (const void *)(m->w + at);
+    if (m->h) return m->h + bf16_at(m, i, 0, 0);
+    return m->w + (size_t)i * (size_t)m->n * PANEL;
 }
 
 // x (n) . y (n) -> scalar, lanes8 order, NEON: lanes 0-3 and 4-7 in two registers
@@ -872,7 +979,6 @@ static float dot_neon(const float *x, const float *y, int n) {
 
 // 4 weights as floats, from floats or widened from bfloat16 (exact)
 #define LOAD4_F32(w, i) vld1q_f32((const float *)(w) + (i))
-#define LOAD4_BF16(w, i) vreinterpretq_f32_u32(vshll_n_u16(vld1_u16((const uint16_t *)(w) + (i)), 16))
 
 // R rows x P panels (4 registers of 4 lanes each), every output its own chain
 #define NEON_TILE(NAME, LOAD, ES, R, P)                                                     \
@@ -898,12 +1004,40 @@ static float dot_neon(const float *x, const float *y, int n) {
         UNROLL for (int r = 0; r < R; r++) UNROLL for (int v = 0; v < 4 * P; v++)         \
             vst1q_f32(out + r * os + 4 * v, acc[r][v]);                                   \
     }
+// bfloat16 (steps in pairs, see bf16_at): each 4-lane quarter of a panel is one
+// load per pair; step k is the low halves shifted up, k+1 the high halves masked
+#define NEON_TILE_BF(R, P)                                                                  \
+    static void nb_##R##x##P(float *out, size_t os, const float *x, size_t xs,            \
+                             const void *w, int n) {                                      \
+        const uint16_t *h = w;                                                            \
+        size_t n2 = (size_t)(n + (n & 1));                                                \
+        const uint32x4_t high = vdupq_n_u32(0xFFFF0000u);                                 \
+        float32x4_t acc[R][4 * P];                                                        \
+        UNROLL for (int r = 0; r < R; r++) UNROLL for (int v = 0; v < 4 * P; v++)         \
+            acc[r][v] = vdupq_n_f32(0.0f);                                                \
+        for (int k = 0; k < n; k += 2) {                                                  \
+            UNROLL for (int v = 0; v < 4 * P; v++) {                                      \
+                const uint16_t *at = h + ((size_t)(v / 4) * n2 + k) * PANEL + 8 * (v % 4); \
+                if (v % 4 == 0) __builtin_prefetch(at + 2 * (MM_IN_FLIGHT / P) * PANEL);  \
+                uint32x4_t e = vreinterpretq_u32_u16(vld1q_u16(at));                      \
+                float32x4_t w0 = vreinterpretq_f32_u32(vshlq_n_u32(e, 16));               \
+                UNROLL for (int r = 0; r < R; r++)                                        \
+                    acc[r][v] = vfmaq_n_f32(acc[r][v], w0, x[r * xs + k]);                \
+                if (k + 1 == n) continue;                                                 \
+                float32x4_t w1 = vreinterpretq_f32_u32(vandq_u32(e, high));               \
+                UNROLL for (int r = 0; r < R; r++)                                        \
+                    acc[r][v] = vfmaq_n_f32(acc[r][v], w1, x[r * xs + k + 1]);            \
+            }                                                                             \
+        }                                                                                 \
+        UNROLL for (int r = 0; r < R; r++) UNROLL for (int v = 0; v < 4 * P; v++)         \
+            vst1q_f32(out + r * os + 4 * v, acc[r][v]);                                   \
+    }
 NEON_TILE(nm, LOAD4_F32, 4, 1, 2) NEON_TILE(nm, LOAD4_F32, 4, 1, 1) NEON_TILE(nm, LOAD4_F32, 4, 2, 1)
 NEON_TILE(nm, LOAD4_F32, 4, 3, 1) NEON_TILE(nm, LOAD4_F32, 4, 4, 1) NEON_TILE(nm, LOAD4_F32, 4, 5, 1)
 NEON_TILE(nm, LOAD4_F32, 4, 6, 1)
-NEON_TILE(nb, LOAD4_BF16, 2, 1, 2) NEON_TILE(nb, LOAD4_BF16, 2, 1, 1) NEON_TILE(nb, LOAD4_BF16, 2, 2, 1)
-NEON_TILE(nb, LOAD4_BF16, 2, 3, 1) NEON_TILE(nb, LOAD4_BF16, 2, 4, 1) NEON_TILE(nb, LOAD4_BF16, 2, 5, 1)
-NEON_TILE(nb, LOAD4_BF16, 2, 6, 1)
+NEON_TILE_BF(1, 2) NEON_TILE_BF(1, 1) NEON_TILE_BF(2, 1)
+NEON_TILE_BF(3, 1) NEON_TILE_BF(4, 1) NEON_TILE_BF(5, 1)
+NEON_TILE_BF(6, 1)
 #define MM_MAX_ROWS 6
 static const MmTile WIDE_TILE[2][7] = {
     {NULL, nm_1x2, nm_2x1, nm_3x1, nm_4x1, nm_5x1, nm_6x1},
@@ -912,15 +1046,21 @@ static const MmTile ONE_TILE[2][7] = {
     {NULL, nm_1x1, nm_2x1, nm_3x1, nm_4x1, nm_5x1, nm_6x1},
     {NULL, nb_1x1, nb_2x1, nb_3x1, nb_4x1, nb_5x1, nb_6x1}};
 static const int MM_WIDE[2][7] = {{0, 2, 1, 1, 1, 1, 1}, {0, 2, 1, 1, 1, 1, 1}};
+static const MmTile ROW_REST[2][2] = {{NULL, nm_1x1}, {NULL, nb_1x1}};
 #endif // HAVE_NEON
 
 #if HAVE_SIMD
-// R = 1..MM_MAX_ROWS rows over panels [p0, p1): wide tiles, then single panels
+// R = 1..MM_MAX_ROWS rows over panels [p0, p1): wide tiles, then the rest
+// (one tile for one row, single panels for more)
 static void mm_rows(float *out, size_t os, const float *x, int R, const Matrix *m, int p0, int p1) {
     size_t n = (size_t)m->n;
     int bf = m->h != NULL, wide = MM_WIDE[bf][R], i = p0;
     for (; i + wide <= p1; i += wide)
         WIDE_TILE[bf][R](out + (size_t)i * PANEL, os, x, n, panel_at(m, i), m->n);
+    if (R == 1 && i < p1) {
+        ROW_REST[bf][p1 - i](out + (size_t)i * PANEL, os, x, n, panel_at(m, i), m->n);
+        return;
+    }
     for (; i < p1; i++) ONE_TILE[bf][R](out + (size_t)i * PANEL, os, x, n, panel_at(m, i), m->n);
 }
 
@@ -1151,6 +1291,7 @@ static void outer_scalar(float *const *out, const float *const *a, int Q, const 
 #if HAVE_SIMD
 OUTER_TILE(1, 4) OUTER_TILE(2, 4) OUTER_TILE(3, 3) OUTER_TILE(4, 2) OUTER_TILE(5, 2) OUTER_TILE(6, 2)
 OUTER_TILE(1, 1) OUTER_TILE(2, 1) OUTER_TILE(3, 1) OUTER_TILE(4, 1) OUTER_TILE(5, 1) OUTER_TILE(6, 1)
+OUTER_TILE(1, 2) OUTER_TILE(1, 3) OUTER_TILE(2, 2) OUTER_TILE(2, 3) OUTER_TILE(3, 2)
 typedef void (*OuterTile)(float *const *out, const float *const *a, const float *base, size_t ss,
                           size_t gs, int n);
 // the tile for 1..6 vectors: OUTER_WIDE over OUTER_GROUPS[Q] groups, OUTER_ONE over one
@@ -1159,6 +1300,11 @@ static const OuterTile OUTER_WIDE[7] = {NULL, outer_tile_1x4, outer_tile_2x4, ou
 static const OuterTile OUTER_ONE[7] = {NULL, outer_tile_1x1, outer_tile_2x1, outer_tile_3x1,
                                        outer_tile_4x1, outer_tile_5x1, outer_tile_6x1};
 static const int OUTER_GROUPS[7] = {0, 4, 4, 3, 2, 2, 2};
+// 1..3 vectors over the 2 or 3 groups a wide tile leaves (a head's weighted
+// sums have only hs/LANES groups): their chains side by side, not one by one
+static const OuterTile OUTER_REST[4][4] = {{NULL}, {NULL, NULL, outer_tile_1x2, outer_tile_1x3},
+                                           {NULL, NULL, outer_tile_2x2, outer_tile_2x3},
+                                           {NULL, NULL, outer_tile_3x2, NULL}};
 #endif
 
 // Groups [0, groups) of the outer product of Q (<= 6) vectors: wide tiles,
@@ -1168,10 +1314,12 @@ static void outer_products(float *const *out, const float *const *a, int Q, cons
 #if HAVE_SIMD
     float *o[6];
     for (int g = 0; g < groups;) {
-        int wide = g + OUTER_GROUPS[Q] <= groups;
+        int left = groups - g, step = left >= OUTER_GROUPS[Q] ? OUTER_GROUPS[Q] : 1;
+        OuterTile tile = step > 1 ? OUTER_WIDE[Q] : OUTER_ONE[Q];
+        if (step == 1 && Q <= 3 && left > 1 && OUTER_REST[Q][left]) tile = OUTER_REST[Q][step = left];
         for (int i = 0; i < Q; i++) o[i] = out[i] + LANES * g;
-        (wide ? OUTER_WIDE : OUTER_ONE)[Q](o, a, base + (size_t)g * gs, ss, gs, n);
-        g += wide ? OUTER_GROUPS[Q] : 1;
+        tile(o, a, base + (size_t)g * gs, ss, gs, n);
+        g += step;
     }
 #else
     outer_scalar(out, a, Q, base, ss, gs, 0, groups, LANES, n);
@@ -1216,8 +1364,11 @@ struct ThreadPool {
     atomic_uint generation;  // bumped once per job
     atomic_int sleeping;     // workers waiting on `wake`
     atomic_int finished;     // workers done with the current job
-    atomic_int arrived;      // barrier: threads that reached it
-    atomic_uint phase;       // barrier: bumped each time all have
+    unsigned long long jobs; // jobs started (written before `generation` is bumped)
+    struct Arrival {         // barrier: one per thread, each in a cache line of its own
+        atomic_ullong passed; // (jobs << 20) + barriers this thread has reached in the job
+        unsigned long long pad[7];
+    } *arrivals;             // (n)
     Job job;                 // NULL: the workers exit
     void *arg;
     int job_threads;
@@ -1240,17 +1391,25 @@ static inline void spin_wait(long *turns) {
     else cpu_relax();
 }
 
-// Wait until all n threads of the job arrive; the last one releases the rest.
-static void pool_barrier(ThreadPool *pool, int n) {
+// Wait until threads 0..n-1 of the job all reach this barrier. Each thread
+// counts the barriers it reaches in its own cache line and waits until every
+// other count has caught up: one line written per thread, no shared counter to
+// fight over (the layers of a small model are microseconds long). The counts
+// start at jobs << 20 in each job, so an older job's counts are always lower.
+static void pool_barrier(ThreadPool *pool, int tid, int n) {
     if (n <= 1) return;
-    unsigned phase = atomic_load(&pool->phase);
-    long turns = 0;
-    if (atomic_fetch_add(&pool->arrived, 1) == n - 1) {
-        atomic_store(&pool->arrived, 0);
-        atomic_fetch_add(&pool->phase, 1);
-    } else {
-        while (atomic_load(&pool->phase) == phase) spin_wait(&turns);
+    unsigned long long mine = atomic_load_explicit(&pool->arrivals[tid].passed, memory_order_relaxed) + 1;
+    atomic_store_explicit(&pool->arrivals[tid].passed, mine, memory_order_release);
+    for (int i = 0; i < n; i++) {
+        long turns = 0;
+        while (atomic_load_explicit(&pool->arrivals[i].passed, memory_order_acquire) < mine)
+            spin_wait(&turns);
     }
+}
+
+// thread tid's barrier count at the start of the current job
+static void pool_enter_job(ThreadPool *pool, int tid) {
+    atomic_store_explicit(&pool->arrivals[tid].passed, pool->jobs << 20, memory_order_relaxed);
 }
 
 // a worker: wait for a new generation (spin, then sleep), run the job, report
@@ -1270,7 +1429,10 @@ static void *pool_worker(void *arg) {
         }
         seen = g;
         if (!pool->job) return NULL;
-        if (w->tid < pool->job_threads) pool->job(pool->arg, w->tid, pool->job_threads);
+        if (w->tid < pool->job_threads) {
+            pool_enter_job(pool, w->tid);
+            pool->job(pool->arg, w->tid, pool->job_threads);
+        }
         atomic_fetch_add(&pool->finished, 1);
     }
 }
@@ -1280,6 +1442,7 @@ static void pool_start(ThreadPool *pool, Job job, void *arg, int n) {
     pool->job = job;
     pool->arg = arg;
     pool->job_threads = n;
+    pool->jobs++;
     atomic_store(&pool->finished, 0);
     atomic_fetch_add(&pool->generation, 1);
     if (atomic_load(&pool->sleeping) > 0) {
@@ -1296,6 +1459,7 @@ static void pool_run(ThreadPool *pool, int n, Job job, void *arg) {
         return;
     }
     pool_start(pool, job, arg, n);
+    pool_enter_job(pool, 0);
     job(arg, 0, n);
     long turns = 0;
     while (atomic_load(&pool->finished) < pool->n - 1) spin_wait(&turns);
@@ -1320,8 +1484,9 @@ static ThreadPool *build_pool(int n) {
     atomic_init(&pool->generation, 0);
     atomic_init(&pool->sleeping, 0);
     atomic_init(&pool->finished, 0);
-    atomic_init(&pool->arrived, 0);
-    atomic_init(&pool->phase, 0);
+    pool->jobs = 0;
+    pool->arrivals = xmalloc((size_t)n * sizeof(struct Arrival), "thread arrivals");
+    for (int i = 0; i < n; i++) atomic_init(&pool->arrivals[i].passed, 0);
     if (pthread_mutex_init(&pool->lock, NULL) || pthread_cond_init(&pool->wake, NULL))
         die("cannot create the thread pool's lock");
     pool->n = 1;
@@ -1339,6 +1504,7 @@ static void free_pool(ThreadPool *pool) {
     release_resource(pool);
     xfree(pool->threads);
     xfree(pool->workers);
+    xfree(pool->arrivals);
     xfree(pool);
 }
 
@@ -1437,14 +1603,14 @@ static void forward_job(void *arg, int tid, int nth) {
         rmsnorm(xn, s->x, w->rms_att + L * dim, T, dim);
         share(&lo, &hi, ly->qkv.n_panels, tid, nth);
         matmul_panels(s->qkv, (size_t)s->qkv_stride, s->qkv_stride, xn, T, &ly->qkv, lo, hi);
-        pool_barrier(tr->pool, nth);
+        pool_barrier(tr->pool, tid, nth);
         share(&lo, &hi, c->n_kv_heads, tid, nth);
         for (int g = lo; g < hi; g++) attention_head(tr, l, g, T, pos);
-        pool_barrier(tr->pool, nth);
+        pool_barrier(tr->pool, tid, nth);
         share(&lo, &hi, ly->wo.n_panels, tid, nth);
         matmul_panels(s->xb2, (size_t)dim, dim, s->xb, T, &ly->wo, lo, hi);
         add_columns(s->x, s->xb2, T, dim, lo * PANEL, hi * PANEL);
-        pool_barrier(tr->pool, nth);
+        pool_barrier(tr->pool, tid, nth);
 
         // feed-forward block: x += w2 @ (silu(w1 xn) * (w3 xn)), xn = rmsnorm(x)
         rmsnorm(xn, s->x, w->rms_ffn + L * dim, T, dim);
@@ -1456,11 +1622,11 @@ static void forward_job(void *arg, int tid, int nth) {
                 int n = hid - i * PANEL < PANEL ? hid - i * PANEL : PANEL;
                 swiglu(s->hb + (size_t)t * hid + (size_t)i * PANEL, h1, h1 + PANEL, n);
             }
-        pool_barrier(tr->pool, nth);
+        pool_barrier(tr->pool, tid, nth);
         share(&lo, &hi, ly->w2.n_panels, tid, nth);
         matmul_panels(s->xb2, (size_t)dim, dim, s->hb, T, &ly->w2, lo, hi);
         add_columns(s->x, s->xb2, T, dim, lo * PANEL, hi * PANEL);
-        pool_barrier(tr->pool, nth);
+        pool_barrier(tr->pool, tid, nth);
     }
 
     // classifier: logits = wcls @ rmsnorm(x)

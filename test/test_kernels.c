@@ -72,6 +72,51 @@ static void test_matmul(void) {
            "definition, the scalar path, one-row calls and a 3-way split\n", cases, MAX_ROWS);
 }
 
+// The same for bfloat16 weights (the draft's), whose panels keep steps in
+// pairs (bf16_at): == the chain definition over the rounded weights, the
+// scalar path, one-row calls and a 3-way split, odd n (a lone last step) included
+static void test_matmul_bf16(void) {
+    int sizes[][2] = {{1, 1}, {7, 5}, {13, 9}, {64, 33}, {96, 112}, {97, 130}, {256, 96}, {40, 200}};
+    Rng r;
+    rng_seed(&r, 8);
+    int cases = 0;
+    for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
+        int n = sizes[s][0], d = sizes[s][1];
+        float *w = xmalloc((size_t)d * n * 4, "w"), *wr = xmalloc((size_t)d * n * 4, "wr");
+        fill_random(w, (size_t)d * n, &r);
+        for (size_t i = 0; i < (size_t)d * n; i++) wr[i] = from_bfloat16(to_bfloat16(w[i]));
+        Matrix m;
+        float *packed = xmalloc_floats_aligned(panels_of(d) * (size_t)n * PANEL, "packed");
+        pack_matrix(&m, packed, w, d, n);
+        uint16_t *h = xmalloc(bf16_size(&m) * sizeof(uint16_t) + 64, "bf16");
+        CHECK(pack_bfloat16(&m, h) == h + bf16_size(&m) && m.w == NULL, "pack_bfloat16 n=%d d=%d", n, d);
+        for (int T = 1; T <= MAX_ROWS; T++, cases++) {
+            size_t bytes = (size_t)T * d * 4;
+            float *x = xmalloc((size_t)T * n * 4, "x"), *o = xmalloc(bytes, "o"), *def = xmalloc(bytes, "def");
+            float *os = xmalloc(bytes, "os"), *o1 = xmalloc(bytes, "o1"), *osplit = xmalloc(bytes, "osplit");
+            fill_random(x, (size_t)T * n, &r);
+            matmul(o, x, &m, T);
+            matmul_definition(def, x, wr, T, n, d);
+            matmul_panels_scalar(os, (size_t)d, d, x, T, &m, 0, m.n_panels);
+            for (int t = 0; t < T; t++) matmul(o1 + (size_t)t * d, x + (size_t)t * n, &m, 1);
+            for (int th = 0; th < 3; th++) {
+                int lo, hi;
+                share(&lo, &hi, m.n_panels, th, 3);
+                matmul_panels(osplit, (size_t)d, d, x, T, &m, lo, hi);
+            }
+            CHECK(!memcmp(o, def, bytes), "bf16 matmul n=%d d=%d T=%d differs from its definition", n, d, T);
+            CHECK(!memcmp(o, os, bytes), "bf16 matmul n=%d d=%d T=%d: SIMD and scalar paths differ", n, d, T);
+            CHECK(!memcmp(o, o1, bytes), "bf16 matmul n=%d d=%d T=%d: differs from %d one-row calls", n, d, T, T);
+            CHECK(!memcmp(o, osplit, bytes), "bf16 matmul n=%d d=%d T=%d: a 3-way panel split differs", n, d, T);
+            xfree(x); xfree(o); xfree(def); xfree(os); xfree(o1); xfree(osplit);
+        }
+        xfree(w); xfree(wr); xfree(packed); xfree(h);
+    }
+    printf("bf16 matmul: %d cases (n x d from 1x1 to 256x96, odd n too, T = 1..%d rows) memcmp-equal "
+           "to the chain over rounded weights, the scalar path, one-row calls and a 3-way split\n",
+           cases, MAX_ROWS);
+}
+
 // exp_canonical within 2 ulp of double exp; the vector path (through
 // exp_and_sum and swiglu) gives its bits; edges: 0, inf, NaN
 static void test_exp(void) {
@@ -325,6 +370,7 @@ static void test_attention_kernels(void) {
 int main(void) {
     printf("specdec kernels (%s path)\n", SIMD_NAME);
     test_matmul();
+    test_matmul_bf16();
     test_exp();
     test_dot_rmsnorm_softmax();
     test_attention_kernels();
