@@ -1725,6 +1725,7 @@ typedef struct {
     float top_p;       // nucleus mass kept; 1 = off
     int top_k;         // keep the k most likely; 0 = off
     struct ProbIndex { float prob; int index; } *order; // (vocab) scratch for top-k/top-p
+    int *passed;       // (vocab) scratch: indices of the candidates
 } Sampler;
 
 static void build_sampler(Sampler *s, int vocab_size, float temperature, float top_p, int top_k) {
@@ -1733,9 +1734,10 @@ static void build_sampler(Sampler *s, int vocab_size, float temperature, float t
     s->top_p = top_p;
     s->top_k = top_k;
     s->order = xmalloc((size_t)vocab_size * sizeof(*s->order), "sampler order");
+    s->passed = xmalloc((size_t)vocab_size * sizeof(int), "sampler candidates");
 }
 
-static void free_sampler(Sampler *s) { xfree(s->order); }
+static void free_sampler(Sampler *s) { xfree(s->order); xfree(s->passed); }
 
 // index of the largest value; ties go to the lowest index
 static int argmax(const float *v, int n) {
@@ -1773,23 +1775,72 @@ static void pop_first(struct ProbIndex *h, int n) {
     sift_down(h, n - 1, 0);
 }
 
+// The tokens of probs (n) with probability >= cutoff and > 0, in index order,
+// into h; returns how many. With AVX-512, 16 tokens per compare and a
+// compressed store of the indices that pass into index (n), then one pass
+// over those.
+static int gather_candidates(struct ProbIndex *h, int *index, const float *probs, int n,
+                             float cutoff) {
+    int m = 0, i = 0;
+#if HAVE_AVX512
+    __m512 cut = _mm512_set1_ps(cutoff), zero = _mm512_setzero_ps();
+    __m512i at = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    for (; i + 16 <= n; i += 16, at = _mm512_add_epi32(at, _mm512_set1_epi32(16))) {
+        __m512 p = _mm512_loadu_ps(probs + i);
+        __mmask16 pass = _mm512_cmp_ps_mask(p, cut, _CMP_GE_OQ) & _mm512_cmp_ps_mask(p, zero, _CMP_GT_OQ);
+        _mm512_mask_compressstoreu_epi32(index + m, pass, at);
+        m += __builtin_popcount(pass);
+    }
+    for (int j = 0; j < m; j++) h[j] = (struct ProbIndex){probs[index[j]], index[j]};
+#else
+    (void)index;
+#endif
+    for (; i < n; i++)
+        if (probs[i] >= cutoff && probs[i] > 0.0f) h[m++] = (struct ProbIndex){probs[i], i};
+    return m;
+}
+
+// Of the m candidates h (all tokens >= (1-top_p)/(n-1)), keep those at or
+// above a higher floor when that provably keeps the nucleus; returns how many.
+// The tokens at or above a floor come first in nucleus order, so if they hold
+// top_p plus a margin for rounding (a float sum of n terms <= 1 is off by less
+// than n * 2^-24, and two such sums are compared), the prefix that reaches
+// top_p ends among them. Tries max/16, max/256, ...: a peaked distribution's
+// nucleus is a few dozen tokens, its candidates hundreds.
+static int raise_floor(struct ProbIndex *h, int m, int n, float top_p) {
+    float margin = (float)n * 0x1p-22f, max = 0.0f, floor_at = 0.0f;
+    if (top_p + margin >= 1.0f) return m;
+    for (int j = 0; j < m; j++) max = h[j].prob > max ? h[j].prob : max;
+    for (float theta = max / 16.0f; theta > (1.0f - top_p) / (float)(n - 1); theta /= 16.0f) {
+        float mass = 0.0f;
+        for (int j = 0; j < m; j++) mass += h[j].prob >= theta ? h[j].prob : 0.0f;
+        if (mass >= top_p + margin) { floor_at = theta; break; }
+    }
+    if (floor_at == 0.0f) return m;
+    int kept = 0;
+    for (int j = 0; j < m; j++)
+        if (h[j].prob >= floor_at) h[kept++] = h[j];
+    return kept;
+}
+
 // Keep the top_k most likely tokens, then the smallest prefix of them whose mass
 // reaches top_p; zero the rest and renormalise. probs (n) in place. Tokens come
-// off a heap in nucleus order until the prefix is complete: O(m + kept log m),
-// where sorting all m candidates cost more than a draft step. The sums run in
-// that order, so the result is what a full sort would give, bit for bit.
+// off a heap in nucleus order until the prefix is complete: O(m + kept log m)
+// for the m candidates, where sorting all tokens cost more than a draft step.
+// A token below (1-top_p)/(n-1) can never be in the nucleus (all of them
+// together hold less than 1-top_p), and raise_floor usually cuts the rest to a
+// few dozen. The sums run in nucleus order, so the result is what a full sort
+// would give, bit for bit.
 static void truncate_distribution(Sampler *s, float *probs) {
-    int n = s->vocab_size, m = 0;
+    int n = s->vocab_size;
     struct ProbIndex *h = s->order;
-    // a token below (1-top_p)/(n-1) can never be in the nucleus: all of them
-    // together hold less than 1-top_p, so leave them out of the heap
     float cutoff = s->top_p < 1.0f ? (1.0f - s->top_p) / (float)(n - 1) : 0.0f;
-    for (int i = 0; i < n; i++)
-        if (probs[i] >= cutoff && probs[i] > 0.0f) h[m++] = (struct ProbIndex){probs[i], i};
+    int m = gather_candidates(h, s->passed, probs, n, cutoff);
     if (m == 0) { // a tiny top_p on a flat distribution: keep the most likely token
         int best = argmax(probs, n);
         h[m++] = (struct ProbIndex){probs[best], best};
     }
+    if (s->top_p < 1.0f) m = raise_floor(h, m, n, s->top_p);
     for (int i = m / 2 - 1; i >= 0; i--) sift_down(h, m, i);
     int limit = s->top_k > 0 && s->top_k < m ? s->top_k : m, keep = 0;
     float mass = 0.0f;

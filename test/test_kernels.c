@@ -232,7 +232,7 @@ static void test_truncate_vs_sort(void) {
     const int top_ks[3] = {0, 5, 40};
     Rng r;
     rng_seed(&r, 9);
-    int cases = 0, diff = 0;
+    int cases = 0, diff = 0, raised = 0, gathered = 0;
     for (int c = 0; c < 40; c++) {
         float sum = 0, sharp = 1.0f + (float)(c % 8);
         for (int i = 0; i < N; i++) { // every 5th token repeats its neighbour: ties
@@ -249,11 +249,23 @@ static void test_truncate_vs_sort(void) {
                 truncate_distribution(&s, a);
                 truncate_naive(b, p, N, top_ps[j], top_ks[k]);
                 diff += memcmp(a, b, sizeof(a)) != 0;
+                if (top_ps[j] < 1.0f) { // the candidates: all above the cutoff, then a raised floor?
+                    float cut = (1.0f - top_ps[j]) / (N - 1);
+                    int m = gather_candidates(s.order, s.passed, p, N, cut), want = 0, in_order = 1;
+                    for (int i = 0; i < N; i++) want += p[i] >= cut && p[i] > 0;
+                    for (int i = 1; i < m; i++) in_order &= s.order[i].index > s.order[i - 1].index;
+                    gathered += m == want && in_order;
+                    raised += raise_floor(s.order, m, N, top_ps[j]) < m;
+                }
                 cases++;
                 free_sampler(&s);
             }
     }
     CHECK(diff == 0, "top-p/top-k by heap == full sort, bit for bit: %d of %d cases differ", diff, cases);
+    CHECK(gathered == 360, "gather_candidates found every token above the cutoff, in order, in %d of 360 cases", gathered);
+    CHECK(raised > 100, "raise_floor cut the candidates in %d of 360 top-p cases", raised);
+    printf("top-p/top-k: %d cases compared with a full sort (%d differ); the candidates' floor "
+           "was raised in %d of the 360 top-p cases\n", cases, diff, raised);
 }
 
 static void test_sampler(void) {
