@@ -45,7 +45,7 @@ specdec_scalar: specdec.c model.h
 run: specdec
 	@if [ ! -f weights/target.bin ]; then \
 	  echo "no weights/target.bin yet: 'make weights' trains them from ../shared/data"; exit 1; fi
-	./specdec weights/target.bin -d weights/draft.bin -z tokenizer.bin -i "Once upon a time" -n 200 -t 0.8 -p 0.9 -s 2
+	./specdec weights/target.bin -d weights/draft.bin -z tokenizer.bin -i "Once upon a time" -n 200 -t 0.8 -p 0.9 -s 12
 
 # ---- tests: build/bin (optimised, $(SIMD)), build/asan (sanitizers), build/scalar
 # (plain C), build/avx2 (8-lane kernels only)
@@ -124,7 +124,7 @@ SHAPE   ?= -dim 256 -layers 6 -heads 8 -kv-heads 4 -seq 256 -batch 8 -accum 4
 # still 2.2e-4; stage 2 anneals from there on stories alone
 BASE    ?= $(SHAPE) -steps 2600 -stop-at 2000 -warmup 100 -lr 1e-3 -ckpt-every 50
 TARGET  ?= $(SHAPE) -steps 1600 -warmup 30 -lr 3e-4 -lr-min 1e-5 -ckpt-every 50
-DRAFT   ?= -dim 96 -layers 2 -heads 3 -kv-heads 3 -seq 256 -batch 8 -accum 4 -steps 1600 -warmup 50 -lr 3e-3 -ckpt-every 25
+DRAFT   ?= -dim 96 -layers 2 -heads 3 -kv-heads 3 -seq 256 -batch 8 -accum 4 -steps 3200 -warmup 50 -lr 3e-3 -ckpt-every 25
 MODEL   = ./train model -threads $(THREADS)
 TRAIN_TESTS = build/train/test_train build/train/test_train_ckpt
 
