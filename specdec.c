@@ -752,8 +752,8 @@ static inline __m256 exp8(__m256 x) {
 // compiler keeps a different one in 16 registers: A loads the tile's weight
 // vectors first, then broadcasts one x per row; B broadcasts the R x's first,
 // then streams the weight vectors past them. Each tile shape uses the one that
-// measured faster with both gcc and clang. LOAD reads 8 weights as floats
-// (from floats, or widened from bfloat16: exact), ES is a weight's size.
+// measured faster with both gcc and clang. LOAD reads 8 float weights, ES is
+// a weight's size; bfloat16 weights have tiles of their own (BF_TILE below).
 #define LOAD8_F32(w, i) _mm256_loadu_ps((const float *)(w) + (i))
 #define PREFETCH_PANEL(w, ES, v, n, k, P)                                                   \
     _mm_prefetch((const char *)(w) + ((size_t)(v) * (n) + (k) + MM_IN_FLIGHT / (P)) * PANEL * (ES), \
@@ -977,7 +977,7 @@ static float dot_neon(const float *x, const float *y, int n) {
     return s;
 }
 
-// 4 weights as floats, from floats or widened from bfloat16 (exact)
+// 4 float weights (bfloat16 ones: NEON_TILE_BF below)
 #define LOAD4_F32(w, i) vld1q_f32((const float *)(w) + (i))
 
 // R rows x P panels (4 registers of 4 lanes each), every output its own chain
