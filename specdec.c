@@ -747,6 +747,27 @@ static inline __m256 exp8(__m256 x) {
     return _mm256_blendv_ps(y, x, nan);                              // NaN: itself
 }
 
+#if HAVE_AVX512
+// exp_canonical of 16 lanes, the same steps as exp8
+static inline __m512 exp16(__m512 x) {
+    __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(EXP_LOG2E)),
+                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m512 r = _mm512_fmadd_ps(n, _mm512_set1_ps(-EXP_LN2_HI), x);
+    r = _mm512_fmadd_ps(n, _mm512_set1_ps(-EXP_LN2_LO), r);
+    __m512 poly = _mm512_set1_ps(EXP_P[0]);
+    for (int i = 1; i < 6; i++) poly = _mm512_fmadd_ps(poly, r, _mm512_set1_ps(EXP_P[i]));
+    __m512 y = _mm512_add_ps(_mm512_fmadd_ps(poly, _mm512_mul_ps(r, r), r), _mm512_set1_ps(1.0f));
+    __m512i e = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23);
+    y = _mm512_mul_ps(y, _mm512_castsi512_ps(e));
+    __mmask16 lo = _mm512_cmp_ps_mask(x, _mm512_set1_ps(-87.0f), _CMP_GE_OQ); // false for NaN too
+    __mmask16 hi = _mm512_cmp_ps_mask(x, _mm512_set1_ps(88.3f), _CMP_GE_OQ);
+    __mmask16 nan = _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q);
+    y = _mm512_maskz_mov_ps(lo, y);                                  // below -87: 0
+    y = _mm512_mask_mov_ps(y, hi, _mm512_set1_ps(INFINITY));         // 88.3 and up: inf
+    return _mm512_mask_mov_ps(y, nan, x);                            // NaN: itself
+}
+#endif
+
 // ---- matmul tiles: R rows of x times P panels (16 outputs each) of W, every
 // output a chain over k in its own register. Two loop shapes, because each
 // compiler keeps a different one in 16 registers: A loads the tile's weight
@@ -1129,6 +1150,14 @@ static float exp_and_sum(float *x, int n, float max) {
     int i = 0;
 #if HAVE_AVX2
     __m256 m = _mm256_set1_ps(max), acc = _mm256_setzero_ps();
+#if HAVE_AVX512 // 16 at a time; each half goes into the 8 lanes in turn: lanes8's order
+    for (__m512 m16 = _mm512_set1_ps(max); i + 16 <= n; i += 16) {
+        __m512 e = exp16(_mm512_sub_ps(_mm512_loadu_ps(x + i), m16));
+        _mm512_storeu_ps(x + i, e);
+        acc = _mm256_add_ps(acc, _mm512_castps512_ps256(e));
+        acc = _mm256_add_ps(acc, _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(e), 1)));
+    }
+#endif
     for (; i + 8 <= n; i += 8) {
         __m256 e = exp8(_mm256_sub_ps(_mm256_loadu_ps(x + i), m));
         _mm256_storeu_ps(x + i, e);
@@ -1194,6 +1223,15 @@ static void rope(float *v, const float *cos_row, const float *sin_row, int n_hea
 // silu(v) = v * sigmoid(v) = v / (1 + exp(-v)). h1, h3 (n) -> out (n)
 static void swiglu(float *out, const float *h1, const float *h3, int n) {
     int j = 0;
+#if HAVE_AVX512
+    for (; j + 16 <= n; j += 16) {
+        __m512 v = _mm512_loadu_ps(h1 + j);
+        __m512i minus = _mm512_xor_si512(_mm512_castps_si512(v), _mm512_set1_epi32(INT32_MIN));
+        __m512 e = exp16(_mm512_castsi512_ps(minus)); // exp(-v): the sign bit flipped, as C's -v
+        __m512 s = _mm512_div_ps(_mm512_set1_ps(1.0f), _mm512_add_ps(_mm512_set1_ps(1.0f), e));
+        _mm512_storeu_ps(out + j, _mm512_mul_ps(_mm512_mul_ps(v, s), _mm512_loadu_ps(h3 + j)));
+    }
+#endif
 #if HAVE_AVX2
     for (; j + 8 <= n; j += 8) {
         __m256 v = _mm256_loadu_ps(h1 + j);

@@ -117,6 +117,9 @@ static void test_matmul_bf16(void) {
            cases, MAX_ROWS);
 }
 
+// a deterministic spread of values in [-1, 1] for test inputs
+static float rng_sin(int i) { return sinf((float)i * 0.7f); }
+
 // exp_canonical within 2 ulp of double exp; the vector path (through
 // exp_and_sum and swiglu) gives its bits; edges: 0, inf, NaN
 static void test_exp(void) {
@@ -140,23 +143,46 @@ static void test_exp(void) {
     CHECK(worst <= 2.0, "exp_canonical vs exp: worst error %.2f ulp over [-87, 88.25]", worst);
     CHECK(bad_vec == 0, "exp_and_sum: %d of %d exps differ from exp_canonical", bad_vec, n);
     CHECK(!memcmp(&sum, &want_sum, 4), "exp_and_sum: sum %.9g, lanes8 sum %.9g", sum, want_sum);
+    // every length 1..40 (16-wide blocks, an 8-wide block, the tail), special values included
+    int bad_len = 0;
+    for (int len = 1; len <= 40; len++) {
+        float v[40], e[40];
+        for (int i = 0; i < len; i++) {
+            const float special[6] = {NAN, INFINITY, -INFINITY, -100.0f, 100.0f, 88.3f};
+            v[i] = i % 7 == 6 ? special[(len + i) % 6] : 30.0f * rng_sin(len * 41 + i);
+        }
+        memcpy(e, v, sizeof(v));
+        float s = exp_and_sum(e, len, 0.0f), want_s = 0;
+        for (int i = 0; i < len; i++) {
+            float want = exp_canonical(v[i]);
+            bad_len += isnan(want) ? !isnan(e[i]) : memcmp(&e[i], &want, 4) != 0;
+        }
+        want_s = sum_scalar(e, len);
+        bad_len += isnan(want_s) ? !isnan(s) : memcmp(&s, &want_s, 4) != 0;
+    }
+    CHECK(bad_len == 0, "exp_and_sum over lengths 1..40 with NaN, inf, -inf, +-100, 88.3: %d "
+          "values or sums differ from exp_canonical and the lanes8 sum", bad_len);
     CHECK(exp_canonical(0.0f) == 1.0f && exp_canonical(-100.0f) == 0.0f &&
           exp_canonical(100.0f) == INFINITY && isnan(exp_canonical(NAN)) &&
           exp_canonical(-INFINITY) == 0.0f, "exp_canonical edges: 0 -> 1, -100 -> 0, 100 -> inf, NaN -> NaN");
-    // swiglu: vector path == the scalar formula
-    float h1[40], h3[40], out[40];
+    // swiglu: every vector path (16, 8 lanes) and the tail == the scalar formula, n = 1..47
+    static float h1[47], h3[47], out[47];
     Rng r;
     rng_seed(&r, 4);
-    for (int i = 0; i < 40; i++) h1[i] = 20.0f * rng_coin(&r) - 10.0f, h3[i] = rng_coin(&r);
-    swiglu(out, h1, h3, 40);
-    int bad_swiglu = 0;
-    for (int i = 0; i < 40; i++) {
-        float v = h1[i];
-        v *= 1.0f / (1.0f + exp_canonical(-v));
-        float want = v * h3[i];
-        bad_swiglu += memcmp(&out[i], &want, 4) != 0;
+    for (int i = 0; i < 47; i++) h1[i] = 20.0f * rng_coin(&r) - 10.0f, h3[i] = rng_coin(&r);
+    h1[5] = NAN, h1[13] = -INFINITY, h1[21] = 100.0f, h1[29] = -100.0f; // edges in each path
+    int bad_swiglu = 0, outputs = 0;
+    for (int len = 1; len <= 47; len++) {
+        swiglu(out, h1, h3, len);
+        for (int i = 0; i < len; i++, outputs++) {
+            float v = h1[i];
+            v *= 1.0f / (1.0f + exp_canonical(-v));
+            float want = v * h3[i];
+            bad_swiglu += isnan(want) ? !isnan(out[i]) : memcmp(&out[i], &want, 4) != 0;
+        }
     }
-    CHECK(bad_swiglu == 0, "swiglu: %d of 40 outputs differ from silu(h1) * h3", bad_swiglu);
+    CHECK(bad_swiglu == 0, "swiglu: %d of %d outputs (n = 1..47, NaN, -inf, +-100 among the "
+          "inputs) differ from silu(h1) * h3", bad_swiglu, outputs);
     printf("exp: within %.2f ulp of exp on [-87, 88.25]; the vector path gives the scalar bits (%d values)\n",
            worst, n);
 }
