@@ -419,20 +419,20 @@ static float from_bfloat16(uint16_t h) {
     return x;
 }
 
+// n steps padded to whole pairs: a bfloat16 panel's length in steps (bf16_at)
+static size_t pair_steps(int n) { return (size_t)(n + (n & 1)); }
+
 // Where weight W[16i + j][k] of a bfloat16 matrix sits. Its steps k go in
 // pairs: in panel i, the 32-bit word j of pair k/2 holds W[16i + j][k] in its
 // low half and W[16i + j][k+1] in its high half (0 past n). One 64-byte load
 // then brings two steps of 16 outputs, and each step is one shift or one mask
 // away from floats (exact), where widening 16 halves takes a shuffle each.
 static size_t bf16_at(const Matrix *m, int i, int k, int j) {
-    size_t n2 = (size_t)(m->n + (m->n & 1)); // steps per panel, padded to pairs
-    return ((size_t)i * n2 + (size_t)(k & ~1)) * PANEL + 2 * (size_t)j + (size_t)(k & 1);
+    return ((size_t)i * pair_steps(m->n) + (size_t)(k & ~1)) * PANEL + 2 * (size_t)j + (size_t)(k & 1);
 }
 
 // bfloat16 elements of m in that layout
-static size_t bf16_size(const Matrix *m) {
-    return (size_t)m->n_panels * (size_t)(m->n + (m->n & 1)) * PANEL;
-}
+static size_t bf16_size(const Matrix *m) { return (size_t)m->n_panels * pair_steps(m->n) * PANEL; }
 
 // Round m's float panels to bfloat16 into dst (bf16_size(m)); m then reads
 // those (m->w = NULL). Returns the end of what it wrote.
@@ -702,13 +702,15 @@ typedef void (*MmTile)(float *out, size_t os, const float *x, size_t xs, const v
 #define MM_IN_FLIGHT 128
 #endif
 
-#if HAVE_AVX2
+#if HAVE_SIMD
 // where panel i of m starts, in floats or in bfloat16
 static const void *panel_at(const Matrix *m, int i) {
     if (m->h) return m->h + bf16_at(m, i, 0, 0);
     return m->w + (size_t)i * (size_t)m->n * PANEL;
 }
+#endif
 
+#if HAVE_AVX2
 // The 8 lanes of v summed in the lanes8 order.
 static inline float hsum8(__m256 v) {
     __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1)); // l_i + l_{i+4}
@@ -773,56 +775,57 @@ static inline __m512 exp16(__m512 x) {
 // compiler keeps a different one in 16 registers: A loads the tile's weight
 // vectors first, then broadcasts one x per row; B broadcasts the R x's first,
 // then streams the weight vectors past them. Each tile shape uses the one that
-// measured faster with both gcc and clang. LOAD reads 8 float weights, ES is
-// a weight's size; bfloat16 weights have tiles of their own (BF_TILE below).
-#define LOAD8_F32(w, i) _mm256_loadu_ps((const float *)(w) + (i))
-#define PREFETCH_PANEL(w, ES, v, n, k, P)                                                   \
-    _mm_prefetch((const char *)(w) + ((size_t)(v) * (n) + (k) + MM_IN_FLIGHT / (P)) * PANEL * (ES), \
-                 _MM_HINT_T0)
+// measured faster with both gcc and clang. These read float weights;
+// bfloat16 weights have tiles of their own (BF_TILE below).
+#define PREFETCH_PANEL(w, v, n, k, P)                                                       \
+    _mm_prefetch((const char *)((const float *)(w) +                                        \
+                                ((size_t)(v) * (n) + (k) + MM_IN_FLIGHT / (P)) * PANEL), _MM_HINT_T0)
 // bfloat16 panels (steps in pairs, see bf16_at): one 64-byte line per pair,
 // asked for MM_IN_FLIGHT / P pairs ahead; n2 = steps padded to pairs
 #define PREFETCH_PAIR(h, v, n2, k, P)                                                       \
     _mm_prefetch((const char *)((h) + ((size_t)(v) * (n2) + (k) + 2 * (MM_IN_FLIGHT / (P))) * PANEL), \
                  _MM_HINT_T0)
 
-#define MM_TILE_A(NAME, LOAD, ES, R, P)                                                     \
-    static void NAME##_##R##x##P(float *out, size_t os, const float *x, size_t xs,        \
-                                 const void *w, int n) {                                  \
-        __m256 acc[R][2 * P];                                                             \
-        UNROLL for (int r = 0; r < R; r++) UNROLL for (int v = 0; v < 2 * P; v++)         \
-            acc[r][v] = _mm256_setzero_ps();                                              \
-        for (int k = 0; k < n; k++) {                                                     \
-            UNROLL for (int v = 0; v < P; v++) PREFETCH_PANEL(w, ES, v, n, k, P);            \
-            __m256 wv[2 * P];                                                             \
-            UNROLL for (int v = 0; v < 2 * P; v++)                                        \
-                wv[v] = LOAD(w, ((size_t)(v / 2) * n + k) * PANEL + 8 * (v % 2));         \
-            UNROLL for (int r = 0; r < R; r++) {                                          \
-                __m256 xr = _mm256_broadcast_ss(x + r * xs + k);                          \
-                UNROLL for (int v = 0; v < 2 * P; v++)                                    \
-                    acc[r][v] = _mm256_fmadd_ps(wv[v], xr, acc[r][v]);                    \
-            }                                                                             \
-        }                                                                                 \
-        UNROLL for (int r = 0; r < R; r++) UNROLL for (int v = 0; v < 2 * P; v++)         \
-            _mm256_storeu_ps(out + r * os + 8 * v, acc[r][v]);                            \
+#define MM_TILE_A(R, P)                                                                    \
+    static void mm_##R##x##P(float *out, size_t os, const float *x, size_t xs,             \
+                             const void *w, int n) {                                       \
+        const float *wf = w;                                                               \
+        __m256 acc[R][2 * P];                                                              \
+        UNROLL for (int r = 0; r < R; r++) UNROLL for (int v = 0; v < 2 * P; v++)          \
+            acc[r][v] = _mm256_setzero_ps();                                               \
+        for (int k = 0; k < n; k++) {                                                      \
+            UNROLL for (int v = 0; v < P; v++) PREFETCH_PANEL(w, v, n, k, P);              \
+            __m256 wv[2 * P];                                                              \
+            UNROLL for (int v = 0; v < 2 * P; v++)                                         \
+                wv[v] = _mm256_loadu_ps(wf + ((size_t)(v / 2) * n + k) * PANEL + 8 * (v % 2)); \
+            UNROLL for (int r = 0; r < R; r++) {                                           \
+                __m256 xr = _mm256_broadcast_ss(x + r * xs + k);                           \
+                UNROLL for (int v = 0; v < 2 * P; v++)                                     \
+                    acc[r][v] = _mm256_fmadd_ps(wv[v], xr, acc[r][v]);                     \
+            }                                                                              \
+        }                                                                                  \
+        UNROLL for (int r = 0; r < R; r++) UNROLL for (int v = 0; v < 2 * P; v++)          \
+            _mm256_storeu_ps(out + r * os + 8 * v, acc[r][v]);                             \
     }
-#define MM_TILE_B(NAME, LOAD, ES, R, P)                                                     \
-    static void NAME##_##R##x##P(float *out, size_t os, const float *x, size_t xs,        \
-                                 const void *w, int n) {                                  \
-        __m256 acc[R][2 * P];                                                             \
-        UNROLL for (int r = 0; r < R; r++) UNROLL for (int v = 0; v < 2 * P; v++)         \
-            acc[r][v] = _mm256_setzero_ps();                                              \
-        for (int k = 0; k < n; k++) {                                                     \
-            UNROLL for (int v = 0; v < P; v++) PREFETCH_PANEL(w, ES, v, n, k, P);            \
-            __m256 xr[R];                                                                 \
+#define MM_TILE_B(R, P)                                                                    \
+    static void mm_##R##x##P(float *out, size_t os, const float *x, size_t xs,             \
+                             const void *w, int n) {                                       \
+        const float *wf = w;                                                               \
+        __m256 acc[R][2 * P];                                                              \
+        UNROLL for (int r = 0; r < R; r++) UNROLL for (int v = 0; v < 2 * P; v++)          \
+            acc[r][v] = _mm256_setzero_ps();                                               \
+        for (int k = 0; k < n; k++) {                                                      \
+            UNROLL for (int v = 0; v < P; v++) PREFETCH_PANEL(w, v, n, k, P);              \
+            __m256 xr[R];                                                                  \
             UNROLL for (int r = 0; r < R; r++) xr[r] = _mm256_broadcast_ss(x + r * xs + k); \
-            UNROLL for (int v = 0; v < 2 * P; v++) {                                      \
-                __m256 wv = LOAD(w, ((size_t)(v / 2) * n + k) * PANEL + 8 * (v % 2));     \
-                UNROLL for (int r = 0; r < R; r++)                                        \
-                    acc[r][v] = _mm256_fmadd_ps(wv, xr[r], acc[r][v]);                    \
-            }                                                                             \
-        }                                                                                 \
-        UNROLL for (int r = 0; r < R; r++) UNROLL for (int v = 0; v < 2 * P; v++)         \
-            _mm256_storeu_ps(out + r * os + 8 * v, acc[r][v]);                            \
+            UNROLL for (int v = 0; v < 2 * P; v++) {                                       \
+                __m256 wv = _mm256_loadu_ps(wf + ((size_t)(v / 2) * n + k) * PANEL + 8 * (v % 2)); \
+                UNROLL for (int r = 0; r < R; r++)                                         \
+                    acc[r][v] = _mm256_fmadd_ps(wv, xr[r], acc[r][v]);                     \
+            }                                                                              \
+        }                                                                                  \
+        UNROLL for (int r = 0; r < R; r++) UNROLL for (int v = 0; v < 2 * P; v++)          \
+            _mm256_storeu_ps(out + r * os + 8 * v, acc[r][v]);                             \
     }
 
 // The bfloat16 tiles: per pair of steps, each 8-lane half of a panel is one
@@ -832,7 +835,7 @@ static inline __m512 exp16(__m512 x) {
     static void bf_##R##x##P(float *out, size_t os, const float *x, size_t xs,            \
                              const void *w, int n) {                                      \
         const uint16_t *h = w;                                                            \
-        size_t n2 = (size_t)(n + (n & 1));                                                \
+        size_t n2 = pair_steps(n);                                                        \
         const __m256i high = _mm256_set1_epi32(-65536);                                   \
         __m256 acc[R][2 * P];                                                             \
         UNROLL for (int r = 0; r < R; r++) UNROLL for (int v = 0; v < 2 * P; v++)         \
@@ -858,34 +861,34 @@ static inline __m512 exp16(__m512 x) {
 #if HAVE_AVX512
 // The same tiles with 16-lane registers: a panel is one register, and with 32
 // registers a tile holds up to 8 rows. Each output is still its own chain.
-#define LOAD16_F32(w, i) _mm512_loadu_ps((const float *)(w) + (i))
-#define MM512_TILE(NAME, LOAD, ES, R, P)                                                    \
-    static void NAME##_##R##x##P(float *out, size_t os, const float *x, size_t xs,        \
-                                 const void *w, int n) {                                  \
-        __m512 acc[R][P];                                                                 \
-        UNROLL for (int r = 0; r < R; r++) UNROLL for (int v = 0; v < P; v++)             \
-            acc[r][v] = _mm512_setzero_ps();                                              \
-        for (int k = 0; k < n; k++) {                                                     \
-            __m512 wv[P];                                                                 \
-            UNROLL for (int v = 0; v < P; v++) {                                          \
-                PREFETCH_PANEL(w, ES, v, n, k, P);                                           \
-                wv[v] = LOAD(w, ((size_t)v * n + k) * PANEL);                             \
-            }                                                                             \
-            UNROLL for (int r = 0; r < R; r++) {                                          \
-                __m512 xr = _mm512_set1_ps(x[r * xs + k]);                                \
-                UNROLL for (int v = 0; v < P; v++)                                        \
-                    acc[r][v] = _mm512_fmadd_ps(wv[v], xr, acc[r][v]);                    \
-            }                                                                             \
-        }                                                                                 \
-        UNROLL for (int r = 0; r < R; r++) UNROLL for (int v = 0; v < P; v++)             \
-            _mm512_storeu_ps(out + r * os + PANEL * v, acc[r][v]);                        \
+#define MM512_TILE(R, P)                                                                   \
+    static void mm512_##R##x##P(float *out, size_t os, const float *x, size_t xs,          \
+                                const void *w, int n) {                                    \
+        const float *wf = w;                                                               \
+        __m512 acc[R][P];                                                                  \
+        UNROLL for (int r = 0; r < R; r++) UNROLL for (int v = 0; v < P; v++)              \
+            acc[r][v] = _mm512_setzero_ps();                                               \
+        for (int k = 0; k < n; k++) {                                                      \
+            __m512 wv[P];                                                                  \
+            UNROLL for (int v = 0; v < P; v++) {                                           \
+                PREFETCH_PANEL(w, v, n, k, P);                                             \
+                wv[v] = _mm512_loadu_ps(wf + ((size_t)v * n + k) * PANEL);                 \
+            }                                                                              \
+            UNROLL for (int r = 0; r < R; r++) {                                           \
+                __m512 xr = _mm512_set1_ps(x[r * xs + k]);                                 \
+                UNROLL for (int v = 0; v < P; v++)                                         \
+                    acc[r][v] = _mm512_fmadd_ps(wv[v], xr, acc[r][v]);                     \
+            }                                                                              \
+        }                                                                                  \
+        UNROLL for (int r = 0; r < R; r++) UNROLL for (int v = 0; v < P; v++)              \
+            _mm512_storeu_ps(out + r * os + PANEL * v, acc[r][v]);                         \
     }
 // bfloat16: one load per panel brings a pair of steps (see BF_TILE)
 #define BF512_TILE(R, P)                                                                    \
     static void bf512_##R##x##P(float *out, size_t os, const float *x, size_t xs,           \
                                 const void *w, int n) {                                     \
         const uint16_t *h = w;                                                              \
-        size_t n2 = (size_t)(n + (n & 1));                                                  \
+        size_t n2 = pair_steps(n);                                                          \
         const __m512i high = _mm512_set1_epi32(-65536);                                     \
         __m512 acc[R][P];                                                                   \
         UNROLL for (int r = 0; r < R; r++) UNROLL for (int v = 0; v < P; v++)               \
@@ -914,22 +917,22 @@ static inline __m512 exp16(__m512 x) {
         UNROLL for (int r = 0; r < R; r++) UNROLL for (int v = 0; v < P; v++)               \
             _mm512_storeu_ps(out + r * os + PANEL * v, acc[r][v]);                          \
     }
-MM512_TILE(mm512, LOAD16_F32, 4, 1, 8) MM512_TILE(mm512, LOAD16_F32, 4, 2, 6)
-MM512_TILE(mm512, LOAD16_F32, 4, 3, 4) MM512_TILE(mm512, LOAD16_F32, 4, 4, 4)
-MM512_TILE(mm512, LOAD16_F32, 4, 5, 3) MM512_TILE(mm512, LOAD16_F32, 4, 6, 3)
-MM512_TILE(mm512, LOAD16_F32, 4, 7, 2) MM512_TILE(mm512, LOAD16_F32, 4, 8, 2)
-MM512_TILE(mm512, LOAD16_F32, 4, 1, 1) MM512_TILE(mm512, LOAD16_F32, 4, 2, 1)
-MM512_TILE(mm512, LOAD16_F32, 4, 3, 1) MM512_TILE(mm512, LOAD16_F32, 4, 4, 1)
-MM512_TILE(mm512, LOAD16_F32, 4, 5, 1) MM512_TILE(mm512, LOAD16_F32, 4, 6, 1)
-MM512_TILE(mm512, LOAD16_F32, 4, 7, 1) MM512_TILE(mm512, LOAD16_F32, 4, 8, 1)
+MM512_TILE(1, 8) MM512_TILE(2, 6)
+MM512_TILE(3, 4) MM512_TILE(4, 4)
+MM512_TILE(5, 3) MM512_TILE(6, 3)
+MM512_TILE(7, 2) MM512_TILE(8, 2)
+MM512_TILE(1, 1) MM512_TILE(2, 1)
+MM512_TILE(3, 1) MM512_TILE(4, 1)
+MM512_TILE(5, 1) MM512_TILE(6, 1)
+MM512_TILE(7, 1) MM512_TILE(8, 1)
 BF512_TILE(1, 8) BF512_TILE(1, 1)
 BF512_TILE(2, 1) BF512_TILE(3, 1)
 BF512_TILE(4, 1) BF512_TILE(5, 1)
 BF512_TILE(6, 1) BF512_TILE(7, 1)
 BF512_TILE(8, 1)
-MM512_TILE(mm512, LOAD16_F32, 4, 1, 2) MM512_TILE(mm512, LOAD16_F32, 4, 1, 3)
-MM512_TILE(mm512, LOAD16_F32, 4, 1, 4) MM512_TILE(mm512, LOAD16_F32, 4, 1, 5)
-MM512_TILE(mm512, LOAD16_F32, 4, 1, 6) MM512_TILE(mm512, LOAD16_F32, 4, 1, 7)
+MM512_TILE(1, 2) MM512_TILE(1, 3)
+MM512_TILE(1, 4) MM512_TILE(1, 5)
+MM512_TILE(1, 6) MM512_TILE(1, 7)
 BF512_TILE(1, 2) BF512_TILE(1, 3)
 BF512_TILE(1, 4) BF512_TILE(1, 5)
 BF512_TILE(1, 6) BF512_TILE(1, 7)
@@ -949,16 +952,16 @@ static const MmTile ROW_REST[2][8] = {
     {NULL, mm512_1x1, mm512_1x2, mm512_1x3, mm512_1x4, mm512_1x5, mm512_1x6, mm512_1x7},
     {NULL, bf512_1x1, bf512_1x2, bf512_1x3, bf512_1x4, bf512_1x5, bf512_1x6, bf512_1x7}};
 #else
-MM_TILE_B(mm, LOAD8_F32, 4, 1, 4) MM_TILE_A(mm, LOAD8_F32, 4, 1, 1)
-MM_TILE_B(mm, LOAD8_F32, 4, 2, 3) MM_TILE_A(mm, LOAD8_F32, 4, 2, 1)
-MM_TILE_B(mm, LOAD8_F32, 4, 3, 2) MM_TILE_A(mm, LOAD8_F32, 4, 3, 1)
-MM_TILE_A(mm, LOAD8_F32, 4, 4, 1) MM_TILE_B(mm, LOAD8_F32, 4, 5, 1)
-MM_TILE_A(mm, LOAD8_F32, 4, 6, 1)
+MM_TILE_B(1, 4) MM_TILE_A(1, 1)
+MM_TILE_B(2, 3) MM_TILE_A(2, 1)
+MM_TILE_B(3, 2) MM_TILE_A(3, 1)
+MM_TILE_A(4, 1) MM_TILE_B(5, 1)
+MM_TILE_A(6, 1)
 BF_TILE(1, 4) BF_TILE(1, 1)
 BF_TILE(2, 1) BF_TILE(3, 1)
 BF_TILE(4, 1) BF_TILE(5, 1)
 BF_TILE(6, 1)
-MM_TILE_B(mm, LOAD8_F32, 4, 1, 2) MM_TILE_B(mm, LOAD8_F32, 4, 1, 3)
+MM_TILE_B(1, 2) MM_TILE_B(1, 3)
 BF_TILE(1, 2) BF_TILE(1, 3)
 #define MM_MAX_ROWS 6
 // the tiles for R = 1..6 rows: WIDE over MM_WIDE[R] panels, ONE over one;
@@ -978,12 +981,6 @@ static const MmTile ROW_REST[2][4] = {{NULL, mm_1x1, mm_1x2, mm_1x3}, {NULL, bf_
 #endif // HAVE_AVX2
 
 #if HAVE_NEON
-// where panel i of m starts, in floats or in bfloat16
-static const void *panel_at(const Matrix *m, int i) {
-    if (m->h) return m->h + bf16_at(m, i, 0, 0);
-    return m->w + (size_t)i * (size_t)m->n * PANEL;
-}
-
 // x (n) . y (n) -> scalar, lanes8 order, NEON: lanes 0-3 and 4-7 in two registers
 static float dot_neon(const float *x, const float *y, int n) {
     float32x4_t lo = vdupq_n_f32(0.0f), hi = vdupq_n_f32(0.0f);
@@ -998,32 +995,30 @@ static float dot_neon(const float *x, const float *y, int n) {
     return s;
 }
 
-// 4 float weights (bfloat16 ones: NEON_TILE_BF below)
-#define LOAD4_F32(w, i) vld1q_f32((const float *)(w) + (i))
-
 // R rows x P panels (4 registers of 4 lanes each), every output its own chain
-#define NEON_TILE(NAME, LOAD, ES, R, P)                                                     \
-    static void NAME##_##R##x##P(float *out, size_t os, const float *x, size_t xs,        \
-                                 const void *w, int n) {                                  \
-        float32x4_t acc[R][4 * P];                                                        \
-        UNROLL for (int r = 0; r < R; r++) UNROLL for (int v = 0; v < 4 * P; v++)         \
-            acc[r][v] = vdupq_n_f32(0.0f);                                                \
-        for (int k = 0; k < n; k++) {                                                     \
-            float32x4_t wv[4 * P];                                                        \
-            UNROLL for (int v = 0; v < 4 * P; v++) {                                      \
-                if (v % 4 == 0)                                                           \
-                    __builtin_prefetch((const char *)(w) +                                \
-                        ((size_t)(v / 4) * n + k + MM_IN_FLIGHT / P) * PANEL * (ES));     \
-                wv[v] = LOAD(w, ((size_t)(v / 4) * n + k) * PANEL + 4 * (v % 4));         \
-            }                                                                             \
-            UNROLL for (int r = 0; r < R; r++) {                                          \
-                float xr = x[r * xs + k];                                                 \
-                UNROLL for (int v = 0; v < 4 * P; v++)                                    \
-                    acc[r][v] = vfmaq_n_f32(acc[r][v], wv[v], xr);                        \
-            }                                                                             \
-        }                                                                                 \
-        UNROLL for (int r = 0; r < R; r++) UNROLL for (int v = 0; v < 4 * P; v++)         \
-            vst1q_f32(out + r * os + 4 * v, acc[r][v]);                                   \
+#define NEON_TILE(R, P)                                                                    \
+    static void nm_##R##x##P(float *out, size_t os, const float *x, size_t xs,             \
+                             const void *w, int n) {                                       \
+        const float *wf = w;                                                               \
+        float32x4_t acc[R][4 * P];                                                         \
+        UNROLL for (int r = 0; r < R; r++) UNROLL for (int v = 0; v < 4 * P; v++)          \
+            acc[r][v] = vdupq_n_f32(0.0f);                                                 \
+        for (int k = 0; k < n; k++) {                                                      \
+            float32x4_t wv[4 * P];                                                         \
+            UNROLL for (int v = 0; v < 4 * P; v++) {                                       \
+                if (v % 4 == 0)                                                            \
+                    __builtin_prefetch(wf +                                                \
+                        ((size_t)(v / 4) * n + k + MM_IN_FLIGHT / P) * PANEL);             \
+                wv[v] = vld1q_f32(wf + ((size_t)(v / 4) * n + k) * PANEL + 4 * (v % 4));   \
+            }                                                                              \
+            UNROLL for (int r = 0; r < R; r++) {                                           \
+                float xr = x[r * xs + k];                                                  \
+                UNROLL for (int v = 0; v < 4 * P; v++)                                     \
+                    acc[r][v] = vfmaq_n_f32(acc[r][v], wv[v], xr);                         \
+            }                                                                              \
+        }                                                                                  \
+        UNROLL for (int r = 0; r < R; r++) UNROLL for (int v = 0; v < 4 * P; v++)          \
+            vst1q_f32(out + r * os + 4 * v, acc[r][v]);                                    \
     }
 // bfloat16 (steps in pairs, see bf16_at): each 4-lane quarter of a panel is one
 // load per pair; step k is the low halves shifted up, k+1 the high halves masked
@@ -1031,7 +1026,7 @@ static float dot_neon(const float *x, const float *y, int n) {
     static void nb_##R##x##P(float *out, size_t os, const float *x, size_t xs,            \
                              const void *w, int n) {                                      \
         const uint16_t *h = w;                                                            \
-        size_t n2 = (size_t)(n + (n & 1));                                                \
+        size_t n2 = pair_steps(n);                                                        \
         const uint32x4_t high = vdupq_n_u32(0xFFFF0000u);                                 \
         float32x4_t acc[R][4 * P];                                                        \
         UNROLL for (int r = 0; r < R; r++) UNROLL for (int v = 0; v < 4 * P; v++)         \
@@ -1053,9 +1048,9 @@ static float dot_neon(const float *x, const float *y, int n) {
         UNROLL for (int r = 0; r < R; r++) UNROLL for (int v = 0; v < 4 * P; v++)         \
             vst1q_f32(out + r * os + 4 * v, acc[r][v]);                                   \
     }
-NEON_TILE(nm, LOAD4_F32, 4, 1, 2) NEON_TILE(nm, LOAD4_F32, 4, 1, 1) NEON_TILE(nm, LOAD4_F32, 4, 2, 1)
-NEON_TILE(nm, LOAD4_F32, 4, 3, 1) NEON_TILE(nm, LOAD4_F32, 4, 4, 1) NEON_TILE(nm, LOAD4_F32, 4, 5, 1)
-NEON_TILE(nm, LOAD4_F32, 4, 6, 1)
+NEON_TILE(1, 2) NEON_TILE(1, 1) NEON_TILE(2, 1)
+NEON_TILE(3, 1) NEON_TILE(4, 1) NEON_TILE(5, 1)
+NEON_TILE(6, 1)
 NEON_TILE_BF(1, 2) NEON_TILE_BF(1, 1) NEON_TILE_BF(2, 1)
 NEON_TILE_BF(3, 1) NEON_TILE_BF(4, 1) NEON_TILE_BF(5, 1)
 NEON_TILE_BF(6, 1)
@@ -1838,18 +1833,18 @@ static int gather_candidates(struct ProbIndex *h, int *index, const float *probs
     return m;
 }
 
-// Of the m candidates h (all tokens >= (1-top_p)/(n-1)), keep those at or
-// above a higher floor when that provably keeps the nucleus; returns how many.
+// Of the m candidates h (all tokens >= cutoff = (1-top_p)/(n-1)), keep those
+// at or above a higher floor when that provably keeps the nucleus; returns how many.
 // The tokens at or above a floor come first in nucleus order, so if they hold
 // top_p plus a margin for rounding (a float sum of n terms <= 1 is off by less
 // than n * 2^-24, and two such sums are compared), the prefix that reaches
 // top_p ends among them. Tries max/16, max/256, ...: a peaked distribution's
 // nucleus is a few dozen tokens, its candidates hundreds.
-static int raise_floor(struct ProbIndex *h, int m, int n, float top_p) {
+static int raise_floor(struct ProbIndex *h, int m, int n, float top_p, float cutoff) {
     float margin = (float)n * 0x1p-22f, max = 0.0f, floor_at = 0.0f;
     if (top_p + margin >= 1.0f) return m;
     for (int j = 0; j < m; j++) max = h[j].prob > max ? h[j].prob : max;
-    for (float theta = max / 16.0f; theta > (1.0f - top_p) / (float)(n - 1); theta /= 16.0f) {
+    for (float theta = max / 16.0f; theta > cutoff; theta /= 16.0f) {
         float mass = 0.0f;
         for (int j = 0; j < m; j++) mass += h[j].prob >= theta ? h[j].prob : 0.0f;
         if (mass >= top_p + margin) { floor_at = theta; break; }
@@ -1878,7 +1873,7 @@ static void truncate_distribution(Sampler *s, float *probs) {
         int best = argmax(probs, n);
         h[m++] = (struct ProbIndex){probs[best], best};
     }
-    if (s->top_p < 1.0f) m = raise_floor(h, m, n, s->top_p);
+    if (s->top_p < 1.0f) m = raise_floor(h, m, n, s->top_p, cutoff);
     for (int i = m / 2 - 1; i >= 0; i--) sift_down(h, m, i);
     int limit = s->top_k > 0 && s->top_k < m ? s->top_k : m, keep = 0;
     float mass = 0.0f;

@@ -281,7 +281,7 @@ static void test_truncate_vs_sort(void) {
                     for (int i = 0; i < N; i++) want += p[i] >= cut && p[i] > 0;
                     for (int i = 1; i < m; i++) in_order &= s.order[i].index > s.order[i - 1].index;
                     gathered += m == want && in_order;
-                    raised += raise_floor(s.order, m, N, top_ps[j]) < m;
+                    raised += raise_floor(s.order, m, N, top_ps[j], cut) < m;
                 }
                 cases++;
                 free_sampler(&s);
