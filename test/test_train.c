@@ -308,9 +308,11 @@ static Model tiny_model(Rng *rng, int B, int T) {
 // Per tensor, 4 random directions d: numeric derivatives along them against
 // g.d, compared as vectors (one direction nearly orthogonal to g would make a
 // single ratio meaningless).
-static void test_model_grad(Rng *rng, int use_soft) {
+static void test_model_grad(Rng *rng, int use_soft, float dropout) {
     enum { B = 4, T = 8, V = 11, DIRS = 4 };
     Model m = tiny_model(rng, B, T);
+    m.dropout = dropout; // a fixed key: the same masks in every forward, so the loss is a smooth function
+    m.drop_key = 0x5EED;
     int tokens[B * T], targets[B * T];
     for (int i = 0; i < B * T; i++) { tokens[i] = (int)(rng_next(rng) % V); targets[i] = (int)(rng_next(rng) % V); }
     float *soft = NULL, dummy[B * T];
@@ -339,10 +341,41 @@ static void test_model_grad(Rng *rng, int use_soft) {
         if (rel > worst) { worst = rel; worst_name = t[i].name; }
         free(dc.d); free(dc.base);
     }
-    check(worst < 1e-3, "model gradient (%s targets): 11 tensors x %d random directions, worst relative "
-          "error %.2e (%s)", use_soft ? "soft" : "hard", DIRS, worst, worst_name);
+    check(worst < 1e-3, "model gradient (%s targets, dropout %.2f): 11 tensors x %d random directions, worst "
+          "relative error %.2e (%s)", use_soft ? "soft" : "hard", dropout, DIRS, worst, worst_name);
     free(soft);
     free_model(&m);
+}
+
+// dropout's masks: the drop rate, the 1/(1-p) scale of the kept elements, the
+// same mask for the same key (so backward matches forward), another for another
+static void test_dropout(void) {
+    enum { N = 200000 };
+    float *a = xmalloc(N * sizeof(float)), *b = xmalloc(N * sizeof(float));
+    for (size_t i = 0; i < N; i++) a[i] = b[i] = 1.0f + (float)(i % 7);
+    dropout_apply(a, N, 0, 0.0f);
+    int untouched = 1;
+    for (size_t i = 0; i < N; i++) untouched &= a[i] == 1.0f + (float)(i % 7);
+    check(untouched, "dropout p = 0 leaves all %d elements as they were", N);
+    const float p = 0.25f;
+    dropout_apply(a, N, 42, p);
+    dropout_apply(b, N, 42, p);
+    size_t dropped = 0, bad_scale = 0;
+    for (size_t i = 0; i < N; i++) {
+        if (a[i] == 0.0f) dropped++;
+        else if (a[i] != (1.0f + (float)(i % 7)) * (1.0f / (1.0f - p))) bad_scale++;
+    }
+    double sd = sqrt(N * p * (1 - p)), z = ((double)dropped - N * p) / sd;
+    check(fabs(z) < 5 && bad_scale == 0, "dropout p = %.2f over %d elements: %zu dropped (z = %.2f, want |z| < 5), "
+          "%zu kept elements not scaled by exactly 1/(1-p)", p, N, dropped, z, bad_scale);
+    check(!memcmp(a, b, N * sizeof(float)), "dropout: the same key gives the same mask");
+    for (size_t i = 0; i < N; i++) b[i] = 1.0f + (float)(i % 7);
+    dropout_apply(b, N, 43, p);
+    size_t differ = 0;
+    for (size_t i = 0; i < N; i++) differ += (a[i] == 0.0f) != (b[i] == 0.0f);
+    check(differ > N / 4, "dropout: keys 42 and 43 give different masks (%zu of %d elements differ, expect "
+          "~%.0f)", differ, N, 2.0 * N * p * (1 - p));
+    free(a); free(b);
 }
 
 // ----------------------------------------------------------------------------
@@ -455,6 +488,20 @@ static void test_resume(void) {
           "-init: a new run starts at step 0 from the %zu floats of the given checkpoint", m.n_params);
     free_model(&m);
     free_run(&r);
+    // with dropout: still resumable to the same bytes on another thread count, and not the plain run
+    remove("build/test/train/d/state.bin");
+    remove("build/test/train/e/state.bin");
+    TrainOpts d = tiny_opts("build/test/train/d", NULL), e = tiny_opts("build/test/train/e", NULL);
+    d.dropout = e.dropout = 0.2f;
+    train_model(&d);
+    e.stop_at = 5;
+    e.threads = 2;
+    train_model(&e);
+    e.stop_at = 0;
+    train_model(&e);
+    check(same_file("build/test/train/d/model.bin", "build/test/train/e/model.bin") &&
+          !same_file("build/test/train/a/model.bin", "build/test/train/d/model.bin"),
+          "-dropout 0.2: 8 steps straight == 5, kill, resume (2 threads), and != the run without dropout");
 }
 
 // ----------------------------------------------------------------------------
@@ -637,8 +684,11 @@ int main(void) {
     test_embedding_grad(&rng);
     test_xent_grad(&rng, 0);
     test_xent_grad(&rng, 1);
-    test_model_grad(&rng, 0);
-    test_model_grad(&rng, 1);
+    test_model_grad(&rng, 0, 0.0f);
+    test_model_grad(&rng, 1, 0.0f);
+    test_model_grad(&rng, 0, 0.3f);
+    test_model_grad(&rng, 1, 0.3f);
+    test_dropout();
     test_overfit();
     test_resume();
     test_corpus();

@@ -397,6 +397,26 @@ static void residual_forward(float *out, const float *a, const float *b, size_t 
     for (size_t i = 0; i < n; i++) out[i] = a[i] + b[i];
 }
 
+// Dropout on a residual branch (GPT-2's resid_pdrop), training only: each
+// element of x (n) is zeroed with probability p and the others scaled by
+// 1/(1-p), which keeps the expectation, so evaluation (p = 0) is the plain
+// model. The mask is a hash of (key, element): nothing is stored, backward
+// applies the same mask to the gradient with the same call, and a resumed
+// run, or any thread count, draws the same masks.
+static uint64_t hash64(uint64_t z) { // splitmix64's finalizer
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+static void dropout_apply(float *x, size_t n, uint64_t key, float p) {
+    if (p <= 0.0f) return;
+    uint64_t cut = (uint64_t)((double)p * 4294967296.0); // drop when the hash's top 32 bits < cut
+    float scale = 1.0f / (1.0f - p);
+    for (size_t i = 0; i < n; i++)
+        x[i] = (hash64(key + i * 0x9E3779B97F4A7C15ull) >> 32) < cut ? 0.0f : x[i] * scale;
+}
+
 // Softmax cross-entropy per row of logits (N,V), against a hard target
 // token (targets (N)) or, when soft != NULL, a distribution (soft (N,V), the
 // teacher's softmax): loss = sum_v p_v (lse - z_v) with lse = log sum exp z,
@@ -477,6 +497,7 @@ typedef struct {
     float *logits;                // (N, V): logits, then probs, then dlogits
     float *losses, *dlosses;      // (N)
     float *branch;                // (N, C) attention or FFN output before the residual add
+    float *dbranch;               // (N, C) dL/d(branch) under dropout: dres through the mask
     float *dres;                  // (N, C) dL/d(residual stream), flowing down the blocks
     float *dxn, *datty, *dq;      // (N, C) backward scratch shared by the blocks
     float *dk, *dv;               // (N, KV)
@@ -495,7 +516,12 @@ typedef struct {
     int threads;       // the layers split their work over these (1 after build_model)
     float *wt;         // (n_params) W^T of every matrix, at W's offset: the forward's operands
     int wt_fresh;      // 0 after anything writes params: the next forward transposes again
+    float dropout;     // residual dropout of the next forward/backward (0 but in train_step)
+    uint64_t drop_key; // its masks' key: a hash of (seed, step, micro-batch)
 } Model;
+
+// The dropout key of branch b (0 attention, 1 FFN) of block l.
+static uint64_t branch_key(const Model *m, int l, int b) { return hash64(m->drop_key ^ (uint64_t)(2 * l + b + 1)); }
 
 static int head_size(const Config *c) { return c->dim / c->n_heads; }
 static int kv_dim(const Config *c) { return c->n_kv_heads * head_size(c); }
@@ -539,7 +565,7 @@ static size_t layout_acts(Acts *a, float *base, const Config *c, int B, int T) {
     a->xf = carve(base, &u, N * C); a->rstdf = carve(base, &u, N);
     a->logits = carve(base, &u, N * V);
     a->losses = carve(base, &u, N); a->dlosses = carve(base, &u, N);
-    a->branch = carve(base, &u, N * C); a->dres = carve(base, &u, N * C);
+    a->branch = carve(base, &u, N * C); a->dbranch = carve(base, &u, N * C); a->dres = carve(base, &u, N * C);
     a->dxn = carve(base, &u, N * C); a->datty = carve(base, &u, N * C); a->dq = carve(base, &u, N * C);
     a->dk = carve(base, &u, N * KV); a->dv = carve(base, &u, N * KV);
     a->dh1 = carve(base, &u, N * H); a->dh3 = carve(base, &u, N * H); a->dhg = carve(base, &u, N * H);
@@ -685,12 +711,14 @@ static void model_forward(Model *m, const int *tokens) {
         rope_forward(ba.k, w->rope_cos, w->rope_sin, B, T, NKV, hs);
         attention_forward(ba.atty, ba.att, ba.q, ba.k, ba.v, B, T, NH, NKV, hs, m->threads);
         matmul_forward(a->branch, ba.atty, tposed(m, bw.wo), N, C, C, m->threads);
+        dropout_apply(a->branch, N * C, branch_key(m, l, 0), m->dropout);
         residual_forward(ba.x2, ba.x, a->branch, N * C);
         rmsnorm_forward(ba.xn2, ba.rstd2, ba.x2, bw.rms_ffn, N, C);
         matmul_forward(ba.h1, ba.xn2, tposed(m, bw.w1), N, C, H, m->threads);
         matmul_forward(ba.h3, ba.xn2, tposed(m, bw.w3), N, C, H, m->threads);
         swiglu_forward(ba.hg, ba.h1, ba.h3, N * H, m->threads);
         matmul_forward(a->branch, ba.hg, tposed(m, bw.w2), N, H, C, m->threads);
+        dropout_apply(a->branch, N * C, branch_key(m, l, 1), m->dropout);
         residual_forward(ba.x_out, ba.x2, a->branch, N * C);
     }
     rmsnorm_forward(a->xf, a->rstdf, a->x + (size_t)c->n_layers * N * C, w->rms_final, N, C);
@@ -724,9 +752,11 @@ static void model_backward(Model *m, const int *targets, const float *soft, floa
     for (int l = c->n_layers - 1; l >= 0; l--) {
         BlockWeights bw = block_weights(w, c, l), bg = block_weights(g, c, l);
         BlockActs ba = block_acts(m, l);
-        // FFN branch: dres is dL/d(x_out) and also dL/d(FFN output)
+        // FFN branch: dres is dL/d(x_out), and through the dropout mask dL/d(FFN output)
         zero(a->dhg, N * H); zero(a->dh1, N * H); zero(a->dh3, N * H); zero(a->dxn, N * C);
-        matmul_backward(a->dhg, bg.w2, a->dres, ba.hg, bw.w2, N, H, C, m->threads);
+        memcpy(a->dbranch, a->dres, N * C * sizeof(float));
+        dropout_apply(a->dbranch, N * C, branch_key(m, l, 1), m->dropout);
+        matmul_backward(a->dhg, bg.w2, a->dbranch, ba.hg, bw.w2, N, H, C, m->threads);
         swiglu_backward(a->dh1, a->dh3, a->dhg, ba.h1, ba.h3, N * H, m->threads);
         matmul_backward(a->dxn, bg.w1, a->dh1, ba.xn2, bw.w1, N, C, H, m->threads);
         matmul_backward(a->dxn, bg.w3, a->dh3, ba.xn2, bw.w3, N, C, H, m->threads);
@@ -734,7 +764,9 @@ static void model_backward(Model *m, const int *targets, const float *soft, floa
         // attention branch: dres is now dL/d(x2)
         zero(a->datty, N * C); zero(a->dq, N * C); zero(a->dk, N * KV); zero(a->dv, N * KV);
         zero(a->dxn, N * C);
-        matmul_backward(a->datty, bg.wo, a->dres, ba.atty, bw.wo, N, C, C, m->threads);
+        memcpy(a->dbranch, a->dres, N * C * sizeof(float));
+        dropout_apply(a->dbranch, N * C, branch_key(m, l, 0), m->dropout);
+        matmul_backward(a->datty, bg.wo, a->dbranch, ba.atty, bw.wo, N, C, C, m->threads);
         attention_backward(a->dq, a->dk, a->dv, a->datty, ba.q, ba.k, ba.v, ba.att, B, T, NH, NKV, hs, m->threads);
         rope_backward(a->dq, w->rope_cos, w->rope_sin, B, T, NH, hs);
         rope_backward(a->dk, w->rope_cos, w->rope_sin, B, T, NKV, hs);
@@ -805,6 +837,7 @@ typedef struct {
     int batch, accum, steps, warmup, seed, threads;
     int eval_every, eval_batches, log_every, ckpt_every;
     float lr, lr_min, wd, clip, beta1, beta2;
+    float dropout;          // residual dropout probability (0: off)
     int stop_at;            // end after this step as if killed (0: run to -steps)
 } TrainOpts;
 
@@ -854,7 +887,8 @@ static void adamw_update(Model *m, float *mom, float *vel, const TrainOpts *o, d
 typedef struct {
     char magic[8];        // "SDSTATE1"
     int32_t config[7];    // as in the checkpoint header
-    int32_t batch, seq, accum, pad;
+    int32_t batch, seq, accum;
+    float dropout;        // -dropout (older states: 0 bits, which is 0.0f)
     int64_t step;         // optimizer steps done
     uint64_t rng;         // the batch sampler's state after them
     uint64_t data_hash;   // fingerprint of the training tokens
@@ -871,6 +905,7 @@ static StateHeader state_header(const Model *m, const TrainOpts *o) {
     h.batch = o->batch;
     h.seq = o->seq;
     h.accum = o->accum;
+    h.dropout = o->dropout;
     return h;
 }
 
@@ -896,6 +931,9 @@ static StateHeader load_state(const char *path, const StateHeader *want, Model *
         die("%s: saved by a run with another shape, batch, seq or accum (dim %d layers %d vocab %d, batch %d "
             "seq %d accum %d); use the same options, or delete %s to start over", path, h.config[0],
             h.config[2], h.config[5], h.batch, h.seq, h.accum, path);
+    if (h.dropout != want->dropout)
+        die("%s: saved by a run with -dropout %g, this one has %g; use the same -dropout, or delete %s to start "
+            "over", path, h.dropout, want->dropout, path);
     if (h.data_hash != want->data_hash)
         die("%s: the training tokens changed since this run started (retokenized?); delete %s to start over",
             path, path);
@@ -1055,9 +1093,12 @@ static double train_step(Run *r, const TrainOpts *o, double lr) {
             model_forward(&r->teacher, r->inputs);
             model_loss(&r->teacher, r->targets, NULL);
         }
+        m->dropout = o->dropout;
+        m->drop_key = hash64(hash64((uint64_t)o->seed) ^ ((uint64_t)r->step << 8 | (uint64_t)micro));
         model_forward(m, r->inputs);
         loss += model_loss(m, r->targets, soft) / o->accum;
         model_backward(m, r->targets, soft, 1.0f / (float)(N * o->accum));
+        m->dropout = 0.0f; // validation and everything else see the whole model
     }
     r->grad_norm = clip_grads(m, o->clip);
     adamw_update(m, r->mom, r->vel, o, lr, r->step + 1);
@@ -1104,6 +1145,7 @@ static void print_header(const Run *r, const TrainOpts *o, double tok_per_step) 
            c->vocab_size, c->seq_len, (r->model.n_params - (size_t)c->seq_len * head_size(c)) / 1e6,
            params_per_token(c) / 1e6, r->has_teacher ? "distilled from " : "trained on text",
            r->has_teacher ? o->teacher : "");
+    if (o->dropout > 0) printf("residual dropout %g while training\n", o->dropout);
     printf("data: %zu train tokens, %zu val; %.0f tokens/step x %d steps = %.1fM tokens (%.2f epochs)\n",
            r->train.n, r->val.n, tok_per_step, o->steps, tok_per_step * o->steps / 1e6,
            tok_per_step * o->steps / (double)r->train.n);
@@ -1189,6 +1231,7 @@ static int cmd_model(int argc, char **argv) {
         {"-lr", 'f', &o.lr, "peak learning rate"},
         {"-lr-min", 'f', &o.lr_min, "final learning rate of the cosine (0: lr/10)"},
         {"-wd", 'f', &o.wd, "AdamW weight decay (matrices and embedding)"},
+        {"-dropout", 'f', &o.dropout, "residual dropout probability while training (0: off)"},
         {"-clip", 'f', &o.clip, "clip the gradient's global norm to this (0: off)"},
         {"-seed", 'i', &o.seed, "seed of the init and the batch sampler"},
         {"-threads", 'i', &o.threads, "threads"},
@@ -1206,6 +1249,7 @@ static int cmd_model(int argc, char **argv) {
     if (o.batch < 1 || o.accum < 1 || o.steps < 1 || o.seq < 2 || o.eval_every < 1 || o.eval_batches < 1 ||
         o.log_every < 1 || o.ckpt_every < 1)
         die("model: -batch, -accum, -steps, -eval-every, -eval-batches, -log-every, -ckpt-every must be >= 1, -seq >= 2");
+    if (!(o.dropout >= 0.0f && o.dropout < 1.0f)) die("model: -dropout %g: expected 0 <= p < 1 (e.g. 0.1)", o.dropout);
     train_model(&o);
     return 0;
 }
