@@ -247,7 +247,8 @@ typedef struct {
     RunState state;
     int shared_classifier;      // 1: wcls is token_embedding
     int max_rows;               // rows one forward() may take
-    int n_threads;              // threads a forward() uses (<= the pool's)
+    int n_threads;              // threads a forward()'s layers use (<= the pool's)
+    int cls_threads;            // ... and its classifier (>= n_threads; the draft's may be more)
     ThreadPool *pool;           // NULL: one thread
     const char *path;
     void *map;                  // the whole file, read-only
@@ -568,7 +569,7 @@ static void load_checkpoint(Transformer *t, const void *file, size_t bytes, cons
             t->config.seq_len, need == SIZE_MAX ? INFINITY : (double)need / 1e9, (double)limit / 1e9);
     t->max_rows = max_rows;
     t->pool = pool;
-    t->n_threads = pool && threads > 1 ? threads : 1;
+    t->n_threads = t->cls_threads = pool && threads > 1 ? threads : 1;
     pack_weights(t);
     if (bf16) use_bfloat16(t);
     build_run_state(&t->state, &t->config, max_rows, t->n_threads);
@@ -1610,6 +1611,7 @@ static void attention_head(Transformer *tr, int l, int g, int T, int pos) {
 typedef struct {
     Transformer *tr;
     int T, pos;
+    int classifier; // 1: the job ends with the classifier; 0: classifier_job follows
 } ForwardJob;
 
 // x[t][lo..hi) += y[t][lo..hi) for T rows of width n: a thread's residual add
@@ -1618,8 +1620,21 @@ static void add_columns(float *x, const float *y, int T, int n, int lo, int hi) 
         for (int j = lo; j < hi && j < n; j++) x[(size_t)t * n + j] += y[(size_t)t * n + j];
 }
 
-// The layers and the classifier on thread tid of nth. Between phases the
-// threads meet at a barrier; inside one, each writes only its own outputs.
+// classifier: logits = wcls @ rmsnorm(x), thread tid's panels of nth
+static void classifier_job(void *arg, int tid, int nth) {
+    const ForwardJob *job = arg;
+    Transformer *tr = job->tr;
+    RunState *s = &tr->state;
+    int lo, hi, dim = tr->config.dim;
+    float *xn = s->xn + (size_t)tid * tr->max_rows * dim; // (T, dim) this thread's rmsnorm(x)
+    rmsnorm(xn, s->x, tr->weights.rms_final, job->T, dim);
+    share(&lo, &hi, tr->wcls.n_panels, tid, nth);
+    matmul_panels(s->logits, (size_t)tr->config.vocab_size, tr->config.vocab_size, xn, job->T, &tr->wcls, lo, hi);
+}
+
+// The layers, and the classifier if job->classifier, on thread tid of nth.
+// Between phases the threads meet at a barrier; inside one, each writes only
+// its own outputs.
 static void forward_job(void *arg, int tid, int nth) {
     const ForwardJob *job = arg;
     Transformer *tr = job->tr;
@@ -1659,13 +1674,9 @@ static void forward_job(void *arg, int tid, int nth) {
         share(&lo, &hi, ly->w2.n_panels, tid, nth);
         matmul_panels(s->xb2, (size_t)dim, dim, s->hb, T, &ly->w2, lo, hi);
         add_columns(s->x, s->xb2, T, dim, lo * PANEL, hi * PANEL);
-        pool_barrier(tr->pool, tid, nth);
+        if (l + 1 < c->n_layers || job->classifier) pool_barrier(tr->pool, tid, nth);
     }
-
-    // classifier: logits = wcls @ rmsnorm(x)
-    rmsnorm(xn, s->x, w->rms_final, T, dim);
-    share(&lo, &hi, tr->wcls.n_panels, tid, nth);
-    matmul_panels(s->logits, (size_t)c->vocab_size, c->vocab_size, xn, T, &tr->wcls, lo, hi);
+    if (job->classifier) classifier_job(arg, tid, nth);
 }
 
 // Runs tokens[0..n_rows) at positions pos..pos+n_rows-1 through the model.
@@ -1686,8 +1697,12 @@ static float *forward(Transformer *tr, const int *tokens, int n_rows, int pos) {
     for (int i = 0; i < T; i++)
         memcpy(s->x + (size_t)i * dim, tr->weights.token_embedding + (size_t)tokens[i] * dim,
                (size_t)dim * sizeof(float));
-    ForwardJob job = {.tr = tr, .T = T, .pos = pos};
+    // One job on n_threads threads; or, for a draft whose layers are too short to
+    // split but whose classifier (vocab x dim) is most of its weights, the layers
+    // on n_threads and the classifier on cls_threads.
+    ForwardJob job = {.tr = tr, .T = T, .pos = pos, .classifier = tr->cls_threads == tr->n_threads};
     pool_run(tr->pool, tr->n_threads, forward_job, &job);
+    if (!job.classifier) pool_run(tr->pool, tr->cls_threads, classifier_job, &job);
     return s->logits;
 }
 
@@ -2595,12 +2610,14 @@ static double time_forward(Transformer *tr, int rows) {
 }
 
 // seconds of the fastest of `reps` draft steps (forward at position pos, its
-// distribution, a draw) on `threads` threads; positions < pos must be cached
-static double time_draft_step(Transformer *draft, int threads, Sampler *s, float *scratch, int pos,
+// distribution, a draw), the layers on `threads` threads and the classifier on
+// `cls`; positions < pos must be cached
+static double time_draft_step(Transformer *draft, int threads, int cls, Sampler *s, float *scratch, int pos,
                               int reps) {
-    int saved = draft->n_threads, token = 0;
+    int saved = draft->n_threads, saved_cls = draft->cls_threads, token = 0;
     double best = 1e30;
     draft->n_threads = threads;
+    draft->cls_threads = cls;
     for (int i = 0; i < reps; i++) {
         double t0 = now_seconds();
         probs_from_logits(s, scratch, forward(draft, &token, 1, pos));
@@ -2609,28 +2626,36 @@ static double time_draft_step(Transformer *draft, int threads, Sampler *s, float
         if (t < best) best = t;
     }
     draft->n_threads = saved;
+    draft->cls_threads = saved_cls;
     return best;
 }
 
-// The draft's thread count when --draft-threads is not given: one thread or
-// all, whichever times faster at position min(128, seq_len - 1), where
-// attention is a fair share of a step. Its layers are a few microseconds
-// long, and on a machine where a barrier costs about as much, splitting them
-// loses. The thread count never changes a bit, so this changes only the speed.
-// (The cache entries written here are overwritten before generation reads them.)
+// The draft's threads when --draft-threads is not given: one thread, all, or
+// the layers on one and the classifier on all, whichever times fastest at
+// position min(128, seq_len - 1), where attention is a fair share of a step.
+// Its layers are a few microseconds long, and on a machine where a barrier
+// costs about as much, splitting them loses; its classifier is about half its
+// weights, with one hand-over. The thread counts never change a bit, so this
+// changes only the speed. (The cache entries written here are overwritten
+// before generation reads them.)
 static void choose_draft_threads(Transformer *draft, Sampler *s, float *scratch) {
-    if (draft->n_threads <= 1) return;
+    int n = draft->n_threads;
+    if (n <= 1) return;
     int pos = draft->config.seq_len - 1 < 128 ? draft->config.seq_len - 1 : 128, ones[128];
     for (int i = 0; i < pos; i++) ones[i] = 1;
     forward_chunked(draft, ones, pos, 0); // a cached prefix of `pos` tokens
-    double one = 1e30, all = 1e30;
-    for (int i = 0; i < 4; i++) { // alternate, so a slow stretch hits both
-        double t1 = time_draft_step(draft, 1, s, scratch, pos, 8);
-        double tn = time_draft_step(draft, draft->n_threads, s, scratch, pos, 8);
-        if (t1 < one) one = t1;
-        if (tn < all) all = tn;
-    }
-    if (one <= all) draft->n_threads = 1;
+    const int layers[3] = {1, n, 1}, cls[3] = {1, n, n};
+    double best[3] = {1e30, 1e30, 1e30};
+    for (int i = 0; i < 4; i++) // alternate, so a slow stretch hits all three
+        for (int j = 0; j < 3; j++) {
+            double t = time_draft_step(draft, layers[j], cls[j], s, scratch, pos, 8);
+            if (t < best[j]) best[j] = t;
+        }
+    int pick = 0;
+    for (int j = 1; j < 3; j++)
+        if (best[j] < best[pick]) pick = j;
+    draft->n_threads = layers[pick];
+    draft->cls_threads = cls[pick];
 }
 
 // The cost table: verify passes of 1..AUTO_CALIBRATE_ROWS rows timed, longer
@@ -2647,7 +2672,8 @@ static void calibrate_auto_k(AutoK *ak, Transformer *target, Transformer *draft,
     for (int n = top + 1; n <= MAX_ROWS; n++) ak->calib[n] = ak->calib[top] + slope * (n - top);
     ak->scale = 1;
     for (int n = 1; n <= MAX_ROWS; n++) ak->verify[n] = ak->calib[n];
-    if (draft) ak->draft_step = time_draft_step(draft, draft->n_threads, s, scratch, 0, 3); // lookup: ~free
+    if (draft) // lookup: ~free
+        ak->draft_step = time_draft_step(draft, draft->n_threads, draft->cls_threads, s, scratch, 0, 3);
     ak->accepted = 1;
     ak->examined = 2;
     ak->calibration_seconds = now_seconds() - t0;
@@ -2876,9 +2902,10 @@ static void print_report(const Report *rp) {
     for (int i = 0; i <= st->k_hi; i++) fprintf(stderr, " %.3f", per_position(st, i));
     fprintf(stderr, "\n  rounds accepting 0..K+1 proposals:");
     for (int i = 0; i <= st->k_hi + 1; i++) fprintf(stderr, " %ld", st->histogram[i]);
-    int dt = rp->sp->draft ? rp->sp->draft->n_threads : 1;
-    fprintf(stderr, "\n  time: draft %.3f s (%d thread%s), verify %.3f s, other %.3f s\n",
-            st->draft_seconds, dt, dt == 1 ? "" : "s", st->verify_seconds,
+    int dt = rp->sp->draft ? rp->sp->draft->n_threads : 1, dc = rp->sp->draft ? rp->sp->draft->cls_threads : 1;
+    fprintf(stderr, "\n  time: draft %.3f s (%d thread%s", st->draft_seconds, dt, dt == 1 ? "" : "s");
+    if (dc != dt) fprintf(stderr, ", its classifier on %d", dc);
+    fprintf(stderr, "), verify %.3f s, other %.3f s\n", st->verify_seconds,
             rp->seconds - st->draft_seconds - st->verify_seconds);
     fprintf(stderr, "  costs per target step (%.3f ms): c = %.3f, r = %.3f; speedup predicted "
             "%.2fx, measured %.2fx\n", 1e3 * rp->target_step, m.c, m.r, m.predicted, m.measured);
@@ -2922,7 +2949,8 @@ static void write_json_spec(FILE *f, const Report *rp) {
             st->draft_seconds, st->verify_seconds, st->plain_tokens, st->draft_full_at,
             rp->target_step, m.c, m.r, m.expected_per_round, m.predicted, m.measured,
             rp->sp->autok.calibration_seconds);
-    fprintf(f, ", \"draft_threads\": %d", rp->sp->draft ? rp->sp->draft->n_threads : 0);
+    fprintf(f, ", \"draft_threads\": %d, \"draft_classifier_threads\": %d", rp->sp->draft ? rp->sp->draft->n_threads : 0,
+            rp->sp->draft ? rp->sp->draft->cls_threads : 0);
 }
 
 // Open -j's file and write its first byte, so an unwritable path or a full

@@ -745,8 +745,8 @@ int main(int argc, char **argv) {
                 build_sampler(&s0, draft.config.vocab_size, 1.0f, 1.0f, 0);
                 float *scratch = xmalloc((size_t)draft.config.vocab_size * sizeof(float), "scratch");
                 choose_draft_threads(&draft, &s0, scratch);
-                printf("draft on %d threads: %d (timed against %d)\n", th, draft.n_threads,
-                       draft.n_threads == 1 ? th : 1);
+                printf("draft on %d threads: layers on %d, classifier on %d (the fastest of 1/1, %d/%d, 1/%d)\n",
+                       th, draft.n_threads, draft.cls_threads, th, th, th);
                 xfree(scratch);
                 free_sampler(&s0);
             }

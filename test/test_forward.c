@@ -61,9 +61,11 @@ static void test_config(const char *name, Config c, int shared) {
 
     int positions[] = {0, 3, 17, S - 9};
     int bad_logits = 0, bad_cache = 0, cases = 0;
-    for (int threads = 1; threads <= 3; threads++) {
+    for (int threads = 1; threads <= 3; threads++)
+    for (int split = 0; split <= (threads > 1); split++) { // split: layers on 1 thread, classifier on all
         ThreadPool *pool = build_pool(threads);
         build_transformer(&many, path, MAX_ROWS, pool, threads);
+        if (split) many.n_threads = 1;
         for (int pi = 0; pi < 4; pi++) {
             for (int n = 1; n <= 9; n++) {
                 int pos = positions[pi];
@@ -72,8 +74,8 @@ static void test_config(const char *name, Config c, int shared) {
                 cases++;
                 if (memcmp(lg, ref + (size_t)pos * V, (size_t)n * V * 4)) {
                     bad_logits++;
-                    printf("  %s: %d rows at pos %d on %d threads differ from single-row logits\n",
-                           name, n, pos, threads);
+                    printf("  %s: %d rows at pos %d on %d threads%s differ from single-row logits\n",
+                           name, n, pos, threads, split ? " (classifier only)" : "");
                 }
                 bad_cache += !caches_equal(&many, &one, pos + n);
             }
@@ -84,7 +86,7 @@ static void test_config(const char *name, Config c, int shared) {
     CHECK(bad_logits == 0, "%s: %d of %d batched forwards differ from single-row forwards", name, bad_logits, cases);
     CHECK(bad_cache == 0, "%s: %d of %d batched forwards left different KV caches", name, bad_cache, cases);
     printf("%s (dim %d hidden %d layers %d heads %d kv_heads %d vocab %d, %s classifier): "
-           "%d batched forwards (n = 1..9 at pos 0, 3, 17, %d; 1, 2, 3 threads) memcmp-equal to "
+           "%d batched forwards (n = 1..9 at pos 0, 3, 17, %d; 1, 2, 3 threads, and the classifier alone on 2, 3) memcmp-equal to "
            "single rows on one thread\n", name, c.dim, c.hidden_dim, c.n_layers, c.n_heads,
            c.n_kv_heads, c.vocab_size, shared ? "shared" : "unshared", cases, S - 9);
     xfree(ref); xfree(tokens);
