@@ -787,6 +787,16 @@ static inline __m512 exp16(__m512 x) {
     _mm_prefetch((const char *)((h) + ((size_t)(v) * (n2) + (k) + 2 * (MM_IN_FLIGHT / (P))) * PANEL), \
                  _MM_HINT_T0)
 
+// Keep a loaded vector in a register when several rows use it: without this,
+// gcc folds the load into every FMA that uses it (a 4x4 tile then issues 20
+// loads for 16 FMAs and waits on the load ports; 4 rows ran slower than 5). An
+// empty asm whose operand must sit in a vector register.
+#if defined(__GNUC__)
+#define IN_REGISTER(v) __asm__("" : "+v"(v))
+#else
+#define IN_REGISTER(v) ((void)0)
+#endif
+
 #define MM_TILE_A(R, P)                                                                    \
     static void mm_##R##x##P(float *out, size_t os, const float *x, size_t xs,             \
                              const void *w, int n) {                                       \
@@ -797,8 +807,10 @@ static inline __m512 exp16(__m512 x) {
         for (int k = 0; k < n; k++) {                                                      \
             UNROLL for (int v = 0; v < P; v++) PREFETCH_PANEL(w, v, n, k, P);              \
             __m256 wv[2 * P];                                                              \
-            UNROLL for (int v = 0; v < 2 * P; v++)                                         \
+            UNROLL for (int v = 0; v < 2 * P; v++) {                                       \
                 wv[v] = _mm256_loadu_ps(wf + ((size_t)(v / 2) * n + k) * PANEL + 8 * (v % 2)); \
+                if (R > 1) IN_REGISTER(wv[v]);                                             \
+            }                                                                              \
             UNROLL for (int r = 0; r < R; r++) {                                           \
                 __m256 xr = _mm256_broadcast_ss(x + r * xs + k);                           \
                 UNROLL for (int v = 0; v < 2 * P; v++)                                     \
@@ -821,6 +833,7 @@ static inline __m512 exp16(__m512 x) {
             UNROLL for (int r = 0; r < R; r++) xr[r] = _mm256_broadcast_ss(x + r * xs + k); \
             UNROLL for (int v = 0; v < 2 * P; v++) {                                       \
                 __m256 wv = _mm256_loadu_ps(wf + ((size_t)(v / 2) * n + k) * PANEL + 8 * (v % 2)); \
+                if (R > 1) IN_REGISTER(wv);                                                \
                 UNROLL for (int r = 0; r < R; r++)                                         \
                     acc[r][v] = _mm256_fmadd_ps(wv, xr[r], acc[r][v]);                     \
             }                                                                              \
@@ -874,6 +887,7 @@ static inline __m512 exp16(__m512 x) {
             UNROLL for (int v = 0; v < P; v++) {                                           \
                 PREFETCH_PANEL(w, v, n, k, P);                                             \
                 wv[v] = _mm512_loadu_ps(wf + ((size_t)v * n + k) * PANEL);                 \
+                if (R > 1) IN_REGISTER(wv[v]);                                             \
             }                                                                              \
             UNROLL for (int r = 0; r < R; r++) {                                           \
                 __m512 xr = _mm512_set1_ps(x[r * xs + k]);                                 \
@@ -1290,7 +1304,10 @@ static void outer_scalar(float *const *out, const float *const *a, int Q, const 
             acc[i][g] = OV_ZERO();                                                    \
         for (int t = 0; t < n; t++) {                                                 \
             OV bv[G];                                                                 \
-            UNROLL for (int g = 0; g < G; g++) bv[g] = OV_LOAD(base + t * ss + g * gs); \
+            UNROLL for (int g = 0; g < G; g++) {                                      \
+                bv[g] = OV_LOAD(base + t * ss + g * gs);                              \
+                if (Q > 1) IN_REGISTER(bv[g]);                                        \
+            }                                                                         \
             UNROLL for (int i = 0; i < Q; i++) {                                      \
                 OV at = OV_SET1(a[i][t]);                                             \
                 UNROLL for (int g = 0; g < G; g++) acc[i][g] = OV_FMA(bv[g], at, acc[i][g]); \
