@@ -1715,7 +1715,7 @@ static float *forward(Transformer *tr, const int *tokens, int n_rows, int pos) {
         memcpy(s->x + (size_t)i * dim, tr->weights.token_embedding + (size_t)tokens[i] * dim,
                (size_t)dim * sizeof(float));
     // One job on n_threads threads; or, for a draft whose layers are too short to
-    // split but whose classifier (vocab x dim) is most of its weights, the layers
+    // split but whose classifier (vocab x dim) is half its weights, the layers
     // on n_threads and the classifier on cls_threads.
     ForwardJob job = {.tr = tr, .T = T, .pos = pos, .classifier = tr->cls_threads == tr->n_threads};
     pool_run(tr->pool, tr->n_threads, forward_job, &job);
