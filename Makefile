@@ -105,8 +105,9 @@ sweep: build/bin/bench
 # --- trainer/ (./train; keep edits inside this block) ---
 # make weights [DATA=dir] [THREADS=n]: tokenizer -> token streams -> base
 # (the broad mix) -> target (the base fine-tuned on stories) -> stories the
-# target writes -> draft (distilled from the target on stories and those) ->
-# weights/. Every step keeps its state under runs/ and re-running resumes
+# target writes -> draft (distilled from the target on stories and those);
+# and target_dropout (the same fine-tuning with residual dropout, which the
+# draft, unchanged, matches better) -> weights/ (target_dropout and the draft). Every step keeps its state under runs/ and re-running resumes
 # where it stopped; `rm -rf runs` starts over.
 # Shapes, numbers and what each choice bought: docs/TRAINING.md.
 DATA    ?= ../shared/data/corpus
@@ -124,11 +125,12 @@ SHAPE   ?= -dim 256 -layers 6 -heads 8 -kv-heads 4 -seq 256 -batch 8 -accum 4
 # still 2.2e-4; stage 2 anneals from there on stories alone
 BASE    ?= $(SHAPE) -steps 2600 -stop-at 2000 -warmup 100 -lr 1e-3 -ckpt-every 50
 TARGET  ?= $(SHAPE) -steps 1600 -warmup 30 -lr 3e-4 -lr-min 1e-5 -ckpt-every 50
+DROPOUT ?= 0.1
 DRAFT   ?= -dim 96 -layers 2 -heads 3 -kv-heads 3 -seq 256 -batch 8 -accum 4 -steps 3200 -warmup 50 -lr 3e-3 -ckpt-every 25
 MODEL   = ./train model -threads $(THREADS)
 TRAIN_TESTS = build/train/test_train build/train/test_train_ckpt
 
-.PHONY: test-train base target drafts weights
+.PHONY: test-train base target target-dropout drafts weights
 
 TRAINER = trainer/train.c trainer/tokenizer.c trainer/common.h model.h
 
@@ -200,10 +202,15 @@ target: base runs/data_stories/val.bin
 drafts: target runs/data_kd/val.bin
 	$(MODEL) -data runs/data_kd -o runs/draft $(DRAFT) -teacher runs/target/model.bin -csv docs/train_draft.csv
 
+# the shipped target: stage 2 again from the same base, with residual dropout
+target-dropout: base runs/data_stories/val.bin
+	$(MODEL) -data runs/data_stories -o runs/target_dropout $(TARGET) -dropout $(DROPOUT) \
+	  -init runs/base/model.bin -csv docs/train_target_dropout.csv
+
 # the yardstick (docs/TRAINING.md): bits per byte on the held-out paragraphs
 BPB_TEXT = $(DATA)/tinystories_valid_head.txt
 bpb: train
-	@for m in runs/base runs/target runs/draft; do test -f $$m/model.bin && \
+	@for m in runs/base runs/target runs/target_dropout runs/draft; do test -f $$m/model.bin && \
 	  ./train bpb -m $$m/model.bin -z runs/tokenizer.bin -f $(BPB_TEXT) -tail 150000 | tail -1 | sed "s|^|$$m: |"; done; true
 	@./train bpb -m $(REF)/stories260K.bin -z $(REF)/tok512.bin -f $(BPB_TEXT) -tail 150000 | tail -1 | sed "s|^|stories260K: |"
 
@@ -213,12 +220,12 @@ build/bin/accept: trainer/accept.c specdec.c model.h
 	$(CC) $(TFLAGS) $(SIMD) -o $@ trainer/accept.c $(LDLIBS)
 
 # ship: tokenizer, target, draft, with the draft's a on held-out prompts
-weights: drafts build/bin/accept
+weights: drafts target-dropout build/bin/accept
 	@mkdir -p weights
-	build/bin/accept --target runs/target/model.bin --tokenizer runs/tokenizer.bin \
+	build/bin/accept --target runs/target_dropout/model.bin --tokenizer runs/tokenizer.bin \
 	  --draft runs/draft/model.bin --prompts $(DATA)/tinystories_train_head.txt | tee runs/draft_acceptance.txt
 	cp runs/tokenizer.bin tokenizer.bin
-	cp runs/target/model.bin weights/target.bin
+	cp runs/target_dropout/model.bin weights/target.bin
 	cp runs/draft/model.bin weights/draft.bin
 # --- end trainer/ ---
 
