@@ -107,7 +107,8 @@ sweep: build/bin/bench
 # (the broad mix) -> target (the base fine-tuned on stories) -> stories the
 # target writes -> draft (distilled from the target on stories and those);
 # and target_dropout (the same fine-tuning with residual dropout, which the
-# draft, unchanged, matches better) -> weights/ (target_dropout and the draft). Every step keeps its state under runs/ and re-running resumes
+# draft, unchanged, matches better) -> weights/ (target_dropout and the
+# draft). Every step keeps its state under runs/ and re-running resumes
 # where it stopped; `rm -rf runs` starts over.
 # Shapes, numbers and what each choice bought: docs/TRAINING.md.
 DATA    ?= ../shared/data/corpus

@@ -147,12 +147,14 @@ static void intbuf_push(IntBuf *b, int x) {
 
 typedef struct { uint64_t state; } Rng;
 
-static uint64_t rng_next(Rng *r) {
-    uint64_t z = (r->state += 0x9E3779B97F4A7C15ull);
+// splitmix64's finalizer: a 64-bit hash (also keys dropout masks, train.c)
+static uint64_t mix64(uint64_t z) {
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
     z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
     return z ^ (z >> 31);
 }
+
+static uint64_t rng_next(Rng *r) { return mix64(r->state += 0x9E3779B97F4A7C15ull); }
 
 // uniform in [0, 1) with 53 random bits
 static double rng_uniform(Rng *r) { return (double)(rng_next(r) >> 11) * (1.0 / 9007199254740992.0); }

@@ -403,18 +403,12 @@ static void residual_forward(float *out, const float *a, const float *b, size_t 
 // model. The mask is a hash of (key, element): nothing is stored, backward
 // applies the same mask to the gradient with the same call, and a resumed
 // run, or any thread count, draws the same masks.
-static uint64_t hash64(uint64_t z) { // splitmix64's finalizer
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
 static void dropout_apply(float *x, size_t n, uint64_t key, float p) {
     if (p <= 0.0f) return;
     uint64_t cut = (uint64_t)((double)p * 4294967296.0); // drop when the hash's top 32 bits < cut
     float scale = 1.0f / (1.0f - p);
     for (size_t i = 0; i < n; i++)
-        x[i] = (hash64(key + i * 0x9E3779B97F4A7C15ull) >> 32) < cut ? 0.0f : x[i] * scale;
+        x[i] = (mix64(key + i * 0x9E3779B97F4A7C15ull) >> 32) < cut ? 0.0f : x[i] * scale;
 }
 
 // Softmax cross-entropy per row of logits (N,V), against a hard target
@@ -521,7 +515,17 @@ typedef struct {
 } Model;
 
 // The dropout key of branch b (0 attention, 1 FFN) of block l.
-static uint64_t branch_key(const Model *m, int l, int b) { return hash64(m->drop_key ^ (uint64_t)(2 * l + b + 1)); }
+static uint64_t branch_key(const Model *m, int l, int b) { return mix64(m->drop_key ^ (uint64_t)(2 * l + b + 1)); }
+
+// dL/d(branch b's output) of block l: dL/d(residual stream) through that
+// branch's dropout mask (without dropout, the same array)
+static const float *branch_grad(Model *m, int l, int b) {
+    if (m->dropout <= 0.0f) return m->a.dres;
+    size_t n = (size_t)m->B * m->T * m->c.dim;
+    memcpy(m->a.dbranch, m->a.dres, n * sizeof(float));
+    dropout_apply(m->a.dbranch, n, branch_key(m, l, b), m->dropout);
+    return m->a.dbranch;
+}
 
 static int head_size(const Config *c) { return c->dim / c->n_heads; }
 static int kv_dim(const Config *c) { return c->n_kv_heads * head_size(c); }
@@ -754,9 +758,7 @@ static void model_backward(Model *m, const int *targets, const float *soft, floa
         BlockActs ba = block_acts(m, l);
         // FFN branch: dres is dL/d(x_out), and through the dropout mask dL/d(FFN output)
         zero(a->dhg, N * H); zero(a->dh1, N * H); zero(a->dh3, N * H); zero(a->dxn, N * C);
-        memcpy(a->dbranch, a->dres, N * C * sizeof(float));
-        dropout_apply(a->dbranch, N * C, branch_key(m, l, 1), m->dropout);
-        matmul_backward(a->dhg, bg.w2, a->dbranch, ba.hg, bw.w2, N, H, C, m->threads);
+        matmul_backward(a->dhg, bg.w2, branch_grad(m, l, 1), ba.hg, bw.w2, N, H, C, m->threads);
         swiglu_backward(a->dh1, a->dh3, a->dhg, ba.h1, ba.h3, N * H, m->threads);
         matmul_backward(a->dxn, bg.w1, a->dh1, ba.xn2, bw.w1, N, C, H, m->threads);
         matmul_backward(a->dxn, bg.w3, a->dh3, ba.xn2, bw.w3, N, C, H, m->threads);
@@ -764,9 +766,7 @@ static void model_backward(Model *m, const int *targets, const float *soft, floa
         // attention branch: dres is now dL/d(x2)
         zero(a->datty, N * C); zero(a->dq, N * C); zero(a->dk, N * KV); zero(a->dv, N * KV);
         zero(a->dxn, N * C);
-        memcpy(a->dbranch, a->dres, N * C * sizeof(float));
-        dropout_apply(a->dbranch, N * C, branch_key(m, l, 0), m->dropout);
-        matmul_backward(a->datty, bg.wo, a->dbranch, ba.atty, bw.wo, N, C, C, m->threads);
+        matmul_backward(a->datty, bg.wo, branch_grad(m, l, 0), ba.atty, bw.wo, N, C, C, m->threads);
         attention_backward(a->dq, a->dk, a->dv, a->datty, ba.q, ba.k, ba.v, ba.att, B, T, NH, NKV, hs, m->threads);
         rope_backward(a->dq, w->rope_cos, w->rope_sin, B, T, NH, hs);
         rope_backward(a->dk, w->rope_cos, w->rope_sin, B, T, NKV, hs);
@@ -1094,7 +1094,7 @@ static double train_step(Run *r, const TrainOpts *o, double lr) {
             model_loss(&r->teacher, r->targets, NULL);
         }
         m->dropout = o->dropout;
-        m->drop_key = hash64(hash64((uint64_t)o->seed) ^ ((uint64_t)r->step << 8 | (uint64_t)micro));
+        m->drop_key = mix64(mix64((uint64_t)o->seed) ^ ((uint64_t)r->step << 8 | (uint64_t)micro));
         model_forward(m, r->inputs);
         loss += model_loss(m, r->targets, soft) / o->accum;
         model_backward(m, r->targets, soft, 1.0f / (float)(N * o->accum));
