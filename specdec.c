@@ -954,7 +954,7 @@ static inline __m512 exp16(__m512 x) {
     }
 MM512_TILE(1, 8) MM512_TILE(2, 6)
 MM512_TILE(3, 4) MM512_TILE(4, 4)
-MM512_TILE(5, 3) MM512_TILE(6, 3)
+MM512_TILE(5, 4) MM512_TILE(6, 4)
 MM512_TILE(7, 2) MM512_TILE(8, 2)
 MM512_TILE(1, 1) MM512_TILE(2, 1)
 MM512_TILE(3, 1) MM512_TILE(4, 1)
@@ -975,12 +975,12 @@ BF512_TILE(1, 6) BF512_TILE(1, 7)
 // the tiles for R = 1..8 rows: WIDE over MM_WIDE[R] panels, ONE over one;
 // [0] for float weights, [1] for bfloat16 (the draft: one row, wide or single)
 static const MmTile WIDE_TILE[2][9] = {
-    {NULL, mm512_1x8, mm512_2x6, mm512_3x4, mm512_4x4, mm512_5x3, mm512_6x3, mm512_7x2, mm512_8x2},
+    {NULL, mm512_1x8, mm512_2x6, mm512_3x4, mm512_4x4, mm512_5x4, mm512_6x4, mm512_7x2, mm512_8x2},
     {NULL, bf512_1x8, bf512_2x1, bf512_3x1, bf512_4x1, bf512_5x1, bf512_6x1, bf512_7x1, bf512_8x1}};
 static const MmTile ONE_TILE[2][9] = {
     {NULL, mm512_1x1, mm512_2x1, mm512_3x1, mm512_4x1, mm512_5x1, mm512_6x1, mm512_7x1, mm512_8x1},
     {NULL, bf512_1x1, bf512_2x1, bf512_3x1, bf512_4x1, bf512_5x1, bf512_6x1, bf512_7x1, bf512_8x1}};
-static const int MM_WIDE[2][9] = {{0, 8, 6, 4, 4, 3, 3, 2, 2}, {0, 8, 1, 1, 1, 1, 1, 1, 1}};
+static const int MM_WIDE[2][9] = {{0, 8, 6, 4, 4, 4, 4, 2, 2}, {0, 8, 1, 1, 1, 1, 1, 1, 1}};
 // one row over the P (< MM_WIDE[.][1]) panels a wide tile leaves: P chains side
 // by side, where single panels would wait on one chain's latency each
 static const MmTile ROW_REST[2][8] = {
