@@ -294,6 +294,58 @@ static void test_truncate_vs_sort(void) {
            "was raised in %d of the 360 top-p cases\n", cases, diff, raised);
 }
 
+// argmax and sample() against their plain loops, on every kind of input: ties,
+// -0 and +0, infinities, NaNs anywhere (a NaN at [0] wins the loop's argmax),
+// one-hot, sparse (top-p-like) and dense distributions, lengths 1..40 and 2048
+static int argmax_loop(const float *v, int n) {
+    int best = 0;
+    for (int i = 1; i < n; i++) if (v[i] > v[best]) best = i;
+    return best;
+}
+static int sample_loop(const float *probs, int n, float coin) {
+    float cdf = 0.0f;
+    int last = 0;
+    for (int i = 0; i < n; i++) {
+        if (probs[i] <= 0.0f) continue;
+        cdf += probs[i];
+        last = i;
+        if (coin < cdf) return i;
+    }
+    return last;
+}
+static void test_argmax_sample(void) {
+    Rng r;
+    rng_seed(&r, 11);
+    float v[2048];
+    int cases = 0, bad_argmax = 0, bad_sample = 0;
+    for (int c = 0; c < 4000; c++) {
+        int n = c % 50 < 40 ? 1 + c % 40 : 2048, kind = (c / 50) % 8;
+        for (int i = 0; i < n; i++) {
+            float u = rng_coin(&r);
+            v[i] = kind == 0 ? (float)(int)(u * 4)              // many ties
+                 : kind == 1 ? (u < 0.5f ? -0.0f : 0.0f)        // signed zeros
+                 : kind == 2 ? (u < 0.9f ? 0.0f : u)            // sparse, top-p-like
+                 : kind == 3 ? (i == c % n ? 1.0f : 0.0f)       // one-hot
+                 : u * 20 - 10;                                  // dense
+        }
+        if (kind == 4) v[(c * 7) % n] = INFINITY;
+        if (kind == 5) v[(c * 7) % n] = -INFINITY;
+        if (kind == 6) v[(c * 7) % n] = NAN;
+        if (kind == 7 && c % 2) v[0] = NAN;
+        bad_argmax += argmax(v, n) != argmax_loop(v, n);
+        if (kind <= 3) // probabilities: >= 0 (the zeros' signs may differ)
+            for (int t = 0; t < 5; t++) {
+                float coin = t == 4 ? 0.99999994f : rng_coin(&r);
+                bad_sample += sample(v, n, coin) != sample_loop(v, n, coin);
+            }
+        cases++;
+    }
+    CHECK(bad_argmax == 0, "argmax == the plain loop in all %d cases (%d differ)", cases, bad_argmax);
+    CHECK(bad_sample == 0, "sample() == the plain inverse-CDF loop (%d of %d draws differ)", bad_sample, 5 * cases / 2);
+    printf("argmax and sample(): %d inputs (ties, signed zeros, infinities, NaNs, one-hot, sparse, "
+           "dense; n = 1..40 and 2048) give the plain loops' answers\n", cases);
+}
+
 static void test_sampler(void) {
     // argmax: lowest index wins ties
     float ties[5] = {0.1f, 0.7f, 0.2f, 0.7f, 0.7f};
@@ -325,6 +377,7 @@ static void test_sampler(void) {
           p[0], p[1], p[2], p[3]);
     free_sampler(&s);
     test_truncate_vs_sort();
+    test_argmax_sample();
     // inverse CDF
     float probs[4] = {0.25f, 0.0f, 0.5f, 0.25f};
     CHECK(sample(probs, 4, 0.0f) == 0 && sample(probs, 4, 0.2499f) == 0 && sample(probs, 4, 0.25f) == 2 &&
