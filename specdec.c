@@ -1114,7 +1114,8 @@ static void mm_rows(float *out, size_t os, const float *x, int R, const Matrix *
         ROW_REST[bf][p1 - i](out + (size_t)i * PANEL, os, x, n, panel_at(m, i), m->n, 0);
         return;
     }
-    for (; i < p1; i++) ONE_TILE[bf][R](out + (size_t)i * PANEL, os, x, n, panel_at(m, i), m->n, p1 - i - 1);
+    for (; i < p1; i++)
+        ONE_TILE[bf][R](out + (size_t)i * PANEL, os, x, n, panel_at(m, i), m->n, p1 - i - 1);
 }
 
 // Panels [p0, p1) of m @ x (T, m->n) -> out (T, stride os), columns < d_out.
@@ -1826,9 +1827,9 @@ static void build_sampler(Sampler *s, int vocab_size, float temperature, float t
 
 static void free_sampler(Sampler *s) { xfree(s->order); xfree(s->passed); }
 
-// the first i >= from with x[i] == value, or n; x (n)
-static int find_first(const float *x, int from, int n, float value) {
-    int i = from;
+// the first i with x[i] == value, or n; x (n)
+static int find_first(const float *x, int n, float value) {
+    int i = 0;
 #if HAVE_AVX2
     for (__m256 v = _mm256_set1_ps(value); i + 8 <= n; i += 8) {
         int eq = _mm256_movemask_ps(_mm256_cmp_ps(_mm256_loadu_ps(x + i), v, _CMP_EQ_OQ));
@@ -1860,7 +1861,7 @@ static int has_nan(const float *x, int n) {
 // row; over 2048 logits 0.85 -> 0.2 us). With a NaN, the plain loop decides
 // (a NaN at v[0] wins, elsewhere never), so every input gets the loop's answer.
 static int argmax(const float *v, int n) {
-    if (!has_nan(v, n)) return find_first(v, 0, n, max_of(v, n));
+    if (!has_nan(v, n)) return find_first(v, n, max_of(v, n));
     int best = 0;
     for (int i = 1; i < n; i++) if (v[i] > v[best]) best = i;
     return best;
