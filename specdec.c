@@ -1858,8 +1858,9 @@ static int has_nan(const float *x, int n) {
 // index of the largest value; ties go to the lowest index. Without NaNs that
 // is the first index holding max_of(v): vector passes instead of a branch per
 // element (greedy decoding takes one argmax per draft step and per verified
-// row; over 2048 logits 0.85 -> 0.2 us). With a NaN, the plain loop decides
-// (a NaN at v[0] wins, elsewhere never), so every input gets the loop's answer.
+// row; a greedy distribution over 2048 logits went 0.85 -> 0.37 us). With a
+// NaN, the plain loop decides (a NaN at v[0] wins, elsewhere never), so every
+// input gets the loop's answer.
 static int argmax(const float *v, int n) {
     if (!has_nan(v, n)) return find_first(v, n, max_of(v, n));
     int best = 0;
@@ -2018,7 +2019,7 @@ static int block_has_mass(const float *p, int n) {
 // leaves the total below the coin, the last token with nonzero mass. Tokens
 // without mass are skipped, never added, so the sum is the same on every path;
 // a greedy or top-p distribution is mostly zeros, and a block of 8 of them
-// goes by in one compare (one-hot over 2048: 0.52 -> 0.05 us).
+// goes by in one compare (one-hot over 2048: 0.52 -> 0.13 us).
 static int sample(const float *probs, int n, float coin) {
     float cdf = 0.0f;
     int last = 0;
