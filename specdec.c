@@ -1600,7 +1600,7 @@ static void share(int *lo, int *hi, int n, int tid, int nth) {
 // core complexes. A tile reads its rows a few floats at a time, row after row,
 // which the hardware prefetcher does not follow, so those misses would wait
 // one after another; asked for together they overlap. On the shipped target,
-// two threads: a 5-row pass 5-7% faster, one row 2-5%. On one thread (nth 1)
+// two threads: a 5-row pass 3-7% faster, one row 2-5%. On one thread (nth 1)
 // the lines are this core's own, and nothing is asked.
 static void prefetch_shared(const float *x, size_t n, int nth) {
 #if defined(__GNUC__)
