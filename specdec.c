@@ -273,7 +273,8 @@ static void build_run_state(RunState *s, const Config *c, int T, int threads) {
     s->seq_pad = (c->seq_len + LANES - 1) / LANES * LANES;
     s->qkv_stride = (int)(panels_of(c->dim + 2 * (int)kv_dim) * PANEL);
     s->h13_stride = (int)(2 * panels_of(c->hidden_dim) * PANEL);
-    size_t cache = mul_size(mul_size((size_t)c->n_layers, (size_t)s->seq_pad), kv_dim);
+    size_t cache = mul_size(mul_size(mul_size((size_t)c->n_layers, (size_t)s->seq_pad), kv_dim),
+                            sizeof(float)); // bytes of each cache
     s->x = xmalloc(t * dim * sizeof(float), "x");
     s->xn = xmalloc((size_t)threads * t * dim * sizeof(float), "xn");
     s->qkv = xmalloc(t * (size_t)s->qkv_stride * sizeof(float), "qkv");
@@ -283,14 +284,14 @@ static void build_run_state(RunState *s, const Config *c, int T, int threads) {
     s->hb = xmalloc(t * hid * sizeof(float), "hb");
     s->att = xmalloc(t * (size_t)c->n_heads * (size_t)s->seq_pad * sizeof(float), "att");
     s->logits = xmalloc(t * (size_t)c->vocab_size * sizeof(float), "logits");
-    s->key_cache = xmalloc(mul_size(cache, sizeof(float)), "key cache");
-    s->value_cache = xmalloc(mul_size(cache, sizeof(float)), "value cache");
+    s->key_cache = xmalloc(cache, "key cache");
+    s->value_cache = xmalloc(cache, "value cache");
     // calloc hands out big blocks as pages the kernel maps on first write, so
     // the caches would fault page by page as the positions advance: 250 faults
     // (about 1 ms on this VM) inside `make run`'s 20 ms of generation. Writing
     // them now maps them at load.
-    memset(s->key_cache, 0, cache * sizeof(float));
-    memset(s->value_cache, 0, cache * sizeof(float));
+    memset(s->key_cache, 0, cache);
+    memset(s->value_cache, 0, cache);
 }
 
 static void free_run_state(RunState *s) {
