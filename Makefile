@@ -45,7 +45,7 @@ specdec_scalar: specdec.c model.h
 run: specdec
 	@if [ ! -f weights/target.bin ]; then \
 	  echo "no weights/target.bin yet: 'make weights' trains them from ../shared/data"; exit 1; fi
-	./specdec weights/target.bin -d weights/draft.bin -z tokenizer.bin -i "Once upon a time" -n 200 -t 0.8 -p 0.9 -s 12
+	./specdec weights/target.bin -d weights/draft.bin -z tokenizer.bin -i "Once upon a time" -n 200 -t 0.8 -p 0.9 -s 3
 
 # ---- tests: build/bin (optimised, $(SIMD)), build/asan (sanitizers), build/scalar
 # (plain C), build/avx2 (8-lane kernels only)
@@ -106,9 +106,10 @@ sweep: build/bin/bench
 # make weights [DATA=dir] [THREADS=n]: tokenizer -> token streams -> base
 # (the broad mix) -> target (the base fine-tuned on stories) -> stories the
 # target writes -> draft (distilled from the target on stories and those);
-# and target_dropout (the same fine-tuning with residual dropout, which the
-# draft, unchanged, matches better) -> weights/ (target_dropout and the
-# draft). Every step keeps its state under runs/ and re-running resumes
+# target_dropout (the same fine-tuning with residual dropout: the shipped
+# target) -> stories it writes at make run's settings -> draft_run (the draft
+# fine-tuned on those, target_dropout as its teacher: the shipped draft) ->
+# weights/. Every step keeps its state under runs/ and re-running resumes
 # where it stopped; `rm -rf runs` starts over.
 # Shapes, numbers and what each choice bought: docs/TRAINING.md.
 DATA    ?= ../shared/data/corpus
@@ -121,6 +122,8 @@ VOCAB   ?= 2048
 SYNTH_STORIES ?= 16000
 TARGET_STORIES ?= 8000
 KD      ?= tinystories=3,synthetic=0.5,targetgen=2
+KD_RUN  ?= tinystories=3,synthetic=0.5,targetgen=1,targetrun=2
+RUN_STORIES ?= 6000
 SHAPE   ?= -dim 256 -layers 6 -heads 8 -kv-heads 4 -seq 256 -batch 8 -accum 4
 # stage 1 stops at step 2000 of a 2600-step cosine, where the learning rate is
 # still 2.2e-4; stage 2 anneals from there on stories alone
@@ -128,10 +131,11 @@ BASE    ?= $(SHAPE) -steps 2600 -stop-at 2000 -warmup 100 -lr 1e-3 -ckpt-every 5
 TARGET  ?= $(SHAPE) -steps 1600 -warmup 30 -lr 3e-4 -lr-min 1e-5 -ckpt-every 50
 DROPOUT ?= 0.1
 DRAFT   ?= -dim 96 -layers 2 -heads 3 -kv-heads 3 -seq 256 -batch 8 -accum 4 -steps 3200 -warmup 50 -lr 3e-3 -ckpt-every 25
+DRAFT_RUN ?= -dim 96 -layers 2 -heads 3 -kv-heads 3 -seq 256 -batch 8 -accum 4 -steps 800 -warmup 20 -lr 6e-4 -lr-min 6e-5 -ckpt-every 25
 MODEL   = ./train model -threads $(THREADS)
 TRAIN_TESTS = build/train/test_train build/train/test_train_ckpt
 
-.PHONY: test-train base target target-dropout drafts weights
+.PHONY: test-train base target target-dropout drafts draft-run weights
 
 TRAINER = trainer/train.c trainer/tokenizer.c trainer/common.h model.h
 
@@ -165,9 +169,10 @@ test-train: train $(TRAIN_TESTS) build/train/asan/test_train build/train/asan/te
 # the "synthetic" source: stories sampled from llama2.c's stories260K (a model
 # that saw all of TinyStories) by specdec itself, t = 1, one per seed; they
 # stay in runs/, never in the repo
-# $(call sample_stories,N,MODEL,TOKENIZER): N stories into $@, seeds 1..N, t = 1
+# $(call sample_stories,N,MODEL,TOKENIZER[,SAMPLING]): N stories into $@,
+# seeds 1..N, at SAMPLING (default t = 1)
 sample_stories = mkdir -p $(dir $@) && for s in $$(seq 1 $(1)); do \
-	  ./specdec $(2) -m target -z $(3) -t 1 -s $$s -n 600 --threads 1 2>/dev/null; \
+	  ./specdec $(2) -m target -z $(3) $(or $(4),-t 1) -s $$s -n 600 --threads 1 2>/dev/null; \
 	  printf '\n<|endoftext|>\n'; done > $@.tmp && mv $@.tmp $@
 
 runs/synth/stories260k.txt: | specdec
@@ -178,6 +183,11 @@ runs/synth/stories260k.txt: | specdec
 # the target's distribution on the text the target itself writes)
 runs/synth/target.txt: | specdec target
 	$(call sample_stories,$(TARGET_STORIES),runs/target/model.bin,runs/tokenizer.bin)
+
+# the "targetrun" source: stories the shipped target writes at make run's
+# settings, for the draft's last stage (it learns the text users sample)
+runs/synth/target_run.txt: | specdec target-dropout
+	$(call sample_stories,$(RUN_STORIES),runs/target_dropout/model.bin,runs/tokenizer.bin,-t 0.8 -p 0.9)
 
 runs/tokenizer.bin: runs/synth/stories260k.txt | train
 	@mkdir -p runs
@@ -194,6 +204,9 @@ runs/data_stories/val.bin: runs/tokenizer.bin | train
 runs/data_kd/val.bin: runs/synth/target.txt | train
 	./train data -d $(DATA) -mix $(KD) -paragraphs $(PARAGRAPHS) -z runs/tokenizer.bin -o runs/data_kd
 
+runs/data_kd_run/val.bin: runs/synth/target.txt runs/synth/target_run.txt | train
+	./train data -d $(DATA) -mix $(KD_RUN) -paragraphs $(PARAGRAPHS) -z runs/tokenizer.bin -o runs/data_kd_run
+
 base: runs/data/val.bin | train
 	$(MODEL) -data runs/data -o runs/base $(BASE) -csv docs/train_base.csv
 
@@ -203,6 +216,12 @@ target: base runs/data_stories/val.bin
 drafts: target runs/data_kd/val.bin
 	$(MODEL) -data runs/data_kd -o runs/draft $(DRAFT) -teacher runs/target/model.bin -csv docs/train_draft.csv
 
+# the shipped draft: the draft fine-tuned, the shipped target as the teacher,
+# on the stories plus what that target writes at make run's settings
+draft-run: drafts target-dropout runs/data_kd_run/val.bin
+	$(MODEL) -data runs/data_kd_run -o runs/draft_run $(DRAFT_RUN) -init runs/draft/model.bin \
+	  -teacher runs/target_dropout/model.bin -csv docs/train_draft_run.csv
+
 # the shipped target: stage 2 again from the same base, with residual dropout
 target-dropout: base runs/data_stories/val.bin
 	$(MODEL) -data runs/data_stories -o runs/target_dropout $(TARGET) -dropout $(DROPOUT) \
@@ -211,7 +230,7 @@ target-dropout: base runs/data_stories/val.bin
 # the yardstick (docs/TRAINING.md): bits per byte on the held-out paragraphs
 BPB_TEXT = $(DATA)/tinystories_valid_head.txt
 bpb: train
-	@for m in runs/base runs/target runs/target_dropout runs/draft; do test -f $$m/model.bin && \
+	@for m in runs/base runs/target runs/target_dropout runs/draft runs/draft_run; do test -f $$m/model.bin && \
 	  ./train bpb -m $$m/model.bin -z runs/tokenizer.bin -f $(BPB_TEXT) -tail 150000 | tail -1 | sed "s|^|$$m: |"; done; true
 	@./train bpb -m $(REF)/stories260K.bin -z $(REF)/tok512.bin -f $(BPB_TEXT) -tail 150000 | tail -1 | sed "s|^|stories260K: |"
 
@@ -221,13 +240,13 @@ build/bin/accept: trainer/accept.c specdec.c model.h
 	$(CC) $(TFLAGS) $(SIMD) -o $@ trainer/accept.c $(LDLIBS)
 
 # ship: tokenizer, target, draft, with the draft's a on held-out prompts
-weights: drafts target-dropout build/bin/accept
+weights: draft-run target-dropout build/bin/accept
 	@mkdir -p weights
 	build/bin/accept --target runs/target_dropout/model.bin --tokenizer runs/tokenizer.bin \
-	  --draft runs/draft/model.bin --prompts $(DATA)/tinystories_train_head.txt | tee runs/draft_acceptance.txt
+	  --draft runs/draft_run/model.bin --prompts $(DATA)/tinystories_train_head.txt | tee runs/draft_acceptance.txt
 	cp runs/tokenizer.bin tokenizer.bin
 	cp runs/target_dropout/model.bin weights/target.bin
-	cp runs/draft/model.bin weights/draft.bin
+	cp runs/draft_run/model.bin weights/draft.bin
 # --- end trainer/ ---
 
 # --- plot.c ---
