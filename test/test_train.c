@@ -531,12 +531,14 @@ static void test_corpus(void) {
     write_text("build/test/corpus/tinystories_valid_head.txt", valid.p);
     Corpus c = {0};
     Sources src = read_sources("trainer/sources.tsv"); // the shipped file: the layouts as make weights reads them
-    check(src.n == 7 && src.s[3].layout == LAYOUT_STORIES && !strcmp(src.s[3].story_start, "Once upon a time") &&
+    check(src.n == 8 && src.s[3].layout == LAYOUT_STORIES && !strcmp(src.s[3].story_start, "Once upon a time") &&
           src.s[3].never_tail == HELD_OUT_TAIL && src.s[0].val_every == 25 &&
           !strcmp(src.s[6].name, "targetgen") && !strcmp(src.s[6].file, "runs/synth/target.txt") &&
-          src.s[6].layout == LAYOUT_ENDOFTEXT,
-          "trainer/sources.tsv: 7 sources; the validation head is stories:Once upon a time, its last %d bytes never "
-          "read; targetgen (the target's own stories) is runs/synth/target.txt, endoftext", HELD_OUT_TAIL);
+          src.s[6].layout == LAYOUT_ENDOFTEXT && !strcmp(src.s[7].name, "targetrun") &&
+          !strcmp(src.s[7].file, "runs/synth/target_run.txt") && src.s[7].layout == LAYOUT_ENDOFTEXT,
+          "trainer/sources.tsv: 8 sources; the validation head is stories:Once upon a time, its last %d bytes never "
+          "read; targetgen and targetrun (the targets' own stories) are runs/synth/target.txt and "
+          "runs/synth/target_run.txt, endoftext", HELD_OUT_TAIL);
     read_corpus(&c, "build/test/corpus", "children=1,tinystories=2", &src);
     const char *want[] = {"Title\nOnce there was a cat.", "CHAPTER II\nIt sat on a mat.", "A dog ran.\nHe was fast.",
                           "B.", "end of one.", "Once upon a time, x.\nMore x.", "Once upon a time, y."};
