@@ -130,8 +130,10 @@ SHAPE   ?= -dim 256 -layers 6 -heads 8 -kv-heads 4 -seq 256 -batch 8 -accum 4
 BASE    ?= $(SHAPE) -steps 2600 -stop-at 2000 -warmup 100 -lr 1e-3 -ckpt-every 50
 TARGET  ?= $(SHAPE) -steps 1600 -warmup 30 -lr 3e-4 -lr-min 1e-5 -ckpt-every 50
 DROPOUT ?= 0.1
-DRAFT   ?= -dim 96 -layers 2 -heads 3 -kv-heads 3 -seq 256 -batch 8 -accum 4 -steps 3200 -warmup 50 -lr 3e-3 -ckpt-every 25
-DRAFT_RUN ?= -dim 96 -layers 2 -heads 3 -kv-heads 3 -seq 256 -batch 8 -accum 4 -steps 800 -warmup 20 -lr 6e-4 -lr-min 6e-5 -ckpt-every 25
+DRAFT_SHAPE ?= -dim 96 -layers 2 -heads 3 -kv-heads 3 -seq 256 -batch 8 -accum 4
+DRAFT   ?= $(DRAFT_SHAPE) -steps 3200 -warmup 50 -lr 3e-3 -ckpt-every 25
+# the draft's second stage (draft-run), from the first stage's weights
+DRAFT_RUN ?= $(DRAFT_SHAPE) -steps 800 -warmup 20 -lr 6e-4 -lr-min 6e-5 -ckpt-every 25
 MODEL   = ./train model -threads $(THREADS)
 TRAIN_TESTS = build/train/test_train build/train/test_train_ckpt
 
