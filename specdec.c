@@ -1611,9 +1611,73 @@ static void prefetch_shared(const float *x, size_t n, int nth) {
 #endif
 }
 
-// The number of online CPUs (the default --threads), at least 1.
-static int online_cpus(void) {
+// How many CPUs this process may use: the default --threads. The machine's
+// online CPUs are not the answer when the process is pinned (taskset, a
+// container's cpuset) or held to a CPU quota (docker --cpus): threads that
+// outnumber their CPUs spin at every barrier waiting for one that is not
+// running (16 threads pinned to 2 CPUs decoded 80x slower than 2 threads).
+// Linux states both limits in files; elsewhere they are absent and the online
+// count stands.
+
+// The CPUs in a list like "0-3,8,10-11"; 0 if it does not parse.
+static int count_cpu_list(const char *s) {
+    int n = 0;
+    while (*s && *s != '\n') {
+        char *end;
+        long a = strtol(s, &end, 10), b = a;
+        if (end == s || a < 0) return 0;
+        if (*end == '-') {
+            s = end + 1;
+            b = strtol(s, &end, 10);
+            if (end == s || b < a) return 0;
+        }
+        n += (int)(b - a + 1 > 4096 ? 4096 : b - a + 1);
+        s = *end == ',' ? end + 1 : end;
+        if (*end != ',' && *end && *end != '\n') return 0;
+    }
+    return n;
+}
+
+// The value after `key` on a line of a small text file; buf gets the line.
+static const char *file_field(char *buf, int size, const char *path, const char *key) {
+    FILE *f = fopen(path, "r");
+    const char *v = NULL;
+    if (!f) return NULL;
+    while (!v && fgets(buf, size, f))
+        if (!strncmp(buf, key, strlen(key))) v = buf + strlen(key);
+    fclose(f);
+    return v;
+}
+
+// ceil(quota / period) of the tightest cgroup (v2) CPU quota on this process's
+// cgroup and its parents; 0 where none is set or the files are absent
+static int cpu_quota(void) {
+    char line[1024], path[1100], buf[128];
+    const char *cg = file_field(line, sizeof line, "/proc/self/cgroup", "0::");
+    int best = 0;
+    if (!cg) return 0;
+    size_t len = strcspn(cg, "\n");
+    for (;;) {
+        snprintf(path, sizeof path, "/sys/fs/cgroup%.*s/cpu.max", (int)len, cg);
+        const char *v = file_field(buf, sizeof buf, path, "");
+        double quota, period; // "max 100000" (no quota) or "200000 100000" (2 CPUs)
+        if (v && sscanf(v, "%lf %lf", &quota, &period) == 2 && quota > 0 && period > 0) {
+            int n = (int)ceil(quota / period);
+            if (best == 0 || n < best) best = n;
+        }
+        if (len == 0) return best;
+        while (len > 0 && cg[len - 1] != '/') len--; // up to the parent
+        if (len > 0) len--;
+    }
+}
+
+static int usable_cpus(void) {
+    char buf[4096];
     long n = sysconf(_SC_NPROCESSORS_ONLN);
+    const char *list = file_field(buf, sizeof buf, "/proc/self/status", "Cpus_allowed_list:");
+    int allowed = list ? count_cpu_list(list + strspn(list, " \t")) : 0, quota = cpu_quota();
+    if (allowed > 0 && allowed < n) n = allowed;
+    if (quota > 0 && quota < n) n = quota;
     return n < 1 ? 1 : n > MAX_THREADS ? MAX_THREADS : (int)n;
 }
 
@@ -3135,7 +3199,7 @@ static void usage(void) {
            "  -p P      top-p in (0, 1]; 1 is off (default 1.0)\n"
            "  --top-k N keep the N most likely tokens; 0 is off (default 0)\n"
            "  -s SEED   random seed (default 42)\n"
-           "  --threads N        threads, 1..%d (default: the online CPUs, here %d)\n"
+           "  --threads N        threads, 1..%d (default: the CPUs this process may use, here %d)\n"
            "  --draft-threads N  threads for the draft model (default: 1, --threads, or 1 with its\n"
            "                     classifier on --threads, whichever times fastest before\n"
            "                     generating; never changes the text)\n"
@@ -3143,7 +3207,7 @@ static void usage(void) {
            "                     (half the bytes to read) or kept as in the file (default bf16)\n"
            "  -j FILE   write statistics as one JSON object\n"
            "  -q        no text on stdout     -v  teaching trace of every round on stderr\n",
-           K_MAX, MAX_THREADS, online_cpus());
+           K_MAX, MAX_THREADS, usable_cpus());
 }
 
 static void bad_flag(const char *flag, const char *value, const char *expected) {
@@ -3170,13 +3234,13 @@ static float parse_float(const char *flag, const char *v, float lo, float hi, co
 static void parse_options(Options *o, int argc, char **argv) {
     *o = (Options){.target_path = "weights/target.bin", .draft_path = "weights/draft.bin",
                    .tokenizer_path = "tokenizer.bin", .mode = "spec", .prompt = "",
-                   .n_new = 256, .k = 0, .threads = online_cpus(), .draft_threads = 0, .draft_bf16 = 1,
+                   .n_new = 256, .k = 0, .threads = usable_cpus(), .draft_threads = 0, .draft_bf16 = 1,
                    .ngram_min = 1, .ngram_max = 3, .lenience = 1.0f,
                    .temperature = 1.0f, .top_p = 1.0f, .seed = 42};
     char k_range[64], t_range[64];
     snprintf(k_range, sizeof(k_range), "an integer in 0..%d (0: auto)", K_MAX);
     snprintf(t_range, sizeof(t_range), "an integer in 1..%d", MAX_THREADS);
-    int i = 1, given_k = 0, given_d = 0, given_draft_opts = 0;
+    int i = 1, given_k = 0, given_d = 0, given_draft_opts = 0, usable = o->threads;
     if (argc > 1 && argv[1][0] != '-') o->target_path = argv[i++];
     for (; i < argc; i++) {
         const char *f = argv[i];
@@ -3229,6 +3293,10 @@ static void parse_options(Options *o, int argc, char **argv) {
             case 's': o->seed = (unsigned long long)parse_long(f, v, 0, LONG_MAX, "an integer >= 0"); break;
         }
     }
+    if (o->threads > usable)
+        fprintf(stderr, "specdec: warning: --threads %d, but this process may use %d CPU%s: the threads "
+                "beyond that wait for each other at every barrier, which is slow\n", o->threads, usable,
+                usable == 1 ? "" : "s");
     o->time_draft_threads = o->draft_threads == 0;
     if (o->draft_threads == 0 || o->draft_threads > o->threads) o->draft_threads = o->threads;
     int spec = !strcmp(o->mode, "spec"), target = !strcmp(o->mode, "target");

@@ -24,7 +24,7 @@
 //        and measured over seeds; the target's bits per byte of the generated
 //        text);
 //        writes lenience.csv. `all` runs both at N threads.
-// N (--threads) defaults to the online CPUs. Writes bench.json and, into
+// N (--threads) defaults to the CPUs the process may use. Writes bench.json and, into
 // --csv DIR (default docs), the CSVs the plots read.
 #define TESTING
 #include "../specdec.c"
@@ -479,7 +479,7 @@ typedef struct {
 static void parse_bench(BenchOptions *o, int argc, char **argv) {
     *o = (BenchOptions){.what = "all", .target = "weights/target.bin", .draft = "weights/draft.bin",
                         .tokenizer = "tokenizer.bin", .json = "bench.json", .csv = "docs",
-                        .threads = online_cpus()};
+                        .threads = usable_cpus()};
     int i = 1;
     if (argc > 1 && argv[1][0] != '-') o->what = argv[i++];
     for (; i + 1 < argc; i += 2) {

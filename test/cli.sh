@@ -172,6 +172,20 @@ else bad "draft_threads: --draft-threads 2 gave $(grep -o '"draft_threads": [0-9
 if cmp -s $D/dt2.txt $D/dta.txt; then ok; else bad "the draft's timed thread count changed the text"; fi
 echo "draft threads: --draft-threads 2 kept, the default times 1 against 2 ($(grep -o '"draft_threads": [0-9]*' $D/dta.json)), same text"
 
+# ---- the default thread count: the CPUs this process may use, not the machine's
+# (a process pinned to one CPU that started a thread per online CPU ran 80x slower)
+if command -v taskset >/dev/null && taskset -c 0 true 2>/dev/null; then
+    taskset -c 0 $SPECDEC $M -d $D/draft.bin -t 0 -n 8 -j $D/pin.json > /dev/null 2>$D/pin.err
+    if grep -q '"threads": 1,' $D/pin.json && ! grep -q warning $D/pin.err; then ok
+    else bad "pinned to CPU 0, the default ran $(grep -o '"threads": [0-9]*' $D/pin.json)"; fi
+    taskset -c 0 $SPECDEC $M -d $D/draft.bin -t 0 -n 8 --threads 2 > /dev/null 2>$D/pin.err
+    if grep -q "warning: --threads 2, but this process may use 1 CPU:" $D/pin.err; then ok
+    else bad "--threads 2 on one allowed CPU: no warning ($(head -c 200 $D/pin.err))"; fi
+    echo "threads: pinned to one CPU the default is 1 thread, and --threads 2 warns"
+else
+    echo "threads: SKIPPED the pinned-CPU check (no taskset here)"
+fi
+
 # ---- bad input: exit code 1 and a message naming the problem
 le32() { local v=$(( $1 & 0xffffffff )); printf "\\x$(printf %02x $((v & 255)))\\x$(printf %02x $(((v >> 8) & 255)))\\x$(printf %02x $(((v >> 16) & 255)))\\x$(printf %02x $(((v >> 24) & 255)))"; }
 header() { for v in "$@"; do le32 $v; done; }

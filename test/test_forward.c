@@ -110,8 +110,24 @@ static void test_emulated(void) {
     free_transformer(&big);
 }
 
+// the default thread count: the CPU lists Linux writes, and a count within bounds
+static void test_cpu_count(void) {
+    struct { const char *list; int n; } cases[] = {{"0-3,8,10-11\n", 7}, {"0\n", 1}, {"5", 1}, {"0-63", 64},
+                                                   {"", 0}, {"x", 0}, {"3-1", 0}, {"0-3,,4", 0}, {"1;2", 0}};
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        int got = count_cpu_list(cases[i].list);
+        CHECK(got == cases[i].n, "count_cpu_list(\"%s\") = %d, expected %d", cases[i].list, got, cases[i].n);
+    }
+    long online = sysconf(_SC_NPROCESSORS_ONLN);
+    int n = usable_cpus();
+    CHECK(n >= 1 && n <= MAX_THREADS && n <= (online > 0 ? online : 1), "usable_cpus() = %d, online %ld", n, online);
+    printf("cpu count: 9 CPU lists parsed as Linux writes them; this process may use %d of %ld online CPUs\n", n,
+           online);
+}
+
 int main(void) {
     printf("batched forward vs single rows (%s path)\n", SIMD_NAME);
+    test_cpu_count();
     test_config("gqa_unshared", (Config){48, 100, 2, 6, 2, 300, 64}, 0);
     test_config("mha_shared", (Config){64, 172, 3, 4, 4, 400, 80}, 1);
     test_config("odd_widths", (Config){36, 52, 1, 3, 1, 260, 40}, 1);
