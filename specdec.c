@@ -1650,7 +1650,8 @@ static const char *file_field(char *buf, int size, const char *path, const char 
 }
 
 // ceil(quota / period) of the tightest cgroup (v2) CPU quota on this process's
-// cgroup and its parents; 0 where none is set or the files are absent
+// cgroup and its parents; 0 where none is set or the files are absent (v1
+// hierarchies, other systems: --threads sets the count there)
 static int cpu_quota(void) {
     char line[1024], path[1100], buf[128];
     const char *cg = file_field(line, sizeof line, "/proc/self/cgroup", "0::");
