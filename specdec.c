@@ -900,7 +900,9 @@ static inline __m512 exp16(__m512 x) {
 
 #if HAVE_AVX512
 // The same tiles with 16-lane registers: a panel is one register, and with 32
-// registers a tile holds up to 8 rows. Each output is still its own chain.
+// registers a tile holds up to 9 rows (9 x 2 panels: 18 accumulators, so a
+// 9-row verify, K = 8, reads its weights once). Each output is still its own
+// chain.
 #define MM512_TILE(R, P)                                                                   \
     static void mm512_##R##x##P(float *out, size_t os, const float *x, size_t xs,          \
                                 const void *w, int n, int next) {                          \
@@ -966,27 +968,28 @@ MM512_TILE(1, 1) MM512_TILE(2, 1)
 MM512_TILE(3, 1) MM512_TILE(4, 1)
 MM512_TILE(5, 1) MM512_TILE(6, 1)
 MM512_TILE(7, 1) MM512_TILE(8, 1)
+MM512_TILE(9, 2) MM512_TILE(9, 1)
 BF512_TILE(1, 8) BF512_TILE(1, 1)
 BF512_TILE(2, 1) BF512_TILE(3, 1)
 BF512_TILE(4, 1) BF512_TILE(5, 1)
 BF512_TILE(6, 1) BF512_TILE(7, 1)
-BF512_TILE(8, 1)
+BF512_TILE(8, 1) BF512_TILE(9, 1)
 MM512_TILE(1, 2) MM512_TILE(1, 3)
 MM512_TILE(1, 4) MM512_TILE(1, 5)
 MM512_TILE(1, 6) MM512_TILE(1, 7)
 BF512_TILE(1, 2) BF512_TILE(1, 3)
 BF512_TILE(1, 4) BF512_TILE(1, 5)
 BF512_TILE(1, 6) BF512_TILE(1, 7)
-#define MM_MAX_ROWS 8 // rows in one tile
-// the tiles for R = 1..8 rows: WIDE over MM_WIDE[R] panels, ONE over one;
+#define MM_MAX_ROWS 9 // rows in one tile
+// the tiles for R = 1..9 rows: WIDE over MM_WIDE[R] panels, ONE over one;
 // [0] for float weights, [1] for bfloat16 (the draft: one row, wide or single)
-static const MmTile WIDE_TILE[2][9] = {
-    {NULL, mm512_1x8, mm512_2x6, mm512_3x4, mm512_4x4, mm512_5x4, mm512_6x4, mm512_7x2, mm512_8x2},
-    {NULL, bf512_1x8, bf512_2x1, bf512_3x1, bf512_4x1, bf512_5x1, bf512_6x1, bf512_7x1, bf512_8x1}};
-static const MmTile ONE_TILE[2][9] = {
-    {NULL, mm512_1x1, mm512_2x1, mm512_3x1, mm512_4x1, mm512_5x1, mm512_6x1, mm512_7x1, mm512_8x1},
-    {NULL, bf512_1x1, bf512_2x1, bf512_3x1, bf512_4x1, bf512_5x1, bf512_6x1, bf512_7x1, bf512_8x1}};
-static const int MM_WIDE[2][9] = {{0, 8, 6, 4, 4, 4, 4, 2, 2}, {0, 8, 1, 1, 1, 1, 1, 1, 1}};
+static const MmTile WIDE_TILE[2][10] = {
+    {NULL, mm512_1x8, mm512_2x6, mm512_3x4, mm512_4x4, mm512_5x4, mm512_6x4, mm512_7x2, mm512_8x2, mm512_9x2},
+    {NULL, bf512_1x8, bf512_2x1, bf512_3x1, bf512_4x1, bf512_5x1, bf512_6x1, bf512_7x1, bf512_8x1, bf512_9x1}};
+static const MmTile ONE_TILE[2][10] = {
+    {NULL, mm512_1x1, mm512_2x1, mm512_3x1, mm512_4x1, mm512_5x1, mm512_6x1, mm512_7x1, mm512_8x1, mm512_9x1},
+    {NULL, bf512_1x1, bf512_2x1, bf512_3x1, bf512_4x1, bf512_5x1, bf512_6x1, bf512_7x1, bf512_8x1, bf512_9x1}};
+static const int MM_WIDE[2][10] = {{0, 8, 6, 4, 4, 4, 4, 2, 2, 2}, {0, 8, 1, 1, 1, 1, 1, 1, 1, 1}};
 // one row over the P (< MM_WIDE[.][1]) panels a wide tile leaves: P chains side
 // by side, where single panels would wait on one chain's latency each
 static const MmTile ROW_REST[2][8] = {
@@ -1125,7 +1128,7 @@ static void mm_rows(float *out, size_t os, const float *x, int R, const Matrix *
 }
 
 // Panels [p0, p1) of m @ x (T, m->n) -> out (T, stride os), columns < d_out.
-// Rows go in blocks of at most MM_MAX_ROWS (as even as possible: 9 = 5 + 4); the panels
+// Rows go in blocks of at most MM_MAX_ROWS (as even as possible: 10 = 5 + 5); the panels
 // in chunks of about 128 KB, so every block reuses a chunk from L2 and the
 // weights leave memory once. A panel that straddles d_out goes through a
 // small buffer, so nothing past d_out is written.
