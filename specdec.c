@@ -1651,34 +1651,69 @@ static const char *file_field(char *buf, int size, const char *path, const char 
     return v;
 }
 
-// ceil(quota / period) of the tightest cgroup (v2) CPU quota on this process's
-// cgroup and its parents; 0 where none is set or the files are absent (v1
-// hierarchies, other systems: --threads sets the count there)
-static int cpu_quota(void) {
-    char line[1024], path[1100], buf[128];
-    const char *cg = file_field(line, sizeof line, "/proc/self/cgroup", "0::");
-    int best = 0;
-    if (!cg) return 0;
-    size_t len = strcspn(cg, "\n");
-    for (;;) {
-        snprintf(path, sizeof path, "/sys/fs/cgroup%.*s/cpu.max", (int)len, cg);
-        const char *v = file_field(buf, sizeof buf, path, "");
-        double quota, period; // "max 100000" (no quota) or "200000 100000" (2 CPUs)
-        if (v && sscanf(v, "%lf %lf", &quota, &period) == 2 && quota > 0 && period > 0) {
-            int n = (int)ceil(quota / period);
-            if (best == 0 || n < best) best = n;
-        }
-        if (len == 0) return best;
-        while (len > 0 && cg[len - 1] != '/') len--; // up to the parent
-        if (len > 0) len--;
+// ceil(quota / period) set in one cgroup directory: cgroup v2's cpu.max ("max
+// 100000": none; "200000 100000": 2 CPUs) or v1's cpu.cfs_quota_us (-1: none)
+// over cpu.cfs_period_us; 0 where neither sets one
+static int quota_in(const char *dir) {
+    char path[1400], buf[128];
+    double q, p;
+    snprintf(path, sizeof path, "%s/cpu.max", dir);
+    const char *v = file_field(buf, sizeof buf, path, "");
+    if (v && sscanf(v, "%lf %lf", &q, &p) == 2 && q > 0 && p > 0) return (int)ceil(q / p);
+    snprintf(path, sizeof path, "%s/cpu.cfs_quota_us", dir);
+    v = file_field(buf, sizeof buf, path, "");
+    if (!v || sscanf(v, "%lf", &q) != 1 || q <= 0) return 0;
+    snprintf(path, sizeof path, "%s/cpu.cfs_period_us", dir);
+    v = file_field(buf, sizeof buf, path, "");
+    return v && sscanf(v, "%lf", &p) == 1 && p > 0 ? (int)ceil(q / p) : 0;
+}
+
+// whether a comma-separated list holds `item`
+static int list_has(const char *list, const char *item) {
+    size_t n = strlen(item);
+    for (const char *p = list; p; p = strchr(p + 1, ',')) {
+        const char *at = *p == ',' ? p + 1 : p;
+        if (!strncmp(at, item, n) && (at[n] == ',' || at[n] == '\0')) return 1;
     }
+    return 0;
+}
+
+// The tightest CPU quota on this process's cgroup and its parents; 0 if none.
+// `self` lists the cgroups ("0::/path" for v2, "N:cpu,cpuacct:/path" for v1's
+// cpu controller); their directories lie under `root` (v1's under root/cpu).
+// Inside a container the path may name the host's view while root shows the
+// container's own cgroup, so every prefix of the path is tried, "/" included.
+static int cpu_quota(const char *root, const char *self) {
+    char line[1024], base[256], dir[1300];
+    FILE *f = fopen(self, "r");
+    int best = 0;
+    if (!f) return 0;
+    while (fgets(line, sizeof line, f)) {
+        char *ctl = strchr(line, ':'), *cg = ctl ? strchr(ctl + 1, ':') : NULL;
+        if (!cg) continue;
+        *cg++ = '\0'; // line: "N", ctl + 1: the controllers, cg: the path
+        int v2 = ctl[1] == '\0';
+        if (!v2 && !list_has(ctl + 1, "cpu")) continue;
+        snprintf(base, sizeof base, v2 ? "%s" : "%s/cpu", root);
+        for (size_t len = strcspn(cg, "\n");;) { // the path, then each parent
+            snprintf(dir, sizeof dir, "%s%.*s", base, (int)len, cg);
+            int n = quota_in(dir);
+            if (n > 0 && (best == 0 || n < best)) best = n;
+            if (len == 0) break;
+            while (len > 0 && cg[len - 1] != '/') len--;
+            if (len > 0) len--;
+        }
+    }
+    fclose(f);
+    return best;
 }
 
 static int usable_cpus(void) {
     char buf[4096];
     long n = sysconf(_SC_NPROCESSORS_ONLN);
     const char *list = file_field(buf, sizeof buf, "/proc/self/status", "Cpus_allowed_list:");
-    int allowed = list ? count_cpu_list(list + strspn(list, " \t")) : 0, quota = cpu_quota();
+    int allowed = list ? count_cpu_list(list + strspn(list, " \t")) : 0;
+    int quota = cpu_quota("/sys/fs/cgroup", "/proc/self/cgroup");
     if (allowed > 0 && allowed < n) n = allowed;
     if (quota > 0 && quota < n) n = quota;
     return n < 1 ? 1 : n > MAX_THREADS ? MAX_THREADS : (int)n;

@@ -110,7 +110,12 @@ static void test_emulated(void) {
     free_transformer(&big);
 }
 
-// the default thread count: the CPU lists Linux writes, and a count within bounds
+static void write_text(const char *path, const char *text) {
+    FILE *f = fopen(path, "w");
+    CHECK(f && fputs(text, f) >= 0 && fclose(f) == 0, "cannot write %s", path);
+}
+
+// the default thread count: the CPU lists and quotas Linux writes, and a count within bounds
 static void test_cpu_count(void) {
     struct { const char *list; int n; } cases[] = {{"0-3,8,10-11\n", 7}, {"0\n", 1}, {"5", 1}, {"0-63", 64},
                                                    {"", 0}, {"x", 0}, {"3-1", 0}, {"0-3,,4", 0}, {"1;2", 0}};
@@ -118,11 +123,40 @@ static void test_cpu_count(void) {
         int got = count_cpu_list(cases[i].list);
         CHECK(got == cases[i].n, "count_cpu_list(\"%s\") = %d, expected %d", cases[i].list, got, cases[i].n);
     }
+    // CPU quotas in a fake cgroup tree under build/test/cg: v2 with the tighter
+    // quota on a parent, v1's cpu controller seen from inside a container, none
+    struct { const char *self, *files[3][2]; int n; } q[] = {
+        {"0::/user.slice/app\n", {{"user.slice/app/cpu.max", "max 100000\n"},
+                                  {"user.slice/cpu.max", "150000 100000\n"}, {"cpu.max", "400000 100000\n"}}, 2},
+        {"5:memory:/docker/x\n4:cpuacct,cpu:/docker/x\n", {{"cpu/cpu.cfs_quota_us", "300000\n"},
+                                                          {"cpu/cpu.cfs_period_us", "100000\n"}, {NULL, NULL}}, 3},
+        {"4:cpu,cpuacct:/\n0::/\n", {{"cpu/cpu.cfs_quota_us", "-1\n"}, {"cpu/cpu.cfs_period_us", "100000\n"},
+                                     {"cpu.max", "max 100000\n"}}, 0},
+    };
+    for (size_t i = 0; i < sizeof(q) / sizeof(q[0]); i++) {
+        char root[64], path[256];
+        snprintf(root, sizeof root, "build/test/cg%zu", i);
+        const char *dirs[] = {"", "/user.slice", "/user.slice/app", "/cpu"};
+        for (int d = 0; d < 4; d++) {
+            snprintf(path, sizeof path, "%s%s", root, dirs[d]);
+            CHECK(mkdir(path, 0755) == 0 || errno == EEXIST, "mkdir %s: %s", path, strerror(errno));
+        }
+        snprintf(path, sizeof path, "%s/self", root);
+        write_text(path, q[i].self);
+        for (int f = 0; f < 3 && q[i].files[f][0]; f++) {
+            snprintf(path, sizeof path, "%s/%s", root, q[i].files[f][0]);
+            write_text(path, q[i].files[f][1]);
+        }
+        snprintf(path, sizeof path, "%s/self", root);
+        int got = cpu_quota(root, path);
+        CHECK(got == q[i].n, "cpu_quota(%s) = %d, expected %d", root, got, q[i].n);
+    }
+    CHECK(cpu_quota("build/test/cg0", "build/test/cg0/absent") == 0, "cpu_quota without a cgroup list");
     long online = sysconf(_SC_NPROCESSORS_ONLN);
     int n = usable_cpus();
     CHECK(n >= 1 && n <= MAX_THREADS && n <= (online > 0 ? online : 1), "usable_cpus() = %d, online %ld", n, online);
-    printf("cpu count: 9 CPU lists parsed as Linux writes them; this process may use %d of %ld online CPUs\n", n,
-           online);
+    printf("cpu count: 9 CPU lists parsed as Linux writes them, cgroup v2 and v1 quotas read from a fake tree; "
+           "this process may use %d of %ld online CPUs\n", n, online);
 }
 
 int main(void) {
