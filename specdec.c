@@ -1651,21 +1651,25 @@ static const char *file_field(char *buf, int size, const char *path, const char 
     return v;
 }
 
+// The first line of file `name` in directory dir (into buf, 128 bytes), or NULL
+static const char *dir_line(char *buf, const char *dir, const char *name) {
+    char path[1400];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    return file_field(buf, 128, path, "");
+}
+
 // ceil(quota / period) set in one cgroup directory: cgroup v2's cpu.max ("max
 // 100000": none; "200000 100000": 2 CPUs) or v1's cpu.cfs_quota_us (-1: none)
 // over cpu.cfs_period_us; 0 where neither sets one
 static int quota_in(const char *dir) {
-    char path[1400], buf[128];
+    char buf[3][128];
     double q, p;
-    snprintf(path, sizeof path, "%s/cpu.max", dir);
-    const char *v = file_field(buf, sizeof buf, path, "");
-    if (v && sscanf(v, "%lf %lf", &q, &p) == 2 && q > 0 && p > 0) return (int)ceil(q / p);
-    snprintf(path, sizeof path, "%s/cpu.cfs_quota_us", dir);
-    v = file_field(buf, sizeof buf, path, "");
-    if (!v || sscanf(v, "%lf", &q) != 1 || q <= 0) return 0;
-    snprintf(path, sizeof path, "%s/cpu.cfs_period_us", dir);
-    v = file_field(buf, sizeof buf, path, "");
-    return v && sscanf(v, "%lf", &p) == 1 && p > 0 ? (int)ceil(q / p) : 0;
+    const char *max = dir_line(buf[0], dir, "cpu.max"), *quota = dir_line(buf[1], dir, "cpu.cfs_quota_us"),
+               *period = dir_line(buf[2], dir, "cpu.cfs_period_us");
+    if (max && sscanf(max, "%lf %lf", &q, &p) == 2 && q > 0 && p > 0) return (int)ceil(q / p);
+    if (quota && period && sscanf(quota, "%lf", &q) == 1 && sscanf(period, "%lf", &p) == 1 && q > 0 && p > 0)
+        return (int)ceil(q / p);
+    return 0;
 }
 
 // whether a comma-separated list holds `item`
@@ -2961,8 +2965,9 @@ static void emit(Output *o, int token) {
 // two cores, a write per token made make run's 200 tokens 20% slower. The
 // rest goes out when generation ends.
 static void show_output(Output *o) {
+    if (o->quiet) return;
     double now = now_seconds();
-    if (o->quiet || now - o->shown_at < 0.04) return;
+    if (now - o->shown_at < 0.04) return;
     fflush(stdout);
     o->shown_at = now;
 }
@@ -3283,15 +3288,16 @@ static float parse_float(const char *flag, const char *v, float lo, float hi, co
 }
 
 static void parse_options(Options *o, int argc, char **argv) {
+    int usable = usable_cpus();
     *o = (Options){.target_path = "weights/target.bin", .draft_path = "weights/draft.bin",
                    .tokenizer_path = "tokenizer.bin", .mode = "spec", .prompt = "",
-                   .n_new = 256, .k = 0, .threads = usable_cpus(), .draft_threads = 0, .draft_bf16 = 1,
+                   .n_new = 256, .k = 0, .threads = usable, .draft_threads = 0, .draft_bf16 = 1,
                    .ngram_min = 1, .ngram_max = 3, .lenience = 1.0f,
                    .temperature = 1.0f, .top_p = 1.0f, .seed = 42};
     char k_range[64], t_range[64];
     snprintf(k_range, sizeof(k_range), "an integer in 0..%d (0: auto)", K_MAX);
     snprintf(t_range, sizeof(t_range), "an integer in 1..%d", MAX_THREADS);
-    int i = 1, given_k = 0, given_d = 0, given_draft_opts = 0, usable = o->threads;
+    int i = 1, given_k = 0, given_d = 0, given_draft_opts = 0;
     if (argc > 1 && argv[1][0] != '-') o->target_path = argv[i++];
     for (; i < argc; i++) {
         const char *f = argv[i];
