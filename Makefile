@@ -16,7 +16,9 @@ REQUIRED = -std=c11 -ffp-contract=off
 # the 8-lane kernels; without either the portable C path runs. All give the
 # same bits. Override with make SIMD="-mavx2 -mfma" (or SIMD= for plain C).
 HOST_FLAGS := $(shell $(CC) -march=native -dM -E -x c /dev/null 2>/dev/null)
-ifneq ($(findstring __AVX512F__,$(HOST_FLAGS)),)
+ifneq ($(findstring __AVX512VNNI__,$(HOST_FLAGS)),)
+SIMD    ?= -mavx2 -mfma -mavx512f -mavx512vnni
+else ifneq ($(findstring __AVX512F__,$(HOST_FLAGS)),)
 SIMD    ?= -mavx2 -mfma -mavx512f
 else ifneq ($(and $(findstring __AVX2__,$(HOST_FLAGS)),$(findstring __FMA__,$(HOST_FLAGS))),)
 SIMD    ?= -mavx2 -mfma

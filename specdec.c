@@ -48,6 +48,11 @@
 #else
 #define HAVE_AVX512 0
 #endif
+#if HAVE_AVX512 && defined(__AVX512VNNI__)
+#define HAVE_VNNI 1 // int8 dot products for --draft-weights int8; the same bits
+#else
+#define HAVE_VNNI 0
+#endif
 #if !HAVE_AVX2 && defined(__aarch64__) && defined(__ARM_NEON)
 #include <arm_neon.h>
 #define HAVE_NEON 1 // ARM64: 4-lane tiles of the same chains; the same bits
@@ -206,6 +211,9 @@ static double now_seconds(void) {
 typedef struct {
     float *w;     // (n_panels, n, PANEL)
     uint16_t *h;  // the same in bfloat16 with steps in pairs (see bf16_at), or NULL
+    int8_t *q;    // or in int8 with steps in fours (see q8_at), or NULL, with per row
+    float *qscale;   // (n_panels*PANEL) the scale s_r of row r: W[r][k] ~ s_r q[r][k]
+    int32_t *qsum;   // (n_panels*PANEL) sum over k of q[r][k]
     int d, n;     // the logical W (d, n)
     int n_panels; // ceil(d / PANEL)
 } Matrix;
@@ -244,6 +252,9 @@ typedef struct {
     Matrix wcls;                // the classifier (vocab, dim), packed
     float *packed;              // the one allocation behind every Matrix
     uint16_t *packed_bf16;      // ... or its bfloat16 copy (use_bfloat16), the float one freed
+    int8_t *packed_q8;          // ... or its int8 copy (use_int8), with the
+    float *q8_scales;           // rows' scales
+    int32_t *q8_sums;           // and sums
     RunState state;
     int shared_classifier;      // 1: wcls is token_embedding
     int max_rows;               // rows one forward() may take
@@ -311,6 +322,7 @@ static void pack_panel(float *panel, const float *const *rows, int count, int n)
 static float *pack_stacked(Matrix *m, float *dst, int n, const float *const w[3], const int d[3]) {
     m->w = dst;
     m->h = NULL;
+    m->q = NULL;
     m->n = n;
     m->d = d[0] + d[1] + d[2];
     m->n_panels = (int)panels_of(m->d);
@@ -339,6 +351,7 @@ static float *pack_interleaved(Matrix *m, float *dst, const float *w1, const flo
     int half = (int)panels_of(hid);
     m->w = dst;
     m->h = NULL;
+    m->q = NULL;
     m->n = n;
     m->n_panels = 2 * half;
     m->d = m->n_panels * PANEL;
@@ -479,6 +492,83 @@ static void use_bfloat16(Transformer *t) {
     t->packed = NULL;
 }
 
+// int8 (--draft-weights int8): each output row r of W gets a scale
+// s_r = max_k |W[r][k]| / 127 and integers q[r][k] = rint(W[r][k] / s_r), in
+// -127..127; the matmul then multiplies them with an input row quantised the
+// same way (quantize_row) and sums the products exactly, in int32. A quarter
+// of the float bytes, and no rounding that depends on the order of the sum,
+// so every path gives the same bits by construction. Steps go in fours: in
+// panel i, the 32-bit word j of quad k/4 holds q[16i + j][k..k+3], one byte
+// each (0 past n): one 64-byte load brings four steps of 16 outputs, the
+// operand of AVX-512 VNNI's four-products-per-lane instruction.
+#define Q8_MAX_N 4096 // the longest row int8 takes (the input row lives on the stack)
+
+static size_t quad_steps(int n) { return (size_t)(n + 3) / 4 * 4; }
+
+static size_t q8_at(const Matrix *m, int i, int k, int j) {
+    return ((size_t)i * quad_steps(m->n) + (size_t)(k & ~3)) * PANEL + 4 * (size_t)j + (size_t)(k & 3);
+}
+
+static size_t q8_size(const Matrix *m) { return (size_t)m->n_panels * quad_steps(m->n) * PANEL; }
+
+// Quantise m's float panels into dst (q8_size(m)) and its rows' scales and
+// sums (n_panels*PANEL each, at *scale and *sum, which move past them); m then
+// reads those. Returns the end of dst.
+static int8_t *pack_int8(Matrix *m, int8_t *dst, float **scale, int32_t **sum) {
+    memset(dst, 0, q8_size(m));
+    for (int i = 0; i < m->n_panels; i++)
+        for (int j = 0; j < PANEL; j++) {
+            const float *w = m->w + (size_t)i * m->n * PANEL + j; // W[16i + j][k] at w[k * PANEL]
+            float amax = 0.0f;
+            for (int k = 0; k < m->n; k++) amax = fmaxf(amax, fabsf(w[(size_t)k * PANEL]));
+            float inv = amax > 0.0f ? 127.0f / amax : 0.0f;
+            int32_t s = 0;
+            for (int k = 0; k < m->n; k++) {
+                float v = fminf(fmaxf(rintf(w[(size_t)k * PANEL] * inv), -127.0f), 127.0f);
+                dst[q8_at(m, i, k, j)] = (int8_t)v;
+                s += (int32_t)v;
+            }
+            (*scale)[i * PANEL + j] = amax / 127.0f;
+            (*sum)[i * PANEL + j] = s;
+        }
+    m->q = dst;
+    m->qscale = *scale;
+    m->qsum = *sum;
+    *scale += (size_t)m->n_panels * PANEL;
+    *sum += (size_t)m->n_panels * PANEL;
+    m->w = NULL;
+    return dst + q8_size(m);
+}
+
+// Quantise every packed matrix to int8 and drop the float copy: the draft's
+// step reads a quarter of the bytes of floats, half of bfloat16's.
+static void use_int8(Transformer *t) {
+    const Config *c = &t->config;
+    if (c->dim > Q8_MAX_N || c->hidden_dim > Q8_MAX_N)
+        die("%s: --draft-weights int8 takes dim and hidden_dim up to %d, not %d and %d (use bf16)",
+            t->path, Q8_MAX_N, c->dim, c->hidden_dim);
+    size_t bytes = q8_size(&t->wcls), rows = (size_t)t->wcls.n_panels * PANEL;
+    for (int l = 0; l < c->n_layers; l++) {
+        const Layer *ly = &t->layers[l];
+        const Matrix *ms[4] = {&ly->qkv, &ly->wo, &ly->w13, &ly->w2};
+        for (int i = 0; i < 4; i++) bytes += q8_size(ms[i]), rows += (size_t)ms[i]->n_panels * PANEL;
+    }
+    t->packed_q8 = xmalloc_aligned(bytes + 64, 64, "int8 weights"); // whole lines
+    t->q8_scales = xmalloc(rows * sizeof(float), "int8 scales");
+    t->q8_sums = xmalloc(rows * sizeof(int32_t), "int8 sums");
+    int8_t *dst = t->packed_q8;
+    float *scale = t->q8_scales;
+    int32_t *sum = t->q8_sums;
+    for (int l = 0; l < c->n_layers; l++) {
+        Layer *ly = &t->layers[l];
+        Matrix *ms[4] = {&ly->qkv, &ly->wo, &ly->w13, &ly->w2};
+        for (int i = 0; i < 4; i++) dst = pack_int8(ms[i], dst, &scale, &sum);
+    }
+    pack_int8(&t->wcls, dst, &scale, &sum);
+    xfree(t->packed);
+    t->packed = NULL;
+}
+
 // The first float of p (n) that is NaN or inf, or n. A bit test (exponent all
 // ones), so the compiler can vectorise the pass: a load reads the file once.
 static size_t first_non_finite(const float *v, size_t n) {
@@ -526,13 +616,16 @@ static void check_finite_weights(const Transformer *t) {
 }
 
 static void load_checkpoint(Transformer *t, const void *file, size_t bytes, const char *path,
-                            int max_rows, ThreadPool *pool, int threads, int bf16);
+                            int max_rows, ThreadPool *pool, int threads, int weights);
 
-// Map `path` read-only, check it, pack its matrices (in bfloat16 if bf16) and
+// How a model keeps its matrices: as the file's floats, or rounded at load
+enum { WEIGHTS_F32, WEIGHTS_BF16, WEIGHTS_INT8 };
+
+// Map `path` read-only, check it, pack its matrices (as `weights` says) and
 // size the run state for forwards of up to max_rows rows on up to `threads`
 // threads of `pool` (NULL: one).
 static void build_transformer_as(Transformer *t, const char *path, int max_rows, ThreadPool *pool,
-                                 int threads, int bf16) {
+                                 int threads, int weights) {
     int fd = open(path, O_RDONLY);
     if (fd < 0) die("%s: cannot open checkpoint: %s", path, strerror(errno));
     struct stat st;
@@ -551,7 +644,7 @@ static void build_transformer_as(Transformer *t, const char *path, int max_rows,
     close(fd);
     if (map == MAP_FAILED) die("%s: mmap failed: %s", path, strerror(errno));
     own_resource(map, bytes, NULL);
-    load_checkpoint(t, map, bytes, path, max_rows, pool, threads, bf16);
+    load_checkpoint(t, map, bytes, path, max_rows, pool, threads, weights);
     t->map = map;
     t->map_bytes = bytes;
 }
@@ -559,7 +652,7 @@ static void build_transformer_as(Transformer *t, const char *path, int max_rows,
 // The checkpoint `path` held in memory at file (bytes, 4-byte aligned), checked
 // field by field and weight by weight, its matrices packed, the run state sized.
 static void load_checkpoint(Transformer *t, const void *file, size_t bytes, const char *path,
-                            int max_rows, ThreadPool *pool, int threads, int bf16) {
+                            int max_rows, ThreadPool *pool, int threads, int weights) {
     memset(t, 0, sizeof(*t));
     t->path = path;
     if (bytes < CONFIG_HEADER_BYTES)
@@ -578,19 +671,23 @@ static void load_checkpoint(Transformer *t, const void *file, size_t bytes, cons
     t->pool = pool;
     t->n_threads = t->cls_threads = pool && threads > 1 ? threads : 1;
     pack_weights(t);
-    if (bf16) use_bfloat16(t);
+    if (weights == WEIGHTS_BF16) use_bfloat16(t);
+    if (weights == WEIGHTS_INT8) use_int8(t);
     build_run_state(&t->state, &t->config, max_rows, t->n_threads);
 }
 
 static void build_transformer(Transformer *t, const char *path, int max_rows, ThreadPool *pool,
                               int threads) {
-    build_transformer_as(t, path, max_rows, pool, threads, 0);
+    build_transformer_as(t, path, max_rows, pool, threads, WEIGHTS_F32);
 }
 
 static void free_transformer(Transformer *t) {
     free_run_state(&t->state);
     xfree(t->packed);
     xfree(t->packed_bf16);
+    xfree(t->packed_q8);
+    xfree(t->q8_scales);
+    xfree(t->q8_sums);
     xfree(t->layers);
     if (t->map) release_resource(t->map);
     t->map = NULL;
@@ -1159,9 +1256,153 @@ static void matmul_panels_simd(float *out, size_t os, int d_out, const float *x,
 }
 #endif
 
+// ---- int8 matmul (--draft-weights int8; weights as pack_int8 leaves them).
+// An input row x (n) is quantised as a weight row is: s_x = max_k |x[k]| / 127,
+// u[k] = rint(x[k] / s_x) + 128, in 1..255 (stored unsigned, the operand VNNI
+// takes; 128, meaning 0, past n). Then output r is
+//   out[r] = (float)(sum_k q[r][k] u[k] - 128 sum_k q[r][k]) * s_r * s_x,
+// its integer sum exact in any order (n <= Q8_MAX_N keeps it inside int32),
+// so how a kernel splits or orders the sum cannot change a bit.
+
+// x (n) -> u (quad_steps(n)); returns s_x (NaN if x holds a NaN or inf, so
+// the outputs are NaN as float weights would make them)
+static float quantize_row(uint8_t *u, const float *x, int n) {
+    memset(u, 128, quad_steps(n));
+    if (first_non_finite(x, (size_t)n) < (size_t)n) return NAN;
+    float amax = 0.0f;
+    for (int k = 0; k < n; k++) amax = fabsf(x[k]) > amax ? fabsf(x[k]) : amax;
+    if (amax == 0.0f) return 0.0f;
+    float inv = 127.0f / amax;
+    for (int k = 0; k < n; k++) u[k] = (uint8_t)(rintf(x[k] * inv) + 128.0f);
+    return amax / 127.0f;
+}
+
+// Output r from its integer sum sum_k q[r][k] u[k] (the formula above)
+static float q8_output(int32_t sum, const Matrix *m, int r, float sx) {
+    return (float)(sum - 128 * m->qsum[r]) * m->qscale[r] * sx;
+}
+
+// The np (1 or 2) panels from panel i of int8 m times the quantised row u
+// (scale sx) -> out (16 np), portable C
+static void q8_tile_scalar(float *out, const uint8_t *u, float sx, const Matrix *m, int i, int np) {
+    size_t n4 = quad_steps(m->n);
+    for (int v = 0; v < np; v++) {
+        const int8_t *q = m->q + q8_at(m, i + v, 0, 0);
+        for (int j = 0; j < PANEL; j++) {
+            int32_t acc = 0;
+            for (size_t k = 0; k < n4; k += 4)
+                for (int b = 0; b < 4; b++) acc += q[k * PANEL + 4 * (size_t)j + (size_t)b] * u[k + (size_t)b];
+            out[v * PANEL + j] = q8_output(acc, m, (i + v) * PANEL + j, sx);
+        }
+    }
+}
+
+#if HAVE_VNNI
+// The same with AVX-512 VNNI: one vpdpbusd multiplies the four bytes of u[k..k+3]
+// with the four of each of 16 outputs and adds the four products into that
+// output's int32 lane. Four accumulators per panel (quads k/4 mod 4), so the
+// adds' latency overlaps; the order does not matter, the sums are exact.
+// Then q8_output, 16 lanes at a time (the same operations, so the same bits).
+#define Q8_TILE_VNNI(NP)                                                                         \
+    static void q8_tile_vnni_##NP(float *out, const uint8_t *u, float sx, const Matrix *m, int i) { \
+        size_t n4 = quad_steps(m->n), k = 0;                                                       \
+        const int8_t *q = m->q + q8_at(m, i, 0, 0);                                                \
+        __m512i acc[NP][4];                                                                        \
+        UNROLL for (int v = 0; v < NP; v++) UNROLL for (int c = 0; c < 4; c++)                    \
+            acc[v][c] = _mm512_setzero_si512();                                                    \
+        for (; k + 16 <= n4; k += 16)                                                              \
+            UNROLL for (int c = 0; c < 4; c++) {                                                   \
+                int32_t x4;                                                                        \
+                memcpy(&x4, u + k + 4 * c, sizeof(x4));                                            \
+                __m512i x = _mm512_set1_epi32(x4);                                                 \
+                UNROLL for (int v = 0; v < NP; v++)                                                \
+                    acc[v][c] = _mm512_dpbusd_epi32(acc[v][c], x,                                  \
+                                    _mm512_loadu_si512(q + (v * n4 + k + 4 * c) * PANEL));         \
+            }                                                                                      \
+        for (; k < n4; k += 4) {                                                                   \
+            int32_t x4;                                                                            \
+            memcpy(&x4, u + k, sizeof(x4));                                                        \
+            __m512i x = _mm512_set1_epi32(x4);                                                     \
+            UNROLL for (int v = 0; v < NP; v++)                                                    \
+                acc[v][0] = _mm512_dpbusd_epi32(acc[v][0], x, _mm512_loadu_si512(q + (v * n4 + k) * PANEL)); \
+        }                                                                                          \
+        UNROLL for (int v = 0; v < NP; v++) {                                                      \
+            size_t r = (size_t)(i + v) * PANEL;                                                    \
+            __m512i sum = _mm512_add_epi32(_mm512_add_epi32(acc[v][0], acc[v][1]),                 \
+                                           _mm512_add_epi32(acc[v][2], acc[v][3]));                \
+            sum = _mm512_sub_epi32(sum, _mm512_slli_epi32(_mm512_loadu_si512(m->qsum + r), 7));    \
+            __m512 f = _mm512_mul_ps(_mm512_cvtepi32_ps(sum), _mm512_loadu_ps(m->qscale + r));     \
+            _mm512_storeu_ps(out + v * PANEL, _mm512_mul_ps(f, _mm512_set1_ps(sx)));               \
+        }                                                                                          \
+    }
+Q8_TILE_VNNI(1) Q8_TILE_VNNI(2)
+#define Q8_TILE_1(out, u, sx, m, i) q8_tile_vnni_1(out, u, sx, m, i)
+#define Q8_TILE_2(out, u, sx, m, i) q8_tile_vnni_2(out, u, sx, m, i)
+#elif HAVE_AVX2
+// The same with AVX2: the weights widened to int16 (four outputs' quads per
+// 16 bytes) and multiplied with u[k..k+3] widened likewise by vpmaddwd, which
+// adds pairs of products into int32; acc[c] collects outputs 4c..4c+3 as such
+// pairs, and two horizontal adds put each output's sum in its lane.
+static void q8_tile_avx2(float *out, const uint8_t *u, float sx, const Matrix *m, int i, int np) {
+    size_t n4 = quad_steps(m->n);
+    for (int v = 0; v < np; v++) {
+        const int8_t *q = m->q + q8_at(m, i + v, 0, 0);
+        __m256i acc[4] = {_mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256(),
+                          _mm256_setzero_si256()};
+        for (size_t k = 0; k < n4; k += 4) {
+            int32_t x4;
+            memcpy(&x4, u + k, sizeof(x4));
+            __m256i x = _mm256_broadcastq_epi64(_mm_cvtepu8_epi16(_mm_cvtsi32_si128(x4)));
+            UNROLL for (int c = 0; c < 4; c++) {
+                __m128i w8 = _mm_loadu_si128((const __m128i *)(q + k * PANEL + 16 * (size_t)c));
+                acc[c] = _mm256_add_epi32(acc[c], _mm256_madd_epi16(_mm256_cvtepi8_epi16(w8), x));
+            }
+        }
+        for (int h = 0; h < 2; h++) { // outputs 8h..8h+7 from acc[2h], acc[2h+1]
+            size_t r = (size_t)(i + v) * PANEL + 8 * (size_t)h;
+            __m256i sum = _mm256_hadd_epi32(acc[2 * h], acc[2 * h + 1]); // 0 1 4 5 | 2 3 6 7
+            sum = _mm256_permute4x64_epi64(sum, 0xD8);
+            sum = _mm256_sub_epi32(sum, _mm256_slli_epi32(_mm256_loadu_si256((const __m256i *)(m->qsum + r)), 7));
+            __m256 f = _mm256_mul_ps(_mm256_cvtepi32_ps(sum), _mm256_loadu_ps(m->qscale + r));
+            _mm256_storeu_ps(out + v * PANEL + 8 * h, _mm256_mul_ps(f, _mm256_set1_ps(sx)));
+        }
+    }
+}
+#define Q8_TILE_1(out, u, sx, m, i) q8_tile_avx2(out, u, sx, m, i, 1)
+#define Q8_TILE_2(out, u, sx, m, i) q8_tile_avx2(out, u, sx, m, i, 2)
+#else
+#define Q8_TILE_1(out, u, sx, m, i) q8_tile_scalar(out, u, sx, m, i, 1)
+#define Q8_TILE_2(out, u, sx, m, i) q8_tile_scalar(out, u, sx, m, i, 2)
+#endif
+
+// Panels [p0, p1) of int8 m @ x (T, m->n) -> out (T, stride os), columns < d_out.
+// Row by row (the draft's forwards are one row but for catch-ups), panels in
+// pairs; a panel that straddles d_out goes through a buffer.
+static void matmul_panels_q8(float *out, size_t os, int d_out, const float *x, int T,
+                             const Matrix *m, int p0, int p1) {
+#if HAVE_AVX2
+    (void)q8_tile_scalar; // built for the tests
+#endif
+    uint8_t u[Q8_MAX_N];
+    for (int t = 0; t < T; t++) {
+        float sx = quantize_row(u, x + (size_t)t * m->n, m->n), *o = out + (size_t)t * os;
+        int i = p0;
+        for (; i + 2 <= p1 && (i + 2) * PANEL <= d_out; i += 2) Q8_TILE_2(o + i * PANEL, u, sx, m, i);
+        for (; i < p1; i++) {
+            float buf[PANEL];
+            Q8_TILE_1(buf, u, sx, m, i);
+            for (int j = 0; j < PANEL && i * PANEL + j < d_out; j++) o[i * PANEL + j] = buf[j];
+        }
+    }
+}
+
 // Panels [p0, p1) of m @ x (T, m->n) -> out (T, stride os), columns < d_out
 static void matmul_panels(float *out, size_t os, int d_out, const float *x, int T,
                           const Matrix *m, int p0, int p1) {
+    if (m->q) {
+        matmul_panels_q8(out, os, d_out, x, T, m, p0, p1);
+        return;
+    }
 #if HAVE_SIMD
     (void)matmul_panels_scalar; // built for the tests
     matmul_panels_simd(out, os, d_out, x, T, m, p0, p1);
@@ -3229,7 +3470,7 @@ static void write_json(FILE *f, const char *path, const Report *rp) {
 
 typedef struct {
     const char *target_path, *draft_path, *tokenizer_path, *mode, *prompt, *json_path;
-    int n_new, k, top_k, quiet, verbose, threads, draft_threads, draft_bf16;
+    int n_new, k, top_k, quiet, verbose, threads, draft_threads, draft_weights;
     int time_draft_threads;           // --draft-threads not given: 1 or all, as times faster
     int lookup, ngram_min, ngram_max; // -d lookup: the n-gram drafter
     float lenience;                   // 1: exact; < 1: LOSSY
@@ -3291,7 +3532,7 @@ static void parse_options(Options *o, int argc, char **argv) {
     int usable = usable_cpus();
     *o = (Options){.target_path = "weights/target.bin", .draft_path = "weights/draft.bin",
                    .tokenizer_path = "tokenizer.bin", .mode = "spec", .prompt = "",
-                   .n_new = 256, .k = 0, .threads = usable, .draft_threads = 0, .draft_bf16 = 1,
+                   .n_new = 256, .k = 0, .threads = usable, .draft_threads = 0, .draft_weights = WEIGHTS_BF16,
                    .ngram_min = 1, .ngram_max = 3, .lenience = 1.0f,
                    .temperature = 1.0f, .top_p = 1.0f, .seed = 42};
     char k_range[64], t_range[64];
@@ -3324,8 +3565,9 @@ static void parse_options(Options *o, int argc, char **argv) {
             o->draft_threads = (int)parse_long(f, v, 1, MAX_THREADS, t_range);
             given_draft_opts = 1;
         } else if (!strcmp(f, "--draft-weights")) {
-            if (strcmp(v, "bf16") && strcmp(v, "f32")) bad_flag(f, v, "bf16 or f32");
-            o->draft_bf16 = !strcmp(v, "bf16");
+            if (strcmp(v, "bf16") && strcmp(v, "f32") && strcmp(v, "int8"))
+                bad_flag(f, v, "bf16, int8 or f32");
+            o->draft_weights = !strcmp(v, "bf16") ? WEIGHTS_BF16 : !strcmp(v, "int8") ? WEIGHTS_INT8 : WEIGHTS_F32;
             given_draft_opts = 1;
         }
         else switch (f[1]) {
@@ -3375,12 +3617,12 @@ static void parse_options(Options *o, int argc, char **argv) {
 static Transformer *load_models(Transformer *target, Transformer *draft, const Options *o,
                                 ThreadPool *pool) {
     if (!strcmp(o->mode, "draft")) { // the draft as spec mode uses it
-        build_transformer_as(draft, o->draft_path, MAX_ROWS, pool, o->draft_threads, o->draft_bf16);
+        build_transformer_as(draft, o->draft_path, MAX_ROWS, pool, o->draft_threads, o->draft_weights);
         return draft;
     }
     build_transformer(target, o->target_path, MAX_ROWS, pool, o->threads);
     if (!strcmp(o->mode, "spec") && !o->lookup)
-        build_transformer_as(draft, o->draft_path, MAX_ROWS, pool, o->draft_threads, o->draft_bf16);
+        build_transformer_as(draft, o->draft_path, MAX_ROWS, pool, o->draft_threads, o->draft_weights);
     return target;
 }
 
