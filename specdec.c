@@ -620,6 +620,7 @@ static void load_checkpoint(Transformer *t, const void *file, size_t bytes, cons
 
 // How a model keeps its matrices: as the file's floats, or rounded at load
 enum { WEIGHTS_F32, WEIGHTS_BF16, WEIGHTS_INT8 };
+#define DRAFT_WEIGHTS WEIGHTS_INT8 // the draft's, unless --draft-weights says otherwise
 
 // Map `path` read-only, check it, pack its matrices (as `weights` says) and
 // size the run state for forwards of up to max_rows rows on up to `threads`
@@ -3500,8 +3501,10 @@ static void usage(void) {
            "  --draft-threads N  threads for the draft model (default: 1, --threads, or 1 with its\n"
            "                     classifier on --threads, whichever times fastest before\n"
            "                     generating; never changes the text)\n"
-           "  --draft-weights W  bf16 | f32: the draft's matrices rounded to bfloat16 at load\n"
-           "                     (half the bytes to read) or kept as in the file (default bf16)\n"
+           "  --draft-weights W  int8 | bf16 | f32: the draft's matrices quantised to int8 per row\n"
+           "                     at load (a quarter of the bytes to read; inputs quantised per\n"
+           "                     row, products summed exactly), rounded to bfloat16, or kept as in\n"
+           "                     the file (default int8)\n"
            "  -j FILE   write statistics as one JSON object\n"
            "  -q        no text on stdout     -v  teaching trace of every round on stderr\n",
            K_MAX, MAX_THREADS, usable_cpus());
@@ -3532,7 +3535,7 @@ static void parse_options(Options *o, int argc, char **argv) {
     int usable = usable_cpus();
     *o = (Options){.target_path = "weights/target.bin", .draft_path = "weights/draft.bin",
                    .tokenizer_path = "tokenizer.bin", .mode = "spec", .prompt = "",
-                   .n_new = 256, .k = 0, .threads = usable, .draft_threads = 0, .draft_weights = WEIGHTS_BF16,
+                   .n_new = 256, .k = 0, .threads = usable, .draft_threads = 0, .draft_weights = DRAFT_WEIGHTS,
                    .ngram_min = 1, .ngram_max = 3, .lenience = 1.0f,
                    .temperature = 1.0f, .top_p = 1.0f, .seed = 42};
     char k_range[64], t_range[64];

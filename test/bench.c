@@ -127,10 +127,11 @@ typedef struct {
 
 // weights a single-row forward streams from memory: every matrix once and the
 // classifier (the embedding row and the RoPE rows are negligible)
-static double bytes_per_token(const Config *c, int bf16) {
+static double bytes_per_token(const Config *c, int weights) {
     double dim = c->dim, hid = c->hidden_dim, hs = dim / c->n_heads, kv = c->n_kv_heads * hs;
     double per_layer = 2 * dim * dim + 2 * kv * dim + 3 * hid * dim + 2 * dim;
-    return (bf16 ? 2.0 : 4.0) * (c->n_layers * per_layer + dim + (double)c->vocab_size * dim);
+    double bytes = weights == WEIGHTS_INT8 ? 1.0 : weights == WEIGHTS_BF16 ? 2.0 : 4.0;
+    return bytes * (c->n_layers * per_layer + dim + (double)c->vocab_size * dim);
 }
 
 // median seconds of `reps` forwards of `rows` rows at pos
@@ -237,18 +238,18 @@ static double single_row_tok_s(Transformer *tr, int steps) {
     return steps / (now_seconds() - t0);
 }
 
-static ModelResult bench_model(const char *name, const char *path, int bf16, ThreadPool *pool,
+static ModelResult bench_model(const char *name, const char *path, int weights, ThreadPool *pool,
                                int threads, double peak) {
     ModelResult m = {.attention_share = -1};
     snprintf(m.name, sizeof(m.name), "%s", name);
     Transformer tr;
-    build_transformer_as(&tr, path, MAX_ROWS, NULL, 1, bf16);
-    m.bytes = bytes_per_token(&tr.config, bf16);
-    m.params = bytes_per_token(&tr.config, 0) / 4;
+    build_transformer_as(&tr, path, MAX_ROWS, NULL, 1, weights);
+    m.bytes = bytes_per_token(&tr.config, weights);
+    m.params = bytes_per_token(&tr.config, WEIGHTS_F32) / 4;
     int big = m.bytes > 1e8, steps = big ? 24 : 96, reps = big ? 5 : 15;
     m.bw_at_size = bandwidth_gbs((size_t)m.bytes);
     for (int ti = 0; ti < 2; ti++) {
-        if (ti == 1) { free_transformer(&tr); build_transformer_as(&tr, path, MAX_ROWS, pool, threads, bf16); }
+        if (ti == 1) { free_transformer(&tr); build_transformer_as(&tr, path, MAX_ROWS, pool, threads, weights); }
         m.tok_s[ti] = single_row_tok_s(&tr, steps);
         m.gbs[ti] = m.tok_s[ti] * m.bytes / 1e9;
         m.roofline[ti] = m.gbs[ti] / (ti ? threads * m.bw_at_size : m.bw_at_size);
@@ -277,7 +278,7 @@ static ModelResult bench_model(const char *name, const char *path, int bf16, Thr
     if (m.attention_share >= 0)
         printf("%-20s attention + softmax: %.1f%% of a 5-row verify at position 200\n", "",
                100 * m.attention_share);
-    if (!bf16) {
+    if (weights == WEIGHTS_F32) {
         double naive = naive_token_seconds(&tr);
         m.naive_tok_s = 1 / naive;
         printf("%-20s naive one-sum-per-row matmul loop (llama2.c run.c style, -O3): %.1f tok/s "
@@ -747,7 +748,8 @@ int main(int argc, char **argv) {
         remove(p110);
         if (have_pair) {
             models[n_models++] = bench_model("shipped target", o.target, 0, pool, N, kernel_peak);
-            models[n_models++] = bench_model("shipped draft bf16", o.draft, 1, pool, N, kernel_peak);
+            models[n_models++] = bench_model(DRAFT_WEIGHTS == WEIGHTS_INT8 ? "shipped draft int8" : "shipped draft bf16",
+                                             o.draft, DRAFT_WEIGHTS, pool, N, kernel_peak);
         }
     }
     E2E e[128], temps[8];
@@ -759,7 +761,7 @@ int main(int argc, char **argv) {
             int th = ti ? N : 1;
             Transformer target, draft;
             build_transformer(&target, o.target, MAX_ROWS, pool, th);
-            build_transformer_as(&draft, o.draft, MAX_ROWS, pool, th, 1);
+            build_transformer_as(&draft, o.draft, MAX_ROWS, pool, th, DRAFT_WEIGHTS);
             if (th > 1) { // as specdec does when --draft-threads is not given
                 Sampler s0;
                 build_sampler(&s0, draft.config.vocab_size, 1.0f, 1.0f, 0);

@@ -92,7 +92,7 @@ static void write_coins(FILE *f) {
 static void write_run(FILE *f, const char *target, const char *draft, Tokenizer *tok, float t) {
     Transformer tg, dr;
     build_transformer(&tg, target, MAX_ROWS, NULL, 1);
-    build_transformer_as(&dr, draft, MAX_ROWS, NULL, 1, 1);
+    build_transformer_as(&dr, draft, MAX_ROWS, NULL, 1, DRAFT_WEIGHTS);
     Sampler s;
     build_sampler(&s, tg.config.vocab_size, t, 1.0f, 0);
     Rng rng;
@@ -101,7 +101,8 @@ static void write_run(FILE *f, const char *target, const char *draft, Tokenizer 
     build_speculator(&sp, &tg, &dr, &s, &rng, 4);
     int tokens[512];
     int n = encode(tok, tokens, "Once upon a time", 1, 0), start = n;
-    fprintf(f, "spec run: K = 4, t = %g, seed 42, prompt \"Once upon a time\" (%d ids), draft in bfloat16\n", t, n);
+    fprintf(f, "spec run: K = 4, t = %g, seed 42, prompt \"Once upon a time\" (%d ids), draft in %s\n", t, n,
+            DRAFT_WEIGHTS == WEIGHTS_INT8 ? "int8" : "bfloat16");
     forward_chunked(&tg, tokens, n - 1, 0);
     sp.draft_pos = 0;
     for (int round = 1; n - start < 40 && n + 6 < tg.config.seq_len; round++) {

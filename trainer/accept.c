@@ -56,7 +56,7 @@ static int held_out_prompts(char prompts[N_HELD][256], const char *path) {
 static double draft_acceptance(Transformer *target, const char *draft_path, Tokenizer *tok,
                                char prompts[N_HELD][256], int n_prompts) {
     Transformer draft;
-    build_transformer_as(&draft, draft_path, MAX_ROWS, NULL, 1, 1);
+    build_transformer_as(&draft, draft_path, MAX_ROWS, NULL, 1, DRAFT_WEIGHTS); // as specdec runs it
     int *tokens = xmalloc((size_t)target->config.seq_len * sizeof(int), "tokens");
     float *probs = xmalloc((size_t)target->config.vocab_size * sizeof(float), "probs");
     int gen[ACCEPT_TOKENS];
