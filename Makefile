@@ -47,7 +47,7 @@ specdec_scalar: specdec.c model.h
 run: specdec
 	@if [ ! -f weights/target.bin ]; then \
 	  echo "no weights/target.bin yet: 'make weights' trains them from ../shared/data"; exit 1; fi
-	./specdec weights/target.bin -d weights/draft.bin -z tokenizer.bin -i "Once upon a time" -n 200 -t 0.8 -p 0.9 -s 3
+	./specdec weights/target.bin -d weights/draft.bin -z tokenizer.bin -i "Once upon a time" -n 200 -t 0.8 -p 0.9 -s 6
 
 # ---- tests: build/bin (optimised, $(SIMD)), build/asan (sanitizers), build/scalar
 # (plain C), build/avx2 (8-lane kernels only)
