@@ -505,8 +505,8 @@ static void use_bfloat16(Transformer *t) {
 }
 
 // int8 (--draft-weights int8): each output row r of W gets a scale
-// s_r = max_k |W[r][k]| / 127 and integers q[r][k] = rint(W[r][k] / s_r), in
-// -127..127; the matmul then multiplies them with an input row quantised the
+// s_r = max_k |W[r][k]| / 127 and integers q[r][k] = rint(W[r][k] * (127 /
+// max_k |W[r][k]|)), in -127..127 (quantize); the matmul then multiplies them with an input row quantised the
 // same way (quantize_row) and sums the products exactly, in int32. A quarter
 // of the float bytes, and no rounding that depends on the order of the sum,
 // so every path gives the same bits by construction. Steps go in fours: in
@@ -523,24 +523,34 @@ static size_t q8_at(const Matrix *m, int i, int k, int j) {
 
 static size_t q8_size(const Matrix *m) { return (size_t)m->n_panels * quad_steps(m->n) * PANEL; }
 
+// x (n) -> q (n), integers in -127..127 with x[k] ~ s q[k], s = max_k |x[k]| / 127;
+// returns s (0 for a row of zeros). The one quantiser: weight rows at load,
+// input rows at run time (quantize_row).
+static float quantize(int8_t *q, const float *x, int n) {
+    float amax = 0.0f;
+    for (int k = 0; k < n; k++) amax = fabsf(x[k]) > amax ? fabsf(x[k]) : amax;
+    float inv = amax > 0.0f ? 127.0f / amax : 0.0f;
+    for (int k = 0; k < n; k++) q[k] = (int8_t)rintf(x[k] * inv); // |x[k]| <= amax: |q| <= 127
+    return amax / 127.0f;
+}
+
 // Quantise m's float panels into dst (q8_size(m)) and its rows' scales and
 // sums (n_panels*PANEL each, at *scale and *sum, which move past them); m then
 // reads those. Returns the end of dst.
 static int8_t *pack_int8(Matrix *m, int8_t *dst, float **scale, int32_t **sum) {
+    if (m->n > Q8_MAX_N) die("int8 weights: rows of %d inputs, more than %d", m->n, Q8_MAX_N);
     memset(dst, 0, q8_size(m));
     for (int i = 0; i < m->n_panels; i++)
         for (int j = 0; j < PANEL; j++) {
-            const float *w = m->w + (size_t)i * m->n * PANEL + j; // W[16i + j][k] at w[k * PANEL]
-            float amax = 0.0f;
-            for (int k = 0; k < m->n; k++) amax = fabsf(w[(size_t)k * PANEL]) > amax ? fabsf(w[(size_t)k * PANEL]) : amax;
-            float inv = amax > 0.0f ? 127.0f / amax : 0.0f;
+            float row[Q8_MAX_N]; // W[16i + j]
+            int8_t q[Q8_MAX_N];
+            for (int k = 0; k < m->n; k++) row[k] = m->w[((size_t)i * m->n + k) * PANEL + j];
+            (*scale)[i * PANEL + j] = quantize(q, row, m->n);
             int32_t s = 0;
             for (int k = 0; k < m->n; k++) {
-                float v = rintf(w[(size_t)k * PANEL] * inv); // |v| <= 127: |w| <= amax
-                dst[q8_at(m, i, k, j)] = (int8_t)v;
-                s += (int32_t)v;
+                dst[q8_at(m, i, k, j)] = q[k];
+                s += q[k];
             }
-            (*scale)[i * PANEL + j] = amax / 127.0f;
             (*sum)[i * PANEL + j] = s;
         }
     m->q = dst;
@@ -1270,24 +1280,22 @@ static void matmul_panels_simd(float *out, size_t os, int d_out, const float *x,
 #endif
 
 // ---- int8 matmul (--draft-weights int8; weights as pack_int8 leaves them).
-// An input row x (n) is quantised as a weight row is: s_x = max_k |x[k]| / 127,
-// u[k] = rint(x[k] / s_x) + 128, in 1..255 (stored unsigned, the operand VNNI
+// An input row x (n) is quantised as a weight row is (quantize: s_x and q_x),
+// and stored as u[k] = q_x[k] + 128, in 1..255 (unsigned, the operand VNNI
 // takes; 128, meaning 0, past n). Then output r is
 //   out[r] = (float)(sum_k q[r][k] u[k] - 128 sum_k q[r][k]) * s_r * s_x,
 // its integer sum exact in any order (n <= Q8_MAX_N keeps it inside int32),
 // so how a kernel splits or orders the sum cannot change a bit.
 
-// x (n) -> u (quad_steps(n)); returns s_x (NaN if x holds a NaN or inf, so
-// the outputs are NaN as float weights would make them)
+// x (n) -> u (quad_steps(n)): quantize, then + 128 (the byte's sign bit
+// flipped); returns s_x (NaN if x holds a NaN or inf, so the outputs are NaN
+// as float weights would make them)
 static float quantize_row(uint8_t *u, const float *x, int n) {
     memset(u, 128, quad_steps(n));
     if (first_non_finite(x, (size_t)n) < (size_t)n) return NAN;
-    float amax = 0.0f;
-    for (int k = 0; k < n; k++) amax = fabsf(x[k]) > amax ? fabsf(x[k]) : amax;
-    if (amax == 0.0f) return 0.0f;
-    float inv = 127.0f / amax;
-    for (int k = 0; k < n; k++) u[k] = (uint8_t)(rintf(x[k] * inv) + 128.0f);
-    return amax / 127.0f;
+    float sx = quantize((int8_t *)u, x, n);
+    for (int k = 0; k < n; k++) u[k] ^= 0x80;
+    return sx;
 }
 
 // Output r from its integer sum sum_k q[r][k] u[k] (the formula above)
