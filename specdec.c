@@ -524,12 +524,14 @@ static size_t q8_at(const Matrix *m, int i, int k, int j) {
 static size_t q8_size(const Matrix *m) { return (size_t)m->n_panels * quad_steps(m->n) * PANEL; }
 
 // x (n) -> q (n), integers in -127..127 with x[k] ~ s q[k], s = max_k |x[k]| / 127;
-// returns s (0 for a row of zeros). The one quantiser: weight rows at load,
-// input rows at run time (quantize_row).
+// returns s. A row whose max is 0, or so small (below 127 / FLT_MAX) that
+// 127 / max overflows, quantises to zeros with s = 0. The one quantiser:
+// weight rows at load, input rows at run time (quantize_row).
 static float quantize(int8_t *q, const float *x, int n) {
     float amax = 0.0f;
     for (int k = 0; k < n; k++) amax = fabsf(x[k]) > amax ? fabsf(x[k]) : amax;
-    float inv = amax > 0.0f ? 127.0f / amax : 0.0f;
+    float inv = 127.0f / amax;
+    if (!(inv <= FLT_MAX)) inv = amax = 0.0f;
     for (int k = 0; k < n; k++) q[k] = (int8_t)rintf(x[k] * inv); // |x[k]| <= amax: |q| <= 127
     return amax / 127.0f;
 }
