@@ -19,6 +19,26 @@ static void matmul_definition(float *out, const float *x, const float *w, int T,
         }
 }
 
+// A matmul's result o (T, d) over x (T, n) must equal, bit for bit, its
+// definition def, the portable path's os, T one-row calls, and the panels
+// split 3 ways as three threads would compute them. what: "matmul", "bf16 matmul", ...
+static void check_matmul_paths(const char *what, const Matrix *m, const float *x, int T, int n,
+                               int d, const float *o, const float *def, const float *os) {
+    size_t bytes = (size_t)T * d * 4;
+    float *o1 = xmalloc(bytes, "o1"), *osplit = xmalloc(bytes, "osplit");
+    for (int t = 0; t < T; t++) matmul(o1 + (size_t)t * d, x + (size_t)t * n, m, 1);
+    for (int th = 0; th < 3; th++) {
+        int lo, hi;
+        share(&lo, &hi, m->n_panels, th, 3);
+        matmul_panels(osplit, (size_t)d, d, x, T, m, lo, hi);
+    }
+    CHECK(!memcmp(o, def, bytes), "%s n=%d d=%d T=%d differs from its definition", what, n, d, T);
+    CHECK(!memcmp(o, os, bytes), "%s n=%d d=%d T=%d: SIMD and scalar paths differ", what, n, d, T);
+    CHECK(!memcmp(o, o1, bytes), "%s n=%d d=%d T=%d: differs from %d one-row calls", what, n, d, T, T);
+    CHECK(!memcmp(o, osplit, bytes), "%s n=%d d=%d T=%d: a 3-way panel split differs", what, n, d, T);
+    xfree(o1); xfree(osplit);
+}
+
 // matmul over T rows (every tile shape: T = 1..17 rows, panels in wide tiles
 // and single ones, a last panel cut by d) == the definition (bits), == the
 // scalar panel path (bits), == T one-row calls (bits), == any split of the
@@ -39,17 +59,11 @@ static void test_matmul(void) {
         for (int T = 1; T <= MAX_ROWS; T++, cases++) {
             float *x = xmalloc((size_t)T * n * 4, "x"), *o = xmalloc((size_t)T * d * 4, "o");
             float *def = xmalloc((size_t)T * d * 4, "def"), *os = xmalloc((size_t)T * d * 4, "os");
-            float *o1 = xmalloc((size_t)T * d * 4, "o1"), *osplit = xmalloc((size_t)T * d * 4, "osplit");
             fill_random(x, (size_t)T * n, &r);
             matmul(o, x, &m, T);
             matmul_definition(def, x, w, T, n, d);
             matmul_panels_scalar(os, (size_t)d, d, x, T, &m, 0, m.n_panels);
-            for (int t = 0; t < T; t++) matmul(o1 + (size_t)t * d, x + (size_t)t * n, &m, 1);
-            for (int th = 0; th < 3; th++) { // panels split 3 ways, as three threads would
-                int lo, hi;
-                share(&lo, &hi, m.n_panels, th, 3);
-                matmul_panels(osplit, (size_t)d, d, x, T, &m, lo, hi);
-            }
+            check_matmul_paths("matmul", &m, x, T, n, d, o, def, os);
             double worst = 0;
             for (int t = 0; t < T; t++)
                 for (int j = 0; j < d; j++) {
@@ -58,13 +72,8 @@ static void test_matmul(void) {
                     double err = fabs(ref - o[(size_t)t * d + j]) / (1.0 + fabs(ref));
                     if (err > worst) worst = err;
                 }
-            size_t bytes = (size_t)T * d * 4;
             CHECK(worst < 1e-5, "matmul n=%d d=%d T=%d vs naive double: relative error %.3g", n, d, T, worst);
-            CHECK(!memcmp(o, def, bytes), "matmul n=%d d=%d T=%d differs from its definition", n, d, T);
-            CHECK(!memcmp(o, os, bytes), "matmul n=%d d=%d T=%d: SIMD and scalar paths differ", n, d, T);
-            CHECK(!memcmp(o, o1, bytes), "matmul n=%d d=%d T=%d: differs from %d one-row calls", n, d, T, T);
-            CHECK(!memcmp(o, osplit, bytes), "matmul n=%d d=%d T=%d: a 3-way panel split differs", n, d, T);
-            xfree(x); xfree(o); xfree(def); xfree(os); xfree(o1); xfree(osplit);
+            xfree(x); xfree(o); xfree(def); xfree(os);
         }
         xfree(w); xfree(packed);
     }
@@ -93,22 +102,13 @@ static void test_matmul_bf16(void) {
         for (int T = 1; T <= MAX_ROWS; T++, cases++) {
             size_t bytes = (size_t)T * d * 4;
             float *x = xmalloc((size_t)T * n * 4, "x"), *o = xmalloc(bytes, "o"), *def = xmalloc(bytes, "def");
-            float *os = xmalloc(bytes, "os"), *o1 = xmalloc(bytes, "o1"), *osplit = xmalloc(bytes, "osplit");
+            float *os = xmalloc(bytes, "os");
             fill_random(x, (size_t)T * n, &r);
             matmul(o, x, &m, T);
             matmul_definition(def, x, wr, T, n, d);
             matmul_panels_scalar(os, (size_t)d, d, x, T, &m, 0, m.n_panels);
-            for (int t = 0; t < T; t++) matmul(o1 + (size_t)t * d, x + (size_t)t * n, &m, 1);
-            for (int th = 0; th < 3; th++) {
-                int lo, hi;
-                share(&lo, &hi, m.n_panels, th, 3);
-                matmul_panels(osplit, (size_t)d, d, x, T, &m, lo, hi);
-            }
-            CHECK(!memcmp(o, def, bytes), "bf16 matmul n=%d d=%d T=%d differs from its definition", n, d, T);
-            CHECK(!memcmp(o, os, bytes), "bf16 matmul n=%d d=%d T=%d: SIMD and scalar paths differ", n, d, T);
-            CHECK(!memcmp(o, o1, bytes), "bf16 matmul n=%d d=%d T=%d: differs from %d one-row calls", n, d, T, T);
-            CHECK(!memcmp(o, osplit, bytes), "bf16 matmul n=%d d=%d T=%d: a 3-way panel split differs", n, d, T);
-            xfree(x); xfree(o); xfree(def); xfree(os); xfree(o1); xfree(osplit);
+            check_matmul_paths("bf16 matmul", &m, x, T, n, d, o, def, os);
+            xfree(x); xfree(o); xfree(def); xfree(os);
         }
         xfree(w); xfree(wr); xfree(packed); xfree(h);
     }
@@ -169,7 +169,7 @@ static void test_matmul_int8(void) {
         for (int T = 1; T <= MAX_ROWS; T++, cases++) {
             size_t bytes = (size_t)T * d * 4;
             float *x = xmalloc((size_t)T * n * 4, "x"), *o = xmalloc(bytes, "o"), *def = xmalloc(bytes, "def");
-            float *os = xmalloc(bytes, "os"), *o1 = xmalloc(bytes, "o1"), *osplit = xmalloc(bytes, "osplit");
+            float *os = xmalloc(bytes, "os");
             fill_random(x, (size_t)T * n, &r);
             if (T == 3) memset(x + n, 0, (size_t)n * 4); // a zero row
             if (T == 4) // a row of denormals (127 / max overflows): quantised to zeros
@@ -184,16 +184,7 @@ static void test_matmul_int8(void) {
                     for (int j = 0; j < PANEL && i * PANEL + j < d; j++) os[(size_t)t * d + i * PANEL + j] = buf[j];
                 }
             }
-            for (int t = 0; t < T; t++) matmul(o1 + (size_t)t * d, x + (size_t)t * n, &m, 1);
-            for (int th = 0; th < 3; th++) {
-                int lo, hi;
-                share(&lo, &hi, m.n_panels, th, 3);
-                matmul_panels(osplit, (size_t)d, d, x, T, &m, lo, hi);
-            }
-            CHECK(!memcmp(o, def, bytes), "int8 matmul n=%d d=%d T=%d differs from its definition", n, d, T);
-            CHECK(!memcmp(o, os, bytes), "int8 matmul n=%d d=%d T=%d: SIMD and scalar paths differ", n, d, T);
-            CHECK(!memcmp(o, o1, bytes), "int8 matmul n=%d d=%d T=%d: differs from %d one-row calls", n, d, T, T);
-            CHECK(!memcmp(o, osplit, bytes), "int8 matmul n=%d d=%d T=%d: a 3-way panel split differs", n, d, T);
+            check_matmul_paths("int8 matmul", &m, x, T, n, d, o, def, os);
             for (int t = 0; t < T; t++)
                 for (int j = 0; j < d; j++) {
                     double ref = 0, norm = 0;
@@ -207,7 +198,7 @@ static void test_matmul_int8(void) {
                     if ((T == 3 && t == 1) || (T == 4 && t == 2))
                         CHECK(o[(size_t)t * d + j] == 0.0f, "int8: a zero or denormal row gave %g", o[(size_t)t * d + j]);
                 }
-            xfree(x); xfree(o); xfree(def); xfree(os); xfree(o1); xfree(osplit);
+            xfree(x); xfree(o); xfree(def); xfree(os);
         }
         float *x = xmalloc((size_t)n * 4, "x"), *o = xmalloc((size_t)d * 4, "o");
         fill_random(x, (size_t)n, &r);
