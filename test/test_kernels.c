@@ -19,6 +19,14 @@ static void matmul_definition(float *out, const float *x, const float *w, int T,
         }
 }
 
+// a random W (d, n) in [-1, 1] -> *w (row-major), and packed into m (its floats at *packed)
+static void random_matrix(Matrix *m, float **w, float **packed, int d, int n, Rng *r) {
+    *w = xmalloc((size_t)d * n * 4, "w");
+    fill_random(*w, (size_t)d * n, r);
+    *packed = xmalloc_floats_aligned(panels_of(d) * (size_t)n * PANEL, "packed");
+    pack_matrix(m, *packed, *w, d, n);
+}
+
 // A matmul's result o (T, d) over x (T, n) must equal, bit for bit, its
 // definition def, the portable path's os, T one-row calls, and the panels
 // split 3 ways as three threads would compute them. what: "matmul", "bf16 matmul", ...
@@ -51,11 +59,9 @@ static void test_matmul(void) {
     int cases = 0;
     for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
         int n = sizes[s][0], d = sizes[s][1];
-        float *w = xmalloc((size_t)d * n * 4, "w");
-        fill_random(w, (size_t)d * n, &r);
         Matrix m;
-        float *packed = xmalloc_floats_aligned(panels_of(d) * (size_t)n * PANEL, "packed");
-        pack_matrix(&m, packed, w, d, n);
+        float *w, *packed;
+        random_matrix(&m, &w, &packed, d, n, &r);
         for (int T = 1; T <= MAX_ROWS; T++, cases++) {
             float *x = xmalloc((size_t)T * n * 4, "x"), *o = xmalloc((size_t)T * d * 4, "o");
             float *def = xmalloc((size_t)T * d * 4, "def"), *os = xmalloc((size_t)T * d * 4, "os");
@@ -91,12 +97,10 @@ static void test_matmul_bf16(void) {
     int cases = 0;
     for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
         int n = sizes[s][0], d = sizes[s][1];
-        float *w = xmalloc((size_t)d * n * 4, "w"), *wr = xmalloc((size_t)d * n * 4, "wr");
-        fill_random(w, (size_t)d * n, &r);
-        for (size_t i = 0; i < (size_t)d * n; i++) wr[i] = from_bfloat16(to_bfloat16(w[i]));
         Matrix m;
-        float *packed = xmalloc_floats_aligned(panels_of(d) * (size_t)n * PANEL, "packed");
-        pack_matrix(&m, packed, w, d, n);
+        float *w, *packed, *wr = xmalloc((size_t)d * n * 4, "wr");
+        random_matrix(&m, &w, &packed, d, n, &r);
+        for (size_t i = 0; i < (size_t)d * n; i++) wr[i] = from_bfloat16(to_bfloat16(w[i]));
         uint16_t *h = xmalloc(bf16_size(&m) * sizeof(uint16_t) + 64, "bf16");
         CHECK(pack_bfloat16(&m, h) == h + bf16_size(&m) && m.w == NULL, "pack_bfloat16 n=%d d=%d", n, d);
         for (int T = 1; T <= MAX_ROWS; T++, cases++) {
@@ -147,7 +151,7 @@ static void q8_definition(float *out, const float *x, const float *w, int T, int
 // steps in fours (q8_at): == the definition above, the portable tile
 // (q8_tile_scalar, panel by panel), one-row calls and a 3-way split, for n not
 // a multiple of 4 and a last panel cut by d; within the quantisation's error
-// of the float product; a zero row gives 0 and a row holding NaN gives NaN.
+// of the float product; zero and denormal rows give 0, a row holding NaN gives NaN.
 static void test_matmul_int8(void) {
     int sizes[][2] = {{1, 1}, {7, 5}, {13, 9}, {64, 33}, {96, 112}, {97, 130}, {256, 96}, {40, 200}, {701, 48}};
     Rng r;
@@ -156,11 +160,9 @@ static void test_matmul_int8(void) {
     double worst_rel = 0;
     for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
         int n = sizes[s][0], d = sizes[s][1];
-        float *w = xmalloc((size_t)d * n * 4, "w");
-        fill_random(w, (size_t)d * n, &r);
         Matrix m;
-        float *packed = xmalloc_floats_aligned(panels_of(d) * (size_t)n * PANEL, "packed");
-        pack_matrix(&m, packed, w, d, n);
+        float *w, *packed;
+        random_matrix(&m, &w, &packed, d, n, &r);
         int8_t *q = xmalloc(q8_size(&m) + 64, "q8");
         float *scales = xmalloc((size_t)m.n_panels * PANEL * sizeof(float), "scales"), *sc = scales;
         int32_t *sums = xmalloc((size_t)m.n_panels * PANEL * sizeof(int32_t), "sums"), *su = sums;
