@@ -229,13 +229,20 @@ static double naive_token_seconds(Transformer *tr) {
     return t;
 }
 
-// single-row tok/s over `steps` positions from 0
-static double single_row_tok_s(Transformer *tr, int steps) {
+// single-row tok/s over `steps` positions from 0, the fastest of `passes`
+// sweeps: measured as bandwidth_gbs measures the plain loop it is compared with
+// (its best pass), since one timed sweep on a shared machine catches its slow moments
+static double single_row_tok_s(Transformer *tr, int steps, int passes) {
     int tok = 100;
     forward(tr, &tok, 1, 0); // fault the mapping in
-    double t0 = now_seconds();
-    for (int pos = 0; pos < steps; pos++) forward(tr, &tok, 1, pos);
-    return steps / (now_seconds() - t0);
+    double best = 0;
+    for (int p = 0; p < passes; p++) {
+        double t0 = now_seconds();
+        for (int pos = 0; pos < steps; pos++) forward(tr, &tok, 1, pos);
+        double tok_s = steps / (now_seconds() - t0);
+        if (tok_s > best) best = tok_s;
+    }
+    return best;
 }
 
 static ModelResult bench_model(const char *name, const char *path, int weights, ThreadPool *pool,
@@ -250,7 +257,7 @@ static ModelResult bench_model(const char *name, const char *path, int weights, 
     m.bw_at_size = bandwidth_gbs((size_t)m.bytes);
     for (int ti = 0; ti < 2; ti++) {
         if (ti == 1) { free_transformer(&tr); build_transformer_as(&tr, path, MAX_ROWS, pool, threads, weights); }
-        m.tok_s[ti] = single_row_tok_s(&tr, steps);
+        m.tok_s[ti] = single_row_tok_s(&tr, steps, big ? 3 : 10);
         m.gbs[ti] = m.tok_s[ti] * m.bytes / 1e9;
         m.roofline[ti] = m.gbs[ti] / (ti ? threads * m.bw_at_size : m.bw_at_size);
         for (int n = 1; n <= 9; n++) m.r[ti][n] = time_rows(&tr, n, 16, reps);
