@@ -644,6 +644,7 @@ static void load_checkpoint(Transformer *t, const void *file, size_t bytes, cons
 
 // How a model keeps its matrices: as the file's floats, or rounded at load
 enum { WEIGHTS_F32, WEIGHTS_BF16, WEIGHTS_INT8 };
+static const char *const WEIGHTS_NAME[] = {"f32", "bf16", "int8"}; // as --draft-weights spells them
 #define DRAFT_WEIGHTS WEIGHTS_INT8 // the draft's, unless --draft-weights says otherwise
 
 // Map `path` read-only, check it, pack its matrices (as `weights` says) and
@@ -1293,10 +1294,13 @@ static void matmul_panels_simd(float *out, size_t os, int d_out, const float *x,
 // flipped); returns s_x (NaN if x holds a NaN or inf, so the outputs are NaN
 // as float weights would make them)
 static float quantize_row(uint8_t *u, const float *x, int n) {
-    memset(u, 128, quad_steps(n));
-    if (first_non_finite(x, (size_t)n) < (size_t)n) return NAN;
+    if (first_non_finite(x, (size_t)n) < (size_t)n) {
+        memset(u, 128, quad_steps(n));
+        return NAN;
+    }
     float sx = quantize((int8_t *)u, x, n);
     for (int k = 0; k < n; k++) u[k] ^= 0x80;
+    memset(u + n, 128, quad_steps(n) - (size_t)n); // the quad's padding
     return sx;
 }
 
@@ -3590,9 +3594,10 @@ static void parse_options(Options *o, int argc, char **argv) {
             o->draft_threads = (int)parse_long(f, v, 1, MAX_THREADS, t_range);
             given_draft_opts = 1;
         } else if (!strcmp(f, "--draft-weights")) {
-            if (strcmp(v, "bf16") && strcmp(v, "f32") && strcmp(v, "int8"))
-                bad_flag(f, v, "bf16, int8 or f32");
-            o->draft_weights = !strcmp(v, "bf16") ? WEIGHTS_BF16 : !strcmp(v, "int8") ? WEIGHTS_INT8 : WEIGHTS_F32;
+            int w = WEIGHTS_F32;
+            while (w <= WEIGHTS_INT8 && strcmp(v, WEIGHTS_NAME[w])) w++;
+            if (w > WEIGHTS_INT8) bad_flag(f, v, "bf16, int8 or f32");
+            o->draft_weights = w;
             given_draft_opts = 1;
         }
         else switch (f[1]) {

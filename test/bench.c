@@ -755,8 +755,9 @@ int main(int argc, char **argv) {
         remove(p110);
         if (have_pair) {
             models[n_models++] = bench_model("shipped target", o.target, 0, pool, N, kernel_peak);
-            models[n_models++] = bench_model(DRAFT_WEIGHTS == WEIGHTS_INT8 ? "shipped draft int8" : "shipped draft bf16",
-                                             o.draft, DRAFT_WEIGHTS, pool, N, kernel_peak);
+            char name[64];
+            snprintf(name, sizeof name, "shipped draft %s", WEIGHTS_NAME[DRAFT_WEIGHTS]);
+            models[n_models++] = bench_model(name, o.draft, DRAFT_WEIGHTS, pool, N, kernel_peak);
         }
     }
     E2E e[128], temps[8];

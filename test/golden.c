@@ -102,7 +102,7 @@ static void write_run(FILE *f, const char *target, const char *draft, Tokenizer 
     int tokens[512];
     int n = encode(tok, tokens, "Once upon a time", 1, 0), start = n;
     fprintf(f, "spec run: K = 4, t = %g, seed 42, prompt \"Once upon a time\" (%d ids), draft in %s\n", t, n,
-            DRAFT_WEIGHTS == WEIGHTS_INT8 ? "int8" : "bfloat16");
+            WEIGHTS_NAME[DRAFT_WEIGHTS]);
     forward_chunked(&tg, tokens, n - 1, 0);
     sp.draft_pos = 0;
     for (int round = 1; n - start < 40 && n + 6 < tg.config.seq_len; round++) {

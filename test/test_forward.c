@@ -42,8 +42,6 @@ static int caches_equal(const Transformer *a, const Transformer *b, int n) {
     return 1;
 }
 
-static const char *WEIGHTS_NAME[] = {"float", "bfloat16", "int8"};
-
 // weights: how the model keeps its matrices (WEIGHTS_F32, _BF16, _INT8)
 static void test_config(const char *name, Config c, int shared, int weights) {
     char path[256];
