@@ -83,7 +83,7 @@ build/bin/golden: test/golden.c $(TEST_DEPS)
 golden: build/bin/golden
 	build/bin/golden test/golden
 
-test-core: specdec specdec_scalar build/bin/randckpt build/bin/test_spec_wrong build/bin/golden \
+test-core: specdec specdec_scalar build/bin/randckpt build/bin/test_spec_wrong build/bin/golden build/bin/bench \
            $(TESTS:%=build/bin/%) $(TESTS:%=build/asan/%) build/asan/specdec build/scalar/test_forward \
            build/avx2/test_forward
 	bash test/run.sh
