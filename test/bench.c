@@ -421,7 +421,7 @@ static E2E bench_spec(Pair *pr, const char *name, float temp, int k, float lenie
     for (int i = 0; i <= sp.stats.k_hi; i++) e.pos[i] = per_position(&sp.stats, i);
     for (int i = 0; i <= sp.stats.k_hi + 1; i++) e.hist[i] = (double)sp.stats.histogram[i];
     e.no_match = (double)sp.stats.plain_tokens / (double)(made_t > 0 ? made_t : 1);
-    char kname[16];
+    char kname[24];
     if (k) snprintf(kname, sizeof(kname), "%d", k);
     else snprintf(kname, sizeof(kname), "auto(%d)", e.k);
     printf("%-14s %dth t=%.2f K=%-8s target %7.1f tok/s  spec %7.1f tok/s  speedup %5.2fx  "
