@@ -284,8 +284,11 @@ static double single_row_tok_s(Transformer *tr, int steps, int passes) {
     return best;
 }
 
+// peak512, peak_avx2: the measured FMA peaks (0 where the build lacks the path);
+// fractions are of the widest, and in an AVX-512 build also of AVX2's
 static ModelResult bench_model(const char *name, const char *path, int weights, ThreadPool *pool,
-                               int threads, double peak, double peak_avx2) {
+                               int threads, double peak512, double peak_avx2) {
+    double peak = peak512 > 0 ? peak512 : peak_avx2 > 0 ? peak_avx2 : 1;
     ModelResult m = {.attention_share = -1};
     snprintf(m.name, sizeof(m.name), "%s", name);
     Transformer tr;
@@ -322,7 +325,7 @@ static ModelResult bench_model(const char *name, const char *path, int weights, 
     printf("%-20s matmul GFLOP/s (%% of peak), 1 thread, rows 1..%d:", "", MAX_N);
     for (int T = 1; T <= MAX_N; T++) printf(" %.0f(%.0f)", m.matmul_gflops[T], 100 * m.matmul_peak_fraction[T]);
     printf("\n");
-    if (peak_avx2 > 0 && peak_avx2 != peak) { // an AVX-512 build: the same rates against AVX2's peak
+    if (peak512 > 0 && peak_avx2 > 0) { // an AVX-512 build: the same rates against AVX2's peak
         printf("%-20s the same as %% of the AVX2 peak:", "");
         for (int T = 1; T <= MAX_N; T++) printf(" %.0f", 100 * m.matmul_gflops[T] / peak_avx2);
         printf("\n");
@@ -741,18 +744,18 @@ static void write_lenience(const char *dir, const LenienceRow *r, int n) {
     fclose(f);
 }
 
-// Auto-K against fixed K head to head: `pairs` generations of each, the two
+// Auto-K against fixed K head to head: H2H_PAIRS generations of each, the two
 // alternating (and which goes first alternating too) on the same prompts and
 // seeds, so both write the same text and a change in the machine's speed hits
-// both alike. Returns the median over pairs of auto's tok/s over K's.
-static double auto_head_to_head(Pair *pr, float temp, int k, int pairs) {
+// both alike. Returns the median over H2H_PAIRS pairs of auto's tok/s over K's.
+static double auto_head_to_head(Pair *pr, float temp, int k) {
     Sampler s;
     build_sampler(&s, pr->target->config.vocab_size, temp, 1.0f, 0);
     Speculator sp[2]; // [0] auto, [1] K
     build_speculator(&sp[0], pr->target, pr->draft, &s, NULL, 0);
     build_speculator(&sp[1], pr->target, pr->draft, &s, NULL, k);
     double ratio[H2H_PAIRS], rate[2];
-    for (int i = 0; i < pairs; i++) {
+    for (int i = 0; i < H2H_PAIRS; i++) {
         for (int j = 0; j < 2; j++) {
             int which = (i + j) % 2, made;
             double t = run_once(pr, &sp[which], &s, i, 2000 + i, &made);
@@ -763,7 +766,7 @@ static double auto_head_to_head(Pair *pr, float temp, int k, int pairs) {
     free_speculator(&sp[0]);
     free_speculator(&sp[1]);
     free_sampler(&s);
-    return median(ratio, pairs);
+    return median(ratio, H2H_PAIRS);
 }
 
 // Auto-K (e[0]) against the best fixed K (e[1..8]) at one temperature, by
@@ -782,7 +785,7 @@ static void auto_against_best(Pair *pr, E2E *e) {
     double pooled = median(target, 9);
     e[0].best_k = e[best].k;
     e[0].auto_over_best = e[0].spec_tok_s / e[best].spec_tok_s;
-    e[0].auto_over_best_paired = auto_head_to_head(pr, e[0].temperature, e[best].k, H2H_PAIRS);
+    e[0].auto_over_best_paired = auto_head_to_head(pr, e[0].temperature, e[best].k);
     printf("%-14s %dth t=%.2f auto-K %.1f spec tok/s, best fixed K = %d %.1f: auto/best %.3f; over "
            "the nine rows' target-only (median %.1f tok/s): auto %.2fx, K = %d %.2fx\n",
            e[0].pair, e[0].threads, e[0].temperature, e[0].spec_tok_s, e[best].k, e[best].spec_tok_s,
@@ -834,18 +837,17 @@ int main(int argc, char **argv) {
         if (peak512 > 0) printf(", AVX-512 %.1f GFLOP/s", peak512);
         printf("\nmemory read bandwidth (1 GiB, one thread, best pass): %.2f GB/s\n", bw);
         fflush(stdout);
-        double kernel_peak = peak512 > 0 ? peak512 : peak > 0 ? peak : 1;
         write_random_checkpoint(p15, &(Config){288, 768, 6, 6, 6, 32000, 256}, 1, 1, 0, 0);
-        models[n_models++] = bench_model("random 15M shape", p15, 0, pool, N, kernel_peak, peak);
+        models[n_models++] = bench_model("random 15M shape", p15, 0, pool, N, peak512, peak);
         remove(p15);
         write_random_checkpoint(p110, &(Config){768, 2048, 12, 12, 12, 32000, 1024}, 1, 1, 0, 0);
-        models[n_models++] = bench_model("random 110M shape", p110, 0, pool, N, kernel_peak, peak);
+        models[n_models++] = bench_model("random 110M shape", p110, 0, pool, N, peak512, peak);
         remove(p110);
         if (have_pair) {
-            models[n_models++] = bench_model("shipped target", o.target, 0, pool, N, kernel_peak, peak);
+            models[n_models++] = bench_model("shipped target", o.target, 0, pool, N, peak512, peak);
             char name[64];
             snprintf(name, sizeof name, "shipped draft %s", WEIGHTS_NAME[DRAFT_WEIGHTS]);
-            models[n_models++] = bench_model(name, o.draft, DRAFT_WEIGHTS, pool, N, kernel_peak, peak);
+            models[n_models++] = bench_model(name, o.draft, DRAFT_WEIGHTS, pool, N, peak512, peak);
         }
     }
     E2E e[128], temps[8];
@@ -894,8 +896,7 @@ int main(int argc, char **argv) {
                                    1, target.config.n_heads, target.config.n_kv_heads, 0, 1}, 0) / 4;
                 int extra = (int)((110e6 - bytes_per_token(&target.config, 0) / 4) / per_layer);
                 write_emulated_checkpoint(pemu, &target, extra > 0 ? extra : 0);
-                models[n_models++] = bench_model("emulated 110M target", pemu, 0, pool, N,
-                                                 peak512 > 0 ? peak512 : peak > 0 ? peak : 1, peak);
+                models[n_models++] = bench_model("emulated 110M target", pemu, 0, pool, N, peak512, peak);
                 build_transformer(&emulated, pemu, MAX_ROWS, pool, N);
                 Pair big = {.target = &emulated, .draft = &draft, .tok = &tok, .n_new = 64, .reps = 3, .threads = N};
                 for (int t2 = 0; t2 < 2; t2++)
