@@ -82,6 +82,48 @@ static void test_theory_and_auto_k(void) {
            "in %d cases (a=0.8, c=0.05, r(n)=1+0.02(n-1) -> K=%d)\n", e7, e9, cases, k8);
 }
 
+// auto-K learns what its calibrated table got wrong: the true cost of a pass
+// is lin (above, with timing noise of +-10%), but the table says the pass the
+// best K needs costs 15% more, so choose_k on the table alone picks another
+// K. Fed the true costs round by round (a held at 0.8), auto-K must probe its
+// neighbours, learn the shape and run the true best K in most later rounds;
+// with the probes off it would never measure that pass.
+static int run_learning(double *share, int probes) {
+    double truth[MAX_ROWS + 1], a = 0.8, step = 0.05;
+    for (int n = 1; n <= MAX_ROWS; n++) truth[n] = 1 + 0.02 * (n - 1);
+    int kb = choose_k(a, step, truth, K_MAX);
+    AutoK ak = {.accepted = 4, .examined = 5, .draft_step = step, .scale = 1};
+    for (int n = 1; n <= MAX_ROWS; n++) {
+        ak.calib[n] = ak.verify[n] = truth[n] * (n == kb + 1 ? 1.15 : 1);
+        ak.shape[n] = 1;
+        ak.shape_seen[n] = AUTO_SHAPE_PRIOR;
+    }
+    int wrong_at_start = choose_k(a, step, ak.verify, K_MAX), hits = 0, late = 0;
+    Rng rng;
+    rng_seed(&rng, 12);
+    for (int round = 0; round < 2000; round++) {
+        int k = probes ? next_auto_k(&ak) : (ak.last_k = choose_k(a, step, ak.verify, K_MAX));
+        double noise = 1 + 0.2 * (rng_coin(&rng) - 0.5);
+        update_auto_k(&ak, k + 1, 4, 5, step, truth[k + 1] * noise);
+        if (round >= 1000) { late++; hits += ak.last_k == kb; }
+    }
+    *share = (double)hits / late;
+    return wrong_at_start != kb ? kb : -1;
+}
+
+static void test_auto_k_learns_shape(void) {
+    double with, without;
+    int kb = run_learning(&with, 1);
+    run_learning(&without, 0);
+    CHECK(kb > 0, "the skewed table must mislead choose_k at the start (else the test shows nothing)");
+    CHECK(with >= 0.9, "auto-K with probes chose the true best K = %d in %.0f%% of the last 1000 rounds, "
+          "want >= 90%%", kb, 100 * with);
+    CHECK(without <= 0.1, "without probes it should stay misled: %.0f%% (else the test shows nothing)",
+          100 * without);
+    printf("auto-K learns the table's shape: true best K = %d chosen in %.0f%% of late rounds with probes, "
+           "%.0f%% without\n", kb, 100 * with, 100 * without);
+}
+
 // ---- 2. exactness of the step alone ---------------------------------------------
 
 #define V 4
@@ -417,6 +459,7 @@ int main(int argc, char **argv) {
     }
     test_worked_examples();
     test_theory_and_auto_k();
+    test_auto_k_learns_shape();
     test_exactness();
     test_k_invariance();
     test_lenience();
