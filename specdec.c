@@ -257,6 +257,18 @@ typedef struct {
 
 typedef struct ThreadPool ThreadPool;
 
+// How a draft spreads over threads (choose_draft_threads): its layers and its
+// classifier on 1/1, N/N or 1/N threads, whichever measures fastest, at the
+// start and again as generation goes (rechoose_split).
+typedef struct {
+    int layers[3], cls[3];      // the three splits
+    int n;                      // 3; 0: fixed (one thread, or --draft-threads given)
+    int cur;                    // the split in use
+    double step;                // decayed seconds of a draft step on cur
+    double rel[3];              // decayed: a split's step over cur's, measured side by side
+    long rounds, used[3];       // rounds run, and on each split
+} ThreadSplit;
+
 typedef struct {
     Config config;              // vocab_size is |vocab_size| here
     TransformerWeights weights; // pointers into the mapping
@@ -272,6 +284,7 @@ typedef struct {
     int max_rows;               // rows one forward() may take
     int n_threads;              // threads a forward()'s layers use (<= the pool's)
     int cls_threads;            // ... and its classifier (>= n_threads; the draft's may be more)
+    ThreadSplit split;          // the draft's: the splits it may run, re-chosen as it runs
     ThreadPool *pool;           // NULL: one thread
     const char *path;
     void *map;                  // the whole file, read-only
@@ -3163,8 +3176,47 @@ static void choose_draft_threads(Transformer *draft, Sampler *s, float *scratch)
     int pick = 0;
     for (int j = 1; j < 3; j++)
         if (best[j] < best[pick]) pick = j;
+    ThreadSplit *ds = &draft->split;
+    *ds = (ThreadSplit){.n = 3, .cur = pick, .step = best[pick]};
+    for (int j = 0; j < 3; j++) {
+        ds->layers[j] = layers[j];
+        ds->cls[j] = cls[j];
+        ds->rel[j] = best[j] / best[pick];
+    }
     draft->n_threads = layers[pick];
     draft->cls_threads = cls[pick];
+}
+
+// The split can change under a run: on this project's VM the N/N split went
+// from the fastest to 60% slower than 1/1 within minutes and back. So every
+// SPLIT_PROBE-th round runs the draft on one of the other two (in turn), its
+// step is compared with the current split's running mean, and a split that
+// measures SPLIT_SWITCH faster takes over. Thread counts never change a bit.
+#define SPLIT_PROBE 32
+#define SPLIT_SWITCH 0.9
+
+// Set the draft's threads for this round; returns the split it runs on.
+static int split_for_round(Transformer *draft) {
+    ThreadSplit *ds = &draft->split;
+    int j = ds->cur;
+    if (++ds->rounds % SPLIT_PROBE == 0) j = (ds->cur + 1 + (int)(ds->rounds / SPLIT_PROBE) % 2) % 3;
+    draft->n_threads = ds->layers[j];
+    draft->cls_threads = ds->cls[j];
+    ds->used[j]++;
+    return j;
+}
+
+// Fold in a round's seconds per draft step on split j; after a probe, switch
+// if j measured SPLIT_SWITCH faster (the others then relative to j).
+static void rechoose_split(Transformer *draft, int j, double step) {
+    ThreadSplit *ds = &draft->split;
+    if (j == ds->cur) { ds->step = 0.9 * ds->step + 0.1 * step; return; }
+    ds->rel[j] = 0.5 * ds->rel[j] + 0.5 * step / ds->step;
+    if (ds->rel[j] >= SPLIT_SWITCH) return;
+    double r = ds->rel[j];
+    for (int i = 0; i < 3; i++) ds->rel[i] /= r;
+    ds->cur = j;
+    ds->step = step;
 }
 
 // calib[1..top]: seconds of a verify pass of n rows at position 0, the
@@ -3334,14 +3386,15 @@ static int generate_spec(Speculator *sp, int *tokens, int n, Output *o) {
         if (k < 0) k = 0;
         double d0 = sp->stats.draft_seconds, v0 = sp->stats.verify_seconds;
         long f0 = sp->stats.draft_forwards, e0 = sp->stats.examined, a0 = sp->stats.accepted;
+        int split = sp->draft && sp->draft->split.n ? split_for_round(sp->draft) : -1;
         int m = speculative_step(sp, tokens, n, k);
         k = sp->k_run;
-        if (sp->k == 0 && k >= 1) {
-            long steps = sp->stats.draft_forwards - f0;
+        long steps = sp->stats.draft_forwards - f0;
+        double step = steps ? (sp->stats.draft_seconds - d0) / (double)steps : 0;
+        if (split >= 0 && steps) rechoose_split(sp->draft, split, step);
+        if (sp->k == 0 && k >= 1)
             update_auto_k(ak, k + 1, (int)(sp->stats.accepted - a0), (int)(sp->stats.examined - e0),
-                          steps ? (sp->stats.draft_seconds - d0) / (double)steps : 0,
-                          sp->stats.verify_seconds - v0);
-        }
+                          step, sp->stats.verify_seconds - v0);
         int before = o->n_generated;
         for (int i = 0; i < m; i++) emit(o, tokens[n + i]);
         show_output(o);
@@ -3350,6 +3403,11 @@ static int generate_spec(Speculator *sp, int *tokens, int n, Output *o) {
             fprintf(stderr, "  (the text ends at the end-of-text token: %d of the round's %d tokens "
                     "emitted)\n", o->n_generated - before, m);
         n += m;
+    }
+    ThreadSplit *ds = sp->draft ? &sp->draft->split : NULL;
+    if (ds && ds->n) { // the last round may have been a probe
+        sp->draft->n_threads = ds->layers[ds->cur];
+        sp->draft->cls_threads = ds->cls[ds->cur];
     }
     if (!o->done) o->ended_by = END_CONTEXT;
     return n;
@@ -3468,6 +3526,11 @@ static void print_report(const Report *rp) {
     if (dc != dt) fprintf(stderr, ", its classifier on %d", dc);
     fprintf(stderr, "), verify %.3f s, other %.3f s\n", st->verify_seconds,
             rp->seconds - st->draft_seconds - st->verify_seconds);
+    const ThreadSplit *ds = rp->sp->draft ? &rp->sp->draft->split : NULL;
+    if (ds && ds->n)
+        fprintf(stderr, "  draft threads (layers/classifier), rounds on each: 1/1 %ld, %d/%d %ld, 1/%d %ld "
+                "(one round in %d tries another)\n", ds->used[0], ds->layers[1], ds->cls[1], ds->used[1],
+                ds->cls[2], ds->used[2], SPLIT_PROBE);
     fprintf(stderr, "  costs per target step (%.3f ms): c = %.3f, r = %.3f; speedup predicted "
             "%.2fx, measured %.2fx\n", 1e3 * rp->target_step, m.c, m.r, m.predicted, m.measured);
     if (rp->k == 0) print_auto_k(rp->sp);

@@ -124,6 +124,32 @@ static void test_auto_k_learns_shape(void) {
            "%.0f%% without\n", kb, 100 * with, 100 * without);
 }
 
+// the draft's thread split follows the machine: split 0 (1/1) measures
+// fastest although split 1 was chosen at the start; probes find it and it
+// takes over, the thread counts always those of the split the round runs on;
+// and with the chosen split fastest it stays
+static void test_split_rechoice(void) {
+    double costs[2][3] = {{0.6, 1.0, 0.9}, {1.3, 1.0, 1.2}};
+    for (int c = 0; c < 2; c++) {
+        Transformer tr = {.split = {.layers = {1, 2, 1}, .cls = {1, 2, 2}, .n = 3, .cur = 1, .step = 1,
+                                    .rel = {1.2, 1, 1.1}}};
+        Rng rng;
+        rng_seed(&rng, 5);
+        int bad_threads = 0;
+        long late_best = 0;
+        for (int r = 0; r < 2000; r++) {
+            int j = split_for_round(&tr);
+            bad_threads += tr.n_threads != tr.split.layers[j] || tr.cls_threads != tr.split.cls[j];
+            rechoose_split(&tr, j, costs[c][j] * (1 + 0.2 * (rng_coin(&rng) - 0.5)));
+            if (r >= 1000) late_best += tr.split.cur == (c ? 1 : 0);
+        }
+        CHECK(bad_threads == 0, "split %d: a round ran on other threads than its split's", c);
+        CHECK(late_best == 1000, "draft split (case %d): the fastest split is current in %ld of the "
+              "last 1000 rounds, want all", c, late_best);
+    }
+    printf("draft split: a faster split found by probes and kept; a fastest split kept\n");
+}
+
 // ---- 2. exactness of the step alone ---------------------------------------------
 
 #define V 4
@@ -345,6 +371,8 @@ static SpecStats run_spec(const char *tpath, const char *dpath, float temp, floa
     build_sampler(&s, CFG.vocab_size, temp, top_p, 0);
     Rng rng;
     rng_seed(&rng, 9);
+    float scratch[300]; // CFG.vocab_size
+    if (dpath && threads > 1) choose_draft_threads(&draft, &s, scratch); // as specdec does
     Speculator sp;
     build_speculator(&sp, &target, dpath ? &draft : NULL, &s, &rng, k);
     int tokens[128] = {TOKEN_BOS, 50, 51, 52, 50, 51};
@@ -460,6 +488,7 @@ int main(int argc, char **argv) {
     test_worked_examples();
     test_theory_and_auto_k();
     test_auto_k_learns_shape();
+    test_split_rechoice();
     test_exactness();
     test_k_invariance();
     test_lenience();
