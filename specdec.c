@@ -266,7 +266,7 @@ typedef struct {
     int cur;                    // the split in use
     double step;                // decayed seconds of a draft step on cur
     double rel[3];              // decayed: a split's step over cur's, measured side by side
-    long rounds, used[3];       // rounds run, and on each split
+    long used[3];               // rounds run on each split
 } ThreadSplit;
 
 typedef struct {
@@ -3195,28 +3195,38 @@ static void choose_draft_threads(Transformer *draft, Sampler *s, float *scratch)
 #define SPLIT_PROBE 32
 #define SPLIT_SWITCH 0.9
 
+// the draft on split j
+static void use_split(Transformer *draft, int j) {
+    draft->n_threads = draft->split.layers[j];
+    draft->cls_threads = draft->split.cls[j];
+}
+
 // Set the draft's threads for this round; returns the split it runs on.
 static int split_for_round(Transformer *draft) {
     ThreadSplit *ds = &draft->split;
-    int j = ds->cur;
-    if (++ds->rounds % SPLIT_PROBE == 0) j = (ds->cur + 1 + (int)(ds->rounds / SPLIT_PROBE) % 2) % 3;
-    draft->n_threads = ds->layers[j];
-    draft->cls_threads = ds->cls[j];
+    long round = ds->used[0] + ds->used[1] + ds->used[2] + 1;
+    int j = round % SPLIT_PROBE ? ds->cur : (ds->cur + 1 + (int)(round / SPLIT_PROBE) % 2) % 3;
+    use_split(draft, j);
     ds->used[j]++;
     return j;
 }
 
-// Fold in a round's seconds per draft step on split j; after a probe, switch
-// if j measured SPLIT_SWITCH faster (the others then relative to j).
+// Fold in a round's seconds per draft step on split j (0: it ran none); after
+// a probe, switch if j measured SPLIT_SWITCH faster (the others then relative
+// to j). The draft is left on the current split.
 static void rechoose_split(Transformer *draft, int j, double step) {
     ThreadSplit *ds = &draft->split;
-    if (j == ds->cur) { ds->step = 0.9 * ds->step + 0.1 * step; return; }
-    ds->rel[j] = 0.5 * ds->rel[j] + 0.5 * step / ds->step;
-    if (ds->rel[j] >= SPLIT_SWITCH) return;
-    double r = ds->rel[j];
-    for (int i = 0; i < 3; i++) ds->rel[i] /= r;
-    ds->cur = j;
-    ds->step = step;
+    if (step > 0 && j == ds->cur) ds->step = 0.9 * ds->step + 0.1 * step;
+    if (step > 0 && j != ds->cur) {
+        ds->rel[j] = 0.5 * ds->rel[j] + 0.5 * step / ds->step;
+        double r = ds->rel[j];
+        if (r < SPLIT_SWITCH) {
+            for (int i = 0; i < 3; i++) ds->rel[i] /= r;
+            ds->cur = j;
+            ds->step = step;
+        }
+    }
+    use_split(draft, ds->cur);
 }
 
 // calib[1..top]: seconds of a verify pass of n rows at position 0, the
@@ -3239,6 +3249,17 @@ static void time_verify_passes(double *calib, Transformer *target, int top) {
     }
 }
 
+// choose_k's table from calib alone: nothing measured since (scale 1, shape 1
+// with the weight of AUTO_SHAPE_PRIOR passes)
+static void start_verify_table(AutoK *ak) {
+    ak->scale = 1;
+    for (int n = 1; n <= MAX_ROWS; n++) {
+        ak->verify[n] = ak->calib[n];
+        ak->shape[n] = 1;
+        ak->shape_seen[n] = AUTO_SHAPE_PRIOR;
+    }
+}
+
 // The cost table: verify passes of 1..AUTO_CALIBRATE_ROWS rows timed, longer
 // ones extrapolated linearly (by then a pass is compute-bound, so linear in
 // rows); the draft step timed with its distribution and draw. a starts at 1/2
@@ -3251,12 +3272,7 @@ static void calibrate_auto_k(AutoK *ak, Transformer *target, Transformer *draft,
     time_verify_passes(ak->calib, target, top);
     double slope = top > 1 ? (ak->calib[top] - ak->calib[top / 2 + 1]) / (top - top / 2 - 1) : 0;
     for (int n = top + 1; n <= MAX_ROWS; n++) ak->calib[n] = ak->calib[top] + slope * (n - top);
-    ak->scale = 1;
-    for (int n = 1; n <= MAX_ROWS; n++) {
-        ak->verify[n] = ak->calib[n];
-        ak->shape[n] = 1;
-        ak->shape_seen[n] = AUTO_SHAPE_PRIOR;
-    }
+    start_verify_table(ak);
     if (draft) // lookup: ~free
         ak->draft_step = time_draft_step(draft, draft->n_threads, draft->cls_threads, s, scratch, 0, 3);
     ak->accepted = 1;
@@ -3391,7 +3407,7 @@ static int generate_spec(Speculator *sp, int *tokens, int n, Output *o) {
         k = sp->k_run;
         long steps = sp->stats.draft_forwards - f0;
         double step = steps ? (sp->stats.draft_seconds - d0) / (double)steps : 0;
-        if (split >= 0 && steps) rechoose_split(sp->draft, split, step);
+        if (split >= 0) rechoose_split(sp->draft, split, step);
         if (sp->k == 0 && k >= 1)
             update_auto_k(ak, k + 1, (int)(sp->stats.accepted - a0), (int)(sp->stats.examined - e0),
                           step, sp->stats.verify_seconds - v0);
@@ -3403,11 +3419,6 @@ static int generate_spec(Speculator *sp, int *tokens, int n, Output *o) {
             fprintf(stderr, "  (the text ends at the end-of-text token: %d of the round's %d tokens "
                     "emitted)\n", o->n_generated - before, m);
         n += m;
-    }
-    ThreadSplit *ds = sp->draft ? &sp->draft->split : NULL;
-    if (ds && ds->n) { // the last round may have been a probe
-        sp->draft->n_threads = ds->layers[ds->cur];
-        sp->draft->cls_threads = ds->cls[ds->cur];
     }
     if (!o->done) o->ended_by = END_CONTEXT;
     return n;

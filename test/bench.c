@@ -354,9 +354,11 @@ typedef struct {
     double tokens_per_round, pos[K_MAX + 1], hist[K_MAX + 2];
     double no_match;  // lookup: share of tokens drawn from the target alone (no n-gram matched)
     float lenience;   // 1: exact; < 1: LOSSY
-    int best_k;       // auto rows of the K sweep: the best fixed K, auto's spec tok/s over its
-    double auto_over_best, auto_over_best_paired; // in the sweep, and head to head
-    int h2h_k[3], n_h2h; // ... the Ks auto met head to head, and auto / K against each
+    // auto rows of the K sweep: auto's spec tok/s over the best fixed K's in the
+    // sweep; the Ks it then met head to head, auto / K against each, and the
+    // one it fared worst against (the best fixed K)
+    double auto_over_best;
+    int n_h2h, h2h_k[3], h2h_worst;
     double h2h_ratio[3];
 } E2E;
 
@@ -482,10 +484,10 @@ static void write_bench_json(const char *path, double peak, double peak512, doub
                 i ? "," : "", e[i].pair, e[i].threads, e[i].temperature, e[i].k,
                 e[i].is_auto ? "true" : "false", e[i].target_tok_s, e[i].spec_tok_s, e[i].speedup,
                 e[i].alpha, e[i].c, e[i].r, e[i].predicted);
-        if (e[i].best_k) // auto rows of the K sweep
+        if (e[i].n_h2h) // auto rows of the K sweep
             fprintf(f, ", \"best_fixed_k\": %d, \"auto_over_best_sweep\": %.4f, "
-                    "\"auto_over_best_head_to_head\": %.4f", e[i].best_k, e[i].auto_over_best,
-                    e[i].auto_over_best_paired);
+                    "\"auto_over_best_head_to_head\": %.4f", e[i].h2h_k[e[i].h2h_worst],
+                    e[i].auto_over_best, e[i].h2h_ratio[e[i].h2h_worst]);
         for (int j = 0; j < e[i].n_h2h; j++)
             fprintf(f, "%s{\"k\": %d, \"auto_over_k\": %.4f}%s", j ? ", " : ", \"head_to_head\": [",
                     e[i].h2h_k[j], e[i].h2h_ratio[j], j == e[i].n_h2h - 1 ? "]" : "");
@@ -786,18 +788,20 @@ static double auto_head_to_head(Pair *pr, float temp, int k) {
 // against up to three candidates: the best K by spec tok/s and the two best by
 // speedup; the best fixed K is the one auto fares worst against. The auto
 // row keeps both ratios (and each candidate's) for bench.json.
+// the row of e[1..8] with the highest speedup, other than `skip`
+static int best_speedup(const E2E *e, int skip) {
+    int b = 0;
+    for (int i = 1; i < 9; i++)
+        if (i != skip && (!b || e[i].speedup > e[b].speedup)) b = i;
+    return b;
+}
+
 static void auto_against_best(Pair *pr, E2E *e) {
     double target[9];
-    int best = 1, by_speedup[2] = {0, 0};
+    int best = 1, first = best_speedup(e, 0);
     for (int i = 0; i < 9; i++) target[i] = e[i].target_tok_s;
     for (int i = 2; i < 9; i++) if (e[i].spec_tok_s > e[best].spec_tok_s) best = i;
-    for (int i = 1; i < 9; i++) {
-        if (!by_speedup[0] || e[i].speedup > e[by_speedup[0]].speedup) {
-            by_speedup[1] = by_speedup[0];
-            by_speedup[0] = i;
-        } else if (!by_speedup[1] || e[i].speedup > e[by_speedup[1]].speedup) by_speedup[1] = i;
-    }
-    int cand[3] = {best, by_speedup[0], by_speedup[1]}, worst = 0;
+    int cand[3] = {best, first, best_speedup(e, first)}, *worst = &e[0].h2h_worst;
     double pooled = median(target, 9);
     e[0].auto_over_best = e[0].spec_tok_s / e[best].spec_tok_s;
     printf("%-14s %dth t=%.2f auto-K %.1f spec tok/s, best fixed K by spec tok/s = %d %.1f: auto/best "
@@ -811,16 +815,14 @@ static void auto_against_best(Pair *pr, E2E *e) {
         int h = e[0].n_h2h++;
         e[0].h2h_k[h] = e[cand[c]].k;
         e[0].h2h_ratio[h] = auto_head_to_head(pr, e[0].temperature, e[cand[c]].k);
-        if (e[0].h2h_ratio[h] < e[0].h2h_ratio[worst]) worst = h;
+        if (e[0].h2h_ratio[h] < e[0].h2h_ratio[*worst]) *worst = h;
         printf("%-14s %dth t=%.2f auto-K against K = %d head to head (%d pairs, alternating): "
                "auto/K %.3f (median of the pairs' ratios)\n", e[0].pair, e[0].threads,
                e[0].temperature, e[0].h2h_k[h], H2H_PAIRS, e[0].h2h_ratio[h]);
         fflush(stdout);
     }
-    e[0].best_k = e[0].h2h_k[worst];
-    e[0].auto_over_best_paired = e[0].h2h_ratio[worst];
     printf("%-14s %dth t=%.2f auto-K against the best fixed K head to head: K = %d, auto/K %.3f\n",
-           e[0].pair, e[0].threads, e[0].temperature, e[0].best_k, e[0].auto_over_best_paired);
+           e[0].pair, e[0].threads, e[0].temperature, e[0].h2h_k[*worst], e[0].h2h_ratio[*worst]);
     fflush(stdout);
 }
 

@@ -92,12 +92,9 @@ static int run_learning(double *share, int probes) {
     double truth[MAX_ROWS + 1], a = 0.8, step = 0.05;
     for (int n = 1; n <= MAX_ROWS; n++) truth[n] = 1 + 0.02 * (n - 1);
     int kb = choose_k(a, step, truth, K_MAX);
-    AutoK ak = {.accepted = 4, .examined = 5, .draft_step = step, .scale = 1};
-    for (int n = 1; n <= MAX_ROWS; n++) {
-        ak.calib[n] = ak.verify[n] = truth[n] * (n == kb + 1 ? 1.15 : 1);
-        ak.shape[n] = 1;
-        ak.shape_seen[n] = AUTO_SHAPE_PRIOR;
-    }
+    AutoK ak = {.accepted = 4, .examined = 5, .draft_step = step};
+    for (int n = 1; n <= MAX_ROWS; n++) ak.calib[n] = truth[n] * (n == kb + 1 ? 1.15 : 1);
+    start_verify_table(&ak);
     int wrong_at_start = choose_k(a, step, ak.verify, K_MAX), hits = 0, late = 0;
     Rng rng;
     rng_seed(&rng, 12);
