@@ -839,6 +839,14 @@ static void matmul_panels_scalar(float *out, size_t os, int d_out, const float *
 // it asks for each panel's line MM_IN_FLIGHT / P steps ahead, so about
 // MM_IN_FLIGHT lines are on their way from L3 or DRAM whatever the tile's
 // shape (bandwidth = lines in flight x 64 B / latency: ~128 lines cover L3's).
+// Tiles of two or more rows do: their FMAs keep the core busy between loads,
+// and without the prefetches 5-9-row passes ran 15-45% longer. One-row tiles
+// do not: they are bound by loads alone, a prefetch per line takes a load
+// slot of its own, and the hardware prefetcher follows their few sequential
+// streams by itself. Without them a one-row forward ran 15-35% faster on the
+// shipped target, 20% on the 110M shape and 40% on the 15M shape (s17, Zen 5;
+// the AVX2 build's one row 15% on the shipped target). The NEON tiles, never
+// timed on an ARM core here, keep their prefetches for every row count.
 // a matmul tile: R rows of x (stride xs) times the panels at w -> out (stride os);
 // next: how many panels after the tile's the caller reads next (see prefetch_step)
 typedef void (*MmTile)(float *out, size_t os, const float *x, size_t xs, const void *w, int n,
@@ -863,7 +871,7 @@ static const void *panel_at(const Matrix *m, int i) {
 // tile that prefetched only inside its own panels began each next tile with
 // P - 1 cold panels, while one that ran on into the panels of another thread
 // read lines for nothing. On the shipped target, one thread: 5- and 8-row
-// passes 8-10% faster, 1-row 2%; two threads: 2-3%.
+// passes 8-10% faster; two threads: 2-3%.
 static inline size_t prefetch_step(int v, int k, size_t n, int P, int ahead, int next) {
     size_t s = (size_t)v * n + (size_t)(k + ahead);
     if ((size_t)(k + ahead) < n) return s;
@@ -967,7 +975,7 @@ static inline __m512 exp16(__m512 x) {
         UNROLL for (int r = 0; r < R; r++) UNROLL for (int v = 0; v < 2 * P; v++)          \
             acc[r][v] = _mm256_setzero_ps();                                               \
         for (int k = 0; k < n; k++) {                                                      \
-            UNROLL for (int v = 0; v < P; v++) PREFETCH_PANEL(w, v, n, k, P, next);        \
+            if (R > 1) UNROLL for (int v = 0; v < P; v++) PREFETCH_PANEL(w, v, n, k, P, next); \
             __m256 wv[2 * P];                                                              \
             UNROLL for (int v = 0; v < 2 * P; v++) {                                       \
                 wv[v] = _mm256_loadu_ps(wf + ((size_t)(v / 2) * n + k) * PANEL + 8 * (v % 2)); \
@@ -990,7 +998,7 @@ static inline __m512 exp16(__m512 x) {
         UNROLL for (int r = 0; r < R; r++) UNROLL for (int v = 0; v < 2 * P; v++)          \
             acc[r][v] = _mm256_setzero_ps();                                               \
         for (int k = 0; k < n; k++) {                                                      \
-            UNROLL for (int v = 0; v < P; v++) PREFETCH_PANEL(w, v, n, k, P, next);        \
+            if (R > 1) UNROLL for (int v = 0; v < P; v++) PREFETCH_PANEL(w, v, n, k, P, next); \
             __m256 xr[R];                                                                  \
             UNROLL for (int r = 0; r < R; r++) xr[r] = _mm256_broadcast_ss(x + r * xs + k); \
             UNROLL for (int v = 0; v < 2 * P; v++) {                                       \
@@ -1049,7 +1057,7 @@ static inline __m512 exp16(__m512 x) {
         for (int k = 0; k < n; k++) {                                                      \
             __m512 wv[P];                                                                  \
             UNROLL for (int v = 0; v < P; v++) {                                           \
-                PREFETCH_PANEL(w, v, n, k, P, next);                                       \
+                if (R > 1) PREFETCH_PANEL(w, v, n, k, P, next);                            \
                 wv[v] = _mm512_loadu_ps(wf + ((size_t)v * n + k) * PANEL);                 \
                 if (R > 1) IN_REGISTER(wv[v]);                                             \
             }                                                                              \

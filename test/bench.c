@@ -129,18 +129,24 @@ static double bandwidth_gbs(size_t bytes) {
 }
 
 // A single-row forward's read rate over the plain loop's at the model's size,
-// the two interleaved pass by pass (one forward at position 48, one read of a
-// buffer the model's size), each the best of `reps`: timed side by side, so a
-// slow stretch of a shared machine hits both. `lanes` plain-loop rates make
-// the denominator (N threads against N times one thread's read).
+// the two timed side by side, so a slow stretch of a shared machine hits both:
+// each repetition reads the buffer (the model's size) twice and runs two
+// forwards at position 48, and times the second of each, the best of `reps`.
+// Both are then timed warm, as decoding runs one forward after another and
+// bandwidth_gbs rereads its buffer: a 20 MB model and a 20 MB buffer do not
+// fit one 32 MB L3 together, so a pass right after the other's starts with
+// part of its working set evicted. `lanes` plain-loop rates make the
+// denominator (N threads against N times one thread's read).
 static double interleaved_fraction(Transformer *tr, double bytes, int lanes, int reps) {
     size_t n;
     float *buf = ones_buffer((size_t)bytes, &n), sink = 0;
     int tok = 100;
     double best_read = 1e30, best_step = 1e30;
     for (int rep = 0; rep < reps; rep++) {
+        read_pass(buf, n, &sink); // warm-up, untimed
         double t = read_pass(buf, n, &sink);
         if (t < best_read) best_read = t;
+        forward(tr, &tok, 1, 48);
         double t0 = now_seconds();
         forward(tr, &tok, 1, 48);
         t = now_seconds() - t0;
