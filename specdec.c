@@ -840,7 +840,7 @@ static void matmul_panels_scalar(float *out, size_t os, int d_out, const float *
 // MM_IN_FLIGHT lines are on their way from L3 or DRAM whatever the tile's
 // shape (bandwidth = lines in flight x 64 B / latency: ~128 lines cover L3's).
 // Tiles of two or more rows do: their FMAs keep the core busy between loads,
-// and without the prefetches 5-9-row passes ran 15-45% longer. One-row tiles
+// and without the prefetches 7-9-row passes ran 30-47% longer. One-row tiles
 // do not: they are bound by loads alone, a prefetch per line takes a load
 // slot of its own, and the hardware prefetcher follows their few sequential
 // streams by itself. Without them a one-row forward ran 15-35% faster on the
