@@ -839,14 +839,17 @@ static void matmul_panels_scalar(float *out, size_t os, int d_out, const float *
 // it asks for each panel's line MM_IN_FLIGHT / P steps ahead, so about
 // MM_IN_FLIGHT lines are on their way from L3 or DRAM whatever the tile's
 // shape (bandwidth = lines in flight x 64 B / latency: ~128 lines cover L3's).
-// Tiles of two or more rows do: their FMAs keep the core busy between loads,
-// and without the prefetches 7-9-row passes ran 30-47% longer. One-row tiles
-// do not: they are bound by loads alone, a prefetch per line takes a load
-// slot of its own, and the hardware prefetcher follows their few sequential
-// streams by itself. Without them a one-row forward ran 15-35% faster on the
-// shipped target, 20% on the 110M shape and 40% on the 15M shape (s17, Zen 5;
-// the AVX2 build's one row 15% on the shipped target). The NEON tiles, never
-// timed on an ARM core here, keep their prefetches for every row count.
+// Tiles of three or more rows do: their FMAs keep the core busy between
+// loads, and without the prefetches 7-9-row passes ran 30-47% longer. Tiles
+// that are bound by their loads do not: a prefetch per line takes a load slot
+// of its own, and the hardware prefetcher follows their few sequential streams
+// by itself. Those are the one-row tiles, and the 16-lane two-row tiles (one
+// load per line feeds two FMAs; an 8-lane tile loads each line in two halves
+// and feeds four, and measured 5-10% faster with its prefetches). Without
+// them a one-row forward ran 15-35% faster on the shipped target, 20% on the
+// 110M shape and 40% on the 15M shape (s17, Zen 5; the AVX2 build's one row
+// 15% on the shipped target), the two-row matmuls 10-20%. The NEON tiles,
+// never timed on an ARM core here, keep their prefetches for every row count.
 // a matmul tile: R rows of x (stride xs) times the panels at w -> out (stride os);
 // next: how many panels after the tile's the caller reads next (see prefetch_step)
 typedef void (*MmTile)(float *out, size_t os, const float *x, size_t xs, const void *w, int n,
@@ -1057,7 +1060,7 @@ static inline __m512 exp16(__m512 x) {
         for (int k = 0; k < n; k++) {                                                      \
             __m512 wv[P];                                                                  \
             UNROLL for (int v = 0; v < P; v++) {                                           \
-                if (R > 1) PREFETCH_PANEL(w, v, n, k, P, next);                            \
+                if (R > 2) PREFETCH_PANEL(w, v, n, k, P, next);                            \
                 wv[v] = _mm512_loadu_ps(wf + ((size_t)v * n + k) * PANEL);                 \
                 if (R > 1) IN_REGISTER(wv[v]);                                             \
             }                                                                              \
@@ -1104,7 +1107,7 @@ static inline __m512 exp16(__m512 x) {
         UNROLL for (int r = 0; r < R; r++) UNROLL for (int v = 0; v < P; v++)               \
             _mm512_storeu_ps(out + r * os + PANEL * v, acc[r][v]);                          \
     }
-MM512_TILE(1, 8) MM512_TILE(2, 6)
+MM512_TILE(1, 8) MM512_TILE(2, 4)
 MM512_TILE(3, 4) MM512_TILE(4, 4)
 MM512_TILE(5, 4) MM512_TILE(6, 4)
 MM512_TILE(7, 2) MM512_TILE(8, 2)
@@ -1128,12 +1131,12 @@ BF512_TILE(1, 6) BF512_TILE(1, 7)
 // the tiles for R = 1..9 rows: WIDE over MM_WIDE[R] panels, ONE over one;
 // [0] for float weights, [1] for bfloat16 (the draft: one row, wide or single)
 static const MmTile WIDE_TILE[2][10] = {
-    {NULL, mm512_1x8, mm512_2x6, mm512_3x4, mm512_4x4, mm512_5x4, mm512_6x4, mm512_7x2, mm512_8x2, mm512_9x2},
+    {NULL, mm512_1x8, mm512_2x4, mm512_3x4, mm512_4x4, mm512_5x4, mm512_6x4, mm512_7x2, mm512_8x2, mm512_9x2},
     {NULL, bf512_1x8, bf512_2x1, bf512_3x1, bf512_4x1, bf512_5x1, bf512_6x1, bf512_7x1, bf512_8x1, bf512_9x1}};
 static const MmTile ONE_TILE[2][10] = {
     {NULL, mm512_1x1, mm512_2x1, mm512_3x1, mm512_4x1, mm512_5x1, mm512_6x1, mm512_7x1, mm512_8x1, mm512_9x1},
     {NULL, bf512_1x1, bf512_2x1, bf512_3x1, bf512_4x1, bf512_5x1, bf512_6x1, bf512_7x1, bf512_8x1, bf512_9x1}};
-static const int MM_WIDE[2][10] = {{0, 8, 6, 4, 4, 4, 4, 2, 2, 2}, {0, 8, 1, 1, 1, 1, 1, 1, 1, 1}};
+static const int MM_WIDE[2][10] = {{0, 8, 4, 4, 4, 4, 4, 2, 2, 2}, {0, 8, 1, 1, 1, 1, 1, 1, 1, 1}};
 // one row over the P (< MM_WIDE[.][1]) panels a wide tile leaves: P chains side
 // by side, where single panels would wait on one chain's latency each
 static const MmTile ROW_REST[2][8] = {
