@@ -845,10 +845,11 @@ static void matmul_panels_scalar(float *out, size_t os, int d_out, const float *
 // of its own, and the hardware prefetcher follows their few sequential streams
 // by itself. Those are the one-row tiles, and the 16-lane two-row tiles (one
 // load per line feeds two FMAs; an 8-lane tile loads each line in two halves
-// and feeds four, and measured 5-10% faster with its prefetches). Without
+// and feeds four, and measured 1-13% faster with its prefetches). Without
 // them a one-row forward ran 15-35% faster on the shipped target, 20% on the
 // 110M shape and 40% on the 15M shape (s17, Zen 5; the AVX2 build's one row
-// 15% on the shipped target), the two-row matmuls 10-20%. The NEON tiles,
+// 15% on the shipped target), the two-row matmuls 25-45% (with 2 x 4 panels
+// where they had 2 x 6, whose rest went panel by panel). The NEON tiles,
 // never timed on an ARM core here, keep their prefetches for every row count.
 // a matmul tile: R rows of x (stride xs) times the panels at w -> out (stride os);
 // next: how many panels after the tile's the caller reads next (see prefetch_step)
