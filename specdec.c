@@ -839,11 +839,11 @@ static void matmul_panels_scalar(float *out, size_t os, int d_out, const float *
 // it asks for each panel's line MM_IN_FLIGHT / P steps ahead, so about
 // MM_IN_FLIGHT lines are on their way from L3 or DRAM whatever the tile's
 // shape (bandwidth = lines in flight x 64 B / latency: ~128 lines cover L3's).
-// Tiles of three or more rows do: their FMAs keep the core busy between
-// loads, and without the prefetches 7-9-row passes ran 30-47% longer. Tiles
-// that are bound by their loads do not: a prefetch per line takes a load slot
-// of its own, and the hardware prefetcher follows their few sequential streams
-// by itself. Those are the one-row tiles, and the 16-lane two-row tiles (one
+// Tiles of MM_PREFETCH_ROWS or more rows do: their FMAs keep the core busy
+// between loads, and without the prefetches 7-9-row passes ran 30-47% longer.
+// Tiles that are bound by their loads do not: a prefetch per line takes a
+// load slot of its own, and the hardware prefetcher follows their few
+// sequential streams by itself. Those are the one-row tiles, and the 16-lane two-row tiles (one
 // load per line feeds two FMAs; an 8-lane tile loads each line in two halves
 // and feeds four, and measured 1-13% faster with its prefetches). Without
 // them a one-row forward ran 15-35% faster on the shipped target, 20% on the
@@ -950,11 +950,22 @@ static inline __m512 exp16(__m512 x) {
 // then streams the weight vectors past them. Each tile shape uses the one that
 // measured faster with both gcc and clang. These read float weights;
 // bfloat16 weights have tiles of their own (BF_TILE below).
-#define PREFETCH_PANEL(w, v, n, k, P, next)                                                 \
-    _mm_prefetch((const char *)((const float *)(w) +                                        \
-                                prefetch_step(v, k, (size_t)(n), P, MM_IN_FLIGHT / (P), next) * \
-                                    PANEL),                                                 \
-                 _MM_HINT_T0)
+// The prefetch of panel v's line at step k in a tile of R rows x P panels;
+// none below MM_PREFETCH_ROWS rows, where the tile is bound by its loads (see
+// MM_IN_FLIGHT): 16-lane tiles feed a loaded line to R FMAs, 8-lane ones to 2R.
+#if HAVE_AVX512
+#define MM_PREFETCH_ROWS 3
+#else
+#define MM_PREFETCH_ROWS 2
+#endif
+#define PREFETCH_PANEL(w, v, n, k, R, P, next)                                              \
+    do {                                                                                    \
+        if ((R) >= MM_PREFETCH_ROWS)                                                        \
+            _mm_prefetch((const char *)((const float *)(w) +                                \
+                                        prefetch_step(v, k, (size_t)(n), P,                 \
+                                                      MM_IN_FLIGHT / (P), next) * PANEL),   \
+                         _MM_HINT_T0);                                                      \
+    } while (0)
 // bfloat16 panels (the draft's) get no software prefetch: its 0.8 MB of
 // weights sit in L2 (1 MB a core on Zen 5) even between verify passes, the
 // hardware prefetcher follows the panels' streams, and a prefetch per line
@@ -979,7 +990,7 @@ static inline __m512 exp16(__m512 x) {
         UNROLL for (int r = 0; r < R; r++) UNROLL for (int v = 0; v < 2 * P; v++)          \
             acc[r][v] = _mm256_setzero_ps();                                               \
         for (int k = 0; k < n; k++) {                                                      \
-            if (R > 1) UNROLL for (int v = 0; v < P; v++) PREFETCH_PANEL(w, v, n, k, P, next); \
+            UNROLL for (int v = 0; v < P; v++) PREFETCH_PANEL(w, v, n, k, R, P, next);     \
             __m256 wv[2 * P];                                                              \
             UNROLL for (int v = 0; v < 2 * P; v++) {                                       \
                 wv[v] = _mm256_loadu_ps(wf + ((size_t)(v / 2) * n + k) * PANEL + 8 * (v % 2)); \
@@ -1002,7 +1013,7 @@ static inline __m512 exp16(__m512 x) {
         UNROLL for (int r = 0; r < R; r++) UNROLL for (int v = 0; v < 2 * P; v++)          \
             acc[r][v] = _mm256_setzero_ps();                                               \
         for (int k = 0; k < n; k++) {                                                      \
-            if (R > 1) UNROLL for (int v = 0; v < P; v++) PREFETCH_PANEL(w, v, n, k, P, next); \
+            UNROLL for (int v = 0; v < P; v++) PREFETCH_PANEL(w, v, n, k, R, P, next);     \
             __m256 xr[R];                                                                  \
             UNROLL for (int r = 0; r < R; r++) xr[r] = _mm256_broadcast_ss(x + r * xs + k); \
             UNROLL for (int v = 0; v < 2 * P; v++) {                                       \
@@ -1061,7 +1072,7 @@ static inline __m512 exp16(__m512 x) {
         for (int k = 0; k < n; k++) {                                                      \
             __m512 wv[P];                                                                  \
             UNROLL for (int v = 0; v < P; v++) {                                           \
-                if (R > 2) PREFETCH_PANEL(w, v, n, k, P, next);                            \
+                PREFETCH_PANEL(w, v, n, k, R, P, next);                                    \
                 wv[v] = _mm512_loadu_ps(wf + ((size_t)v * n + k) * PANEL);                 \
                 if (R > 1) IN_REGISTER(wv[v]);                                             \
             }                                                                              \
