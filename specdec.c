@@ -257,18 +257,6 @@ typedef struct {
 
 typedef struct ThreadPool ThreadPool;
 
-// How a draft spreads over threads (choose_draft_threads): its layers and its
-// classifier on 1/1, N/N or 1/N threads, whichever measures fastest, at the
-// start and again as generation goes (rechoose_split).
-typedef struct {
-    int layers[3], cls[3];      // the three splits
-    int n;                      // 3; 0: fixed (one thread, or --draft-threads given)
-    int cur;                    // the split in use
-    double step;                // decayed seconds of a draft step on cur
-    double rel[3];              // decayed: a split's step over cur's, measured side by side
-    long used[3];               // rounds run on each split
-} ThreadSplit;
-
 typedef struct {
     Config config;              // vocab_size is |vocab_size| here
     TransformerWeights weights; // pointers into the mapping
@@ -282,9 +270,9 @@ typedef struct {
     RunState state;
     int shared_classifier;      // 1: wcls is token_embedding
     int max_rows;               // rows one forward() may take
-    int n_threads;              // threads a forward()'s layers use (<= the pool's)
-    int cls_threads;            // ... and its classifier (>= n_threads; the draft's may be more)
-    ThreadSplit split;          // the draft's: the splits it may run, re-chosen as it runs
+    int n_threads;              // threads a forward() uses (<= the pool's)
+    long forwards;              // forward() calls so far, and their seconds (statistics, auto-K)
+    double seconds;
     ThreadPool *pool;           // NULL: one thread
     const char *path;
     void *map;                  // the whole file, read-only
@@ -708,7 +696,7 @@ static void load_checkpoint(Transformer *t, const void *file, size_t bytes, cons
             t->config.seq_len, need == SIZE_MAX ? INFINITY : (double)need / 1e9, (double)limit / 1e9);
     t->max_rows = max_rows;
     t->pool = pool;
-    t->n_threads = t->cls_threads = pool && threads > 1 ? threads : 1;
+    t->n_threads = pool && threads > 1 ? threads : 1;
     pack_weights(t);
     if (weights == WEIGHTS_BF16) use_bfloat16(t);
     if (weights == WEIGHTS_INT8) use_int8(t);
@@ -2084,7 +2072,6 @@ static void attention_head(Transformer *tr, int l, int g, int T, int pos) {
 typedef struct {
     Transformer *tr;
     int T, pos;
-    int classifier; // 1: the job ends with the classifier; 0: classifier_job follows
 } ForwardJob;
 
 // x[t][lo..hi) += y[t][lo..hi) for T rows of width n: a thread's residual add
@@ -2093,20 +2080,7 @@ static void add_columns(float *x, const float *y, int T, int n, int lo, int hi) 
         for (int j = lo; j < hi && j < n; j++) x[(size_t)t * n + j] += y[(size_t)t * n + j];
 }
 
-// classifier: logits = wcls @ rmsnorm(x), thread tid's panels of nth
-static void classifier_job(void *arg, int tid, int nth) {
-    const ForwardJob *job = arg;
-    Transformer *tr = job->tr;
-    RunState *s = &tr->state;
-    int lo, hi, dim = tr->config.dim;
-    float *xn = s->xn + (size_t)tid * tr->max_rows * dim; // (T, dim) this thread's rmsnorm(x)
-    prefetch_shared(s->x, (size_t)job->T * dim, nth);
-    rmsnorm(xn, s->x, tr->weights.rms_final, job->T, dim);
-    share(&lo, &hi, tr->wcls.n_panels, tid, nth);
-    matmul_panels(s->logits, (size_t)tr->config.vocab_size, tr->config.vocab_size, xn, job->T, &tr->wcls, lo, hi);
-}
-
-// The layers, and the classifier if job->classifier, on thread tid of nth.
+// The layers, then the classifier, on thread tid of nth.
 // Between phases the threads meet at a barrier; inside one, each writes only
 // its own outputs, and first asks for the lines of its inputs, which the other
 // threads just wrote (prefetch_shared).
@@ -2154,9 +2128,14 @@ static void forward_job(void *arg, int tid, int nth) {
         share(&lo, &hi, ly->w2.n_panels, tid, nth);
         matmul_panels(s->xb2, (size_t)dim, dim, s->hb, T, &ly->w2, lo, hi);
         add_columns(s->x, s->xb2, T, dim, lo * PANEL, hi * PANEL);
-        if (l + 1 < c->n_layers || job->classifier) pool_barrier(tr->pool, tid, nth);
+        pool_barrier(tr->pool, tid, nth);
     }
-    if (job->classifier) classifier_job(arg, tid, nth);
+
+    // classifier: logits = wcls @ rmsnorm(x)
+    prefetch_shared(s->x, (size_t)T * dim, nth);
+    rmsnorm(xn, s->x, w->rms_final, T, dim);
+    share(&lo, &hi, tr->wcls.n_panels, tid, nth);
+    matmul_panels(s->logits, (size_t)c->vocab_size, c->vocab_size, xn, T, &tr->wcls, lo, hi);
 }
 
 // Runs tokens[0..n_rows) at positions pos..pos+n_rows-1 through the model.
@@ -2177,12 +2156,11 @@ static float *forward(Transformer *tr, const int *tokens, int n_rows, int pos) {
     for (int i = 0; i < T; i++)
         memcpy(s->x + (size_t)i * dim, tr->weights.token_embedding + (size_t)tokens[i] * dim,
                (size_t)dim * sizeof(float));
-    // One job on n_threads threads; or, for a draft whose layers are too short to
-    // split but whose classifier (vocab x dim) is half its weights, the layers
-    // on n_threads and the classifier on cls_threads.
-    ForwardJob job = {.tr = tr, .T = T, .pos = pos, .classifier = tr->cls_threads == tr->n_threads};
+    double t0 = now_seconds();
+    ForwardJob job = {.tr = tr, .T = T, .pos = pos};
     pool_run(tr->pool, tr->n_threads, forward_job, &job);
-    if (!job.classifier) pool_run(tr->pool, tr->cls_threads, classifier_job, &job);
+    tr->seconds += now_seconds() - t0;
+    tr->forwards++;
     return s->logits;
 }
 
@@ -2247,13 +2225,16 @@ static float coin_at(const Rng *r, int pos, int purpose) {
     return coin_of(rng_at(r, 4 * (uint64_t)pos + (uint64_t)purpose));
 }
 
+// The nucleus order: probability descending, then index ascending. A total
+// order, so the kept set and the sums over it never depend on the sort.
+typedef struct { float prob; int index; } ProbIndex;
+
 typedef struct {
     int vocab_size;
     float temperature; // 0: greedy (one-hot argmax)
     float top_p;       // nucleus mass kept; 1 = off
     int top_k;         // keep the k most likely; 0 = off
-    struct ProbIndex { float prob; int index; } *order; // (vocab) scratch for top-k/top-p
-    int *passed;       // (vocab) scratch: indices of the candidates
+    ProbIndex *order;  // (vocab) scratch for top-k/top-p
 } Sampler;
 
 static void build_sampler(Sampler *s, int vocab_size, float temperature, float top_p, int top_k) {
@@ -2262,159 +2243,52 @@ static void build_sampler(Sampler *s, int vocab_size, float temperature, float t
     s->top_p = top_p;
     s->top_k = top_k;
     s->order = xmalloc((size_t)vocab_size * sizeof(*s->order), "sampler order");
-    s->passed = xmalloc((size_t)vocab_size * sizeof(int), "sampler candidates");
 }
 
-static void free_sampler(Sampler *s) { xfree(s->order); xfree(s->passed); }
+static void free_sampler(Sampler *s) { xfree(s->order); }
 
-// the first i with x[i] == value, or n; x (n)
-static int find_first(const float *x, int n, float value) {
-    int i = 0;
-#if HAVE_AVX2
-    for (__m256 v = _mm256_set1_ps(value); i + 8 <= n; i += 8) {
-        int eq = _mm256_movemask_ps(_mm256_cmp_ps(_mm256_loadu_ps(x + i), v, _CMP_EQ_OQ));
-        if (eq) return i + __builtin_ctz((unsigned)eq);
-    }
-#endif
-    while (i < n && x[i] != value) i++;
-    return i;
-}
-
-// whether any of x (n) is NaN
-static int has_nan(const float *x, int n) {
-    int i = 0;
-#if HAVE_AVX2
-    __m256 unordered = _mm256_setzero_ps();
-    for (; i + 8 <= n; i += 8) {
-        __m256 v = _mm256_loadu_ps(x + i);
-        unordered = _mm256_or_ps(unordered, _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
-    }
-    if (_mm256_movemask_ps(unordered)) return 1;
-#endif
-    for (; i < n; i++) if (x[i] != x[i]) return 1;
-    return 0;
-}
-
-// index of the largest value; ties go to the lowest index. Without NaNs that
-// is the first index holding max_of(v): vector passes instead of a branch per
-// element (greedy decoding takes one argmax per draft step and per verified
-// row; a greedy distribution over 2048 logits went 0.85 -> 0.37 us). With a
-// NaN, the plain loop decides (a NaN at v[0] wins, elsewhere never), so every
-// input gets the loop's answer.
+// index of the largest value; ties go to the lowest index (a NaN at v[0]
+// wins, elsewhere never). v (n)
 static int argmax(const float *v, int n) {
-    if (!has_nan(v, n)) return find_first(v, n, max_of(v, n));
     int best = 0;
-    for (int i = 1; i < n; i++) if (v[i] > v[best]) best = i;
+    for (int i = 1; i < n; i++)
+        if (v[i] > v[best]) best = i;
     return best;
 }
 
-// descending probability, then ascending index: a total order, so the kept set is deterministic
-// The order of the nucleus: probability descending, then index ascending.
-static int before(struct ProbIndex x, struct ProbIndex y) {
-    return x.prob > y.prob || (x.prob == y.prob && x.index < y.index);
+static int nucleus_order(const void *a, const void *b) {
+    const ProbIndex *x = a, *y = b;
+    if (x->prob != y->prob) return x->prob > y->prob ? -1 : 1;
+    return (x->index > y->index) - (x->index < y->index);
 }
 
-// Restore the heap below node i of h (n): each node comes before its children.
-static void sift_down(struct ProbIndex *h, int n, int i) {
-    for (;;) {
-        int c = 2 * i + 1;
-        if (c >= n) return;
-        if (c + 1 < n && before(h[c + 1], h[c])) c++;
-        if (!before(h[c], h[i])) return;
-        struct ProbIndex t = h[i];
-        h[i] = h[c];
-        h[c] = t;
-        i = c;
-    }
-}
-
-// Move the first item of the heap h (n) to h[n-1] and re-heap the rest: popped
-// items collect at the end, in order, as in heapsort.
-static void pop_first(struct ProbIndex *h, int n) {
-    struct ProbIndex t = h[0];
-    h[0] = h[n - 1];
-    h[n - 1] = t;
-    sift_down(h, n - 1, 0);
-}
-
-// The tokens of probs (n) with probability >= cutoff and > 0, in index order,
-// into h; returns how many. With AVX-512, 16 tokens per compare and a
-// compressed store of the indices that pass into index (n), then one pass
-// over those.
-static int gather_candidates(struct ProbIndex *h, int *index, const float *probs, int n,
-                             float cutoff) {
-    int m = 0, i = 0;
-#if HAVE_AVX512
-    __m512 cut = _mm512_set1_ps(cutoff), zero = _mm512_setzero_ps();
-    __m512i at = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
-    for (; i + 16 <= n; i += 16, at = _mm512_add_epi32(at, _mm512_set1_epi32(16))) {
-        __m512 p = _mm512_loadu_ps(probs + i);
-        __mmask16 pass = _mm512_cmp_ps_mask(p, cut, _CMP_GE_OQ) & _mm512_cmp_ps_mask(p, zero, _CMP_GT_OQ);
-        _mm512_mask_compressstoreu_epi32(index + m, pass, at);
-        m += __builtin_popcount(pass);
-    }
-    for (int j = 0; j < m; j++) h[j] = (struct ProbIndex){probs[index[j]], index[j]};
-#else
-    (void)index;
-#endif
-    for (; i < n; i++)
-        if (probs[i] >= cutoff && probs[i] > 0.0f) h[m++] = (struct ProbIndex){probs[i], i};
-    return m;
-}
-
-// Of the m candidates h (all tokens >= cutoff = (1-top_p)/(n-1)), keep those
-// at or above a higher floor when that provably keeps the nucleus; returns how many.
-// The tokens at or above a floor come first in nucleus order, so if they hold
-// top_p plus a margin for rounding (a float sum of n terms <= 1 is off by less
-// than n * 2^-24, and two such sums are compared), the prefix that reaches
-// top_p ends among them. Tries max/16, max/256, ...: a peaked distribution's
-// nucleus is a few dozen tokens, its candidates hundreds.
-static int raise_floor(struct ProbIndex *h, int m, int n, float top_p, float cutoff) {
-    float margin = (float)n * 0x1p-22f, max = 0.0f, floor_at = 0.0f;
-    if (top_p + margin >= 1.0f) return m;
-    for (int j = 0; j < m; j++) max = h[j].prob > max ? h[j].prob : max;
-    for (float theta = max / 16.0f; theta > cutoff; theta /= 16.0f) {
-        float mass = 0.0f;
-        for (int j = 0; j < m; j++) mass += h[j].prob >= theta ? h[j].prob : 0.0f;
-        if (mass >= top_p + margin) { floor_at = theta; break; }
-    }
-    if (floor_at == 0.0f) return m;
-    int kept = 0;
-    for (int j = 0; j < m; j++)
-        if (h[j].prob >= floor_at) h[kept++] = h[j];
-    return kept;
-}
-
-// Keep the top_k most likely tokens, then the smallest prefix of them whose mass
-// reaches top_p; zero the rest and renormalise. probs (n) in place. Tokens come
-// off a heap in nucleus order until the prefix is complete: O(m + kept log m)
-// for the m candidates, where sorting all tokens cost more than a draft step.
-// A token below (1-top_p)/(n-1) can never be in the nucleus (all of them
-// together hold less than 1-top_p), and raise_floor usually cuts the rest to a
-// few dozen. The sums run in nucleus order, so the result is what a full sort
-// would give, bit for bit.
+// Keep the top_k most likely tokens, then the shortest prefix of them (in
+// nucleus order) whose running sum reaches top_p; zero the rest and
+// renormalise by the kept mass, summed in nucleus order. probs (n) in place.
+// Only tokens >= (1 - top_p) / (n - 1) can be in the nucleus (all the others
+// together hold less than 1 - top_p), so only those are sorted.
 static void truncate_distribution(Sampler *s, float *probs) {
-    int n = s->vocab_size;
-    struct ProbIndex *h = s->order;
+    int n = s->vocab_size, m = 0;
+    ProbIndex *o = s->order;
     float cutoff = s->top_p < 1.0f ? (1.0f - s->top_p) / (float)(n - 1) : 0.0f;
-    int m = gather_candidates(h, s->passed, probs, n, cutoff);
+    for (int i = 0; i < n; i++)
+        if (probs[i] >= cutoff && probs[i] > 0.0f) o[m++] = (ProbIndex){probs[i], i};
     if (m == 0) { // a tiny top_p on a flat distribution: keep the most likely token
         int best = argmax(probs, n);
-        h[m++] = (struct ProbIndex){probs[best], best};
+        o[m++] = (ProbIndex){probs[best], best};
     }
-    if (s->top_p < 1.0f) m = raise_floor(h, m, n, s->top_p, cutoff);
-    for (int i = m / 2 - 1; i >= 0; i--) sift_down(h, m, i);
-    int limit = s->top_k > 0 && s->top_k < m ? s->top_k : m, keep = 0;
+    qsort(o, (size_t)m, sizeof(*o), nucleus_order);
+    int keep = s->top_k > 0 && s->top_k < m ? s->top_k : m;
     float mass = 0.0f;
-    while (keep < limit) { // the nucleus, in order, into h[m-1], h[m-2], ...
-        pop_first(h, m - keep);
-        mass += h[m - 1 - keep++].prob;
-        if (s->top_p < 1.0f && mass >= s->top_p) break;
-    }
+    for (int i = 0; i < keep && s->top_p < 1.0f; i++)
+        if ((mass += o[i].prob) >= s->top_p) {
+            keep = i + 1;
+            break;
+        }
     mass = 0.0f;
-    for (int i = 0; i < keep; i++) mass += h[m - 1 - i].prob;
-    for (int i = 0; i < n; i++) probs[i] = 0.0f;
-    for (int i = 0; i < keep; i++) probs[h[m - 1 - i].index] = h[m - 1 - i].prob / mass;
+    for (int i = 0; i < keep; i++) mass += o[i].prob;
+    memset(probs, 0, (size_t)n * sizeof(float));
+    for (int i = 0; i < keep; i++) probs[o[i].index] = o[i].prob / mass;
 }
 
 // Non-finite logits (finite weights whose activations overflow float32, or a
@@ -2444,33 +2318,17 @@ static void probs_from_logits(Sampler *s, float *probs, const float *logits) {
     if (s->top_p < 1.0f || s->top_k > 0) truncate_distribution(s, probs);
 }
 
-// whether any of the first min(8, n) of p is not <= 0 (positive, or NaN)
-static int block_has_mass(const float *p, int n) {
-#if HAVE_AVX2
-    if (n >= 8)
-        return _mm256_movemask_ps(_mm256_cmp_ps(_mm256_loadu_ps(p), _mm256_setzero_ps(), _CMP_NLE_UQ)) != 0;
-#endif
-    for (int i = 0; i < n && i < 8; i++)
-        if (!(p[i] <= 0.0f)) return 1;
-    return 0;
-}
-
-// Inverse CDF: the first i with coin < probs[0] + ... + probs[i]. If rounding
-// leaves the total below the coin, the last token with nonzero mass. Tokens
-// without mass are skipped, never added, so the sum is the same on every path;
-// a greedy or top-p distribution is mostly zeros, and a block of 8 of them
-// goes by in one compare (one-hot over 2048: 0.52 -> 0.13 us).
+// Inverse CDF: the first i with coin < probs[0] + ... + probs[i], the sum in
+// index order over the tokens with mass (zeros are skipped, never added). If
+// rounding leaves the total below the coin, the last token with mass.
 static int sample(const float *probs, int n, float coin) {
     float cdf = 0.0f;
     int last = 0;
-    for (int b = 0; b < n; b += 8) {
-        if (!block_has_mass(probs + b, n - b)) continue;
-        for (int i = b; i < b + 8 && i < n; i++) {
-            if (probs[i] <= 0.0f) continue;
-            cdf += probs[i];
-            last = i;
-            if (coin < cdf) return i;
-        }
+    for (int i = 0; i < n; i++) {
+        if (probs[i] <= 0.0f) continue;
+        cdf += probs[i];
+        last = i;
+        if (coin < cdf) return i;
     }
     return last;
 }
@@ -2673,18 +2531,27 @@ static void print_piece(const char *piece) {
 // max(0, p(x) - q(x)) to each x. min(q,p) + max(0, p-q) = p(x). The next
 // position is only examined after an acceptance, and then the context is the
 // same one the target would have seen, so the argument repeats position by
-// position.
+// position. It needs nothing of q but that x was drawn from it: any drafter
+// (a smaller model, n-gram lookup, heads on the target) keeps the output
+// exact, as long as its q does not look at the target's p or coins.
+//
+// LOSSY, only with --lenience l < 1 (Leviathan et al. 2022, Appendix A.5):
+// q is replaced by l q in both rules, accept iff u < min(1, p(x) / (l q(x)))
+// and resample from norm(max(0, p - l q)). Proposals pass more often and the
+// output is no longer the target's distribution. l = 1 is the exact rule
+// (l q == q exactly, so the same bits).
 
-// Accept x with probability min(1, p(x)/q(x)): the test is u < p(x)/q(x).
-// q(x) > 0 always, since x was drawn from q.
-static float acceptance_ratio(float p_x, float q_x) {
-    if (q_x <= 0.0f) return 1.0f; // unreachable for x ~ q; accept rather than divide by 0
-    float r = p_x / q_x;
+// The accept test's threshold min(1, p(x) / (l q(x))); x ~ q, so q(x) > 0.
+static float acceptance_ratio(float p_x, float q_x, float lenience) {
+    float lq = lenience * q_x;
+    if (lq <= 0.0f) return 1.0f; // unreachable for x ~ q; accept rather than divide by 0
+    float r = p_x / lq;
     return r >= 1.0f ? 1.0f : r; // NaN stays NaN, and u < NaN rejects
 }
 
-// The residual distribution norm(max(0, p - q)) a rejected position resamples
-// from. p, q (n) -> out (n). Returns the mass before normalising.
+// The residual distribution norm(max(0, p - l q)) a rejected position draws
+// from, its mass summed in index order. p, q (n) -> out (n); returns the mass
+// before normalising.
 //
 // Zero residual: sum max(0, p - q) = 0 means p <= q everywhere; both sum to 1,
 // so p == q up to rounding. If p == q exactly, every ratio is 1 and no draft is
@@ -2693,10 +2560,11 @@ static float acceptance_ratio(float p_x, float q_x) {
 // min(p(x), q(x)) = p(x) and rejected with probability 1 - S. Drawing the
 // replacement from p (normalised) emits x with p(x) + (1 - S) p(x)/S = p(x)/S,
 // exactly the normalised target. Any other choice (the argmax, say) biases it.
-static float residual_distribution(float *out, const float *p, const float *q, int n) {
+static float residual_distribution(float *out, const float *p, const float *q, float lenience, int n) {
     float mass = 0.0f;
     for (int i = 0; i < n; i++) {
-        out[i] = p[i] > q[i] ? p[i] - q[i] : 0.0f;
+        float lq = lenience * q[i];
+        out[i] = p[i] > lq ? p[i] - lq : 0.0f;
         mass += out[i];
     }
 #ifdef SPECDEC_WRONG_RESIDUAL // test/test_spec.c builds this deliberate bug to prove its power
@@ -2710,83 +2578,112 @@ static float residual_distribution(float *out, const float *p, const float *q, i
     return mass;
 }
 
-// LOSSY, only with --lenience l < 1 (Leviathan et al. 2022, Appendix A.5): the
-// test becomes u < min(1, p(x) / (l q(x))) and a rejection draws from
-// norm(max(0, p - l q)). Proposals pass more often, and the output is no longer
-// distributed as the target's p: l trades exactness for speed. l = 1 is the
-// exact rule above (and takes the exact functions, bit for bit).
-static float lenient_residual(float *out, const float *p, const float *q, float l, int n) {
-    float mass = 0.0f;
-    for (int i = 0; i < n; i++) {
-        float lq = l * q[i];
-        out[i] = p[i] > lq ? p[i] - lq : 0.0f;
-        mass += out[i];
-    }
-    if (mass <= 0.0f) {
-        memcpy(out, p, (size_t)n * sizeof(float));
-        return mass;
-    }
-    for (int i = 0; i < n; i++) out[i] /= mass;
-    return mass;
-}
-
-// What happened at one examined position, for the statistics and the -v trace.
+// What happened at one position of a round, for the statistics and the -v trace.
 typedef struct {
-    int x;               // the draft's proposal, x ~ q with the position's draw coin d
-    float d;             // the draw coin
+    int x;               // the proposal x ~ q, or -1: nothing proposed (drawn from p alone)
+    float d;             // the draw coin: x = sample(q, d), or the token = sample(p, d)
+    float u, r;          // the accept coin and the resample coin
     float q, p;          // q(x), p(x)
-    float u;             // the accept coin: accepted iff u < min(1, p(x)/q(x))
-    int accepted;
-    float residual_mass; // after a rejection: sum max(0, p - q), before normalising
-    float r;             // after a rejection: the resample coin
+    int accepted;        // u < min(1, p(x)/q(x))
+    float residual_mass; // after a rejection: sum max(0, p - q) before normalising
     int token;           // the token the position commits
 } Verdict;
 
-// Leviathan et al. 2022, Algorithm 1, at ONE position: keep the proposal x
-// with probability min(1, p(x)/q(x)); otherwise draw from norm(max(0, p - q)).
-// Coins u (accept) and r (resample) are the position's own. p, q (n) ->
-// the committed token; residual (n) is scratch.
-// (With lenience < 1 the LOSSY variant above.)
-static int decide_position(Verdict *v, int x, const float *p, const float *q, float u, float r,
-                           float *residual, int n, float lenience) {
-    *v = (Verdict){.x = x, .q = q[x], .p = p[x], .u = u, .token = x};
-    int exact = lenience >= 1.0f;
-    v->accepted = u < acceptance_ratio(v->p, exact ? v->q : lenience * v->q);
-    if (v->accepted) return x;
-    v->residual_mass = exact ? residual_distribution(residual, p, q, n)
-                             : lenient_residual(residual, p, q, lenience, n);
-    v->r = r;
-    return v->token = sample(residual, n, r);
-}
-
-// Verification of k drafts (Leviathan et al. 2022, Algorithm 1): x (k) drafted
-// at positions pos..pos+k-1 from q (k, n), p (k, n) the target's there. Walk
-// left to right with each position's coins; at the first rejection commit the
-// residual draw and stop. Returns j, the drafts accepted; writes out[0..j) =
-// x[0..j) and, if j < k, out[j] = the residual draw; verdicts (j + 1, or k).
-// When all k pass (j == k), the position after them is still to be decided:
-// where the classic algorithm draws a "bonus" from p directly, specdec drafts
-// it and decides it like any other (decide_next), so a position's token never
-// depends on where a round boundary fell. With logits (k, n) given, p's row i
-// is made from them (sampler s) when position i is examined, and not at all
-// past the first rejection; with logits NULL, p comes filled in.
-static int accept_reject(int *out, Verdict *verdicts, const int *x, const float *q, float *p,
-                         Sampler *s, const float *logits, float *residual, int k, int n,
-                         const Rng *rng, int pos, float lenience) {
-    for (int i = 0; i < k; i++) {
-        float *p_i = p + (size_t)i * n;
-        if (logits) probs_from_logits(s, p_i, logits + (size_t)i * n);
-        out[i] = decide_position(&verdicts[i], x[i], p_i, q + (size_t)i * n,
-                                 coin_at(rng, pos + i, COIN_ACCEPT),
-                                 coin_at(rng, pos + i, COIN_RESAMPLE), residual, n, lenience);
-        if (!verdicts[i].accepted) return i;
-    }
-    return k;
+// Leviathan et al. 2022, Algorithm 1, at ONE position: keep the proposal v->x
+// with probability min(1, p(x)/q(x)) (coin v->u); otherwise draw from
+// norm(max(0, p - q)) (coin v->r). p, q (n); residual (n) is scratch.
+// Returns the committed token.
+static int decide(Verdict *v, const float *p, const float *q, float *residual, int n, float lenience) {
+    v->q = q[v->x];
+    v->p = p[v->x];
+    v->accepted = v->u < acceptance_ratio(v->p, v->q, lenience);
+    if (v->accepted) return v->token = v->x;
+    v->residual_mass = residual_distribution(residual, p, q, lenience, n);
+    return v->token = sample(residual, n, v->r);
 }
 
 // The theory behind the numbers (expected tokens per round, the predicted
 // speedup) is in model.h, shared with the figures: expected_tokens_per_round
 // (Leviathan et al. 2022, Eq. 1) and predicted_speedup (their Thm 3.8).
+
+// ----------------------------------------------------------------------------
+// Drafters: anything that proposes a distribution q for the next position
+//
+// A drafter gets the context tokens[0..pos) (this round's earlier proposals
+// included) and writes its q for position pos, or says it has none (the
+// position is then drawn from p alone). The round draws x ~ q with the
+// position's coin. Two drafters: a smaller model, and n-gram lookup.
+
+typedef struct Drafter Drafter;
+struct Drafter {
+    // q (V) for position pos from tokens[0..pos); 0: no proposal there
+    int (*propose)(Drafter *d, float *q, const int *tokens, int pos);
+    // positions >= n were not committed: forget them (NULL: nothing to forget)
+    void (*rewind)(Drafter *d, int n);
+    Transformer *model; // the draft model, or NULL (for the statistics' costs)
+};
+
+// The draft model: its KV cache holds tokens[0..cached), and it runs whatever
+// the context adds before each proposal (the prompt in the first round, one
+// token after that). Past its seq_len it has no proposal.
+typedef struct {
+    Drafter base;
+    Sampler *sampler; // q goes through the same function as p
+    int cached;
+} ModelDrafter;
+
+static int propose_model(Drafter *d, float *q, const int *tokens, int pos) {
+    ModelDrafter *md = (ModelDrafter *)d;
+    if (pos > d->model->config.seq_len) return 0; // it would run position pos - 1
+    const float *logits = forward_chunked(d->model, tokens + md->cached, pos - md->cached, md->cached);
+    md->cached = pos;
+    probs_from_logits(md->sampler, q, logits);
+    return 1;
+}
+
+static void rewind_model(Drafter *d, int n) {
+    ModelDrafter *md = (ModelDrafter *)d;
+    if (md->cached > n) md->cached = n;
+}
+
+static Drafter *model_drafter(ModelDrafter *md, Transformer *draft, Sampler *s) {
+    *md = (ModelDrafter){.base = {propose_model, rewind_model, draft}, .sampler = s};
+    return &md->base;
+}
+
+// Prompt lookup (Saxena 2023): the proposal is what followed the most recent
+// earlier occurrence of the context's last g tokens, g from ngram_max down to
+// ngram_min. A deterministic proposal is a one-hot q: accepted with
+// probability min(1, p(x)), and a rejection draws from p with x removed.
+typedef struct {
+    Drafter base;
+    int ngram_min, ngram_max, vocab_size;
+} LookupDrafter;
+
+// the token after the latest earlier occurrence of tokens[n-g..n), or -1
+static int lookup_next(const LookupDrafter *lk, const int *tokens, int n) {
+    for (int g = lk->ngram_max < n - 1 ? lk->ngram_max : n - 1; g >= lk->ngram_min; g--)
+        for (int j = n - g - 1; j >= 0; j--) {
+            int i = 0;
+            while (i < g && tokens[j + i] == tokens[n - g + i]) i++;
+            if (i == g) return tokens[j + g];
+        }
+    return -1;
+}
+
+static int propose_lookup(Drafter *d, float *q, const int *tokens, int pos) {
+    const LookupDrafter *lk = (const LookupDrafter *)d;
+    int x = lookup_next(lk, tokens, pos);
+    if (x < 0) return 0;
+    memset(q, 0, (size_t)lk->vocab_size * sizeof(float));
+    q[x] = 1.0f;
+    return 1;
+}
+
+static Drafter *lookup_drafter(LookupDrafter *lk, int ngram_min, int ngram_max, int vocab_size) {
+    *lk = (LookupDrafter){.base = {propose_lookup, NULL, NULL}, ngram_min, ngram_max, vocab_size};
+    return &lk->base;
+}
 
 // ----------------------------------------------------------------------------
 // The speculative round: draft K, verify K+1 positions in one pass, commit
@@ -2799,539 +2696,107 @@ static int accept_reject(int *out, Verdict *verdicts, const int *x, const float 
 //   draft runs:      t_last x_1  x_2  ...  x_{K-1}       -> q_1..q_K, x_i ~ q_i
 //   target runs (ONE pass, K+1 rows): t_last x_1 ... x_K -> p_1 ... p_{K+1}
 //
-//   j < K drafts accepted: commit x_1..x_j and y ~ norm(max(0, p_{j+1} - q_{j+1}));
-//       the draft's cache is valid up to x_j, so the next round feeds it one row, y.
-//   all K accepted: the draft runs x_K -> q_{K+1}, proposes x_{K+1} and the
-//       position is decided against p_{K+1} as any other: K+1 tokens. The
-//       draft is then up to date but for that last token.
+//   j < K drafts accepted: commit x_1..x_j and y ~ norm(max(0, p_{j+1} - q_{j+1})).
+//   all K accepted: position n+K is proposed (the draft runs x_K) and decided
+//       against p_{K+1} like any other, where the classic algorithm draws a
+//       "bonus" token from p: K+1 tokens.
 //
-// Every position m is decided by the same rule with the same coins (draft at
-// m with coin_at(m, DRAW), accept with coin_at(m, ACCEPT), resample with
-// coin_at(m, RESAMPLE)) from p_m and q_m, which batch invariance makes
-// independent of how many rows computed them: so the text is a function of
-// the seed, the prompt, the models and the sampling flags, the same for every
-// K and every thread count. Positions the draft cannot reach (past its
-// seq_len) are drawn from p_m alone with coin_at(m, DRAW).
-//
-// Invariant at a round's start: the target's cache holds t_0..t_{n-2}, the
-// draft's holds t_0..t_{draft_pos-1} with draft_pos <= n-1.
+// Every position m is decided by the same rule with the same coins (draw
+// coin_at(m, DRAW), accept coin_at(m, ACCEPT), resample coin_at(m, RESAMPLE))
+// from p_m and q_m, which batch invariance makes independent of how many rows
+// computed them: so the text is a function of the seed, the prompt, the models
+// and the sampling flags, the same for every K and every thread count.
+// A position with no proposal is drawn from p_m alone with coin_at(m, DRAW).
 
 typedef struct {
-    long rounds, drafted, accepted, examined;
-    long emitted;                // tokens the rounds gave the output (a round can end past -n or EOS)
-    long target_forwards, draft_forwards;
-    long reached[K_MAX + 1];     // rounds that examined position i of the round
-    long accepted_at[K_MAX + 1]; // ... and accepted the proposal there
-    long histogram[K_MAX + 2];   // rounds that accepted j proposals
-    long k_used[K_MAX + 1];      // rounds run with each K
-    int k_hi;                    // the largest K any round used
-    long plain_tokens;           // tokens drawn from p alone (past the draft's context)
-    int draft_full_at;           // first position past the draft's context, or -1
-    double draft_seconds;        // drafting: forwards, q, sampling
-    double verify_seconds;       // verify passes and their p rows
-    double plain_seconds;        // target-alone steps
-} SpecStats;
-
-// Auto-K (-k 0) state: running estimates that forget old rounds (see choose_k)
-typedef struct {
-    double accepted, examined;       // decayed counts; a = accepted / examined
-    double draft_step;               // decayed mean seconds of one draft step
-    double calib[MAX_ROWS + 1];      // seconds of an n-row verify pass at position 0 (calibrated)
-    double scale;                    // decayed measured / (calib x shape): how much dearer passes are now
-    double shape[MAX_ROWS + 1];      // per row count: mean measured / (calib x scale), learned
-    int shape_seen[MAX_ROWS + 1];    // ... and the passes averaged into it (capped: see update_auto_k)
-    double verify[MAX_ROWS + 1];     // calib x scale x shape: what a pass costs now (choose_k's table)
-    double calibration_seconds;      // what measuring them took (once, at build_speculator)
-    int last_k;
-    long rounds;                     // rounds run with auto-K (every AUTO_PROBE-th one probes)
-} AutoK;
-
-// The lookup drafter (-d lookup): no draft model; the proposal for a position
-// is what followed the most recent earlier occurrence of the context's last
-// g tokens, g from ngram_max down to ngram_min (Saxena 2023, "prompt lookup
-// decoding"). A deterministic proposal is a one-hot q: it is accepted with
-// probability min(1, p(x)), and a rejection draws from p with x removed.
-typedef struct {
-    int ngram_min, ngram_max; // shortest and longest suffix matched
-} Lookup;
-
-typedef struct {
-    Transformer *target, *draft; // draft NULL: the lookup drafter
-    Lookup lookup;
-    float lenience;            // 1: the exact rule; < 1: LOSSY (--lenience)
+    Transformer *target;
+    Drafter *drafter;
     Sampler *sampler;
     const Rng *rng;
-    int k;                     // drafts per round (1..K_MAX), or 0: choose it (auto-K)
-    AutoK autok;
-    float *q;                  // (K_MAX+1, V) draft distributions of this round
-    float *p;                  // (K_MAX+1, V) target distributions of this round
+    float lenience;            // 1: the exact rule; < 1: LOSSY (--lenience)
+    float *q;                  // (K_MAX+1, V) the drafter's distributions this round
+    float *p;                  // (K_MAX+1, V) the target's
     float *residual;           // (V) scratch
-    int x[K_MAX + 1];          // this round's proposals
-    float draw[K_MAX + 1];     // ... and the coins that drew them
-    int rows[K_MAX + 1];       // the verify pass input: t_last, x_1..x_K
     Verdict verdicts[K_MAX + 1];
-    int draft_pos;             // the draft's cache holds committed tokens 0..draft_pos-1
-    int k_run;                 // the K the last round ran (lookup may propose fewer than asked)
-    SpecStats stats;
-    const Tokenizer *trace;    // non-NULL: print the -v teaching trace to stderr
 } Speculator;
 
-static void calibrate_auto_k(AutoK *ak, Transformer *target, Transformer *draft, Sampler *s,
-                             float *scratch);
+// What a round did: the statistics and auto-K read this.
+typedef struct {
+    int k;         // proposals verified (a drafter may propose fewer than asked)
+    int accepted;  // proposals accepted (the position after K's included)
+    int committed; // tokens appended: positions decided, 1..k+1
+    int plain;     // 1: the last position had no proposal and was drawn from p
+} Round;
 
-static void build_speculator(Speculator *sp, Transformer *target, Transformer *draft,
-                             Sampler *sampler, const Rng *rng, int k) {
+static void build_speculator(Speculator *sp, Transformer *target, Drafter *drafter, Sampler *sampler,
+                             const Rng *rng) {
     size_t V = (size_t)target->config.vocab_size;
-    if (draft && draft->config.vocab_size != target->config.vocab_size)
+    const Transformer *d = drafter->model;
+    if (d && d->config.vocab_size != target->config.vocab_size)
         die("%s: vocab_size %d differs from the target's %d (%s); draft and target must share "
-            "one vocabulary", draft->path, draft->config.vocab_size, target->config.vocab_size,
-            target->path);
-    memset(sp, 0, sizeof(*sp));
-    sp->target = target;
-    sp->draft = draft;
-    sp->sampler = sampler;
-    sp->rng = rng;
-    sp->k = k;
+            "one vocabulary", d->path, d->config.vocab_size, target->config.vocab_size, target->path);
+    *sp = (Speculator){.target = target, .drafter = drafter, .sampler = sampler, .rng = rng,
+                       .lenience = 1.0f};
     sp->q = xmalloc((K_MAX + 1) * V * sizeof(float), "draft distributions");
     sp->p = xmalloc((K_MAX + 1) * V * sizeof(float), "target distributions");
     sp->residual = xmalloc(V * sizeof(float), "residual");
-    sp->stats.draft_full_at = -1;
-    sp->lookup = (Lookup){1, 3};
-    sp->lenience = 1.0f;
-    if (k == 0) calibrate_auto_k(&sp->autok, target, draft, sampler, sp->q);
 }
 
 static void free_speculator(Speculator *sp) {
     xfree(sp->q); xfree(sp->p); xfree(sp->residual);
 }
 
-// a piece made safe for one line of the trace: newlines shown as \n, byte
-// tokens by their name (<0xC9>) since a lone byte is no printable text
-static void trace_piece(const Tokenizer *t, int token) {
-    if (token >= TOKEN_BYTE0 && token < TOKEN_BYTE0 + 256 && t->vocab[token][0] == '<') {
-        fprintf(stderr, "%s", t->vocab[token]);
-        return;
-    }
-    fputc('"', stderr);
-    for (const char *c = decode_piece(t, -1, token); *c; c++) {
-        if (*c == '\n') fputs("\\n", stderr);
-        else fputc(*c, stderr);
-    }
-    fputc('"', stderr);
-}
-
-// the -v teaching trace of one round: m positions decided from position n
-static void print_trace(const Speculator *sp, int m, int n, int k) {
-    const Tokenizer *t = sp->trace;
-    fflush(stdout); // the text so far, then the trace on lines of its own
-    fprintf(stderr, "\nround %ld at position %d, K=%d\n", sp->stats.rounds, n, k);
-    for (int i = 0; i < m; i++) {
-        const Verdict *v = &sp->verdicts[i];
-        fprintf(stderr, "  pos %d %s ", n + i, i < k ? "draft" : "next ");
-        if (v->x < 0) { // past the draft's context: drawn from p alone
-            fprintf(stderr, " drawn from p with coin %.4f: ", v->d);
-            trace_piece(t, v->token);
-            fputc('\n', stderr);
-            continue;
-        }
-        trace_piece(t, v->x);
-        fprintf(stderr, " d=%.4f  q=%.4f p=%.4f p/q=%.4f u=%.4f  %s", sp->draw[i], v->q, v->p,
-                v->q > 0 ? v->p / v->q : 0.0, v->u, v->accepted ? "accept" : "REJECT");
-        if (!v->accepted) {
-            fprintf(stderr, " -> residual mass %.4f, coin %.4f: ", v->residual_mass, v->r);
-            trace_piece(t, v->token);
-        }
-        fputc('\n', stderr);
-    }
-}
-
-// Bring the draft up to date with every committed token (draft_pos..n-1),
-// after which its logits are those of position n. tokens (n) committed.
-static float *draft_catch_up(Speculator *sp, const int *tokens, int n) {
-    float *logits = forward_chunked(sp->draft, tokens + sp->draft_pos, n - sp->draft_pos,
-                                    sp->draft_pos);
-    sp->draft_pos = n;
-    return logits;
-}
-
-// One draft step: q_i from the draft's logits, then the proposal x_i ~ q_i
-// drawn with its position's coin.
-static void propose(Speculator *sp, const float *logits, int i, int pos) {
+// Propose position pos, slot i of the round: q_i from the drafter, then
+// x_i ~ q_i drawn with the position's coin, into tokens[pos]. 0: no proposal.
+static int propose(Speculator *sp, int *tokens, int pos, int i) {
     int V = sp->target->config.vocab_size;
-    float *q_i = sp->q + (size_t)i * V;
-    probs_from_logits(sp->sampler, q_i, logits);
-    sp->draw[i] = coin_at(sp->rng, pos, COIN_DRAW);
-    sp->x[i] = sample(q_i, V, sp->draw[i]);
-    sp->stats.draft_forwards++;
-    sp->stats.drafted++;
+    float *q = sp->q + (size_t)i * V;
+    Verdict *v = &sp->verdicts[i];
+    *v = (Verdict){.x = -1, .d = coin_at(sp->rng, pos, COIN_DRAW),
+                   .u = coin_at(sp->rng, pos, COIN_ACCEPT), .r = coin_at(sp->rng, pos, COIN_RESAMPLE)};
+    if (!sp->drafter->propose(sp->drafter, q, tokens, pos)) return 0;
+    v->x = tokens[pos] = sample(q, V, v->d);
+    return 1;
 }
 
-// The lookup proposal for position n: the token after the most recent earlier
-// occurrence of tokens[n-g..n), for g = ngram_max down to ngram_min; -1 if
-// none occurs. A function of tokens[0..n) alone, like a model's q.
-static int lookup_next(const Lookup *lk, const int *tokens, int n) {
-    for (int g = lk->ngram_max < n - 1 ? lk->ngram_max : n - 1; g >= lk->ngram_min; g--)
-        for (int j = n - g - 1; j >= 0; j--) {
-            int i = 0;
-            while (i < g && tokens[j + i] == tokens[n - g + i]) i++;
-            if (i == g) return tokens[j + g];
-        }
-    return -1;
-}
-
-// A lookup proposal as a distribution: one-hot q_i at x (its draw coin is
-// recorded for the trace, though a one-hot draw ignores it).
-static void propose_lookup(Speculator *sp, int x, int i, int pos) {
+// One round from n committed tokens with up to k drafts (0 <= k <= K_MAX):
+// Leviathan et al. 2022, Algorithm 1. tokens (n, room for n+k+1); appends
+// the round's tokens (1..k+1) and returns what happened.
+static Round speculative_step(Speculator *sp, int *tokens, int n, int k) {
     int V = sp->target->config.vocab_size;
-    float *q_i = sp->q + (size_t)i * V;
-    memset(q_i, 0, (size_t)V * sizeof(float));
-    q_i[x] = 1.0f;
-    sp->draw[i] = coin_at(sp->rng, pos, COIN_DRAW);
-    sp->x[i] = x;
-    sp->stats.drafted++;
-}
+    Round rd = {0};
 
-// Propose x_1..x_k at positions n..n+k-1. Leaves q_i in sp->q. tokens (n)
-// committed, room for n+k: the lookup drafter writes its proposals there to
-// look further. Returns how many were proposed: k, or fewer when lookup runs
-// out of matches (the round then verifies only those).
-static int draft_tokens(Speculator *sp, int *tokens, int n, int k) {
-    double t0 = now_seconds();
-    if (!sp->draft) {
-        int i = 0;
-        for (; i < k; i++) {
-            int x = lookup_next(&sp->lookup, tokens, n + i);
-            if (x < 0) break;
-            propose_lookup(sp, x, i, n + i);
-            tokens[n + i] = x;
+    // 1. draft: x_i ~ q_i at positions n..n+k-1, into tokens (a drafter may stop early)
+    while (rd.k < k && propose(sp, tokens, n + rd.k, rd.k)) rd.k++;
+
+    // 2. verify: ONE target pass over [t_last, x_1..x_k] at positions n-1..n+k-1 -> p_1..p_{k+1}
+    const float *logits = forward(sp->target, tokens + n - 1, rd.k + 1, n - 1);
+
+    // 3. accept or reject position by position, each with its own coins; stop
+    // at the first rejection. p_i is made from its row only when reached.
+    // After k acceptances, position n+k is proposed and decided the same way.
+    for (int i = 0; i <= rd.k; i++) {
+        float *p = sp->p + (size_t)i * V;
+        probs_from_logits(sp->sampler, p, logits + (size_t)i * V);
+        rd.committed = i + 1;
+        if (i == rd.k && !propose(sp, tokens, n + i, i)) { // no proposal: draw from p alone
+            Verdict *v = &sp->verdicts[i];
+            tokens[n + i] = v->token = sample(p, V, v->d);
+            rd.plain = 1;
+            break;
         }
-        sp->stats.draft_seconds += now_seconds() - t0;
-        return i;
+        tokens[n + i] = decide(&sp->verdicts[i], p, sp->q + (size_t)i * V, sp->residual, V, sp->lenience);
+        if (!sp->verdicts[i].accepted) break;
+        rd.accepted++;
     }
-    for (int i = 0; i < k; i++) {
-        const float *logits = i == 0 ? draft_catch_up(sp, tokens, n)
-                                     : forward(sp->draft, &sp->x[i - 1], 1, n + i - 1);
-        if (i > 0) sp->draft_pos = n + i; // it now holds x_i too (valid if x_i is accepted)
-        propose(sp, logits, i, n + i);
-    }
-    sp->stats.draft_seconds += now_seconds() - t0;
-    return k;
-}
 
-// Decide the position after k accepted drafts (position n+k): the draft runs
-// x_k (or, with k = 0, catches up) and proposes, and the proposal is tested
-// against p_{k+1} like any other. Past the draft's context, draw from p alone.
-static int decide_next(Speculator *sp, const int *tokens, int n, int k) {
-    int V = sp->target->config.vocab_size, pos = n + k;
-    const float *p = sp->p + (size_t)k * V;
-    Verdict *v = &sp->verdicts[k];
-    int x = sp->draft ? 0 : lookup_next(&sp->lookup, tokens, pos);
-    if (sp->draft ? pos > sp->draft->config.seq_len : x < 0) { // nothing proposes: draw from p
-        float d = coin_at(sp->rng, pos, COIN_DRAW);
-        *v = (Verdict){.x = -1, .d = d, .token = sample(p, V, d)};
-        if (sp->stats.draft_full_at < 0 && sp->draft) sp->stats.draft_full_at = pos;
-        sp->stats.plain_tokens++;
-        return v->token;
-    }
-    if (!sp->draft) {
-        propose_lookup(sp, x, k, pos);
-        return decide_position(v, x, p, sp->q + (size_t)k * V, coin_at(sp->rng, pos, COIN_ACCEPT),
-                               coin_at(sp->rng, pos, COIN_RESAMPLE), sp->residual, V, sp->lenience);
-    }
-    double t0 = now_seconds();
-    const float *logits = k == 0 ? draft_catch_up(sp, tokens, n)
-                                 : forward(sp->draft, &sp->x[k - 1], 1, pos - 1);
-    sp->draft_pos = pos;
-    propose(sp, logits, k, pos);
-    sp->stats.draft_seconds += now_seconds() - t0;
-    return decide_position(v, sp->x[k], p, sp->q + (size_t)k * V,
-                           coin_at(sp->rng, pos, COIN_ACCEPT),
-                           coin_at(sp->rng, pos, COIN_RESAMPLE), sp->residual, V, sp->lenience);
-}
-
-// One round with k drafts (0 <= k <= K_MAX; k = 0 decides one position with
-// the draft's proposal). tokens (n committed, room for n+k+1); appends the
-// round's tokens and returns how many (1..k+1).
-static int speculative_step(Speculator *sp, int *tokens, int n, int k) {
-    int V = sp->target->config.vocab_size;
-
-    // 1. draft: x_i ~ q_i at positions n..n+k-1 (lookup may find fewer)
-    k = sp->k_run = draft_tokens(sp, tokens, n, k);
-
-    // 2. verify: ONE target pass over [t_last, x_1..x_k] at positions n-1..n+k-1
-    double t0 = now_seconds();
-    sp->rows[0] = tokens[n - 1];
-    memcpy(sp->rows + 1, sp->x, (size_t)k * sizeof(int));
-    float *logits = forward(sp->target, sp->rows, k + 1, n - 1);
-    sp->stats.verify_seconds += now_seconds() - t0;
-    sp->stats.target_forwards++;
-
-    // 3. accept / reject / resample, position by position; p_i is made from
-    // its row of logits only when position i is examined (rows past a
-    // rejection are never looked at); after k accepted drafts, the next
-    // position too
-    t0 = now_seconds();
-    int j = accept_reject(tokens + n, sp->verdicts, sp->x, sp->q, sp->p, sp->sampler, logits,
-                          sp->residual, k, V, sp->rng, n, sp->lenience);
-    if (j == k) probs_from_logits(sp->sampler, sp->p + (size_t)k * V, logits + (size_t)k * V);
-    sp->stats.verify_seconds += now_seconds() - t0;
-    if (j == k) tokens[n + k] = decide_next(sp, tokens, n, k);
-    int m = j + 1; // tokens committed this round
-
-    // 4. bookkeeping: the draft's cache is valid up to the last committed
-    // token it ran (x_j at n+j-1), never past what it ran
-    int accepted = j + (j == k && sp->verdicts[k].accepted);
-    if (sp->draft_pos > n + j) sp->draft_pos = n + j;
-    SpecStats *st = &sp->stats;
-    st->rounds++;
-    st->k_used[k]++;
-    if (k > st->k_hi) st->k_hi = k;
-    st->accepted += accepted;
-    st->histogram[accepted]++;
-    for (int i = 0; i < m; i++) {
-        if (sp->verdicts[i].x < 0) continue; // drawn from p: nothing was examined
-        st->examined++;
-        st->reached[i]++;
-        st->accepted_at[i] += sp->verdicts[i].accepted;
-    }
-    if (sp->trace) print_trace(sp, m, n, k);
-    return m;
+    // 4. the drafter's state is valid up to the last accepted proposal
+    if (sp->drafter->rewind) sp->drafter->rewind(sp->drafter, n + rd.accepted);
+    return rd;
 }
 
 // ----------------------------------------------------------------------------
-// Auto-K (-k 0): the K that maximises the predicted tokens per second
-//
-// Leviathan et al. 2022, Thm 3.8 / Cor 3.9: a round of K drafts yields
-// (1 - a^(K+1)) / (1 - a) tokens and costs (K + a^K) draft steps plus one
-// (K+1)-row verify pass, so the best K is the argmax of their ratio.
-// The verify cost of n rows is calib[n] x scale x shape[n]:
-// - calib: a table measured once at position 0 (calibrate_auto_k);
-// - scale: how much dearer the rounds' passes are now (attention grows with
-//   the position, the machine's speed moves), one factor for every row count,
-//   a running mean in which each round's weight decays by AUTO_DECAY;
-// - shape: what the table got wrong per row count, the mean over the passes
-//   run at that count. Neighbouring K differ by a few percent in tokens per
-//   second, and a table timed in milliseconds on a shared machine is off by
-//   as much (on this project's VM the 5- and 6-row passes swapped order from
-//   one calibration to the next, and auto-K ran K = 4 or K = 5 for a whole
-//   run by that chance). So every AUTO_PROBE-th round runs the chosen K + 1
-//   or K - 1 (alternately) instead: the neighbours' costs are then measured,
-//   not assumed, for about 1/AUTO_PROBE of the rounds at a neighbour's speed.
-// a decays by AUTO_DECAY_A, a window of ~30 rounds: at t = 0 acceptance comes
-// in streaks, and a ~10-round window follows them into the wrong K (replaying
-// the bench's four t = 0 texts with their measured costs: 0.976 of K = 5's
-// speed with a 10-round window, 1.003 with 30).
-// Auto-K changes only the speed, never the text: every position is decided
-// the same way whatever K is. It never stops speculating: a position decided
-// without the draft would be decided by another rule (a draw from p), and
-// the text would then depend on timings.
-#define AUTO_DECAY 0.9       // the draft step's and scale's running means (~10 rounds)
-#define AUTO_DECAY_A 0.97    // a's running counts (~30 rounds)
-#define AUTO_PROBE 16        // every 16th round runs a neighbouring K
-#define AUTO_SHAPE_PRIOR 4   // the calibration counts as 4 passes in shape's mean ...
-#define AUTO_SHAPE_MAX 32    // ... which then averages the last ~32 passes
-#define AUTO_CALIBRATE_ROWS 9 // verify passes of 1..9 rows are timed; longer ones extrapolated
-#define AUTO_CALIBRATE_REPS 5 // ... each the fastest of 3 to 5, the row counts interleaved
-
-// argmax over K = 1..k_max of tokens per second; ties go to the smaller K.
-// verify (k_max+2) seconds by row count.
-static int choose_k(double a, double draft_step, const double *verify, int k_max) {
-    int best = 1;
-    double best_rate = -1;
-    for (int k = 1; k <= k_max; k++) {
-        double rate = expected_tokens_per_round(a, k) / ((k + pow(a, k)) * draft_step + verify[k + 1]);
-        if (rate > best_rate * (1 + 1e-9)) { best_rate = rate; best = k; }
-    }
-    return best;
-}
-
-// seconds of one forward over `rows` tokens at position 0 (scratch:
-// generation overwrites those cache entries before it reads them)
-static double time_forward(Transformer *tr, int rows) {
-    int tokens[MAX_ROWS] = {0};
-    double t0 = now_seconds();
-    forward(tr, tokens, rows, 0);
-    return now_seconds() - t0;
-}
-
-// seconds of the fastest of `reps` draft steps (forward at position pos, its
-// distribution, a draw), the layers on `threads` threads and the classifier on
-// `cls`; positions < pos must be cached
-static double time_draft_step(Transformer *draft, int threads, int cls, Sampler *s, float *scratch, int pos,
-                              int reps) {
-    int saved = draft->n_threads, saved_cls = draft->cls_threads, token = 0;
-    double best = 1e30;
-    draft->n_threads = threads;
-    draft->cls_threads = cls;
-    for (int i = 0; i < reps; i++) {
-        double t0 = now_seconds();
-        probs_from_logits(s, scratch, forward(draft, &token, 1, pos));
-        sample(scratch, draft->config.vocab_size, 0.5f);
-        double t = now_seconds() - t0;
-        if (t < best) best = t;
-    }
-    draft->n_threads = saved;
-    draft->cls_threads = saved_cls;
-    return best;
-}
-
-// The draft's threads when --draft-threads is not given: one thread, all, or
-// the layers on one and the classifier on all, whichever times fastest at
-// position min(128, seq_len - 1), where attention is a fair share of a step.
-// Its layers are a few microseconds long, and on a machine where a barrier
-// costs about as much, splitting them loses; its classifier is about half its
-// weights, with one hand-over. The thread counts never change a bit, so this
-// changes only the speed. (The cache entries written here are overwritten
-// before generation reads them.)
-static void choose_draft_threads(Transformer *draft, Sampler *s, float *scratch) {
-    int n = draft->n_threads;
-    if (n <= 1) return;
-    int pos = draft->config.seq_len - 1 < 128 ? draft->config.seq_len - 1 : 128, ones[128];
-    for (int i = 0; i < pos; i++) ones[i] = 1;
-    forward_chunked(draft, ones, pos, 0); // a cached prefix of `pos` tokens
-    const int layers[3] = {1, n, 1}, cls[3] = {1, n, n};
-    double best[3] = {1e30, 1e30, 1e30};
-    for (int i = 0; i < 4; i++) // alternate, so a slow stretch hits all three
-        for (int j = 0; j < 3; j++) {
-            double t = time_draft_step(draft, layers[j], cls[j], s, scratch, pos, 8);
-            if (t < best[j]) best[j] = t;
-        }
-    int pick = 0;
-    for (int j = 1; j < 3; j++)
-        if (best[j] < best[pick]) pick = j;
-    ThreadSplit *ds = &draft->split;
-    *ds = (ThreadSplit){.n = 3, .cur = pick, .step = best[pick]};
-    for (int j = 0; j < 3; j++) {
-        ds->layers[j] = layers[j];
-        ds->cls[j] = cls[j];
-        ds->rel[j] = best[j] / best[pick];
-    }
-    draft->n_threads = layers[pick];
-    draft->cls_threads = cls[pick];
-}
-
-// The split can change under a run: on this project's VM the N/N split went
-// from the fastest to 60% slower than 1/1 within minutes and back. So every
-// SPLIT_PROBE-th round runs the draft on one of the other two (in turn), its
-// step is compared with the current split's running mean, and a split that
-// measures SPLIT_SWITCH faster takes over. Thread counts never change a bit.
-#define SPLIT_PROBE 32
-#define SPLIT_SWITCH 0.9
-
-// the draft on split j
-static void use_split(Transformer *draft, int j) {
-    draft->n_threads = draft->split.layers[j];
-    draft->cls_threads = draft->split.cls[j];
-}
-
-// Set the draft's threads for this round; returns the split it runs on.
-static int split_for_round(Transformer *draft) {
-    ThreadSplit *ds = &draft->split;
-    long round = ds->used[0] + ds->used[1] + ds->used[2] + 1;
-    int j = round % SPLIT_PROBE ? ds->cur : (ds->cur + 1 + (int)(round / SPLIT_PROBE) % 2) % 3;
-    use_split(draft, j);
-    ds->used[j]++;
-    return j;
-}
-
-// Fold in a round's seconds per draft step on split j (0: it ran none); after
-// a probe, switch if j measured SPLIT_SWITCH faster (the others then relative
-// to j). The draft is left on the current split.
-static void rechoose_split(Transformer *draft, int j, double step) {
-    ThreadSplit *ds = &draft->split;
-    if (step > 0 && j == ds->cur) ds->step = 0.9 * ds->step + 0.1 * step;
-    if (step > 0 && j != ds->cur) {
-        ds->rel[j] = 0.5 * ds->rel[j] + 0.5 * step / ds->step;
-        double r = ds->rel[j];
-        if (r < SPLIT_SWITCH) {
-            for (int i = 0; i < 3; i++) ds->rel[i] /= r;
-            ds->cur = j;
-            ds->step = step;
-        }
-    }
-    use_split(draft, ds->cur);
-}
-
-// calib[1..top]: seconds of a verify pass of n rows at position 0, the
-// fastest of AUTO_CALIBRATE_REPS, the row counts interleaved so that a slow
-// stretch of the machine hits all of them; it stops after 3 rounds once every
-// row count's two fastest agree within 2%.
-static void time_verify_passes(double *calib, Transformer *target, int top) {
-    double second[MAX_ROWS + 1];
-    time_forward(target, top); // warm: the weights into cache
-    for (int n = 1; n <= top; n++) calib[n] = second[n] = 1e30;
-    for (int rep = 0; rep < AUTO_CALIBRATE_REPS; rep++) {
-        int settled = 1;
-        for (int n = 1; n <= top; n++) {
-            double t = time_forward(target, n);
-            if (t < calib[n]) { second[n] = calib[n]; calib[n] = t; }
-            else if (t < second[n]) second[n] = t;
-            settled &= second[n] < 1.02 * calib[n];
-        }
-        if (settled && rep >= 2) break;
-    }
-}
-
-// choose_k's table from calib alone: nothing measured since (scale 1, shape 1
-// with the weight of AUTO_SHAPE_PRIOR passes)
-static void start_verify_table(AutoK *ak) {
-    ak->scale = 1;
-    for (int n = 1; n <= MAX_ROWS; n++) {
-        ak->verify[n] = ak->calib[n];
-        ak->shape[n] = 1;
-        ak->shape_seen[n] = AUTO_SHAPE_PRIOR;
-    }
-}
-
-// The cost table: verify passes of 1..AUTO_CALIBRATE_ROWS rows timed, longer
-// ones extrapolated linearly (by then a pass is compute-bound, so linear in
-// rows); the draft step timed with its distribution and draw. a starts at 1/2
-// (a prior of one accepted and one rejected draft).
-static void calibrate_auto_k(AutoK *ak, Transformer *target, Transformer *draft, Sampler *s,
-                             float *scratch) {
-    double t0 = now_seconds();
-    int rows = target->config.seq_len < MAX_ROWS ? target->config.seq_len : MAX_ROWS;
-    int top = rows < AUTO_CALIBRATE_ROWS ? rows : AUTO_CALIBRATE_ROWS;
-    time_verify_passes(ak->calib, target, top);
-    double slope = top > 1 ? (ak->calib[top] - ak->calib[top / 2 + 1]) / (top - top / 2 - 1) : 0;
-    for (int n = top + 1; n <= MAX_ROWS; n++) ak->calib[n] = ak->calib[top] + slope * (n - top);
-    start_verify_table(ak);
-    if (draft) // lookup: ~free
-        ak->draft_step = time_draft_step(draft, draft->n_threads, draft->cls_threads, s, scratch, 0, 3);
-    ak->accepted = 1;
-    ak->examined = 2;
-    ak->calibration_seconds = now_seconds() - t0;
-}
-
-// Fold one round in: accepted of examined proposals, its seconds per draft
-// step and of its verify pass of `rows` rows. The pass's cost over the
-// table's, x, is scale x shape[rows]: scale follows x with this row count's
-// shape taken out, and shape[rows] follows x / scale as a mean over its last
-// AUTO_SHAPE_MAX passes (the shape belongs to the machine; it does not drift).
-static void update_auto_k(AutoK *ak, int rows, int accepted, int examined, double draft_step,
-                          double verify_s) {
-    double d = AUTO_DECAY;
-    ak->accepted = AUTO_DECAY_A * ak->accepted + accepted;
-    ak->examined = AUTO_DECAY_A * ak->examined + examined;
-    if (draft_step > 0) ak->draft_step = d * ak->draft_step + (1 - d) * draft_step;
-    if (ak->calib[rows] > 0) {
-        double x = verify_s / ak->calib[rows];
-        ak->scale = d * ak->scale + (1 - d) * x / ak->shape[rows];
-        if (ak->shape_seen[rows] < AUTO_SHAPE_MAX) ak->shape_seen[rows]++;
-        ak->shape[rows] += (x / ak->scale - ak->shape[rows]) / ak->shape_seen[rows];
-    }
-    for (int n = 1; n <= MAX_ROWS; n++) ak->verify[n] = ak->calib[n] * ak->scale * ak->shape[n];
-}
-
-// This round's K: the argmax, or every AUTO_PROBE-th round a neighbour of it
-static int next_auto_k(AutoK *ak) {
-    int k = ak->last_k = choose_k(ak->accepted / ak->examined, ak->draft_step, ak->verify, K_MAX);
-    if (++ak->rounds % AUTO_PROBE == 0) k += (ak->rounds / AUTO_PROBE) % 2 ? 1 : -1;
-    return k < 1 ? 1 : k > K_MAX ? K_MAX : k;
-}
-
-// ----------------------------------------------------------------------------
-// Generation loop: prompt, then plain or speculative decoding, streamed out
+// Generation: prompt, then plain or speculative decoding, streamed out
 
 typedef struct {
     const Tokenizer *tok;
@@ -3345,6 +2810,53 @@ typedef struct {
 } Output;
 
 enum { END_LENGTH, END_TOKEN, END_CONTEXT }; // -n reached, BOS/EOS, seq_len full
+
+static void start_output(Output *o, const int *tokens, int n);
+static void emit(Output *o, int token);
+static void show_output(Output *o);
+
+// Plain decoding with one model from n committed tokens (the prompt): the
+// token at position n drawn from p_n with coin_at(n, DRAW). tokens has room
+// for seq_len. Returns the number of committed tokens.
+static int generate_plain(Transformer *tr, Sampler *s, const Rng *rng, float *probs, int *tokens,
+                          int n, Output *o) {
+    if (n > 1) forward_chunked(tr, tokens, n - 1, 0); // prefill all but the last prompt token
+    for (; !o->done && n < tr->config.seq_len; n++) {
+        probs_from_logits(s, probs, forward(tr, &tokens[n - 1], 1, n - 1));
+        tokens[n] = sample(probs, tr->config.vocab_size, coin_at(rng, n, COIN_DRAW));
+        emit(o, tokens[n]);
+        show_output(o);
+    }
+    if (!o->done) o->ended_by = END_CONTEXT;
+    return n;
+}
+
+// Speculative decoding: rounds until -n, BOS/EOS or the target's context.
+// start_round picks the round's K (-k, or auto-K) and end_round records what
+// the round did (statistics, auto-K's estimates, the -v trace): both in the
+// appendix. A round never decides more tokens than -n still wants (that
+// changes no token: positions do not depend on rounds).
+typedef struct SpecStats SpecStats;
+static int start_round(SpecStats *st, const Speculator *sp, int n, int want);
+static void end_round(SpecStats *st, const Speculator *sp, const Round *rd, int n);
+
+static int generate_spec(Speculator *sp, SpecStats *st, int *tokens, int n, Output *o) {
+    if (n > 1) forward_chunked(sp->target, tokens, n - 1, 0);
+    if (sp->drafter->rewind) sp->drafter->rewind(sp->drafter, 0); // it catches up in round 1
+    while (!o->done && n < sp->target->config.seq_len) {
+        int k = start_round(st, sp, n, o->max_new - o->n_generated);
+        Round rd = speculative_step(sp, tokens, n, k);
+        end_round(st, sp, &rd, n);
+        for (int i = 0; i < rd.committed; i++) emit(o, tokens[n + i]);
+        show_output(o);
+        n += rd.committed;
+    }
+    if (!o->done) o->ended_by = END_CONTEXT;
+    return n;
+}
+
+// ----------------------------------------------------------------------------
+// Appendix: the text on stdout
 
 // Print the prompt (tokens[1..n) after BOS) as llama2.c's run does.
 static void start_output(Output *o, const int *tokens, int n) {
@@ -3384,75 +2896,205 @@ static void show_output(Output *o) {
     o->shown_at = now;
 }
 
-// One plain decoding step: the token at position n from tr alone (whose cache
-// holds tokens 0..n-2), drawn with coin_at(n, DRAW). Returns n + 1.
-static int plain_step(Transformer *tr, Sampler *s, const Rng *rng, float *probs, int *tokens,
-                      int n, Output *o) {
-    float *logits = forward(tr, &tokens[n - 1], 1, n - 1);
-    probs_from_logits(s, probs, logits);
-    tokens[n] = sample(probs, tr->config.vocab_size, coin_at(rng, n, COIN_DRAW));
-    emit(o, tokens[n]);
-    show_output(o);
-    return n + 1;
-}
+// ----------------------------------------------------------------------------
+// Appendix: auto-K (-k 0), the K that maximises the predicted tokens per second
+//
+// Leviathan et al. 2022, Thm 3.8 / Cor 3.9: a round of K drafts yields
+// (1 - a^(K+1)) / (1 - a) tokens and costs (K + a^K) draft steps plus one
+// (K+1)-row verify pass, so the best K is the argmax of their ratio. The
+// costs: a table of verify passes of 1..MAX_ROWS rows timed once at start-up
+// (calibrate_auto_k), times one running factor for how much dearer passes are
+// now (attention grows with the position, the machine's speed moves); the
+// draft step and a are running means. Auto-K changes only the speed, never the
+// text: every position is decided the same way whatever K is.
+#define AUTO_DECAY 0.9       // the draft step's and the cost factor's running means (~10 rounds)
+#define AUTO_DECAY_A 0.97    // a's running counts (~30 rounds: at t = 0 acceptance comes in streaks)
+#define AUTO_CALIBRATE_ROWS 9 // verify passes of 1..9 rows are timed; longer ones extrapolated
 
-// Plain decoding with one model from n committed tokens (the prompt); tokens
-// has room for seq_len. Returns the number of committed tokens.
-static int generate_plain(Transformer *tr, Sampler *s, const Rng *rng, float *probs, int *tokens,
-                          int n, Output *o) {
-    if (n > 1) forward_chunked(tr, tokens, n - 1, 0); // prefill all but the last prompt token
-    while (!o->done && n < tr->config.seq_len) n = plain_step(tr, s, rng, probs, tokens, n, o);
-    if (!o->done) o->ended_by = END_CONTEXT;
-    return n;
-}
+typedef struct {
+    double accepted, examined;  // decayed counts; a = accepted / examined
+    double draft_step;          // decayed mean seconds of one draft step
+    double calib[MAX_ROWS + 1]; // seconds of an n-row verify pass at start-up
+    double scale;               // decayed measured / calibrated verify cost
+    double calibration_seconds; // what measuring took (once, before generating)
+    int last_k;
+} AutoK;
 
-// Speculative decoding from n committed tokens (the prompt); tokens has room
-// for the target's seq_len. A round never decides more tokens than -n still
-// wants (that changes no token: positions do not depend on rounds), and K
-// shrinks near the end of either context.
-static int generate_spec(Speculator *sp, int *tokens, int n, Output *o) {
-    int St = sp->target->config.seq_len, Sd = sp->draft ? sp->draft->config.seq_len : St;
-    AutoK *ak = &sp->autok;
-    if (n > 1) forward_chunked(sp->target, tokens, n - 1, 0);
-    sp->draft_pos = 0; // the draft catches up on the prompt in its first round
-    while (!o->done && n < St) {
-        int k = sp->k;
-        if (k == 0) k = next_auto_k(ak);
-        int want = o->max_new - o->n_generated;   // tokens -n still wants: at most k+1
-        if (k > want - 1) k = want - 1;
-        if (k > St - 1 - n) k = St - 1 - n;       // verify rows n-1..n+k-1, commit up to n+k
-        if (k > Sd + 1 - n) k = Sd + 1 - n;       // the draft runs positions up to n+k-2
-        if (k < 0) k = 0;
-        double d0 = sp->stats.draft_seconds, v0 = sp->stats.verify_seconds;
-        long f0 = sp->stats.draft_forwards, e0 = sp->stats.examined, a0 = sp->stats.accepted;
-        int split = sp->draft && sp->draft->split.n ? split_for_round(sp->draft) : -1;
-        int m = speculative_step(sp, tokens, n, k);
-        k = sp->k_run;
-        long steps = sp->stats.draft_forwards - f0;
-        double step = steps ? (sp->stats.draft_seconds - d0) / (double)steps : 0;
-        if (split >= 0) rechoose_split(sp->draft, split, step);
-        if (sp->k == 0 && k >= 1)
-            update_auto_k(ak, k + 1, (int)(sp->stats.accepted - a0), (int)(sp->stats.examined - e0),
-                          step, sp->stats.verify_seconds - v0);
-        int before = o->n_generated;
-        for (int i = 0; i < m; i++) emit(o, tokens[n + i]);
-        show_output(o);
-        sp->stats.emitted += o->n_generated - before;
-        if (sp->trace && o->done && o->ended_by == END_TOKEN)
-            fprintf(stderr, "  (the text ends at the end-of-text token: %d of the round's %d tokens "
-                    "emitted)\n", o->n_generated - before, m);
-        n += m;
+// argmax over K = 1..k_max of tokens per second; ties go to the smaller K.
+// verify (k_max+2) seconds by row count.
+static int choose_k(double a, double draft_step, const double *verify, int k_max) {
+    int best = 1;
+    double best_rate = -1;
+    for (int k = 1; k <= k_max; k++) {
+        double rate = expected_tokens_per_round(a, k) / ((k + pow(a, k)) * draft_step + verify[k + 1]);
+        if (rate > best_rate * (1 + 1e-9)) { best_rate = rate; best = k; }
     }
-    if (!o->done) o->ended_by = END_CONTEXT;
-    return n;
+    return best;
+}
+
+// seconds of the fastest of `reps` forwards over `rows` tokens at position 0
+// (scratch: generation overwrites those cache entries before it reads them)
+static double time_forward(Transformer *tr, int rows, int reps) {
+    int tokens[MAX_ROWS] = {0};
+    double best = INFINITY;
+    for (int i = 0; i < reps; i++) {
+        double t0 = now_seconds();
+        forward(tr, tokens, rows, 0);
+        double t = now_seconds() - t0;
+        if (t < best) best = t;
+    }
+    return best;
+}
+
+// The cost table: verify passes of 1..AUTO_CALIBRATE_ROWS rows timed (each
+// the fastest of 3, the row counts interleaved so a slow stretch of the
+// machine hits all of them), longer ones extrapolated linearly (by then a
+// pass is compute-bound); a draft step timed likewise (lookup: free). a
+// starts at 1/2, a prior of one accepted and one rejected proposal.
+static void calibrate_auto_k(AutoK *ak, Transformer *target, Transformer *draft) {
+    double t0 = now_seconds();
+    int rows = target->config.seq_len < MAX_ROWS ? target->config.seq_len : MAX_ROWS;
+    int top = rows < AUTO_CALIBRATE_ROWS ? rows : AUTO_CALIBRATE_ROWS;
+    *ak = (AutoK){.accepted = 1, .examined = 2, .scale = 1};
+    time_forward(target, top, 1); // warm: the weights into cache
+    for (int n = 1; n <= top; n++) ak->calib[n] = INFINITY;
+    for (int rep = 0; rep < 3; rep++)
+        for (int n = 1; n <= top; n++) ak->calib[n] = fmin(ak->calib[n], time_forward(target, n, 1));
+    double slope = top > 1 ? (ak->calib[top] - ak->calib[top / 2 + 1]) / (top - top / 2 - 1) : 0;
+    for (int n = top + 1; n <= MAX_ROWS; n++) ak->calib[n] = ak->calib[top] + slope * (n - top);
+    if (draft) ak->draft_step = time_forward(draft, 1, 3);
+    ak->calibration_seconds = now_seconds() - t0;
+}
+
+// This round's K from the running estimates.
+static int next_auto_k(AutoK *ak) {
+    double verify[MAX_ROWS + 1] = {0};
+    for (int n = 1; n <= MAX_ROWS; n++) verify[n] = ak->calib[n] * ak->scale;
+    return ak->last_k = choose_k(ak->accepted / ak->examined, ak->draft_step, verify, K_MAX);
+}
+
+// Fold one round in: accepted of examined proposals, its seconds per draft
+// step (0: none ran) and of its verify pass of `rows` rows.
+static void update_auto_k(AutoK *ak, int rows, int accepted, int examined, double draft_step,
+                          double verify_s) {
+    double d = AUTO_DECAY;
+    ak->accepted = AUTO_DECAY_A * ak->accepted + accepted;
+    ak->examined = AUTO_DECAY_A * ak->examined + examined;
+    if (draft_step > 0) ak->draft_step = d * ak->draft_step + (1 - d) * draft_step;
+    if (ak->calib[rows] > 0) ak->scale = d * ak->scale + (1 - d) * verify_s / ak->calib[rows];
 }
 
 // ----------------------------------------------------------------------------
-// Statistics: the measurement beside the seeds' theory, on stderr and in JSON
+// Appendix: statistics, the measurement beside the seeds' theory (stderr, JSON)
+
+struct SpecStats {
+    int k;                       // -k: drafts per round, or 0: auto-K
+    AutoK autok;
+    const Tokenizer *trace;      // non-NULL: print the -v teaching trace to stderr
+    long rounds, drafted, accepted, examined;
+    long plain_tokens;           // positions without a proposal (drawn from p alone)
+    long reached[K_MAX + 2];     // rounds that examined position i of the round
+    long accepted_at[K_MAX + 2]; // ... and accepted the proposal there
+    long histogram[K_MAX + 2];   // rounds that accepted j proposals
+    long k_used[K_MAX + 1];      // rounds run with each K
+    int k_hi;                    // the largest K any round used
+    long target_forwards, draft_forwards; // in the rounds (prefill not counted)
+    double draft_seconds;        // the draft model's forwards in the rounds
+    double verify_seconds;       // the target's verify passes
+    double round_t0[2];          // the models' clocks when the round started
+    long round_f0[2];
+};
+
+static void build_spec_stats(SpecStats *st, int k, Transformer *target, Drafter *drafter) {
+    *st = (SpecStats){.k = k};
+    if (k == 0) calibrate_auto_k(&st->autok, target, drafter->model);
+}
+
+// This round's K: -k or auto-K's, within what -n still wants (k + 1 tokens at
+// most) and the target's context (verify rows n-1..n+k-1). Notes the models'
+// clocks, so end_round can charge the round's costs.
+static int start_round(SpecStats *st, const Speculator *sp, int n, int want) {
+    int k = st->k ? st->k : next_auto_k(&st->autok), room = sp->target->config.seq_len - 1 - n;
+    if (k > want - 1) k = want - 1;
+    if (k > room) k = room;
+    Transformer *d = sp->drafter->model;
+    st->round_t0[0] = sp->target->seconds, st->round_f0[0] = sp->target->forwards;
+    st->round_t0[1] = d ? d->seconds : 0, st->round_f0[1] = d ? d->forwards : 0;
+    return k < 0 ? 0 : k;
+}
+
+static void print_trace(const SpecStats *st, const Speculator *sp, const Round *rd, int n);
+
+static void end_round(SpecStats *st, const Speculator *sp, const Round *rd, int n) {
+    Transformer *d = sp->drafter->model;
+    double verify_s = sp->target->seconds - st->round_t0[0], draft_s = d ? d->seconds - st->round_t0[1] : 0;
+    long steps = d ? d->forwards - st->round_f0[1] : 0;
+    int examined = rd->committed - rd->plain;
+    st->rounds++;
+    st->k_used[rd->k]++;
+    if (rd->k > st->k_hi) st->k_hi = rd->k;
+    st->drafted += rd->k + (rd->committed > rd->k && !rd->plain);
+    st->examined += examined;
+    st->accepted += rd->accepted;
+    st->histogram[rd->accepted]++;
+    st->plain_tokens += rd->plain;
+    for (int i = 0; i < examined; i++) {
+        st->reached[i]++;
+        st->accepted_at[i] += sp->verdicts[i].accepted;
+    }
+    st->target_forwards += sp->target->forwards - st->round_f0[0];
+    st->draft_forwards += steps;
+    st->verify_seconds += verify_s;
+    st->draft_seconds += draft_s;
+    if (st->k == 0 && rd->k >= 1)
+        update_auto_k(&st->autok, rd->k + 1, rd->accepted, examined, steps ? draft_s / (double)steps : 0,
+                      verify_s);
+    if (st->trace) print_trace(st, sp, rd, n);
+}
+
+// a piece made safe for one line of the trace: newlines shown as \n, byte
+// tokens by their name (<0xC9>) since a lone byte is no printable text
+static void trace_piece(const Tokenizer *t, int token) {
+    if (token >= TOKEN_BYTE0 && token < TOKEN_BYTE0 + 256 && t->vocab[token][0] == '<') {
+        fprintf(stderr, "%s", t->vocab[token]);
+        return;
+    }
+    fputc('"', stderr);
+    for (const char *c = decode_piece(t, -1, token); *c; c++) {
+        if (*c == '\n') fputs("\\n", stderr);
+        else fputc(*c, stderr);
+    }
+    fputc('"', stderr);
+}
+
+// the -v teaching trace of one round from position n
+static void print_trace(const SpecStats *st, const Speculator *sp, const Round *rd, int n) {
+    const Tokenizer *t = st->trace;
+    fflush(stdout); // the text so far, then the trace on lines of its own
+    fprintf(stderr, "\nround %ld at position %d, K=%d\n", st->rounds, n, rd->k);
+    for (int i = 0; i < rd->committed; i++) {
+        const Verdict *v = &sp->verdicts[i];
+        fprintf(stderr, "  pos %d %s ", n + i, i < rd->k ? "draft" : "next ");
+        if (v->x < 0) { // no proposal: drawn from p alone
+            fprintf(stderr, " drawn from p with coin %.4f: ", v->d);
+            trace_piece(t, v->token);
+            fputc('\n', stderr);
+            continue;
+        }
+        trace_piece(t, v->x);
+        fprintf(stderr, " d=%.4f  q=%.4f p=%.4f p/q=%.4f u=%.4f  %s", v->d, v->q, v->p,
+                v->q > 0 ? v->p / v->q : 0.0, v->u, v->accepted ? "accept" : "REJECT");
+        if (!v->accepted) {
+            fprintf(stderr, " -> residual mass %.4f, coin %.4f: ", v->residual_mass, v->r);
+            trace_piece(t, v->token);
+        }
+        fputc('\n', stderr);
+    }
+}
 
 typedef struct {
     const char *mode;
-    int k, threads;
+    int threads, draft_threads;
     float temperature, top_p;
     int top_k;
     unsigned long long seed;
@@ -3460,11 +3102,12 @@ typedef struct {
     const Output *out;
     double seconds;          // generation only (prefill + decoding), not loading
     const Speculator *sp;    // spec mode only
-    double target_step;      // spec: seconds of one target-alone step (calibrated)
+    const SpecStats *st;     // spec mode only
+    double target_step;      // spec: seconds of one target-alone step (timed after generating)
 } Report;
 
 // Seconds of one target-alone decoding step (1-row forward + its distribution)
-// at position pos: the median of 5, measured after generation so it is not
+// at position pos: the median of 5, timed after generation so it is not
 // counted in it. The cache entry at pos is overwritten, which is harmless then.
 static double time_target_step(Transformer *tr, Sampler *s, float *probs, int token, int pos) {
     double t[5];
@@ -3478,15 +3121,16 @@ static double time_target_step(Transformer *tr, Sampler *s, float *probs, int to
     return t[2];
 }
 
-// The derived numbers of a spec run: a, c, r and the predictions.
-//   acceptance_rate = accepted / drafted (every drafted token counts)
+// The derived numbers of a spec run:
+//   acceptance_rate = accepted / drafted (every proposal counts)
 //   a = accepted / examined: the chance a proposal passes once it is examined
-//       (drafts after a rejection are never examined); the theory's alpha
+//       (proposals after a rejection are never examined); the theory's alpha
+//   c, r: a draft step and a verify pass in target steps (both timed)
 typedef struct {
     int k;                  // K of the formulas: -k, or the one auto-K used most
     double acceptance_rate, a, c, r;
     double tokens_per_round, expected_per_round; // measured, and (1-a^(K+1))/(1-a)
-    double predicted, measured, tokens_per_forward;
+    double predicted, measured;
 } SpecSummary;
 
 static double per_position(const SpecStats *st, int i) {
@@ -3494,10 +3138,9 @@ static double per_position(const SpecStats *st, int i) {
 }
 
 static SpecSummary summarize(const Report *rp) {
-    const SpecStats *st = &rp->sp->stats;
-    SpecSummary m = {0};
-    m.k = rp->k;
-    for (int k = 1; k <= K_MAX && rp->k == 0; k++)
+    const SpecStats *st = rp->st;
+    SpecSummary m = {.k = st->k};
+    for (int k = 1; k <= K_MAX && st->k == 0; k++)
         if (st->k_used[k] > st->k_used[m.k]) m.k = k;
     if (m.k == 0) m.k = 1;
     m.acceptance_rate = st->drafted ? (double)st->accepted / (double)st->drafted : 0;
@@ -3506,28 +3149,47 @@ static SpecSummary summarize(const Report *rp) {
         m.c = st->draft_seconds / (double)st->draft_forwards / rp->target_step;
     if (st->rounds && rp->target_step > 0)
         m.r = st->verify_seconds / (double)st->rounds / rp->target_step;
-    if (st->rounds) m.tokens_per_round = (double)st->emitted / (double)st->rounds;
+    if (st->rounds) m.tokens_per_round = (double)(st->examined + st->plain_tokens) / (double)st->rounds;
     m.expected_per_round = expected_tokens_per_round(m.a, m.k);
     m.predicted = m.r > 0 ? predicted_speedup(m.a, m.k, m.c, m.r) : 0;
     m.measured = rp->seconds > 0 ? rp->out->n_generated / rp->seconds * rp->target_step : 0;
-    if (st->target_forwards)
-        m.tokens_per_forward = (double)st->emitted / (double)st->target_forwards;
     return m;
-}
-
-static void print_auto_k(const Speculator *sp) {
-    const AutoK *ak = &sp->autok;
-    fprintf(stderr, "  auto-K: rounds per K =");
-    for (int k = 1; k <= sp->stats.k_hi; k++) fprintf(stderr, " %ld", sp->stats.k_used[k]);
-    fprintf(stderr, "\n  auto-K: last K = %d at the running a = %.3f, draft step %.1f us, "
-            "verify of K+1 rows %.1f us; calibrated in %.1f ms before generating\n", ak->last_k,
-            ak->accepted / ak->examined, 1e6 * ak->draft_step, 1e6 * ak->verify[ak->last_k + 1],
-            1e3 * ak->calibration_seconds);
 }
 
 static const char *end_reason(const Output *o) {
     return o->ended_by == END_TOKEN ? "the model ended the text"
          : o->ended_by == END_CONTEXT ? "the context (seq_len) is full" : "-n reached";
+}
+
+static void print_spec_report(const Report *rp) {
+    const SpecStats *st = rp->st;
+    SpecSummary m = summarize(rp);
+    if (rp->sp->lenience < 1.0f)
+        fprintf(stderr, "  LOSSY: --lenience %g accepts with min(1, p/(%g q)); this text is NOT "
+                "distributed as the target's\n", rp->sp->lenience, rp->sp->lenience);
+    fprintf(stderr, "  %ld rounds, K = %d", st->rounds, m.k);
+    if (st->k == 0) {
+        fprintf(stderr, " (auto-K's most used; rounds per K = 0..%d:", st->k_hi);
+        for (int k = 0; k <= st->k_hi; k++) fprintf(stderr, " %ld", st->k_used[k]);
+        fprintf(stderr, ")");
+    }
+    fprintf(stderr, "\n  %ld proposals, %ld examined, %ld accepted: a = %.3f per examined proposal\n",
+            st->drafted, st->examined, st->accepted, m.a);
+    fprintf(stderr, "  tokens per round %.2f; theory (1-a^(K+1))/(1-a) = %.2f\n", m.tokens_per_round,
+            m.expected_per_round);
+    fprintf(stderr, "  acceptance at the round's position 1..%d:", st->k_hi + 1);
+    for (int i = 0; i <= st->k_hi; i++) fprintf(stderr, " %.3f", per_position(st, i));
+    fprintf(stderr, "\n  rounds that accepted 0..%d proposals:", st->k_hi + 1);
+    for (int i = 0; i <= st->k_hi + 1; i++) fprintf(stderr, " %ld", st->histogram[i]);
+    if (st->plain_tokens)
+        fprintf(stderr, "\n  %ld positions had no proposal (lookup found no n-gram, or past the draft's "
+                "context): drawn from the target alone", st->plain_tokens);
+    fprintf(stderr, "\n  timed (varies with the machine's load): draft %.3f s on %d thread%s, verify %.3f s, "
+            "other %.3f s\n", st->draft_seconds, rp->draft_threads, rp->draft_threads == 1 ? "" : "s",
+            st->verify_seconds, rp->seconds - st->draft_seconds - st->verify_seconds);
+    fprintf(stderr, "  timed: in target steps of %.3f ms, c = %.3f per draft step, r = %.3f per verify pass; "
+            "speedup predicted %.2fx, measured %.2fx\n", 1e3 * rp->target_step, m.c, m.r, m.predicted,
+            m.measured);
 }
 
 static void print_report(const Report *rp) {
@@ -3539,42 +3201,7 @@ static void print_report(const Report *rp) {
         fprintf(stderr, "specdec: note: stopped after %d of the %d tokens asked for (-n): the "
                 "context of %d positions is full\n", o->n_generated, o->max_new,
                 o->n_generated + rp->prompt_tokens);
-    if (!rp->sp) return;
-    const SpecStats *st = &rp->sp->stats;
-    SpecSummary m = summarize(rp);
-    if (rp->sp->lenience < 1.0f)
-        fprintf(stderr, "  LOSSY: --lenience %g accepts with min(1, p/(%g q)); this text is NOT "
-                "distributed as the target's\n", rp->sp->lenience, rp->sp->lenience);
-    fprintf(stderr, "  K=%d%s: %ld rounds, %ld target forwards, %ld draft forwards\n", m.k,
-            rp->k ? "" : " (auto, most used)", st->rounds, st->target_forwards, st->draft_forwards);
-    fprintf(stderr, "  accepted %ld of %ld proposals (%.3f); a = %.3f per examined proposal\n",
-            st->accepted, st->drafted, m.acceptance_rate, m.a);
-    fprintf(stderr, "  tokens per round %.2f, theory (1-a^(K+1))/(1-a) = %.2f; tokens per target "
-            "forward %.2f\n", m.tokens_per_round, m.expected_per_round, m.tokens_per_forward);
-    fprintf(stderr, "  per-position acceptance:");
-    for (int i = 0; i <= st->k_hi; i++) fprintf(stderr, " %.3f", per_position(st, i));
-    fprintf(stderr, "\n  rounds accepting 0..K+1 proposals:");
-    for (int i = 0; i <= st->k_hi + 1; i++) fprintf(stderr, " %ld", st->histogram[i]);
-    int dt = rp->sp->draft ? rp->sp->draft->n_threads : 1, dc = rp->sp->draft ? rp->sp->draft->cls_threads : 1;
-    fprintf(stderr, "\n  time: draft %.3f s (%d thread%s", st->draft_seconds, dt, dt == 1 ? "" : "s");
-    if (dc != dt) fprintf(stderr, ", its classifier on %d", dc);
-    fprintf(stderr, "), verify %.3f s, other %.3f s\n", st->verify_seconds,
-            rp->seconds - st->draft_seconds - st->verify_seconds);
-    const ThreadSplit *ds = rp->sp->draft ? &rp->sp->draft->split : NULL;
-    if (ds && ds->n)
-        fprintf(stderr, "  draft threads (layers/classifier), rounds on each: 1/1 %ld, %d/%d %ld, 1/%d %ld "
-                "(one round in %d tries another)\n", ds->used[0], ds->layers[1], ds->cls[1], ds->used[1],
-                ds->cls[2], ds->used[2], SPLIT_PROBE);
-    fprintf(stderr, "  costs per target step (%.3f ms): c = %.3f, r = %.3f; speedup predicted "
-            "%.2fx, measured %.2fx\n", 1e3 * rp->target_step, m.c, m.r, m.predicted, m.measured);
-    if (rp->k == 0) print_auto_k(rp->sp);
-    if (st->draft_full_at >= 0)
-        fprintf(stderr, "  the draft's context (seq_len %d) ends before position %d: %ld tokens "
-                "drawn from the target alone\n", rp->sp->draft->config.seq_len, st->draft_full_at,
-                st->plain_tokens);
-    if (!rp->sp->draft)
-        fprintf(stderr, "  lookup (n-grams of %d..%d tokens): no match at %ld positions, drawn from "
-                "the target alone\n", rp->sp->lookup.ngram_min, rp->sp->lookup.ngram_max, st->plain_tokens);
+    if (rp->sp) print_spec_report(rp);
 }
 
 static void json_longs(FILE *f, const char *key, const long *v, int n) {
@@ -3584,31 +3211,27 @@ static void json_longs(FILE *f, const char *key, const long *v, int n) {
 }
 
 static void write_json_spec(FILE *f, const Report *rp) {
-    const SpecStats *st = &rp->sp->stats;
+    const SpecStats *st = rp->st;
     SpecSummary m = summarize(rp);
     fprintf(f, ", \"lenience\": %g, \"lossy\": %s", rp->sp->lenience,
             rp->sp->lenience < 1.0f ? "true" : "false");
     fprintf(f, ", \"k\": %d, \"auto_k\": %s, \"target_forwards\": %ld, \"draft_forwards\": %ld, "
             "\"drafted\": %ld, \"examined\": %ld, \"accepted\": %ld, \"acceptance_rate\": %.6f, "
-            "\"alpha\": %.6f, \"tokens_per_target_forward\": %.6f, \"tokens_per_round\": %.6f",
-            m.k, rp->k ? "false" : "true", st->target_forwards, st->draft_forwards, st->drafted,
-            st->examined, st->accepted, m.acceptance_rate, m.a, m.tokens_per_forward,
-            m.tokens_per_round);
+            "\"alpha\": %.6f, \"tokens_per_round\": %.6f", m.k, st->k ? "false" : "true",
+            st->target_forwards, st->draft_forwards, st->drafted, st->examined, st->accepted,
+            m.acceptance_rate, m.a, m.tokens_per_round);
     fprintf(f, ", \"per_position_acceptance\": [");
     for (int i = 0; i <= st->k_hi; i++) fprintf(f, "%s%.6f", i ? ", " : "", per_position(st, i));
     fputc(']', f);
     json_longs(f, "accepted_histogram", st->histogram, st->k_hi + 2);
     json_longs(f, "rounds_per_k", st->k_used + 1, K_MAX);
     fprintf(f, ", \"rounds\": %ld, \"draft_seconds\": %.6f, \"verify_seconds\": %.6f, "
-            "\"plain_target_tokens\": %ld, \"draft_context_full_at\": %d, "
-            "\"target_step_seconds\": %.6f, \"c\": %.6f, \"r\": %.6f, "
+            "\"plain_target_tokens\": %ld, \"target_step_seconds\": %.6f, \"c\": %.6f, \"r\": %.6f, "
             "\"expected_tokens_per_round\": %.6f, \"predicted_speedup\": %.6f, "
-            "\"measured_speedup\": %.6f, \"calibration_seconds\": %.6f", st->rounds,
-            st->draft_seconds, st->verify_seconds, st->plain_tokens, st->draft_full_at,
-            rp->target_step, m.c, m.r, m.expected_per_round, m.predicted, m.measured,
-            rp->sp->autok.calibration_seconds);
-    fprintf(f, ", \"draft_threads\": %d, \"draft_classifier_threads\": %d", rp->sp->draft ? rp->sp->draft->n_threads : 0,
-            rp->sp->draft ? rp->sp->draft->cls_threads : 0);
+            "\"measured_speedup\": %.6f, \"calibration_seconds\": %.6f, \"draft_threads\": %d",
+            st->rounds, st->draft_seconds, st->verify_seconds, st->plain_tokens, rp->target_step, m.c,
+            m.r, m.expected_per_round, m.predicted, m.measured, st->autok.calibration_seconds,
+            rp->draft_threads);
 }
 
 // Open -j's file and write its first byte, so an unwritable path or a full
@@ -3647,7 +3270,6 @@ static void write_json(FILE *f, const char *path, const Report *rp) {
 typedef struct {
     const char *target_path, *draft_path, *tokenizer_path, *mode, *prompt, *json_path;
     int n_new, k, top_k, quiet, verbose, threads, draft_threads, draft_weights;
-    int time_draft_threads;           // --draft-threads not given: 1 or all, as times faster
     int lookup, ngram_min, ngram_max; // -d lookup: the n-gram drafter
     float lenience;                   // 1: exact; < 1: LOSSY
     int help;            // -h: print the usage and exit
@@ -3673,9 +3295,8 @@ static void usage(void) {
            "  --top-k N keep the N most likely tokens; 0 is off (default 0)\n"
            "  -s SEED   random seed (default 42)\n"
            "  --threads N        threads, 1..%d (default: the CPUs this process may use, here %d)\n"
-           "  --draft-threads N  threads for the draft model (default: 1, --threads, or 1 with its\n"
-           "                     classifier on --threads, whichever times fastest before\n"
-           "                     generating; never changes the text)\n"
+           "  --draft-threads N  threads for the draft model, up to --threads (default 1: its\n"
+           "                     forwards are too short to share; never changes the text)\n"
            "  --draft-weights W  int8 | bf16 | f32: the draft's matrices quantised to int8 per row\n"
            "                     at load (a quarter of the bytes to read; inputs quantised per\n"
            "                     row, products summed exactly), rounded to bfloat16, or kept as in\n"
@@ -3710,13 +3331,13 @@ static void parse_options(Options *o, int argc, char **argv) {
     int usable = usable_cpus();
     *o = (Options){.target_path = "weights/target.bin", .draft_path = "weights/draft.bin",
                    .tokenizer_path = "tokenizer.bin", .mode = "spec", .prompt = "",
-                   .n_new = 256, .k = 0, .threads = usable, .draft_threads = 0, .draft_weights = DRAFT_WEIGHTS,
+                   .n_new = 256, .k = 0, .threads = usable, .draft_threads = 1, .draft_weights = DRAFT_WEIGHTS,
                    .ngram_min = 1, .ngram_max = 3, .lenience = 1.0f,
                    .temperature = 1.0f, .top_p = 1.0f, .seed = 42};
     char k_range[64], t_range[64];
     snprintf(k_range, sizeof(k_range), "an integer in 0..%d (0: auto)", K_MAX);
     snprintf(t_range, sizeof(t_range), "an integer in 1..%d", MAX_THREADS);
-    int i = 1, given_k = 0, given_d = 0, given_draft_opts = 0;
+    int i = 1, given_k = 0, given_d = 0, given_draft_opts = 0, given_ngram = 0;
     if (argc > 1 && argv[1][0] != '-') o->target_path = argv[i++];
     for (; i < argc; i++) {
         const char *f = argv[i];
@@ -3737,8 +3358,11 @@ static void parse_options(Options *o, int argc, char **argv) {
         else if (!strcmp(f, "--threads")) o->threads = (int)parse_long(f, v, 1, MAX_THREADS, t_range);
         else if (!strcmp(f, "--lenience"))
             o->lenience = parse_float(f, v, FLT_MIN, 1.0f, "a number in (0, 1]; 1 is exact, below 1 is lossy");
-        else if (!strcmp(f, "--ngram-max")) o->ngram_max = (int)parse_long(f, v, 1, 64, "an integer in 1..64");
-        else if (!strcmp(f, "--ngram-min")) o->ngram_min = (int)parse_long(f, v, 1, 64, "an integer in 1..64");
+        else if (!strcmp(f, "--ngram-max") || !strcmp(f, "--ngram-min")) {
+            int *at = f[9] == 'a' ? &o->ngram_max : &o->ngram_min; // --ngram-max or --ngram-min
+            *at = (int)parse_long(f, v, 1, 64, "an integer in 1..64");
+            given_ngram = 1;
+        }
         else if (!strcmp(f, "--draft-threads")) {
             o->draft_threads = (int)parse_long(f, v, 1, MAX_THREADS, t_range);
             given_draft_opts = 1;
@@ -3775,10 +3399,19 @@ static void parse_options(Options *o, int argc, char **argv) {
         fprintf(stderr, "specdec: warning: --threads %d, but this process may use %d CPU%s: the threads "
                 "beyond that wait for each other at every barrier, which is slow\n", o->threads, usable,
                 usable == 1 ? "" : "s");
-    o->time_draft_threads = o->draft_threads == 0;
-    if (o->draft_threads == 0 || o->draft_threads > o->threads) o->draft_threads = o->threads;
+    if (o->draft_threads > o->threads) {
+        fprintf(stderr, "specdec: warning: --draft-threads %d is more than --threads %d: the draft runs on %d\n",
+                o->draft_threads, o->threads, o->threads);
+        o->draft_threads = o->threads;
+    }
     int spec = !strcmp(o->mode, "spec"), target = !strcmp(o->mode, "target");
     o->lookup = !strcmp(o->draft_path, "lookup");
+    // flags that describe a draft this run does not load: a note, not an error
+    const char *unused = target && given_d ? "-d" : (target || o->lookup) && given_draft_opts
+                       ? "--draft-threads/--draft-weights" : !o->lookup && given_ngram ? "--ngram-min/--ngram-max" : NULL;
+    if (unused)
+        fprintf(stderr, "specdec: warning: %s ignored: %s\n", unused, target ? "-m target decodes with the "
+                "target alone" : o->lookup ? "-d lookup loads no draft model" : "they set up -d lookup");
     if (o->ngram_min > o->ngram_max)
         die("--ngram-min %d is above --ngram-max %d", o->ngram_min, o->ngram_max);
     if (o->lookup && !spec) die("-d lookup: only spec mode drafts; there is no lookup model to run alone");
@@ -3786,9 +3419,6 @@ static void parse_options(Options *o, int argc, char **argv) {
     if (!spec && (given_k || o->verbose))
         die("%s: only speculative decoding (-m spec) has rounds; -m %s decodes with one model",
             given_k ? "-k" : "-v", o->mode);
-    if (target && (given_d || given_draft_opts))
-        die("%s: -m target decodes with the target alone and loads no draft",
-            given_d ? "-d" : "--draft-threads/--draft-weights");
 }
 
 // Load what the mode needs: the decoding model (the target, or the draft alone
@@ -3847,12 +3477,18 @@ int main(int argc, char **argv) {
     Rng rng;
     rng_seed(&rng, opt.seed);
     float *probs = xmalloc((size_t)V * sizeof(float), "probs");
-    if (spec && !opt.lookup && opt.time_draft_threads) choose_draft_threads(&draft, &sampler, probs);
+    ModelDrafter md;
+    LookupDrafter lk;
+    Drafter *drafter = !spec ? NULL : opt.lookup ? lookup_drafter(&lk, opt.ngram_min, opt.ngram_max, V)
+                                                 : model_drafter(&md, &draft, &sampler);
     Speculator sp;
-    if (spec) build_speculator(&sp, &target, opt.lookup ? NULL : &draft, &sampler, &rng, opt.k);
-    if (spec) sp.lookup = (Lookup){opt.ngram_min, opt.ngram_max};
-    if (spec) sp.lenience = opt.lenience;
-    if (spec && opt.verbose) sp.trace = &tok;
+    SpecStats st;
+    if (spec) {
+        build_speculator(&sp, &target, drafter, &sampler, &rng);
+        sp.lenience = opt.lenience;
+        build_spec_stats(&st, opt.k, &target, drafter);
+        if (opt.verbose) st.trace = &tok;
+    }
     int *tokens = xmalloc((size_t)model->config.seq_len * sizeof(int), "tokens");
     int n = encode_prompt(&tok, tokens, opt.prompt, model);
     Output out = {.tok = &tok, .quiet = opt.quiet, .max_new = opt.n_new,
@@ -3860,14 +3496,15 @@ int main(int argc, char **argv) {
     start_output(&out, tokens, n);
 
     // generate; the clock covers prefill and decoding, not loading
-    Report rp = {.mode = opt.mode, .k = opt.k, .threads = opt.threads,
+    Report rp = {.mode = opt.mode, .threads = opt.threads, .draft_threads = opt.draft_threads,
                  .temperature = opt.temperature, .top_p = opt.top_p, .top_k = opt.top_k,
                  .seed = opt.seed, .prompt_tokens = n, .out = &out};
     double t0 = now_seconds();
     if (spec) {
-        n = generate_spec(&sp, tokens, n, &out);
+        n = generate_spec(&sp, &st, tokens, n, &out);
         rp.seconds = now_seconds() - t0;
         rp.sp = &sp;
+        rp.st = &st;
         rp.target_step = time_target_step(&target, &sampler, probs, tokens[n - 1], n - 1);
     } else {
         n = generate_plain(model, &sampler, &rng, probs, tokens, n, &out);

@@ -376,9 +376,24 @@ typedef struct {
     int threads; // what the pair was built with
 } Pair;
 
-// one generation of n_new tokens from prompt i; returns seconds. With sp NULL:
-// target alone; else spec decoding accumulating into sp's stats.
-static double run_once(Pair *pr, Speculator *sp, Sampler *s, int prompt, uint64_t seed, int *made) {
+// spec decoding as specdec runs it: the pair's draft (or lookup, draft NULL)
+// with K (0: auto), statistics accumulating over the runs
+typedef struct {
+    Speculator sp;
+    SpecStats st;
+    ModelDrafter md;
+    LookupDrafter lk;
+} Spec;
+
+static void build_spec(Spec *sc, Transformer *target, Transformer *draft, Sampler *s, int k) {
+    Drafter *d = draft ? model_drafter(&sc->md, draft, s) : lookup_drafter(&sc->lk, 1, 3, target->config.vocab_size);
+    build_speculator(&sc->sp, target, d, s, NULL);
+    build_spec_stats(&sc->st, k, target, d);
+}
+
+// one generation of n_new tokens from prompt i; returns seconds. With sc NULL:
+// target alone; else spec decoding accumulating into sc's stats.
+static double run_once(Pair *pr, Spec *sc, Sampler *s, int prompt, uint64_t seed, int *made) {
     int V = pr->target->config.vocab_size;
     int *tokens = xmalloc((size_t)pr->target->config.seq_len * sizeof(int), "tokens");
     int *gen = xmalloc((size_t)pr->n_new * sizeof(int), "generated");
@@ -389,9 +404,9 @@ static double run_once(Pair *pr, Speculator *sp, Sampler *s, int prompt, uint64_
     Rng rng;
     rng_seed(&rng, seed);
     double t0 = now_seconds();
-    if (sp) {
-        sp->rng = &rng;
-        generate_spec(sp, tokens, n, &o);
+    if (sc) {
+        sc->sp.rng = &rng;
+        generate_spec(&sc->sp, &sc->st, tokens, n, &o);
     } else {
         generate_plain(pr->target, s, &rng, probs, tokens, n, &o);
     }
@@ -409,16 +424,16 @@ static E2E bench_spec(Pair *pr, const char *name, float temp, int k, float lenie
     snprintf(e.pair, sizeof(e.pair), "%s", name);
     Sampler s;
     build_sampler(&s, pr->target->config.vocab_size, temp, 1.0f, 0);
-    Speculator sp;
-    build_speculator(&sp, pr->target, pr->draft, &s, NULL, k);
-    sp.lenience = lenience;
+    Spec sc;
+    build_spec(&sc, pr->target, pr->draft, &s, k);
+    sc.sp.lenience = lenience;
     double tt[MAX_REPS], ts[MAX_REPS], step = 0;
     long made_t = 0;
     for (int rep = 0; rep < pr->reps; rep++) {
         int m;
         double t = run_once(pr, NULL, &s, rep, 1000 + rep, &m);
         tt[rep] = m / t; made_t += m; step += t;
-        t = run_once(pr, &sp, &s, rep, 1000 + rep, &m);
+        t = run_once(pr, &sc, &s, rep, 1000 + rep, &m);
         ts[rep] = m / t;
     }
     step /= (double)made_t; // seconds per target-alone token
@@ -426,14 +441,14 @@ static E2E bench_spec(Pair *pr, const char *name, float temp, int k, float lenie
     e.spec_tok_s = median(ts, pr->reps);
     e.speedup = e.spec_tok_s / e.target_tok_s;
     Output o = {0};
-    Report rp = {.mode = "spec", .k = k, .threads = pr->threads, .temperature = temp,
-                 .top_p = 1.0f, .out = &o, .sp = &sp, .target_step = step};
+    Report rp = {.mode = "spec", .threads = pr->threads, .temperature = temp,
+                 .top_p = 1.0f, .out = &o, .sp = &sc.sp, .st = &sc.st, .target_step = step};
     SpecSummary sm = summarize(&rp);
     e.alpha = sm.a; e.acceptance_rate = sm.acceptance_rate; e.c = sm.c; e.r = sm.r;
     e.k = sm.k; e.predicted = sm.predicted; e.tokens_per_round = sm.tokens_per_round;
-    for (int i = 0; i <= sp.stats.k_hi; i++) e.pos[i] = per_position(&sp.stats, i);
-    for (int i = 0; i <= sp.stats.k_hi + 1; i++) e.hist[i] = (double)sp.stats.histogram[i];
-    e.no_match = (double)sp.stats.plain_tokens / (double)(made_t > 0 ? made_t : 1);
+    for (int i = 0; i <= sc.st.k_hi; i++) e.pos[i] = per_position(&sc.st, i);
+    for (int i = 0; i <= sc.st.k_hi + 1; i++) e.hist[i] = (double)sc.st.histogram[i];
+    e.no_match = (double)sc.st.plain_tokens / (double)(made_t > 0 ? made_t : 1);
     char kname[24];
     if (k) snprintf(kname, sizeof(kname), "%d", k);
     else snprintf(kname, sizeof(kname), "auto(%d)", e.k);
@@ -442,7 +457,7 @@ static E2E bench_spec(Pair *pr, const char *name, float temp, int k, float lenie
            e.target_tok_s, e.spec_tok_s, e.speedup, e.alpha, e.c, e.r, e.predicted, e.tokens_per_round,
            lenience < 1.0f ? "  LOSSY" : "");
     fflush(stdout);
-    free_speculator(&sp);
+    free_speculator(&sc.sp);
     free_sampler(&s);
     return e;
 }
@@ -647,9 +662,9 @@ static double measured_tv(Pair *pr, Sampler *s, const float *p, double l, int se
     int V = pr->target->config.vocab_size;
     double *count = xmalloc((size_t)V * sizeof(double), "counts"), tv = 0;
     int *buf = xmalloc((size_t)pr->target->config.seq_len * sizeof(int), "tokens"), gen[8];
-    Speculator sp;
-    build_speculator(&sp, pr->target, pr->draft, s, NULL, 4);
-    sp.lenience = (float)l;
+    Spec sc;
+    build_spec(&sc, pr->target, pr->draft, s, 4);
+    sc.sp.lenience = (float)l;
     for (int i = 0; i < N_PROMPTS; i++) {
         int n = encode(pr->tok, buf, PROMPTS[i], 1, 0);
         memset(count, 0, (size_t)V * sizeof(double));
@@ -658,13 +673,13 @@ static double measured_tv(Pair *pr, Sampler *s, const float *p, double l, int se
             start_output(&o, buf, n);
             Rng rng;
             rng_seed(&rng, 50000 + (uint64_t)seed);
-            sp.rng = &rng;
-            generate_spec(&sp, buf, n, &o);
+            sc.sp.rng = &rng;
+            generate_spec(&sc.sp, &sc.st, buf, n, &o);
             count[gen[0]] += 1;
         }
         for (int x = 0; x < V; x++) tv += fabs(count[x] / seeds - p[(size_t)i * V + x]) / 2 / N_PROMPTS;
     }
-    free_speculator(&sp);
+    free_speculator(&sc.sp);
     xfree(count); xfree(buf);
     return tv;
 }
@@ -680,9 +695,9 @@ static double generated_bpb(Pair *pr, double l, int seeds, int n_new) {
     float *probs = xmalloc((size_t)V * sizeof(float), "probs");
     Sampler s;
     build_sampler(&s, V, 1.0f, 1.0f, 0);
-    Speculator sp;
-    build_speculator(&sp, tr, pr->draft, &s, NULL, 4);
-    sp.lenience = (float)l;
+    Spec sc;
+    build_spec(&sc, tr, pr->draft, &s, 4);
+    sc.sp.lenience = (float)l;
     double bits = 0, bytes = 0;
     for (int i = 0; i < N_PROMPTS * seeds; i++) {
         int n = encode(pr->tok, seq, PROMPTS[i % N_PROMPTS], 1, 0);
@@ -690,8 +705,8 @@ static double generated_bpb(Pair *pr, double l, int seeds, int n_new) {
         start_output(&o, seq, n);
         Rng rng;
         rng_seed(&rng, 70000 + (uint64_t)i);
-        sp.rng = &rng;
-        generate_spec(&sp, seq, n, &o); // seq[n..) now holds the generated tokens
+        sc.sp.rng = &rng;
+        generate_spec(&sc.sp, &sc.st, seq, n, &o); // seq[n..) now holds the generated tokens
         if (n > 1) forward_chunked(tr, seq, n - 1, 0); // the prompt but its last token, cached
         for (int j = 0; j < o.n_generated && n + j < St; j++) {
             next_probs_at(tr, &s, probs, seq, n + j); // p(. | seq[0..n+j))
@@ -699,7 +714,7 @@ static double generated_bpb(Pair *pr, double l, int seeds, int n_new) {
             bytes += (double)strlen(decode_piece(pr->tok, seq[n + j - 1], gen[j]));
         }
     }
-    free_speculator(&sp);
+    free_speculator(&sc.sp);
     free_sampler(&s);
     xfree(seq); xfree(gen); xfree(probs);
     return bits / fmax(bytes, 1);
@@ -764,20 +779,20 @@ static void write_lenience(const char *dir, const LenienceRow *r, int n) {
 static double auto_head_to_head(Pair *pr, float temp, int k) {
     Sampler s;
     build_sampler(&s, pr->target->config.vocab_size, temp, 1.0f, 0);
-    Speculator sp[2]; // [0] auto, [1] K
-    build_speculator(&sp[0], pr->target, pr->draft, &s, NULL, 0);
-    build_speculator(&sp[1], pr->target, pr->draft, &s, NULL, k);
+    Spec sc[2]; // [0] auto, [1] K
+    build_spec(&sc[0], pr->target, pr->draft, &s, 0);
+    build_spec(&sc[1], pr->target, pr->draft, &s, k);
     double ratio[H2H_PAIRS], rate[2];
     for (int i = 0; i < H2H_PAIRS; i++) {
         for (int j = 0; j < 2; j++) {
             int which = (i + j) % 2, made;
-            double t = run_once(pr, &sp[which], &s, i, 2000 + i, &made);
+            double t = run_once(pr, &sc[which], &s, i, 2000 + i, &made);
             rate[which] = made / t;
         }
         ratio[i] = rate[0] / rate[1];
     }
-    free_speculator(&sp[0]);
-    free_speculator(&sp[1]);
+    free_speculator(&sc[0].sp);
+    free_speculator(&sc[1].sp);
     free_sampler(&s);
     return median(ratio, H2H_PAIRS);
 }
@@ -895,17 +910,7 @@ int main(int argc, char **argv) {
             int th = ti ? N : 1;
             Transformer target, draft;
             build_transformer(&target, o.target, MAX_ROWS, pool, th);
-            build_transformer_as(&draft, o.draft, MAX_ROWS, pool, th, DRAFT_WEIGHTS);
-            if (th > 1) { // as specdec does when --draft-threads is not given
-                Sampler s0;
-                build_sampler(&s0, draft.config.vocab_size, 1.0f, 1.0f, 0);
-                float *scratch = xmalloc((size_t)draft.config.vocab_size * sizeof(float), "scratch");
-                choose_draft_threads(&draft, &s0, scratch);
-                printf("draft on %d threads: layers on %d, classifier on %d (the fastest of 1/1, %d/%d, 1/%d)\n",
-                       th, draft.n_threads, draft.cls_threads, th, th, th);
-                xfree(scratch);
-                free_sampler(&s0);
-            }
+            build_transformer_as(&draft, o.draft, MAX_ROWS, pool, 1, DRAFT_WEIGHTS); // one thread, as specdec
             Tokenizer tok;
             build_tokenizer(&tok, o.tokenizer, target.config.vocab_size);
             Pair pr = {.target = &target, .draft = &draft, .tok = &tok, .n_new = 256, .reps = 15, .threads = th};

@@ -98,20 +98,20 @@ static void write_run(FILE *f, const char *target, const char *draft, Tokenizer 
     Rng rng;
     rng_seed(&rng, 42);
     Speculator sp;
-    build_speculator(&sp, &tg, &dr, &s, &rng, 4);
+    ModelDrafter md;
+    build_speculator(&sp, &tg, model_drafter(&md, &dr, &s), &s, &rng);
     int tokens[512];
     int n = encode(tok, tokens, "Once upon a time", 1, 0), start = n;
     fprintf(f, "spec run: K = 4, t = %g, seed 42, prompt \"Once upon a time\" (%d ids), draft in %s\n", t, n,
             WEIGHTS_NAME[DRAFT_WEIGHTS]);
     forward_chunked(&tg, tokens, n - 1, 0);
-    sp.draft_pos = 0;
     for (int round = 1; n - start < 40 && n + 6 < tg.config.seq_len; round++) {
-        int m = speculative_step(&sp, tokens, n, 4);
+        int m = speculative_step(&sp, tokens, n, 4).committed;
         fprintf(f, "round %d at position %d\n", round, n);
         for (int i = 0; i < m; i++) {
             const Verdict *v = &sp.verdicts[i];
             fprintf(f, "  position %d: x %d d %.9g q %.9g p %.9g ratio %.9g u %.9g %s", n + i, v->x,
-                    sp.draw[i], v->q, v->p, v->x < 0 ? 0.0f : acceptance_ratio(v->p, v->q), v->u,
+                    v->d, v->q, v->p, v->x < 0 ? 0.0f : acceptance_ratio(v->p, v->q, 1.0f), v->u,
                     v->accepted ? "accept" : "reject");
             if (!v->accepted) fprintf(f, " residual_mass %.9g r %.9g", v->residual_mass, v->r);
             fprintf(f, " -> token %d\n", v->token);

@@ -65,7 +65,10 @@ static double draft_acceptance(Transformer *target, const char *draft_path, Toke
         Sampler s;
         build_sampler(&s, target->config.vocab_size, (float)ti, 1.0f, 0);
         Speculator sp;
-        build_speculator(&sp, target, &draft, &s, NULL, 4);
+        ModelDrafter md;
+        SpecStats st;
+        build_speculator(&sp, target, model_drafter(&md, &draft, &s), &s, NULL);
+        build_spec_stats(&st, 4, target, sp.drafter);
         for (int i = 0; i < n_prompts; i++) {
             int n = encode_prompt(tok, tokens, prompts[i], target);
             Output o = {.tok = tok, .quiet = 1, .generated = gen, .max_new = ACCEPT_TOKENS};
@@ -73,15 +76,15 @@ static double draft_acceptance(Transformer *target, const char *draft_path, Toke
             Rng rng;
             rng_seed(&rng, 7 + (uint64_t)i);
             sp.rng = &rng;
-            generate_spec(&sp, tokens, n, &o);
+            generate_spec(&sp, &st, tokens, n, &o);
         }
         Output none = {0};
-        Report rp = {.mode = "spec", .k = 4, .threads = 1, .temperature = (float)ti, .top_p = 1.0f,
-                     .out = &none, .sp = &sp, .target_step = 1.0};
+        Report rp = {.mode = "spec", .threads = 1, .temperature = (float)ti, .top_p = 1.0f,
+                     .out = &none, .sp = &sp, .st = &st, .target_step = 1.0};
         SpecSummary m = summarize(&rp);
         printf("%-34s t=%d K=4: a = %.3f per examined draft, accepted/drafted = %.3f, "
                "tokens per round %.2f (%ld rounds)\n", draft_path, ti, m.a, m.acceptance_rate,
-               m.tokens_per_round, sp.stats.rounds);
+               m.tokens_per_round, st.rounds);
         sum_a += m.a;
         free_speculator(&sp);
         free_sampler(&s);
