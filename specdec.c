@@ -1,21 +1,57 @@
 // specdec.c - speculative decoding in one C file.
 //
-// A small DRAFT transformer proposes K tokens, one at a time. The large TARGET
-// transformer then scores all K+1 positions in ONE batched forward pass, which
-// costs about as much as scoring one position: a decoder step on a CPU is bound
-// by reading the weights, and a K+1-row pass reads them once and multiplies
-// each into K+1 rows while it sits in a register. Exact rejection sampling
+// THE IDEA. A small DRAFT model proposes K tokens, one at a time. The large
+// TARGET model then scores all K+1 positions in ONE batched forward pass, which
+// costs about as much as scoring one: a decoder step on a CPU is bound by
+// reading the weights, and a (K+1)-row pass reads them once and multiplies each
+// into K+1 rows while it sits in a register. Exact rejection sampling
 // (Leviathan, Kalman, Matias 2022, arXiv 2211.17192; Chen et al. 2023, arXiv
-// 2302.01318) keeps what the draft got right and repairs the first thing it
-// got wrong, so the output is distributed EXACTLY as the target's.
+// 2302.01318) keeps what the draft got right and repairs the first thing it got
+// wrong, so the output is distributed EXACTLY as the target's; at temperature 0
+// it is the target's greedy output, bit for bit.
 //
-// Notation (careful: the seed explainers do not agree): p is the TARGET's
-// distribution, q is the DRAFT's. Nowhere else in this file do p and q mean
-// anything but these two distributions.
+// NOTATION (careful: the seed explainers do not agree). p is the TARGET's
+// distribution, q is the DRAFT's; nowhere in this file do p and q mean anything
+// else. K: drafts per round. x_i ~ q_i: the i-th proposal. A position is a
+// token's index in the whole sequence, prompt included. a: the chance that an
+// examined proposal is accepted. c, r: a draft step and a (K+1)-row verify
+// pass, in units of one target step.
 //
-// The file reads top to bottom in the order data flows:
-//   checkpoint loading -> math kernels -> threads -> forward -> sampler ->
-//   tokenizer -> the speculative step -> generation loop -> command line.
+// ONE ROUND (Leviathan et al. 2022, Algorithm 1), from n committed tokens:
+//   1. draft:  x_i ~ q_i for positions n .. n+K-1 (the draft runs K steps)
+//   2. verify: ONE target pass over [t_{n-1}, x_1 .. x_K] -> p_1 .. p_{K+1}
+//   3. decide: keep x_i while u_i < min(1, p_i(x_i) / q_i(x_i)); at the first
+//      rejection draw from norm(max(0, p_i - q_i)) and stop; if all K pass,
+//      position n+K is proposed and decided the same way against p_{K+1}
+//   4. commit 1 .. K+1 tokens; both KV caches are indexed by position, so a
+//      rejected position is simply overwritten next round
+//
+// HOW TO READ. The method comes first and is a complete description of the
+// program: the data, the contract of the kernels it calls, the forward pass,
+// the sampler, the speculative step, the drafters, the round, the generation
+// loop and main. The implementations follow as appendices A-I. Every result is
+// defined by a reduction order (Appendix C), so every build gives the same bits;
+// docs/PORTING.md gives every rule a port needs.
+//
+// CONTENTS (line numbers; test/cli.sh checks them)
+//   120-206   The data
+//   208-251   The kernel contract
+//   253-412   Forward
+//   414-569   Sampler
+//   571-655   The speculative step
+//   657-734   Drafters
+//   736-844   The speculative round
+//   846-905   Generation
+//   907-1056  main
+//  1058-1184  Appendix A. Errors and memory
+//  1186-1625  Appendix B. Loading
+//  1627-2623  Appendix C. Math kernels
+//  2625-2919  Appendix D. Threads
+//  2921-3091  Appendix E. Tokenizer
+//  3093-3167  Appendix F. Auto-K (-k 0)
+//  3169-3415  Appendix G. Statistics
+//  3417-3456  Appendix H. The text on stdout
+//  3458-3637  Appendix I. Command line
 //
 // Build: cc -std=c11 -O3 -mavx2 -mfma -ffp-contract=off -pthread specdec.c -lm
 #define _POSIX_C_SOURCE 200809L
@@ -81,7 +117,945 @@
 #define MAX_THREADS 64
 
 // ----------------------------------------------------------------------------
-// Errors and memory: one message naming the file or flag, then exit code 1
+// The data: a transformer (config and weights as in model.h, packed matrices,
+// the run state), its thread pool, the tokenizer
+
+// Output rows per panel of a packed matrix: two 8-float vectors.
+#define PANEL 16
+
+typedef struct ThreadPool ThreadPool;
+typedef void (*Job)(void *arg, int tid, int n_threads);
+
+// A weight matrix W (d, n), repacked at load for the matmul kernel. Panel i
+// holds rows 16i..16i+15 stored k-major, w[(i*n + k)*16 + j] = W[16i + j][k],
+// so one step along k reads one 64-byte line with 16 outputs' weights, and a
+// matmul streams the whole matrix front to back once. Rows past d are zero.
+// The layout is an implementation detail: the result is defined by the
+// reduction order (see Math kernels), not by where the floats sit.
+typedef struct {
+    float *w;     // (n_panels, n, PANEL)
+    uint16_t *h;  // the same in bfloat16 with steps in pairs (see bf16_at), or NULL
+    int8_t *q;    // or in int8 with steps in fours (see q8_at), or NULL, with per row
+    float *qscale;   // (n_panels*PANEL) the scale s_r of row r: W[r][k] ~ s_r q[r][k]
+    int32_t *qsum;   // (n_panels*PANEL) sum over k of q[r][k]
+    int d, n;     // the logical W (d, n)
+    int n_panels; // ceil(d / PANEL)
+} Matrix;
+
+typedef struct {
+    Matrix qkv; // [wq; wk; wv] (dim + 2 kv_dim, dim): q, k and v in one pass
+    Matrix wo;  // (dim, dim)
+    Matrix w13; // w1 and w3 (hidden, dim) each, panels interleaved: w1 panel 0,
+                // w3 panel 0, w1 panel 1, ... so whoever computes a panel pair
+                // can apply SwiGLU to it at once
+    Matrix w2;  // (dim, hidden)
+} Layer;
+
+// Activations for up to max_rows consecutive positions, allocated once.
+typedef struct {
+    float *x;           // (T, dim) residual stream
+    float *xn;          // (threads, T, dim) rmsnorm(x): every thread keeps its own copy
+    float *qkv;         // (T, qkv_stride) each row's query | key | value
+    float *xb;          // (T, dim) attention output
+    float *xb2;         // (T, dim) output of wo or w2, before the residual add
+    float *h13;         // (T, h13_stride) w1 and w3 outputs, 16-column blocks interleaved
+    float *hb;          // (T, hidden) silu(w1 x) * (w3 x)
+    float *att;         // (T, n_heads, seq_pad) attention scores, then exp(score - max)
+    float *logits;      // (T, vocab) classifier output
+    float *key_cache;   // (L, n_kv_heads, seq_pad/LANES, hs, LANES): LANES positions side by side
+    float *value_cache; // (L, n_kv_heads, seq_len, hs)
+    int qkv_stride, h13_stride, seq_pad;
+} RunState;
+
+typedef struct {
+    Config config;              // vocab_size is |vocab_size| here
+    TransformerWeights weights; // pointers into the mapping
+    Layer *layers;              // (n_layers) the packed matrices
+    Matrix wcls;                // the classifier (vocab, dim), packed
+    float *packed;              // the one allocation behind every Matrix
+    uint16_t *packed_bf16;      // ... or its bfloat16 copy (use_bfloat16), the float one freed
+    int8_t *packed_q8;          // ... or its int8 copy (use_int8), with the
+    float *q8_scales;           // rows' scales
+    int32_t *q8_sums;           // and sums
+    RunState state;
+    int shared_classifier;      // 1: wcls is token_embedding
+    int max_rows;               // rows one forward() may take
+    int n_threads;              // threads a forward() uses (<= the pool's)
+    long forwards;              // forward() calls so far, and their seconds (statistics, auto-K)
+    double seconds;
+    ThreadPool *pool;           // NULL: one thread
+    const char *path;
+    void *map;                  // the whole file, read-only
+    size_t map_bytes;
+} Transformer;
+
+typedef struct {
+    const char *str;
+    int id;
+} TokenIndex;
+
+typedef struct {
+    char **vocab;         // (vocab_size) NUL-terminated pieces
+    float *scores;        // (vocab_size) merge priority: higher merges first
+    int vocab_size;
+    int max_token_length;
+    TokenIndex *sorted;   // (vocab_size) pieces in strcmp order, for lookup
+    char *merge_buffer;   // (2 * max_token_length + 2) scratch for pair lookups
+    unsigned char byte_pieces[512]; // "\x00\0\x01\0..." the 256 one-byte strings
+} Tokenizer;
+
+// ----------------------------------------------------------------------------
+// The kernel contract: what the method calls, implemented in the appendices
+//
+// Every number is defined by a REDUCTION ORDER (Appendix B), not by the code
+// that computes it: a matmul output or an attention score is ONE chain of
+// fused multiply-adds over k = 0, 1, ..., n-1; RMSNorm's and softmax's sums
+// take 8 lanes combined in a fixed order; exp is exp_canonical. So the AVX-512,
+// AVX2, NEON and plain C paths, any number of rows and any number of threads
+// give the same bits, and a (K+1)-row verify pass equals K+1 one-row steps.
+
+// W (d,n) @ x (T,n) -> out (T, row stride os): output panels [p0, p1) of m
+// (16 rows each), columns < d_out only
+static void matmul_panels(float *out, size_t os, int d_out, const float *x, int T, const Matrix *m,
+                          int p0, int p1);
+// x (T,n), weight (n) -> out (T,n) = weight * x / sqrt(mean(x^2) + 1e-5)
+static void rmsnorm(float *out, const float *x, const float *weight, int T, int n);
+// v (n_heads*hs) in place: each pair (v[2i], v[2i+1]) rotated by the position's angle
+static void rope(float *v, const float *cos_row, const float *sin_row, int n_heads, int hs);
+// h1, h3 (n) -> out (n) = silu(h1) * h3, silu(v) = v / (1 + exp(-v))
+static void swiglu(float *out, const float *h1, const float *h3, int n);
+// query (Q <= 6) pointers to (hs), kc (n_blocks, hs, LANES) -> s (Q) pointers to (LANES n_blocks):
+// s[i][t] = query[i] . key_t
+static void attention_scores(float *const *s, const float *const *query, int Q, const float *kc,
+                             int n_blocks, int hs);
+// e (Q <= 6) pointers to (n_pos), v (n_pos, hs) -> out (Q) pointers to (hs): sum_t e[i][t] v_t
+static void attention_values(float *const *out, const float *const *e, int Q, const float *v,
+                             int n_pos, int hs);
+// x (n) in place: x[i] = exp(x[i] - max); returns their sum
+static float exp_and_sum(float *x, int n, float max);
+// the largest of x (n)
+static float max_of(const float *x, int n);
+
+// Threads (Appendix C): run job(arg, tid, n) for tid = 0..n-1, the caller as 0;
+// threads meet at barriers; share splits n items by thread
+static void pool_run(ThreadPool *pool, int n, Job job, void *arg);
+static void pool_barrier(ThreadPool *pool, int tid, int n);
+static void share(int *lo, int *hi, int n, int tid, int nth);
+static void prefetch_shared(const float *x, size_t n, int nth);
+
+// Errors and memory (Appendix A): die() prints one message, frees everything, exits 1
+static void die(const char *fmt, ...);
+static void *xmalloc(size_t n, const char *what);
+static void xfree(void *block);
+static double now_seconds(void);
+
+// ----------------------------------------------------------------------------
+// Forward: n_rows consecutive tokens from position pos, in ONE pass
+
+// Causal grouped-query attention of rows pos..pos+T-1 for the query heads of
+// key/value head g (heads g*group .. g*group+group-1 share its keys and values).
+// RoPE turns this head's queries and key, the key and value go into the caches
+// at their positions, then every query of the group is scored against the
+// cache in one pass: score_t = (q . k_t) / sqrt(hs), a = softmax over
+// t <= its own position, out = sum_t a_t v_t. Positions after a row's own are
+// computed (the block is shared) but get weight exactly 0, and 0 * v adds
+// nothing, so each row's bits are those of a one-row pass.
+static void attention_head(Transformer *tr, int l, int g, int T, int pos) {
+    const Config *c = &tr->config;
+    RunState *s = &tr->state;
+    int hs = c->dim / c->n_heads, kv_dim = c->n_kv_heads * hs, group = c->n_heads / c->n_kv_heads;
+    size_t sp = (size_t)s->seq_pad, head = (size_t)l * c->n_kv_heads + (size_t)g;
+    float *kc = s->key_cache + head * sp * hs;                // (seq_pad/LANES, hs, LANES)
+    float *vc = s->value_cache + head * (size_t)c->seq_len * hs; // (seq_len, hs)
+    for (int i = 0; i < T; i++) {
+        size_t at = (size_t)(pos + i);
+        float *row = s->qkv + (size_t)i * s->qkv_stride, *k = row + c->dim + g * hs;
+        const float *cr = tr->weights.rope_cos + at * hs / 2, *sr = tr->weights.rope_sin + at * hs / 2;
+        rope(row + (size_t)g * group * hs, cr, sr, group, hs);
+        rope(k, cr, sr, 1, hs);
+        float *slot = kc + at / LANES * hs * LANES + at % LANES;
+        for (int d = 0; d < hs; d++) slot[d * LANES] = k[d];
+        memcpy(vc + at * hs, row + c->dim + kv_dim + g * hs, (size_t)hs * sizeof(float));
+    }
+    int n_all = pos + T, Q = T * group, chunks = (Q + 5) / 6;
+    float scale = 1.0f / sqrtf((float)hs);
+    for (int ch = 0, q0 = 0; ch < chunks; ch++) { // query vectors 6 at most at a time
+        int nq = (Q - q0) / (chunks - ch);
+        const float *qv[6];
+        float *a[6], *out[6], sum[6];
+        for (int j = 0; j < nq; j++) { // query vector q0+j: row i, head h
+            int i = (q0 + j) / group, h = g * group + (q0 + j) % group;
+            qv[j] = s->qkv + (size_t)i * s->qkv_stride + (size_t)h * hs;
+            a[j] = s->att + ((size_t)i * c->n_heads + h) * sp;
+            out[j] = s->xb + (size_t)i * c->dim + (size_t)h * hs;
+        }
+        attention_scores(a, qv, nq, kc, (n_all + LANES - 1) / LANES, hs);
+        for (int j = 0; j < nq; j++) { // softmax numerators over t <= pos + i
+            int valid = pos + (q0 + j) / group + 1;
+            for (int t = 0; t < valid; t++) a[j][t] *= scale;
+            sum[j] = exp_and_sum(a[j], valid, max_of(a[j], valid));
+            for (int t = valid; t < n_all; t++) a[j][t] = 0.0f;
+        }
+        attention_values(out, (const float *const *)a, nq, vc, n_all, hs);
+        for (int j = 0; j < nq; j++)
+            for (int d = 0; d < hs; d++) out[j][d] /= sum[j];
+        q0 += nq;
+    }
+}
+
+typedef struct {
+    Transformer *tr;
+    int T, pos;
+} ForwardJob;
+
+// x[t][lo..hi) += y[t][lo..hi) for T rows of width n: a thread's residual add
+static void add_columns(float *x, const float *y, int T, int n, int lo, int hi) {
+    for (int t = 0; t < T; t++)
+        for (int j = lo; j < hi && j < n; j++) x[(size_t)t * n + j] += y[(size_t)t * n + j];
+}
+
+// The layers, then the classifier, on thread tid of nth.
+// Between phases the threads meet at a barrier; inside one, each writes only
+// its own outputs, and first asks for the lines of its inputs, which the other
+// threads just wrote (prefetch_shared).
+static void forward_job(void *arg, int tid, int nth) {
+    const ForwardJob *job = arg;
+    Transformer *tr = job->tr;
+    const Config *c = &tr->config;
+    const TransformerWeights *w = &tr->weights;
+    RunState *s = &tr->state;
+    int T = job->T, pos = job->pos, dim = c->dim, hid = c->hidden_dim, lo, hi;
+    float *xn = s->xn + (size_t)tid * tr->max_rows * dim; // (T, dim) this thread's rmsnorm(x)
+    for (int l = 0; l < c->n_layers; l++) {
+        const Layer *ly = &tr->layers[l];
+        size_t L = (size_t)l;
+
+        // attention block: x += wo @ attn(rope(wq xn), rope(wk xn), wv xn), xn = rmsnorm(x)
+        prefetch_shared(s->x, (size_t)T * dim, nth);
+        rmsnorm(xn, s->x, w->rms_att + L * dim, T, dim);
+        share(&lo, &hi, ly->qkv.n_panels, tid, nth);
+        matmul_panels(s->qkv, (size_t)s->qkv_stride, s->qkv_stride, xn, T, &ly->qkv, lo, hi);
+        pool_barrier(tr->pool, tid, nth);
+        prefetch_shared(s->qkv, (size_t)T * s->qkv_stride, nth);
+        share(&lo, &hi, c->n_kv_heads, tid, nth);
+        for (int g = lo; g < hi; g++) attention_head(tr, l, g, T, pos);
+        pool_barrier(tr->pool, tid, nth);
+        prefetch_shared(s->xb, (size_t)T * dim, nth);
+        share(&lo, &hi, ly->wo.n_panels, tid, nth);
+        matmul_panels(s->xb2, (size_t)dim, dim, s->xb, T, &ly->wo, lo, hi);
+        add_columns(s->x, s->xb2, T, dim, lo * PANEL, hi * PANEL);
+        pool_barrier(tr->pool, tid, nth);
+
+        // feed-forward block: x += w2 @ (silu(w1 xn) * (w3 xn)), xn = rmsnorm(x)
+        prefetch_shared(s->x, (size_t)T * dim, nth);
+        rmsnorm(xn, s->x, w->rms_ffn + L * dim, T, dim);
+        share(&lo, &hi, ly->w13.n_panels / 2, tid, nth); // panel pairs (w1, w3)
+        matmul_panels(s->h13, (size_t)s->h13_stride, s->h13_stride, xn, T, &ly->w13, 2 * lo, 2 * hi);
+        for (int t = 0; t < T; t++)
+            for (int i = lo; i < hi; i++) {
+                const float *h1 = s->h13 + (size_t)t * s->h13_stride + (size_t)i * 2 * PANEL;
+                int n = hid - i * PANEL < PANEL ? hid - i * PANEL : PANEL;
+                swiglu(s->hb + (size_t)t * hid + (size_t)i * PANEL, h1, h1 + PANEL, n);
+            }
+        pool_barrier(tr->pool, tid, nth);
+        prefetch_shared(s->hb, (size_t)T * hid, nth);
+        share(&lo, &hi, ly->w2.n_panels, tid, nth);
+        matmul_panels(s->xb2, (size_t)dim, dim, s->hb, T, &ly->w2, lo, hi);
+        add_columns(s->x, s->xb2, T, dim, lo * PANEL, hi * PANEL);
+        pool_barrier(tr->pool, tid, nth);
+    }
+
+    // classifier: logits = wcls @ rmsnorm(x)
+    prefetch_shared(s->x, (size_t)T * dim, nth);
+    rmsnorm(xn, s->x, w->rms_final, T, dim);
+    share(&lo, &hi, tr->wcls.n_panels, tid, nth);
+    matmul_panels(s->logits, (size_t)c->vocab_size, c->vocab_size, xn, T, &tr->wcls, lo, hi);
+}
+
+// Runs tokens[0..n_rows) at positions pos..pos+n_rows-1 through the model.
+// Row i attends to positions <= pos+i; keys and values for all rows are written
+// to the caches at their positions. Returns logits (n_rows, vocab_size), valid
+// until the next call. Every row's arithmetic is independent of n_rows and of
+// the thread count, so the result equals n_rows single-row calls bit for bit
+// (batch invariance).
+static float *forward(Transformer *tr, const int *tokens, int n_rows, int pos) {
+    const Config *c = &tr->config;
+    RunState *s = &tr->state;
+    int T = n_rows, dim = c->dim;
+    if (T < 1 || T > tr->max_rows || pos < 0 || pos + T > c->seq_len)
+        die("%s: forward(%d rows at pos %d) outside 1..%d rows and seq_len %d", tr->path, T, pos,
+            tr->max_rows, c->seq_len);
+
+    // embed: x[i] = token_embedding[tokens[i]]
+    for (int i = 0; i < T; i++)
+        memcpy(s->x + (size_t)i * dim, tr->weights.token_embedding + (size_t)tokens[i] * dim,
+               (size_t)dim * sizeof(float));
+    double t0 = now_seconds();
+    ForwardJob job = {.tr = tr, .T = T, .pos = pos};
+    pool_run(tr->pool, tr->n_threads, forward_job, &job);
+    tr->seconds += now_seconds() - t0;
+    tr->forwards++;
+    return s->logits;
+}
+
+// Feed tokens[0..n) at positions start.. in chunks of max_rows rows (prompt
+// prefill, draft catch-up). Returns the logits row of the last token.
+static float *forward_chunked(Transformer *tr, const int *tokens, int n, int start) {
+    float *last = NULL;
+    for (int i = 0; i < n; i += tr->max_rows) {
+        int rows = n - i < tr->max_rows ? n - i : tr->max_rows;
+        float *logits = forward(tr, tokens + i, rows, start + i);
+        last = logits + (size_t)(rows - 1) * tr->config.vocab_size;
+    }
+    return last;
+}
+
+// ----------------------------------------------------------------------------
+// Sampler: coins from a seed, and ONE function from logits to a distribution
+//
+// Every random choice is a coin in [0, 1) looked up by WHAT it decides, never
+// drawn from a running stream: coin_at(rng, position, purpose). So the token at
+// a position depends on the seed and the context alone, not on how rounds
+// happened to fall, on K, on timing or on threads. The coins come from
+// splitmix64 (Steele, Lea, Flood 2014): key = mix64(seed + G), and element i of
+// the stream is mix64(key + (i + 1) G), G = 0x9E3779B97F4A7C15; the position's
+// coin for `purpose` is element 4 * position + purpose, its top 24 bits / 2^24
+// (exactly representable as a float).
+
+typedef struct {
+    uint64_t key;     // mix64(seed + G)
+    uint64_t counter; // next element of the sequential stream (rng_u32: tests, random models)
+} Rng;
+
+#define RNG_GAMMA 0x9E3779B97F4A7C15ULL
+
+// splitmix64's output function
+static uint64_t mix64(uint64_t z) {
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    return z ^ (z >> 31);
+}
+
+static void rng_seed(Rng *r, uint64_t seed) {
+    r->key = mix64(seed + RNG_GAMMA);
+    r->counter = 0;
+}
+
+// element i of the stream
+static uint64_t rng_at(const Rng *r, uint64_t i) { return mix64(r->key + (i + 1) * RNG_GAMMA); }
+
+static float coin_of(uint64_t bits) { return (float)(bits >> 40) / 16777216.0f; }
+
+// the sequential stream: 32 random bits, or a coin
+static UNUSED_OK uint32_t rng_u32(Rng *r) { return (uint32_t)(rng_at(r, r->counter++) >> 32); }
+static UNUSED_OK float rng_coin(Rng *r) { return coin_of(rng_at(r, r->counter++)); }
+
+// What a coin at a position decides: the draw of a token from a distribution
+// (the draft's proposal, or the one plain sampling draws), the accept test of
+// a proposal, and the draw from the residual after a rejection.
+enum { COIN_DRAW = 0, COIN_ACCEPT = 1, COIN_RESAMPLE = 2 };
+
+static float coin_at(const Rng *r, int pos, int purpose) {
+    return coin_of(rng_at(r, 4 * (uint64_t)pos + (uint64_t)purpose));
+}
+
+// The nucleus order: probability descending, then index ascending. A total
+// order, so the kept set and the sums over it never depend on the sort.
+typedef struct { float prob; int index; } ProbIndex;
+
+typedef struct {
+    int vocab_size;
+    float temperature; // 0: greedy (one-hot argmax)
+    float top_p;       // nucleus mass kept; 1 = off
+    int top_k;         // keep the k most likely; 0 = off
+    ProbIndex *order;  // (vocab) scratch for top-k/top-p
+} Sampler;
+
+static void build_sampler(Sampler *s, int vocab_size, float temperature, float top_p, int top_k) {
+    s->vocab_size = vocab_size;
+    s->temperature = temperature;
+    s->top_p = top_p;
+    s->top_k = top_k;
+    s->order = xmalloc((size_t)vocab_size * sizeof(*s->order), "sampler order");
+}
+
+static void free_sampler(Sampler *s) { xfree(s->order); }
+
+// index of the largest value; ties go to the lowest index (a NaN at v[0]
+// wins, elsewhere never). v (n)
+static int argmax(const float *v, int n) {
+    int best = 0;
+    for (int i = 1; i < n; i++)
+        if (v[i] > v[best]) best = i;
+    return best;
+}
+
+static int nucleus_order(const void *a, const void *b) {
+    const ProbIndex *x = a, *y = b;
+    if (x->prob != y->prob) return x->prob > y->prob ? -1 : 1;
+    return (x->index > y->index) - (x->index < y->index);
+}
+
+// Keep the top_k most likely tokens, then the shortest prefix of them (in
+// nucleus order) whose running sum reaches top_p; zero the rest and
+// renormalise by the kept mass, summed in nucleus order. probs (n) in place.
+// Only tokens >= (1 - top_p) / (n - 1) can be in the nucleus (all the others
+// together hold less than 1 - top_p), so only those are sorted.
+static void truncate_distribution(Sampler *s, float *probs) {
+    int n = s->vocab_size, m = 0;
+    ProbIndex *o = s->order;
+    float cutoff = s->top_p < 1.0f ? (1.0f - s->top_p) / (float)(n - 1) : 0.0f;
+    for (int i = 0; i < n; i++)
+        if (probs[i] >= cutoff && probs[i] > 0.0f) o[m++] = (ProbIndex){probs[i], i};
+    if (m == 0) { // a tiny top_p on a flat distribution: keep the most likely token
+        int best = argmax(probs, n);
+        o[m++] = (ProbIndex){probs[best], best};
+    }
+    qsort(o, (size_t)m, sizeof(*o), nucleus_order);
+    int keep = s->top_k > 0 && s->top_k < m ? s->top_k : m;
+    float mass = 0.0f;
+    for (int i = 0; i < keep && s->top_p < 1.0f; i++)
+        if ((mass += o[i].prob) >= s->top_p) {
+            keep = i + 1;
+            break;
+        }
+    mass = 0.0f;
+    for (int i = 0; i < keep; i++) mass += o[i].prob;
+    memset(probs, 0, (size_t)n * sizeof(float));
+    for (int i = 0; i < keep; i++) probs[o[i].index] = o[i].prob / mass;
+}
+
+// Non-finite logits (finite weights whose activations overflow float32, or a
+// temperature so small that logits / T overflows) would sample garbage.
+static void die_logits(void) {
+    die("the model's logits are not finite (inf or NaN): its activations overflow float32, "
+        "or -t is too small for its logits (use -t 0 for greedy decoding)");
+}
+
+// THE function from logits to the distribution a token is drawn from. Target
+// (p) and draft (q) both go through it, so they can never be processed
+// differently. Temperature 0 gives the one-hot argmax: greedy decoding is
+// sampling from a one-hot distribution. logits (n) -> probs (n)
+static void probs_from_logits(Sampler *s, float *probs, const float *logits) {
+    int n = s->vocab_size;
+    if (s->temperature == 0.0f) {
+        memset(probs, 0, (size_t)n * sizeof(float));
+        int best = argmax(logits, n);
+        if (!isfinite(logits[best])) die_logits();
+        probs[best] = 1.0f;
+        return;
+    }
+    for (int i = 0; i < n; i++) probs[i] = logits[i] / s->temperature;
+    float sum = exp_and_sum(probs, n, max_of(probs, n));
+    if (!(sum >= 1.0f && sum < INFINITY)) die_logits(); // the max alone contributes exp(0) = 1
+    for (int i = 0; i < n; i++) probs[i] /= sum;
+    if (s->top_p < 1.0f || s->top_k > 0) truncate_distribution(s, probs);
+}
+
+// Inverse CDF: the first i with coin < probs[0] + ... + probs[i], the sum in
+// index order over the tokens with mass (zeros are skipped, never added). If
+// rounding leaves the total below the coin, the last token with mass.
+static int sample(const float *probs, int n, float coin) {
+    float cdf = 0.0f;
+    int last = 0;
+    for (int i = 0; i < n; i++) {
+        if (probs[i] <= 0.0f) continue;
+        cdf += probs[i];
+        last = i;
+        if (coin < cdf) return i;
+    }
+    return last;
+}
+
+// ----------------------------------------------------------------------------
+// The speculative step: the seed equations, one function each
+//
+// Why it is exact (Leviathan et al. 2022, Thm 1 / Appendix A.1): a draft token
+// x ~ q is kept with probability min(1, p(x)/q(x)), so it is EMITTED with
+// probability q(x) min(1, p(x)/q(x)) = min(q(x), p(x)). It is rejected with
+// total probability beta = sum_x (q(x) - min(q(x), p(x))) = sum_x max(0, p(x) - q(x)),
+// and then a token is drawn from norm(max(0, p - q)), which adds exactly
+// max(0, p(x) - q(x)) to each x. min(q,p) + max(0, p-q) = p(x). The next
+// position is only examined after an acceptance, and then the context is the
+// same one the target would have seen, so the argument repeats position by
+// position. It needs nothing of q but that x was drawn from it: any drafter
+// (a smaller model, n-gram lookup, heads on the target) keeps the output
+// exact, as long as its q does not look at the target's p or coins.
+//
+// LOSSY, only with --lenience l < 1 (Leviathan et al. 2022, Appendix A.5):
+// q is replaced by l q in both rules, accept iff u < min(1, p(x) / (l q(x)))
+// and resample from norm(max(0, p - l q)). Proposals pass more often and the
+// output is no longer the target's distribution. l = 1 is the exact rule
+// (l q == q exactly, so the same bits).
+
+// The accept test's threshold min(1, p(x) / (l q(x))); x ~ q, so q(x) > 0.
+static float acceptance_ratio(float p_x, float q_x, float lenience) {
+    float lq = lenience * q_x;
+    if (lq <= 0.0f) return 1.0f; // unreachable for x ~ q; accept rather than divide by 0
+    float r = p_x / lq;
+    return r >= 1.0f ? 1.0f : r; // NaN stays NaN, and u < NaN rejects
+}
+
+// The residual distribution norm(max(0, p - l q)) a rejected position draws
+// from, its mass summed in index order. p, q (n) -> out (n); returns the mass
+// before normalising.
+//
+// Zero residual: sum max(0, p - q) = 0 means p <= q everywhere; both sum to 1,
+// so p == q up to rounding. If p == q exactly, every ratio is 1 and no draft is
+// ever rejected. A rejection can only happen where rounding left the float p
+// summing to S < 1 while q sums to 1: then x is emitted with probability
+// min(p(x), q(x)) = p(x) and rejected with probability 1 - S. Drawing the
+// replacement from p (normalised) emits x with p(x) + (1 - S) p(x)/S = p(x)/S,
+// exactly the normalised target. Any other choice (the argmax, say) biases it.
+static float residual_distribution(float *out, const float *p, const float *q, float lenience, int n) {
+    float mass = 0.0f;
+    for (int i = 0; i < n; i++) {
+        float lq = lenience * q[i];
+        out[i] = p[i] > lq ? p[i] - lq : 0.0f;
+        mass += out[i];
+    }
+#ifdef SPECDEC_WRONG_RESIDUAL // test/test_spec.c builds this deliberate bug to prove its power
+    mass = 0.0f;
+#endif
+    if (mass <= 0.0f) {
+        memcpy(out, p, (size_t)n * sizeof(float));
+        return mass;
+    }
+    for (int i = 0; i < n; i++) out[i] /= mass;
+    return mass;
+}
+
+// What happened at one position of a round, for the statistics and the -v trace.
+typedef struct {
+    int x;               // the proposal x ~ q, or -1: nothing proposed (drawn from p alone)
+    float d;             // the draw coin: x = sample(q, d), or the token = sample(p, d)
+    float u, r;          // the accept coin and the resample coin
+    float q, p;          // q(x), p(x)
+    int accepted;        // u < min(1, p(x)/q(x))
+    float residual_mass; // after a rejection: sum max(0, p - q) before normalising
+    int token;           // the token the position commits
+} Verdict;
+
+// Leviathan et al. 2022, Algorithm 1, at ONE position: keep the proposal v->x
+// with probability min(1, p(x)/q(x)) (coin v->u); otherwise draw from
+// norm(max(0, p - q)) (coin v->r). p, q (n); residual (n) is scratch.
+// Returns the committed token.
+static int decide(Verdict *v, const float *p, const float *q, float *residual, int n, float lenience) {
+    v->q = q[v->x];
+    v->p = p[v->x];
+    v->accepted = v->u < acceptance_ratio(v->p, v->q, lenience);
+    if (v->accepted) return v->token = v->x;
+    v->residual_mass = residual_distribution(residual, p, q, lenience, n);
+    return v->token = sample(residual, n, v->r);
+}
+
+// The theory behind the numbers (expected tokens per round, the predicted
+// speedup) is in model.h, shared with the figures: expected_tokens_per_round
+// (Leviathan et al. 2022, Eq. 1) and predicted_speedup (their Thm 3.8).
+
+// ----------------------------------------------------------------------------
+// Drafters: anything that proposes a distribution q for the next position
+//
+// A drafter gets the context tokens[0..pos) (this round's earlier proposals
+// included) and writes its q for position pos, or says it has none (the
+// position is then drawn from p alone). The round draws x ~ q with the
+// position's coin. Two drafters: a smaller model, and n-gram lookup.
+
+typedef struct Drafter Drafter;
+struct Drafter {
+    // q (V) for position pos from tokens[0..pos); 0: no proposal there
+    int (*propose)(Drafter *d, float *q, const int *tokens, int pos);
+    // positions >= n were not committed: forget them (NULL: nothing to forget)
+    void (*rewind)(Drafter *d, int n);
+    Transformer *model; // the draft model, or NULL (for the statistics' costs)
+};
+
+// The draft model: its KV cache holds tokens[0..cached), and it runs whatever
+// the context adds before each proposal (the prompt in the first round, one
+// token after that). Past its seq_len it has no proposal.
+typedef struct {
+    Drafter base;
+    Sampler *sampler; // q goes through the same function as p
+    int cached;
+} ModelDrafter;
+
+static int propose_model(Drafter *d, float *q, const int *tokens, int pos) {
+    ModelDrafter *md = (ModelDrafter *)d;
+    if (pos > d->model->config.seq_len) return 0; // it would run position pos - 1
+    const float *logits = forward_chunked(d->model, tokens + md->cached, pos - md->cached, md->cached);
+    md->cached = pos;
+    probs_from_logits(md->sampler, q, logits);
+    return 1;
+}
+
+static void rewind_model(Drafter *d, int n) {
+    ModelDrafter *md = (ModelDrafter *)d;
+    if (md->cached > n) md->cached = n;
+}
+
+static Drafter *model_drafter(ModelDrafter *md, Transformer *draft, Sampler *s) {
+    *md = (ModelDrafter){.base = {propose_model, rewind_model, draft}, .sampler = s};
+    return &md->base;
+}
+
+// Prompt lookup (Saxena 2023): the proposal is what followed the most recent
+// earlier occurrence of the context's last g tokens, g from ngram_max down to
+// ngram_min. A deterministic proposal is a one-hot q: accepted with
+// probability min(1, p(x)), and a rejection draws from p with x removed.
+typedef struct {
+    Drafter base;
+    int ngram_min, ngram_max, vocab_size;
+} LookupDrafter;
+
+// the token after the latest earlier occurrence of tokens[n-g..n), or -1
+static int lookup_next(const LookupDrafter *lk, const int *tokens, int n) {
+    for (int g = lk->ngram_max < n - 1 ? lk->ngram_max : n - 1; g >= lk->ngram_min; g--)
+        for (int j = n - g - 1; j >= 0; j--) {
+            int i = 0;
+            while (i < g && tokens[j + i] == tokens[n - g + i]) i++;
+            if (i == g) return tokens[j + g];
+        }
+    return -1;
+}
+
+static int propose_lookup(Drafter *d, float *q, const int *tokens, int pos) {
+    const LookupDrafter *lk = (const LookupDrafter *)d;
+    int x = lookup_next(lk, tokens, pos);
+    if (x < 0) return 0;
+    memset(q, 0, (size_t)lk->vocab_size * sizeof(float));
+    q[x] = 1.0f;
+    return 1;
+}
+
+static Drafter *lookup_drafter(LookupDrafter *lk, int ngram_min, int ngram_max, int vocab_size) {
+    *lk = (LookupDrafter){.base = {propose_lookup, NULL, NULL}, ngram_min, ngram_max, vocab_size};
+    return &lk->base;
+}
+
+// ----------------------------------------------------------------------------
+// The speculative round: draft K, verify K+1 positions in one pass, commit
+//
+// Both KV caches are indexed by absolute position, so nothing is ever copied
+// or rolled back: a rejected position is simply overwritten by the next round.
+// With n committed tokens t_0..t_{n-1} at the start of a round:
+//
+//   position:   ...  n-1    n    n+1  ...  n+K-1   n+K
+//   draft runs:      t_last x_1  x_2  ...  x_{K-1}       -> q_1..q_K, x_i ~ q_i
+//   target runs (ONE pass, K+1 rows): t_last x_1 ... x_K -> p_1 ... p_{K+1}
+//
+//   j < K drafts accepted: commit x_1..x_j and y ~ norm(max(0, p_{j+1} - q_{j+1})).
+//   all K accepted: position n+K is proposed (the draft runs x_K) and decided
+//       against p_{K+1} like any other, where the classic algorithm draws a
+//       "bonus" token from p: K+1 tokens.
+//
+// Every position m is decided by the same rule with the same coins (draw
+// coin_at(m, DRAW), accept coin_at(m, ACCEPT), resample coin_at(m, RESAMPLE))
+// from p_m and q_m, which batch invariance makes independent of how many rows
+// computed them: so the text is a function of the seed, the prompt, the models
+// and the sampling flags, the same for every K and every thread count.
+// A position with no proposal is drawn from p_m alone with coin_at(m, DRAW).
+
+typedef struct {
+    Transformer *target;
+    Drafter *drafter;
+    Sampler *sampler;
+    const Rng *rng;
+    float lenience;            // 1: the exact rule; < 1: LOSSY (--lenience)
+    float *q;                  // (K_MAX+1, V) the drafter's distributions this round
+    float *p;                  // (K_MAX+1, V) the target's
+    float *residual;           // (V) scratch
+    Verdict verdicts[K_MAX + 1];
+} Speculator;
+
+// What a round did: the statistics and auto-K read this.
+typedef struct {
+    int k;         // proposals verified (a drafter may propose fewer than asked)
+    int accepted;  // proposals accepted (the position after K's included)
+    int committed; // tokens appended: positions decided, 1..k+1
+    int plain;     // 1: the last position had no proposal and was drawn from p
+} Round;
+
+static void build_speculator(Speculator *sp, Transformer *target, Drafter *drafter, Sampler *sampler,
+                             const Rng *rng) {
+    size_t V = (size_t)target->config.vocab_size;
+    const Transformer *d = drafter->model;
+    if (d && d->config.vocab_size != target->config.vocab_size)
+        die("%s: vocab_size %d differs from the target's %d (%s); draft and target must share "
+            "one vocabulary", d->path, d->config.vocab_size, target->config.vocab_size, target->path);
+    *sp = (Speculator){.target = target, .drafter = drafter, .sampler = sampler, .rng = rng,
+                       .lenience = 1.0f};
+    sp->q = xmalloc((K_MAX + 1) * V * sizeof(float), "draft distributions");
+    sp->p = xmalloc((K_MAX + 1) * V * sizeof(float), "target distributions");
+    sp->residual = xmalloc(V * sizeof(float), "residual");
+}
+
+static void free_speculator(Speculator *sp) {
+    xfree(sp->q); xfree(sp->p); xfree(sp->residual);
+}
+
+// Propose position pos, slot i of the round: q_i from the drafter, then
+// x_i ~ q_i drawn with the position's coin, into tokens[pos]. 0: no proposal.
+static int propose(Speculator *sp, int *tokens, int pos, int i) {
+    int V = sp->target->config.vocab_size;
+    float *q = sp->q + (size_t)i * V;
+    Verdict *v = &sp->verdicts[i];
+    *v = (Verdict){.x = -1, .d = coin_at(sp->rng, pos, COIN_DRAW),
+                   .u = coin_at(sp->rng, pos, COIN_ACCEPT), .r = coin_at(sp->rng, pos, COIN_RESAMPLE)};
+    if (!sp->drafter->propose(sp->drafter, q, tokens, pos)) return 0;
+    v->x = tokens[pos] = sample(q, V, v->d);
+    return 1;
+}
+
+// One round from n committed tokens with up to k drafts (0 <= k <= K_MAX):
+// Leviathan et al. 2022, Algorithm 1. tokens (n, room for n+k+1); appends
+// the round's tokens (1..k+1) and returns what happened.
+static Round speculative_step(Speculator *sp, int *tokens, int n, int k) {
+    int V = sp->target->config.vocab_size;
+    Round rd = {0};
+
+    // 1. draft: x_i ~ q_i at positions n..n+k-1, into tokens (a drafter may stop early)
+    while (rd.k < k && propose(sp, tokens, n + rd.k, rd.k)) rd.k++;
+
+    // 2. verify: ONE target pass over [t_last, x_1..x_k] at positions n-1..n+k-1 -> p_1..p_{k+1}
+    const float *logits = forward(sp->target, tokens + n - 1, rd.k + 1, n - 1);
+
+    // 3. accept or reject position by position, each with its own coins; stop
+    // at the first rejection. p_i is made from its row only when reached.
+    // After k acceptances, position n+k is proposed and decided the same way.
+    for (int i = 0; i <= rd.k; i++) {
+        float *p = sp->p + (size_t)i * V;
+        probs_from_logits(sp->sampler, p, logits + (size_t)i * V);
+        rd.committed = i + 1;
+        if (i == rd.k && !propose(sp, tokens, n + i, i)) { // no proposal: draw from p alone
+            Verdict *v = &sp->verdicts[i];
+            tokens[n + i] = v->token = sample(p, V, v->d);
+            rd.plain = 1;
+            break;
+        }
+        tokens[n + i] = decide(&sp->verdicts[i], p, sp->q + (size_t)i * V, sp->residual, V, sp->lenience);
+        if (!sp->verdicts[i].accepted) break;
+        rd.accepted++;
+    }
+
+    // 4. the drafter's state is valid up to the last accepted proposal
+    if (sp->drafter->rewind) sp->drafter->rewind(sp->drafter, n + rd.accepted);
+    return rd;
+}
+
+// ----------------------------------------------------------------------------
+// Generation: prompt, then plain or speculative decoding, streamed out
+
+typedef struct {
+    const Tokenizer *tok;
+    int quiet;        // -q: no text on stdout
+    int *generated;   // (max_new) the generated ids
+    int n_generated, max_new;
+    int prev;         // last token printed, for the leading-space rule
+    int done;         // BOS/EOS seen or max_new reached
+    int ended_by;     // why it stopped: END_* below
+    double shown_at;  // when the text last went out (show_output)
+} Output;
+
+enum { END_LENGTH, END_TOKEN, END_CONTEXT }; // -n reached, BOS/EOS, seq_len full
+
+static void start_output(Output *o, const int *tokens, int n);
+static void emit(Output *o, int token);
+static void show_output(Output *o);
+
+// Plain decoding with one model from n committed tokens (the prompt): the
+// token at position n drawn from p_n with coin_at(n, DRAW). tokens has room
+// for seq_len. Returns the number of committed tokens.
+static int generate_plain(Transformer *tr, Sampler *s, const Rng *rng, int *tokens, int n, Output *o) {
+    float *probs = xmalloc((size_t)tr->config.vocab_size * sizeof(float), "probs");
+    if (n > 1) forward_chunked(tr, tokens, n - 1, 0); // prefill all but the last prompt token
+    for (; !o->done && n < tr->config.seq_len; n++) {
+        probs_from_logits(s, probs, forward(tr, &tokens[n - 1], 1, n - 1));
+        tokens[n] = sample(probs, tr->config.vocab_size, coin_at(rng, n, COIN_DRAW));
+        emit(o, tokens[n]);
+        show_output(o);
+    }
+    if (!o->done) o->ended_by = END_CONTEXT;
+    xfree(probs);
+    return n;
+}
+
+// Speculative decoding: rounds until -n, BOS/EOS or the target's context.
+// start_round picks the round's K (-k, or auto-K) and end_round records what
+// the round did (statistics, auto-K's estimates, the -v trace): both in the
+// appendix. A round never decides more tokens than -n still wants (that
+// changes no token: positions do not depend on rounds).
+typedef struct SpecStats SpecStats;
+static int start_round(SpecStats *st, const Speculator *sp, int n, int want);
+static void end_round(SpecStats *st, const Speculator *sp, const Round *rd, int n);
+
+static int generate_spec(Speculator *sp, SpecStats *st, int *tokens, int n, Output *o) {
+    if (n > 1) forward_chunked(sp->target, tokens, n - 1, 0);
+    if (sp->drafter->rewind) sp->drafter->rewind(sp->drafter, 0); // it catches up in round 1
+    while (!o->done && n < sp->target->config.seq_len) {
+        int k = start_round(st, sp, n, o->max_new - o->n_generated);
+        Round rd = speculative_step(sp, tokens, n, k);
+        end_round(st, sp, &rd, n);
+        for (int i = 0; i < rd.committed; i++) emit(o, tokens[n + i]);
+        show_output(o);
+        n += rd.committed;
+    }
+    if (!o->done) o->ended_by = END_CONTEXT;
+    return n;
+}
+
+// ----------------------------------------------------------------------------
+// main: load, generate, report
+//
+// What main holds; the appendices fill them in (auto-K F, statistics G, command line I).
+
+#define AUTO_DECAY 0.9       // the draft step's and the cost factor's running means (~10 rounds)
+#define AUTO_DECAY_A 0.97    // a's running counts (~30 rounds: at t = 0 acceptance comes in streaks)
+#define AUTO_CALIBRATE_ROWS 9 // verify passes of 1..9 rows are timed; longer ones extrapolated
+
+typedef struct {
+    double accepted, examined;  // decayed counts; a = accepted / examined
+    double draft_step;          // decayed mean seconds of one draft step
+    double calib[MAX_ROWS + 1]; // seconds of an n-row verify pass at start-up
+    double scale;               // decayed measured / calibrated verify cost
+    double calibration_seconds; // what measuring took (once, before generating)
+    int last_k;
+} AutoK;
+
+struct SpecStats {
+    int k;                       // -k: drafts per round, or 0: auto-K
+    AutoK autok;
+    const Tokenizer *trace;      // non-NULL: print the -v teaching trace to stderr
+    long rounds, drafted, accepted, examined;
+    long plain_tokens;           // positions without a proposal (drawn from p alone)
+    long reached[K_MAX + 2];     // rounds that examined position i of the round
+    long accepted_at[K_MAX + 2]; // ... and accepted the proposal there
+    long histogram[K_MAX + 2];   // rounds that accepted j proposals
+    long k_used[K_MAX + 1];      // rounds run with each K
+    int k_hi;                    // the largest K any round used
+    long target_forwards, draft_forwards; // in the rounds (prefill not counted)
+    double draft_seconds;        // the draft model's forwards in the rounds
+    double verify_seconds;       // the target's verify passes
+    double round_t0[2];          // the models' clocks when the round started
+    long round_f0[2];
+};
+
+typedef struct {
+    const char *mode;
+    int threads, draft_threads;
+    float temperature, top_p;
+    int top_k;
+    unsigned long long seed;
+    int prompt_tokens;
+    const Output *out;
+    double seconds;          // generation only (prefill + decoding), not loading
+    const Speculator *sp;    // spec mode only
+    const SpecStats *st;     // spec mode only
+    double target_step;      // spec: seconds of one target-alone step (timed after generating)
+} Report;
+
+typedef struct {
+    const char *target_path, *draft_path, *tokenizer_path, *mode, *prompt, *json_path;
+    int n_new, k, top_k, quiet, verbose, threads, draft_threads, draft_weights;
+    int lookup, ngram_min, ngram_max; // -d lookup: the n-gram drafter
+    float lenience;                   // 1: exact; < 1: LOSSY
+    int help;            // -h: print the usage and exit
+    float temperature, top_p;
+    unsigned long long seed;
+} Options;
+
+// What main calls from the appendices: the command line (I), loading (B), the
+// thread pool (D), the tokenizer (E), statistics and the report (F, G).
+static void parse_options(Options *o, int argc, char **argv);
+static void usage(void);
+static FILE *open_json(const char *path);
+static ThreadPool *build_pool(int n);
+static void free_pool(ThreadPool *pool);
+static Transformer *load_models(Transformer *target, Transformer *draft, const Options *o, ThreadPool *pool);
+static void free_transformer(Transformer *t);
+static void build_tokenizer(Tokenizer *t, const char *path, int vocab_size);
+static void free_tokenizer(Tokenizer *t);
+static int encode_prompt(Tokenizer *tok, int *tokens, const char *prompt, const Transformer *tr);
+static void build_spec_stats(SpecStats *st, int k, Transformer *target, Drafter *drafter);
+static double time_target_step(Transformer *tr, Sampler *s, float *probs, int token, int pos);
+static void print_report(const Report *rp);
+static void write_json(FILE *f, const char *path, const Report *rp);
+
+#ifndef TESTING
+int main(int argc, char **argv) {
+    Options opt;
+    parse_options(&opt, argc, argv);
+    if (opt.help) {
+        usage();
+        return 0;
+    }
+    int spec = !strcmp(opt.mode, "spec");
+    FILE *json = open_json(opt.json_path); // now, so a bad path fails before generating
+    ThreadPool *pool = build_pool(opt.threads);
+    Transformer target, draft;
+    Transformer *model = load_models(&target, &draft, &opt, pool);
+    int V = model->config.vocab_size;
+    Tokenizer tok;
+    build_tokenizer(&tok, opt.tokenizer_path, V);
+    Sampler sampler;
+    build_sampler(&sampler, V, opt.temperature, opt.top_p, opt.top_k);
+    Rng rng;
+    rng_seed(&rng, opt.seed);
+    float *probs = xmalloc((size_t)V * sizeof(float), "probs");
+    ModelDrafter md;
+    LookupDrafter lk;
+    Drafter *drafter = !spec ? NULL : opt.lookup ? lookup_drafter(&lk, opt.ngram_min, opt.ngram_max, V)
+                                                 : model_drafter(&md, &draft, &sampler);
+    Speculator sp;
+    SpecStats st;
+    if (spec) {
+        build_speculator(&sp, &target, drafter, &sampler, &rng);
+        sp.lenience = opt.lenience;
+        build_spec_stats(&st, opt.k, &target, drafter);
+        if (opt.verbose) st.trace = &tok;
+    }
+    int *tokens = xmalloc((size_t)model->config.seq_len * sizeof(int), "tokens");
+    int n = encode_prompt(&tok, tokens, opt.prompt, model);
+    Output out = {.tok = &tok, .quiet = opt.quiet, .max_new = opt.n_new,
+                  .generated = xmalloc((size_t)opt.n_new * sizeof(int) + 1, "output")};
+    start_output(&out, tokens, n);
+
+    // generate; the clock covers prefill and decoding, not loading
+    Report rp = {.mode = opt.mode, .threads = opt.threads, .draft_threads = opt.draft_threads,
+                 .temperature = opt.temperature, .top_p = opt.top_p, .top_k = opt.top_k,
+                 .seed = opt.seed, .prompt_tokens = n, .out = &out};
+    double t0 = now_seconds();
+    if (spec) {
+        n = generate_spec(&sp, &st, tokens, n, &out);
+        rp.seconds = now_seconds() - t0;
+        rp.sp = &sp;
+        rp.st = &st;
+        rp.target_step = time_target_step(&target, &sampler, probs, tokens[n - 1], n - 1);
+    } else {
+        n = generate_plain(model, &sampler, &rng, tokens, n, &out);
+        rp.seconds = now_seconds() - t0;
+    }
+    if (!opt.quiet) printf("\n");
+    fflush(stdout);
+    print_report(&rp);
+    if (json) write_json(json, opt.json_path, &rp);
+
+    if (spec) free_speculator(&sp);
+    if (spec && !opt.lookup) free_transformer(&draft);
+    xfree(probs); xfree(out.generated); xfree(tokens);
+    free_sampler(&sampler);
+    free_tokenizer(&tok);
+    free_transformer(model);
+    free_pool(pool);
+    return 0;
+}
+#endif
+
+// ============================================================================
+// APPENDICES: the implementations the method above calls
+// ============================================================================
+
+// ----------------------------------------------------------------------------
+// Appendix A. Errors and memory: one message naming the file or flag, then exit code 1
 //
 // Every allocation and every mapping specdec makes is on ONE list (each block
 // carries a small header linking it), and the one error exit, die(), releases
@@ -209,78 +1183,7 @@ static double now_seconds(void) {
 }
 
 // ----------------------------------------------------------------------------
-// Transformer: config and weights (model.h), packed matrices, the run state
-
-// Output rows per panel of a packed matrix: two 8-float vectors.
-#define PANEL 16
-
-// A weight matrix W (d, n), repacked at load for the matmul kernel. Panel i
-// holds rows 16i..16i+15 stored k-major, w[(i*n + k)*16 + j] = W[16i + j][k],
-// so one step along k reads one 64-byte line with 16 outputs' weights, and a
-// matmul streams the whole matrix front to back once. Rows past d are zero.
-// The layout is an implementation detail: the result is defined by the
-// reduction order (see Math kernels), not by where the floats sit.
-typedef struct {
-    float *w;     // (n_panels, n, PANEL)
-    uint16_t *h;  // the same in bfloat16 with steps in pairs (see bf16_at), or NULL
-    int8_t *q;    // or in int8 with steps in fours (see q8_at), or NULL, with per row
-    float *qscale;   // (n_panels*PANEL) the scale s_r of row r: W[r][k] ~ s_r q[r][k]
-    int32_t *qsum;   // (n_panels*PANEL) sum over k of q[r][k]
-    int d, n;     // the logical W (d, n)
-    int n_panels; // ceil(d / PANEL)
-} Matrix;
-
-typedef struct {
-    Matrix qkv; // [wq; wk; wv] (dim + 2 kv_dim, dim): q, k and v in one pass
-    Matrix wo;  // (dim, dim)
-    Matrix w13; // w1 and w3 (hidden, dim) each, panels interleaved: w1 panel 0,
-                // w3 panel 0, w1 panel 1, ... so whoever computes a panel pair
-                // can apply SwiGLU to it at once
-    Matrix w2;  // (dim, hidden)
-} Layer;
-
-// Activations for up to max_rows consecutive positions, allocated once.
-typedef struct {
-    float *x;           // (T, dim) residual stream
-    float *xn;          // (threads, T, dim) rmsnorm(x): every thread keeps its own copy
-    float *qkv;         // (T, qkv_stride) each row's query | key | value
-    float *xb;          // (T, dim) attention output
-    float *xb2;         // (T, dim) output of wo or w2, before the residual add
-    float *h13;         // (T, h13_stride) w1 and w3 outputs, 16-column blocks interleaved
-    float *hb;          // (T, hidden) silu(w1 x) * (w3 x)
-    float *att;         // (T, n_heads, seq_pad) attention scores, then exp(score - max)
-    float *logits;      // (T, vocab) classifier output
-    float *key_cache;   // (L, n_kv_heads, seq_pad/LANES, hs, LANES): LANES positions side by side
-    float *value_cache; // (L, n_kv_heads, seq_len, hs)
-    int qkv_stride, h13_stride, seq_pad;
-} RunState;
-
-typedef struct ThreadPool ThreadPool;
-
-typedef struct {
-    Config config;              // vocab_size is |vocab_size| here
-    TransformerWeights weights; // pointers into the mapping
-    Layer *layers;              // (n_layers) the packed matrices
-    Matrix wcls;                // the classifier (vocab, dim), packed
-    float *packed;              // the one allocation behind every Matrix
-    uint16_t *packed_bf16;      // ... or its bfloat16 copy (use_bfloat16), the float one freed
-    int8_t *packed_q8;          // ... or its int8 copy (use_int8), with the
-    float *q8_scales;           // rows' scales
-    int32_t *q8_sums;           // and sums
-    RunState state;
-    int shared_classifier;      // 1: wcls is token_embedding
-    int max_rows;               // rows one forward() may take
-    int n_threads;              // threads a forward() uses (<= the pool's)
-    long forwards;              // forward() calls so far, and their seconds (statistics, auto-K)
-    double seconds;
-    ThreadPool *pool;           // NULL: one thread
-    const char *path;
-    void *map;                  // the whole file, read-only
-    size_t map_bytes;
-} Transformer;
-
-// ----------------------------------------------------------------------------
-// Loading: mmap a llama2.c checkpoint, check every field, pack the matrices
+// Appendix B. Loading: mmap a llama2.c checkpoint, check every field, pack the matrices
 
 // Validate the 7-int header against the file size (model.h); fills c, *shared.
 static void check_config(Config *c, int *shared, const int32_t *h, size_t file_bytes,
@@ -721,7 +1624,7 @@ static void free_transformer(Transformer *t) {
 }
 
 // ----------------------------------------------------------------------------
-// Math kernels
+// Appendix C. Math kernels
 //
 // Every result in specdec is defined by a REDUCTION ORDER, and the AVX2 path,
 // the scalar path, every row count and every thread count follow it, so all
@@ -1719,7 +2622,7 @@ static void attention_values(float *const *out, const float *const *e, int Q, co
 }
 
 // ----------------------------------------------------------------------------
-// Threads: a pool of workers that run one job at a time
+// Appendix D. Threads: a pool of workers that run one job at a time
 //
 // A forward pass on N threads gives the same bits as on one: the work is split
 // by OUTPUT (panels of a matmul, key/value heads of attention), never inside a
@@ -1727,8 +2630,6 @@ static void attention_values(float *const *out, const float *const *e, int Q, co
 // it on one thread. A layer of the shipped target takes microseconds, so the
 // threads meet at spinning barriers; between jobs a worker spins for a while,
 // then sleeps on a condition variable.
-
-typedef void (*Job)(void *arg, int tid, int n_threads);
 
 struct ThreadPool {
     int n;                   // threads, the caller included
@@ -1739,9 +2640,9 @@ struct ThreadPool {
     atomic_uint generation;  // bumped once per job
     atomic_int sleeping;     // workers waiting on `wake`
     atomic_int finished;     // workers done with the current job
-    unsigned long long jobs; // jobs started (written before `generation` is bumped)
+    unsigned long long base; // every thread's barrier count as a job starts: where the last job's ended
     struct Arrival {         // barrier: one per thread, each in a cache line of its own
-        atomic_ullong passed; // (jobs << 20) + barriers this thread has reached in the job
+        atomic_ullong passed; // barriers this thread has reached, counted from base
         unsigned long long pad[7];
     } *arrivals;             // (n)
     Job job;                 // NULL: the workers exit
@@ -1769,8 +2670,9 @@ static inline void spin_wait(long *turns) {
 // Wait until threads 0..n-1 of the job all reach this barrier. Each thread
 // counts the barriers it reaches in its own cache line and waits until every
 // other count has caught up: one line written per thread, no shared counter to
-// fight over (the layers of a small model are microseconds long). The counts
-// start at jobs << 20 in each job, so an older job's counts are always lower.
+// fight over (a shared one made a one-row forward on two threads 2-7% slower).
+// The counts only grow: every job starts them at the count the last one ended
+// with, so an older job's counts are always lower (64 bits: they never wrap).
 static void pool_barrier(ThreadPool *pool, int tid, int n) {
     if (n <= 1) return;
     unsigned long long mine = atomic_load_explicit(&pool->arrivals[tid].passed, memory_order_relaxed) + 1;
@@ -1784,7 +2686,7 @@ static void pool_barrier(ThreadPool *pool, int tid, int n) {
 
 // thread tid's barrier count at the start of the current job
 static void pool_enter_job(ThreadPool *pool, int tid) {
-    atomic_store_explicit(&pool->arrivals[tid].passed, pool->jobs << 20, memory_order_relaxed);
+    atomic_store_explicit(&pool->arrivals[tid].passed, pool->base, memory_order_relaxed);
 }
 
 // a worker: wait for a new generation (spin, then sleep), run the job, report
@@ -1817,7 +2719,6 @@ static void pool_start(ThreadPool *pool, Job job, void *arg, int n) {
     pool->job = job;
     pool->arg = arg;
     pool->job_threads = n;
-    pool->jobs++;
     atomic_store(&pool->finished, 0);
     atomic_fetch_add(&pool->generation, 1);
     if (atomic_load(&pool->sleeping) > 0) {
@@ -1838,6 +2739,7 @@ static void pool_run(ThreadPool *pool, int n, Job job, void *arg) {
     job(arg, 0, n);
     long turns = 0;
     while (atomic_load(&pool->finished) < pool->n - 1) spin_wait(&turns);
+    pool->base = atomic_load_explicit(&pool->arrivals[0].passed, memory_order_relaxed);
 }
 
 // A pool of n threads (the caller and n - 1 workers); n <= 1 makes none.
@@ -1859,7 +2761,7 @@ static ThreadPool *build_pool(int n) {
     atomic_init(&pool->generation, 0);
     atomic_init(&pool->sleeping, 0);
     atomic_init(&pool->finished, 0);
-    pool->jobs = 0;
+    pool->base = 0;
     pool->arrivals = xmalloc((size_t)n * sizeof(struct Arrival), "thread arrivals");
     for (int i = 0; i < n; i++) atomic_init(&pool->arrivals[i].passed, 0);
     if (pthread_mutex_init(&pool->lock, NULL) || pthread_cond_init(&pool->wake, NULL))
@@ -2016,340 +2918,7 @@ static int usable_cpus(void) {
 }
 
 // ----------------------------------------------------------------------------
-// Forward: n_rows consecutive tokens from position pos, in ONE pass
-
-// Causal grouped-query attention of rows pos..pos+T-1 for the query heads of
-// key/value head g (heads g*group .. g*group+group-1 share its keys and values).
-// RoPE turns this head's queries and key, the key and value go into the caches
-// at their positions, then every query of the group is scored against the
-// cache in one pass: score_t = (q . k_t) / sqrt(hs), a = softmax over
-// t <= its own position, out = sum_t a_t v_t. Positions after a row's own are
-// computed (the block is shared) but get weight exactly 0, and 0 * v adds
-// nothing, so each row's bits are those of a one-row pass.
-static void attention_head(Transformer *tr, int l, int g, int T, int pos) {
-    const Config *c = &tr->config;
-    RunState *s = &tr->state;
-    int hs = c->dim / c->n_heads, kv_dim = c->n_kv_heads * hs, group = c->n_heads / c->n_kv_heads;
-    size_t sp = (size_t)s->seq_pad, head = (size_t)l * c->n_kv_heads + (size_t)g;
-    float *kc = s->key_cache + head * sp * hs;                // (seq_pad/LANES, hs, LANES)
-    float *vc = s->value_cache + head * (size_t)c->seq_len * hs; // (seq_len, hs)
-    for (int i = 0; i < T; i++) {
-        size_t at = (size_t)(pos + i);
-        float *row = s->qkv + (size_t)i * s->qkv_stride, *k = row + c->dim + g * hs;
-        const float *cr = tr->weights.rope_cos + at * hs / 2, *sr = tr->weights.rope_sin + at * hs / 2;
-        rope(row + (size_t)g * group * hs, cr, sr, group, hs);
-        rope(k, cr, sr, 1, hs);
-        float *slot = kc + at / LANES * hs * LANES + at % LANES;
-        for (int d = 0; d < hs; d++) slot[d * LANES] = k[d];
-        memcpy(vc + at * hs, row + c->dim + kv_dim + g * hs, (size_t)hs * sizeof(float));
-    }
-    int n_all = pos + T, Q = T * group, chunks = (Q + 5) / 6;
-    float scale = 1.0f / sqrtf((float)hs);
-    for (int ch = 0, q0 = 0; ch < chunks; ch++) { // query vectors 6 at most at a time
-        int nq = (Q - q0) / (chunks - ch);
-        const float *qv[6];
-        float *a[6], *out[6], sum[6];
-        for (int j = 0; j < nq; j++) { // query vector q0+j: row i, head h
-            int i = (q0 + j) / group, h = g * group + (q0 + j) % group;
-            qv[j] = s->qkv + (size_t)i * s->qkv_stride + (size_t)h * hs;
-            a[j] = s->att + ((size_t)i * c->n_heads + h) * sp;
-            out[j] = s->xb + (size_t)i * c->dim + (size_t)h * hs;
-        }
-        attention_scores(a, qv, nq, kc, (n_all + LANES - 1) / LANES, hs);
-        for (int j = 0; j < nq; j++) { // softmax numerators over t <= pos + i
-            int valid = pos + (q0 + j) / group + 1;
-            for (int t = 0; t < valid; t++) a[j][t] *= scale;
-            sum[j] = exp_and_sum(a[j], valid, max_of(a[j], valid));
-            for (int t = valid; t < n_all; t++) a[j][t] = 0.0f;
-        }
-        attention_values(out, (const float *const *)a, nq, vc, n_all, hs);
-        for (int j = 0; j < nq; j++)
-            for (int d = 0; d < hs; d++) out[j][d] /= sum[j];
-        q0 += nq;
-    }
-}
-
-typedef struct {
-    Transformer *tr;
-    int T, pos;
-} ForwardJob;
-
-// x[t][lo..hi) += y[t][lo..hi) for T rows of width n: a thread's residual add
-static void add_columns(float *x, const float *y, int T, int n, int lo, int hi) {
-    for (int t = 0; t < T; t++)
-        for (int j = lo; j < hi && j < n; j++) x[(size_t)t * n + j] += y[(size_t)t * n + j];
-}
-
-// The layers, then the classifier, on thread tid of nth.
-// Between phases the threads meet at a barrier; inside one, each writes only
-// its own outputs, and first asks for the lines of its inputs, which the other
-// threads just wrote (prefetch_shared).
-static void forward_job(void *arg, int tid, int nth) {
-    const ForwardJob *job = arg;
-    Transformer *tr = job->tr;
-    const Config *c = &tr->config;
-    const TransformerWeights *w = &tr->weights;
-    RunState *s = &tr->state;
-    int T = job->T, pos = job->pos, dim = c->dim, hid = c->hidden_dim, lo, hi;
-    float *xn = s->xn + (size_t)tid * tr->max_rows * dim; // (T, dim) this thread's rmsnorm(x)
-    for (int l = 0; l < c->n_layers; l++) {
-        const Layer *ly = &tr->layers[l];
-        size_t L = (size_t)l;
-
-        // attention block: x += wo @ attn(rope(wq xn), rope(wk xn), wv xn), xn = rmsnorm(x)
-        prefetch_shared(s->x, (size_t)T * dim, nth);
-        rmsnorm(xn, s->x, w->rms_att + L * dim, T, dim);
-        share(&lo, &hi, ly->qkv.n_panels, tid, nth);
-        matmul_panels(s->qkv, (size_t)s->qkv_stride, s->qkv_stride, xn, T, &ly->qkv, lo, hi);
-        pool_barrier(tr->pool, tid, nth);
-        prefetch_shared(s->qkv, (size_t)T * s->qkv_stride, nth);
-        share(&lo, &hi, c->n_kv_heads, tid, nth);
-        for (int g = lo; g < hi; g++) attention_head(tr, l, g, T, pos);
-        pool_barrier(tr->pool, tid, nth);
-        prefetch_shared(s->xb, (size_t)T * dim, nth);
-        share(&lo, &hi, ly->wo.n_panels, tid, nth);
-        matmul_panels(s->xb2, (size_t)dim, dim, s->xb, T, &ly->wo, lo, hi);
-        add_columns(s->x, s->xb2, T, dim, lo * PANEL, hi * PANEL);
-        pool_barrier(tr->pool, tid, nth);
-
-        // feed-forward block: x += w2 @ (silu(w1 xn) * (w3 xn)), xn = rmsnorm(x)
-        prefetch_shared(s->x, (size_t)T * dim, nth);
-        rmsnorm(xn, s->x, w->rms_ffn + L * dim, T, dim);
-        share(&lo, &hi, ly->w13.n_panels / 2, tid, nth); // panel pairs (w1, w3)
-        matmul_panels(s->h13, (size_t)s->h13_stride, s->h13_stride, xn, T, &ly->w13, 2 * lo, 2 * hi);
-        for (int t = 0; t < T; t++)
-            for (int i = lo; i < hi; i++) {
-                const float *h1 = s->h13 + (size_t)t * s->h13_stride + (size_t)i * 2 * PANEL;
-                int n = hid - i * PANEL < PANEL ? hid - i * PANEL : PANEL;
-                swiglu(s->hb + (size_t)t * hid + (size_t)i * PANEL, h1, h1 + PANEL, n);
-            }
-        pool_barrier(tr->pool, tid, nth);
-        prefetch_shared(s->hb, (size_t)T * hid, nth);
-        share(&lo, &hi, ly->w2.n_panels, tid, nth);
-        matmul_panels(s->xb2, (size_t)dim, dim, s->hb, T, &ly->w2, lo, hi);
-        add_columns(s->x, s->xb2, T, dim, lo * PANEL, hi * PANEL);
-        pool_barrier(tr->pool, tid, nth);
-    }
-
-    // classifier: logits = wcls @ rmsnorm(x)
-    prefetch_shared(s->x, (size_t)T * dim, nth);
-    rmsnorm(xn, s->x, w->rms_final, T, dim);
-    share(&lo, &hi, tr->wcls.n_panels, tid, nth);
-    matmul_panels(s->logits, (size_t)c->vocab_size, c->vocab_size, xn, T, &tr->wcls, lo, hi);
-}
-
-// Runs tokens[0..n_rows) at positions pos..pos+n_rows-1 through the model.
-// Row i attends to positions <= pos+i; keys and values for all rows are written
-// to the caches at their positions. Returns logits (n_rows, vocab_size), valid
-// until the next call. Every row's arithmetic is independent of n_rows and of
-// the thread count, so the result equals n_rows single-row calls bit for bit
-// (batch invariance).
-static float *forward(Transformer *tr, const int *tokens, int n_rows, int pos) {
-    const Config *c = &tr->config;
-    RunState *s = &tr->state;
-    int T = n_rows, dim = c->dim;
-    if (T < 1 || T > tr->max_rows || pos < 0 || pos + T > c->seq_len)
-        die("%s: forward(%d rows at pos %d) outside 1..%d rows and seq_len %d", tr->path, T, pos,
-            tr->max_rows, c->seq_len);
-
-    // embed: x[i] = token_embedding[tokens[i]]
-    for (int i = 0; i < T; i++)
-        memcpy(s->x + (size_t)i * dim, tr->weights.token_embedding + (size_t)tokens[i] * dim,
-               (size_t)dim * sizeof(float));
-    double t0 = now_seconds();
-    ForwardJob job = {.tr = tr, .T = T, .pos = pos};
-    pool_run(tr->pool, tr->n_threads, forward_job, &job);
-    tr->seconds += now_seconds() - t0;
-    tr->forwards++;
-    return s->logits;
-}
-
-// Feed tokens[0..n) at positions start.. in chunks of max_rows rows (prompt
-// prefill, draft catch-up). Returns the logits row of the last token.
-static float *forward_chunked(Transformer *tr, const int *tokens, int n, int start) {
-    float *last = NULL;
-    for (int i = 0; i < n; i += tr->max_rows) {
-        int rows = n - i < tr->max_rows ? n - i : tr->max_rows;
-        float *logits = forward(tr, tokens + i, rows, start + i);
-        last = logits + (size_t)(rows - 1) * tr->config.vocab_size;
-    }
-    return last;
-}
-
-// ----------------------------------------------------------------------------
-// Sampler: coins from a seed, and ONE function from logits to a distribution
-//
-// Every random choice is a coin in [0, 1) looked up by WHAT it decides, never
-// drawn from a running stream: coin_at(rng, position, purpose). So the token at
-// a position depends on the seed and the context alone, not on how rounds
-// happened to fall, on K, on timing or on threads. The coins come from
-// splitmix64 (Steele, Lea, Flood 2014): key = mix64(seed + G), and element i of
-// the stream is mix64(key + (i + 1) G), G = 0x9E3779B97F4A7C15; the position's
-// coin for `purpose` is element 4 * position + purpose, its top 24 bits / 2^24
-// (exactly representable as a float).
-
-typedef struct {
-    uint64_t key;     // mix64(seed + G)
-    uint64_t counter; // next element of the sequential stream (rng_u32: tests, random models)
-} Rng;
-
-#define RNG_GAMMA 0x9E3779B97F4A7C15ULL
-
-// splitmix64's output function
-static uint64_t mix64(uint64_t z) {
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-    return z ^ (z >> 31);
-}
-
-static void rng_seed(Rng *r, uint64_t seed) {
-    r->key = mix64(seed + RNG_GAMMA);
-    r->counter = 0;
-}
-
-// element i of the stream
-static uint64_t rng_at(const Rng *r, uint64_t i) { return mix64(r->key + (i + 1) * RNG_GAMMA); }
-
-static float coin_of(uint64_t bits) { return (float)(bits >> 40) / 16777216.0f; }
-
-// the sequential stream: 32 random bits, or a coin
-static UNUSED_OK uint32_t rng_u32(Rng *r) { return (uint32_t)(rng_at(r, r->counter++) >> 32); }
-static UNUSED_OK float rng_coin(Rng *r) { return coin_of(rng_at(r, r->counter++)); }
-
-// What a coin at a position decides: the draw of a token from a distribution
-// (the draft's proposal, or the one plain sampling draws), the accept test of
-// a proposal, and the draw from the residual after a rejection.
-enum { COIN_DRAW = 0, COIN_ACCEPT = 1, COIN_RESAMPLE = 2 };
-
-static float coin_at(const Rng *r, int pos, int purpose) {
-    return coin_of(rng_at(r, 4 * (uint64_t)pos + (uint64_t)purpose));
-}
-
-// The nucleus order: probability descending, then index ascending. A total
-// order, so the kept set and the sums over it never depend on the sort.
-typedef struct { float prob; int index; } ProbIndex;
-
-typedef struct {
-    int vocab_size;
-    float temperature; // 0: greedy (one-hot argmax)
-    float top_p;       // nucleus mass kept; 1 = off
-    int top_k;         // keep the k most likely; 0 = off
-    ProbIndex *order;  // (vocab) scratch for top-k/top-p
-} Sampler;
-
-static void build_sampler(Sampler *s, int vocab_size, float temperature, float top_p, int top_k) {
-    s->vocab_size = vocab_size;
-    s->temperature = temperature;
-    s->top_p = top_p;
-    s->top_k = top_k;
-    s->order = xmalloc((size_t)vocab_size * sizeof(*s->order), "sampler order");
-}
-
-static void free_sampler(Sampler *s) { xfree(s->order); }
-
-// index of the largest value; ties go to the lowest index (a NaN at v[0]
-// wins, elsewhere never). v (n)
-static int argmax(const float *v, int n) {
-    int best = 0;
-    for (int i = 1; i < n; i++)
-        if (v[i] > v[best]) best = i;
-    return best;
-}
-
-static int nucleus_order(const void *a, const void *b) {
-    const ProbIndex *x = a, *y = b;
-    if (x->prob != y->prob) return x->prob > y->prob ? -1 : 1;
-    return (x->index > y->index) - (x->index < y->index);
-}
-
-// Keep the top_k most likely tokens, then the shortest prefix of them (in
-// nucleus order) whose running sum reaches top_p; zero the rest and
-// renormalise by the kept mass, summed in nucleus order. probs (n) in place.
-// Only tokens >= (1 - top_p) / (n - 1) can be in the nucleus (all the others
-// together hold less than 1 - top_p), so only those are sorted.
-static void truncate_distribution(Sampler *s, float *probs) {
-    int n = s->vocab_size, m = 0;
-    ProbIndex *o = s->order;
-    float cutoff = s->top_p < 1.0f ? (1.0f - s->top_p) / (float)(n - 1) : 0.0f;
-    for (int i = 0; i < n; i++)
-        if (probs[i] >= cutoff && probs[i] > 0.0f) o[m++] = (ProbIndex){probs[i], i};
-    if (m == 0) { // a tiny top_p on a flat distribution: keep the most likely token
-        int best = argmax(probs, n);
-        o[m++] = (ProbIndex){probs[best], best};
-    }
-    qsort(o, (size_t)m, sizeof(*o), nucleus_order);
-    int keep = s->top_k > 0 && s->top_k < m ? s->top_k : m;
-    float mass = 0.0f;
-    for (int i = 0; i < keep && s->top_p < 1.0f; i++)
-        if ((mass += o[i].prob) >= s->top_p) {
-            keep = i + 1;
-            break;
-        }
-    mass = 0.0f;
-    for (int i = 0; i < keep; i++) mass += o[i].prob;
-    memset(probs, 0, (size_t)n * sizeof(float));
-    for (int i = 0; i < keep; i++) probs[o[i].index] = o[i].prob / mass;
-}
-
-// Non-finite logits (finite weights whose activations overflow float32, or a
-// temperature so small that logits / T overflows) would sample garbage.
-static void die_logits(void) {
-    die("the model's logits are not finite (inf or NaN): its activations overflow float32, "
-        "or -t is too small for its logits (use -t 0 for greedy decoding)");
-}
-
-// THE function from logits to the distribution a token is drawn from. Target
-// (p) and draft (q) both go through it, so they can never be processed
-// differently. Temperature 0 gives the one-hot argmax: greedy decoding is
-// sampling from a one-hot distribution. logits (n) -> probs (n)
-static void probs_from_logits(Sampler *s, float *probs, const float *logits) {
-    int n = s->vocab_size;
-    if (s->temperature == 0.0f) {
-        memset(probs, 0, (size_t)n * sizeof(float));
-        int best = argmax(logits, n);
-        if (!isfinite(logits[best])) die_logits();
-        probs[best] = 1.0f;
-        return;
-    }
-    for (int i = 0; i < n; i++) probs[i] = logits[i] / s->temperature;
-    float sum = exp_and_sum(probs, n, max_of(probs, n));
-    if (!(sum >= 1.0f && sum < INFINITY)) die_logits(); // the max alone contributes exp(0) = 1
-    for (int i = 0; i < n; i++) probs[i] /= sum;
-    if (s->top_p < 1.0f || s->top_k > 0) truncate_distribution(s, probs);
-}
-
-// Inverse CDF: the first i with coin < probs[0] + ... + probs[i], the sum in
-// index order over the tokens with mass (zeros are skipped, never added). If
-// rounding leaves the total below the coin, the last token with mass.
-static int sample(const float *probs, int n, float coin) {
-    float cdf = 0.0f;
-    int last = 0;
-    for (int i = 0; i < n; i++) {
-        if (probs[i] <= 0.0f) continue;
-        cdf += probs[i];
-        last = i;
-        if (coin < cdf) return i;
-    }
-    return last;
-}
-
-// ----------------------------------------------------------------------------
-// Tokenizer: llama2.c's tokenizer.bin, BPE by merge score with byte fallback
-
-typedef struct {
-    const char *str;
-    int id;
-} TokenIndex;
-
-typedef struct {
-    char **vocab;         // (vocab_size) NUL-terminated pieces
-    float *scores;        // (vocab_size) merge priority: higher merges first
-    int vocab_size;
-    int max_token_length;
-    TokenIndex *sorted;   // (vocab_size) pieces in strcmp order, for lookup
-    char *merge_buffer;   // (2 * max_token_length + 2) scratch for pair lookups
-    unsigned char byte_pieces[512]; // "\x00\0\x01\0..." the 256 one-byte strings
-} Tokenizer;
+// Appendix E. Tokenizer: llama2.c's tokenizer.bin, BPE by merge score with byte fallback
 
 static int cmp_token_index(const void *a, const void *b) {
     return strcmp(((const TokenIndex *)a)->str, ((const TokenIndex *)b)->str);
@@ -2521,383 +3090,7 @@ static void print_piece(const char *piece) {
 }
 
 // ----------------------------------------------------------------------------
-// The speculative step: the seed equations, one function each
-//
-// Why it is exact (Leviathan et al. 2022, Thm 1 / Appendix A.1): a draft token
-// x ~ q is kept with probability min(1, p(x)/q(x)), so it is EMITTED with
-// probability q(x) min(1, p(x)/q(x)) = min(q(x), p(x)). It is rejected with
-// total probability beta = sum_x (q(x) - min(q(x), p(x))) = sum_x max(0, p(x) - q(x)),
-// and then a token is drawn from norm(max(0, p - q)), which adds exactly
-// max(0, p(x) - q(x)) to each x. min(q,p) + max(0, p-q) = p(x). The next
-// position is only examined after an acceptance, and then the context is the
-// same one the target would have seen, so the argument repeats position by
-// position. It needs nothing of q but that x was drawn from it: any drafter
-// (a smaller model, n-gram lookup, heads on the target) keeps the output
-// exact, as long as its q does not look at the target's p or coins.
-//
-// LOSSY, only with --lenience l < 1 (Leviathan et al. 2022, Appendix A.5):
-// q is replaced by l q in both rules, accept iff u < min(1, p(x) / (l q(x)))
-// and resample from norm(max(0, p - l q)). Proposals pass more often and the
-// output is no longer the target's distribution. l = 1 is the exact rule
-// (l q == q exactly, so the same bits).
-
-// The accept test's threshold min(1, p(x) / (l q(x))); x ~ q, so q(x) > 0.
-static float acceptance_ratio(float p_x, float q_x, float lenience) {
-    float lq = lenience * q_x;
-    if (lq <= 0.0f) return 1.0f; // unreachable for x ~ q; accept rather than divide by 0
-    float r = p_x / lq;
-    return r >= 1.0f ? 1.0f : r; // NaN stays NaN, and u < NaN rejects
-}
-
-// The residual distribution norm(max(0, p - l q)) a rejected position draws
-// from, its mass summed in index order. p, q (n) -> out (n); returns the mass
-// before normalising.
-//
-// Zero residual: sum max(0, p - q) = 0 means p <= q everywhere; both sum to 1,
-// so p == q up to rounding. If p == q exactly, every ratio is 1 and no draft is
-// ever rejected. A rejection can only happen where rounding left the float p
-// summing to S < 1 while q sums to 1: then x is emitted with probability
-// min(p(x), q(x)) = p(x) and rejected with probability 1 - S. Drawing the
-// replacement from p (normalised) emits x with p(x) + (1 - S) p(x)/S = p(x)/S,
-// exactly the normalised target. Any other choice (the argmax, say) biases it.
-static float residual_distribution(float *out, const float *p, const float *q, float lenience, int n) {
-    float mass = 0.0f;
-    for (int i = 0; i < n; i++) {
-        float lq = lenience * q[i];
-        out[i] = p[i] > lq ? p[i] - lq : 0.0f;
-        mass += out[i];
-    }
-#ifdef SPECDEC_WRONG_RESIDUAL // test/test_spec.c builds this deliberate bug to prove its power
-    mass = 0.0f;
-#endif
-    if (mass <= 0.0f) {
-        memcpy(out, p, (size_t)n * sizeof(float));
-        return mass;
-    }
-    for (int i = 0; i < n; i++) out[i] /= mass;
-    return mass;
-}
-
-// What happened at one position of a round, for the statistics and the -v trace.
-typedef struct {
-    int x;               // the proposal x ~ q, or -1: nothing proposed (drawn from p alone)
-    float d;             // the draw coin: x = sample(q, d), or the token = sample(p, d)
-    float u, r;          // the accept coin and the resample coin
-    float q, p;          // q(x), p(x)
-    int accepted;        // u < min(1, p(x)/q(x))
-    float residual_mass; // after a rejection: sum max(0, p - q) before normalising
-    int token;           // the token the position commits
-} Verdict;
-
-// Leviathan et al. 2022, Algorithm 1, at ONE position: keep the proposal v->x
-// with probability min(1, p(x)/q(x)) (coin v->u); otherwise draw from
-// norm(max(0, p - q)) (coin v->r). p, q (n); residual (n) is scratch.
-// Returns the committed token.
-static int decide(Verdict *v, const float *p, const float *q, float *residual, int n, float lenience) {
-    v->q = q[v->x];
-    v->p = p[v->x];
-    v->accepted = v->u < acceptance_ratio(v->p, v->q, lenience);
-    if (v->accepted) return v->token = v->x;
-    v->residual_mass = residual_distribution(residual, p, q, lenience, n);
-    return v->token = sample(residual, n, v->r);
-}
-
-// The theory behind the numbers (expected tokens per round, the predicted
-// speedup) is in model.h, shared with the figures: expected_tokens_per_round
-// (Leviathan et al. 2022, Eq. 1) and predicted_speedup (their Thm 3.8).
-
-// ----------------------------------------------------------------------------
-// Drafters: anything that proposes a distribution q for the next position
-//
-// A drafter gets the context tokens[0..pos) (this round's earlier proposals
-// included) and writes its q for position pos, or says it has none (the
-// position is then drawn from p alone). The round draws x ~ q with the
-// position's coin. Two drafters: a smaller model, and n-gram lookup.
-
-typedef struct Drafter Drafter;
-struct Drafter {
-    // q (V) for position pos from tokens[0..pos); 0: no proposal there
-    int (*propose)(Drafter *d, float *q, const int *tokens, int pos);
-    // positions >= n were not committed: forget them (NULL: nothing to forget)
-    void (*rewind)(Drafter *d, int n);
-    Transformer *model; // the draft model, or NULL (for the statistics' costs)
-};
-
-// The draft model: its KV cache holds tokens[0..cached), and it runs whatever
-// the context adds before each proposal (the prompt in the first round, one
-// token after that). Past its seq_len it has no proposal.
-typedef struct {
-    Drafter base;
-    Sampler *sampler; // q goes through the same function as p
-    int cached;
-} ModelDrafter;
-
-static int propose_model(Drafter *d, float *q, const int *tokens, int pos) {
-    ModelDrafter *md = (ModelDrafter *)d;
-    if (pos > d->model->config.seq_len) return 0; // it would run position pos - 1
-    const float *logits = forward_chunked(d->model, tokens + md->cached, pos - md->cached, md->cached);
-    md->cached = pos;
-    probs_from_logits(md->sampler, q, logits);
-    return 1;
-}
-
-static void rewind_model(Drafter *d, int n) {
-    ModelDrafter *md = (ModelDrafter *)d;
-    if (md->cached > n) md->cached = n;
-}
-
-static Drafter *model_drafter(ModelDrafter *md, Transformer *draft, Sampler *s) {
-    *md = (ModelDrafter){.base = {propose_model, rewind_model, draft}, .sampler = s};
-    return &md->base;
-}
-
-// Prompt lookup (Saxena 2023): the proposal is what followed the most recent
-// earlier occurrence of the context's last g tokens, g from ngram_max down to
-// ngram_min. A deterministic proposal is a one-hot q: accepted with
-// probability min(1, p(x)), and a rejection draws from p with x removed.
-typedef struct {
-    Drafter base;
-    int ngram_min, ngram_max, vocab_size;
-} LookupDrafter;
-
-// the token after the latest earlier occurrence of tokens[n-g..n), or -1
-static int lookup_next(const LookupDrafter *lk, const int *tokens, int n) {
-    for (int g = lk->ngram_max < n - 1 ? lk->ngram_max : n - 1; g >= lk->ngram_min; g--)
-        for (int j = n - g - 1; j >= 0; j--) {
-            int i = 0;
-            while (i < g && tokens[j + i] == tokens[n - g + i]) i++;
-            if (i == g) return tokens[j + g];
-        }
-    return -1;
-}
-
-static int propose_lookup(Drafter *d, float *q, const int *tokens, int pos) {
-    const LookupDrafter *lk = (const LookupDrafter *)d;
-    int x = lookup_next(lk, tokens, pos);
-    if (x < 0) return 0;
-    memset(q, 0, (size_t)lk->vocab_size * sizeof(float));
-    q[x] = 1.0f;
-    return 1;
-}
-
-static Drafter *lookup_drafter(LookupDrafter *lk, int ngram_min, int ngram_max, int vocab_size) {
-    *lk = (LookupDrafter){.base = {propose_lookup, NULL, NULL}, ngram_min, ngram_max, vocab_size};
-    return &lk->base;
-}
-
-// ----------------------------------------------------------------------------
-// The speculative round: draft K, verify K+1 positions in one pass, commit
-//
-// Both KV caches are indexed by absolute position, so nothing is ever copied
-// or rolled back: a rejected position is simply overwritten by the next round.
-// With n committed tokens t_0..t_{n-1} at the start of a round:
-//
-//   position:   ...  n-1    n    n+1  ...  n+K-1   n+K
-//   draft runs:      t_last x_1  x_2  ...  x_{K-1}       -> q_1..q_K, x_i ~ q_i
-//   target runs (ONE pass, K+1 rows): t_last x_1 ... x_K -> p_1 ... p_{K+1}
-//
-//   j < K drafts accepted: commit x_1..x_j and y ~ norm(max(0, p_{j+1} - q_{j+1})).
-//   all K accepted: position n+K is proposed (the draft runs x_K) and decided
-//       against p_{K+1} like any other, where the classic algorithm draws a
-//       "bonus" token from p: K+1 tokens.
-//
-// Every position m is decided by the same rule with the same coins (draw
-// coin_at(m, DRAW), accept coin_at(m, ACCEPT), resample coin_at(m, RESAMPLE))
-// from p_m and q_m, which batch invariance makes independent of how many rows
-// computed them: so the text is a function of the seed, the prompt, the models
-// and the sampling flags, the same for every K and every thread count.
-// A position with no proposal is drawn from p_m alone with coin_at(m, DRAW).
-
-typedef struct {
-    Transformer *target;
-    Drafter *drafter;
-    Sampler *sampler;
-    const Rng *rng;
-    float lenience;            // 1: the exact rule; < 1: LOSSY (--lenience)
-    float *q;                  // (K_MAX+1, V) the drafter's distributions this round
-    float *p;                  // (K_MAX+1, V) the target's
-    float *residual;           // (V) scratch
-    Verdict verdicts[K_MAX + 1];
-} Speculator;
-
-// What a round did: the statistics and auto-K read this.
-typedef struct {
-    int k;         // proposals verified (a drafter may propose fewer than asked)
-    int accepted;  // proposals accepted (the position after K's included)
-    int committed; // tokens appended: positions decided, 1..k+1
-    int plain;     // 1: the last position had no proposal and was drawn from p
-} Round;
-
-static void build_speculator(Speculator *sp, Transformer *target, Drafter *drafter, Sampler *sampler,
-                             const Rng *rng) {
-    size_t V = (size_t)target->config.vocab_size;
-    const Transformer *d = drafter->model;
-    if (d && d->config.vocab_size != target->config.vocab_size)
-        die("%s: vocab_size %d differs from the target's %d (%s); draft and target must share "
-            "one vocabulary", d->path, d->config.vocab_size, target->config.vocab_size, target->path);
-    *sp = (Speculator){.target = target, .drafter = drafter, .sampler = sampler, .rng = rng,
-                       .lenience = 1.0f};
-    sp->q = xmalloc((K_MAX + 1) * V * sizeof(float), "draft distributions");
-    sp->p = xmalloc((K_MAX + 1) * V * sizeof(float), "target distributions");
-    sp->residual = xmalloc(V * sizeof(float), "residual");
-}
-
-static void free_speculator(Speculator *sp) {
-    xfree(sp->q); xfree(sp->p); xfree(sp->residual);
-}
-
-// Propose position pos, slot i of the round: q_i from the drafter, then
-// x_i ~ q_i drawn with the position's coin, into tokens[pos]. 0: no proposal.
-static int propose(Speculator *sp, int *tokens, int pos, int i) {
-    int V = sp->target->config.vocab_size;
-    float *q = sp->q + (size_t)i * V;
-    Verdict *v = &sp->verdicts[i];
-    *v = (Verdict){.x = -1, .d = coin_at(sp->rng, pos, COIN_DRAW),
-                   .u = coin_at(sp->rng, pos, COIN_ACCEPT), .r = coin_at(sp->rng, pos, COIN_RESAMPLE)};
-    if (!sp->drafter->propose(sp->drafter, q, tokens, pos)) return 0;
-    v->x = tokens[pos] = sample(q, V, v->d);
-    return 1;
-}
-
-// One round from n committed tokens with up to k drafts (0 <= k <= K_MAX):
-// Leviathan et al. 2022, Algorithm 1. tokens (n, room for n+k+1); appends
-// the round's tokens (1..k+1) and returns what happened.
-static Round speculative_step(Speculator *sp, int *tokens, int n, int k) {
-    int V = sp->target->config.vocab_size;
-    Round rd = {0};
-
-    // 1. draft: x_i ~ q_i at positions n..n+k-1, into tokens (a drafter may stop early)
-    while (rd.k < k && propose(sp, tokens, n + rd.k, rd.k)) rd.k++;
-
-    // 2. verify: ONE target pass over [t_last, x_1..x_k] at positions n-1..n+k-1 -> p_1..p_{k+1}
-    const float *logits = forward(sp->target, tokens + n - 1, rd.k + 1, n - 1);
-
-    // 3. accept or reject position by position, each with its own coins; stop
-    // at the first rejection. p_i is made from its row only when reached.
-    // After k acceptances, position n+k is proposed and decided the same way.
-    for (int i = 0; i <= rd.k; i++) {
-        float *p = sp->p + (size_t)i * V;
-        probs_from_logits(sp->sampler, p, logits + (size_t)i * V);
-        rd.committed = i + 1;
-        if (i == rd.k && !propose(sp, tokens, n + i, i)) { // no proposal: draw from p alone
-            Verdict *v = &sp->verdicts[i];
-            tokens[n + i] = v->token = sample(p, V, v->d);
-            rd.plain = 1;
-            break;
-        }
-        tokens[n + i] = decide(&sp->verdicts[i], p, sp->q + (size_t)i * V, sp->residual, V, sp->lenience);
-        if (!sp->verdicts[i].accepted) break;
-        rd.accepted++;
-    }
-
-    // 4. the drafter's state is valid up to the last accepted proposal
-    if (sp->drafter->rewind) sp->drafter->rewind(sp->drafter, n + rd.accepted);
-    return rd;
-}
-
-// ----------------------------------------------------------------------------
-// Generation: prompt, then plain or speculative decoding, streamed out
-
-typedef struct {
-    const Tokenizer *tok;
-    int quiet;        // -q: no text on stdout
-    int *generated;   // (max_new) the generated ids
-    int n_generated, max_new;
-    int prev;         // last token printed, for the leading-space rule
-    int done;         // BOS/EOS seen or max_new reached
-    int ended_by;     // why it stopped: END_* below
-    double shown_at;  // when the text last went out (show_output)
-} Output;
-
-enum { END_LENGTH, END_TOKEN, END_CONTEXT }; // -n reached, BOS/EOS, seq_len full
-
-static void start_output(Output *o, const int *tokens, int n);
-static void emit(Output *o, int token);
-static void show_output(Output *o);
-
-// Plain decoding with one model from n committed tokens (the prompt): the
-// token at position n drawn from p_n with coin_at(n, DRAW). tokens has room
-// for seq_len. Returns the number of committed tokens.
-static int generate_plain(Transformer *tr, Sampler *s, const Rng *rng, float *probs, int *tokens,
-                          int n, Output *o) {
-    if (n > 1) forward_chunked(tr, tokens, n - 1, 0); // prefill all but the last prompt token
-    for (; !o->done && n < tr->config.seq_len; n++) {
-        probs_from_logits(s, probs, forward(tr, &tokens[n - 1], 1, n - 1));
-        tokens[n] = sample(probs, tr->config.vocab_size, coin_at(rng, n, COIN_DRAW));
-        emit(o, tokens[n]);
-        show_output(o);
-    }
-    if (!o->done) o->ended_by = END_CONTEXT;
-    return n;
-}
-
-// Speculative decoding: rounds until -n, BOS/EOS or the target's context.
-// start_round picks the round's K (-k, or auto-K) and end_round records what
-// the round did (statistics, auto-K's estimates, the -v trace): both in the
-// appendix. A round never decides more tokens than -n still wants (that
-// changes no token: positions do not depend on rounds).
-typedef struct SpecStats SpecStats;
-static int start_round(SpecStats *st, const Speculator *sp, int n, int want);
-static void end_round(SpecStats *st, const Speculator *sp, const Round *rd, int n);
-
-static int generate_spec(Speculator *sp, SpecStats *st, int *tokens, int n, Output *o) {
-    if (n > 1) forward_chunked(sp->target, tokens, n - 1, 0);
-    if (sp->drafter->rewind) sp->drafter->rewind(sp->drafter, 0); // it catches up in round 1
-    while (!o->done && n < sp->target->config.seq_len) {
-        int k = start_round(st, sp, n, o->max_new - o->n_generated);
-        Round rd = speculative_step(sp, tokens, n, k);
-        end_round(st, sp, &rd, n);
-        for (int i = 0; i < rd.committed; i++) emit(o, tokens[n + i]);
-        show_output(o);
-        n += rd.committed;
-    }
-    if (!o->done) o->ended_by = END_CONTEXT;
-    return n;
-}
-
-// ----------------------------------------------------------------------------
-// Appendix: the text on stdout
-
-// Print the prompt (tokens[1..n) after BOS) as llama2.c's run does.
-static void start_output(Output *o, const int *tokens, int n) {
-    for (int i = 1; i < n; i++)
-        if (!o->quiet) print_piece(decode_piece(o->tok, tokens[i - 1], tokens[i]));
-    o->prev = tokens[n - 1];
-    o->done = o->max_new == 0;
-    o->ended_by = END_LENGTH;
-    if (!o->quiet) fflush(stdout);
-    o->shown_at = now_seconds();
-}
-
-// Take one new token: stop at BOS/EOS (not printed) or after max_new tokens.
-static void emit(Output *o, int token) {
-    if (o->done) return;
-    if (token == TOKEN_BOS || token == TOKEN_EOS) {
-        o->done = 1;
-        o->ended_by = END_TOKEN;
-        return;
-    }
-    o->generated[o->n_generated++] = token;
-    if (!o->quiet) print_piece(decode_piece(o->tok, o->prev, token));
-    o->prev = token;
-    if (o->n_generated >= o->max_new) o->done = 1;
-}
-
-// The text emitted so far onto the screen, at most every 40 ms (25 times a
-// second looks continuous). Whatever reads the text (a terminal, a pipe) is
-// woken by each write and runs on a core the forward's threads were using: on
-// two cores, a write per token made make run's 200 tokens 20% slower. The
-// rest goes out when generation ends.
-static void show_output(Output *o) {
-    if (o->quiet) return;
-    double now = now_seconds();
-    if (now - o->shown_at < 0.04) return;
-    fflush(stdout);
-    o->shown_at = now;
-}
-
-// ----------------------------------------------------------------------------
-// Appendix: auto-K (-k 0), the K that maximises the predicted tokens per second
+// Appendix F. Auto-K (-k 0): the K that maximises the predicted tokens per second
 //
 // Leviathan et al. 2022, Thm 3.8 / Cor 3.9: a round of K drafts yields
 // (1 - a^(K+1)) / (1 - a) tokens and costs (K + a^K) draft steps plus one
@@ -2907,18 +3100,6 @@ static void show_output(Output *o) {
 // now (attention grows with the position, the machine's speed moves); the
 // draft step and a are running means. Auto-K changes only the speed, never the
 // text: every position is decided the same way whatever K is.
-#define AUTO_DECAY 0.9       // the draft step's and the cost factor's running means (~10 rounds)
-#define AUTO_DECAY_A 0.97    // a's running counts (~30 rounds: at t = 0 acceptance comes in streaks)
-#define AUTO_CALIBRATE_ROWS 9 // verify passes of 1..9 rows are timed; longer ones extrapolated
-
-typedef struct {
-    double accepted, examined;  // decayed counts; a = accepted / examined
-    double draft_step;          // decayed mean seconds of one draft step
-    double calib[MAX_ROWS + 1]; // seconds of an n-row verify pass at start-up
-    double scale;               // decayed measured / calibrated verify cost
-    double calibration_seconds; // what measuring took (once, before generating)
-    int last_k;
-} AutoK;
 
 // argmax over K = 1..k_max of tokens per second; ties go to the smaller K.
 // verify (k_max+2) seconds by row count.
@@ -2985,25 +3166,7 @@ static void update_auto_k(AutoK *ak, int rows, int accepted, int examined, doubl
 }
 
 // ----------------------------------------------------------------------------
-// Appendix: statistics, the measurement beside the seeds' theory (stderr, JSON)
-
-struct SpecStats {
-    int k;                       // -k: drafts per round, or 0: auto-K
-    AutoK autok;
-    const Tokenizer *trace;      // non-NULL: print the -v teaching trace to stderr
-    long rounds, drafted, accepted, examined;
-    long plain_tokens;           // positions without a proposal (drawn from p alone)
-    long reached[K_MAX + 2];     // rounds that examined position i of the round
-    long accepted_at[K_MAX + 2]; // ... and accepted the proposal there
-    long histogram[K_MAX + 2];   // rounds that accepted j proposals
-    long k_used[K_MAX + 1];      // rounds run with each K
-    int k_hi;                    // the largest K any round used
-    long target_forwards, draft_forwards; // in the rounds (prefill not counted)
-    double draft_seconds;        // the draft model's forwards in the rounds
-    double verify_seconds;       // the target's verify passes
-    double round_t0[2];          // the models' clocks when the round started
-    long round_f0[2];
-};
+// Appendix G. Statistics: the measurement beside the seeds' theory (stderr, JSON)
 
 static void build_spec_stats(SpecStats *st, int k, Transformer *target, Drafter *drafter) {
     *st = (SpecStats){.k = k};
@@ -3091,20 +3254,6 @@ static void print_trace(const SpecStats *st, const Speculator *sp, const Round *
         fputc('\n', stderr);
     }
 }
-
-typedef struct {
-    const char *mode;
-    int threads, draft_threads;
-    float temperature, top_p;
-    int top_k;
-    unsigned long long seed;
-    int prompt_tokens;
-    const Output *out;
-    double seconds;          // generation only (prefill + decoding), not loading
-    const Speculator *sp;    // spec mode only
-    const SpecStats *st;     // spec mode only
-    double target_step;      // spec: seconds of one target-alone step (timed after generating)
-} Report;
 
 // Seconds of one target-alone decoding step (1-row forward + its distribution)
 // at position pos: the median of 5, timed after generation so it is not
@@ -3265,17 +3414,48 @@ static void write_json(FILE *f, const char *path, const Report *rp) {
 }
 
 // ----------------------------------------------------------------------------
-// Command line
+// Appendix H. The text on stdout
 
-typedef struct {
-    const char *target_path, *draft_path, *tokenizer_path, *mode, *prompt, *json_path;
-    int n_new, k, top_k, quiet, verbose, threads, draft_threads, draft_weights;
-    int lookup, ngram_min, ngram_max; // -d lookup: the n-gram drafter
-    float lenience;                   // 1: exact; < 1: LOSSY
-    int help;            // -h: print the usage and exit
-    float temperature, top_p;
-    unsigned long long seed;
-} Options;
+// Print the prompt (tokens[1..n) after BOS) as llama2.c's run does.
+static void start_output(Output *o, const int *tokens, int n) {
+    for (int i = 1; i < n; i++)
+        if (!o->quiet) print_piece(decode_piece(o->tok, tokens[i - 1], tokens[i]));
+    o->prev = tokens[n - 1];
+    o->done = o->max_new == 0;
+    o->ended_by = END_LENGTH;
+    if (!o->quiet) fflush(stdout);
+    o->shown_at = now_seconds();
+}
+
+// Take one new token: stop at BOS/EOS (not printed) or after max_new tokens.
+static void emit(Output *o, int token) {
+    if (o->done) return;
+    if (token == TOKEN_BOS || token == TOKEN_EOS) {
+        o->done = 1;
+        o->ended_by = END_TOKEN;
+        return;
+    }
+    o->generated[o->n_generated++] = token;
+    if (!o->quiet) print_piece(decode_piece(o->tok, o->prev, token));
+    o->prev = token;
+    if (o->n_generated >= o->max_new) o->done = 1;
+}
+
+// The text emitted so far onto the screen, at most every 40 ms (25 times a
+// second looks continuous). Whatever reads the text (a terminal, a pipe) is
+// woken by each write and runs on a core the forward's threads were using: on
+// two cores, a write per token made make run's 200 tokens 20% slower. The
+// rest goes out when generation ends.
+static void show_output(Output *o) {
+    if (o->quiet) return;
+    double now = now_seconds();
+    if (now - o->shown_at < 0.04) return;
+    fflush(stdout);
+    o->shown_at = now;
+}
+
+// ----------------------------------------------------------------------------
+// Appendix I. Command line
 
 static void usage(void) {
     printf("usage: specdec [target.bin] [options]\n"
@@ -3455,73 +3635,3 @@ static int encode_prompt(Tokenizer *tok, int *tokens, const char *prompt, const 
     xfree(buf);
     return n;
 }
-
-#ifndef TESTING
-int main(int argc, char **argv) {
-    Options opt;
-    parse_options(&opt, argc, argv);
-    if (opt.help) {
-        usage();
-        return 0;
-    }
-    int spec = !strcmp(opt.mode, "spec");
-    FILE *json = open_json(opt.json_path); // now, so a bad path fails before generating
-    ThreadPool *pool = build_pool(opt.threads);
-    Transformer target, draft;
-    Transformer *model = load_models(&target, &draft, &opt, pool);
-    int V = model->config.vocab_size;
-    Tokenizer tok;
-    build_tokenizer(&tok, opt.tokenizer_path, V);
-    Sampler sampler;
-    build_sampler(&sampler, V, opt.temperature, opt.top_p, opt.top_k);
-    Rng rng;
-    rng_seed(&rng, opt.seed);
-    float *probs = xmalloc((size_t)V * sizeof(float), "probs");
-    ModelDrafter md;
-    LookupDrafter lk;
-    Drafter *drafter = !spec ? NULL : opt.lookup ? lookup_drafter(&lk, opt.ngram_min, opt.ngram_max, V)
-                                                 : model_drafter(&md, &draft, &sampler);
-    Speculator sp;
-    SpecStats st;
-    if (spec) {
-        build_speculator(&sp, &target, drafter, &sampler, &rng);
-        sp.lenience = opt.lenience;
-        build_spec_stats(&st, opt.k, &target, drafter);
-        if (opt.verbose) st.trace = &tok;
-    }
-    int *tokens = xmalloc((size_t)model->config.seq_len * sizeof(int), "tokens");
-    int n = encode_prompt(&tok, tokens, opt.prompt, model);
-    Output out = {.tok = &tok, .quiet = opt.quiet, .max_new = opt.n_new,
-                  .generated = xmalloc((size_t)opt.n_new * sizeof(int) + 1, "output")};
-    start_output(&out, tokens, n);
-
-    // generate; the clock covers prefill and decoding, not loading
-    Report rp = {.mode = opt.mode, .threads = opt.threads, .draft_threads = opt.draft_threads,
-                 .temperature = opt.temperature, .top_p = opt.top_p, .top_k = opt.top_k,
-                 .seed = opt.seed, .prompt_tokens = n, .out = &out};
-    double t0 = now_seconds();
-    if (spec) {
-        n = generate_spec(&sp, &st, tokens, n, &out);
-        rp.seconds = now_seconds() - t0;
-        rp.sp = &sp;
-        rp.st = &st;
-        rp.target_step = time_target_step(&target, &sampler, probs, tokens[n - 1], n - 1);
-    } else {
-        n = generate_plain(model, &sampler, &rng, probs, tokens, n, &out);
-        rp.seconds = now_seconds() - t0;
-    }
-    if (!opt.quiet) printf("\n");
-    fflush(stdout);
-    print_report(&rp);
-    if (json) write_json(json, opt.json_path, &rp);
-
-    if (spec) free_speculator(&sp);
-    if (spec && !opt.lookup) free_transformer(&draft);
-    xfree(probs); xfree(out.generated); xfree(tokens);
-    free_sampler(&sampler);
-    free_tokenizer(&tok);
-    free_transformer(model);
-    free_pool(pool);
-    return 0;
-}
-#endif

@@ -394,10 +394,8 @@ static void build_spec(Spec *sc, Transformer *target, Transformer *draft, Sample
 // one generation of n_new tokens from prompt i; returns seconds. With sc NULL:
 // target alone; else spec decoding accumulating into sc's stats.
 static double run_once(Pair *pr, Spec *sc, Sampler *s, int prompt, uint64_t seed, int *made) {
-    int V = pr->target->config.vocab_size;
     int *tokens = xmalloc((size_t)pr->target->config.seq_len * sizeof(int), "tokens");
     int *gen = xmalloc((size_t)pr->n_new * sizeof(int), "generated");
-    float *probs = xmalloc((size_t)V * sizeof(float), "probs");
     int n = encode(pr->tok, tokens, PROMPTS[prompt % N_PROMPTS], 1, 0);
     Output o = {.tok = pr->tok, .quiet = 1, .generated = gen, .max_new = pr->n_new};
     start_output(&o, tokens, n);
@@ -408,11 +406,11 @@ static double run_once(Pair *pr, Spec *sc, Sampler *s, int prompt, uint64_t seed
         sc->sp.rng = &rng;
         generate_spec(&sc->sp, &sc->st, tokens, n, &o);
     } else {
-        generate_plain(pr->target, s, &rng, probs, tokens, n, &o);
+        generate_plain(pr->target, s, &rng, tokens, n, &o);
     }
     double t = now_seconds() - t0;
     *made = o.n_generated;
-    xfree(tokens); xfree(gen); xfree(probs);
+    xfree(tokens); xfree(gen);
     return t;
 }
 

@@ -132,6 +132,20 @@ if [ -f README.md ] && [ -f weights/target.bin ] && [ -f weights/draft.bin ] && 
     echo "README: the worked round ($(wc -l < $D/round_want.txt) lines) is what specdec $args prints"
 fi
 
+# ---- specdec.c's table of contents: each "// FROM-TO  Title" names the line of its section
+if [ -f specdec.c ]; then
+    n_toc=0
+    while read -r from to title; do
+        n_toc=$((n_toc + 1))
+        got=$(sed -n "${from}p" specdec.c)
+        bar=$(sed -n "$((from - 1))p" specdec.c)
+        if [ "${got#// $title}" != "$got" ] && [ "${bar#// ---}" != "$bar" ]; then ok
+        else bad "specdec.c's contents say '$title' starts at line $from, which reads: $got"; fi
+    done < <(sed -n 's|^// *\([0-9][0-9]*\)-\([0-9][0-9]*\) *\(.*\)$|\1 \2 \3|p' specdec.c)
+    [ $n_toc -ge 10 ] && ok || bad "specdec.c's contents list $n_toc sections"
+    echo "contents: specdec.c's $n_toc section line numbers are where its sections start"
+fi
+
 # ---- llama2.c's stories260K
 R=../shared/data/ref
 if [ -f $R/stories260K.bin ] && [ -f $R/tok512.bin ]; then

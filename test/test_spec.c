@@ -339,11 +339,10 @@ static void test_short_draft(void) {
     build_sampler(&s, CFG.vocab_size, 0.0f, 1.0f, 0);
     Rng rng;
     rng_seed(&rng, 9);
-    float probs[300];
     int tokens[128] = {TOKEN_BOS, 50, 51, 52, 50, 51};
     Output o = {.quiet = 1, .generated = ref, .max_new = 100};
     start_output(&o, tokens, 6);
-    generate_plain(&target, &s, &rng, probs, tokens, 6, &o);
+    generate_plain(&target, &s, &rng, tokens, 6, &o);
     CHECK(n == 100 && st.plain_tokens > 0, "short draft: generated %d of 100, %ld target-alone tokens", n,
           st.plain_tokens);
     CHECK(o.n_generated == n && !memcmp(gen, ref, (size_t)n * sizeof(int)),
