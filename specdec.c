@@ -46,12 +46,12 @@
 //  1058-1184  Appendix A. Errors and memory
 //  1186-1625  Appendix B. Loading
 //  1627-2623  Appendix C. Math kernels
-//  2625-2919  Appendix D. Threads
-//  2921-3091  Appendix E. Tokenizer
-//  3093-3167  Appendix F. Auto-K (-k 0)
-//  3169-3415  Appendix G. Statistics
-//  3417-3456  Appendix H. The text on stdout
-//  3458-3637  Appendix I. Command line
+//  2625-2921  Appendix D. Threads
+//  2923-3093  Appendix E. Tokenizer
+//  3095-3169  Appendix F. Auto-K (-k 0)
+//  3171-3422  Appendix G. Statistics
+//  3424-3463  Appendix H. The text on stdout
+//  3465-3644  Appendix I. Command line
 //
 // Build: cc -std=c11 -O3 -mavx2 -mfma -ffp-contract=off -pthread specdec.c -lm
 #define _POSIX_C_SOURCE 200809L
@@ -1497,7 +1497,7 @@ static void use_int8(Transformer *t) {
     t->packed = NULL;
 }
 
-// The first float of p (n) that is NaN or inf, or n. A bit test (exponent all
+// The first float of v (n) that is NaN or inf, or n. A bit test (exponent all
 // ones), so the compiler can vectorise the pass: a load reads the file once.
 static size_t first_non_finite(const float *v, size_t n) {
     for (size_t i0 = 0; i0 < n; i0 += 4096) {
@@ -2857,20 +2857,22 @@ static const char *dir_line(char *buf, const char *dir, const char *name) {
 // over cpu.cfs_period_us; 0 where neither sets one
 static int quota_in(const char *dir) {
     char buf[3][128];
-    double q, p;
-    const char *max = dir_line(buf[0], dir, "cpu.max"), *quota = dir_line(buf[1], dir, "cpu.cfs_quota_us"),
-               *period = dir_line(buf[2], dir, "cpu.cfs_period_us");
-    if (max && sscanf(max, "%lf %lf", &q, &p) == 2 && q > 0 && p > 0) return (int)ceil(q / p);
-    if (quota && period && sscanf(quota, "%lf", &q) == 1 && sscanf(period, "%lf", &p) == 1 && q > 0 && p > 0)
-        return (int)ceil(q / p);
+    double quota, period;
+    const char *max = dir_line(buf[0], dir, "cpu.max"), *v1_quota = dir_line(buf[1], dir, "cpu.cfs_quota_us"),
+               *v1_period = dir_line(buf[2], dir, "cpu.cfs_period_us");
+    if (max && sscanf(max, "%lf %lf", &quota, &period) == 2 && quota > 0 && period > 0)
+        return (int)ceil(quota / period);
+    if (v1_quota && v1_period && sscanf(v1_quota, "%lf", &quota) == 1 &&
+        sscanf(v1_period, "%lf", &period) == 1 && quota > 0 && period > 0)
+        return (int)ceil(quota / period);
     return 0;
 }
 
 // whether a comma-separated list holds `item`
 static int list_has(const char *list, const char *item) {
     size_t n = strlen(item);
-    for (const char *p = list; p; p = strchr(p + 1, ',')) {
-        const char *at = *p == ',' ? p + 1 : p;
+    for (const char *c = list; c; c = strchr(c + 1, ',')) {
+        const char *at = *c == ',' ? c + 1 : c;
         if (!strncmp(at, item, n) && (at[n] == ',' || at[n] == '\0')) return 1;
     }
     return 0;
@@ -3278,7 +3280,7 @@ static double time_target_step(Transformer *tr, Sampler *s, float *probs, int to
 typedef struct {
     int k;                  // K of the formulas: -k, or the one auto-K used most
     double acceptance_rate, a, c, r;
-    double tokens_per_round, expected_per_round; // measured, and (1-a^(K+1))/(1-a)
+    double tokens_per_round, expected_per_round; // measured, and (1-a^(K+1))/(1-a) at each round's K
     double predicted, measured;
 } SpecSummary;
 
@@ -3299,8 +3301,13 @@ static SpecSummary summarize(const Report *rp) {
     if (st->rounds && rp->target_step > 0)
         m.r = st->verify_seconds / (double)st->rounds / rp->target_step;
     if (st->rounds) m.tokens_per_round = (double)(st->examined + st->plain_tokens) / (double)st->rounds;
-    m.expected_per_round = expected_tokens_per_round(m.a, m.k);
-    m.predicted = m.r > 0 ? predicted_speedup(m.a, m.k, m.c, m.r) : 0;
+    double tokens = 0, steps = 0; // the theory at each round's own K (auto-K varies it)
+    for (int k = 0; k <= K_MAX; k++) {
+        tokens += (double)st->k_used[k] * expected_tokens_per_round(m.a, k);
+        steps += (double)st->k_used[k] * (k + pow(m.a, k));
+    }
+    if (st->rounds) m.expected_per_round = tokens / (double)st->rounds;
+    if (st->rounds && m.r > 0) m.predicted = m.expected_per_round / (steps / (double)st->rounds * m.c + m.r);
     m.measured = rp->seconds > 0 ? rp->out->n_generated / rp->seconds * rp->target_step : 0;
     return m;
 }
@@ -3324,7 +3331,7 @@ static void print_spec_report(const Report *rp) {
     }
     fprintf(stderr, "\n  %ld proposals, %ld examined, %ld accepted: a = %.3f per examined proposal\n",
             st->drafted, st->examined, st->accepted, m.a);
-    fprintf(stderr, "  tokens per round %.2f; theory (1-a^(K+1))/(1-a) = %.2f\n", m.tokens_per_round,
+    fprintf(stderr, "  tokens per round %.2f; theory (1-a^(K+1))/(1-a) at the rounds' K: %.2f\n", m.tokens_per_round,
             m.expected_per_round);
     fprintf(stderr, "  acceptance at the round's position 1..%d:", st->k_hi + 1);
     for (int i = 0; i <= st->k_hi; i++) fprintf(stderr, " %.3f", per_position(st, i));
