@@ -42,16 +42,16 @@
 //   657-734   Drafters
 //   736-844   The speculative round
 //   846-905   Generation
-//   907-1056  main
-//  1058-1184  Appendix A. Errors and memory
-//  1186-1625  Appendix B. Loading
-//  1627-2623  Appendix C. Math kernels
-//  2625-2921  Appendix D. Threads
-//  2923-3093  Appendix E. Tokenizer
-//  3095-3169  Appendix F. Auto-K (-k 0)
-//  3171-3422  Appendix G. Statistics
-//  3424-3463  Appendix H. The text on stdout
-//  3465-3644  Appendix I. Command line
+//   907-1052  main
+//  1054-1180  Appendix A. Errors and memory
+//  1182-1621  Appendix B. Loading
+//  1623-2619  Appendix C. Math kernels
+//  2621-2917  Appendix D. Threads
+//  2919-3089  Appendix E. Tokenizer
+//  3091-3168  Appendix F. Auto-K (-k 0)
+//  3170-3421  Appendix G. Statistics
+//  3423-3462  Appendix H. The text on stdout
+//  3464-3643  Appendix I. Command line
 //
 // Build: cc -std=c11 -O3 -mavx2 -mfma -ffp-contract=off -pthread specdec.c -lm
 #define _POSIX_C_SOURCE 200809L
@@ -131,7 +131,7 @@ typedef void (*Job)(void *arg, int tid, int n_threads);
 // so one step along k reads one 64-byte line with 16 outputs' weights, and a
 // matmul streams the whole matrix front to back once. Rows past d are zero.
 // The layout is an implementation detail: the result is defined by the
-// reduction order (see Math kernels), not by where the floats sit.
+// reduction order (Appendix C), not by where the floats sit.
 typedef struct {
     float *w;     // (n_panels, n, PANEL)
     uint16_t *h;  // the same in bfloat16 with steps in pairs (see bf16_at), or NULL
@@ -207,7 +207,7 @@ typedef struct {
 // ----------------------------------------------------------------------------
 // The kernel contract: what the method calls, implemented in the appendices
 //
-// Every number is defined by a REDUCTION ORDER (Appendix B), not by the code
+// Every number is defined by a REDUCTION ORDER (Appendix C), not by the code
 // that computes it: a matmul output or an attention score is ONE chain of
 // fused multiply-adds over k = 0, 1, ..., n-1; RMSNorm's and softmax's sums
 // take 8 lanes combined in a fixed order; exp is exp_canonical. So the AVX-512,
@@ -236,7 +236,7 @@ static float exp_and_sum(float *x, int n, float max);
 // the largest of x (n)
 static float max_of(const float *x, int n);
 
-// Threads (Appendix C): run job(arg, tid, n) for tid = 0..n-1, the caller as 0;
+// Threads (Appendix D): run job(arg, tid, n) for tid = 0..n-1, the caller as 0;
 // threads meet at barriers; share splits n items by thread
 static void pool_run(ThreadPool *pool, int n, Job job, void *arg);
 static void pool_barrier(ThreadPool *pool, int tid, int n);
@@ -256,8 +256,8 @@ static double now_seconds(void);
 // key/value head g (heads g*group .. g*group+group-1 share its keys and values).
 // RoPE turns this head's queries and key, the key and value go into the caches
 // at their positions, then every query of the group is scored against the
-// cache in one pass: score_t = (q . k_t) / sqrt(hs), a = softmax over
-// t <= its own position, out = sum_t a_t v_t. Positions after a row's own are
+// cache in one pass: score_t = (query . key_t) / sqrt(hs), w = softmax of the
+// scores over t <= its own position, out = sum_t w_t value_t / sum_t w_t. Positions after a row's own are
 // computed (the block is shared) but get weight exactly 0, and 0 * v adds
 // nothing, so each row's bits are those of a one-row pass.
 static void attention_head(Transformer *tr, int l, int g, int T, int pos) {
@@ -907,10 +907,6 @@ static int generate_spec(Speculator *sp, SpecStats *st, int *tokens, int n, Outp
 // main: load, generate, report
 //
 // What main holds; the appendices fill them in (auto-K F, statistics G, command line I).
-
-#define AUTO_DECAY 0.9       // the draft step's and the cost factor's running means (~10 rounds)
-#define AUTO_DECAY_A 0.97    // a's running counts (~30 rounds: at t = 0 acceptance comes in streaks)
-#define AUTO_CALIBRATE_ROWS 9 // verify passes of 1..9 rows are timed; longer ones extrapolated
 
 typedef struct {
     double accepted, examined;  // decayed counts; a = accepted / examined
@@ -3102,6 +3098,9 @@ static void print_piece(const char *piece) {
 // now (attention grows with the position, the machine's speed moves); the
 // draft step and a are running means. Auto-K changes only the speed, never the
 // text: every position is decided the same way whatever K is.
+#define AUTO_DECAY 0.9       // the draft step's and the cost factor's running means (~10 rounds)
+#define AUTO_DECAY_A 0.97    // a's running counts (~30 rounds: at t = 0 acceptance comes in streaks)
+#define AUTO_CALIBRATE_ROWS 9 // verify passes of 1..9 rows are timed; longer ones extrapolated
 
 // argmax over K = 1..k_max of tokens per second; ties go to the smaller K.
 // verify (k_max+2) seconds by row count.
