@@ -26,7 +26,7 @@ static FILE *open_out(const char *dir, const char *name) {
 }
 
 static uint64_t fnv1a(const float *v, size_t n) {
-    uint64_t h = 1469598103934665603ULL;
+    uint64_t h = 14695981039346656037ULL;
     const unsigned char *b = (const unsigned char *)v;
     for (size_t i = 0; i < n * sizeof(float); i++) h = (h ^ b[i]) * 1099511628211ULL;
     return h;
