@@ -1,21 +1,28 @@
 // golden.c - the golden files a port checks itself against (make golden writes
-// them into test/golden, make test checks that specdec still reproduces them).
+// them into test/golden, make test checks that specdec still reproduces them;
+// test/golden/README.md describes every file, docs/PORTING.md every rule).
 //
 //   golden DIR   write, for the shipped pair (if present) and for a small random
 //                checkpoint this program writes deterministically:
-//     tokens_MODEL.txt  ids of hard strings (BOS, then the text)
-//     logits_MODEL.txt  logits of a 1-row step (BOS at position 0) and of a 5-row
-//                       pass (the prompt's first 5 tokens at positions 0..4):
-//                       the first 16 of every row as %a, its argmax, and an
-//                       FNV-1a hash of all of the row's float bits
 //     coins.txt         coin_at(seed, position, purpose) and the stream rng_u32
-//     run_MODEL_tT.txt  a spec run, round by round: each position's proposal,
-//                       its draw coin, q(x), p(x), min(1, p/q), accept coin, verdict,
+//     tokens_MODEL.txt  ids of hard strings (BOS, then the text)
+//     logits_MODEL.txt  the checkpoint's size and FNV-1a hash, then the logits of
+//                       a 1-row step (BOS at position 0) and of a 5-row pass (the
+//                       prompt's first 5 tokens at positions 0..4): the first 16
+//                       of every row as %a, its argmax, an FNV-1a hash of its bits
+//     run_MODEL_S.txt   a spec run (K = 4, seed 42, 40 new tokens) at sampling
+//                       settings S, round by round: each position's proposal, its
+//                       draw coin, q(x), p(x), min(1, p/q), accept coin, verdict,
 //                       residual mass and resample coin, the committed token
+//     pq_MODEL_S.txt    for the same run, p and q in full at the positions decided
+//                       by a residual draw (every entry where p or q is nonzero)
 // Every float is printed exactly (%a, or %.9g, which reads back to the same float).
 #define TESTING
 #include "../specdec.c"
 #include "random_model.h"
+
+#define RUN_K 4
+#define RUN_NEW 40 // new tokens per run: the last round is capped to fit, as specdec -n caps it
 
 static FILE *open_out(const char *dir, const char *name) {
     char path[512];
@@ -25,10 +32,11 @@ static FILE *open_out(const char *dir, const char *name) {
     return f;
 }
 
-static uint64_t fnv1a(const float *v, size_t n) {
-    uint64_t h = 1469598103934665603ULL;
+// FNV-1a 64-bit over n bytes (offset basis 14695981039346656037, prime 1099511628211)
+static uint64_t fnv1a(const void *v, size_t n) {
+    uint64_t h = 14695981039346656037ULL;
     const unsigned char *b = (const unsigned char *)v;
-    for (size_t i = 0; i < n * sizeof(float); i++) h = (h ^ b[i]) * 1099511628211ULL;
+    for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 1099511628211ULL;
     return h;
 }
 
@@ -36,7 +44,16 @@ static const char *HARD[] = {"Once upon a time", "", " ", "  two spaces", "a\nb\
                              "UTF-8 \xe2\x80\x9cquotes\xe2\x80\x9d \xc3\xa9 \xe6\x97\xa5\xe6\x9c\xac",
                              "\x01\x7f\xff bytes", "The little dog said, \"Hello!\""};
 
-static void write_tokens(FILE *f, Tokenizer *tok) {
+// "LABEL PATH: N bytes, fnv1a H" for a whole file
+static void write_file_hash(FILE *f, const char *label, const char *path) {
+    size_t n;
+    unsigned char *b = read_file(path, label, &n);
+    fprintf(f, "%s %s: %zu bytes, fnv1a %016llx\n", label, path, n, (unsigned long long)fnv1a(b, n));
+    xfree(b);
+}
+
+static void write_tokens(FILE *f, const char *path, Tokenizer *tok) {
+    write_file_hash(f, "tokenizer", path);
     for (size_t i = 0; i < sizeof(HARD) / sizeof(HARD[0]); i++) {
         int ids[256];
         int n = encode(tok, ids, HARD[i], 1, 0);
@@ -52,20 +69,21 @@ static void write_rows(FILE *f, const char *what, const float *logits, int rows,
     for (int r = 0; r < rows; r++) {
         const float *row = logits + (size_t)r * V;
         fprintf(f, "%s row %d: argmax %d fnv1a %016llx first16", what, r, argmax(row, V),
-                (unsigned long long)fnv1a(row, (size_t)V));
+                (unsigned long long)fnv1a(row, (size_t)V * sizeof(float)));
         for (int i = 0; i < 16 && i < V; i++) fprintf(f, " %a", row[i]);
         fprintf(f, "\n");
     }
 }
 
-static void write_logits(FILE *f, const char *path, Tokenizer *tok) {
+static void write_logits(FILE *f, const char *path, const char *draft, Tokenizer *tok) {
+    write_file_hash(f, "target", path);
+    write_file_hash(f, "draft", draft);
     Transformer tr;
     build_transformer(&tr, path, MAX_ROWS, NULL, 1);
     int ids[64], V = tr.config.vocab_size;
     int n = encode(tok, ids, "Once upon a time, there was a little", 1, 0);
     if (n < 5) die("golden: prompt too short");
-    fprintf(f, "model %s: dim %d layers %d vocab %d; prompt ids", path, tr.config.dim,
-            tr.config.n_layers, V);
+    fprintf(f, "target: dim %d layers %d vocab %d; prompt ids", tr.config.dim, tr.config.n_layers, V);
     for (int i = 0; i < 5; i++) fprintf(f, " %d", ids[i]);
     fprintf(f, "\n");
     write_rows(f, "1-row step, BOS at position 0:", forward(&tr, ids, 1, 0), 1, V);
@@ -88,36 +106,58 @@ static void write_coins(FILE *f) {
     }
 }
 
-// one spec run, every examined position's numbers, round by round
-static void write_run(FILE *f, const char *target, const char *draft, Tokenizer *tok, float t) {
+// Sampling settings of a run, and how many residual positions its pq file holds
+typedef struct { const char *name; float t, top_p; int top_k, pq_max; } Setting;
+
+// p and q of one residual position: every index where either is nonzero
+static void write_pq(FILE *f, const Verdict *v, int pos, const float *p, const float *q, int V) {
+    int count = 0;
+    for (int i = 0; i < V; i++) count += p[i] != 0.0f || q[i] != 0.0f;
+    fprintf(f, "position %d: x %d reject residual_mass %.9g r %.9g -> token %d; %d entries\n", pos, v->x,
+            v->residual_mass, v->r, v->token, count);
+    for (int i = 0; i < V; i++)
+        if (p[i] != 0.0f || q[i] != 0.0f) fprintf(f, "  %d %.9g %.9g\n", i, p[i], q[i]);
+}
+
+// one spec run, every examined position's numbers, round by round, into f;
+// the p and q of its first s->pq_max residual positions into pq (NULL: none)
+static void write_run(FILE *f, FILE *pq, const char *target, const char *draft, Tokenizer *tok,
+                      const Setting *st) {
     Transformer tg, dr;
     build_transformer(&tg, target, MAX_ROWS, NULL, 1);
     build_transformer_as(&dr, draft, MAX_ROWS, NULL, 1, DRAFT_WEIGHTS);
     Sampler s;
-    build_sampler(&s, tg.config.vocab_size, t, 1.0f, 0);
+    build_sampler(&s, tg.config.vocab_size, st->t, st->top_p, st->top_k);
     Rng rng;
     rng_seed(&rng, 42);
     Speculator sp;
     ModelDrafter md;
     build_speculator(&sp, &tg, model_drafter(&md, &dr, &s), &s, &rng);
-    int tokens[512];
-    int n = encode(tok, tokens, "Once upon a time", 1, 0), start = n;
-    fprintf(f, "spec run: K = 4, t = %g, seed 42, prompt \"Once upon a time\" (%d ids), draft in %s\n", t, n,
+    int tokens[512], V = tg.config.vocab_size;
+    int n = encode(tok, tokens, "Once upon a time", 1, 0), start = n, residuals = 0, dumped = 0;
+    fprintf(f, "spec run: K = %d, t = %.9g, top-p %.9g, top-k %d, seed 42, prompt \"Once upon a time\" "
+            "(%d ids), %d new tokens, draft in %s\n", RUN_K, st->t, st->top_p, st->top_k, n, RUN_NEW,
             WEIGHTS_NAME[DRAFT_WEIGHTS]);
     forward_chunked(&tg, tokens, n - 1, 0);
-    for (int round = 1; n - start < 40 && n + 6 < tg.config.seq_len; round++) {
-        int m = speculative_step(&sp, tokens, n, 4).committed;
-        fprintf(f, "round %d at position %d\n", round, n);
-        for (int i = 0; i < m; i++) {
+    for (int round = 1; n - start < RUN_NEW; round++) {
+        int want = RUN_NEW - (n - start), k = RUN_K < want - 1 ? RUN_K : want - 1;
+        Round rd = speculative_step(&sp, tokens, n, k);
+        fprintf(f, "round %d at position %d, K = %d\n", round, n, k);
+        for (int i = 0; i < rd.committed; i++) {
             const Verdict *v = &sp.verdicts[i];
             fprintf(f, "  position %d: x %d d %.9g q %.9g p %.9g ratio %.9g u %.9g %s", n + i, v->x,
                     v->d, v->q, v->p, v->x < 0 ? 0.0f : acceptance_ratio(v->p, v->q, 1.0f), v->u,
                     v->accepted ? "accept" : "reject");
             if (!v->accepted) fprintf(f, " residual_mass %.9g r %.9g", v->residual_mass, v->r);
             fprintf(f, " -> token %d\n", v->token);
+            if (v->x >= 0 && !v->accepted && residuals++ < st->pq_max && pq) {
+                write_pq(pq, v, n + i, sp.p + (size_t)i * V, sp.q + (size_t)i * V, V);
+                dumped++;
+            }
         }
-        n += m;
+        n += rd.committed;
     }
+    if (pq) fprintf(pq, "end: %d of the run's %d residual positions\n", dumped, residuals);
     free_speculator(&sp);
     free_sampler(&s);
     free_transformer(&tg);
@@ -125,22 +165,34 @@ static void write_run(FILE *f, const char *target, const char *draft, Tokenizer 
 }
 
 static void write_model(const char *dir, const char *name, const char *target, const char *draft,
-                        Tokenizer *tok) {
+                        const char *tok_path, const Setting *settings, int n_settings) {
+    Tokenizer tok0, *tok = &tok0;
+    build_tokenizer(tok, tok_path, 0);
     char file[128];
     snprintf(file, sizeof(file), "tokens_%s.txt", name);
     FILE *f = open_out(dir, file);
-    write_tokens(f, tok);
+    write_tokens(f, tok_path, tok);
     fclose(f);
     snprintf(file, sizeof(file), "logits_%s.txt", name);
     f = open_out(dir, file);
-    write_logits(f, target, tok);
+    write_logits(f, target, draft, tok);
     fclose(f);
-    for (int t = 0; t <= 1; t++) {
-        snprintf(file, sizeof(file), "run_%s_t%d.txt", name, t);
+    for (int i = 0; i < n_settings; i++) {
+        const Setting *st = &settings[i];
+        snprintf(file, sizeof(file), "run_%s_%s.txt", name, st->name);
         f = open_out(dir, file);
-        write_run(f, target, draft, tok, (float)t);
+        FILE *pq = NULL;
+        if (st->pq_max > 0) {
+            snprintf(file, sizeof(file), "pq_%s_%s.txt", name, st->name);
+            pq = open_out(dir, file);
+            fprintf(pq, "p and q at the residual positions of run_%s_%s.txt (at most %d): per position a line, "
+                    "then \"index p q\" for every index where p or q is nonzero\n", name, st->name, st->pq_max);
+        }
+        write_run(f, pq, target, draft, tok, st);
         fclose(f);
+        if (pq) fclose(pq);
     }
+    free_tokenizer(tok);
 }
 
 int main(int argc, char **argv) {
@@ -153,19 +205,17 @@ int main(int argc, char **argv) {
     write_random_checkpoint("build/test/golden_target.bin", &(Config){64, 172, 2, 4, 2, 400, 160}, 1, 5, 0, 0);
     write_random_checkpoint("build/test/golden_draft.bin", &(Config){64, 172, 2, 4, 2, 400, 160}, 1, 5, 6, 0.4f);
     write_tokenizer("build/test/golden_tok.bin", 400);
-    Tokenizer tok;
-    build_tokenizer(&tok, "build/test/golden_tok.bin", 400);
-    write_model(dir, "random", "build/test/golden_target.bin", "build/test/golden_draft.bin", &tok);
-    free_tokenizer(&tok);
+    // its pq files: all residual positions but at t = 1 (every entry nonzero: the first 3)
+    const Setting random[] = {{"t0", 0, 1, 0, 1000}, {"t1", 1, 1, 0, 3}, {"t0.8_p0.9_k40", 0.8f, 0.9f, 40, 1000}};
+    // the shipped pair's: none at t = 1 (2048 entries a position)
+    const Setting shipped[] = {{"t0", 0, 1, 0, 1000}, {"t1", 1, 1, 0, 0}, {"t0.8_p0.9_k40", 0.8f, 0.9f, 40, 1000}};
+    write_model(dir, "random", "build/test/golden_target.bin", "build/test/golden_draft.bin",
+                "build/test/golden_tok.bin", random, 3);
     if (access("weights/target.bin", R_OK) == 0 && access("weights/draft.bin", R_OK) == 0 &&
-        access("tokenizer.bin", R_OK) == 0) {
-        Tokenizer st;
-        build_tokenizer(&st, "tokenizer.bin", 0);
-        write_model(dir, "shipped", "weights/target.bin", "weights/draft.bin", &st);
-        free_tokenizer(&st);
-    } else {
+        access("tokenizer.bin", R_OK) == 0)
+        write_model(dir, "shipped", "weights/target.bin", "weights/draft.bin", "tokenizer.bin", shipped, 3);
+    else
         printf("golden: no shipped pair (weights/), only the random model's files\n");
-    }
     printf("golden: wrote %s\n", dir);
     return 0;
 }
