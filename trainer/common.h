@@ -122,7 +122,7 @@ static double now_seconds(void) {
 // tell that its data changed underneath it.
 static uint64_t fnv1a(const void *p, size_t n) {
     const unsigned char *s = p;
-    uint64_t h = 1469598103934665603ull;
+    uint64_t h = 14695981039346656037ull; // FNV-1a offset basis
     for (size_t i = 0; i < n; i++) h = (h ^ s[i]) * 1099511628211ull;
     return h;
 }
