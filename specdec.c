@@ -37,21 +37,21 @@
 //   120-206   The data
 //   208-251   The kernel contract
 //   253-412   Forward
-//   414-569   Sampler
-//   571-655   The speculative step
-//   657-734   Drafters
-//   736-844   The speculative round
-//   846-905   Generation
-//   907-1052  main
-//  1054-1180  Appendix A. Errors and memory
-//  1182-1621  Appendix B. Loading
-//  1623-2619  Appendix C. Math kernels
-//  2621-2917  Appendix D. Threads
-//  2919-3089  Appendix E. Tokenizer
-//  3091-3168  Appendix F. Auto-K (-k 0)
-//  3170-3421  Appendix G. Statistics
-//  3423-3462  Appendix H. The text on stdout
-//  3464-3643  Appendix I. Command line
+//   414-571   Sampler
+//   573-657   The speculative step
+//   659-736   Drafters
+//   738-846   The speculative round
+//   848-907   Generation
+//   909-1054  main
+//  1056-1182  Appendix A. Errors and memory
+//  1184-1623  Appendix B. Loading
+//  1625-2621  Appendix C. Math kernels
+//  2623-2919  Appendix D. Threads
+//  2921-3091  Appendix E. Tokenizer
+//  3093-3170  Appendix F. Auto-K (-k 0)
+//  3172-3423  Appendix G. Statistics
+//  3425-3464  Appendix H. The text on stdout
+//  3466-3645  Appendix I. Command line
 //
 // Build: cc -std=c11 -O3 -mavx2 -mfma -ffp-contract=off -pthread specdec.c -lm
 #define _POSIX_C_SOURCE 200809L
@@ -496,11 +496,13 @@ static int nucleus_order(const void *a, const void *b) {
     return (x->index > y->index) - (x->index < y->index);
 }
 
-// Keep the top_k most likely tokens, then the shortest prefix of them (in
-// nucleus order) whose running sum reaches top_p; zero the rest and
-// renormalise by the kept mass, summed in nucleus order. probs (n) in place.
-// Only tokens >= (1 - top_p) / (n - 1) can be in the nucleus (all the others
-// together hold less than 1 - top_p), so only those are sorted.
+// The candidates are the tokens with probability >= (1 - top_p) / (n - 1)
+// (all the others together hold less than 1 - top_p, so they could only be in
+// the nucleus through rounding; the filter is part of the rule). Keep the
+// top_k most likely candidates, then the shortest prefix of them in nucleus
+// order whose running float sum reaches top_p (all of them if none does);
+// zero the rest and divide by the kept mass, summed in nucleus order.
+// probs (n) in place.
 static void truncate_distribution(Sampler *s, float *probs) {
     int n = s->vocab_size, m = 0;
     ProbIndex *o = s->order;
