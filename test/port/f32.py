@@ -88,7 +88,7 @@ def suspects(s):
     """Indices i where rounding the double s[i] to float32 may not be the
     correctly rounded exact value (a float32 midpoint, or tiny); [] if none."""
     m29, p28, h29, exp, c1151, s63, allbits = _word_masks(len(s))
-    B = int.from_bytes(array('d', s).tobytes(), _ORDER)
+    B = int.from_bytes(array('d', s), _ORDER)
     V = ((((B & m29) ^ p28) + m29) & h29) | (((B & exp) + c1151) & s63)
     if V == allbits:
         return ()
@@ -131,23 +131,23 @@ def vfma_c(A, B, c):
 def matvec_cols(cols, x):
     """out[r] = chain over k of fma(W[r][k], x[k], acc), from acc = +0.0, for a
     matrix given by its columns (cols[k][r] = W[r][k]); every row its own chain,
-    run side by side one k at a time."""
+    run side by side one k at a time (the accumulators stay in an array('f'))."""
     n = len(cols[0])
     m29, p28, h29, exp, c1151, s63, allbits = _word_masks(n)
     frombytes = int.from_bytes
     order = _ORDER
-    acc = [0.0] * n
+    acc = array('f', bytes(4 * n))
     for col, xk in zip(cols, x):
         s = [w * xk + a for w, a in zip(col, acc)]
-        B = frombytes(array('d', s).tobytes(), order)
+        B = frombytes(array('d', s), order)
         if ((((B & m29) ^ p28) + m29) & h29) | (((B & exp) + c1151) & s63) == allbits:
-            acc = array('f', s).tolist()
+            acc = array('f', s)
         else:
-            f = array('f', s).tolist()
+            f = array('f', s)
             for i in suspects(s):
                 f[i] = fma(col[i], xk, acc[i])
             acc = f
-    return acc
+    return acc.tolist()
 
 
 # ---- the three reductions (PORTING.md section 3) ---------------------------

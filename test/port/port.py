@@ -232,7 +232,8 @@ class Model:
 
     @staticmethod
     def columns(flat, n_in):
-        return [flat[k::n_in] for k in range(n_in)]
+        # fresh float objects, allocated column by column (the matvec walks columns)
+        return [array('f', flat[k::n_in]).tolist() for k in range(n_in)]
 
     # -- the int8 draft (section 5)
     @staticmethod
