@@ -612,6 +612,32 @@ def spec_run(target, draft, tok, prompt, sampler, memo_t, memo_d, seed=42, K=4, 
     return tokens[n0:], n0, lines, residuals
 
 
+# ---- a self-test of the exact fma ---------------------------------------------
+
+def fma_selftest():
+    """The golden runs never meet a double-rounding case (rounding a*b + c in
+    double, then to float32, happens to give the fma's bits everywhere), so the
+    exact paths are checked here on cases where the naive way is wrong."""
+    a = 2.0 ** -24 * (1 + 2.0 ** -23)          # a*b + c = 1 + 3*2^-24 - 2^-70:
+    b = 1 - 2.0 ** -23                         # just below a float32 midpoint
+    c = 1 + 2.0 ** -23
+    want = 1 + 2.0 ** -23
+    assert f32(a * b + c) != want              # the naive way rounds up
+    tiny = 2.0 ** -75
+    cases = [((a, b, c), want), ((-a, b, -c), -want),
+             ((tiny, tiny, 0.0), 0.0),                     # 2^-150: a tie, to even (0)
+             ((1.5 * tiny, tiny, 0.0), 2.0 ** -149),       # above the tie: up
+             ((tiny, tiny, 2.0 ** -149), 2.0 ** -148)]     # 2^-149 + 2^-150: a tie, to even
+    for (x, y, z), w in cases:
+        assert fma(x, y, z) == w, (x, y, z)
+    A, B, C = zip(*[abc for abc, _ in cases])
+    want = [w for _, w in cases]
+    assert vfma(list(A), list(B), list(C)) == want
+    assert vfma_s([a, -a], b, [c, -c]) == want[:2]
+    # a matvec whose second step is the hard case: acc = c, then fma(a, b, acc)
+    assert matvec_cols([[c, -c], [a, -a]], [1.0, b]) == want[:2]
+
+
 # ---- the golden files ------------------------------------------------------
 
 HARD = [b'Once upon a time', b'', b' ', b'  two spaces', b'a\nb\tc\r\n',
@@ -720,6 +746,7 @@ def main(argv):
         results.append(ok)
         print(msg, '(%.1f s)' % (time.time() - t0), flush=True)
 
+    fma_selftest()
     check('coins.txt', coins_file())
 
     # the random golden model
