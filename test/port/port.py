@@ -12,6 +12,7 @@ Standard library only. Float32 arithmetic is exact: see f32.py.
 
 import math
 import os
+from operator import mul
 import struct
 import sys
 import time
@@ -171,7 +172,10 @@ def random_checkpoint_bytes(seed=5, noise_seed=6, eps=0.0):
     vals += [math.cos(p * theta[i]) for p in range(S) for i in range(half)]
     vals += [math.sin(p * theta[i]) for p in range(S) for i in range(half)]
     header = struct.pack('<7i', dim, hid, L, c['n_heads'], c['n_kv_heads'], V, S)
-    return header + array('f', vals).tobytes()
+    a = array('f', vals)
+    if sys.byteorder != 'little':
+        a.byteswap()
+    return header + a.tobytes()
 
 
 # ---- the checkpoint (2.1) and the model -------------------------------------
@@ -187,6 +191,8 @@ class Model:
         self.int8 = int8
         w = array('f')
         w.frombytes(data[28:])
+        if sys.byteorder != 'little':
+            w.byteswap()
         w = w.tolist()
         pos = [0]
 
@@ -263,7 +269,6 @@ class Model:
             if v - v != 0.0:
                 return [math.nan] * len(qrows)
         qx, sx = self.quantize(x)
-        from operator import mul
         isums = [float(sum(map(mul, row, qx))) for row in qrows]
         t = array('f', [i * s for i, s in zip(isums, scales)]).tolist()
         return array('f', [v * sx for v in t]).tolist()
@@ -602,12 +607,12 @@ def spec_run(target, draft, tok, prompt, sampler, memo_t, memo_d, seed=42, K=4, 
                     rejected = True
                     lines.append(head + ' reject residual_mass %s r %s -> token %d' % (g9(mass), g9(r), t))
                     residuals.append((m, x, mass, r, t, p, q))
+            if t in (1, 2):              # BOS or EOS ends the text, not output
+                done = True
+                break
             tokens.append(t)
             generated += 1
-            if t in (1, 2) or generated >= n_new:
-                done = t in (1, 2) or done
-                break
-            if rejected:
+            if rejected or generated >= n_new:
                 break
     return tokens[n0:], n0, lines, residuals
 
