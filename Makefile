@@ -33,7 +33,7 @@ ASAN    = -std=c11 -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
 TESTS   = test_kernels test_forward test_tokenizer test_spec
 TEST_DEPS = specdec.c model.h test/check.h test/random_model.h
 
-.PHONY: all run test test-core bench sweep clean golden
+.PHONY: all run test test-core test-port bench sweep clean golden
 
 all: specdec train
 
@@ -88,7 +88,13 @@ test-core: specdec specdec_scalar build/bin/randckpt build/bin/test_spec_wrong b
            build/avx2/test_forward
 	bash test/run.sh
 
-test: test-core test-train test-plot test-arm64
+# the Python port written from the docs alone reproduces the golden files
+# (test/port/README.md; --shipped adds the shipped pair's runs)
+test-port:
+	@if command -v python3 >/dev/null; then python3 test/port/port.py; \
+	else echo "SKIP test-port: python3 not found"; fi
+
+test: test-core test-train test-plot test-arm64 test-port
 
 # ---- benchmarks (not tests: nothing asserted; numbers for README) -----------
 build/bin/bench: test/bench.c $(TEST_DEPS)
