@@ -222,8 +222,7 @@ static double now_seconds(void) {
 // reduction order (see Math kernels), not by where the floats sit.
 typedef struct {
     float *w;     // (n_panels, n, PANEL)
-    uint16_t *h;  // the same in bfloat16 with steps in pairs (see bf16_at), or NULL
-    int8_t *q;    // or in int8 with steps in fours (see q8_at), or NULL, with per row
+    int8_t *q;    // or the same in int8 with steps in fours (see q8_at), or NULL, with per row
     float *qscale;   // (n_panels*PANEL) the scale s_r of row r: W[r][k] ~ s_r q[r][k]
     int32_t *qsum;   // (n_panels*PANEL) sum over k of q[r][k]
     int d, n;     // the logical W (d, n)
@@ -263,8 +262,7 @@ typedef struct {
     Layer *layers;              // (n_layers) the packed matrices
     Matrix wcls;                // the classifier (vocab, dim), packed
     float *packed;              // the one allocation behind every Matrix
-    uint16_t *packed_bf16;      // ... or its bfloat16 copy (use_bfloat16), the float one freed
-    int8_t *packed_q8;          // ... or its int8 copy (use_int8), with the
+    int8_t *packed_q8;          // ... or its int8 copy (use_int8), the float one freed, with the
     float *q8_scales;           // rows' scales
     int32_t *q8_sums;           // and sums
     RunState state;
@@ -334,7 +332,6 @@ static void pack_panel(float *panel, const float *const *rows, int count, int n)
 // (d[0]+d[1]+d[2], n) into dst; returns the end of what it wrote.
 static float *pack_stacked(Matrix *m, float *dst, int n, const float *const w[3], const int d[3]) {
     m->w = dst;
-    m->h = NULL;
     m->q = NULL;
     m->n = n;
     m->d = d[0] + d[1] + d[2];
@@ -363,7 +360,6 @@ static float *pack_interleaved(Matrix *m, float *dst, const float *w1, const flo
                                int n) {
     int half = (int)panels_of(hid);
     m->w = dst;
-    m->h = NULL;
     m->q = NULL;
     m->n = n;
     m->n_panels = 2 * half;
@@ -436,75 +432,6 @@ static void pack_weights(Transformer *t) {
     pack_matrix(&t->wcls, dst, w->wcls, c->vocab_size, c->dim);
 }
 
-// bfloat16: the top 16 bits of a float, rounded to nearest even. Widening back
-// (bits << 16) is exact, so a chain over bfloat16 weights is as well defined
-// as one over floats, on every path.
-static uint16_t to_bfloat16(float x) {
-    uint32_t b;
-    memcpy(&b, &x, sizeof(b));
-    if ((b & 0x7F800000u) == 0x7F800000u) return (uint16_t)(b >> 16 | ((b & 0xFFFF) ? 0x40 : 0));
-    return (uint16_t)((b + 0x7FFFu + ((b >> 16) & 1u)) >> 16);
-}
-
-static float from_bfloat16(uint16_t h) {
-    uint32_t b = (uint32_t)h << 16;
-    float x;
-    memcpy(&x, &b, sizeof(x));
-    return x;
-}
-
-// n steps padded to whole pairs: a bfloat16 panel's length in steps (bf16_at)
-static size_t pair_steps(int n) { return (size_t)(n + (n & 1)); }
-
-// Where weight W[16i + j][k] of a bfloat16 matrix sits. Its steps k go in
-// pairs: in panel i, the 32-bit word j of pair k/2 holds W[16i + j][k] in its
-// low half and W[16i + j][k+1] in its high half (0 past n). One 64-byte load
-// then brings two steps of 16 outputs, and each step is one shift or one mask
-// away from floats (exact), where widening 16 halves takes a shuffle each.
-static size_t bf16_at(const Matrix *m, int i, int k, int j) {
-    return ((size_t)i * pair_steps(m->n) + (size_t)(k & ~1)) * PANEL + 2 * (size_t)j + (size_t)(k & 1);
-}
-
-// bfloat16 elements of m in that layout
-static size_t bf16_size(const Matrix *m) { return (size_t)m->n_panels * pair_steps(m->n) * PANEL; }
-
-// Round m's float panels to bfloat16 into dst (bf16_size(m)); m then reads
-// those (m->w = NULL). Returns the end of what it wrote.
-static uint16_t *pack_bfloat16(Matrix *m, uint16_t *dst) {
-    size_t size = bf16_size(m);
-    memset(dst, 0, size * sizeof(uint16_t));
-    for (int i = 0; i < m->n_panels; i++)
-        for (int k = 0; k < m->n; k++)
-            for (int j = 0; j < PANEL; j++)
-                dst[bf16_at(m, i, k, j)] = to_bfloat16(m->w[((size_t)i * m->n + k) * PANEL + j]);
-    m->h = dst;
-    m->w = NULL;
-    return dst + size;
-}
-
-// Round every packed matrix to bfloat16 and drop the float copy. The draft is
-// memory-bound (its step reads all of its weights for one row), so half the
-// bytes is nearly half the time; its q changes slightly, which exactness
-// allows (any draft gives the target's distribution) and acceptance barely notices.
-static void use_bfloat16(Transformer *t) {
-    size_t total = bf16_size(&t->wcls);
-    for (int l = 0; l < t->config.n_layers; l++) {
-        const Layer *ly = &t->layers[l];
-        total += bf16_size(&ly->qkv) + bf16_size(&ly->wo) + bf16_size(&ly->w13) + bf16_size(&ly->w2);
-    }
-    if (total > SIZE_MAX / sizeof(uint16_t) - 64) die("%s: too many weights", t->path);
-    t->packed_bf16 = xmalloc_aligned(total * sizeof(uint16_t) + 64, 64, "bfloat16 weights"); // whole lines
-    uint16_t *dst = t->packed_bf16;
-    for (int l = 0; l < t->config.n_layers; l++) {
-        Layer *ly = &t->layers[l];
-        Matrix *ms[4] = {&ly->qkv, &ly->wo, &ly->w13, &ly->w2};
-        for (int i = 0; i < 4; i++) dst = pack_bfloat16(ms[i], dst);
-    }
-    pack_bfloat16(&t->wcls, dst);
-    xfree(t->packed);
-    t->packed = NULL;
-}
-
 // int8 (--draft-weights int8): each output row r of W gets a scale
 // s_r = max_k |W[r][k]| / 127 and integers q[r][k] = rint(W[r][k] * (127 /
 // max_k |W[r][k]|)), in -127..127 (quantize); the matmul then multiplies them with an input row quantised the
@@ -566,11 +493,11 @@ static int8_t *pack_int8(Matrix *m, int8_t *dst, float **scale, int32_t **sum) {
 }
 
 // Quantise every packed matrix to int8 and drop the float copy: the draft's
-// step reads a quarter of the bytes of floats, half of bfloat16's.
+// step reads a quarter of the bytes of floats.
 static void use_int8(Transformer *t) {
     const Config *c = &t->config;
     if (c->dim > Q8_MAX_N || c->hidden_dim > Q8_MAX_N)
-        die("%s: --draft-weights int8 takes dim and hidden_dim up to %d, not %d and %d (use bf16)",
+        die("%s: --draft-weights int8 takes dim and hidden_dim up to %d, not %d and %d (use --draft-weights f32)",
             t->path, Q8_MAX_N, c->dim, c->hidden_dim);
     size_t bytes = q8_size(&t->wcls), rows = (size_t)t->wcls.n_panels * PANEL;
     for (int l = 0; l < c->n_layers; l++) {
@@ -644,8 +571,8 @@ static void load_checkpoint(Transformer *t, const void *file, size_t bytes, cons
                             int max_rows, ThreadPool *pool, int threads, int weights);
 
 // How a model keeps its matrices: as the file's floats, or rounded at load
-enum { WEIGHTS_F32, WEIGHTS_BF16, WEIGHTS_INT8 };
-static const char *const WEIGHTS_NAME[] = {"f32", "bf16", "int8"}; // as --draft-weights spells them
+enum { WEIGHTS_F32, WEIGHTS_INT8 };
+static const char *const WEIGHTS_NAME[] = {"f32", "int8"}; // as --draft-weights spells them
 #define DRAFT_WEIGHTS WEIGHTS_INT8 // the draft's, unless --draft-weights says otherwise
 
 // Map `path` read-only, check it, pack its matrices (as `weights` says) and
@@ -698,7 +625,6 @@ static void load_checkpoint(Transformer *t, const void *file, size_t bytes, cons
     t->pool = pool;
     t->n_threads = pool && threads > 1 ? threads : 1;
     pack_weights(t);
-    if (weights == WEIGHTS_BF16) use_bfloat16(t);
     if (weights == WEIGHTS_INT8) use_int8(t);
     build_run_state(&t->state, &t->config, max_rows, t->n_threads);
 }
@@ -711,7 +637,6 @@ static void build_transformer(Transformer *t, const char *path, int max_rows, Th
 static void free_transformer(Transformer *t) {
     free_run_state(&t->state);
     xfree(t->packed);
-    xfree(t->packed_bf16);
     xfree(t->packed_q8);
     xfree(t->q8_scales);
     xfree(t->q8_sums);
@@ -814,11 +739,7 @@ static void matmul_panels_scalar(float *out, size_t os, int d_out, const float *
             for (int t = 0; t < T; t++) {
                 const float *xt = x + (size_t)t * n;
                 float acc = 0.0f;
-                for (int k = 0; k < n; k++) {
-                    float wk = m->h ? from_bfloat16(m->h[bf16_at(m, i, k, j)])
-                                    : m->w[((size_t)i * n + k) * PANEL + j];
-                    acc = fmaf(wk, xt[k], acc);
-                }
+                for (int k = 0; k < n; k++) acc = fmaf(m->w[((size_t)i * n + k) * PANEL + j], xt[k], acc);
                 out[(size_t)t * os + (size_t)i * PANEL + j] = acc;
             }
 }
@@ -849,11 +770,8 @@ typedef void (*MmTile)(float *out, size_t os, const float *x, size_t xs, const v
 #endif
 
 #if HAVE_SIMD
-// where panel i of m starts, in floats or in bfloat16
-static const void *panel_at(const Matrix *m, int i) {
-    if (m->h) return m->h + bf16_at(m, i, 0, 0);
-    return m->w + (size_t)i * (size_t)m->n * PANEL;
-}
+// where panel i of m starts
+static const float *panel_at(const Matrix *m, int i) { return m->w + (size_t)i * (size_t)m->n * PANEL; }
 
 // The prefetch target of panel v at step k, in steps from the tile's start
 // (panels of n steps, one after another): `ahead` steps on, and past the
@@ -936,8 +854,7 @@ static inline __m512 exp16(__m512 x) {
 // compiler keeps a different one in 16 registers: A loads the tile's weight
 // vectors first, then broadcasts one x per row; B broadcasts the R x's first,
 // then streams the weight vectors past them. Each tile shape uses the one that
-// measured faster with both gcc and clang. These read float weights;
-// bfloat16 weights have tiles of their own (BF_TILE below).
+// measured faster with both gcc and clang.
 // The prefetch of panel v's line at step k in a tile of R rows x P panels;
 // none below MM_PREFETCH_ROWS rows, where the tile is bound by its loads (see
 // MM_IN_FLIGHT): 16-lane tiles feed a loaded line to R FMAs, 8-lane ones to 2R.
@@ -954,12 +871,6 @@ static inline __m512 exp16(__m512 x) {
                                                       MM_IN_FLIGHT / (P), next) * PANEL),   \
                          _MM_HINT_T0);                                                      \
     } while (0)
-// bfloat16 panels (the draft's) get no software prefetch: its 0.8 MB of
-// weights sit in L2 (1 MB a core on Zen 5) even between verify passes, the
-// hardware prefetcher follows the panels' streams, and a prefetch per line
-// only took load slots: dropping it made a draft step 10% shorter in runs
-// (s11, Zen 5: 13.2 -> 11.8 us at t = 0, 15.6 -> 14.1 at t = 0.8 with top-p).
-
 // Keep a loaded vector in a register when several rows use it: without this,
 // gcc folds the load into every FMA that uses it (a 4x4 tile then issues 20
 // loads for 16 FMAs and waits on the load ports; 4 rows ran slower than 5). An
@@ -1015,36 +926,6 @@ static inline __m512 exp16(__m512 x) {
             _mm256_storeu_ps(out + r * os + 8 * v, acc[r][v]);                             \
     }
 
-// The bfloat16 tiles: per pair of steps, each 8-lane half of a panel is one
-// load, then step k is the low halves shifted up, step k+1 the high halves
-// masked; the chains see k, then k+1, as with floats.
-#define BF_TILE(R, P)                                                                       \
-    static void bf_##R##x##P(float *out, size_t os, const float *x, size_t xs,            \
-                             const void *w, int n, int next) {                            \
-        const uint16_t *h = w;                                                            \
-        size_t n2 = pair_steps(n);                                                        \
-        (void)next; /* no prefetch for bfloat16 panels (above) */                         \
-        const __m256i high = _mm256_set1_epi32(-65536);                                   \
-        __m256 acc[R][2 * P];                                                             \
-        UNROLL for (int r = 0; r < R; r++) UNROLL for (int v = 0; v < 2 * P; v++)         \
-            acc[r][v] = _mm256_setzero_ps();                                              \
-        for (int k = 0; k < n; k += 2) {                                                  \
-            UNROLL for (int v = 0; v < 2 * P; v++) {                                      \
-                __m256i e = _mm256_loadu_si256(                                           \
-                    (const __m256i *)(h + ((size_t)(v / 2) * n2 + k) * PANEL + 16 * (v % 2))); \
-                __m256 w0 = _mm256_castsi256_ps(_mm256_slli_epi32(e, 16));                \
-                UNROLL for (int r = 0; r < R; r++)                                        \
-                    acc[r][v] = _mm256_fmadd_ps(w0, _mm256_broadcast_ss(x + r * xs + k), acc[r][v]); \
-                if (k + 1 == n) continue;                                                 \
-                __m256 w1 = _mm256_castsi256_ps(_mm256_and_si256(e, high));               \
-                UNROLL for (int r = 0; r < R; r++)                                        \
-                    acc[r][v] = _mm256_fmadd_ps(w1, _mm256_broadcast_ss(x + r * xs + k + 1), acc[r][v]); \
-            }                                                                             \
-        }                                                                                 \
-        UNROLL for (int r = 0; r < R; r++) UNROLL for (int v = 0; v < 2 * P; v++)         \
-            _mm256_storeu_ps(out + r * os + 8 * v, acc[r][v]);                            \
-    }
-
 #if HAVE_AVX512
 // The same tiles with 16-lane registers: a panel is one register, and with 32
 // registers a tile holds up to 9 rows (9 x 2 panels: 18 accumulators, so a
@@ -1073,40 +954,6 @@ static inline __m512 exp16(__m512 x) {
         UNROLL for (int r = 0; r < R; r++) UNROLL for (int v = 0; v < P; v++)              \
             _mm512_storeu_ps(out + r * os + PANEL * v, acc[r][v]);                         \
     }
-// bfloat16: one load per panel brings a pair of steps (see BF_TILE)
-#define BF512_TILE(R, P)                                                                    \
-    static void bf512_##R##x##P(float *out, size_t os, const float *x, size_t xs,           \
-                                const void *w, int n, int next) {                           \
-        const uint16_t *h = w;                                                              \
-        size_t n2 = pair_steps(n);                                                          \
-        (void)next; /* no prefetch for bfloat16 panels (above) */                           \
-        const __m512i high = _mm512_set1_epi32(-65536);                                     \
-        __m512 acc[R][P];                                                                   \
-        UNROLL for (int r = 0; r < R; r++) UNROLL for (int v = 0; v < P; v++)               \
-            acc[r][v] = _mm512_setzero_ps();                                                \
-        int k = 0;                                                                          \
-        for (; k + 1 < n; k += 2) { /* steps k and k+1 */                                   \
-            UNROLL for (int v = 0; v < P; v++) {                                            \
-                __m512i e = _mm512_loadu_si512(h + ((size_t)v * n2 + k) * PANEL);           \
-                __m512 w0 = _mm512_castsi512_ps(_mm512_slli_epi32(e, 16));                  \
-                __m512 w1 = _mm512_castsi512_ps(_mm512_and_si512(e, high));                 \
-                UNROLL for (int r = 0; r < R; r++) {                                        \
-                    __m512 x0 = _mm512_set1_ps(x[r * xs + k]), x1 = _mm512_set1_ps(x[r * xs + k + 1]); \
-                    acc[r][v] = _mm512_fmadd_ps(w1, x1, _mm512_fmadd_ps(w0, x0, acc[r][v])); \
-                }                                                                           \
-            }                                                                               \
-        }                                                                                   \
-        if (k < n) { /* odd n: the last step alone */                                       \
-            UNROLL for (int v = 0; v < P; v++) {                                            \
-                __m512i e = _mm512_loadu_si512(h + ((size_t)v * n2 + k) * PANEL);           \
-                __m512 w0 = _mm512_castsi512_ps(_mm512_slli_epi32(e, 16));                  \
-                UNROLL for (int r = 0; r < R; r++)                                          \
-                    acc[r][v] = _mm512_fmadd_ps(w0, _mm512_set1_ps(x[r * xs + k]), acc[r][v]); \
-            }                                                                               \
-        }                                                                                   \
-        UNROLL for (int r = 0; r < R; r++) UNROLL for (int v = 0; v < P; v++)               \
-            _mm512_storeu_ps(out + r * os + PANEL * v, acc[r][v]);                          \
-    }
 MM512_TILE(1, 8) MM512_TILE(2, 4)
 MM512_TILE(3, 4) MM512_TILE(4, 4)
 MM512_TILE(5, 4) MM512_TILE(6, 4)
@@ -1116,57 +963,35 @@ MM512_TILE(3, 1) MM512_TILE(4, 1)
 MM512_TILE(5, 1) MM512_TILE(6, 1)
 MM512_TILE(7, 1) MM512_TILE(8, 1)
 MM512_TILE(9, 2) MM512_TILE(9, 1)
-BF512_TILE(1, 8) BF512_TILE(1, 1)
-BF512_TILE(2, 1) BF512_TILE(3, 1)
-BF512_TILE(4, 1) BF512_TILE(5, 1)
-BF512_TILE(6, 1) BF512_TILE(7, 1)
-BF512_TILE(8, 1) BF512_TILE(9, 1)
 MM512_TILE(1, 2) MM512_TILE(1, 3)
 MM512_TILE(1, 4) MM512_TILE(1, 5)
 MM512_TILE(1, 6) MM512_TILE(1, 7)
-BF512_TILE(1, 2) BF512_TILE(1, 3)
-BF512_TILE(1, 4) BF512_TILE(1, 5)
-BF512_TILE(1, 6) BF512_TILE(1, 7)
 #define MM_MAX_ROWS 9 // rows in one tile
-// the tiles for R = 1..9 rows: WIDE over MM_WIDE[R] panels, ONE over one;
-// [0] for float weights, [1] for bfloat16 (the draft: one row, wide or single)
-static const MmTile WIDE_TILE[2][10] = {
-    {NULL, mm512_1x8, mm512_2x4, mm512_3x4, mm512_4x4, mm512_5x4, mm512_6x4, mm512_7x2, mm512_8x2, mm512_9x2},
-    {NULL, bf512_1x8, bf512_2x1, bf512_3x1, bf512_4x1, bf512_5x1, bf512_6x1, bf512_7x1, bf512_8x1, bf512_9x1}};
-static const MmTile ONE_TILE[2][10] = {
-    {NULL, mm512_1x1, mm512_2x1, mm512_3x1, mm512_4x1, mm512_5x1, mm512_6x1, mm512_7x1, mm512_8x1, mm512_9x1},
-    {NULL, bf512_1x1, bf512_2x1, bf512_3x1, bf512_4x1, bf512_5x1, bf512_6x1, bf512_7x1, bf512_8x1, bf512_9x1}};
-static const int MM_WIDE[2][10] = {{0, 8, 4, 4, 4, 4, 4, 2, 2, 2}, {0, 8, 1, 1, 1, 1, 1, 1, 1, 1}};
-// one row over the P (< MM_WIDE[.][1]) panels a wide tile leaves: P chains side
+// the tiles for R = 1..9 rows: WIDE over MM_WIDE[R] panels, ONE over one
+static const MmTile WIDE_TILE[10] = {NULL, mm512_1x8, mm512_2x4, mm512_3x4, mm512_4x4, mm512_5x4,
+                                     mm512_6x4, mm512_7x2, mm512_8x2, mm512_9x2};
+static const MmTile ONE_TILE[10] = {NULL, mm512_1x1, mm512_2x1, mm512_3x1, mm512_4x1, mm512_5x1,
+                                    mm512_6x1, mm512_7x1, mm512_8x1, mm512_9x1};
+static const int MM_WIDE[10] = {0, 8, 4, 4, 4, 4, 4, 2, 2, 2};
+// one row over the P (< MM_WIDE[1]) panels a wide tile leaves: P chains side
 // by side, where single panels would wait on one chain's latency each
-static const MmTile ROW_REST[2][8] = {
-    {NULL, mm512_1x1, mm512_1x2, mm512_1x3, mm512_1x4, mm512_1x5, mm512_1x6, mm512_1x7},
-    {NULL, bf512_1x1, bf512_1x2, bf512_1x3, bf512_1x4, bf512_1x5, bf512_1x6, bf512_1x7}};
+static const MmTile ROW_REST[8] = {NULL, mm512_1x1, mm512_1x2, mm512_1x3, mm512_1x4, mm512_1x5,
+                                   mm512_1x6, mm512_1x7};
 #else
 MM_TILE_B(1, 4) MM_TILE_A(1, 1)
 MM_TILE_B(2, 3) MM_TILE_A(2, 1)
 MM_TILE_B(3, 2) MM_TILE_A(3, 1)
 MM_TILE_A(4, 1) MM_TILE_B(5, 1)
 MM_TILE_A(6, 1)
-BF_TILE(1, 4) BF_TILE(1, 1)
-BF_TILE(2, 1) BF_TILE(3, 1)
-BF_TILE(4, 1) BF_TILE(5, 1)
-BF_TILE(6, 1)
 MM_TILE_B(1, 2) MM_TILE_B(1, 3)
-BF_TILE(1, 2) BF_TILE(1, 3)
 #define MM_MAX_ROWS 6
-// the tiles for R = 1..6 rows: WIDE over MM_WIDE[R] panels, ONE over one;
-// [0] for float weights, [1] for bfloat16 (the draft: one row, wide or single)
-static const MmTile WIDE_TILE[2][7] = {
-    {NULL, mm_1x4, mm_2x3, mm_3x2, mm_4x1, mm_5x1, mm_6x1},
-    {NULL, bf_1x4, bf_2x1, bf_3x1, bf_4x1, bf_5x1, bf_6x1}};
-static const MmTile ONE_TILE[2][7] = {
-    {NULL, mm_1x1, mm_2x1, mm_3x1, mm_4x1, mm_5x1, mm_6x1},
-    {NULL, bf_1x1, bf_2x1, bf_3x1, bf_4x1, bf_5x1, bf_6x1}};
-static const int MM_WIDE[2][7] = {{0, 4, 3, 2, 1, 1, 1}, {0, 4, 1, 1, 1, 1, 1}};
-// one row over the P (< MM_WIDE[.][1]) panels a wide tile leaves: P chains side
+// the tiles for R = 1..6 rows: WIDE over MM_WIDE[R] panels, ONE over one
+static const MmTile WIDE_TILE[7] = {NULL, mm_1x4, mm_2x3, mm_3x2, mm_4x1, mm_5x1, mm_6x1};
+static const MmTile ONE_TILE[7] = {NULL, mm_1x1, mm_2x1, mm_3x1, mm_4x1, mm_5x1, mm_6x1};
+static const int MM_WIDE[7] = {0, 4, 3, 2, 1, 1, 1};
+// one row over the P (< MM_WIDE[1]) panels a wide tile leaves: P chains side
 // by side, where single panels would wait on one chain's latency each
-static const MmTile ROW_REST[2][4] = {{NULL, mm_1x1, mm_1x2, mm_1x3}, {NULL, bf_1x1, bf_1x2, bf_1x3}};
+static const MmTile ROW_REST[4] = {NULL, mm_1x1, mm_1x2, mm_1x3};
 #endif
 
 #endif // HAVE_AVX2
@@ -1211,51 +1036,14 @@ static float dot_neon(const float *x, const float *y, int n) {
         UNROLL for (int r = 0; r < R; r++) UNROLL for (int v = 0; v < 4 * P; v++)          \
             vst1q_f32(out + r * os + 4 * v, acc[r][v]);                                    \
     }
-// bfloat16 (steps in pairs, see bf16_at): each 4-lane quarter of a panel is one
-// load per pair; step k is the low halves shifted up, k+1 the high halves masked
-#define NEON_TILE_BF(R, P)                                                                  \
-    static void nb_##R##x##P(float *out, size_t os, const float *x, size_t xs,            \
-                             const void *w, int n, int next) {                            \
-        const uint16_t *h = w;                                                            \
-        size_t n2 = pair_steps(n);                                                        \
-        const uint32x4_t high = vdupq_n_u32(0xFFFF0000u);                                 \
-        float32x4_t acc[R][4 * P];                                                        \
-        UNROLL for (int r = 0; r < R; r++) UNROLL for (int v = 0; v < 4 * P; v++)         \
-            acc[r][v] = vdupq_n_f32(0.0f);                                                \
-        for (int k = 0; k < n; k += 2) {                                                  \
-            UNROLL for (int v = 0; v < 4 * P; v++) {                                      \
-                const uint16_t *at = h + ((size_t)(v / 4) * n2 + k) * PANEL + 8 * (v % 4); \
-                if (v % 4 == 0)                                                           \
-                    __builtin_prefetch(h + prefetch_step(v / 4, k, n2, P,                 \
-                                                         2 * (MM_IN_FLIGHT / P), next) * PANEL); \
-                uint32x4_t e = vreinterpretq_u32_u16(vld1q_u16(at));                      \
-                float32x4_t w0 = vreinterpretq_f32_u32(vshlq_n_u32(e, 16));               \
-                UNROLL for (int r = 0; r < R; r++)                                        \
-                    acc[r][v] = vfmaq_n_f32(acc[r][v], w0, x[r * xs + k]);                \
-                if (k + 1 == n) continue;                                                 \
-                float32x4_t w1 = vreinterpretq_f32_u32(vandq_u32(e, high));               \
-                UNROLL for (int r = 0; r < R; r++)                                        \
-                    acc[r][v] = vfmaq_n_f32(acc[r][v], w1, x[r * xs + k + 1]);            \
-            }                                                                             \
-        }                                                                                 \
-        UNROLL for (int r = 0; r < R; r++) UNROLL for (int v = 0; v < 4 * P; v++)         \
-            vst1q_f32(out + r * os + 4 * v, acc[r][v]);                                   \
-    }
 NEON_TILE(1, 2) NEON_TILE(1, 1) NEON_TILE(2, 1)
 NEON_TILE(3, 1) NEON_TILE(4, 1) NEON_TILE(5, 1)
 NEON_TILE(6, 1)
-NEON_TILE_BF(1, 2) NEON_TILE_BF(1, 1) NEON_TILE_BF(2, 1)
-NEON_TILE_BF(3, 1) NEON_TILE_BF(4, 1) NEON_TILE_BF(5, 1)
-NEON_TILE_BF(6, 1)
 #define MM_MAX_ROWS 6
-static const MmTile WIDE_TILE[2][7] = {
-    {NULL, nm_1x2, nm_2x1, nm_3x1, nm_4x1, nm_5x1, nm_6x1},
-    {NULL, nb_1x2, nb_2x1, nb_3x1, nb_4x1, nb_5x1, nb_6x1}};
-static const MmTile ONE_TILE[2][7] = {
-    {NULL, nm_1x1, nm_2x1, nm_3x1, nm_4x1, nm_5x1, nm_6x1},
-    {NULL, nb_1x1, nb_2x1, nb_3x1, nb_4x1, nb_5x1, nb_6x1}};
-static const int MM_WIDE[2][7] = {{0, 2, 1, 1, 1, 1, 1}, {0, 2, 1, 1, 1, 1, 1}};
-static const MmTile ROW_REST[2][2] = {{NULL, nm_1x1}, {NULL, nb_1x1}};
+static const MmTile WIDE_TILE[7] = {NULL, nm_1x2, nm_2x1, nm_3x1, nm_4x1, nm_5x1, nm_6x1};
+static const MmTile ONE_TILE[7] = {NULL, nm_1x1, nm_2x1, nm_3x1, nm_4x1, nm_5x1, nm_6x1};
+static const int MM_WIDE[7] = {0, 2, 1, 1, 1, 1, 1};
+static const MmTile ROW_REST[2] = {NULL, nm_1x1};
 #endif // HAVE_NEON
 
 #if HAVE_SIMD
@@ -1263,15 +1051,15 @@ static const MmTile ROW_REST[2][2] = {{NULL, nm_1x1}, {NULL, nb_1x1}};
 // (one tile for one row, single panels for more)
 static void mm_rows(float *out, size_t os, const float *x, int R, const Matrix *m, int p0, int p1) {
     size_t n = (size_t)m->n;
-    int bf = m->h != NULL, wide = MM_WIDE[bf][R], i = p0;
+    int wide = MM_WIDE[R], i = p0;
     for (; i + wide <= p1; i += wide)
-        WIDE_TILE[bf][R](out + (size_t)i * PANEL, os, x, n, panel_at(m, i), m->n, p1 - i - wide);
+        WIDE_TILE[R](out + (size_t)i * PANEL, os, x, n, panel_at(m, i), m->n, p1 - i - wide);
     if (R == 1 && i < p1) {
-        ROW_REST[bf][p1 - i](out + (size_t)i * PANEL, os, x, n, panel_at(m, i), m->n, 0);
+        ROW_REST[p1 - i](out + (size_t)i * PANEL, os, x, n, panel_at(m, i), m->n, 0);
         return;
     }
     for (; i < p1; i++)
-        ONE_TILE[bf][R](out + (size_t)i * PANEL, os, x, n, panel_at(m, i), m->n, p1 - i - 1);
+        ONE_TILE[R](out + (size_t)i * PANEL, os, x, n, panel_at(m, i), m->n, p1 - i - 1);
 }
 
 // Panels [p0, p1) of m @ x (T, m->n) -> out (T, stride os), columns < d_out.
@@ -1296,7 +1084,7 @@ static void matmul_panels_simd(float *out, size_t os, int d_out, const float *x,
         float buf[MM_MAX_ROWS * PANEL];
         for (int t = 0; t < T; t += MM_MAX_ROWS) {
             int rows = T - t < MM_MAX_ROWS ? T - t : MM_MAX_ROWS;
-            ONE_TILE[m->h != NULL][rows](buf, PANEL, x + (size_t)t * m->n, (size_t)m->n,
+            ONE_TILE[rows](buf, PANEL, x + (size_t)t * m->n, (size_t)m->n,
                                          panel_at(m, i), m->n, 0);
             for (int r = 0; r < rows; r++)
                 for (int j = 0; j < PANEL && i * PANEL + j < d_out; j++)
@@ -3297,10 +3085,9 @@ static void usage(void) {
            "  --threads N        threads, 1..%d (default: the CPUs this process may use, here %d)\n"
            "  --draft-threads N  threads for the draft model, up to --threads (default 1: its\n"
            "                     forwards are too short to share; never changes the text)\n"
-           "  --draft-weights W  int8 | bf16 | f32: the draft's matrices quantised to int8 per row\n"
-           "                     at load (a quarter of the bytes to read; inputs quantised per\n"
-           "                     row, products summed exactly), rounded to bfloat16, or kept as in\n"
-           "                     the file (default int8)\n"
+           "  --draft-weights W  int8 | f32: the draft's matrices quantised to int8 per row at\n"
+           "                     load (a quarter of the bytes to read; inputs quantised per row,\n"
+           "                     products summed exactly), or kept as in the file (default int8)\n"
            "  -j FILE   write statistics as one JSON object\n"
            "  -q        no text on stdout     -v  teaching trace of every round on stderr\n",
            K_MAX, MAX_THREADS, usable_cpus());
@@ -3369,7 +3156,7 @@ static void parse_options(Options *o, int argc, char **argv) {
         } else if (!strcmp(f, "--draft-weights")) {
             int w = WEIGHTS_F32;
             while (w <= WEIGHTS_INT8 && strcmp(v, WEIGHTS_NAME[w])) w++;
-            if (w > WEIGHTS_INT8) bad_flag(f, v, "bf16, int8 or f32");
+            if (w > WEIGHTS_INT8) bad_flag(f, v, "int8 or f32");
             o->draft_weights = w;
             given_draft_opts = 1;
         }
