@@ -839,7 +839,7 @@ typedef __m512 VF;
 #define V_STORE(p, v) _mm512_storeu_ps(p, v)
 #define V_SET1(x) _mm512_set1_ps(x)
 #define V_FMA(a, b, acc) _mm512_fmadd_ps(a, b, acc)
-#define MM_PREFETCH_ROWS 3 // a two-row tile feeds each loaded line to 2 FMAs: load-bound
+#define MM_PREFETCH_ROWS 3 // a two-row tile feeds a loaded line to 2 FMAs: load-bound
 #elif HAVE_AVX2
 typedef __m256 VF;
 #define VL 8
@@ -848,7 +848,7 @@ typedef __m256 VF;
 #define V_STORE(p, v) _mm256_storeu_ps(p, v)
 #define V_SET1(x) _mm256_set1_ps(x)
 #define V_FMA(a, b, acc) _mm256_fmadd_ps(a, b, acc)
-#define MM_PREFETCH_ROWS 2 // a line is two loads feeding 2R FMAs
+#define MM_PREFETCH_ROWS 2 // a line is two loads: a two-row tile feeds it to 4 FMAs
 #elif HAVE_NEON
 typedef float32x4_t VF;
 #define VL 4
@@ -876,7 +876,7 @@ typedef float VF;
 #if HAVE_AVX2 && defined(__GNUC__)
 #define IN_REGISTER(v) __asm__("" : "+v"(v))
 #else
-#define IN_REGISTER(v) ((void)0) // (NEON's FMA takes no memory operand)
+#define IN_REGISTER(v) ((void)0) // NEON's FMA takes no memory operand
 #endif
 
 #if HAVE_VNNI
