@@ -34,24 +34,24 @@
 // docs/PORTING.md gives every rule a port needs.
 //
 // CONTENTS (line numbers; test/cli.sh checks them)
-//   120-206   The data
-//   208-251   The kernel contract
-//   253-412   Forward
-//   414-571   Sampler
-//   573-657   The speculative step
-//   659-736   Drafters
-//   738-846   The speculative round
-//   848-907   Generation
-//   909-1054  main
-//  1056-1182  Appendix A. Errors and memory
-//  1184-1623  Appendix B. Loading
-//  1625-2621  Appendix C. Math kernels
-//  2623-2919  Appendix D. Threads
-//  2921-3091  Appendix E. Tokenizer
-//  3093-3170  Appendix F. Auto-K (-k 0)
-//  3172-3423  Appendix G. Statistics
-//  3425-3464  Appendix H. The text on stdout
-//  3466-3645  Appendix I. Command line
+//   119-203   The data
+//   205-248   The kernel contract
+//   250-409   Forward
+//   411-568   Sampler
+//   570-654   The speculative step
+//   656-733   Drafters
+//   735-843   The speculative round
+//   845-904   Generation
+//   906-1051  main
+//  1053-1179  Appendix A. Errors and memory
+//  1181-1547  Appendix B. Loading
+//  1549-2338  Appendix C. Math kernels
+//  2340-2636  Appendix D. Threads
+//  2638-2808  Appendix E. Tokenizer
+//  2810-2887  Appendix F. Auto-K (-k 0)
+//  2889-3140  Appendix G. Statistics
+//  3142-3181  Appendix H. The text on stdout
+//  3183-3361  Appendix I. Command line
 //
 // Build: cc -std=c11 -O3 -mavx2 -mfma -ffp-contract=off -pthread specdec.c -lm
 #define _POSIX_C_SOURCE 200809L
@@ -96,9 +96,8 @@
 #else
 #define HAVE_NEON 0
 #endif
-#define HAVE_SIMD (HAVE_AVX2 || HAVE_NEON)
 // Outputs per group of the attention kernels, and positions per block of the
-// key cache: one register's lanes (16 with AVX-512, else 8). Only the layout
+// key cache: 16 with AVX-512 (one register), else 8. Only the layout
 // changes with it; every score and weighted sum is the same chain.
 #define LANES (HAVE_AVX512 ? 16 : 8)
 #define SIMD_NAME (HAVE_AVX512 ? "AVX-512 + AVX2" : HAVE_AVX2 ? "AVX2+FMA" : HAVE_NEON ? "NEON" : "plain C")
@@ -134,8 +133,7 @@ typedef void (*Job)(void *arg, int tid, int n_threads);
 // reduction order (Appendix C), not by where the floats sit.
 typedef struct {
     float *w;     // (n_panels, n, PANEL)
-    uint16_t *h;  // the same in bfloat16 with steps in pairs (see bf16_at), or NULL
-    int8_t *q;    // or in int8 with steps in fours (see q8_at), or NULL, with per row
+    int8_t *q;    // or the same in int8 with steps in fours (see q8_at), or NULL, with per row
     float *qscale;   // (n_panels*PANEL) the scale s_r of row r: W[r][k] ~ s_r q[r][k]
     int32_t *qsum;   // (n_panels*PANEL) sum over k of q[r][k]
     int d, n;     // the logical W (d, n)
@@ -173,8 +171,7 @@ typedef struct {
     Layer *layers;              // (n_layers) the packed matrices
     Matrix wcls;                // the classifier (vocab, dim), packed
     float *packed;              // the one allocation behind every Matrix
-    uint16_t *packed_bf16;      // ... or its bfloat16 copy (use_bfloat16), the float one freed
-    int8_t *packed_q8;          // ... or its int8 copy (use_int8), with the
+    int8_t *packed_q8;          // ... or its int8 copy (use_int8), the float one freed, with the
     float *q8_scales;           // rows' scales
     int32_t *q8_sums;           // and sums
     RunState state;
@@ -1235,7 +1232,6 @@ static void pack_panel(float *panel, const float *const *rows, int count, int n)
 // (d[0]+d[1]+d[2], n) into dst; returns the end of what it wrote.
 static float *pack_stacked(Matrix *m, float *dst, int n, const float *const w[3], const int d[3]) {
     m->w = dst;
-    m->h = NULL;
     m->q = NULL;
     m->n = n;
     m->d = d[0] + d[1] + d[2];
@@ -1264,7 +1260,6 @@ static float *pack_interleaved(Matrix *m, float *dst, const float *w1, const flo
                                int n) {
     int half = (int)panels_of(hid);
     m->w = dst;
-    m->h = NULL;
     m->q = NULL;
     m->n = n;
     m->n_panels = 2 * half;
@@ -1337,75 +1332,6 @@ static void pack_weights(Transformer *t) {
     pack_matrix(&t->wcls, dst, w->wcls, c->vocab_size, c->dim);
 }
 
-// bfloat16: the top 16 bits of a float, rounded to nearest even. Widening back
-// (bits << 16) is exact, so a chain over bfloat16 weights is as well defined
-// as one over floats, on every path.
-static uint16_t to_bfloat16(float x) {
-    uint32_t b;
-    memcpy(&b, &x, sizeof(b));
-    if ((b & 0x7F800000u) == 0x7F800000u) return (uint16_t)(b >> 16 | ((b & 0xFFFF) ? 0x40 : 0));
-    return (uint16_t)((b + 0x7FFFu + ((b >> 16) & 1u)) >> 16);
-}
-
-static float from_bfloat16(uint16_t h) {
-    uint32_t b = (uint32_t)h << 16;
-    float x;
-    memcpy(&x, &b, sizeof(x));
-    return x;
-}
-
-// n steps padded to whole pairs: a bfloat16 panel's length in steps (bf16_at)
-static size_t pair_steps(int n) { return (size_t)(n + (n & 1)); }
-
-// Where weight W[16i + j][k] of a bfloat16 matrix sits. Its steps k go in
-// pairs: in panel i, the 32-bit word j of pair k/2 holds W[16i + j][k] in its
-// low half and W[16i + j][k+1] in its high half (0 past n). One 64-byte load
-// then brings two steps of 16 outputs, and each step is one shift or one mask
-// away from floats (exact), where widening 16 halves takes a shuffle each.
-static size_t bf16_at(const Matrix *m, int i, int k, int j) {
-    return ((size_t)i * pair_steps(m->n) + (size_t)(k & ~1)) * PANEL + 2 * (size_t)j + (size_t)(k & 1);
-}
-
-// bfloat16 elements of m in that layout
-static size_t bf16_size(const Matrix *m) { return (size_t)m->n_panels * pair_steps(m->n) * PANEL; }
-
-// Round m's float panels to bfloat16 into dst (bf16_size(m)); m then reads
-// those (m->w = NULL). Returns the end of what it wrote.
-static uint16_t *pack_bfloat16(Matrix *m, uint16_t *dst) {
-    size_t size = bf16_size(m);
-    memset(dst, 0, size * sizeof(uint16_t));
-    for (int i = 0; i < m->n_panels; i++)
-        for (int k = 0; k < m->n; k++)
-            for (int j = 0; j < PANEL; j++)
-                dst[bf16_at(m, i, k, j)] = to_bfloat16(m->w[((size_t)i * m->n + k) * PANEL + j]);
-    m->h = dst;
-    m->w = NULL;
-    return dst + size;
-}
-
-// Round every packed matrix to bfloat16 and drop the float copy. The draft is
-// memory-bound (its step reads all of its weights for one row), so half the
-// bytes is nearly half the time; its q changes slightly, which exactness
-// allows (any draft gives the target's distribution) and acceptance barely notices.
-static void use_bfloat16(Transformer *t) {
-    size_t total = bf16_size(&t->wcls);
-    for (int l = 0; l < t->config.n_layers; l++) {
-        const Layer *ly = &t->layers[l];
-        total += bf16_size(&ly->qkv) + bf16_size(&ly->wo) + bf16_size(&ly->w13) + bf16_size(&ly->w2);
-    }
-    if (total > SIZE_MAX / sizeof(uint16_t) - 64) die("%s: too many weights", t->path);
-    t->packed_bf16 = xmalloc_aligned(total * sizeof(uint16_t) + 64, 64, "bfloat16 weights"); // whole lines
-    uint16_t *dst = t->packed_bf16;
-    for (int l = 0; l < t->config.n_layers; l++) {
-        Layer *ly = &t->layers[l];
-        Matrix *ms[4] = {&ly->qkv, &ly->wo, &ly->w13, &ly->w2};
-        for (int i = 0; i < 4; i++) dst = pack_bfloat16(ms[i], dst);
-    }
-    pack_bfloat16(&t->wcls, dst);
-    xfree(t->packed);
-    t->packed = NULL;
-}
-
 // int8 (--draft-weights int8): each output row r of W gets a scale
 // s_r = max_k |W[r][k]| / 127 and integers q[r][k] = rint(W[r][k] * (127 /
 // max_k |W[r][k]|)), in -127..127 (quantize); the matmul then multiplies them with an input row quantised the
@@ -1467,11 +1393,11 @@ static int8_t *pack_int8(Matrix *m, int8_t *dst, float **scale, int32_t **sum) {
 }
 
 // Quantise every packed matrix to int8 and drop the float copy: the draft's
-// step reads a quarter of the bytes of floats, half of bfloat16's.
+// step reads a quarter of the bytes of floats.
 static void use_int8(Transformer *t) {
     const Config *c = &t->config;
     if (c->dim > Q8_MAX_N || c->hidden_dim > Q8_MAX_N)
-        die("%s: --draft-weights int8 takes dim and hidden_dim up to %d, not %d and %d (use bf16)",
+        die("%s: --draft-weights int8 takes dim and hidden_dim up to %d, not %d and %d (use --draft-weights f32)",
             t->path, Q8_MAX_N, c->dim, c->hidden_dim);
     size_t bytes = q8_size(&t->wcls), rows = (size_t)t->wcls.n_panels * PANEL;
     for (int l = 0; l < c->n_layers; l++) {
@@ -1545,8 +1471,8 @@ static void load_checkpoint(Transformer *t, const void *file, size_t bytes, cons
                             int max_rows, ThreadPool *pool, int threads, int weights);
 
 // How a model keeps its matrices: as the file's floats, or rounded at load
-enum { WEIGHTS_F32, WEIGHTS_BF16, WEIGHTS_INT8 };
-static const char *const WEIGHTS_NAME[] = {"f32", "bf16", "int8"}; // as --draft-weights spells them
+enum { WEIGHTS_F32, WEIGHTS_INT8 };
+static const char *const WEIGHTS_NAME[] = {"f32", "int8"}; // as --draft-weights spells them
 #define DRAFT_WEIGHTS WEIGHTS_INT8 // the draft's, unless --draft-weights says otherwise
 
 // Map `path` read-only, check it, pack its matrices (as `weights` says) and
@@ -1599,7 +1525,6 @@ static void load_checkpoint(Transformer *t, const void *file, size_t bytes, cons
     t->pool = pool;
     t->n_threads = pool && threads > 1 ? threads : 1;
     pack_weights(t);
-    if (weights == WEIGHTS_BF16) use_bfloat16(t);
     if (weights == WEIGHTS_INT8) use_int8(t);
     build_run_state(&t->state, &t->config, max_rows, t->n_threads);
 }
@@ -1612,7 +1537,6 @@ static void build_transformer(Transformer *t, const char *path, int max_rows, Th
 static void free_transformer(Transformer *t) {
     free_run_state(&t->state);
     xfree(t->packed);
-    xfree(t->packed_bf16);
     xfree(t->packed_q8);
     xfree(t->q8_scales);
     xfree(t->q8_sums);
@@ -1624,16 +1548,16 @@ static void free_transformer(Transformer *t) {
 // ----------------------------------------------------------------------------
 // Appendix C. Math kernels
 //
-// Every result in specdec is defined by a REDUCTION ORDER, and the AVX2 path,
-// the scalar path, every row count and every thread count follow it, so all
-// give the same bits. A port that follows it (with fused multiply-adds) gets
-// the same logits. There are three orders:
+// Every result in specdec is defined by a REDUCTION ORDER, and every SIMD
+// path, the plain C path, every row count and every thread count follow it,
+// so all give the same bits. A port that follows it (with fused multiply-adds)
+// gets the same logits. There are three orders:
 //
 //   chain  (matmuls, attention): acc = 0; for k = 0, 1, ..., n-1:
 //          acc = fma(a[k], b[k], acc), one rounding per step. Each output has
-//          its own chain, so the SIMD code puts 8 outputs side by side in a
-//          vector (16 weight rows, 8 cached positions, 8 head dimensions) and
-//          never sums across lanes.
+//          its own chain, so the SIMD code puts outputs side by side in a
+//          vector (weight rows, cached positions, head dimensions) and never
+//          sums across lanes.
 //   lanes8 (rmsnorm's sum of squares, softmax's sum): lane l (0..7) sums the
 //          terms k = l, l+8, l+16, ... below n8 = n - n%8 in order (fma for a
 //          dot product, plain adds for a sum); the lanes are combined as
@@ -1643,6 +1567,13 @@ static void free_transformer(Transformer *t) {
 //          not depend on the C library's expf.
 // None of these depends on how many rows a forward is given: that is what
 // makes a K+1-row verify pass equal to K+1 single-row steps (batch invariance).
+//
+// The section reads: the orders in portable C (the references the tests hold
+// every path to); the vocabulary each ISA defines once (a float vector and a
+// few operations on it, and an int8 dot-product step); the tile bodies,
+// written once over that vocabulary (the arrangement of llamafile's tinyBLAS);
+// each ISA's list of tile shapes, which makes both the tiles and their
+// dispatch table; the dispatch; then the lanes8 and elementwise kernels.
 
 #if defined(__GNUC__) && !defined(__clang__)
 #define UNROLL _Pragma("GCC unroll 16") // so GCC keeps a tile's accumulators in registers
@@ -1703,58 +1634,249 @@ static float exp_canonical(float x) {
     return y * scale;
 }
 
-// Matmul, portable C: the definition the AVX2 kernel follows.
-// Panels [p0, p1) of m @ x (T, m->n) -> out (T, row stride os): output column
-// j = 16*panel + lane is the chain over k of W[j][k] * x[t][k]; columns at or
-// past d_out are not written.
-static void matmul_panels_scalar(float *out, size_t os, int d_out, const float *x, int T,
-                                 const Matrix *m, int p0, int p1) {
+// The matmul's definition, portable C: W (d,n) @ x (T,n) -> out (T,d), panels
+// [p0, p1) of m, out with row stride os: output column j = 16*panel + lane is
+// the chain over k of W[j][k] * x[t][k]; columns at or past d_out are not written.
+static UNUSED_OK void matmul_panels_scalar(float *out, size_t os, int d_out, const float *x, int T,
+                                           const Matrix *m, int p0, int p1) {
     int n = m->n;
     for (int i = p0; i < p1; i++)
         for (int j = 0; j < PANEL && i * PANEL + j < d_out; j++)
             for (int t = 0; t < T; t++) {
                 const float *xt = x + (size_t)t * n;
                 float acc = 0.0f;
-                for (int k = 0; k < n; k++) {
-                    float wk = m->h ? from_bfloat16(m->h[bf16_at(m, i, k, j)])
-                                    : m->w[((size_t)i * n + k) * PANEL + j];
-                    acc = fmaf(wk, xt[k], acc);
-                }
+                for (int k = 0; k < n; k++) acc = fmaf(m->w[((size_t)i * n + k) * PANEL + j], xt[k], acc);
                 out[(size_t)t * os + (size_t)i * PANEL + j] = acc;
             }
 }
 
-// Prefetch: a tile of P panels reads P lines per step of k, one per panel;
-// it asks for each panel's line MM_IN_FLIGHT / P steps ahead, so about
+// Attention. The key cache keeps LANES positions side by side, (blocks, hs,
+// LANES), so one load brings dimension c of LANES cached keys. Both attention
+// products are then the same outer-product tile: Q vectors a[i] times groups
+// of LANES outputs, out[i][LANES*g+l] = chain over steps s < n of a[i][s] *
+// base[s*ss + g*gs + l]. Scores: a = the queries, steps = head dimensions,
+// groups = blocks of positions (ss = LANES, gs = hs*LANES). Weighted sums: a =
+// the softmax weights, steps = positions, groups = LANES head dimensions (ss =
+// hs, gs = LANES). Every output is its own chain, the same for any number of
+// rows and any LANES.
+
+// The definition, portable C: a (Q) pointers to (n), base -> out (Q) pointers
+// to (LANES groups); groups [g0, g1), the first `lanes` outputs of each
+static void outer_scalar(float *const *out, const float *const *a, int Q, const float *base,
+                         size_t ss, size_t gs, int g0, int g1, int lanes, int n) {
+    for (int g = g0; g < g1; g++)
+        for (int i = 0; i < Q; i++)
+            for (int l = 0; l < lanes; l++) {
+                float acc = 0.0f;
+                for (int t = 0; t < n; t++) acc = fmaf(base[t * ss + g * gs + l], a[i][t], acc);
+                out[i][LANES * g + l] = acc;
+            }
+}
+
+// int8 matmul (--draft-weights int8; weights as pack_int8 leaves them). An
+// input row x (n) is quantised as a weight row is (quantize: s_x and q_x), and
+// stored as u[k] = q_x[k] + 128, in 1..255 (unsigned, the operand VNNI takes;
+// 128, meaning 0, past n). Then output r is
+//   out[r] = (float)(sum_k q[r][k] u[k] - 128 sum_k q[r][k]) * s_r * s_x,
+// its integer sum exact in any order (n <= Q8_MAX_N keeps it inside int32),
+// so how a kernel splits or orders the sum cannot change a bit.
+
+// x (n) -> u (quad_steps(n)): quantize, then + 128 (the byte's sign bit
+// flipped); returns s_x (NaN if x holds a NaN or inf, so the outputs are NaN
+// as float weights would make them)
+static float quantize_row(uint8_t *u, const float *x, int n) {
+    if (first_non_finite(x, (size_t)n) < (size_t)n) {
+        memset(u, 128, quad_steps(n));
+        return NAN;
+    }
+    float sx = quantize((int8_t *)u, x, n);
+    for (int k = 0; k < n; k++) u[k] ^= 0x80;
+    memset(u + n, 128, quad_steps(n) - (size_t)n); // the quad's padding
+    return sx;
+}
+
+// Output r from its integer sum sum_k q[r][k] u[k] (the formula above)
+static float q8_output(int32_t sum, const Matrix *m, int r, float sx) {
+    return (float)(sum - 128 * m->qsum[r]) * m->qscale[r] * sx;
+}
+
+// The definition, portable C: int8 W panels [i, i+np) @ u (quad_steps(n)),
+// scale sx -> out (16 np)
+static UNUSED_OK void q8_tile_scalar(float *out, const uint8_t *u, float sx, const Matrix *m, int i,
+                                     int np) {
+    size_t n4 = quad_steps(m->n);
+    for (int v = 0; v < np; v++) {
+        const int8_t *q = m->q + q8_at(m, i + v, 0, 0);
+        for (int j = 0; j < PANEL; j++) {
+            int32_t acc = 0;
+            for (size_t k = 0; k < n4; k += 4)
+                for (int b = 0; b < 4; b++) acc += q[k * PANEL + 4 * (size_t)j + (size_t)b] * u[k + (size_t)b];
+            out[v * PANEL + j] = q8_output(acc, m, (i + v) * PANEL + j, sx);
+        }
+    }
+}
+
+// ---- The vocabulary, defined once per ISA. Floats: VF, a vector of VL
+// floats (16 with AVX-512, 8 with AVX2, 4 with NEON; plain C's is one float, so
+// it runs the same bodies), and
+//   V_ZERO()  V_LOAD(p)  V_STORE(p, v)  V_SET1(x): x in every lane
+//   V_FMA(a, b, acc): a*b + acc rounded once, one step of every lane's chain
+//   V_PREFETCH(p): ask for p's cache line; MM_PREFETCH_ROWS: the matmul tiles
+//     of that many rows or more prefetch (see MM_IN_FLIGHT)
+//   IN_REGISTER(v): keep a loaded vector in a register when several rows use
+//     it. Without it gcc folds the load into every FMA that uses it (a 4x4
+//     tile then issues 20 loads for 16 FMAs; 4 rows ran slower than 5). An
+//     empty asm whose operand must sit in a vector register.
+// int8: Q8Acc, one panel's 16 running integer sums; Q8In, a quad of the input
+// u[k..k+3] as the step takes it; q8_zero(), q8_in(u), q8_step(acc, x, q): a
+// quad's 16 x 4 products (q: the panel's 64 bytes of it) added in; q8_add;
+// q8_finish(out, acc, m, r, sx): the 16 outputs by q8_output's formula;
+// Q8_CHAINS: the independent sums a panel keeps, so their latencies overlap.
+#if HAVE_AVX512
+typedef __m512 VF;
+#define VL 16
+#define V_ZERO() _mm512_setzero_ps()
+#define V_LOAD(p) _mm512_loadu_ps(p)
+#define V_STORE(p, v) _mm512_storeu_ps(p, v)
+#define V_SET1(x) _mm512_set1_ps(x)
+#define V_FMA(a, b, acc) _mm512_fmadd_ps(a, b, acc)
+#define MM_PREFETCH_ROWS 3 // a two-row tile feeds a loaded line to 2 FMAs: load-bound
+#elif HAVE_AVX2
+typedef __m256 VF;
+#define VL 8
+#define V_ZERO() _mm256_setzero_ps()
+#define V_LOAD(p) _mm256_loadu_ps(p)
+#define V_STORE(p, v) _mm256_storeu_ps(p, v)
+#define V_SET1(x) _mm256_set1_ps(x)
+#define V_FMA(a, b, acc) _mm256_fmadd_ps(a, b, acc)
+#define MM_PREFETCH_ROWS 2 // a line is two loads: a two-row tile feeds it to 4 FMAs
+#elif HAVE_NEON
+typedef float32x4_t VF;
+#define VL 4
+#define V_ZERO() vdupq_n_f32(0.0f)
+#define V_LOAD(p) vld1q_f32(p)
+#define V_STORE(p, v) vst1q_f32(p, v)
+#define V_SET1(x) vdupq_n_f32(x)
+#define V_FMA(a, b, acc) vfmaq_f32(acc, a, b)
+#define V_PREFETCH(p) __builtin_prefetch(p)
+#define MM_PREFETCH_ROWS 1 // never timed on an ARM core: every tile prefetches
+#else
+typedef float VF;
+#define VL 1
+#define V_ZERO() 0.0f
+#define V_LOAD(p) (*(p))
+#define V_STORE(p, v) (*(p) = (v))
+#define V_SET1(x) (x)
+#define V_FMA(a, b, acc) fmaf(a, b, acc)
+#define V_PREFETCH(p) ((void)(p))
+#define MM_PREFETCH_ROWS INT_MAX // none
+#endif
+#if HAVE_AVX2
+#define V_PREFETCH(p) _mm_prefetch((const char *)(p), _MM_HINT_T0)
+#endif
+#if HAVE_AVX2 && defined(__GNUC__)
+#define IN_REGISTER(v) __asm__("" : "+v"(v))
+#else
+#define IN_REGISTER(v) ((void)0) // NEON's FMA takes no memory operand
+#endif
+
+#if HAVE_VNNI
+// AVX-512 VNNI: one vpdpbusd multiplies the four bytes of u[k..k+3] with the
+// four of each of 16 outputs and adds the four products into that output's lane.
+typedef __m512i Q8Acc;
+typedef __m512i Q8In;
+#define Q8_CHAINS 4
+static inline Q8Acc q8_zero(void) { return _mm512_setzero_si512(); }
+static inline Q8In q8_in(const uint8_t *u) {
+    int32_t x4;
+    memcpy(&x4, u, sizeof(x4));
+    return _mm512_set1_epi32(x4);
+}
+static inline Q8Acc q8_step(Q8Acc acc, Q8In x, const int8_t *q) {
+    return _mm512_dpbusd_epi32(acc, x, _mm512_loadu_si512(q));
+}
+static inline Q8Acc q8_add(Q8Acc a, Q8Acc b) { return _mm512_add_epi32(a, b); }
+static inline void q8_finish(float *out, Q8Acc acc, const Matrix *m, int r, float sx) {
+    __m512i sum = _mm512_sub_epi32(acc, _mm512_slli_epi32(_mm512_loadu_si512(m->qsum + r), 7));
+    __m512 f = _mm512_mul_ps(_mm512_cvtepi32_ps(sum), _mm512_loadu_ps(m->qscale + r));
+    _mm512_storeu_ps(out, _mm512_mul_ps(f, _mm512_set1_ps(sx)));
+}
+#elif HAVE_AVX2
+// AVX2: the weights widened to int16 (four outputs' quads per 16 bytes) and
+// multiplied with u[k..k+3] widened likewise by vpmaddwd, which adds pairs of
+// products into int32: c[g] collects outputs 4g..4g+3 as such pairs, and two
+// horizontal adds put each output's sum in its lane.
+typedef struct { __m256i c[4]; } Q8Acc;
+typedef __m256i Q8In;
+#define Q8_CHAINS 1
+static inline Q8Acc q8_zero(void) {
+    Q8Acc a;
+    for (int g = 0; g < 4; g++) a.c[g] = _mm256_setzero_si256();
+    return a;
+}
+static inline Q8In q8_in(const uint8_t *u) {
+    int32_t x4;
+    memcpy(&x4, u, sizeof(x4));
+    return _mm256_broadcastq_epi64(_mm_cvtepu8_epi16(_mm_cvtsi32_si128(x4)));
+}
+static inline Q8Acc q8_step(Q8Acc acc, Q8In x, const int8_t *q) {
+    for (int g = 0; g < 4; g++) {
+        __m128i w8 = _mm_loadu_si128((const __m128i *)(q + 16 * g));
+        acc.c[g] = _mm256_add_epi32(acc.c[g], _mm256_madd_epi16(_mm256_cvtepi8_epi16(w8), x));
+    }
+    return acc;
+}
+static inline Q8Acc q8_add(Q8Acc a, Q8Acc b) {
+    for (int g = 0; g < 4; g++) a.c[g] = _mm256_add_epi32(a.c[g], b.c[g]);
+    return a;
+}
+static inline void q8_finish(float *out, Q8Acc acc, const Matrix *m, int r, float sx) {
+    for (int h = 0; h < 2; h++) { // outputs 8h..8h+7 from c[2h], c[2h+1]
+        __m256i sum = _mm256_hadd_epi32(acc.c[2 * h], acc.c[2 * h + 1]); // 0 1 4 5 | 2 3 6 7
+        sum = _mm256_permute4x64_epi64(sum, 0xD8);
+        sum = _mm256_sub_epi32(sum, _mm256_slli_epi32(_mm256_loadu_si256((const __m256i *)(m->qsum + r + 8 * h)), 7));
+        __m256 f = _mm256_mul_ps(_mm256_cvtepi32_ps(sum), _mm256_loadu_ps(m->qscale + r + 8 * h));
+        _mm256_storeu_ps(out + 8 * h, _mm256_mul_ps(f, _mm256_set1_ps(sx)));
+    }
+}
+#else
+// plain C (and NEON): the 16 sums one by one
+typedef struct { int32_t s[PANEL]; } Q8Acc;
+typedef const uint8_t *Q8In;
+#define Q8_CHAINS 1
+static inline Q8Acc q8_zero(void) {
+    Q8Acc a = {{0}};
+    return a;
+}
+static inline Q8In q8_in(const uint8_t *u) { return u; }
+static inline Q8Acc q8_step(Q8Acc acc, Q8In x, const int8_t *q) {
+    for (int j = 0; j < PANEL; j++)
+        for (int b = 0; b < 4; b++) acc.s[j] += q[4 * j + b] * x[b];
+    return acc;
+}
+static inline Q8Acc q8_add(Q8Acc a, Q8Acc b) {
+    for (int j = 0; j < PANEL; j++) a.s[j] += b.s[j];
+    return a;
+}
+static inline void q8_finish(float *out, Q8Acc acc, const Matrix *m, int r, float sx) {
+    for (int j = 0; j < PANEL; j++) out[j] = q8_output(acc.s[j], m, r + j, sx);
+}
+#endif
+
+// ---- The tile bodies, once for every ISA.
+//
+// Prefetch: a tile of P panels reads P lines per step of k, one per panel; it
+// asks for each panel's line MM_IN_FLIGHT / P steps ahead, so about
 // MM_IN_FLIGHT lines are on their way from L3 or DRAM whatever the tile's
 // shape (bandwidth = lines in flight x 64 B / latency: ~128 lines cover L3's).
-// Tiles of MM_PREFETCH_ROWS or more rows do: their FMAs keep the core busy
-// between loads, and without the prefetches 7-9-row passes ran 30-47% longer.
-// Tiles that are bound by their loads do not: a prefetch per line takes a
-// load slot of its own, and the hardware prefetcher follows their few
-// sequential streams by itself. Those are the one-row tiles, and the 16-lane two-row tiles (one
-// load per line feeds two FMAs; an 8-lane tile loads each line in two halves
-// and feeds four, and measured 1-13% faster with its prefetches). Without
-// them a one-row forward ran 15-35% faster on the shipped target, 20% on the
-// 110M shape and 40% on the 15M shape (s17, Zen 5; the AVX2 build's one row
-// 15% on the shipped target), the two-row matmuls 25-45% (with 2 x 4 panels
-// where they had 2 x 6, whose rest went panel by panel). The NEON tiles,
-// never timed on an ARM core here, keep their prefetches for every row count.
-// a matmul tile: R rows of x (stride xs) times the panels at w -> out (stride os);
-// next: how many panels after the tile's the caller reads next (see prefetch_step)
-typedef void (*MmTile)(float *out, size_t os, const float *x, size_t xs, const void *w, int n,
-                       int next);
-
+// Tiles of MM_PREFETCH_ROWS rows or more do: their FMAs keep the core busy
+// between loads (without the prefetches 7-9-row passes ran 30-47% longer).
+// Tiles bound by their loads do not: a prefetch takes a load slot of its own,
+// and the hardware prefetcher follows their few sequential streams by itself
+// (a one-row forward ran 15-35% faster without them).
 #ifndef MM_IN_FLIGHT
 #define MM_IN_FLIGHT 128
 #endif
-
-#if HAVE_SIMD
-// where panel i of m starts, in floats or in bfloat16
-static const void *panel_at(const Matrix *m, int i) {
-    if (m->h) return m->h + bf16_at(m, i, 0, 0);
-    return m->w + (size_t)i * (size_t)m->n * PANEL;
-}
 
 // The prefetch target of panel v at step k, in steps from the tile's start
 // (panels of n steps, one after another): `ahead` steps on, and past the
@@ -1763,14 +1885,265 @@ static const void *panel_at(const Matrix *m, int i) {
 // the line being read (a no-op). Lines then stay in flight across tiles: a
 // tile that prefetched only inside its own panels began each next tile with
 // P - 1 cold panels, while one that ran on into the panels of another thread
-// read lines for nothing. On the shipped target, one thread: 5- and 8-row
-// passes 8-10% faster; two threads: 2-3%.
+// read lines for nothing (5- and 8-row passes 8-10% faster on one thread).
 static inline size_t prefetch_step(int v, int k, size_t n, int P, int ahead, int next) {
     size_t s = (size_t)v * n + (size_t)(k + ahead);
     if ((size_t)(k + ahead) < n) return s;
     return v < next ? s + (size_t)(P - 1) * n : (size_t)v * n + (size_t)k;
 }
+
+// Matmul tile: W (P panels of n steps at w) @ x (R rows, stride xs) -> out (R
+// rows, stride os, 16 P columns), each output a chain over k in a register of
+// its own (a panel is VPP registers). next: how many panels after the tile's
+// the caller reads next (prefetch_step). Two loop shapes, because a compiler
+// keeps a different one in 16 registers: A loads the tile's weight vectors
+// first, then broadcasts one x per row; B broadcasts the R x's first, then
+// streams the weight vectors past them. Each list below names its tiles' shape.
+#define VPP (PANEL / VL)
+// with a panel's first vector, the prefetch of its line (see MM_IN_FLIGHT)
+#define MM_PREFETCH(R, P, v)                                                               \
+    if ((R) >= MM_PREFETCH_ROWS && (v) % VPP == 0)                                         \
+    V_PREFETCH(w + prefetch_step((v) / VPP, k, (size_t)n, P, MM_IN_FLIGHT / (P), next) * PANEL)
+#define MM_BCAST_FIRST_A 0
+#define MM_BCAST_FIRST_B 1
+#define MM_TILE(R, P, SHAPE)                                                               \
+    static void mm_##R##x##P(float *out, size_t os, const float *x, size_t xs,            \
+                             const float *w, int n, int next) {                           \
+        VF acc[R][P * VPP];                                                                \
+        UNROLL for (int r = 0; r < R; r++) UNROLL for (int v = 0; v < P * VPP; v++)        \
+            acc[r][v] = V_ZERO();                                                          \
+        for (int k = 0; k < n; k++) {                                                      \
+            if (MM_BCAST_FIRST_##SHAPE) {                                                  \
+                VF xr[R];                                                                  \
+                UNROLL for (int r = 0; r < R; r++) xr[r] = V_SET1(x[r * xs + k]);          \
+                UNROLL for (int v = 0; v < P * VPP; v++) {                                 \
+                    MM_PREFETCH(R, P, v);                                                  \
+                    VF wv = V_LOAD(w + ((size_t)(v / VPP) * n + k) * PANEL + VL * (v % VPP)); \
+                    if (R > 1) IN_REGISTER(wv);                                            \
+                    UNROLL for (int r = 0; r < R; r++) acc[r][v] = V_FMA(wv, xr[r], acc[r][v]); \
+                }                                                                          \
+            } else {                                                                       \
+                VF wv[P * VPP];                                                            \
+                UNROLL for (int v = 0; v < P * VPP; v++) {                                 \
+                    MM_PREFETCH(R, P, v);                                                  \
+                    wv[v] = V_LOAD(w + ((size_t)(v / VPP) * n + k) * PANEL + VL * (v % VPP)); \
+                    if (R > 1) IN_REGISTER(wv[v]);                                         \
+                }                                                                          \
+                UNROLL for (int r = 0; r < R; r++) {                                       \
+                    VF xr = V_SET1(x[r * xs + k]);                                         \
+                    UNROLL for (int v = 0; v < P * VPP; v++) acc[r][v] = V_FMA(wv[v], xr, acc[r][v]); \
+                }                                                                          \
+            }                                                                              \
+        }                                                                                  \
+        UNROLL for (int r = 0; r < R; r++) UNROLL for (int v = 0; v < P * VPP; v++)        \
+            V_STORE(out + r * os + VL * v, acc[r][v]);                                     \
+    }
+
+// Attention tile: a (Q) pointers to (n) times G groups of LANES outputs at
+// base (step t of group g at base + t ss + g gs) -> out (Q) pointers to
+// (LANES G); a group is GV registers. The same loop as a matmul tile.
+#define GV (LANES / VL)
+#define OUTER_TILE(Q, G)                                                                   \
+    static void outer_##Q##x##G(float *const *out, const float *const *a, const float *base, \
+                                size_t ss, size_t gs, int n) {                             \
+        VF acc[Q][G * GV];                                                                 \
+        UNROLL for (int i = 0; i < Q; i++) UNROLL for (int g = 0; g < G * GV; g++)         \
+            acc[i][g] = V_ZERO();                                                          \
+        for (int t = 0; t < n; t++) {                                                      \
+            VF bv[G * GV];                                                                 \
+            UNROLL for (int g = 0; g < G * GV; g++) {                                      \
+                bv[g] = V_LOAD(base + t * ss + (g / GV) * gs + VL * (g % GV));             \
+                if (Q > 1) IN_REGISTER(bv[g]);                                             \
+            }                                                                              \
+            UNROLL for (int i = 0; i < Q; i++) {                                           \
+                VF at = V_SET1(a[i][t]);                                                   \
+                UNROLL for (int g = 0; g < G * GV; g++) acc[i][g] = V_FMA(bv[g], at, acc[i][g]); \
+            }                                                                              \
+        }                                                                                  \
+        UNROLL for (int i = 0; i < Q; i++) UNROLL for (int g = 0; g < G * GV; g++)         \
+            V_STORE(out[i] + VL * g, acc[i][g]);                                           \
+    }
+
+// int8 tile: W (int8 panels [i, i+NP) of m) @ u (quad_steps(n)), scale sx ->
+// out (16 NP). Quad k/4 goes into chain k/4 mod Q8_CHAINS (the last few into
+// chain 0); the sums are exact, so neither order nor split changes a bit.
+#define Q8_TILE(NP)                                                                          \
+    static void q8_tile_##NP(float *out, const uint8_t *u, float sx, const Matrix *m, int i) { \
+        size_t n4 = quad_steps(m->n), k = 0;                                                 \
+        const int8_t *q = m->q + q8_at(m, i, 0, 0);                                          \
+        Q8Acc acc[NP][Q8_CHAINS];                                                            \
+        UNROLL for (int v = 0; v < NP; v++) UNROLL for (int c = 0; c < Q8_CHAINS; c++)      \
+            acc[v][c] = q8_zero();                                                           \
+        for (; k + 4 * Q8_CHAINS <= n4; k += 4 * Q8_CHAINS)                                  \
+            UNROLL for (int c = 0; c < Q8_CHAINS; c++) {                                     \
+                Q8In x = q8_in(u + k + 4 * c);                                               \
+                UNROLL for (int v = 0; v < NP; v++)                                          \
+                    acc[v][c] = q8_step(acc[v][c], x, q + (v * n4 + k + 4 * c) * PANEL);     \
+            }                                                                                \
+        for (; k < n4; k += 4) {                                                             \
+            Q8In x = q8_in(u + k);                                                           \
+            UNROLL for (int v = 0; v < NP; v++) acc[v][0] = q8_step(acc[v][0], x, q + (v * n4 + k) * PANEL); \
+        }                                                                                    \
+        UNROLL for (int v = 0; v < NP; v++) {                                                \
+            UNROLL for (int c = 1; c < Q8_CHAINS; c++) acc[v][0] = q8_add(acc[v][0], acc[v][c]); \
+            q8_finish(out + v * PANEL, acc[v][0], m, (i + v) * PANEL, sx);                   \
+        }                                                                                    \
+    }
+
+// ---- The tile shapes, one list per ISA: X(R, P, S), a tile of R rows x P
+// panels in loop shape S.
+// Every list has R x 1 for each R up to MM_MAX_ROWS (rows per tile), and 1 x P
+// for each P up to the one-row tile's widest, so the panels a wide tile leaves
+// run side by side rather than one chain's latency each.
+#if HAVE_AVX512
+// 32 registers: up to 9 rows (9 x 2 panels: 18 accumulators, so a 9-row
+// verify, K = 8, reads its weights once). Two rows take 2 x 4 panels: their
+// rest then never goes panel by panel.
+#define MM_MAX_ROWS 9
+#define MM_TILES(X)                                                                        \
+    X(1, 8, A) X(1, 7, A) X(1, 6, A) X(1, 5, A) X(1, 4, A) X(1, 3, A) X(1, 2, A) X(1, 1, A) \
+    X(2, 4, A) X(3, 4, A) X(4, 4, A) X(5, 4, A) X(6, 4, A) X(7, 2, A) X(8, 2, A) X(9, 2, A) \
+    X(2, 1, A) X(3, 1, A) X(4, 1, A) X(5, 1, A) X(6, 1, A) X(7, 1, A) X(8, 1, A) X(9, 1, A)
+#elif HAVE_AVX2
+// 16 registers
+#define MM_MAX_ROWS 6
+#define MM_TILES(X)                                                                        \
+    X(1, 4, B) X(1, 3, B) X(1, 2, B) X(1, 1, A) X(2, 3, B) X(3, 2, B)                      \
+    X(2, 1, A) X(3, 1, A) X(4, 1, A) X(5, 1, B) X(6, 1, A)
+#elif HAVE_NEON
+// 32 registers of 4 lanes
+#define MM_MAX_ROWS 6
+#define MM_TILES(X) X(1, 2, A) X(1, 1, A) X(2, 1, A) X(3, 1, A) X(4, 1, A) X(5, 1, A) X(6, 1, A)
+#else
+#define MM_MAX_ROWS 4
+#define MM_TILES(X) X(1, 1, A) X(2, 1, A) X(3, 1, A) X(4, 1, A)
 #endif
+// attention: Q vectors x G groups, the same on every ISA
+#define OUTER_TILES(X)                                                                     \
+    X(1, 4) X(2, 4) X(3, 3) X(4, 2) X(5, 2) X(6, 2) X(1, 3) X(1, 2) X(2, 3) X(2, 2) X(3, 2) \
+    X(1, 1) X(2, 1) X(3, 1) X(4, 1) X(5, 1) X(6, 1)
+
+MM_TILES(MM_TILE)
+OUTER_TILES(OUTER_TILE)
+Q8_TILE(1) Q8_TILE(2)
+
+// ---- Dispatch: the tables the lists fill, [rows][panels] and [vectors][groups]
+// (NULL: no such tile), and the loops that walk a matmul or an attention
+// product through them.
+#define TILE_PANELS_MAX 8 // the widest tile, in panels or groups
+typedef void (*MmTile)(float *out, size_t os, const float *x, size_t xs, const float *w, int n,
+                       int next);
+typedef void (*OuterTile)(float *const *out, const float *const *a, const float *base, size_t ss,
+                          size_t gs, int n);
+#define MM_ENTRY(R, P, S) [R][P] = mm_##R##x##P,
+#define OUTER_ENTRY(Q, G) [Q][G] = outer_##Q##x##G,
+static const MmTile MM_TILE_OF[MM_MAX_ROWS + 1][TILE_PANELS_MAX + 1] = {MM_TILES(MM_ENTRY)};
+static const OuterTile OUTER_TILE_OF[7][TILE_PANELS_MAX + 1] = {OUTER_TILES(OUTER_ENTRY)};
+
+// where panel i of m starts
+static const float *panel_at(const Matrix *m, int i) { return m->w + (size_t)i * (size_t)m->n * PANEL; }
+
+// W (d,n) @ x (R,n) -> out (R,d) over panels [p0, p1), R <= MM_MAX_ROWS: the
+// widest tile of R rows that fits the panels left, again and again
+static void mm_rows(float *out, size_t os, const float *x, int R, const Matrix *m, int p0, int p1) {
+    for (int i = p0, P = TILE_PANELS_MAX; i < p1; i += P) {
+        if (P > p1 - i) P = p1 - i;
+        while (!MM_TILE_OF[R][P]) P--;
+        MM_TILE_OF[R][P](out + (size_t)i * PANEL, os, x, (size_t)m->n, panel_at(m, i), m->n, p1 - i - P);
+    }
+}
+
+// W (d,n) @ x (T,n) -> out (T, stride os), panels [p0, p1), columns < d_out.
+// Rows go in blocks of at most MM_MAX_ROWS (as even as possible: 10 = 5 + 5);
+// the panels in chunks of about 128 KB, so every block reuses a chunk from L2
+// and the weights leave memory once. A panel that straddles d_out goes
+// through a small buffer, so nothing past d_out is written.
+static void matmul_panels_f32(float *out, size_t os, int d_out, const float *x, int T,
+                              const Matrix *m, int p0, int p1) {
+    int full = d_out / PANEL < p1 ? d_out / PANEL : p1; // panels wholly inside d_out
+    int blocks = (T + MM_MAX_ROWS - 1) / MM_MAX_ROWS;
+    int chunk = blocks == 1 ? p1 : (int)(32768 / ((size_t)m->n * PANEL)) + 1; // ~128 KB of panels
+    for (int c0 = p0; c0 < full; c0 += chunk) {
+        int c1 = c0 + chunk < full ? c0 + chunk : full;
+        for (int b = 0, t = 0; b < blocks; b++) {
+            int rows = (T - t) / (blocks - b);
+            mm_rows(out + (size_t)t * os, os, x + (size_t)t * m->n, rows, m, c0, c1);
+            t += rows;
+        }
+    }
+    for (int i = full > p0 ? full : p0; i < p1; i++) { // the straddling panel
+        float buf[MM_MAX_ROWS * PANEL];
+        for (int t = 0; t < T; t += MM_MAX_ROWS) {
+            int rows = T - t < MM_MAX_ROWS ? T - t : MM_MAX_ROWS;
+            MM_TILE_OF[rows][1](buf, PANEL, x + (size_t)t * m->n, (size_t)m->n, panel_at(m, i), m->n, 0);
+            for (int r = 0; r < rows; r++)
+                for (int j = 0; j < PANEL && i * PANEL + j < d_out; j++)
+                    out[(size_t)(t + r) * os + (size_t)i * PANEL + j] = buf[r * PANEL + j];
+        }
+    }
+}
+
+// int8 W (d,n) @ x (T,n) -> out (T, stride os), panels [p0, p1), columns < d_out.
+// Row by row (the draft's forwards are one row but for catch-ups), panels in
+// pairs; a panel that straddles d_out goes through a buffer.
+static void matmul_panels_q8(float *out, size_t os, int d_out, const float *x, int T,
+                             const Matrix *m, int p0, int p1) {
+    uint8_t u[Q8_MAX_N];
+    for (int t = 0; t < T; t++) {
+        float sx = quantize_row(u, x + (size_t)t * m->n, m->n), *o = out + (size_t)t * os;
+        int i = p0;
+        for (; i + 2 <= p1 && (i + 2) * PANEL <= d_out; i += 2) q8_tile_2(o + i * PANEL, u, sx, m, i);
+        for (; i < p1; i++) {
+            float buf[PANEL];
+            q8_tile_1(buf, u, sx, m, i);
+            for (int j = 0; j < PANEL && i * PANEL + j < d_out; j++) o[i * PANEL + j] = buf[j];
+        }
+    }
+}
+
+// W (d,n) @ x (T,n) -> out (T, stride os), panels [p0, p1) of m, columns < d_out
+static void matmul_panels(float *out, size_t os, int d_out, const float *x, int T,
+                          const Matrix *m, int p0, int p1) {
+    if (m->q) matmul_panels_q8(out, os, d_out, x, T, m, p0, p1);
+    else matmul_panels_f32(out, os, d_out, x, T, m, p0, p1);
+}
+
+// W (d,n) @ x (T,n) -> out (T,d), the whole matrix on the calling thread
+static UNUSED_OK void matmul(float *out, const float *x, const Matrix *m, int T) {
+    matmul_panels(out, (size_t)m->d, m->d, x, T, m, 0, m->n_panels);
+}
+
+// a (Q <= 6) pointers to (n), base -> out (Q) pointers to (LANES groups): groups
+// [0, groups) of the outer product, the widest tile that fits, again and again
+static void outer_products(float *const *out, const float *const *a, int Q, const float *base,
+                           size_t ss, size_t gs, int groups, int n) {
+    float *o[6];
+    for (int g = 0, G = TILE_PANELS_MAX; g < groups; g += G) {
+        if (G > groups - g) G = groups - g;
+        while (!OUTER_TILE_OF[Q][G]) G--;
+        for (int i = 0; i < Q; i++) o[i] = out[i] + LANES * g;
+        OUTER_TILE_OF[Q][G](o, a, base + (size_t)g * gs, ss, gs, n);
+    }
+}
+
+// Raw scores of Q (<= 6) query vectors against positions [0, LANES * n_blocks):
+// s[i][t] = chain over c of query[i][c] * key_t[c]. query (Q) pointers to (hs),
+// kc (n_blocks, hs, LANES) -> s (Q) pointers to (LANES * n_blocks)
+static void attention_scores(float *const *s, const float *const *query, int Q, const float *kc,
+                             int n_blocks, int hs) {
+    outer_products(s, query, Q, kc, LANES, (size_t)hs * LANES, n_blocks, hs);
+}
+
+// Weighted sums of the values: out[i][c] = chain over t < n_pos of
+// e[i][t] * v_t[c]. e (Q <= 6) pointers to (n_pos), v (n_pos, hs) -> out (Q) pointers to (hs)
+static void attention_values(float *const *out, const float *const *e, int Q, const float *v,
+                             int n_pos, int hs) {
+    outer_products(out, e, Q, v, (size_t)hs, LANES, hs / LANES, n_pos);
+    if (hs % LANES)
+        outer_scalar(out, e, Q, v, (size_t)hs, LANES, hs / LANES, hs / LANES + 1, hs % LANES, n_pos);
+}
+
+// ---- lanes8 and elementwise kernels
 
 #if HAVE_AVX2
 // The 8 lanes of v summed in the lanes8 order.
@@ -1831,245 +2204,6 @@ static inline __m512 exp16(__m512 x) {
     return _mm512_mask_mov_ps(y, nan, x);                            // NaN: itself
 }
 #endif
-
-// ---- matmul tiles: R rows of x times P panels (16 outputs each) of W, every
-// output a chain over k in its own register. Two loop shapes, because each
-// compiler keeps a different one in 16 registers: A loads the tile's weight
-// vectors first, then broadcasts one x per row; B broadcasts the R x's first,
-// then streams the weight vectors past them. Each tile shape uses the one that
-// measured faster with both gcc and clang. These read float weights;
-// bfloat16 weights have tiles of their own (BF_TILE below).
-// The prefetch of panel v's line at step k in a tile of R rows x P panels;
-// none below MM_PREFETCH_ROWS rows, where the tile is bound by its loads (see
-// MM_IN_FLIGHT): 16-lane tiles feed a loaded line to R FMAs, 8-lane ones to 2R.
-#if HAVE_AVX512
-#define MM_PREFETCH_ROWS 3
-#else
-#define MM_PREFETCH_ROWS 2
-#endif
-#define PREFETCH_PANEL(w, v, n, k, R, P, next)                                              \
-    do {                                                                                    \
-        if ((R) >= MM_PREFETCH_ROWS)                                                        \
-            _mm_prefetch((const char *)((const float *)(w) +                                \
-                                        prefetch_step(v, k, (size_t)(n), P,                 \
-                                                      MM_IN_FLIGHT / (P), next) * PANEL),   \
-                         _MM_HINT_T0);                                                      \
-    } while (0)
-// bfloat16 panels (the draft's) get no software prefetch: its 0.8 MB of
-// weights sit in L2 (1 MB a core on Zen 5) even between verify passes, the
-// hardware prefetcher follows the panels' streams, and a prefetch per line
-// only took load slots: dropping it made a draft step 10% shorter in runs
-// (s11, Zen 5: 13.2 -> 11.8 us at t = 0, 15.6 -> 14.1 at t = 0.8 with top-p).
-
-// Keep a loaded vector in a register when several rows use it: without this,
-// gcc folds the load into every FMA that uses it (a 4x4 tile then issues 20
-// loads for 16 FMAs and waits on the load ports; 4 rows ran slower than 5). An
-// empty asm whose operand must sit in a vector register.
-#if defined(__GNUC__)
-#define IN_REGISTER(v) __asm__("" : "+v"(v))
-#else
-#define IN_REGISTER(v) ((void)0)
-#endif
-
-#define MM_TILE_A(R, P)                                                                    \
-    static void mm_##R##x##P(float *out, size_t os, const float *x, size_t xs,             \
-                             const void *w, int n, int next) {                             \
-        const float *wf = w;                                                               \
-        __m256 acc[R][2 * P];                                                              \
-        UNROLL for (int r = 0; r < R; r++) UNROLL for (int v = 0; v < 2 * P; v++)          \
-            acc[r][v] = _mm256_setzero_ps();                                               \
-        for (int k = 0; k < n; k++) {                                                      \
-            UNROLL for (int v = 0; v < P; v++) PREFETCH_PANEL(w, v, n, k, R, P, next);     \
-            __m256 wv[2 * P];                                                              \
-            UNROLL for (int v = 0; v < 2 * P; v++) {                                       \
-                wv[v] = _mm256_loadu_ps(wf + ((size_t)(v / 2) * n + k) * PANEL + 8 * (v % 2)); \
-                if (R > 1) IN_REGISTER(wv[v]);                                             \
-            }                                                                              \
-            UNROLL for (int r = 0; r < R; r++) {                                           \
-                __m256 xr = _mm256_broadcast_ss(x + r * xs + k);                           \
-                UNROLL for (int v = 0; v < 2 * P; v++)                                     \
-                    acc[r][v] = _mm256_fmadd_ps(wv[v], xr, acc[r][v]);                     \
-            }                                                                              \
-        }                                                                                  \
-        UNROLL for (int r = 0; r < R; r++) UNROLL for (int v = 0; v < 2 * P; v++)          \
-            _mm256_storeu_ps(out + r * os + 8 * v, acc[r][v]);                             \
-    }
-#define MM_TILE_B(R, P)                                                                    \
-    static void mm_##R##x##P(float *out, size_t os, const float *x, size_t xs,             \
-                             const void *w, int n, int next) {                             \
-        const float *wf = w;                                                               \
-        __m256 acc[R][2 * P];                                                              \
-        UNROLL for (int r = 0; r < R; r++) UNROLL for (int v = 0; v < 2 * P; v++)          \
-            acc[r][v] = _mm256_setzero_ps();                                               \
-        for (int k = 0; k < n; k++) {                                                      \
-            UNROLL for (int v = 0; v < P; v++) PREFETCH_PANEL(w, v, n, k, R, P, next);     \
-            __m256 xr[R];                                                                  \
-            UNROLL for (int r = 0; r < R; r++) xr[r] = _mm256_broadcast_ss(x + r * xs + k); \
-            UNROLL for (int v = 0; v < 2 * P; v++) {                                       \
-                __m256 wv = _mm256_loadu_ps(wf + ((size_t)(v / 2) * n + k) * PANEL + 8 * (v % 2)); \
-                if (R > 1) IN_REGISTER(wv);                                                \
-                UNROLL for (int r = 0; r < R; r++)                                         \
-                    acc[r][v] = _mm256_fmadd_ps(wv, xr[r], acc[r][v]);                     \
-            }                                                                              \
-        }                                                                                  \
-        UNROLL for (int r = 0; r < R; r++) UNROLL for (int v = 0; v < 2 * P; v++)          \
-            _mm256_storeu_ps(out + r * os + 8 * v, acc[r][v]);                             \
-    }
-
-// The bfloat16 tiles: per pair of steps, each 8-lane half of a panel is one
-// load, then step k is the low halves shifted up, step k+1 the high halves
-// masked; the chains see k, then k+1, as with floats.
-#define BF_TILE(R, P)                                                                       \
-    static void bf_##R##x##P(float *out, size_t os, const float *x, size_t xs,            \
-                             const void *w, int n, int next) {                            \
-        const uint16_t *h = w;                                                            \
-        size_t n2 = pair_steps(n);                                                        \
-        (void)next; /* no prefetch for bfloat16 panels (above) */                         \
-        const __m256i high = _mm256_set1_epi32(-65536);                                   \
-        __m256 acc[R][2 * P];                                                             \
-        UNROLL for (int r = 0; r < R; r++) UNROLL for (int v = 0; v < 2 * P; v++)         \
-            acc[r][v] = _mm256_setzero_ps();                                              \
-        for (int k = 0; k < n; k += 2) {                                                  \
-            UNROLL for (int v = 0; v < 2 * P; v++) {                                      \
-                __m256i e = _mm256_loadu_si256(                                           \
-                    (const __m256i *)(h + ((size_t)(v / 2) * n2 + k) * PANEL + 16 * (v % 2))); \
-                __m256 w0 = _mm256_castsi256_ps(_mm256_slli_epi32(e, 16));                \
-                UNROLL for (int r = 0; r < R; r++)                                        \
-                    acc[r][v] = _mm256_fmadd_ps(w0, _mm256_broadcast_ss(x + r * xs + k), acc[r][v]); \
-                if (k + 1 == n) continue;                                                 \
-                __m256 w1 = _mm256_castsi256_ps(_mm256_and_si256(e, high));               \
-                UNROLL for (int r = 0; r < R; r++)                                        \
-                    acc[r][v] = _mm256_fmadd_ps(w1, _mm256_broadcast_ss(x + r * xs + k + 1), acc[r][v]); \
-            }                                                                             \
-        }                                                                                 \
-        UNROLL for (int r = 0; r < R; r++) UNROLL for (int v = 0; v < 2 * P; v++)         \
-            _mm256_storeu_ps(out + r * os + 8 * v, acc[r][v]);                            \
-    }
-
-#if HAVE_AVX512
-// The same tiles with 16-lane registers: a panel is one register, and with 32
-// registers a tile holds up to 9 rows (9 x 2 panels: 18 accumulators, so a
-// 9-row verify, K = 8, reads its weights once). Each output is still its own
-// chain.
-#define MM512_TILE(R, P)                                                                   \
-    static void mm512_##R##x##P(float *out, size_t os, const float *x, size_t xs,          \
-                                const void *w, int n, int next) {                          \
-        const float *wf = w;                                                               \
-        __m512 acc[R][P];                                                                  \
-        UNROLL for (int r = 0; r < R; r++) UNROLL for (int v = 0; v < P; v++)              \
-            acc[r][v] = _mm512_setzero_ps();                                               \
-        for (int k = 0; k < n; k++) {                                                      \
-            __m512 wv[P];                                                                  \
-            UNROLL for (int v = 0; v < P; v++) {                                           \
-                PREFETCH_PANEL(w, v, n, k, R, P, next);                                    \
-                wv[v] = _mm512_loadu_ps(wf + ((size_t)v * n + k) * PANEL);                 \
-                if (R > 1) IN_REGISTER(wv[v]);                                             \
-            }                                                                              \
-            UNROLL for (int r = 0; r < R; r++) {                                           \
-                __m512 xr = _mm512_set1_ps(x[r * xs + k]);                                 \
-                UNROLL for (int v = 0; v < P; v++)                                         \
-                    acc[r][v] = _mm512_fmadd_ps(wv[v], xr, acc[r][v]);                     \
-            }                                                                              \
-        }                                                                                  \
-        UNROLL for (int r = 0; r < R; r++) UNROLL for (int v = 0; v < P; v++)              \
-            _mm512_storeu_ps(out + r * os + PANEL * v, acc[r][v]);                         \
-    }
-// bfloat16: one load per panel brings a pair of steps (see BF_TILE)
-#define BF512_TILE(R, P)                                                                    \
-    static void bf512_##R##x##P(float *out, size_t os, const float *x, size_t xs,           \
-                                const void *w, int n, int next) {                           \
-        const uint16_t *h = w;                                                              \
-        size_t n2 = pair_steps(n);                                                          \
-        (void)next; /* no prefetch for bfloat16 panels (above) */                           \
-        const __m512i high = _mm512_set1_epi32(-65536);                                     \
-        __m512 acc[R][P];                                                                   \
-        UNROLL for (int r = 0; r < R; r++) UNROLL for (int v = 0; v < P; v++)               \
-            acc[r][v] = _mm512_setzero_ps();                                                \
-        int k = 0;                                                                          \
-        for (; k + 1 < n; k += 2) { /* steps k and k+1 */                                   \
-            UNROLL for (int v = 0; v < P; v++) {                                            \
-                __m512i e = _mm512_loadu_si512(h + ((size_t)v * n2 + k) * PANEL);           \
-                __m512 w0 = _mm512_castsi512_ps(_mm512_slli_epi32(e, 16));                  \
-                __m512 w1 = _mm512_castsi512_ps(_mm512_and_si512(e, high));                 \
-                UNROLL for (int r = 0; r < R; r++) {                                        \
-                    __m512 x0 = _mm512_set1_ps(x[r * xs + k]), x1 = _mm512_set1_ps(x[r * xs + k + 1]); \
-                    acc[r][v] = _mm512_fmadd_ps(w1, x1, _mm512_fmadd_ps(w0, x0, acc[r][v])); \
-                }                                                                           \
-            }                                                                               \
-        }                                                                                   \
-        if (k < n) { /* odd n: the last step alone */                                       \
-            UNROLL for (int v = 0; v < P; v++) {                                            \
-                __m512i e = _mm512_loadu_si512(h + ((size_t)v * n2 + k) * PANEL);           \
-                __m512 w0 = _mm512_castsi512_ps(_mm512_slli_epi32(e, 16));                  \
-                UNROLL for (int r = 0; r < R; r++)                                          \
-                    acc[r][v] = _mm512_fmadd_ps(w0, _mm512_set1_ps(x[r * xs + k]), acc[r][v]); \
-            }                                                                               \
-        }                                                                                   \
-        UNROLL for (int r = 0; r < R; r++) UNROLL for (int v = 0; v < P; v++)               \
-            _mm512_storeu_ps(out + r * os + PANEL * v, acc[r][v]);                          \
-    }
-MM512_TILE(1, 8) MM512_TILE(2, 4)
-MM512_TILE(3, 4) MM512_TILE(4, 4)
-MM512_TILE(5, 4) MM512_TILE(6, 4)
-MM512_TILE(7, 2) MM512_TILE(8, 2)
-MM512_TILE(1, 1) MM512_TILE(2, 1)
-MM512_TILE(3, 1) MM512_TILE(4, 1)
-MM512_TILE(5, 1) MM512_TILE(6, 1)
-MM512_TILE(7, 1) MM512_TILE(8, 1)
-MM512_TILE(9, 2) MM512_TILE(9, 1)
-BF512_TILE(1, 8) BF512_TILE(1, 1)
-BF512_TILE(2, 1) BF512_TILE(3, 1)
-BF512_TILE(4, 1) BF512_TILE(5, 1)
-BF512_TILE(6, 1) BF512_TILE(7, 1)
-BF512_TILE(8, 1) BF512_TILE(9, 1)
-MM512_TILE(1, 2) MM512_TILE(1, 3)
-MM512_TILE(1, 4) MM512_TILE(1, 5)
-MM512_TILE(1, 6) MM512_TILE(1, 7)
-BF512_TILE(1, 2) BF512_TILE(1, 3)
-BF512_TILE(1, 4) BF512_TILE(1, 5)
-BF512_TILE(1, 6) BF512_TILE(1, 7)
-#define MM_MAX_ROWS 9 // rows in one tile
-// the tiles for R = 1..9 rows: WIDE over MM_WIDE[R] panels, ONE over one;
-// [0] for float weights, [1] for bfloat16 (the draft: one row, wide or single)
-static const MmTile WIDE_TILE[2][10] = {
-    {NULL, mm512_1x8, mm512_2x4, mm512_3x4, mm512_4x4, mm512_5x4, mm512_6x4, mm512_7x2, mm512_8x2, mm512_9x2},
-    {NULL, bf512_1x8, bf512_2x1, bf512_3x1, bf512_4x1, bf512_5x1, bf512_6x1, bf512_7x1, bf512_8x1, bf512_9x1}};
-static const MmTile ONE_TILE[2][10] = {
-    {NULL, mm512_1x1, mm512_2x1, mm512_3x1, mm512_4x1, mm512_5x1, mm512_6x1, mm512_7x1, mm512_8x1, mm512_9x1},
-    {NULL, bf512_1x1, bf512_2x1, bf512_3x1, bf512_4x1, bf512_5x1, bf512_6x1, bf512_7x1, bf512_8x1, bf512_9x1}};
-static const int MM_WIDE[2][10] = {{0, 8, 4, 4, 4, 4, 4, 2, 2, 2}, {0, 8, 1, 1, 1, 1, 1, 1, 1, 1}};
-// one row over the P (< MM_WIDE[.][1]) panels a wide tile leaves: P chains side
-// by side, where single panels would wait on one chain's latency each
-static const MmTile ROW_REST[2][8] = {
-    {NULL, mm512_1x1, mm512_1x2, mm512_1x3, mm512_1x4, mm512_1x5, mm512_1x6, mm512_1x7},
-    {NULL, bf512_1x1, bf512_1x2, bf512_1x3, bf512_1x4, bf512_1x5, bf512_1x6, bf512_1x7}};
-#else
-MM_TILE_B(1, 4) MM_TILE_A(1, 1)
-MM_TILE_B(2, 3) MM_TILE_A(2, 1)
-MM_TILE_B(3, 2) MM_TILE_A(3, 1)
-MM_TILE_A(4, 1) MM_TILE_B(5, 1)
-MM_TILE_A(6, 1)
-BF_TILE(1, 4) BF_TILE(1, 1)
-BF_TILE(2, 1) BF_TILE(3, 1)
-BF_TILE(4, 1) BF_TILE(5, 1)
-BF_TILE(6, 1)
-MM_TILE_B(1, 2) MM_TILE_B(1, 3)
-BF_TILE(1, 2) BF_TILE(1, 3)
-#define MM_MAX_ROWS 6
-// the tiles for R = 1..6 rows: WIDE over MM_WIDE[R] panels, ONE over one;
-// [0] for float weights, [1] for bfloat16 (the draft: one row, wide or single)
-static const MmTile WIDE_TILE[2][7] = {
-    {NULL, mm_1x4, mm_2x3, mm_3x2, mm_4x1, mm_5x1, mm_6x1},
-    {NULL, bf_1x4, bf_2x1, bf_3x1, bf_4x1, bf_5x1, bf_6x1}};
-static const MmTile ONE_TILE[2][7] = {
-    {NULL, mm_1x1, mm_2x1, mm_3x1, mm_4x1, mm_5x1, mm_6x1},
-    {NULL, bf_1x1, bf_2x1, bf_3x1, bf_4x1, bf_5x1, bf_6x1}};
-static const int MM_WIDE[2][7] = {{0, 4, 3, 2, 1, 1, 1}, {0, 4, 1, 1, 1, 1, 1}};
-// one row over the P (< MM_WIDE[.][1]) panels a wide tile leaves: P chains side
-// by side, where single panels would wait on one chain's latency each
-static const MmTile ROW_REST[2][4] = {{NULL, mm_1x1, mm_1x2, mm_1x3}, {NULL, bf_1x1, bf_1x2, bf_1x3}};
-#endif
-
 #endif // HAVE_AVX2
 
 #if HAVE_NEON
@@ -2086,287 +2220,7 @@ static float dot_neon(const float *x, const float *y, int n) {
     for (int k = n8; k < n; k++) s = fmaf(x[k], y[k], s);
     return s;
 }
-
-// R rows x P panels (4 registers of 4 lanes each), every output its own chain
-#define NEON_TILE(R, P)                                                                    \
-    static void nm_##R##x##P(float *out, size_t os, const float *x, size_t xs,             \
-                             const void *w, int n, int next) {                             \
-        const float *wf = w;                                                               \
-        float32x4_t acc[R][4 * P];                                                         \
-        UNROLL for (int r = 0; r < R; r++) UNROLL for (int v = 0; v < 4 * P; v++)          \
-            acc[r][v] = vdupq_n_f32(0.0f);                                                 \
-        for (int k = 0; k < n; k++) {                                                      \
-            float32x4_t wv[4 * P];                                                         \
-            UNROLL for (int v = 0; v < 4 * P; v++) {                                       \
-                if (v % 4 == 0)                                                            \
-                    __builtin_prefetch(wf + prefetch_step(v / 4, k, (size_t)n, P,          \
-                                                          MM_IN_FLIGHT / P, next) * PANEL); \
-                wv[v] = vld1q_f32(wf + ((size_t)(v / 4) * n + k) * PANEL + 4 * (v % 4));   \
-            }                                                                              \
-            UNROLL for (int r = 0; r < R; r++) {                                           \
-                float xr = x[r * xs + k];                                                  \
-                UNROLL for (int v = 0; v < 4 * P; v++)                                     \
-                    acc[r][v] = vfmaq_n_f32(acc[r][v], wv[v], xr);                         \
-            }                                                                              \
-        }                                                                                  \
-        UNROLL for (int r = 0; r < R; r++) UNROLL for (int v = 0; v < 4 * P; v++)          \
-            vst1q_f32(out + r * os + 4 * v, acc[r][v]);                                    \
-    }
-// bfloat16 (steps in pairs, see bf16_at): each 4-lane quarter of a panel is one
-// load per pair; step k is the low halves shifted up, k+1 the high halves masked
-#define NEON_TILE_BF(R, P)                                                                  \
-    static void nb_##R##x##P(float *out, size_t os, const float *x, size_t xs,            \
-                             const void *w, int n, int next) {                            \
-        const uint16_t *h = w;                                                            \
-        size_t n2 = pair_steps(n);                                                        \
-        const uint32x4_t high = vdupq_n_u32(0xFFFF0000u);                                 \
-        float32x4_t acc[R][4 * P];                                                        \
-        UNROLL for (int r = 0; r < R; r++) UNROLL for (int v = 0; v < 4 * P; v++)         \
-            acc[r][v] = vdupq_n_f32(0.0f);                                                \
-        for (int k = 0; k < n; k += 2) {                                                  \
-            UNROLL for (int v = 0; v < 4 * P; v++) {                                      \
-                const uint16_t *at = h + ((size_t)(v / 4) * n2 + k) * PANEL + 8 * (v % 4); \
-                if (v % 4 == 0)                                                           \
-                    __builtin_prefetch(h + prefetch_step(v / 4, k, n2, P,                 \
-                                                         2 * (MM_IN_FLIGHT / P), next) * PANEL); \
-                uint32x4_t e = vreinterpretq_u32_u16(vld1q_u16(at));                      \
-                float32x4_t w0 = vreinterpretq_f32_u32(vshlq_n_u32(e, 16));               \
-                UNROLL for (int r = 0; r < R; r++)                                        \
-                    acc[r][v] = vfmaq_n_f32(acc[r][v], w0, x[r * xs + k]);                \
-                if (k + 1 == n) continue;                                                 \
-                float32x4_t w1 = vreinterpretq_f32_u32(vandq_u32(e, high));               \
-                UNROLL for (int r = 0; r < R; r++)                                        \
-                    acc[r][v] = vfmaq_n_f32(acc[r][v], w1, x[r * xs + k + 1]);            \
-            }                                                                             \
-        }                                                                                 \
-        UNROLL for (int r = 0; r < R; r++) UNROLL for (int v = 0; v < 4 * P; v++)         \
-            vst1q_f32(out + r * os + 4 * v, acc[r][v]);                                   \
-    }
-NEON_TILE(1, 2) NEON_TILE(1, 1) NEON_TILE(2, 1)
-NEON_TILE(3, 1) NEON_TILE(4, 1) NEON_TILE(5, 1)
-NEON_TILE(6, 1)
-NEON_TILE_BF(1, 2) NEON_TILE_BF(1, 1) NEON_TILE_BF(2, 1)
-NEON_TILE_BF(3, 1) NEON_TILE_BF(4, 1) NEON_TILE_BF(5, 1)
-NEON_TILE_BF(6, 1)
-#define MM_MAX_ROWS 6
-static const MmTile WIDE_TILE[2][7] = {
-    {NULL, nm_1x2, nm_2x1, nm_3x1, nm_4x1, nm_5x1, nm_6x1},
-    {NULL, nb_1x2, nb_2x1, nb_3x1, nb_4x1, nb_5x1, nb_6x1}};
-static const MmTile ONE_TILE[2][7] = {
-    {NULL, nm_1x1, nm_2x1, nm_3x1, nm_4x1, nm_5x1, nm_6x1},
-    {NULL, nb_1x1, nb_2x1, nb_3x1, nb_4x1, nb_5x1, nb_6x1}};
-static const int MM_WIDE[2][7] = {{0, 2, 1, 1, 1, 1, 1}, {0, 2, 1, 1, 1, 1, 1}};
-static const MmTile ROW_REST[2][2] = {{NULL, nm_1x1}, {NULL, nb_1x1}};
-#endif // HAVE_NEON
-
-#if HAVE_SIMD
-// R = 1..MM_MAX_ROWS rows over panels [p0, p1): wide tiles, then the rest
-// (one tile for one row, single panels for more)
-static void mm_rows(float *out, size_t os, const float *x, int R, const Matrix *m, int p0, int p1) {
-    size_t n = (size_t)m->n;
-    int bf = m->h != NULL, wide = MM_WIDE[bf][R], i = p0;
-    for (; i + wide <= p1; i += wide)
-        WIDE_TILE[bf][R](out + (size_t)i * PANEL, os, x, n, panel_at(m, i), m->n, p1 - i - wide);
-    if (R == 1 && i < p1) {
-        ROW_REST[bf][p1 - i](out + (size_t)i * PANEL, os, x, n, panel_at(m, i), m->n, 0);
-        return;
-    }
-    for (; i < p1; i++)
-        ONE_TILE[bf][R](out + (size_t)i * PANEL, os, x, n, panel_at(m, i), m->n, p1 - i - 1);
-}
-
-// Panels [p0, p1) of m @ x (T, m->n) -> out (T, stride os), columns < d_out.
-// Rows go in blocks of at most MM_MAX_ROWS (as even as possible: 10 = 5 + 5); the panels
-// in chunks of about 128 KB, so every block reuses a chunk from L2 and the
-// weights leave memory once. A panel that straddles d_out goes through a
-// small buffer, so nothing past d_out is written.
-static void matmul_panels_simd(float *out, size_t os, int d_out, const float *x, int T,
-                               const Matrix *m, int p0, int p1) {
-    int full = d_out / PANEL < p1 ? d_out / PANEL : p1; // panels wholly inside d_out
-    int blocks = (T + MM_MAX_ROWS - 1) / MM_MAX_ROWS;
-    int chunk = blocks == 1 ? p1 : (int)(32768 / ((size_t)m->n * PANEL)) + 1; // ~128 KB of panels
-    for (int c0 = p0; c0 < full; c0 += chunk) {
-        int c1 = c0 + chunk < full ? c0 + chunk : full;
-        for (int b = 0, t = 0; b < blocks; b++) {
-            int rows = (T - t) / (blocks - b);
-            mm_rows(out + (size_t)t * os, os, x + (size_t)t * m->n, rows, m, c0, c1);
-            t += rows;
-        }
-    }
-    for (int i = full > p0 ? full : p0; i < p1; i++) { // the straddling panel
-        float buf[MM_MAX_ROWS * PANEL];
-        for (int t = 0; t < T; t += MM_MAX_ROWS) {
-            int rows = T - t < MM_MAX_ROWS ? T - t : MM_MAX_ROWS;
-            ONE_TILE[m->h != NULL][rows](buf, PANEL, x + (size_t)t * m->n, (size_t)m->n,
-                                         panel_at(m, i), m->n, 0);
-            for (int r = 0; r < rows; r++)
-                for (int j = 0; j < PANEL && i * PANEL + j < d_out; j++)
-                    out[(size_t)(t + r) * os + (size_t)i * PANEL + j] = buf[r * PANEL + j];
-        }
-    }
-}
 #endif
-
-// ---- int8 matmul (--draft-weights int8; weights as pack_int8 leaves them).
-// An input row x (n) is quantised as a weight row is (quantize: s_x and q_x),
-// and stored as u[k] = q_x[k] + 128, in 1..255 (unsigned, the operand VNNI
-// takes; 128, meaning 0, past n). Then output r is
-//   out[r] = (float)(sum_k q[r][k] u[k] - 128 sum_k q[r][k]) * s_r * s_x,
-// its integer sum exact in any order (n <= Q8_MAX_N keeps it inside int32),
-// so how a kernel splits or orders the sum cannot change a bit.
-
-// x (n) -> u (quad_steps(n)): quantize, then + 128 (the byte's sign bit
-// flipped); returns s_x (NaN if x holds a NaN or inf, so the outputs are NaN
-// as float weights would make them)
-static float quantize_row(uint8_t *u, const float *x, int n) {
-    if (first_non_finite(x, (size_t)n) < (size_t)n) {
-        memset(u, 128, quad_steps(n));
-        return NAN;
-    }
-    float sx = quantize((int8_t *)u, x, n);
-    for (int k = 0; k < n; k++) u[k] ^= 0x80;
-    memset(u + n, 128, quad_steps(n) - (size_t)n); // the quad's padding
-    return sx;
-}
-
-// Output r from its integer sum sum_k q[r][k] u[k] (the formula above)
-static float q8_output(int32_t sum, const Matrix *m, int r, float sx) {
-    return (float)(sum - 128 * m->qsum[r]) * m->qscale[r] * sx;
-}
-
-// The np (1 or 2) panels from panel i of int8 m times the quantised row u
-// (scale sx) -> out (16 np), portable C
-static void q8_tile_scalar(float *out, const uint8_t *u, float sx, const Matrix *m, int i, int np) {
-    size_t n4 = quad_steps(m->n);
-    for (int v = 0; v < np; v++) {
-        const int8_t *q = m->q + q8_at(m, i + v, 0, 0);
-        for (int j = 0; j < PANEL; j++) {
-            int32_t acc = 0;
-            for (size_t k = 0; k < n4; k += 4)
-                for (int b = 0; b < 4; b++) acc += q[k * PANEL + 4 * (size_t)j + (size_t)b] * u[k + (size_t)b];
-            out[v * PANEL + j] = q8_output(acc, m, (i + v) * PANEL + j, sx);
-        }
-    }
-}
-
-#if HAVE_VNNI
-// The same with AVX-512 VNNI: one vpdpbusd multiplies the four bytes of u[k..k+3]
-// with the four of each of 16 outputs and adds the four products into that
-// output's int32 lane. Four accumulators per panel (quads k/4 mod 4), so the
-// adds' latency overlaps; the order does not matter, the sums are exact.
-// Then q8_output, 16 lanes at a time (the same operations, so the same bits).
-#define Q8_TILE_VNNI(NP)                                                                         \
-    static void q8_tile_vnni_##NP(float *out, const uint8_t *u, float sx, const Matrix *m, int i) { \
-        size_t n4 = quad_steps(m->n), k = 0;                                                       \
-        const int8_t *q = m->q + q8_at(m, i, 0, 0);                                                \
-        __m512i acc[NP][4];                                                                        \
-        UNROLL for (int v = 0; v < NP; v++) UNROLL for (int c = 0; c < 4; c++)                    \
-            acc[v][c] = _mm512_setzero_si512();                                                    \
-        for (; k + 16 <= n4; k += 16)                                                              \
-            UNROLL for (int c = 0; c < 4; c++) {                                                   \
-                int32_t x4;                                                                        \
-                memcpy(&x4, u + k + 4 * c, sizeof(x4));                                            \
-                __m512i x = _mm512_set1_epi32(x4);                                                 \
-                UNROLL for (int v = 0; v < NP; v++)                                                \
-                    acc[v][c] = _mm512_dpbusd_epi32(acc[v][c], x,                                  \
-                                    _mm512_loadu_si512(q + (v * n4 + k + 4 * c) * PANEL));         \
-            }                                                                                      \
-        for (; k < n4; k += 4) {                                                                   \
-            int32_t x4;                                                                            \
-            memcpy(&x4, u + k, sizeof(x4));                                                        \
-            __m512i x = _mm512_set1_epi32(x4);                                                     \
-            UNROLL for (int v = 0; v < NP; v++)                                                    \
-                acc[v][0] = _mm512_dpbusd_epi32(acc[v][0], x, _mm512_loadu_si512(q + (v * n4 + k) * PANEL)); \
-        }                                                                                          \
-        UNROLL for (int v = 0; v < NP; v++) {                                                      \
-            size_t r = (size_t)(i + v) * PANEL;                                                    \
-            __m512i sum = _mm512_add_epi32(_mm512_add_epi32(acc[v][0], acc[v][1]),                 \
-                                           _mm512_add_epi32(acc[v][2], acc[v][3]));                \
-            sum = _mm512_sub_epi32(sum, _mm512_slli_epi32(_mm512_loadu_si512(m->qsum + r), 7));    \
-            __m512 f = _mm512_mul_ps(_mm512_cvtepi32_ps(sum), _mm512_loadu_ps(m->qscale + r));     \
-            _mm512_storeu_ps(out + v * PANEL, _mm512_mul_ps(f, _mm512_set1_ps(sx)));               \
-        }                                                                                          \
-    }
-Q8_TILE_VNNI(1) Q8_TILE_VNNI(2)
-#define Q8_TILE_1(out, u, sx, m, i) q8_tile_vnni_1(out, u, sx, m, i)
-#define Q8_TILE_2(out, u, sx, m, i) q8_tile_vnni_2(out, u, sx, m, i)
-#elif HAVE_AVX2
-// The same with AVX2: the weights widened to int16 (four outputs' quads per
-// 16 bytes) and multiplied with u[k..k+3] widened likewise by vpmaddwd, which
-// adds pairs of products into int32; acc[c] collects outputs 4c..4c+3 as such
-// pairs, and two horizontal adds put each output's sum in its lane.
-static void q8_tile_avx2(float *out, const uint8_t *u, float sx, const Matrix *m, int i, int np) {
-    size_t n4 = quad_steps(m->n);
-    for (int v = 0; v < np; v++) {
-        const int8_t *q = m->q + q8_at(m, i + v, 0, 0);
-        __m256i acc[4] = {_mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256(),
-                          _mm256_setzero_si256()};
-        for (size_t k = 0; k < n4; k += 4) {
-            int32_t x4;
-            memcpy(&x4, u + k, sizeof(x4));
-            __m256i x = _mm256_broadcastq_epi64(_mm_cvtepu8_epi16(_mm_cvtsi32_si128(x4)));
-            UNROLL for (int c = 0; c < 4; c++) {
-                __m128i w8 = _mm_loadu_si128((const __m128i *)(q + k * PANEL + 16 * (size_t)c));
-                acc[c] = _mm256_add_epi32(acc[c], _mm256_madd_epi16(_mm256_cvtepi8_epi16(w8), x));
-            }
-        }
-        for (int h = 0; h < 2; h++) { // outputs 8h..8h+7 from acc[2h], acc[2h+1]
-            size_t r = (size_t)(i + v) * PANEL + 8 * (size_t)h;
-            __m256i sum = _mm256_hadd_epi32(acc[2 * h], acc[2 * h + 1]); // 0 1 4 5 | 2 3 6 7
-            sum = _mm256_permute4x64_epi64(sum, 0xD8);
-            sum = _mm256_sub_epi32(sum, _mm256_slli_epi32(_mm256_loadu_si256((const __m256i *)(m->qsum + r)), 7));
-            __m256 f = _mm256_mul_ps(_mm256_cvtepi32_ps(sum), _mm256_loadu_ps(m->qscale + r));
-            _mm256_storeu_ps(out + v * PANEL + 8 * h, _mm256_mul_ps(f, _mm256_set1_ps(sx)));
-        }
-    }
-}
-#define Q8_TILE_1(out, u, sx, m, i) q8_tile_avx2(out, u, sx, m, i, 1)
-#define Q8_TILE_2(out, u, sx, m, i) q8_tile_avx2(out, u, sx, m, i, 2)
-#else
-#define Q8_TILE_1(out, u, sx, m, i) q8_tile_scalar(out, u, sx, m, i, 1)
-#define Q8_TILE_2(out, u, sx, m, i) q8_tile_scalar(out, u, sx, m, i, 2)
-#endif
-
-// Panels [p0, p1) of int8 m @ x (T, m->n) -> out (T, stride os), columns < d_out.
-// Row by row (the draft's forwards are one row but for catch-ups), panels in
-// pairs; a panel that straddles d_out goes through a buffer.
-static void matmul_panels_q8(float *out, size_t os, int d_out, const float *x, int T,
-                             const Matrix *m, int p0, int p1) {
-#if HAVE_AVX2
-    (void)q8_tile_scalar; // built for the tests
-#endif
-    uint8_t u[Q8_MAX_N];
-    for (int t = 0; t < T; t++) {
-        float sx = quantize_row(u, x + (size_t)t * m->n, m->n), *o = out + (size_t)t * os;
-        int i = p0;
-        for (; i + 2 <= p1 && (i + 2) * PANEL <= d_out; i += 2) Q8_TILE_2(o + i * PANEL, u, sx, m, i);
-        for (; i < p1; i++) {
-            float buf[PANEL];
-            Q8_TILE_1(buf, u, sx, m, i);
-            for (int j = 0; j < PANEL && i * PANEL + j < d_out; j++) o[i * PANEL + j] = buf[j];
-        }
-    }
-}
-
-// Panels [p0, p1) of m @ x (T, m->n) -> out (T, stride os), columns < d_out
-static void matmul_panels(float *out, size_t os, int d_out, const float *x, int T,
-                          const Matrix *m, int p0, int p1) {
-    if (m->q) {
-        matmul_panels_q8(out, os, d_out, x, T, m, p0, p1);
-        return;
-    }
-#if HAVE_SIMD
-    (void)matmul_panels_scalar; // built for the tests
-    matmul_panels_simd(out, os, d_out, x, T, m, p0, p1);
-#else
-    matmul_panels_scalar(out, os, d_out, x, T, m, p0, p1);
-#endif
-}
-
-// W (d,n) @ x (T,n) -> out (T,d), the whole matrix on the calling thread
-static UNUSED_OK void matmul(float *out, const float *x, const Matrix *m, int T) {
-    matmul_panels(out, (size_t)m->d, m->d, x, T, m, 0, m->n_panels);
-}
 
 // x (n) . y (n) -> scalar, lanes8 order
 static float dot(const float *x, const float *y, int n) {
@@ -2480,143 +2334,6 @@ static void swiglu(float *out, const float *h1, const float *h3, int n) {
         v *= 1.0f / (1.0f + exp_canonical(-v));
         out[j] = v * h3[j];
     }
-}
-
-// ---- attention kernels. The key cache keeps LANES positions side by side,
-// (blocks, hs, LANES), so one load brings dimension c of LANES cached keys.
-// Both attention products are then the same outer-product tile: Q vectors
-// a[i] times groups of LANES outputs, out[i][LANES*g+l] = chain over steps
-// s < n of a[i][s] * base[s*ss + g*gs + l]. Scores: a = the queries, steps =
-// head dimensions, groups = blocks of positions (ss = LANES, gs = hs*LANES).
-// Weighted sums: a = the softmax weights, steps = positions, groups = LANES
-// head dimensions (ss = hs, gs = LANES). Every output is its own chain, the
-// same for any number of rows and any LANES.
-
-// The definition, portable C: groups [g0, g1), the first `lanes` outputs of each
-static void outer_scalar(float *const *out, const float *const *a, int Q, const float *base,
-                         size_t ss, size_t gs, int g0, int g1, int lanes, int n) {
-    for (int g = g0; g < g1; g++)
-        for (int i = 0; i < Q; i++)
-            for (int l = 0; l < lanes; l++) {
-                float acc = 0.0f;
-                for (int t = 0; t < n; t++) acc = fmaf(base[t * ss + g * gs + l], a[i][t], acc);
-                out[i][LANES * g + l] = acc;
-            }
-}
-
-#if HAVE_AVX2
-// one register holds a group of LANES outputs: __m512 with AVX-512, else __m256
-#if HAVE_AVX512
-#define OV __m512
-#define OV_ZERO _mm512_setzero_ps
-#define OV_LOAD _mm512_loadu_ps
-#define OV_SET1 _mm512_set1_ps
-#define OV_FMA _mm512_fmadd_ps
-#define OV_STORE _mm512_storeu_ps
-#else
-#define OV __m256
-#define OV_ZERO _mm256_setzero_ps
-#define OV_LOAD _mm256_loadu_ps
-#define OV_SET1 _mm256_set1_ps
-#define OV_FMA _mm256_fmadd_ps
-#define OV_STORE _mm256_storeu_ps
-#endif
-#define OUTER_TILE(Q, G)                                                                \
-    static void outer_tile_##Q##x##G(float *const *out, const float *const *a,         \
-                                     const float *base, size_t ss, size_t gs, int n) { \
-        OV acc[Q][G];                                                                 \
-        UNROLL for (int i = 0; i < Q; i++) UNROLL for (int g = 0; g < G; g++)         \
-            acc[i][g] = OV_ZERO();                                                    \
-        for (int t = 0; t < n; t++) {                                                 \
-            OV bv[G];                                                                 \
-            UNROLL for (int g = 0; g < G; g++) {                                      \
-                bv[g] = OV_LOAD(base + t * ss + g * gs);                              \
-                if (Q > 1) IN_REGISTER(bv[g]);                                        \
-            }                                                                         \
-            UNROLL for (int i = 0; i < Q; i++) {                                      \
-                OV at = OV_SET1(a[i][t]);                                             \
-                UNROLL for (int g = 0; g < G; g++) acc[i][g] = OV_FMA(bv[g], at, acc[i][g]); \
-            }                                                                         \
-        }                                                                             \
-        UNROLL for (int i = 0; i < Q; i++) UNROLL for (int g = 0; g < G; g++)         \
-            OV_STORE(out[i] + LANES * g, acc[i][g]);                                  \
-    }
-#elif HAVE_NEON
-// on NEON a group of 8 outputs is two 4-lane registers
-#define OUTER_TILE(Q, G)                                                                \
-    static void outer_tile_##Q##x##G(float *const *out, const float *const *a,         \
-                                     const float *base, size_t ss, size_t gs, int n) { \
-        float32x4_t acc[Q][2 * G];                                                    \
-        UNROLL for (int i = 0; i < Q; i++) UNROLL for (int g = 0; g < 2 * G; g++)     \
-            acc[i][g] = vdupq_n_f32(0.0f);                                            \
-        for (int t = 0; t < n; t++) {                                                 \
-            float32x4_t bv[2 * G];                                                    \
-            UNROLL for (int g = 0; g < 2 * G; g++)                                    \
-                bv[g] = vld1q_f32(base + t * ss + (g / 2) * gs + 4 * (g % 2));        \
-            UNROLL for (int i = 0; i < Q; i++) {                                      \
-                float at = a[i][t];                                                   \
-                UNROLL for (int g = 0; g < 2 * G; g++)                                \
-                    acc[i][g] = vfmaq_n_f32(acc[i][g], bv[g], at);                    \
-            }                                                                         \
-        }                                                                             \
-        UNROLL for (int i = 0; i < Q; i++) UNROLL for (int g = 0; g < 2 * G; g++)     \
-            vst1q_f32(out[i] + 4 * g, acc[i][g]);                                     \
-    }
-#endif
-
-#if HAVE_SIMD
-OUTER_TILE(1, 4) OUTER_TILE(2, 4) OUTER_TILE(3, 3) OUTER_TILE(4, 2) OUTER_TILE(5, 2) OUTER_TILE(6, 2)
-OUTER_TILE(1, 1) OUTER_TILE(2, 1) OUTER_TILE(3, 1) OUTER_TILE(4, 1) OUTER_TILE(5, 1) OUTER_TILE(6, 1)
-OUTER_TILE(1, 2) OUTER_TILE(1, 3) OUTER_TILE(2, 2) OUTER_TILE(2, 3) OUTER_TILE(3, 2)
-typedef void (*OuterTile)(float *const *out, const float *const *a, const float *base, size_t ss,
-                          size_t gs, int n);
-// the tile for 1..6 vectors: OUTER_WIDE over OUTER_GROUPS[Q] groups, OUTER_ONE over one
-static const OuterTile OUTER_WIDE[7] = {NULL, outer_tile_1x4, outer_tile_2x4, outer_tile_3x3,
-                                        outer_tile_4x2, outer_tile_5x2, outer_tile_6x2};
-static const OuterTile OUTER_ONE[7] = {NULL, outer_tile_1x1, outer_tile_2x1, outer_tile_3x1,
-                                       outer_tile_4x1, outer_tile_5x1, outer_tile_6x1};
-static const int OUTER_GROUPS[7] = {0, 4, 4, 3, 2, 2, 2};
-// 1..3 vectors over the 2 or 3 groups a wide tile leaves (a head's weighted
-// sums have only hs/LANES groups): their chains side by side, not one by one
-static const OuterTile OUTER_REST[4][4] = {{NULL}, {NULL, NULL, outer_tile_1x2, outer_tile_1x3},
-                                           {NULL, NULL, outer_tile_2x2, outer_tile_2x3},
-                                           {NULL, NULL, outer_tile_3x2, NULL}};
-#endif
-
-// Groups [0, groups) of the outer product of Q (<= 6) vectors: wide tiles,
-// then single groups (portable C without SIMD).
-static void outer_products(float *const *out, const float *const *a, int Q, const float *base,
-                           size_t ss, size_t gs, int groups, int n) {
-#if HAVE_SIMD
-    float *o[6];
-    for (int g = 0; g < groups;) {
-        int left = groups - g, step = left >= OUTER_GROUPS[Q] ? OUTER_GROUPS[Q] : 1;
-        OuterTile tile = step > 1 ? OUTER_WIDE[Q] : OUTER_ONE[Q];
-        if (step == 1 && Q <= 3 && left > 1 && OUTER_REST[Q][left]) tile = OUTER_REST[Q][step = left];
-        for (int i = 0; i < Q; i++) o[i] = out[i] + LANES * g;
-        tile(o, a, base + (size_t)g * gs, ss, gs, n);
-        g += step;
-    }
-#else
-    outer_scalar(out, a, Q, base, ss, gs, 0, groups, LANES, n);
-#endif
-}
-
-// Raw scores of Q (<= 6) query vectors against positions [0, LANES * n_blocks):
-// s[i][t] = chain over c of query[i][c] * key_t[c]. query (Q) pointers to (hs),
-// kc (n_blocks, hs, LANES) -> s (Q) pointers to (LANES * n_blocks)
-static void attention_scores(float *const *s, const float *const *query, int Q, const float *kc,
-                             int n_blocks, int hs) {
-    outer_products(s, query, Q, kc, LANES, (size_t)hs * LANES, n_blocks, hs);
-}
-
-// Weighted sums of the values: out[i][c] = chain over t < n_pos of
-// e[i][t] * v_t[c]. e (Q <= 6) pointers to (n_pos), v (n_pos, hs) -> out (Q) pointers to (hs)
-static void attention_values(float *const *out, const float *const *e, int Q, const float *v,
-                             int n_pos, int hs) {
-    outer_products(out, e, Q, v, (size_t)hs, LANES, hs / LANES, n_pos);
-    if (hs % LANES)
-        outer_scalar(out, e, Q, v, (size_t)hs, LANES, hs / LANES, hs / LANES + 1, hs % LANES, n_pos);
 }
 
 // ----------------------------------------------------------------------------
@@ -3485,10 +3202,9 @@ static void usage(void) {
            "  --threads N        threads, 1..%d (default: the CPUs this process may use, here %d)\n"
            "  --draft-threads N  threads for the draft model, up to --threads (default 1: its\n"
            "                     forwards are too short to share; never changes the text)\n"
-           "  --draft-weights W  int8 | bf16 | f32: the draft's matrices quantised to int8 per row\n"
-           "                     at load (a quarter of the bytes to read; inputs quantised per\n"
-           "                     row, products summed exactly), rounded to bfloat16, or kept as in\n"
-           "                     the file (default int8)\n"
+           "  --draft-weights W  int8 | f32: the draft's matrices quantised to int8 per row at\n"
+           "                     load (a quarter of the bytes to read; inputs quantised per row,\n"
+           "                     products summed exactly), or kept as in the file (default int8)\n"
            "  -j FILE   write statistics as one JSON object\n"
            "  -q        no text on stdout     -v  teaching trace of every round on stderr\n",
            K_MAX, MAX_THREADS, usable_cpus());
@@ -3557,7 +3273,7 @@ static void parse_options(Options *o, int argc, char **argv) {
         } else if (!strcmp(f, "--draft-weights")) {
             int w = WEIGHTS_F32;
             while (w <= WEIGHTS_INT8 && strcmp(v, WEIGHTS_NAME[w])) w++;
-            if (w > WEIGHTS_INT8) bad_flag(f, v, "bf16, int8 or f32");
+            if (w > WEIGHTS_INT8) bad_flag(f, v, "int8 or f32");
             o->draft_weights = w;
             given_draft_opts = 1;
         }

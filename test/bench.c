@@ -175,7 +175,7 @@ typedef struct {
 static double bytes_per_token(const Config *c, int weights) {
     double dim = c->dim, hid = c->hidden_dim, hs = dim / c->n_heads, kv = c->n_kv_heads * hs;
     double per_layer = 2 * dim * dim + 2 * kv * dim + 3 * hid * dim + 2 * dim;
-    double bytes = weights == WEIGHTS_INT8 ? 1.0 : weights == WEIGHTS_BF16 ? 2.0 : 4.0;
+    double bytes = weights == WEIGHTS_INT8 ? 1.0 : 4.0;
     return bytes * (c->n_layers * per_layer + dim + (double)c->vocab_size * dim);
 }
 

@@ -42,7 +42,7 @@ static int caches_equal(const Transformer *a, const Transformer *b, int n) {
     return 1;
 }
 
-// weights: how the model keeps its matrices (WEIGHTS_F32, _BF16, _INT8)
+// weights: how the model keeps its matrices (WEIGHTS_F32 or WEIGHTS_INT8)
 static void test_config(const char *name, Config c, int shared, int weights) {
     char path[256];
     snprintf(path, sizeof(path), "build/test/forward_%s.bin", name);
@@ -62,11 +62,9 @@ static void test_config(const char *name, Config c, int shared, int weights) {
 
     int positions[] = {0, 3, 17, S - 9};
     int bad_logits = 0, bad_cache = 0, cases = 0;
-    for (int threads = 1; threads <= 3; threads++)
-    for (int split = 0; split <= (threads > 1); split++) { // split: layers on 1 thread, classifier on all
+    for (int threads = 1; threads <= 3; threads++) {
         ThreadPool *pool = build_pool(threads);
         build_transformer_as(&many, path, MAX_ROWS, pool, threads, weights);
-        if (split) many.n_threads = 1;
         for (int pi = 0; pi < 4; pi++) {
             for (int n = 1; n <= 9; n++) {
                 int pos = positions[pi];
@@ -75,8 +73,8 @@ static void test_config(const char *name, Config c, int shared, int weights) {
                 cases++;
                 if (memcmp(lg, ref + (size_t)pos * V, (size_t)n * V * 4)) {
                     bad_logits++;
-                    printf("  %s: %d rows at pos %d on %d threads%s differ from single-row logits\n",
-                           name, n, pos, threads, split ? " (classifier only)" : "");
+                    printf("  %s: %d rows at pos %d on %d threads differ from single-row logits\n",
+                           name, n, pos, threads);
                 }
                 bad_cache += !caches_equal(&many, &one, pos + n);
             }
@@ -87,7 +85,7 @@ static void test_config(const char *name, Config c, int shared, int weights) {
     CHECK(bad_logits == 0, "%s: %d of %d batched forwards differ from single-row forwards", name, bad_logits, cases);
     CHECK(bad_cache == 0, "%s: %d of %d batched forwards left different KV caches", name, bad_cache, cases);
     printf("%s, %s weights (dim %d hidden %d layers %d heads %d kv_heads %d vocab %d, %s classifier): "
-           "%d batched forwards (n = 1..9 at pos 0, 3, 17, %d; 1, 2, 3 threads, and the classifier alone on 2, 3) memcmp-equal to "
+           "%d batched forwards (n = 1..9 at pos 0, 3, 17, %d; 1, 2, 3 threads) memcmp-equal to "
            "single rows on one thread\n", name, WEIGHTS_NAME[weights], c.dim, c.hidden_dim, c.n_layers, c.n_heads,
            c.n_kv_heads, c.vocab_size, shared ? "shared" : "unshared", cases, S - 9);
     xfree(ref); xfree(tokens);
@@ -167,9 +165,8 @@ int main(void) {
     test_config("mha_shared", (Config){64, 172, 3, 4, 4, 400, 80}, 1, WEIGHTS_F32);
     test_config("odd_widths", (Config){36, 52, 1, 3, 1, 260, 40}, 1, WEIGHTS_F32);
     test_config("wide_heads", (Config){128, 200, 2, 2, 1, 272, 48}, 1, WEIGHTS_F32);
-    // the draft's options: batch and thread invariance hold for them too, and the
+    // the draft's int8 weights: batch and thread invariance hold for them too, and the
     // fingerprint carries their logits into the builds' comparison
-    test_config("gqa_unshared", (Config){48, 100, 2, 6, 2, 300, 64}, 0, WEIGHTS_BF16);
     test_config("gqa_unshared", (Config){48, 100, 2, 6, 2, 300, 64}, 0, WEIGHTS_INT8);
     test_config("odd_widths", (Config){36, 52, 1, 3, 1, 260, 40}, 1, WEIGHTS_INT8);
     test_emulated();

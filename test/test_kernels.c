@@ -29,7 +29,7 @@ static void random_matrix(Matrix *m, float **w, float **packed, int d, int n, Rn
 
 // A matmul's result o (T, d) over x (T, n) must equal, bit for bit, its
 // definition def, the portable path's os, T one-row calls, and the panels
-// split 3 ways as three threads would compute them. what: "matmul", "bf16 matmul", ...
+// split 3 ways as three threads would compute them. what: "matmul" or "int8 matmul"
 static void check_matmul_paths(const char *what, const Matrix *m, const float *x, int T, int n,
                                int d, const float *o, const float *def, const float *os) {
     size_t bytes = (size_t)T * d * 4;
@@ -85,40 +85,6 @@ static void test_matmul(void) {
     }
     printf("matmul: %d cases (n x d from 1x1 to 257x31, T = 1..%d rows) memcmp-equal to the chain "
            "definition, the scalar path, one-row calls and a 3-way split\n", cases, MAX_ROWS);
-}
-
-// The same for bfloat16 weights (the draft's), whose panels keep steps in
-// pairs (bf16_at): == the chain definition over the rounded weights, the
-// scalar path, one-row calls and a 3-way split, odd n (a lone last step) included
-static void test_matmul_bf16(void) {
-    int sizes[][2] = {{1, 1}, {7, 5}, {13, 9}, {64, 33}, {96, 112}, {97, 130}, {256, 96}, {40, 200}};
-    Rng r;
-    rng_seed(&r, 8);
-    int cases = 0;
-    for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
-        int n = sizes[s][0], d = sizes[s][1];
-        Matrix m;
-        float *w, *packed, *wr = xmalloc((size_t)d * n * 4, "wr");
-        random_matrix(&m, &w, &packed, d, n, &r);
-        for (size_t i = 0; i < (size_t)d * n; i++) wr[i] = from_bfloat16(to_bfloat16(w[i]));
-        uint16_t *h = xmalloc(bf16_size(&m) * sizeof(uint16_t) + 64, "bf16");
-        CHECK(pack_bfloat16(&m, h) == h + bf16_size(&m) && m.w == NULL, "pack_bfloat16 n=%d d=%d", n, d);
-        for (int T = 1; T <= MAX_ROWS; T++, cases++) {
-            size_t bytes = (size_t)T * d * 4;
-            float *x = xmalloc((size_t)T * n * 4, "x"), *o = xmalloc(bytes, "o"), *def = xmalloc(bytes, "def");
-            float *os = xmalloc(bytes, "os");
-            fill_random(x, (size_t)T * n, &r);
-            matmul(o, x, &m, T);
-            matmul_definition(def, x, wr, T, n, d);
-            matmul_panels_scalar(os, (size_t)d, d, x, T, &m, 0, m.n_panels);
-            check_matmul_paths("bf16 matmul", &m, x, T, n, d, o, def, os);
-            xfree(x); xfree(o); xfree(def); xfree(os);
-        }
-        xfree(w); xfree(wr); xfree(packed); xfree(h);
-    }
-    printf("bf16 matmul: %d cases (n x d from 1x1 to 256x96, odd n too, T = 1..%d rows) memcmp-equal "
-           "to the chain over rounded weights, the scalar path, one-row calls and a 3-way split\n",
-           cases, MAX_ROWS);
 }
 
 // int8 quantisation of one row v (n) as specdec defines it: the scale
@@ -499,7 +465,6 @@ static void test_attention_kernels(void) {
 int main(void) {
     printf("specdec kernels (%s path)\n", SIMD_NAME);
     test_matmul();
-    test_matmul_bf16();
     test_matmul_int8();
     test_exp();
     test_dot_rmsnorm_softmax();
