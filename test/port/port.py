@@ -18,6 +18,7 @@ import sys
 import time
 from array import array
 
+sys.dont_write_bytecode = True          # no __pycache__ left in the tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from f32 import (f32, r32, fma, vfma, vfma_s, matvec_cols, dot_lanes8,  # noqa: E402
                  sum_lanes8, exp_vec, hexfloat)
