@@ -133,9 +133,9 @@ typedef void (*Job)(void *arg, int tid, int n_threads);
 // reduction order (Appendix C), not by where the floats sit.
 typedef struct {
     float *w;     // (n_panels, n, PANEL)
-    int8_t *q;    // or the same in int8 with steps in fours (see q8_at), or NULL, with per row
-    float *qscale;   // (n_panels*PANEL) the scale s_r of row r: W[r][k] ~ s_r q[r][k]
-    int32_t *qsum;   // (n_panels*PANEL) sum over k of q[r][k]
+    int8_t *i8;    // or the same in int8 with steps in fours (see q8_at), or NULL, with per row
+    float *i8scale;  // (n_panels*PANEL) the scale s_r of row r: W[r][k] ~ s_r i8[r][k]
+    int32_t *i8sum;   // (n_panels*PANEL) sum over k of i8[r][k]
     int d, n;     // the logical W (d, n)
     int n_panels; // ceil(d / PANEL)
 } Matrix;
@@ -1232,7 +1232,7 @@ static void pack_panel(float *panel, const float *const *rows, int count, int n)
 // (d[0]+d[1]+d[2], n) into dst; returns the end of what it wrote.
 static float *pack_stacked(Matrix *m, float *dst, int n, const float *const w[3], const int d[3]) {
     m->w = dst;
-    m->q = NULL;
+    m->i8 = NULL;
     m->n = n;
     m->d = d[0] + d[1] + d[2];
     m->n_panels = (int)panels_of(m->d);
@@ -1260,7 +1260,7 @@ static float *pack_interleaved(Matrix *m, float *dst, const float *w1, const flo
                                int n) {
     int half = (int)panels_of(hid);
     m->w = dst;
-    m->q = NULL;
+    m->i8 = NULL;
     m->n = n;
     m->n_panels = 2 * half;
     m->d = m->n_panels * PANEL;
@@ -1333,12 +1333,12 @@ static void pack_weights(Transformer *t) {
 }
 
 // int8 (--draft-weights int8): each output row r of W gets a scale
-// s_r = max_k |W[r][k]| / 127 and integers q[r][k] = rint(W[r][k] * (127 /
+// s_r = max_k |W[r][k]| / 127 and integers i8[r][k] = rint(W[r][k] * (127 /
 // max_k |W[r][k]|)), in -127..127 (quantize); the matmul then multiplies them with an input row quantised the
 // same way (quantize_row) and sums the products exactly, in int32. A quarter
 // of the float bytes, and no rounding that depends on the order of the sum,
 // so every path gives the same bits by construction. Steps go in fours: in
-// panel i, the 32-bit word j of quad k/4 holds q[16i + j][k..k+3], one byte
+// panel i, the 32-bit word j of quad k/4 holds i8[16i + j][k..k+3], one byte
 // each (0 past n): one 64-byte load brings four steps of 16 outputs, the
 // operand of AVX-512 VNNI's four-products-per-lane instruction.
 #define Q8_MAX_N 4096 // the longest row int8 takes (the input row lives on the stack)
@@ -1351,16 +1351,16 @@ static size_t q8_at(const Matrix *m, int i, int k, int j) {
 
 static size_t q8_size(const Matrix *m) { return (size_t)m->n_panels * quad_steps(m->n) * PANEL; }
 
-// x (n) -> q (n), integers in -127..127 with x[k] ~ s q[k], s = max_k |x[k]| / 127;
+// x (n) -> i8 (n), integers in -127..127 with x[k] ~ s i8[k], s = max_k |x[k]| / 127;
 // returns s. A row whose max is 0, or so small (below 127 / FLT_MAX) that
 // 127 / max overflows, quantises to zeros with s = 0. The one quantiser:
 // weight rows at load, input rows at run time (quantize_row).
-static float quantize(int8_t *q, const float *x, int n) {
+static float quantize(int8_t *i8, const float *x, int n) {
     float amax = 0.0f;
     for (int k = 0; k < n; k++) amax = fabsf(x[k]) > amax ? fabsf(x[k]) : amax;
     float inv = 127.0f / amax;
     if (!(inv <= FLT_MAX)) inv = amax = 0.0f;
-    for (int k = 0; k < n; k++) q[k] = (int8_t)rintf(x[k] * inv); // |x[k]| <= amax: |q| <= 127
+    for (int k = 0; k < n; k++) i8[k] = (int8_t)rintf(x[k] * inv); // |x[k]| <= amax: |i8| <= 127
     return amax / 127.0f;
 }
 
@@ -1373,19 +1373,19 @@ static int8_t *pack_int8(Matrix *m, int8_t *dst, float **scale, int32_t **sum) {
     for (int i = 0; i < m->n_panels; i++)
         for (int j = 0; j < PANEL; j++) {
             float row[Q8_MAX_N]; // W[16i + j]
-            int8_t q[Q8_MAX_N];
+            int8_t i8[Q8_MAX_N];
             for (int k = 0; k < m->n; k++) row[k] = m->w[((size_t)i * m->n + k) * PANEL + j];
-            (*scale)[i * PANEL + j] = quantize(q, row, m->n);
+            (*scale)[i * PANEL + j] = quantize(i8, row, m->n);
             int32_t s = 0;
             for (int k = 0; k < m->n; k++) {
-                dst[q8_at(m, i, k, j)] = q[k];
-                s += q[k];
+                dst[q8_at(m, i, k, j)] = i8[k];
+                s += i8[k];
             }
             (*sum)[i * PANEL + j] = s;
         }
-    m->q = dst;
-    m->qscale = *scale;
-    m->qsum = *sum;
+    m->i8 = dst;
+    m->i8scale = *scale;
+    m->i8sum = *sum;
     *scale += (size_t)m->n_panels * PANEL;
     *sum += (size_t)m->n_panels * PANEL;
     m->w = NULL;
@@ -1677,7 +1677,7 @@ static void outer_scalar(float *const *out, const float *const *a, int Q, const 
 // input row x (n) is quantised as a weight row is (quantize: s_x and q_x), and
 // stored as u[k] = q_x[k] + 128, in 1..255 (unsigned, the operand VNNI takes;
 // 128, meaning 0, past n). Then output r is
-//   out[r] = (float)(sum_k q[r][k] u[k] - 128 sum_k q[r][k]) * s_r * s_x,
+//   out[r] = (float)(sum_k i8[r][k] u[k] - 128 sum_k i8[r][k]) * s_r * s_x,
 // its integer sum exact in any order (n <= Q8_MAX_N keeps it inside int32),
 // so how a kernel splits or orders the sum cannot change a bit.
 
@@ -1695,9 +1695,9 @@ static float quantize_row(uint8_t *u, const float *x, int n) {
     return sx;
 }
 
-// Output r from its integer sum sum_k q[r][k] u[k] (the formula above)
+// Output r from its integer sum sum_k i8[r][k] u[k] (the formula above)
 static float q8_output(int32_t sum, const Matrix *m, int r, float sx) {
-    return (float)(sum - 128 * m->qsum[r]) * m->qscale[r] * sx;
+    return (float)(sum - 128 * m->i8sum[r]) * m->i8scale[r] * sx;
 }
 
 // The definition, portable C: int8 W panels [i, i+np) @ u (quad_steps(n)),
@@ -1706,11 +1706,11 @@ static UNUSED_OK void q8_tile_scalar(float *out, const uint8_t *u, float sx, con
                                      int np) {
     size_t n4 = quad_steps(m->n);
     for (int v = 0; v < np; v++) {
-        const int8_t *q = m->q + q8_at(m, i + v, 0, 0);
+        const int8_t *i8 = m->i8 + q8_at(m, i + v, 0, 0);
         for (int j = 0; j < PANEL; j++) {
             int32_t acc = 0;
             for (size_t k = 0; k < n4; k += 4)
-                for (int b = 0; b < 4; b++) acc += q[k * PANEL + 4 * (size_t)j + (size_t)b] * u[k + (size_t)b];
+                for (int b = 0; b < 4; b++) acc += i8[k * PANEL + 4 * (size_t)j + (size_t)b] * u[k + (size_t)b];
             out[v * PANEL + j] = q8_output(acc, m, (i + v) * PANEL + j, sx);
         }
     }
@@ -1728,8 +1728,8 @@ static UNUSED_OK void q8_tile_scalar(float *out, const uint8_t *u, float sx, con
 //     tile then issues 20 loads for 16 FMAs; 4 rows ran slower than 5). An
 //     empty asm whose operand must sit in a vector register.
 // int8: Q8Acc, one panel's 16 running integer sums; Q8In, a quad of the input
-// u[k..k+3] as the step takes it; q8_zero(), q8_in(u), q8_step(acc, x, q): a
-// quad's 16 x 4 products (q: the panel's 64 bytes of it) added in; q8_add;
+// u[k..k+3] as the step takes it; q8_zero(), q8_in(u), q8_step(acc, x, i8): a
+// quad's 16 x 4 products (i8: the panel's 64 bytes of it) added in; q8_add;
 // q8_finish(out, acc, m, r, sx): the 16 outputs by q8_output's formula;
 // Q8_CHAINS: the independent sums a panel keeps, so their latencies overlap.
 #if HAVE_AVX512
@@ -1792,13 +1792,13 @@ static inline Q8In q8_in(const uint8_t *u) {
     memcpy(&x4, u, sizeof(x4));
     return _mm512_set1_epi32(x4);
 }
-static inline Q8Acc q8_step(Q8Acc acc, Q8In x, const int8_t *q) {
-    return _mm512_dpbusd_epi32(acc, x, _mm512_loadu_si512(q));
+static inline Q8Acc q8_step(Q8Acc acc, Q8In x, const int8_t *i8) {
+    return _mm512_dpbusd_epi32(acc, x, _mm512_loadu_si512(i8));
 }
 static inline Q8Acc q8_add(Q8Acc a, Q8Acc b) { return _mm512_add_epi32(a, b); }
 static inline void q8_finish(float *out, Q8Acc acc, const Matrix *m, int r, float sx) {
-    __m512i sum = _mm512_sub_epi32(acc, _mm512_slli_epi32(_mm512_loadu_si512(m->qsum + r), 7));
-    __m512 f = _mm512_mul_ps(_mm512_cvtepi32_ps(sum), _mm512_loadu_ps(m->qscale + r));
+    __m512i sum = _mm512_sub_epi32(acc, _mm512_slli_epi32(_mm512_loadu_si512(m->i8sum + r), 7));
+    __m512 f = _mm512_mul_ps(_mm512_cvtepi32_ps(sum), _mm512_loadu_ps(m->i8scale + r));
     _mm512_storeu_ps(out, _mm512_mul_ps(f, _mm512_set1_ps(sx)));
 }
 #elif HAVE_AVX2
@@ -1819,9 +1819,9 @@ static inline Q8In q8_in(const uint8_t *u) {
     memcpy(&x4, u, sizeof(x4));
     return _mm256_broadcastq_epi64(_mm_cvtepu8_epi16(_mm_cvtsi32_si128(x4)));
 }
-static inline Q8Acc q8_step(Q8Acc acc, Q8In x, const int8_t *q) {
+static inline Q8Acc q8_step(Q8Acc acc, Q8In x, const int8_t *i8) {
     for (int g = 0; g < 4; g++) {
-        __m128i w8 = _mm_loadu_si128((const __m128i *)(q + 16 * g));
+        __m128i w8 = _mm_loadu_si128((const __m128i *)(i8 + 16 * g));
         acc.c[g] = _mm256_add_epi32(acc.c[g], _mm256_madd_epi16(_mm256_cvtepi8_epi16(w8), x));
     }
     return acc;
@@ -1834,8 +1834,8 @@ static inline void q8_finish(float *out, Q8Acc acc, const Matrix *m, int r, floa
     for (int h = 0; h < 2; h++) { // outputs 8h..8h+7 from c[2h], c[2h+1]
         __m256i sum = _mm256_hadd_epi32(acc.c[2 * h], acc.c[2 * h + 1]); // 0 1 4 5 | 2 3 6 7
         sum = _mm256_permute4x64_epi64(sum, 0xD8);
-        sum = _mm256_sub_epi32(sum, _mm256_slli_epi32(_mm256_loadu_si256((const __m256i *)(m->qsum + r + 8 * h)), 7));
-        __m256 f = _mm256_mul_ps(_mm256_cvtepi32_ps(sum), _mm256_loadu_ps(m->qscale + r + 8 * h));
+        sum = _mm256_sub_epi32(sum, _mm256_slli_epi32(_mm256_loadu_si256((const __m256i *)(m->i8sum + r + 8 * h)), 7));
+        __m256 f = _mm256_mul_ps(_mm256_cvtepi32_ps(sum), _mm256_loadu_ps(m->i8scale + r + 8 * h));
         _mm256_storeu_ps(out + 8 * h, _mm256_mul_ps(f, _mm256_set1_ps(sx)));
     }
 }
@@ -1849,9 +1849,9 @@ static inline Q8Acc q8_zero(void) {
     return a;
 }
 static inline Q8In q8_in(const uint8_t *u) { return u; }
-static inline Q8Acc q8_step(Q8Acc acc, Q8In x, const int8_t *q) {
+static inline Q8Acc q8_step(Q8Acc acc, Q8In x, const int8_t *i8) {
     for (int j = 0; j < PANEL; j++)
-        for (int b = 0; b < 4; b++) acc.s[j] += q[4 * j + b] * x[b];
+        for (int b = 0; b < 4; b++) acc.s[j] += i8[4 * j + b] * x[b];
     return acc;
 }
 static inline Q8Acc q8_add(Q8Acc a, Q8Acc b) {
@@ -1970,7 +1970,7 @@ static inline size_t prefetch_step(int v, int k, size_t n, int P, int ahead, int
 #define Q8_TILE(NP)                                                                          \
     static void q8_tile_##NP(float *out, const uint8_t *u, float sx, const Matrix *m, int i) { \
         size_t n4 = quad_steps(m->n), k = 0;                                                 \
-        const int8_t *q = m->q + q8_at(m, i, 0, 0);                                          \
+        const int8_t *i8 = m->i8 + q8_at(m, i, 0, 0);                                          \
         Q8Acc acc[NP][Q8_CHAINS];                                                            \
         UNROLL for (int v = 0; v < NP; v++) UNROLL for (int c = 0; c < Q8_CHAINS; c++)      \
             acc[v][c] = q8_zero();                                                           \
@@ -1978,11 +1978,11 @@ static inline size_t prefetch_step(int v, int k, size_t n, int P, int ahead, int
             UNROLL for (int c = 0; c < Q8_CHAINS; c++) {                                     \
                 Q8In x = q8_in(u + k + 4 * c);                                               \
                 UNROLL for (int v = 0; v < NP; v++)                                          \
-                    acc[v][c] = q8_step(acc[v][c], x, q + (v * n4 + k + 4 * c) * PANEL);     \
+                    acc[v][c] = q8_step(acc[v][c], x, i8 + (v * n4 + k + 4 * c) * PANEL);     \
             }                                                                                \
         for (; k < n4; k += 4) {                                                             \
             Q8In x = q8_in(u + k);                                                           \
-            UNROLL for (int v = 0; v < NP; v++) acc[v][0] = q8_step(acc[v][0], x, q + (v * n4 + k) * PANEL); \
+            UNROLL for (int v = 0; v < NP; v++) acc[v][0] = q8_step(acc[v][0], x, i8 + (v * n4 + k) * PANEL); \
         }                                                                                    \
         UNROLL for (int v = 0; v < NP; v++) {                                                \
             UNROLL for (int c = 1; c < Q8_CHAINS; c++) acc[v][0] = q8_add(acc[v][0], acc[v][c]); \
@@ -2104,7 +2104,7 @@ static void matmul_panels_q8(float *out, size_t os, int d_out, const float *x, i
 // W (d,n) @ x (T,n) -> out (T, stride os), panels [p0, p1) of m, columns < d_out
 static void matmul_panels(float *out, size_t os, int d_out, const float *x, int T,
                           const Matrix *m, int p0, int p1) {
-    if (m->q) matmul_panels_q8(out, os, d_out, x, T, m, p0, p1);
+    if (m->i8) matmul_panels_q8(out, os, d_out, x, T, m, p0, p1);
     else matmul_panels_f32(out, os, d_out, x, T, m, p0, p1);
 }
 

@@ -132,7 +132,7 @@ static void test_matmul_int8(void) {
         int8_t *q = xmalloc(q8_size(&m) + 64, "q8");
         float *scales = xmalloc((size_t)m.n_panels * PANEL * sizeof(float), "scales"), *sc = scales;
         int32_t *sums = xmalloc((size_t)m.n_panels * PANEL * sizeof(int32_t), "sums"), *su = sums;
-        CHECK(pack_int8(&m, q, &sc, &su) == q + q8_size(&m) && m.w == NULL && m.q == q,
+        CHECK(pack_int8(&m, q, &sc, &su) == q + q8_size(&m) && m.w == NULL && m.i8 == q,
               "pack_int8 n=%d d=%d", n, d);
         for (int T = 1; T <= MAX_ROWS; T++, cases++) {
             size_t bytes = (size_t)T * d * 4;
