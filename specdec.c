@@ -49,9 +49,9 @@
 //  2340-2636  Appendix D. Threads
 //  2638-2808  Appendix E. Tokenizer
 //  2810-2887  Appendix F. Auto-K (-k 0)
-//  2889-3140  Appendix G. Statistics
-//  3142-3181  Appendix H. The text on stdout
-//  3183-3361  Appendix I. Command line
+//  2889-3141  Appendix G. Statistics
+//  3143-3182  Appendix H. The text on stdout
+//  3184-3362  Appendix I. Command line
 //
 // Build: cc -std=c11 -O3 -mavx2 -mfma -ffp-contract=off -pthread specdec.c -lm
 #define _POSIX_C_SOURCE 200809L
@@ -3052,7 +3052,8 @@ static void print_spec_report(const Report *rp) {
     fprintf(stderr, "  tokens per round %.2f; theory (1-a^(K+1))/(1-a) at the rounds' K: %.2f\n", m.tokens_per_round,
             m.expected_per_round);
     fprintf(stderr, "  acceptance at the round's position 1..%d:", st->k_hi + 1);
-    for (int i = 0; i <= st->k_hi; i++) fprintf(stderr, " %.3f", per_position(st, i));
+    for (int i = 0; i <= st->k_hi; i++)
+        fprintf(stderr, st->reached[i] ? " %.3f" : " -", per_position(st, i)); // -: never reached
     fprintf(stderr, "\n  rounds that accepted 0..%d proposals:", st->k_hi + 1);
     for (int i = 0; i <= st->k_hi + 1; i++) fprintf(stderr, " %ld", st->histogram[i]);
     if (st->plain_tokens)
