@@ -45,13 +45,13 @@
 //   906-1051  main
 //  1053-1179  Appendix A. Errors and memory
 //  1181-1547  Appendix B. Loading
-//  1549-2338  Appendix C. Math kernels
-//  2340-2636  Appendix D. Threads
-//  2638-2808  Appendix E. Tokenizer
-//  2810-2887  Appendix F. Auto-K (-k 0)
-//  2889-3141  Appendix G. Statistics
-//  3143-3182  Appendix H. The text on stdout
-//  3184-3362  Appendix I. Command line
+//  1549-2342  Appendix C. Math kernels
+//  2344-2640  Appendix D. Threads
+//  2642-2812  Appendix E. Tokenizer
+//  2814-2891  Appendix F. Auto-K (-k 0)
+//  2893-3145  Appendix G. Statistics
+//  3147-3186  Appendix H. The text on stdout
+//  3188-3366  Appendix I. Command line
 //
 // Build: cc -std=c11 -O3 -mavx2 -mfma -ffp-contract=off -pthread specdec.c -lm
 #define _POSIX_C_SOURCE 200809L
@@ -1897,13 +1897,17 @@ static inline size_t prefetch_step(int v, int k, size_t n, int P, int ahead, int
 // its own (a panel is VPP registers). next: how many panels after the tile's
 // the caller reads next (prefetch_step). Two loop shapes, because a compiler
 // keeps a different one in 16 registers: A loads the tile's weight vectors
-// first, then broadcasts one x per row; B broadcasts the R x's first, then
-// streams the weight vectors past them. Each list below names its tiles' shape.
+// first, each panel's after its prefetch, then broadcasts one x per row; B
+// prefetches, broadcasts the R x's, then streams the weight vectors past them.
+// Each list below names its tiles' shape (with clang, B's 2- and 3-row tiles
+// ran 40-80% longer with the prefetches between the loads).
 #define VPP (PANEL / VL)
-// with a panel's first vector, the prefetch of its line (see MM_IN_FLIGHT)
-#define MM_PREFETCH(R, P, v)                                                               \
-    if ((R) >= MM_PREFETCH_ROWS && (v) % VPP == 0)                                         \
-    V_PREFETCH(w + prefetch_step((v) / VPP, k, (size_t)n, P, MM_IN_FLIGHT / (P), next) * PANEL)
+// the prefetch of panel p's line at step k (see MM_IN_FLIGHT)
+#define MM_PREFETCH(R, P, p)                                                               \
+    do {                                                                                   \
+        if ((R) >= MM_PREFETCH_ROWS)                                                       \
+            V_PREFETCH(w + prefetch_step(p, k, (size_t)n, P, MM_IN_FLIGHT / (P), next) * PANEL); \
+    } while (0)
 #define MM_BCAST_FIRST_A 0
 #define MM_BCAST_FIRST_B 1
 #define MM_TILE(R, P, SHAPE)                                                               \
@@ -1914,10 +1918,10 @@ static inline size_t prefetch_step(int v, int k, size_t n, int P, int ahead, int
             acc[r][v] = V_ZERO();                                                          \
         for (int k = 0; k < n; k++) {                                                      \
             if (MM_BCAST_FIRST_##SHAPE) {                                                  \
+                UNROLL for (int p = 0; p < P; p++) MM_PREFETCH(R, P, p);                   \
                 VF xr[R];                                                                  \
                 UNROLL for (int r = 0; r < R; r++) xr[r] = V_SET1(x[r * xs + k]);          \
                 UNROLL for (int v = 0; v < P * VPP; v++) {                                 \
-                    MM_PREFETCH(R, P, v);                                                  \
                     VF wv = V_LOAD(w + ((size_t)(v / VPP) * n + k) * PANEL + VL * (v % VPP)); \
                     if (R > 1) IN_REGISTER(wv);                                            \
                     UNROLL for (int r = 0; r < R; r++) acc[r][v] = V_FMA(wv, xr[r], acc[r][v]); \
@@ -1925,7 +1929,7 @@ static inline size_t prefetch_step(int v, int k, size_t n, int P, int ahead, int
             } else {                                                                       \
                 VF wv[P * VPP];                                                            \
                 UNROLL for (int v = 0; v < P * VPP; v++) {                                 \
-                    MM_PREFETCH(R, P, v);                                                  \
+                    if (v % VPP == 0) MM_PREFETCH(R, P, v / VPP);                          \
                     wv[v] = V_LOAD(w + ((size_t)(v / VPP) * n + k) * PANEL + VL * (v % VPP)); \
                     if (R > 1) IN_REGISTER(wv[v]);                                         \
                 }                                                                          \
