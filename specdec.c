@@ -45,13 +45,13 @@
 //   906-1051  main
 //  1053-1179  Appendix A. Errors and memory
 //  1181-1547  Appendix B. Loading
-//  1549-2342  Appendix C. Math kernels
-//  2344-2640  Appendix D. Threads
-//  2642-2812  Appendix E. Tokenizer
-//  2814-2891  Appendix F. Auto-K (-k 0)
-//  2893-3145  Appendix G. Statistics
-//  3147-3186  Appendix H. The text on stdout
-//  3188-3366  Appendix I. Command line
+//  1549-2344  Appendix C. Math kernels
+//  2346-2642  Appendix D. Threads
+//  2644-2814  Appendix E. Tokenizer
+//  2816-2893  Appendix F. Auto-K (-k 0)
+//  2895-3147  Appendix G. Statistics
+//  3149-3188  Appendix H. The text on stdout
+//  3190-3368  Appendix I. Command line
 //
 // Build: cc -std=c11 -O3 -mavx2 -mfma -ffp-contract=off -pthread specdec.c -lm
 #define _POSIX_C_SOURCE 200809L
@@ -1719,7 +1719,9 @@ static UNUSED_OK void q8_tile_scalar(float *out, const uint8_t *u, float sx, con
 // ---- The vocabulary, defined once per ISA. Floats: VF, a vector of VL
 // floats (16 with AVX-512, 8 with AVX2, 4 with NEON; plain C's is one float, so
 // it runs the same bodies), and
-//   V_ZERO()  V_LOAD(p)  V_STORE(p, v)  V_SET1(x): x in every lane
+//   V_ZERO()  V_LOAD(p)  V_STORE(p, v)
+//   V_BCAST(p): the float at p in every lane, broadcast from memory (given the
+//     address, gcc and clang emit what they did for hand-written tiles)
 //   V_FMA(a, b, acc): a*b + acc rounded once, one step of every lane's chain
 //   V_PREFETCH(p): ask for p's cache line; MM_PREFETCH_ROWS: the matmul tiles
 //     of that many rows or more prefetch (see MM_IN_FLIGHT)
@@ -1738,7 +1740,7 @@ typedef __m512 VF;
 #define V_ZERO() _mm512_setzero_ps()
 #define V_LOAD(p) _mm512_loadu_ps(p)
 #define V_STORE(p, v) _mm512_storeu_ps(p, v)
-#define V_SET1(x) _mm512_set1_ps(x)
+#define V_BCAST(p) _mm512_set1_ps(*(p))
 #define V_FMA(a, b, acc) _mm512_fmadd_ps(a, b, acc)
 #define MM_PREFETCH_ROWS 3 // a two-row tile feeds a loaded line to 2 FMAs: load-bound
 #elif HAVE_AVX2
@@ -1747,7 +1749,7 @@ typedef __m256 VF;
 #define V_ZERO() _mm256_setzero_ps()
 #define V_LOAD(p) _mm256_loadu_ps(p)
 #define V_STORE(p, v) _mm256_storeu_ps(p, v)
-#define V_SET1(x) _mm256_set1_ps(x)
+#define V_BCAST(p) _mm256_broadcast_ss(p)
 #define V_FMA(a, b, acc) _mm256_fmadd_ps(a, b, acc)
 #define MM_PREFETCH_ROWS 2 // a line is two loads: a two-row tile feeds it to 4 FMAs
 #elif HAVE_NEON
@@ -1756,7 +1758,7 @@ typedef float32x4_t VF;
 #define V_ZERO() vdupq_n_f32(0.0f)
 #define V_LOAD(p) vld1q_f32(p)
 #define V_STORE(p, v) vst1q_f32(p, v)
-#define V_SET1(x) vdupq_n_f32(x)
+#define V_BCAST(p) vld1q_dup_f32(p)
 #define V_FMA(a, b, acc) vfmaq_f32(acc, a, b)
 #define V_PREFETCH(p) __builtin_prefetch(p)
 #define MM_PREFETCH_ROWS 1 // never timed on an ARM core: every tile prefetches
@@ -1766,7 +1768,7 @@ typedef float VF;
 #define V_ZERO() 0.0f
 #define V_LOAD(p) (*(p))
 #define V_STORE(p, v) (*(p) = (v))
-#define V_SET1(x) (x)
+#define V_BCAST(p) (*(p))
 #define V_FMA(a, b, acc) fmaf(a, b, acc)
 #define V_PREFETCH(p) ((void)(p))
 #define MM_PREFETCH_ROWS INT_MAX // none
@@ -1920,7 +1922,7 @@ static inline size_t prefetch_step(int v, int k, size_t n, int P, int ahead, int
             if (MM_BCAST_FIRST_##SHAPE) {                                                  \
                 UNROLL for (int p = 0; p < P; p++) MM_PREFETCH(R, P, p);                   \
                 VF xr[R];                                                                  \
-                UNROLL for (int r = 0; r < R; r++) xr[r] = V_SET1(x[r * xs + k]);          \
+                UNROLL for (int r = 0; r < R; r++) xr[r] = V_BCAST(x + r * xs + k);          \
                 UNROLL for (int v = 0; v < P * VPP; v++) {                                 \
                     VF wv = V_LOAD(w + ((size_t)(v / VPP) * n + k) * PANEL + VL * (v % VPP)); \
                     if (R > 1) IN_REGISTER(wv);                                            \
@@ -1934,7 +1936,7 @@ static inline size_t prefetch_step(int v, int k, size_t n, int P, int ahead, int
                     if (R > 1) IN_REGISTER(wv[v]);                                         \
                 }                                                                          \
                 UNROLL for (int r = 0; r < R; r++) {                                       \
-                    VF xr = V_SET1(x[r * xs + k]);                                         \
+                    VF xr = V_BCAST(x + r * xs + k);                                         \
                     UNROLL for (int v = 0; v < P * VPP; v++) acc[r][v] = V_FMA(wv[v], xr, acc[r][v]); \
                 }                                                                          \
             }                                                                              \
@@ -1960,7 +1962,7 @@ static inline size_t prefetch_step(int v, int k, size_t n, int P, int ahead, int
                 if (Q > 1) IN_REGISTER(bv[g]);                                             \
             }                                                                              \
             UNROLL for (int i = 0; i < Q; i++) {                                           \
-                VF at = V_SET1(a[i][t]);                                                   \
+                VF at = V_BCAST(a[i] + t);                                                   \
                 UNROLL for (int g = 0; g < G * GV; g++) acc[i][g] = V_FMA(bv[g], at, acc[i][g]); \
             }                                                                              \
         }                                                                                  \
