@@ -975,7 +975,9 @@ static double time_target_step(Transformer *tr, Sampler *s, float *probs, int to
 static void print_report(const Report *rp);
 static void write_json(FILE *f, const char *path, const Report *rp);
 
-#ifndef TESTING
+#ifdef TESTING
+#define main specdec_main // tests and fuzz/ run the whole program as specdec_main
+#endif
 int main(int argc, char **argv) {
     Options opt;
     parse_options(&opt, argc, argv);
@@ -1043,7 +1045,7 @@ int main(int argc, char **argv) {
     free_pool(pool);
     return 0;
 }
-#endif
+#undef main
 
 // ============================================================================
 // APPENDICES: the implementations the method above calls
