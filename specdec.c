@@ -182,9 +182,8 @@ typedef struct {
     double seconds;
     ThreadPool *pool;           // NULL: one thread
     const char *path;
-    void *map;                  // the whole file, read-only
-    size_t map_bytes;
-} Transformer;
+    unsigned char *file;        // the checkpoint's bytes, read (not mapped) at load: a file
+} Transformer;                  // changed or truncated under a running process cannot touch it
 
 typedef struct {
     const char *str;
@@ -1054,15 +1053,14 @@ int main(int argc, char **argv) {
 // ----------------------------------------------------------------------------
 // Appendix A. Errors and memory: one message naming the file or flag, then exit code 1
 //
-// Every allocation and every mapping specdec makes is on ONE list (each block
+// Every allocation specdec makes is on ONE list (each block
 // carries a small header linking it), and the one error exit, die(), releases
 // the whole list before it exits: an error path leaks nothing, so a
 // LeakSanitizer run of it is quiet. The hot path never allocates.
 
 typedef struct Owned {
     struct Owned *prev, *next;
-    void *base;                // what malloc returned, or the mapping
-    size_t map_bytes;          // > 0: a mapping of this many bytes
+    void *base;                // what malloc returned
     void (*release)(void *);   // or a resource with its own release (the thread pool)
 } Owned;
 
@@ -1080,12 +1078,10 @@ static void disown(Owned *o) {
     o->next->prev = o->prev;
 }
 
-// Release one list entry: run its release, unmap it or free it.
+// Release one list entry: run its release, or free it.
 static void release(Owned *o) {
     disown(o);
-    if (o->release) o->release(o->base);
-    else if (o->map_bytes) munmap(o->base, o->map_bytes);
-    if (o->release || o->map_bytes) free(o);
+    if (o->release) o->release(o->base), free(o);
     else free(o->base);
 }
 
@@ -1134,7 +1130,7 @@ static void *xmalloc_aligned(size_t n, size_t align, const char *what) {
     if (huge) madvise((void *)at, n, MADV_HUGEPAGE); // advice: its failure changes nothing
 #endif
     Owned *o = (Owned *)at - 1;
-    *o = (Owned){NULL, NULL, raw, 0, NULL};
+    *o = (Owned){NULL, NULL, raw, NULL};
     own(o);
     return (void *)at;
 }
@@ -1151,23 +1147,22 @@ static void xfree(void *block) {
     if (block) release((Owned *)block - 1);
 }
 
-// an owned entry for a mapping or a resource with its own release function
-static Owned *own_resource(void *base, size_t map_bytes, void (*fn)(void *)) {
+// an owned entry for a resource with its own release function
+static Owned *own_resource(void *base, void (*fn)(void *)) {
     Owned *o = malloc(sizeof(Owned));
     if (!o) {
-        if (fn) fn(base);
-        else munmap(base, map_bytes);
+        fn(base);
         die("out of memory");
     }
-    *o = (Owned){NULL, NULL, base, map_bytes, fn};
+    *o = (Owned){NULL, NULL, base, fn};
     own(o);
     return o;
 }
 
-// release the owned entry whose base is `base` (a mapping or a resource)
+// release the owned entry whose base is `base` (a resource)
 static void release_resource(void *base) {
     for (Owned *o = owned.prev; o != &owned; o = o->prev)
-        if (o->base == base && (o->map_bytes || o->release)) {
+        if (o->base == base && o->release) {
             release(o);
             return;
         }
@@ -1180,7 +1175,7 @@ static double now_seconds(void) {
 }
 
 // ----------------------------------------------------------------------------
-// Appendix B. Loading: mmap a llama2.c checkpoint, check every field, pack the matrices
+// Appendix B. Loading: read a llama2.c checkpoint, check every field, pack the matrices
 
 // Validate the 7-int header against the file size (model.h); fills c, *shared.
 static void check_config(Config *c, int *shared, const int32_t *h, size_t file_bytes,
@@ -1477,32 +1472,43 @@ enum { WEIGHTS_F32, WEIGHTS_INT8 };
 static const char *const WEIGHTS_NAME[] = {"f32", "int8"}; // as --draft-weights spells them
 #define DRAFT_WEIGHTS WEIGHTS_INT8 // the draft's, unless --draft-weights says otherwise
 
-// Map `path` read-only, check it, pack its matrices (as `weights` says) and
-// size the run state for forwards of up to max_rows rows on up to `threads`
-// threads of `pool` (NULL: one).
+// Read a whole file (with a NUL after its n bytes); die naming it on any
+// error. O_NONBLOCK: opening a FIFO must not wait for a writer, so that
+// fstat can refuse it (and a device, a directory) before anything blocks.
+static unsigned char *read_file(const char *path, const char *what, size_t *n_out) {
+    int fd = open(path, O_RDONLY | O_NONBLOCK);
+    if (fd < 0) die("%s: cannot open %s: %s", path, what, strerror(errno));
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        close(fd);
+        die("%s: not a regular file (expected the %s)", path, what);
+    }
+    size_t n = (size_t)st.st_size, got = 0;
+    unsigned char *buf = xmalloc(n + 1, path); // zeroed: a NUL after the n bytes
+    while (got < n) {
+        ssize_t r = read(fd, buf + got, n - got);
+        if (r <= 0) {
+            close(fd);
+            die("%s: read failed after %zu of %zu bytes: %s (did the file change while it was read?)",
+                path, got, n, r < 0 ? strerror(errno) : "end of file");
+        }
+        got += (size_t)r;
+    }
+    close(fd);
+    *n_out = n;
+    return buf;
+}
+
+// Read `path`, check it, pack its matrices (as `weights` says) and size the
+// run state for forwards of up to max_rows rows on up to `threads` threads of
+// `pool` (NULL: one). The file's bytes stay in memory: the embedding, the
+// norms and the RoPE tables are read from them.
 static void build_transformer_as(Transformer *t, const char *path, int max_rows, ThreadPool *pool,
                                  int threads, int weights) {
-    int fd = open(path, O_RDONLY);
-    if (fd < 0) die("%s: cannot open checkpoint: %s", path, strerror(errno));
-    struct stat st;
-    int stat_err = fstat(fd, &st) != 0 ? errno : 0;
-    if (stat_err || !S_ISREG(st.st_mode)) {
-        close(fd);
-        if (stat_err) die("%s: cannot stat: %s", path, strerror(stat_err));
-        die("%s: not a regular file (expected a llama2.c checkpoint)", path);
-    }
-    size_t bytes = (size_t)st.st_size;
-    if (bytes < CONFIG_HEADER_BYTES) {
-        close(fd);
-        die("%s: file is %zu bytes, shorter than the 28-byte llama2.c header", path, bytes);
-    }
-    void *map = mmap(NULL, bytes, PROT_READ, MAP_PRIVATE, fd, 0);
-    close(fd);
-    if (map == MAP_FAILED) die("%s: mmap failed: %s", path, strerror(errno));
-    own_resource(map, bytes, NULL);
-    load_checkpoint(t, map, bytes, path, max_rows, pool, threads, weights);
-    t->map = map;
-    t->map_bytes = bytes;
+    size_t bytes;
+    unsigned char *file = read_file(path, "checkpoint (a llama2.c .bin)", &bytes);
+    load_checkpoint(t, file, bytes, path, max_rows, pool, threads, weights);
+    t->file = file;
 }
 
 // The checkpoint `path` held in memory at file (bytes, 4-byte aligned), checked
@@ -1517,9 +1523,9 @@ static void load_checkpoint(Transformer *t, const void *file, size_t bytes, cons
     float *w = (float *)((char *)file + CONFIG_HEADER_BYTES);
     map_weights(&t->weights, &t->config, w, t->shared_classifier);
     check_finite_weights(t);
-    size_t need = memory_needed(&t->config, max_rows, threads), limit = memory_limit();
+    size_t need = add_size(memory_needed(&t->config, max_rows, threads), bytes), limit = memory_limit();
     if (need > limit)
-        die("%s: dim %d, %d layers, vocab %d, seq_len %d need %.1f GB for packed weights, "
+        die("%s: dim %d, %d layers, vocab %d, seq_len %d need %.1f GB for the file, packed weights, "
             "activations and KV caches; specdec allows one model half of physical memory, %.1f GB "
             "(is the header right?)", path, t->config.dim, t->config.n_layers, t->config.vocab_size,
             t->config.seq_len, need == SIZE_MAX ? INFINITY : (double)need / 1e9, (double)limit / 1e9);
@@ -1543,8 +1549,8 @@ static void free_transformer(Transformer *t) {
     xfree(t->q8_scales);
     xfree(t->q8_sums);
     xfree(t->layers);
-    if (t->map) release_resource(t->map);
-    t->map = NULL;
+    xfree(t->file);
+    t->file = NULL;
 }
 
 // ----------------------------------------------------------------------------
@@ -2490,7 +2496,7 @@ static ThreadPool *build_pool(int n) {
     if (pthread_mutex_init(&pool->lock, NULL) || pthread_cond_init(&pool->wake, NULL))
         die("cannot create the thread pool's lock");
     pool->n = 1;
-    own_resource(pool, 0, stop_pool); // from here an error stops the workers started so far
+    own_resource(pool, stop_pool); // from here an error stops the workers started so far
     for (int i = 1; i < n; i++, pool->n++) {
         pool->workers[i] = (struct Worker){pool, i};
         int err = pthread_create(&pool->threads[i], NULL, pool_worker, &pool->workers[i]);
@@ -2647,30 +2653,6 @@ static int usable_cpus(void) {
 
 static int cmp_token_index(const void *a, const void *b) {
     return strcmp(((const TokenIndex *)a)->str, ((const TokenIndex *)b)->str);
-}
-
-// Read a whole file (with a NUL after its n bytes); die naming it on any error.
-static unsigned char *read_file(const char *path, const char *what, size_t *n_out) {
-    int fd = open(path, O_RDONLY);
-    if (fd < 0) die("%s: cannot open %s: %s", path, what, strerror(errno));
-    struct stat st;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        close(fd);
-        die("%s: not a regular file (expected the %s)", path, what);
-    }
-    size_t n = (size_t)st.st_size, got = 0;
-    unsigned char *buf = xmalloc(n + 1, path); // zeroed: a NUL after the n bytes
-    while (got < n) {
-        ssize_t r = read(fd, buf + got, n - got);
-        if (r <= 0) {
-            close(fd);
-            die("%s: read failed after %zu of %zu bytes", path, got, n);
-        }
-        got += (size_t)r;
-    }
-    close(fd);
-    *n_out = n;
-    return buf;
 }
 
 // Check the byte-fallback ids and build the lookup structures.

@@ -109,6 +109,30 @@ static void test_emulated(void) {
     free_transformer(&big);
 }
 
+// A checkpoint truncated (or rewritten, as `make weights` does) under a loaded
+// model: nothing is mapped, so the model decodes on with the same logits
+// (issue 30: it used to die of SIGBUS reading the embedding from the mapping).
+static void test_file_changed_after_load(void) {
+    const char *live = "build/test/forward_live.bin";
+    Transformer base, tr;
+    build_transformer(&base, "build/test/forward_gqa_unshared.bin", MAX_ROWS, NULL, 1);
+    write_emulated_checkpoint(live, &base, 0);
+    build_transformer(&tr, live, MAX_ROWS, NULL, 1);
+    FILE *maps = fopen("/proc/self/maps", "r");
+    char line[4096];
+    int mapped = 0;
+    while (maps && fgets(line, sizeof line, maps)) mapped |= strstr(line, "forward_live.bin") != NULL;
+    if (maps) fclose(maps);
+    CHECK(!mapped, "%s is mapped after load; a change to the file would reach the running model", live);
+    CHECK(truncate(live, 0) == 0, "cannot truncate %s", live);
+    int tokens[4] = {1, 5, 9, 40}, V = base.config.vocab_size;
+    float *a = forward(&base, tokens, 4, 0), *b = forward(&tr, tokens, 4, 0);
+    CHECK(!memcmp(a, b, (size_t)4 * V * 4), "logits after the file was truncated differ");
+    printf("a checkpoint truncated after load: not mapped, the same logits\n");
+    free_transformer(&base);
+    free_transformer(&tr);
+}
+
 static void write_text(const char *path, const char *text) {
     FILE *f = fopen(path, "w");
     CHECK(f && fputs(text, f) >= 0 && fclose(f) == 0, "cannot write %s", path);
@@ -170,6 +194,7 @@ int main(void) {
     test_config("gqa_unshared", (Config){48, 100, 2, 6, 2, 300, 64}, 0, WEIGHTS_INT8);
     test_config("odd_widths", (Config){36, 52, 1, 3, 1, 260, 40}, 1, WEIGHTS_INT8);
     test_emulated();
+    test_file_changed_after_load();
     printf("logits fingerprint: %016llx\n", (unsigned long long)fingerprint);
     return check_summary("test_forward");
 }
