@@ -34,24 +34,24 @@
 // docs/PORTING.md gives every rule a port needs.
 //
 // CONTENTS (line numbers; test/cli.sh checks them)
-//   119-203   The data
-//   205-248   The kernel contract
-//   250-409   Forward
-//   411-568   Sampler
-//   570-654   The speculative step
-//   656-733   Drafters
-//   735-843   The speculative round
-//   845-904   Generation
-//   906-1051  main
-//  1053-1179  Appendix A. Errors and memory
-//  1181-1547  Appendix B. Loading
-//  1549-2344  Appendix C. Math kernels
-//  2346-2642  Appendix D. Threads
-//  2644-2814  Appendix E. Tokenizer
-//  2816-2893  Appendix F. Auto-K (-k 0)
-//  2895-3147  Appendix G. Statistics
-//  3149-3188  Appendix H. The text on stdout
-//  3190-3368  Appendix I. Command line
+//   119-202   The data
+//   204-247   The kernel contract
+//   249-408   Forward
+//   410-567   Sampler
+//   569-653   The speculative step
+//   655-732   Drafters
+//   734-842   The speculative round
+//   844-903   Generation
+//   905-1053  main
+//  1055-1180  Appendix A. Errors and memory
+//  1182-1559  Appendix B. Loading
+//  1561-2356  Appendix C. Math kernels
+//  2358-2654  Appendix D. Threads
+//  2656-2802  Appendix E. Tokenizer
+//  2804-2881  Appendix F. Auto-K (-k 0)
+//  2883-3168  Appendix G. Statistics
+//  3170-3215  Appendix H. The text on stdout
+//  3217-3395  Appendix I. Command line
 //
 // Build: cc -std=c11 -O3 -mavx2 -mfma -ffp-contract=off -pthread specdec.c -lm
 #define _POSIX_C_SOURCE 200809L
@@ -961,7 +961,7 @@ typedef struct {
 // thread pool (D), the tokenizer (E), statistics and the report (F, G).
 static void parse_options(Options *o, int argc, char **argv);
 static void usage(void);
-static FILE *open_json(const char *path);
+static void check_json_path(const Options *o);
 static ThreadPool *build_pool(int n);
 static void free_pool(ThreadPool *pool);
 static Transformer *load_models(Transformer *target, Transformer *draft, const Options *o, ThreadPool *pool);
@@ -972,7 +972,8 @@ static int encode_prompt(Tokenizer *tok, int *tokens, const char *prompt, const 
 static void build_spec_stats(SpecStats *st, int k, Transformer *target, Drafter *drafter);
 static double time_target_step(Transformer *tr, Sampler *s, float *probs, int token, int pos);
 static void print_report(const Report *rp);
-static void write_json(FILE *f, const char *path, const Report *rp);
+static void write_json(const char *path, const Report *rp);
+static void flush_text(void);
 
 #ifdef TESTING
 #define main specdec_main // tests and fuzz/ run the whole program as specdec_main
@@ -985,7 +986,7 @@ int main(int argc, char **argv) {
         return 0;
     }
     int spec = !strcmp(opt.mode, "spec");
-    FILE *json = open_json(opt.json_path); // now, so a bad path fails before generating
+    check_json_path(&opt); // now, so a bad -j fails before anything runs
     ThreadPool *pool = build_pool(opt.threads);
     Transformer target, draft;
     Transformer *model = load_models(&target, &draft, &opt, pool);
@@ -1031,9 +1032,9 @@ int main(int argc, char **argv) {
         rp.seconds = now_seconds() - t0;
     }
     if (!opt.quiet) printf("\n");
-    fflush(stdout);
+    flush_text();
     print_report(&rp);
-    if (json) write_json(json, opt.json_path, &rp);
+    if (opt.json_path) write_json(opt.json_path, &rp);
 
     if (spec) free_speculator(&sp);
     if (spec && !opt.lookup) free_transformer(&draft);
@@ -1095,6 +1096,8 @@ static void release_all(void) {
 static jmp_buf *fuzz_on_error; // fuzz/ harnesses catch die() here instead of exiting
 #endif
 
+static const char *json_unwritten; // -j's file until write_json has replaced it
+
 static void die(const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
@@ -1102,6 +1105,7 @@ static void die(const char *fmt, ...) {
     fprintf(stderr, "specdec: ");
     vfprintf(stderr, fmt, ap);
     fprintf(stderr, "\n");
+    if (json_unwritten) fprintf(stderr, "specdec: -j %s: not written (left as it was)\n", json_unwritten);
 #endif
     va_end(ap);
     release_all();
@@ -3099,24 +3103,48 @@ static void write_json_spec(FILE *f, const Report *rp) {
             rp->draft_threads);
 }
 
-// Open -j's file and write its first byte, so an unwritable path or a full
-// disk fails before the generation runs. NULL path: no file.
-static FILE *open_json(const char *path) {
-    if (!path) return NULL;
-    FILE *f = fopen(path, "w");
-    if (!f) die("-j %s: cannot write: %s", path, strerror(errno));
-    if (fputc('{', f) == EOF || fflush(f) != 0) {
-        int err = errno;
-        fclose(f);
-        die("-j %s: cannot write: %s", path, strerror(err));
+// -j FILE, checked before anything runs: not a file the run reads (the same
+// device and inode: writing would destroy an input), not a FIFO or a device,
+// in a directory this process may write. The file is not touched until
+// write_json replaces it whole.
+static void check_json_path(const Options *o) {
+    const char *path = o->json_path, *dir_end = path ? strrchr(path, '/') : NULL;
+    int model = strcmp(o->mode, "target") && !o->lookup, target = !!strcmp(o->mode, "draft");
+    const char *inputs[3][2] = {{"the target checkpoint", target ? o->target_path : NULL},
+                                {"-d", model ? o->draft_path : NULL}, {"-z", o->tokenizer_path}};
+    struct stat js, in;
+    if (!path) return;
+    if (stat(path, &js) == 0) {
+        if (!S_ISREG(js.st_mode)) die("-j %s: not a regular file (-j writes a JSON file)", path);
+        for (int i = 0; i < 3; i++)
+            if (inputs[i][1] && stat(inputs[i][1], &in) == 0 && in.st_dev == js.st_dev && in.st_ino == js.st_ino)
+                die("-j %s and %s %s are the same file: the JSON would overwrite an input; name "
+                    "another -j file", path, inputs[i][0], inputs[i][1]);
     }
-    return f;
+    char *dir = xmalloc(strlen(path) + 2, "-j");
+    if (dir_end) memcpy(dir, path, (size_t)(dir_end - path) + (dir_end == path));
+    else dir[0] = '.';
+    if (access(dir, W_OK | X_OK) != 0) die("-j %s: cannot write in %s: %s", path, dir, strerror(errno));
+    xfree(dir);
+    json_unwritten = path;
 }
 
-// The rest of the JSON object after open_json's "{"; closes f.
-static void write_json(FILE *f, const char *path, const Report *rp) {
+// The JSON object, written whole to a new file beside `path` (mode 0666 less
+// the umask) and renamed over it: an interrupted run, a full disk or an error
+// leaves what was at `path` as it was.
+static void write_json(const char *path, const Report *rp) {
     const Output *o = rp->out;
-    fprintf(f, "\"mode\": \"%s\", \"seed\": %llu, \"temperature\": %g, \"top_p\": %g, "
+    char *tmp = xmalloc(strlen(path) + 8, "-j");
+    sprintf(tmp, "%s.XXXXXX", path);
+    int fd = mkstemp(tmp), err = errno;
+    mode_t mask = umask(0);
+    umask(mask);
+    FILE *f = fd >= 0 && fchmod(fd, 0666 & ~mask) == 0 ? fdopen(fd, "w") : NULL;
+    if (!f) {
+        if (fd >= 0) err = errno, close(fd), unlink(tmp);
+        die("-j %s: cannot create %s: %s", path, tmp, strerror(err));
+    }
+    fprintf(f, "{\"mode\": \"%s\", \"seed\": %llu, \"temperature\": %g, \"top_p\": %g, "
             "\"top_k\": %d, \"threads\": %d, \"prompt_tokens\": %d, \"generated_tokens\": %d, "
             "\"ended_by\": \"%s\", \"tokens\": [", rp->mode, rp->seed, rp->temperature, rp->top_p,
             rp->top_k, rp->threads, rp->prompt_tokens, o->n_generated,
@@ -3126,7 +3154,16 @@ static void write_json(FILE *f, const char *path, const Report *rp) {
             rp->seconds > 0 ? o->n_generated / rp->seconds : 0.0);
     if (rp->sp) write_json_spec(f, rp);
     fprintf(f, "}\n");
-    if (ferror(f) | (fclose(f) != 0)) die("-j %s: write failed", path);
+    int bad = fflush(f) != 0 || ferror(f);
+    err = errno;
+    if (fclose(f) != 0 && !bad) bad = 1, err = errno;
+    if (!bad && rename(tmp, path) != 0) bad = 1, err = errno;
+    if (bad) {
+        unlink(tmp);
+        die("-j %s: write failed: %s", path, strerror(err));
+    }
+    json_unwritten = NULL;
+    xfree(tmp);
 }
 
 // ----------------------------------------------------------------------------
@@ -3139,8 +3176,14 @@ static void start_output(Output *o, const int *tokens, int n) {
     o->prev = tokens[n - 1];
     o->done = o->max_new == 0;
     o->ended_by = END_LENGTH;
-    if (!o->quiet) fflush(stdout);
+    if (!o->quiet) flush_text();
     o->shown_at = now_seconds();
+}
+
+// Send the buffered text; a write error (a full disk, /dev/full, a closed pipe
+// with SIGPIPE ignored) ends the run with exit 1 rather than decoding on unseen.
+static void flush_text(void) {
+    if (fflush(stdout) != 0 || ferror(stdout)) die("cannot write the text to stdout: %s", strerror(errno));
 }
 
 // Take one new token: stop at BOS/EOS (not printed) or after max_new tokens.
@@ -3166,7 +3209,7 @@ static void show_output(Output *o) {
     if (o->quiet) return;
     double now = now_seconds();
     if (now - o->shown_at < 0.04) return;
-    fflush(stdout);
+    flush_text();
     o->shown_at = now;
 }
 

@@ -274,7 +274,7 @@ expect_fail "weight rms_att (layer 1, row 0, column 36) is infinite" $D/inf.bin 
 expect_fail "half of physical memory" $D/kv16g.bin -z $D/tok.bin -m target -n 4
 expect_fail "at least 1e-6" $M -t 1.2e-38
 expect_fail "not a regular file" $M -z $D/adir
-expect_fail "-j /dev/full: cannot write" $M -j /dev/full -n 5
+expect_fail "-j /dev/full: not a regular file" $M -j /dev/full -n 5
 expect_fail "a file name among the options" $M -n 5 $D/target.bin
 expect_fail "-k: only speculative decoding" $M -m target -k 3
 expect_fail "-v: only speculative decoding" $M -m draft -d $D/draft.bin -v
@@ -301,7 +301,30 @@ expect_fail "--draft-weights int4: expected int8 or f32" $M --draft-weights int4
 expect_fail "--draft-weights bf16: expected int8 or f32" $M --draft-weights bf16
 $RANDCKPT $D/wide_ffn.bin 16 4100 1 2 1 400 16 --seed 3 || exit 1
 expect_fail "--draft-weights int8 takes dim and hidden_dim up to 4096, not 16 and 4100" $M -d $D/wide_ffn.bin
-echo "bad input: 52 cases, each exit 1 with a message naming the file or flag"
+# issue 30: an output that names an input is refused, the input intact
+cp $D/target.bin $D/victim.bin; cp $D/tok.bin $D/victim.tok; cp $D/draft.bin $D/victim_d.bin
+expect_fail "-j $D/victim.bin and the target checkpoint $D/victim.bin are the same file" $D/victim.bin -z $D/tok.bin -m target -n 5 -j $D/victim.bin
+expect_fail "-j $D/victim.tok and -z $D/victim.tok are the same file" $D/target.bin -z $D/victim.tok -m target -n 5 -j $D/victim.tok
+expect_fail "-j $D/victim_d.bin and -d $D/victim_d.bin are the same file" $M -d $D/victim_d.bin -n 5 -j $D/victim_d.bin
+if cmp -s $D/victim.bin $D/target.bin && cmp -s $D/victim.tok $D/tok.bin && cmp -s $D/victim_d.bin $D/draft.bin; then ok
+else bad "-j naming an input changed the input"; fi
+# a failed run leaves the previous JSON as it was, and says so; no temporary file stays behind
+echo '{"previous": 1}' > $D/keep.json
+expect_fail "-j $D/keep.json: not written (left as it was)" $M -d $D/missing.bin -n 5 -j $D/keep.json
+if [ "$(cat $D/keep.json)" = '{"previous": 1}' ] && [ -z "$(ls $D/keep.json.* 2>/dev/null)" ]; then ok
+else bad "a failed run changed $D/keep.json or left a temporary file"; fi
+# write errors on the text: exit 1 with the reason (a full device; a closed pipe with SIGPIPE ignored)
+err=$( { $SPECDEC $M -m target -n 50 > /dev/full; } 2>&1 ); rc=$?
+if [ $rc -eq 1 ] && grep -q "No space left on device" <<<"$err"; then ok; else bad "> /dev/full: exit $rc, $err"; fi
+err=$( { trap '' PIPE; sleep 0.2 & $SPECDEC $M -m target -n 50 | true; echo "rc=${PIPESTATUS[0]}"; } 2>&1 )
+if grep -q "rc=1" <<<"$err" && grep -q "Broken pipe" <<<"$err"; then ok; else bad "closed pipe, SIGPIPE ignored: $err"; fi
+# a FIFO as checkpoint or tokenizer is refused at once instead of waiting for a writer
+rm -f $D/fifo; mkfifo $D/fifo
+err=$(timeout 10 $SPECDEC $D/fifo -z $D/tok.bin -m target -n 5 2>&1); rc=$?
+if [ $rc -eq 1 ] && grep -q "not a regular file" <<<"$err"; then ok; else bad "FIFO checkpoint: exit $rc (124: it hung), $err"; fi
+err=$(timeout 10 $SPECDEC $D/target.bin -z $D/fifo -m target -n 5 2>&1); rc=$?
+if [ $rc -eq 1 ] && grep -q "not a regular file" <<<"$err"; then ok; else bad "FIFO tokenizer: exit $rc (124: it hung), $err"; fi
+echo "bad input: 60 cases, each exit 1 with a message naming the file or flag"
 
 # a prompt that (nearly) fills the context: it says so, on stderr and in the JSON
 prompt14=$(printf 'a %.0s' $(seq 12)) # 13 tokens with BOS: 3 positions left of 16
