@@ -37,21 +37,21 @@
 //   119-202   The data
 //   204-247   The kernel contract
 //   249-408   Forward
-//   410-567   Sampler
-//   569-653   The speculative step
-//   655-732   Drafters
-//   734-842   The speculative round
-//   844-903   Generation
-//   905-1053  main
-//  1055-1180  Appendix A. Errors and memory
-//  1182-1559  Appendix B. Loading
-//  1561-2356  Appendix C. Math kernels
-//  2358-2654  Appendix D. Threads
-//  2656-2802  Appendix E. Tokenizer
-//  2804-2881  Appendix F. Auto-K (-k 0)
-//  2883-3168  Appendix G. Statistics
-//  3170-3215  Appendix H. The text on stdout
-//  3217-3395  Appendix I. Command line
+//   410-569   Sampler
+//   571-655   The speculative step
+//   657-735   Drafters
+//   737-846   The speculative round
+//   848-907   Generation
+//   909-1057  main
+//  1059-1184  Appendix A. Errors and memory
+//  1186-1563  Appendix B. Loading
+//  1565-2360  Appendix C. Math kernels
+//  2362-2658  Appendix D. Threads
+//  2660-2806  Appendix E. Tokenizer
+//  2808-2885  Appendix F. Auto-K (-k 0)
+//  2887-3173  Appendix G. Statistics
+//  3175-3220  Appendix H. The text on stdout
+//  3222-3400  Appendix I. Command line
 //
 // Build: cc -std=c11 -O3 -mavx2 -mfma -ffp-contract=off -pthread specdec.c -lm
 #define _POSIX_C_SOURCE 200809L
@@ -524,30 +524,32 @@ static void truncate_distribution(Sampler *s, float *probs) {
 }
 
 // Non-finite logits (finite weights whose activations overflow float32, or a
-// temperature so small that logits / T overflows) would sample garbage.
-static void die_logits(void) {
-    die("the model's logits are not finite (inf or NaN): its activations overflow float32, "
-        "or -t is too small for its logits (use -t 0 for greedy decoding)");
+// temperature so small that logits / T overflows) would sample garbage: the
+// target's end the run, naming the position; a draft's only cost its proposal.
+static void die_logits(const Transformer *tr, int pos, float temperature) {
+    die("%s: the logits at position %d are not finite (inf or NaN): its activations overflow "
+        "float32%s", tr->path, pos, temperature > 0 ? ", or -t is too small for its logits (-t 0 is greedy)" : "");
 }
 
 // THE function from logits to the distribution a token is drawn from. Target
 // (p) and draft (q) both go through it, so they can never be processed
 // differently. Temperature 0 gives the one-hot argmax: greedy decoding is
-// sampling from a one-hot distribution. logits (n) -> probs (n)
-static void probs_from_logits(Sampler *s, float *probs, const float *logits) {
+// sampling from a one-hot distribution. logits (n) -> probs (n); returns 0
+// (probs undefined) if the logits are not finite.
+static int probs_from_logits(Sampler *s, float *probs, const float *logits) {
     int n = s->vocab_size;
     if (s->temperature == 0.0f) {
         memset(probs, 0, (size_t)n * sizeof(float));
         int best = argmax(logits, n);
-        if (!isfinite(logits[best])) die_logits();
         probs[best] = 1.0f;
-        return;
+        return isfinite(logits[best]);
     }
     for (int i = 0; i < n; i++) probs[i] = logits[i] / s->temperature;
     float sum = exp_and_sum(probs, n, max_of(probs, n));
-    if (!(sum >= 1.0f && sum < INFINITY)) die_logits(); // the max alone contributes exp(0) = 1
+    if (!(sum >= 1.0f && sum < INFINITY)) return 0; // the max alone contributes exp(0) = 1
     for (int i = 0; i < n; i++) probs[i] /= sum;
     if (s->top_p < 1.0f || s->top_k > 0) truncate_distribution(s, probs);
+    return 1;
 }
 
 // Inverse CDF: the first i with coin < probs[0] + ... + probs[i], the sum in
@@ -682,8 +684,9 @@ static int propose_model(Drafter *d, float *q, const int *tokens, int pos) {
     if (pos > d->model->config.seq_len) return 0; // it would run position pos - 1
     const float *logits = forward_chunked(d->model, tokens + md->cached, pos - md->cached, md->cached);
     md->cached = pos;
-    probs_from_logits(md->sampler, q, logits);
-    return 1;
+    if (probs_from_logits(md->sampler, q, logits)) return 1;
+    md->cached = pos - 1; // logits not finite: no proposal (asked again, it reruns pos - 1)
+    return 0;
 }
 
 static void rewind_model(Drafter *d, int n) {
@@ -822,7 +825,8 @@ static Round speculative_step(Speculator *sp, int *tokens, int n, int k) {
     // After k acceptances, position n+k is proposed and decided the same way.
     for (int i = 0; i <= rd.k; i++) {
         float *p = sp->p + (size_t)i * V;
-        probs_from_logits(sp->sampler, p, logits + (size_t)i * V);
+        if (!probs_from_logits(sp->sampler, p, logits + (size_t)i * V))
+            die_logits(sp->target, n + i, sp->sampler->temperature);
         rd.committed = i + 1;
         if (i == rd.k && !propose(sp, tokens, n + i, i)) { // no proposal: draw from p alone
             Verdict *v = &sp->verdicts[i];
@@ -867,7 +871,7 @@ static int generate_plain(Transformer *tr, Sampler *s, const Rng *rng, int *toke
     float *probs = xmalloc((size_t)tr->config.vocab_size * sizeof(float), "probs");
     if (n > 1) forward_chunked(tr, tokens, n - 1, 0); // prefill all but the last prompt token
     for (; !o->done && n < tr->config.seq_len; n++) {
-        probs_from_logits(s, probs, forward(tr, &tokens[n - 1], 1, n - 1));
+        if (!probs_from_logits(s, probs, forward(tr, &tokens[n - 1], 1, n - 1))) die_logits(tr, n, s->temperature);
         tokens[n] = sample(probs, tr->config.vocab_size, coin_at(rng, n, COIN_DRAW));
         emit(o, tokens[n]);
         show_output(o);
@@ -2971,7 +2975,8 @@ static void print_trace(const SpecStats *st, const Speculator *sp, const Round *
 
 // Seconds of one target-alone decoding step (1-row forward + its distribution)
 // at position pos: the median of 5, timed after generation so it is not
-// counted in it. The cache entry at pos is overwritten, which is harmless then.
+// counted in it. The cache entry at pos is overwritten, which is harmless then;
+// what the logits hold does not matter (it cannot fail a finished run).
 static double time_target_step(Transformer *tr, Sampler *s, float *probs, int token, int pos) {
     double t[5];
     for (int i = 0; i < 5; i++) {

@@ -324,6 +324,24 @@ err=$(timeout 10 $SPECDEC $D/fifo -z $D/tok.bin -m target -n 5 2>&1); rc=$?
 if [ $rc -eq 1 ] && grep -q "not a regular file" <<<"$err"; then ok; else bad "FIFO checkpoint: exit $rc (124: it hung), $err"; fi
 err=$(timeout 10 $SPECDEC $D/target.bin -z $D/fifo -m target -n 5 2>&1); rc=$?
 if [ $rc -eq 1 ] && grep -q "not a regular file" <<<"$err"; then ok; else bad "FIFO tokenizer: exit $rc (124: it hung), $err"; fi
+# a draft whose logits overflow (rms_final = 3e38, finite) proposes nothing: the run
+# goes on and prints the target's text, in both draft formats; a target like it
+# ends the run, naming the file and the position
+huge_final() { python3 -c "
+import struct,sys
+b=bytearray(open(sys.argv[1],'rb').read()); d,h,L,nh,kv,V,S=struct.unpack('<7i',b[:28]); V=abs(V); hs=d//nh
+off=28+4*(V*d+L*d+L*d*d+2*L*d*kv*hs+L*d*d+L*d+3*L*h*d)
+b[off:off+4*d]=struct.pack('<f',3e38)*d; open(sys.argv[2],'wb').write(b)" $1 $2; }
+huge_final $D/draft.bin $D/huge_draft.bin; huge_final $D/target.bin $D/huge_target.bin
+$SPECDEC $M -m target -t 0 -n 40 > $D/ref.txt 2>/dev/null
+for w in int8 f32; do
+    $SPECDEC $M -d $D/huge_draft.bin --draft-weights $w -t 0 -n 40 > $D/huge.txt 2> $D/huge.err
+    if cmp -s $D/ref.txt $D/huge.txt && grep -q "positions had no proposal" $D/huge.err; then ok
+    else bad "a draft with non-finite logits ($w): want the target's text, got $(head -c 300 $D/huge.err)"; fi
+done
+expect_fail "$D/huge_target.bin: the logits at position 1 are not finite (inf or NaN): its activations overflow float32" $D/huge_target.bin -z $D/tok.bin -m target -t 0 -n 5
+err=$($SPECDEC $D/huge_target.bin -z $D/tok.bin -m target -t 0 -n 5 2>&1 >/dev/null)
+if ! grep -q -- "-t is too small" <<<"$err"; then ok; else bad "-t 0 given, yet the message suggests -t: $err"; fi
 echo "bad input: 60 cases, each exit 1 with a message naming the file or flag"
 
 # a prompt that (nearly) fills the context: it says so, on stderr and in the JSON

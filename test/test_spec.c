@@ -353,6 +353,24 @@ static void test_short_draft(void) {
     free_transformer(&target);
 }
 
+// the timing step after generation cannot fail a finished run: a target whose
+// logits overflow (rms_final = 3e38, finite) is timed all the same
+static void test_timing_step_cannot_fail(void) {
+    Transformer target;
+    build_transformer(&target, "build/test/spec_target.bin", MAX_ROWS, NULL, 1);
+    for (int i = 0; i < target.config.dim; i++) target.weights.rms_final[i] = 3e38f;
+    Sampler s;
+    build_sampler(&s, CFG.vocab_size, 1.0f, 1.0f, 0);
+    float *probs = xmalloc((size_t)CFG.vocab_size * sizeof(float), "probs");
+    int finite = probs_from_logits(&s, probs, forward(&target, (int[]){TOKEN_BOS}, 1, 0));
+    double t = time_target_step(&target, &s, probs, 5, 7);
+    CHECK(!finite && t > 0, "time_target_step on non-finite logits: %g s (logits finite: %d)", t, finite);
+    printf("timing step: a target with non-finite logits is timed (%.1f us), not an error\n", 1e6 * t);
+    xfree(probs);
+    free_sampler(&s);
+    free_transformer(&target);
+}
+
 // the text at t = 1 is a function of the seed: the same for every K, auto-K,
 // any thread count, and a draft whose context ends early
 static void test_text_invariance(void) {
@@ -423,6 +441,7 @@ int main(int argc, char **argv) {
     test_rollback();
     test_identical_draft();
     test_short_draft();
+    test_timing_step_cannot_fail();
     test_text_invariance();
     test_lookup();
     return check_summary("test_spec");
