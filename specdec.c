@@ -194,7 +194,7 @@ typedef struct {
     char **vocab;         // (vocab_size) NUL-terminated pieces
     float *scores;        // (vocab_size) merge priority: higher merges first
     int vocab_size;
-    int max_token_length;
+    int max_token_length; // the longest piece's bytes, measured (the header's field may be far larger)
     TokenIndex *sorted;   // (vocab_size) pieces in strcmp order, for lookup
     char *merge_buffer;   // (2 * max_token_length + 2) scratch for pair lookups
     unsigned char byte_pieces[512]; // "\x00\0\x01\0..." the 256 one-byte strings
@@ -2688,6 +2688,7 @@ static void keep_token(void *ctx, int i, float score, const unsigned char *bytes
     t->scores[i] = score;
     t->vocab[i] = xmalloc((size_t)len + 1, "token");
     memcpy(t->vocab[i], bytes, (size_t)len);
+    if (len > t->max_token_length) t->max_token_length = len;
 }
 
 // Parse a tokenizer file held in memory, buf (n), for a model with vocab_size
@@ -2707,7 +2708,6 @@ static void parse_tokenizer(Tokenizer *t, const unsigned char *buf, size_t n, co
     t->vocab = xmalloc((size_t)vocab_size * sizeof(char *), "vocab");
     t->scores = xmalloc((size_t)vocab_size * sizeof(float), "scores");
     t->vocab_size = vocab_size;
-    t->max_token_length = maxlen;
     walk_tokenizer(buf, n, &maxlen, keep_token, t, msg, sizeof(msg));
     index_tokenizer(t, path);
 }
@@ -3379,8 +3379,8 @@ static Transformer *load_models(Transformer *target, Transformer *draft, const O
 }
 
 // BOS then the prompt's tokens into tokens (room for seq_len); returns the count.
-// A token covers at most max_token_length bytes, so a prompt that cannot fit
-// is refused before the (quadratic) merge loop runs.
+// A token covers at most max_token_length bytes (the longest piece there is),
+// so a prompt that cannot fit is refused before the (quadratic) merge loop runs.
 static int encode_prompt(Tokenizer *tok, int *tokens, const char *prompt, const Transformer *tr) {
     size_t len = strlen(prompt), at_least = 1 + (len + 1 + (size_t)tok->max_token_length - 1) /
                                                     (size_t)tok->max_token_length;

@@ -288,7 +288,7 @@ $SPECDEC $M -d $D/draft.bin --ngram-max 2 -t 0 -n 10 > /dev/null 2> $D/ng_d.err
 if grep -q "warning: --draft-threads/--draft-weights ignored: -d lookup loads no draft model" $D/lk_d.err &&
    grep -q "warning: --ngram-min/--ngram-max ignored" $D/ng_d.err; then ok
 else bad "unused draft flags: want warnings, got: $(cat $D/lk_d.err $D/ng_d.err | head -c 300)"; fi
-expect_fail "at least 1026 tokens" $D/short.bin -z $D/tok.bin -m target -i "$long16k"
+expect_fail "at least 2342 tokens" $D/short.bin -z $D/tok.bin -m target -i "$long16k"
 expect_fail "-d lookup: only spec mode" $M -m draft -d lookup
 expect_fail "--lenience: only speculative decoding" $M -m target --lenience 0.5
 expect_fail "--lenience 0: expected a number in (0, 1]" $M --lenience 0
@@ -342,7 +342,13 @@ done
 expect_fail "$D/huge_target.bin: the logits at position 1 are not finite (inf or NaN): its activations overflow float32" $D/huge_target.bin -z $D/tok.bin -m target -t 0 -n 5
 err=$($SPECDEC $D/huge_target.bin -z $D/tok.bin -m target -t 0 -n 5 2>&1 >/dev/null)
 if ! grep -q -- "-t is too small" <<<"$err"; then ok; else bad "-t 0 given, yet the message suggests -t: $err"; fi
-echo "bad input: 60 cases, each exit 1 with a message naming the file or flag"
+# the prompt's bound comes from the longest piece, not the header's max_token_length
+# (set to 1024 here, a 24,000-byte prompt took 68 s to refuse)
+python3 -c "import sys;b=bytearray(open(sys.argv[1],'rb').read());b[0:4]=(1024).to_bytes(4,'little');open(sys.argv[2],'wb').write(b)" $D/tok.bin $D/tok1024.bin
+long24k=$(head -c 24000 /dev/zero | tr '\0' 'a')
+err=$(timeout 10 $SPECDEC $D/target.bin -z $D/tok1024.bin -m target -n 5 -i "$long24k" 2>&1 >/dev/null); rc=$?
+if [ $rc -eq 1 ] && grep -q "the prompt is 24000 bytes, at least" <<<"$err"; then ok; else bad "a 24,000-byte prompt, max_token_length 1024: exit $rc (124: over 10 s), $err"; fi
+echo "bad input: 61 cases, each exit 1 with a message naming the file or flag"
 
 # a prompt that (nearly) fills the context: it says so, on stderr and in the JSON
 prompt14=$(printf 'a %.0s' $(seq 12)) # 13 tokens with BOS: 3 positions left of 16
