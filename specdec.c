@@ -1693,9 +1693,11 @@ static void outer_scalar(float *const *out, const float *const *a, int Q, const 
 // input row x (n) is quantised as a weight row is (quantize: s_x and q_x), and
 // stored as u[k] = q_x[k] + 128, in 1..255 (unsigned, the operand VNNI takes;
 // 128, meaning 0, past n). Then output r is
-//   out[r] = (float)(sum_k i8[r][k] u[k] - 128 sum_k i8[r][k]) * s_r * s_x,
+//   out[r] = (float)(sum_k i8[r][k] u[k] - 128 sum_k i8[r][k]) * (s_r * s_x),
 // its integer sum exact in any order (n <= Q8_MAX_N keeps it inside int32),
-// so how a kernel splits or orders the sum cannot change a bit.
+// so how a kernel splits or orders the sum cannot change a bit. The scales
+// multiply first: their product overflows only where the float product of the
+// two largest elements would (sum * s_r first overflowed for weights ~1e38).
 
 // x (n) -> u (quad_steps(n)): quantize, then + 128 (the byte's sign bit
 // flipped); returns s_x (NaN if x holds a NaN or inf, so the outputs are NaN
@@ -1713,7 +1715,7 @@ static float quantize_row(uint8_t *u, const float *x, int n) {
 
 // Output r from its integer sum sum_k i8[r][k] u[k] (the formula above)
 static float q8_output(int32_t sum, const Matrix *m, int r, float sx) {
-    return (float)(sum - 128 * m->i8sum[r]) * m->i8scale[r] * sx;
+    return (float)(sum - 128 * m->i8sum[r]) * (m->i8scale[r] * sx);
 }
 
 // The definition, portable C: int8 W panels [i, i+np) @ u (quad_steps(n)),
@@ -1816,8 +1818,8 @@ static inline Q8Acc q8_step(Q8Acc acc, Q8In x, const int8_t *i8) {
 static inline Q8Acc q8_add(Q8Acc a, Q8Acc b) { return _mm512_add_epi32(a, b); }
 static inline void q8_finish(float *out, Q8Acc acc, const Matrix *m, int r, float sx) {
     __m512i sum = _mm512_sub_epi32(acc, _mm512_slli_epi32(_mm512_loadu_si512(m->i8sum + r), 7));
-    __m512 f = _mm512_mul_ps(_mm512_cvtepi32_ps(sum), _mm512_loadu_ps(m->i8scale + r));
-    _mm512_storeu_ps(out, _mm512_mul_ps(f, _mm512_set1_ps(sx)));
+    __m512 scale = _mm512_mul_ps(_mm512_loadu_ps(m->i8scale + r), _mm512_set1_ps(sx));
+    _mm512_storeu_ps(out, _mm512_mul_ps(_mm512_cvtepi32_ps(sum), scale));
 }
 #elif HAVE_AVX2
 // AVX2: the weights widened to int16 (four outputs' quads per 16 bytes) and
@@ -1853,8 +1855,8 @@ static inline void q8_finish(float *out, Q8Acc acc, const Matrix *m, int r, floa
         __m256i sum = _mm256_hadd_epi32(acc.c[2 * h], acc.c[2 * h + 1]); // 0 1 4 5 | 2 3 6 7
         sum = _mm256_permute4x64_epi64(sum, 0xD8);
         sum = _mm256_sub_epi32(sum, _mm256_slli_epi32(_mm256_loadu_si256((const __m256i *)(m->i8sum + r + 8 * h)), 7));
-        __m256 f = _mm256_mul_ps(_mm256_cvtepi32_ps(sum), _mm256_loadu_ps(m->i8scale + r + 8 * h));
-        _mm256_storeu_ps(out + 8 * h, _mm256_mul_ps(f, _mm256_set1_ps(sx)));
+        __m256 scale = _mm256_mul_ps(_mm256_loadu_ps(m->i8scale + r + 8 * h), _mm256_set1_ps(sx));
+        _mm256_storeu_ps(out + 8 * h, _mm256_mul_ps(_mm256_cvtepi32_ps(sum), scale));
     }
 }
 #else

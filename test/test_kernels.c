@@ -97,7 +97,7 @@ static float q8_definition_row(int *q, const float *v, int n) {
     return amax / 127.0f;
 }
 
-// The int8 matmul's definition: out[t][j] = (float)(sum_k qw[j][k] qx[t][k]) * s_j * s_t,
+// The int8 matmul's definition: out[t][j] = (float)(sum_k qw[j][k] qx[t][k]) * (s_j * s_t),
 // the sum in 64-bit integers, in order. W (d,n), x (T,n) -> out (T,d)
 static void q8_definition(float *out, const float *x, const float *w, int T, int n, int d) {
     int *qw = xmalloc((size_t)n * sizeof(int), "qw"), *qx = xmalloc((size_t)n * sizeof(int), "qx");
@@ -107,7 +107,7 @@ static void q8_definition(float *out, const float *x, const float *w, int T, int
             float sx = q8_definition_row(qx, x + (size_t)t * n, n);
             long long sum = 0;
             for (int k = 0; k < n; k++) sum += (long long)qw[k] * qx[k];
-            out[(size_t)t * d + j] = (float)sum * sw * sx;
+            out[(size_t)t * d + j] = (float)sum * (sw * sx);
         }
     }
     xfree(qw); xfree(qx);
@@ -118,6 +118,36 @@ static void q8_definition(float *out, const float *x, const float *w, int T, int
 // (q8_tile_scalar, panel by panel), one-row calls and a 3-way split, for n not
 // a multiple of 4 and a last panel cut by d; within the quantisation's error
 // of the float product; zero and denormal rows give 0, a row holding NaN gives NaN.
+// Huge finite weights (~3e36) times a tiny input (~1e-30): the float result is
+// ~1e7; the int8 output must be finite and close, not inf (sum * s_r overflowed
+// before the scales were multiplied first).
+static void test_int8_extremes(void) {
+    int n = 64, d = 32;
+    Rng r;
+    rng_seed(&r, 3);
+    Matrix m;
+    float *w, *packed, x[64], o[32];
+    random_matrix(&m, &w, &packed, d, n, &r);
+    for (int i = 0; i < d * n; i++) w[i] *= 3e36f;
+    pack_matrix(&m, packed, w, d, n);
+    int8_t *q = xmalloc(q8_size(&m) + 64, "q8");
+    float *scales = xmalloc((size_t)m.n_panels * PANEL * sizeof(float), "scales"), *sc = scales;
+    int32_t *sums = xmalloc((size_t)m.n_panels * PANEL * sizeof(int32_t), "sums"), *su = sums;
+    pack_int8(&m, q, &sc, &su);
+    fill_random(x, (size_t)n, &r);
+    for (int k = 0; k < n; k++) x[k] *= 1e-30f;
+    matmul(o, x, &m, 1);
+    double worst = 0;
+    for (int j = 0; j < d; j++) {
+        double ref = 0, norm = 0;
+        for (int k = 0; k < n; k++) ref += (double)w[j * n + k] * x[k], norm += fabs((double)w[j * n + k] * x[k]);
+        worst = fmax(worst, isfinite(o[j]) ? fabs(o[j] - ref) / norm : INFINITY);
+    }
+    CHECK(worst < 0.05, "int8 with weights ~3e36 and inputs ~1e-30: worst error %g of the terms' size", worst);
+    printf("int8 extremes: weights ~3e36 x inputs ~1e-30 give finite outputs (worst error %.4f)\n", worst);
+    xfree(w); xfree(packed); xfree(q); xfree(scales); xfree(sums);
+}
+
 static void test_matmul_int8(void) {
     int sizes[][2] = {{1, 1}, {7, 5}, {13, 9}, {64, 33}, {96, 112}, {97, 130}, {256, 96}, {40, 200}, {701, 48}};
     Rng r;
@@ -466,6 +496,7 @@ int main(void) {
     printf("specdec kernels (%s path)\n", SIMD_NAME);
     test_matmul();
     test_matmul_int8();
+    test_int8_extremes();
     test_exp();
     test_dot_rmsnorm_softmax();
     test_attention_kernels();

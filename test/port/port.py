@@ -271,8 +271,8 @@ class Model:
                 return [math.nan] * len(qrows)
         qx, sx = self.quantize(x)
         isums = [float(sum(map(mul, row, qx))) for row in qrows]
-        t = array('f', [i * s for i, s in zip(isums, scales)]).tolist()
-        return array('f', [v * sx for v in t]).tolist()
+        ss = array('f', [s * sx for s in scales]).tolist()
+        return array('f', [i * s for i, s in zip(isums, ss)]).tolist()
 
     # -- the float pieces (section 4)
     def rmsnorm(self, x, w):
