@@ -34,24 +34,24 @@
 // docs/PORTING.md gives every rule a port needs.
 //
 // CONTENTS (line numbers; test/cli.sh checks them)
-//   119-202   The data
-//   204-247   The kernel contract
-//   249-408   Forward
-//   410-569   Sampler
-//   571-655   The speculative step
-//   657-735   Drafters
-//   737-846   The speculative round
-//   848-907   Generation
-//   909-1057  main
-//  1059-1184  Appendix A. Errors and memory
-//  1186-1563  Appendix B. Loading
-//  1565-2360  Appendix C. Math kernels
-//  2362-2658  Appendix D. Threads
-//  2660-2806  Appendix E. Tokenizer
-//  2808-2885  Appendix F. Auto-K (-k 0)
-//  2887-3173  Appendix G. Statistics
-//  3175-3220  Appendix H. The text on stdout
-//  3222-3400  Appendix I. Command line
+//   119-203   The data
+//   205-248   The kernel contract
+//   250-419   Forward
+//   421-580   Sampler
+//   582-666   The speculative step
+//   668-746   Drafters
+//   748-857   The speculative round
+//   859-918   Generation
+//   920-1068  main
+//  1070-1195  Appendix A. Errors and memory
+//  1197-1574  Appendix B. Loading
+//  1576-2373  Appendix C. Math kernels
+//  2375-2685  Appendix D. Threads
+//  2687-2833  Appendix E. Tokenizer
+//  2835-2912  Appendix F. Auto-K (-k 0)
+//  2914-3200  Appendix G. Statistics
+//  3202-3247  Appendix H. The text on stdout
+//  3249-3427  Appendix I. Command line
 //
 // Build: cc -std=c11 -O3 -mavx2 -mfma -ffp-contract=off -pthread specdec.c -lm
 #define _POSIX_C_SOURCE 200809L
@@ -178,6 +178,7 @@ typedef struct {
     int shared_classifier;      // 1: wcls is token_embedding
     int max_rows;               // rows one forward() may take
     int n_threads;              // threads a forward() uses (<= the pool's)
+    int solo_left, solo_run;    // forwards left to run on one thread, and that run's length
     long forwards;              // forward() calls so far, and their seconds (statistics, auto-K)
     double seconds;
     ThreadPool *pool;           // NULL: one thread
@@ -234,7 +235,7 @@ static float max_of(const float *x, int n);
 
 // Threads (Appendix D): run job(arg, tid, n) for tid = 0..n-1, the caller as 0;
 // threads meet at barriers; share splits n items by thread
-static void pool_run(ThreadPool *pool, int n, Job job, void *arg);
+static int pool_run(ThreadPool *pool, int n, Job job, void *arg);
 static void pool_barrier(ThreadPool *pool, int tid, int n);
 static void share(int *lo, int *hi, int n, int tid, int nth);
 static void prefetch_shared(const float *x, size_t n, int nth);
@@ -386,9 +387,19 @@ static float *forward(Transformer *tr, const int *tokens, int n_rows, int pos) {
     for (int i = 0; i < T; i++)
         memcpy(s->x + (size_t)i * dim, tr->weights.token_embedding + (size_t)tokens[i] * dim,
                (size_t)dim * sizeof(float));
+    // threads: all, unless a recent pass stalled (another process holds a core:
+    // every pass then waited a 4 ms scheduler tick); then one, for a run of
+    // passes that grows 4x while stalls recur and halves with each pass that
+    // does not stall. Any thread count gives the same bits.
     double t0 = now_seconds();
     ForwardJob job = {.tr = tr, .T = T, .pos = pos};
-    pool_run(tr->pool, tr->n_threads, forward_job, &job);
+    int threads = tr->solo_left > 0 ? (tr->solo_left--, 1) : tr->n_threads;
+    if (pool_run(tr->pool, threads, forward_job, &job)) {
+        tr->solo_run = tr->solo_run < 64 ? 64 : tr->solo_run < 4096 ? 4 * tr->solo_run : 4096;
+        tr->solo_left = tr->solo_run;
+    } else if (threads > 1) {
+        tr->solo_run /= 2;
+    }
     tr->seconds += now_seconds() - t0;
     tr->forwards++;
     return s->logits;
@@ -2379,6 +2390,7 @@ struct ThreadPool {
     atomic_uint generation;  // bumped once per job
     atomic_int sleeping;     // workers waiting on `wake`
     atomic_int finished;     // workers done with the current job
+    atomic_int stalled;      // a wait in this job outlasted POOL_STALL
     unsigned long long base; // every thread's barrier count as a job starts: where the last job's ended
     struct Arrival {         // barrier: one per thread, each in a cache line of its own
         atomic_ullong passed; // barriers this thread has reached, counted from base
@@ -2400,10 +2412,18 @@ static inline void cpu_relax(void) {
 }
 
 // One turn of a spin-wait: pause, and after many turns give the CPU away, so
-// more threads than cores (--threads 3 on 2 cores) still make progress.
-static inline void spin_wait(long *turns) {
-    if (++*turns > 2000) sched_yield();
-    else cpu_relax();
+// more threads than cores (--threads 3 on 2 cores) still make progress. A wait
+// past POOL_STALL seconds means the thread waited on is not running (another
+// process holds its core): the pool notes it, and forward() then runs alone.
+#define POOL_STALL 2e-4 // a layer takes microseconds, waking a sleeper ~0.1 ms, a tick 4 ms
+static inline void spin_wait(ThreadPool *pool, long *turns, double *since) {
+    if (++*turns <= 2000) {
+        cpu_relax();
+        return;
+    }
+    if (*turns == 2001) *since = now_seconds();
+    sched_yield();
+    if (now_seconds() - *since > POOL_STALL) atomic_store(&pool->stalled, 1);
 }
 
 // Wait until threads 0..n-1 of the job all reach this barrier. Each thread
@@ -2418,8 +2438,9 @@ static void pool_barrier(ThreadPool *pool, int tid, int n) {
     atomic_store_explicit(&pool->arrivals[tid].passed, mine, memory_order_release);
     for (int i = 0; i < n; i++) {
         long turns = 0;
+        double since = 0;
         while (atomic_load_explicit(&pool->arrivals[i].passed, memory_order_acquire) < mine)
-            spin_wait(&turns);
+            spin_wait(pool, &turns, &since);
     }
 }
 
@@ -2467,18 +2488,21 @@ static void pool_start(ThreadPool *pool, Job job, void *arg, int n) {
     }
 }
 
-// Run job(arg, tid, n) for tid = 0..n-1, the caller as tid 0; returns when all are done.
-static void pool_run(ThreadPool *pool, int n, Job job, void *arg) {
+// Run job(arg, tid, n) for tid = 0..n-1, the caller as tid 0; returns when all
+// are done: 1 if a thread waited past POOL_STALL for another (spin_wait).
+static int pool_run(ThreadPool *pool, int n, Job job, void *arg) {
     if (!pool || n <= 1) {
         job(arg, 0, 1);
-        return;
+        return 0;
     }
     pool_start(pool, job, arg, n);
     pool_enter_job(pool, 0);
     job(arg, 0, n);
     long turns = 0;
-    while (atomic_load(&pool->finished) < pool->n - 1) spin_wait(&turns);
+    double since = 0;
+    while (atomic_load(&pool->finished) < pool->n - 1) spin_wait(pool, &turns, &since);
     pool->base = atomic_load_explicit(&pool->arrivals[0].passed, memory_order_relaxed);
+    return atomic_exchange(&pool->stalled, 0);
 }
 
 // A pool of n threads (the caller and n - 1 workers); n <= 1 makes none.
@@ -2500,6 +2524,7 @@ static ThreadPool *build_pool(int n) {
     atomic_init(&pool->generation, 0);
     atomic_init(&pool->sleeping, 0);
     atomic_init(&pool->finished, 0);
+    atomic_init(&pool->stalled, 0);
     pool->base = 0;
     pool->arrivals = xmalloc((size_t)n * sizeof(struct Arrival), "thread arrivals");
     for (int i = 0; i < n; i++) atomic_init(&pool->arrivals[i].passed, 0);

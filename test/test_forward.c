@@ -133,6 +133,31 @@ static void test_file_changed_after_load(void) {
     free_transformer(&tr);
 }
 
+// A pass that stalled (a thread waited past POOL_STALL: another process holds
+// a core) sends the next 64 passes to one thread, with the same logits; a
+// stall-free pass on all threads halves the run. The stall is simulated.
+static void test_stall_goes_solo(void) {
+    ThreadPool *pool = build_pool(2);
+    Transformer tr;
+    build_transformer(&tr, "build/test/forward_gqa_unshared.bin", MAX_ROWS, pool, 2);
+    int tokens[3] = {1, 5, 9}, V = tr.config.vocab_size;
+    float *ref = xmalloc((size_t)3 * V * 4, "ref");
+    memcpy(ref, forward(&tr, tokens, 3, 0), (size_t)3 * V * 4);
+    atomic_store(&pool->stalled, 1);
+    forward(&tr, tokens, 3, 0);
+    int after_stall = tr.solo_left, same = 1;
+    for (int i = 0; i < after_stall; i++) same &= !memcmp(forward(&tr, tokens, 3, 0), ref, (size_t)3 * V * 4);
+    forward(&tr, tokens, 3, 0); // on both threads again, no stall
+    int halved = tr.solo_run == 32 || tr.solo_left > 0; // or a real stall, on a busy machine
+    CHECK(after_stall == 64 && halved && same,
+          "a stall: %d passes on one thread (want 64), run %d after a quiet pass (want 32), same logits %d",
+          after_stall, tr.solo_run, same);
+    printf("a stalled pass: the next %d on one thread, the same logits; a quiet pass halves the run\n", after_stall);
+    xfree(ref);
+    free_transformer(&tr);
+    free_pool(pool);
+}
+
 static void write_text(const char *path, const char *text) {
     FILE *f = fopen(path, "w");
     CHECK(f && fputs(text, f) >= 0 && fclose(f) == 0, "cannot write %s", path);
@@ -195,6 +220,7 @@ int main(void) {
     test_config("odd_widths", (Config){36, 52, 1, 3, 1, 260, 40}, 1, WEIGHTS_INT8);
     test_emulated();
     test_file_changed_after_load();
+    test_stall_goes_solo();
     printf("logits fingerprint: %016llx\n", (unsigned long long)fingerprint);
     return check_summary("test_forward");
 }
