@@ -2415,7 +2415,7 @@ static inline void cpu_relax(void) {
 // more threads than cores (--threads 3 on 2 cores) still make progress. A wait
 // past POOL_STALL seconds means the thread waited on is not running (another
 // process holds its core): the pool notes it, and forward() then runs alone.
-#define POOL_STALL 2e-4 // a layer takes microseconds, waking a sleeper ~0.1 ms, a tick 4 ms
+#define POOL_STALL 1e-3 // a layer takes microseconds, waking a sleeper ~0.1 ms, a tick 4 ms
 static inline void spin_wait(ThreadPool *pool, long *turns, double *since) {
     if (++*turns <= 2000) {
         cpu_relax();
