@@ -1022,7 +1022,7 @@ int main(int argc, char **argv) {
     if (spec) {
         build_speculator(&sp, &target, drafter, &sampler, &rng);
         sp.lenience = opt.lenience;
-        build_spec_stats(&st, opt.k, &target, drafter);
+        build_spec_stats(&st, opt.n_new ? opt.k : 1, &target, drafter); // -n 0: nothing to calibrate
         if (opt.verbose) st.trace = &tok;
     }
     int *tokens = xmalloc((size_t)model->config.seq_len * sizeof(int), "tokens");
@@ -1041,7 +1041,7 @@ int main(int argc, char **argv) {
         rp.seconds = now_seconds() - t0;
         rp.sp = &sp;
         rp.st = &st;
-        rp.target_step = time_target_step(&target, &sampler, probs, tokens[n - 1], n - 1);
+        if (out.n_generated) rp.target_step = time_target_step(&target, &sampler, probs, tokens[n - 1], n - 1);
     } else {
         n = generate_plain(model, &sampler, &rng, tokens, n, &out);
         rp.seconds = now_seconds() - t0;
