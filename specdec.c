@@ -34,24 +34,24 @@
 // docs/PORTING.md gives every rule a port needs.
 //
 // CONTENTS (line numbers; test/cli.sh checks them)
-//   119-203   The data
-//   205-248   The kernel contract
-//   250-419   Forward
-//   421-580   Sampler
-//   582-666   The speculative step
-//   668-746   Drafters
-//   748-857   The speculative round
-//   859-918   Generation
-//   920-1068  main
-//  1070-1195  Appendix A. Errors and memory
-//  1197-1574  Appendix B. Loading
-//  1576-2373  Appendix C. Math kernels
-//  2375-2685  Appendix D. Threads
-//  2687-2833  Appendix E. Tokenizer
-//  2835-2912  Appendix F. Auto-K (-k 0)
-//  2914-3200  Appendix G. Statistics
-//  3202-3247  Appendix H. The text on stdout
-//  3249-3427  Appendix I. Command line
+//   120-204   The data
+//   206-249   The kernel contract
+//   251-420   Forward
+//   422-581   Sampler
+//   583-667   The speculative step
+//   669-747   Drafters
+//   749-858   The speculative round
+//   860-919   Generation
+//   921-1070  main
+//  1072-1197  Appendix A. Errors and memory
+//  1199-1549  Appendix B. Loading
+//  1551-2348  Appendix C. Math kernels
+//  2350-2660  Appendix D. Threads
+//  2662-2808  Appendix E. Tokenizer
+//  2810-2887  Appendix F. Auto-K (-k 0)
+//  2889-3175  Appendix G. Statistics
+//  3177-3222  Appendix H. The text on stdout
+//  3224-3399  Appendix I. Command line
 //
 // Build: cc -std=c11 -O3 -mavx2 -mfma -ffp-contract=off -pthread specdec.c -lm
 #define _POSIX_C_SOURCE 200809L
@@ -62,6 +62,7 @@
 #include <float.h>
 #include <limits.h>
 #include <math.h>
+#include <stddef.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdarg.h>
@@ -167,7 +168,7 @@ typedef struct {
 
 typedef struct {
     Config config;              // vocab_size is |vocab_size| here
-    TransformerWeights weights; // pointers into the mapping
+    TransformerWeights weights; // pointers into the file (model.h)
     Layer *layers;              // (n_layers) the packed matrices
     Matrix wcls;                // the classifier (vocab, dim), packed
     float *packed;              // the one allocation behind every Matrix
@@ -963,8 +964,9 @@ typedef struct {
 } Report;
 
 typedef struct {
-    const char *target_path, *draft_path, *tokenizer_path, *mode, *prompt, *json_path;
+    const char *target_path, *draft_path, *tokenizer_path, *mode, *prompt, *json_path, *weights_name;
     int n_new, k, top_k, quiet, verbose, threads, draft_threads, draft_weights;
+    unsigned given;      // bit i: FLAGS[i] was on the command line
     int lookup, ngram_min, ngram_max; // -d lookup: the n-gram drafter
     float lenience;                   // 1: exact; < 1: LOSSY
     int help;            // -h: print the usage and exit
@@ -1237,56 +1239,23 @@ static void free_run_state(RunState *s) {
     xfree(s->att); xfree(s->logits); xfree(s->key_cache); xfree(s->value_cache);
 }
 
-// One panel from `count` (<= PANEL) source rows of n floats; the rest stay 0.
-// rows (count) pointers -> panel (n, PANEL)
-static void pack_panel(float *panel, const float *const *rows, int count, int n) {
-    for (int j = 0; j < count; j++)
-        for (int k = 0; k < n; k++) panel[(size_t)k * PANEL + j] = rows[j][k];
-}
-
-// Pack the rows of up to three stacked tensors, (d[i], n) each, as ONE matrix
-// (d[0]+d[1]+d[2], n) into dst; returns the end of what it wrote.
-static float *pack_stacked(Matrix *m, float *dst, int n, const float *const w[3], const int d[3]) {
-    m->w = dst;
-    m->i8 = NULL;
-    m->n = n;
-    m->d = d[0] + d[1] + d[2];
-    m->n_panels = (int)panels_of(m->d);
-    for (int i = 0; i < m->n_panels; i++) {
-        const float *rows[PANEL];
-        int count = 0;
-        for (int j = i * PANEL; j < m->d && count < PANEL; j++, count++) {
-            int seg = 0, r = j;
-            while (r >= d[seg]) r -= d[seg++];
-            rows[count] = w[seg] + (size_t)r * n;
-        }
-        pack_panel(dst + (size_t)i * n * PANEL, rows, count, n);
-    }
+// Pack W (d, n), row j read from rows[j] (NULL: zeros), as panels into dst
+// (zeroed, so rows past d stay 0); returns the end of what it wrote.
+static float *pack_rows(Matrix *m, float *dst, const float *const *rows, int d, int n) {
+    *m = (Matrix){.w = dst, .d = d, .n = n, .n_panels = (int)panels_of(d)};
+    for (int j = 0; j < d; j++)
+        for (int k = 0; rows[j] && k < n; k++)
+            dst[((size_t)(j / PANEL) * n + k) * PANEL + j % PANEL] = rows[j][k];
     return dst + (size_t)m->n_panels * n * PANEL;
 }
 
+// W (d, n) row-major at w -> m, packed into dst; returns the end
 static float *pack_matrix(Matrix *m, float *dst, const float *w, int d, int n) {
-    const float *ws[3] = {w, w, w};
-    const int ds[3] = {d, 0, 0};
-    return pack_stacked(m, dst, n, ws, ds);
-}
-
-// w1, w3 (hid, n) -> panels interleaved (w1 0, w3 0, w1 1, w3 1, ...)
-static float *pack_interleaved(Matrix *m, float *dst, const float *w1, const float *w3, int hid,
-                               int n) {
-    int half = (int)panels_of(hid);
-    m->w = dst;
-    m->i8 = NULL;
-    m->n = n;
-    m->n_panels = 2 * half;
-    m->d = m->n_panels * PANEL;
-    for (int i = 0; i < m->n_panels; i++) {
-        const float *src = (i % 2 ? w3 : w1) + (size_t)(i / 2) * PANEL * n, *rows[PANEL];
-        int count = hid - i / 2 * PANEL < PANEL ? hid - i / 2 * PANEL : PANEL;
-        for (int j = 0; j < count; j++) rows[j] = src + (size_t)j * n;
-        pack_panel(dst + (size_t)i * n * PANEL, rows, count, n);
-    }
-    return dst + (size_t)m->n_panels * n * PANEL;
+    const float **rows = xmalloc((size_t)d * sizeof(*rows), "rows");
+    for (int j = 0; j < d; j++) rows[j] = w + (size_t)j * n;
+    dst = pack_rows(m, dst, rows, d, n);
+    xfree(rows);
+    return dst;
 }
 
 // Floats of all packed matrices (SIZE_MAX: too many to count)
@@ -1325,27 +1294,33 @@ static size_t memory_limit(void) {
     return mul_size((size_t)pages, (size_t)page) / 2;
 }
 
-// Every matrix of the checkpoint, packed into one allocation.
+// Every matrix of the checkpoint, packed into one allocation. qkv stacks wq,
+// wk and wv; w13 interleaves w1's and w3's panels (w1 0, w3 0, w1 1, ...).
 static void pack_weights(Transformer *t) {
     const Config *c = &t->config;
     const TransformerWeights *w = &t->weights;
-    size_t dim = (size_t)c->dim, hid = (size_t)c->hidden_dim, L = (size_t)c->n_layers;
-    int kv_dim = c->n_kv_heads * (c->dim / c->n_heads);
-    t->packed = xmalloc_floats_aligned(packed_floats(c), "packed weights");
-    t->layers = xmalloc(L * sizeof(Layer), "layers");
-    float *dst = t->packed;
-    for (size_t l = 0; l < L; l++) {
+    size_t dim = (size_t)c->dim, hid = (size_t)c->hidden_dim;
+    int kv = c->n_kv_heads * (c->dim / c->n_heads), h13 = 2 * (int)panels_of(c->hidden_dim) * PANEL;
+    const float **rows = xmalloc((size_t)(c->dim + 2 * kv + h13) * sizeof(*rows), "rows");
+    float *dst = t->packed = xmalloc_floats_aligned(packed_floats(c), "packed weights");
+    t->layers = xmalloc((size_t)c->n_layers * sizeof(Layer), "layers");
+    for (size_t l = 0; l < (size_t)c->n_layers; l++) {
         Layer *ly = &t->layers[l];
-        const float *qkv[3] = {w->wq + l * dim * dim, w->wk + l * kv_dim * dim,
-                               w->wv + l * kv_dim * dim};
-        const int qkv_d[3] = {c->dim, kv_dim, kv_dim};
-        dst = pack_stacked(&ly->qkv, dst, c->dim, qkv, qkv_d);
+        for (int j = 0; j < c->dim + 2 * kv; j++)
+            rows[j] = j < c->dim ? w->wq + (l * dim + (size_t)j) * dim
+                    : j < c->dim + kv ? w->wk + (l * kv + (size_t)(j - c->dim)) * dim
+                    : w->wv + (l * kv + (size_t)(j - c->dim - kv)) * dim;
+        dst = pack_rows(&ly->qkv, dst, rows, c->dim + 2 * kv, c->dim);
         dst = pack_matrix(&ly->wo, dst, w->wo + l * dim * dim, c->dim, c->dim);
-        dst = pack_interleaved(&ly->w13, dst, w->w1 + l * hid * dim, w->w3 + l * hid * dim,
-                               c->hidden_dim, c->dim);
+        for (int j = 0; j < h13; j++) { // panel i holds rows r of w1 (i even) or w3 (i odd)
+            int i = j / PANEL, r = i / 2 * PANEL + j % PANEL;
+            rows[j] = r < c->hidden_dim ? (i % 2 ? w->w3 : w->w1) + (l * hid + (size_t)r) * dim : NULL;
+        }
+        dst = pack_rows(&ly->w13, dst, rows, h13, c->dim);
         dst = pack_matrix(&ly->w2, dst, w->w2 + l * dim * hid, c->dim, c->hidden_dim);
     }
     pack_matrix(&t->wcls, dst, w->wcls, c->vocab_size, c->dim);
+    xfree(rows);
 }
 
 // int8 (--draft-weights int8): each output row r of W gets a scale
@@ -3280,34 +3255,64 @@ static void bad_flag(const char *flag, const char *value, const char *expected) 
     die("%s %s: expected %s (see specdec -h)", flag, value, expected);
 }
 
-static long parse_long(const char *flag, const char *v, long lo, long hi, const char *expected) {
-    char *end;
-    errno = 0;
-    long x = strtol(v, &end, 10);
-    if (end == v || *end != '\0' || errno || x < lo || x > hi) bad_flag(flag, v, expected);
-    return x;
+// The flags that take a value: the field it sets ('s' string, 'i' int, 'f'
+// float, 'u' unsigned long long at that offset of Options) and its range.
+#define STR(x) STR_(x)
+#define STR_(x) #x
+typedef struct { const char *flag; char kind; size_t at; double lo, hi; const char *expected; } Flag;
+static const Flag FLAGS[] = {
+    {"-d", 's', offsetof(Options, draft_path), 0, 0, NULL},
+    {"-z", 's', offsetof(Options, tokenizer_path), 0, 0, NULL},
+    {"-m", 's', offsetof(Options, mode), 0, 0, NULL},
+    {"-i", 's', offsetof(Options, prompt), 0, 0, NULL},
+    {"-j", 's', offsetof(Options, json_path), 0, 0, NULL},
+    {"-n", 'i', offsetof(Options, n_new), 0, 1 << 24, "an integer >= 0"},
+    {"-k", 'i', offsetof(Options, k), 0, K_MAX, "an integer in 0.." STR(K_MAX) " (0: auto)"},
+    {"-t", 'f', offsetof(Options, temperature), 0, 1e6, "a number >= 0"},
+    {"-p", 'f', offsetof(Options, top_p), FLT_MIN, 1, "a number in (0, 1]"},
+    {"-s", 'u', offsetof(Options, seed), 0, LONG_MAX, "an integer >= 0"},
+    {"--top-k", 'i', offsetof(Options, top_k), 0, 1 << 24, "an integer >= 0"},
+    {"--threads", 'i', offsetof(Options, threads), 1, MAX_THREADS, "an integer in 1.." STR(MAX_THREADS)},
+    {"--draft-threads", 'i', offsetof(Options, draft_threads), 1, MAX_THREADS, "an integer in 1.." STR(MAX_THREADS)},
+    {"--draft-weights", 's', offsetof(Options, weights_name), 0, 0, NULL},
+    {"--ngram-max", 'i', offsetof(Options, ngram_max), 1, 64, "an integer in 1..64"},
+    {"--ngram-min", 'i', offsetof(Options, ngram_min), 1, 64, "an integer in 1..64"},
+    {"--lenience", 'f', offsetof(Options, lenience), FLT_MIN, 1, "a number in (0, 1]; 1 is exact, below 1 is lossy"},
+};
+#define N_FLAGS (int)(sizeof(FLAGS) / sizeof(FLAGS[0]))
+
+// the index of `flag` in FLAGS, or -1
+static int flag_index(const char *flag) {
+    for (int i = 0; i < N_FLAGS; i++)
+        if (!strcmp(flag, FLAGS[i].flag)) return i;
+    return -1;
 }
 
-static float parse_float(const char *flag, const char *v, float lo, float hi, const char *expected) {
-    char *end;
+static int given(const Options *o, const char *flag) { return (o->given >> flag_index(flag)) & 1; }
+
+// v, the value of flag f, into its field of o
+static void set_flag(Options *o, const Flag *f, const char *v) {
+    char *at = (char *)o + f->at, *end;
+    if (f->kind == 's') {
+        memcpy(at, &v, sizeof(v));
+        return;
+    }
     errno = 0;
-    float x = strtof(v, &end);
-    if (end == v || *end != '\0' || errno || !isfinite(x) || x < lo || x > hi)
-        bad_flag(flag, v, expected);
-    return x;
+    long long n = strtoll(v, &end, 10); // exact for seeds past 2^53
+    double x = f->kind == 'f' ? strtod(v, &end) : (double)n;
+    if (end == v || *end != '\0' || errno || !isfinite(x) || x < f->lo || x > f->hi) bad_flag(f->flag, v, f->expected);
+    if (f->kind == 'i') *(int *)(void *)at = (int)n;
+    else if (f->kind == 'f') *(float *)(void *)at = (float)x;
+    else *(unsigned long long *)(void *)at = (unsigned long long)n;
 }
 
 static void parse_options(Options *o, int argc, char **argv) {
     int usable = usable_cpus();
     *o = (Options){.target_path = "weights/target.bin", .draft_path = "weights/draft.bin",
-                   .tokenizer_path = "tokenizer.bin", .mode = "spec", .prompt = "",
-                   .n_new = 256, .k = 0, .threads = usable, .draft_threads = 1, .draft_weights = DRAFT_WEIGHTS,
-                   .ngram_min = 1, .ngram_max = 3, .lenience = 1.0f,
-                   .temperature = 1.0f, .top_p = 1.0f, .seed = 42};
-    char k_range[64], t_range[64];
-    snprintf(k_range, sizeof(k_range), "an integer in 0..%d (0: auto)", K_MAX);
-    snprintf(t_range, sizeof(t_range), "an integer in 1..%d", MAX_THREADS);
-    int i = 1, given_k = 0, given_d = 0, given_draft_opts = 0, given_ngram = 0;
+                   .tokenizer_path = "tokenizer.bin", .mode = "spec", .prompt = "", .weights_name = "int8",
+                   .n_new = 256, .k = 0, .threads = usable, .draft_threads = 1, .ngram_min = 1, .ngram_max = 3,
+                   .lenience = 1.0f, .temperature = 1.0f, .top_p = 1.0f, .seed = 42};
+    int i = 1;
     if (argc > 1 && argv[1][0] != '-') o->target_path = argv[i++];
     for (; i < argc; i++) {
         const char *f = argv[i];
@@ -3317,54 +3322,19 @@ static void parse_options(Options *o, int argc, char **argv) {
         if (f[0] != '-')
             die("%s: a file name among the options; the target checkpoint goes first "
                 "(specdec TARGET.bin [options], see specdec -h)", f);
-        int known = strlen(f) == 2 && strchr("dzminktpsj", f[1]) && f[0] == '-';
-        if (!known && strcmp(f, "--top-k") && strcmp(f, "--threads") && strcmp(f, "--draft-threads") &&
-            strcmp(f, "--draft-weights") && strcmp(f, "--ngram-max") && strcmp(f, "--ngram-min") &&
-            strcmp(f, "--lenience"))
-            die("unknown flag %s (see specdec -h)", f);
+        int at = flag_index(f);
+        if (at < 0) die("unknown flag %s (see specdec -h)", f);
         if (i + 1 >= argc) bad_flag(f, "(missing)", "a value after the flag");
-        const char *v = argv[++i];
-        if (!strcmp(f, "--top-k")) o->top_k = (int)parse_long(f, v, 0, 1 << 24, "an integer >= 0");
-        else if (!strcmp(f, "--threads")) o->threads = (int)parse_long(f, v, 1, MAX_THREADS, t_range);
-        else if (!strcmp(f, "--lenience"))
-            o->lenience = parse_float(f, v, FLT_MIN, 1.0f, "a number in (0, 1]; 1 is exact, below 1 is lossy");
-        else if (!strcmp(f, "--ngram-max") || !strcmp(f, "--ngram-min")) {
-            int *at = f[9] == 'a' ? &o->ngram_max : &o->ngram_min; // --ngram-max or --ngram-min
-            *at = (int)parse_long(f, v, 1, 64, "an integer in 1..64");
-            given_ngram = 1;
-        }
-        else if (!strcmp(f, "--draft-threads")) {
-            o->draft_threads = (int)parse_long(f, v, 1, MAX_THREADS, t_range);
-            given_draft_opts = 1;
-        } else if (!strcmp(f, "--draft-weights")) {
-            int w = WEIGHTS_F32;
-            while (w <= WEIGHTS_INT8 && strcmp(v, WEIGHTS_NAME[w])) w++;
-            if (w > WEIGHTS_INT8) bad_flag(f, v, "int8 or f32");
-            o->draft_weights = w;
-            given_draft_opts = 1;
-        }
-        else switch (f[1]) {
-            case 'd': o->draft_path = v; given_d = 1; break;
-            case 'z': o->tokenizer_path = v; break;
-            case 'i': o->prompt = v; break;
-            case 'j': o->json_path = v; break;
-            case 'm':
-                if (strcmp(v, "spec") && strcmp(v, "target") && strcmp(v, "draft"))
-                    bad_flag(f, v, "a mode: spec, target or draft");
-                o->mode = v;
-                break;
-            case 'n': o->n_new = (int)parse_long(f, v, 0, 1 << 24, "an integer >= 0"); break;
-            case 'k': o->k = (int)parse_long(f, v, 0, K_MAX, k_range); given_k = 1; break;
-            case 't':
-                o->temperature = parse_float(f, v, 0.0f, 1e6f, "a number >= 0");
-                if (o->temperature > 0.0f && o->temperature < 1e-6f)
-                    bad_flag(f, v, "0 (greedy) or at least 1e-6: a smaller temperature makes "
-                                   "logits / t overflow float32");
-                break;
-            case 'p': o->top_p = parse_float(f, v, FLT_MIN, 1.0f, "a number in (0, 1]"); break;
-            case 's': o->seed = (unsigned long long)parse_long(f, v, 0, LONG_MAX, "an integer >= 0"); break;
-        }
+        set_flag(o, &FLAGS[at], argv[++i]);
+        o->given |= 1u << at;
     }
+    if (strcmp(o->mode, "spec") && strcmp(o->mode, "target") && strcmp(o->mode, "draft"))
+        bad_flag("-m", o->mode, "a mode: spec, target or draft");
+    for (o->draft_weights = WEIGHTS_F32; strcmp(o->weights_name, WEIGHTS_NAME[o->draft_weights]);)
+        if (++o->draft_weights > WEIGHTS_INT8) bad_flag("--draft-weights", o->weights_name, "int8 or f32");
+    if (o->temperature > 0.0f && o->temperature < 1e-6f)
+        die("-t %g: expected 0 (greedy) or at least 1e-6: a smaller temperature makes logits / t "
+            "overflow float32", o->temperature);
     if (o->threads > usable)
         fprintf(stderr, "specdec: warning: --threads %d, but this process may use %d CPU%s: the threads "
                 "beyond that wait for each other at every barrier, which is slow\n", o->threads, usable,
@@ -3377,8 +3347,10 @@ static void parse_options(Options *o, int argc, char **argv) {
     int spec = !strcmp(o->mode, "spec"), target = !strcmp(o->mode, "target");
     o->lookup = !strcmp(o->draft_path, "lookup");
     // flags that describe a draft this run does not load: a note, not an error
-    const char *unused = target && given_d ? "-d" : (target || o->lookup) && given_draft_opts
-                       ? "--draft-threads/--draft-weights" : !o->lookup && given_ngram ? "--ngram-min/--ngram-max" : NULL;
+    int draft_opts = given(o, "--draft-threads") || given(o, "--draft-weights");
+    int ngram = given(o, "--ngram-min") || given(o, "--ngram-max");
+    const char *unused = target && given(o, "-d") ? "-d" : (target || o->lookup) && draft_opts
+                       ? "--draft-threads/--draft-weights" : !o->lookup && ngram ? "--ngram-min/--ngram-max" : NULL;
     if (unused)
         fprintf(stderr, "specdec: warning: %s ignored: %s\n", unused, target ? "-m target decodes with the "
                 "target alone" : o->lookup ? "-d lookup loads no draft model" : "they set up -d lookup");
@@ -3386,9 +3358,9 @@ static void parse_options(Options *o, int argc, char **argv) {
         die("--ngram-min %d is above --ngram-max %d", o->ngram_min, o->ngram_max);
     if (o->lookup && !spec) die("-d lookup: only spec mode drafts; there is no lookup model to run alone");
     if (o->lenience < 1.0f && !spec) die("--lenience: only speculative decoding (-m spec) accepts drafts");
-    if (!spec && (given_k || o->verbose))
+    if (!spec && (given(o, "-k") || o->verbose))
         die("%s: only speculative decoding (-m spec) has rounds; -m %s decodes with one model",
-            given_k ? "-k" : "-v", o->mode);
+            given(o, "-k") ? "-k" : "-v", o->mode);
 }
 
 // Load what the mode needs: the decoding model (the target, or the draft alone
