@@ -3270,7 +3270,7 @@ static const Flag FLAGS[] = {
     {"-k", 'i', offsetof(Options, k), 0, K_MAX, "an integer in 0.." STR(K_MAX) " (0: auto)"},
     {"-t", 'f', offsetof(Options, temperature), 0, 1e6, "a number >= 0"},
     {"-p", 'f', offsetof(Options, top_p), FLT_MIN, 1, "a number in (0, 1]"},
-    {"-s", 'u', offsetof(Options, seed), 0, LONG_MAX, "an integer >= 0"},
+    {"-s", 'u', offsetof(Options, seed), 0, 1e19, "an integer >= 0"}, // up to LLONG_MAX
     {"--top-k", 'i', offsetof(Options, top_k), 0, 1 << 24, "an integer >= 0"},
     {"--threads", 'i', offsetof(Options, threads), 1, MAX_THREADS, "an integer in 1.." STR(MAX_THREADS)},
     {"--draft-threads", 'i', offsetof(Options, draft_threads), 1, MAX_THREADS, "an integer in 1.." STR(MAX_THREADS)},
