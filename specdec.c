@@ -43,15 +43,15 @@
 //   749-858   The speculative round
 //   860-919   Generation
 //   921-1070  main
-//  1072-1197  Appendix A. Errors and memory
-//  1199-1549  Appendix B. Loading
-//  1551-2348  Appendix C. Math kernels
-//  2350-2660  Appendix D. Threads
-//  2662-2808  Appendix E. Tokenizer
-//  2810-2887  Appendix F. Auto-K (-k 0)
-//  2889-3175  Appendix G. Statistics
-//  3177-3222  Appendix H. The text on stdout
-//  3224-3399  Appendix I. Command line
+//  1072-1198  Appendix A. Errors and memory
+//  1200-1550  Appendix B. Loading
+//  1552-2349  Appendix C. Math kernels
+//  2351-2661  Appendix D. Threads
+//  2663-2809  Appendix E. Tokenizer
+//  2811-2888  Appendix F. Auto-K (-k 0)
+//  2890-3176  Appendix G. Statistics
+//  3178-3223  Appendix H. The text on stdout
+//  3225-3400  Appendix I. Command line
 //
 // Build: cc -std=c11 -O3 -mavx2 -mfma -ffp-contract=off -pthread specdec.c -lm
 #define _POSIX_C_SOURCE 200809L
@@ -1124,6 +1124,7 @@ static void die(const char *fmt, ...) {
     fprintf(stderr, "\n");
     if (json_unwritten) fprintf(stderr, "specdec: -j %s: not written (left as it was)\n", json_unwritten);
 #endif
+    json_unwritten = NULL;
     va_end(ap);
     release_all();
 #ifdef SPECDEC_FUZZ
