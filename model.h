@@ -185,6 +185,54 @@ static inline void map_weights(TransformerWeights *w, const Config *c, float *p,
     w->wcls = shared ? w->token_embedding : p;
 }
 
+// The first float of v (n) that is NaN or inf, or n. A bit test (exponent all
+// ones), so the compiler can vectorise the pass: a load reads the file once.
+static inline size_t first_non_finite(const float *v, size_t n) {
+    for (size_t i0 = 0; i0 < n; i0 += 4096) {
+        size_t i1 = n - i0 < 4096 ? n : i0 + 4096;
+        uint32_t bad = 0;
+        for (size_t i = i0; i < i1; i++) {
+            uint32_t b;
+            memcpy(&b, &v[i], sizeof(b));
+            bad |= (b & 0x7F800000u) == 0x7F800000u;
+        }
+        if (bad)
+            for (size_t i = i0; i < i1; i++)
+                if (!isfinite(v[i])) return i;
+    }
+    return n;
+}
+
+// Every weight must be a finite float: a NaN or inf (a diverged training run,
+// a corrupted file) would otherwise decode silently into garbage. Returns 0,
+// or -1 with a message in msg naming the tensor, the layer and the element.
+static inline int check_finite_weights(const TransformerWeights *w, const Config *c, int shared,
+                                       char *msg, size_t len) {
+    size_t dim = (size_t)c->dim, hid = (size_t)c->hidden_dim, L = (size_t)c->n_layers;
+    size_t hs = dim / (size_t)c->n_heads, kv = (size_t)c->n_kv_heads * hs, V = (size_t)c->vocab_size;
+    struct { const char *name; const float *data; size_t layers, rows, cols; } tensors[] = {
+        {"token_embedding", w->token_embedding, 1, V, dim}, {"rms_att", w->rms_att, L, 1, dim},
+        {"wq", w->wq, L, dim, dim}, {"wk", w->wk, L, kv, dim}, {"wv", w->wv, L, kv, dim},
+        {"wo", w->wo, L, dim, dim}, {"rms_ffn", w->rms_ffn, L, 1, dim}, {"w1", w->w1, L, hid, dim},
+        {"w2", w->w2, L, dim, hid}, {"w3", w->w3, L, hid, dim}, {"rms_final", w->rms_final, 1, 1, dim},
+        {"freq_cis_real", w->rope_cos, 1, (size_t)c->seq_len, hs / 2},
+        {"freq_cis_imag", w->rope_sin, 1, (size_t)c->seq_len, hs / 2},
+        {"wcls", w->wcls, shared ? 0 : 1, V, dim}};
+    for (size_t i = 0; i < sizeof(tensors) / sizeof(tensors[0]); i++) {
+        size_t per_layer = tensors[i].rows * tensors[i].cols, n = tensors[i].layers * per_layer;
+        size_t at = first_non_finite(tensors[i].data, n);
+        if (at == n) continue;
+        size_t in_layer = at % per_layer;
+        snprintf(msg, len, "weight %s (layer %zu, row %zu, column %zu) is %s; a checkpoint must hold "
+                 "finite floats (a training run that diverged, or a damaged file?)", tensors[i].name,
+                 at / per_layer, in_layer / tensors[i].cols, in_layer % tensors[i].cols,
+                 isnan(tensors[i].data[at]) ? "NaN" : "infinite");
+        return -1;
+    }
+    return 0;
+}
+
+
 // The legacy RoPE tables: cos/sin (seq_len, hs/2) of p * 10000^(-2i/hs).
 // Computed in double and rounded once, so every libm gives the same floats.
 static inline void rope_tables(float *cos_out, float *sin_out, int seq_len, int head_size) {

@@ -44,14 +44,14 @@
 //   860-919   Generation
 //   921-1070  main
 //  1072-1198  Appendix A. Errors and memory
-//  1200-1550  Appendix B. Loading
-//  1552-2349  Appendix C. Math kernels
-//  2351-2661  Appendix D. Threads
-//  2663-2809  Appendix E. Tokenizer
-//  2811-2888  Appendix F. Auto-K (-k 0)
-//  2890-3176  Appendix G. Statistics
-//  3178-3223  Appendix H. The text on stdout
-//  3225-3400  Appendix I. Command line
+//  1200-1499  Appendix B. Loading
+//  1501-2298  Appendix C. Math kernels
+//  2300-2610  Appendix D. Threads
+//  2612-2758  Appendix E. Tokenizer
+//  2760-2837  Appendix F. Auto-K (-k 0)
+//  2839-3125  Appendix G. Statistics
+//  3127-3172  Appendix H. The text on stdout
+//  3174-3349  Appendix I. Command line
 //
 // Build: cc -std=c11 -O3 -mavx2 -mfma -ffp-contract=off -pthread specdec.c -lm
 #define _POSIX_C_SOURCE 200809L
@@ -1199,13 +1199,6 @@ static double now_seconds(void) {
 // ----------------------------------------------------------------------------
 // Appendix B. Loading: read a llama2.c checkpoint, check every field, pack the matrices
 
-// Validate the 7-int header against the file size (model.h); fills c, *shared.
-static void check_config(Config *c, int *shared, const int32_t *h, size_t file_bytes,
-                         const char *path) {
-    char msg[512];
-    if (check_checkpoint(c, shared, h, file_bytes, msg, sizeof(msg))) die("%s: %s", path, msg);
-}
-
 static size_t panels_of(int d) { return (size_t)(d + PANEL - 1) / PANEL; }
 
 static void build_run_state(RunState *s, const Config *c, int T, int threads) {
@@ -1413,52 +1406,6 @@ static void use_int8(Transformer *t) {
     t->packed = NULL;
 }
 
-// The first float of v (n) that is NaN or inf, or n. A bit test (exponent all
-// ones), so the compiler can vectorise the pass: a load reads the file once.
-static size_t first_non_finite(const float *v, size_t n) {
-    for (size_t i0 = 0; i0 < n; i0 += 4096) {
-        size_t i1 = n - i0 < 4096 ? n : i0 + 4096;
-        uint32_t bad = 0;
-        for (size_t i = i0; i < i1; i++) {
-            uint32_t b;
-            memcpy(&b, &v[i], sizeof(b));
-            bad |= (b & 0x7F800000u) == 0x7F800000u;
-        }
-        if (bad)
-            for (size_t i = i0; i < i1; i++)
-                if (!isfinite(v[i])) return i;
-    }
-    return n;
-}
-
-// Every weight must be a finite float: a NaN or inf (a diverged training run,
-// a corrupted file) would otherwise decode silently into garbage. Names the
-// tensor, the layer and the element.
-static void check_finite_weights(const Transformer *t) {
-    const Config *c = &t->config;
-    const TransformerWeights *w = &t->weights;
-    size_t dim = (size_t)c->dim, hid = (size_t)c->hidden_dim, L = (size_t)c->n_layers;
-    size_t hs = dim / (size_t)c->n_heads, kv = (size_t)c->n_kv_heads * hs, V = (size_t)c->vocab_size;
-    struct { const char *name; const float *data; size_t layers, rows, cols; } tensors[] = {
-        {"token_embedding", w->token_embedding, 1, V, dim}, {"rms_att", w->rms_att, L, 1, dim},
-        {"wq", w->wq, L, dim, dim}, {"wk", w->wk, L, kv, dim}, {"wv", w->wv, L, kv, dim},
-        {"wo", w->wo, L, dim, dim}, {"rms_ffn", w->rms_ffn, L, 1, dim}, {"w1", w->w1, L, hid, dim},
-        {"w2", w->w2, L, dim, hid}, {"w3", w->w3, L, hid, dim}, {"rms_final", w->rms_final, 1, 1, dim},
-        {"freq_cis_real", w->rope_cos, 1, (size_t)c->seq_len, hs / 2},
-        {"freq_cis_imag", w->rope_sin, 1, (size_t)c->seq_len, hs / 2},
-        {"wcls", w->wcls, t->shared_classifier ? 0 : 1, V, dim}};
-    for (size_t i = 0; i < sizeof(tensors) / sizeof(tensors[0]); i++) {
-        size_t per_layer = tensors[i].rows * tensors[i].cols, n = tensors[i].layers * per_layer;
-        size_t at = first_non_finite(tensors[i].data, n);
-        if (at == n) continue;
-        size_t in_layer = at % per_layer;
-        die("%s: weight %s (layer %zu, row %zu, column %zu) is %s; a checkpoint must hold finite "
-            "floats (a training run that diverged, or a damaged file?)", t->path, tensors[i].name,
-            at / per_layer, in_layer / tensors[i].cols, in_layer % tensors[i].cols,
-            isnan(tensors[i].data[at]) ? "NaN" : "infinite");
-    }
-}
-
 static void load_checkpoint(Transformer *t, const void *file, size_t bytes, const char *path,
                             int max_rows, ThreadPool *pool, int threads, int weights);
 
@@ -1514,10 +1461,12 @@ static void load_checkpoint(Transformer *t, const void *file, size_t bytes, cons
     t->path = path;
     if (bytes < CONFIG_HEADER_BYTES)
         die("%s: file is %zu bytes, shorter than the 28-byte llama2.c header", path, bytes);
-    check_config(&t->config, &t->shared_classifier, (const int32_t *)file, bytes, path);
-    float *w = (float *)((char *)file + CONFIG_HEADER_BYTES);
-    map_weights(&t->weights, &t->config, w, t->shared_classifier);
-    check_finite_weights(t);
+    char msg[512]; // the header, the file's size, then every weight (model.h)
+    if (check_checkpoint(&t->config, &t->shared_classifier, (const int32_t *)file, bytes, msg, sizeof(msg)))
+        die("%s: %s", path, msg);
+    map_weights(&t->weights, &t->config, (float *)((char *)file + CONFIG_HEADER_BYTES), t->shared_classifier);
+    if (check_finite_weights(&t->weights, &t->config, t->shared_classifier, msg, sizeof(msg)))
+        die("%s: %s", path, msg);
     size_t need = add_size(memory_needed(&t->config, max_rows, threads), bytes), limit = memory_limit();
     if (need > limit)
         die("%s: dim %d, %d layers, vocab %d, seq_len %d need %.1f GB for the file, packed weights, "
