@@ -34,24 +34,25 @@
 // docs/PORTING.md gives every rule a port needs.
 //
 // CONTENTS (line numbers; test/cli.sh checks them)
-//   120-204   The data
-//   206-249   The kernel contract
-//   251-420   Forward
-//   422-581   Sampler
-//   583-667   The speculative step
-//   669-747   Drafters
-//   749-858   The speculative round
-//   860-919   Generation
-//   921-1070  main
-//  1072-1198  Appendix A. Errors and memory
-//  1200-1499  Appendix B. Loading
-//  1501-2298  Appendix C. Math kernels
-//  2300-2610  Appendix D. Threads
-//  2612-2758  Appendix E. Tokenizer
-//  2760-2837  Appendix F. Auto-K (-k 0)
-//  2839-3125  Appendix G. Statistics
-//  3127-3172  Appendix H. The text on stdout
-//  3174-3349  Appendix I. Command line
+//   123-208   The data
+//   210-253   The kernel contract
+//   255-488   Forward
+//   490-649   Sampler
+//   651-737   The speculative step
+//   739-839   Drafters
+//   841-958   The speculative round
+//   960-1136  Tree speculation
+//  1138-1197  Generation
+//  1199-1351  main
+//  1353-1479  Appendix A. Errors and memory
+//  1481-1781  Appendix B. Loading
+//  1783-2580  Appendix C. Math kernels
+//  2582-2892  Appendix D. Threads
+//  2894-3040  Appendix E. Tokenizer
+//  3042-3119  Appendix F. Auto-K (-k 0)
+//  3121-3407  Appendix G. Statistics
+//  3409-3454  Appendix H. The text on stdout
+//  3456-3653  Appendix I. Command line
 //
 // Build: cc -std=c11 -O3 -mavx2 -mfma -ffp-contract=off -pthread specdec.c -lm
 #define _POSIX_C_SOURCE 200809L
@@ -111,9 +112,11 @@
 #define UNUSED_OK
 #endif
 
-// The longest draft run K. Every buffer is sized once for K_MAX+1 rows.
+// The longest draft run K, and the most nodes of a draft tree (its root, the
+// last committed token, included). Every buffer is sized once for MAX_ROWS rows.
 #define K_MAX 16
-#define MAX_ROWS (K_MAX + 1)
+#define TREE_MAX 33
+#define MAX_ROWS TREE_MAX
 #define MAX_THREADS 64
 
 // ----------------------------------------------------------------------------
@@ -163,6 +166,7 @@ typedef struct {
     float *logits;      // (T, vocab) classifier output
     float *key_cache;   // (L, n_kv_heads, seq_pad/LANES, hs, LANES): LANES positions side by side
     float *value_cache; // (L, n_kv_heads, seq_len, hs)
+    float *node_kv;     // (L, n_kv_heads, max_rows, 2, hs) each row's key (after RoPE) and value
     int qkv_stride, h13_stride, seq_pad;
 } RunState;
 
@@ -250,31 +254,32 @@ static double now_seconds(void);
 // ----------------------------------------------------------------------------
 // Forward: n_rows consecutive tokens from position pos, in ONE pass
 
-// Causal grouped-query attention of rows pos..pos+T-1 for the query heads of
-// key/value head g (heads g*group .. g*group+group-1 share its keys and values).
-// RoPE turns this head's queries and key, the key and value go into the caches
-// at their positions, then every query of the group is scored against the
-// cache in one pass: score_t = (query . key_t) / sqrt(hs), w = softmax of the
-// scores over t <= its own position, out = sum_t w_t value_t / sum_t w_t. Positions after a row's own are
-// computed (the block is shared) but get weight exactly 0, and 0 * v adds
-// nothing, so each row's bits are those of a one-row pass.
-static void attention_head(Transformer *tr, int l, int g, int T, int pos) {
+// The key and value of position `at` into the caches of layer l, kv head g.
+// k, v (hs)
+static void put_kv(Transformer *tr, int l, int g, size_t at, const float *k, const float *v) {
     const Config *c = &tr->config;
     RunState *s = &tr->state;
-    int hs = c->dim / c->n_heads, kv_dim = c->n_kv_heads * hs, group = c->n_heads / c->n_kv_heads;
+    size_t hs = (size_t)(c->dim / c->n_heads), head = (size_t)l * c->n_kv_heads + (size_t)g;
+    float *slot = s->key_cache + head * s->seq_pad * hs + at / LANES * hs * LANES + at % LANES;
+    for (size_t d = 0; d < hs; d++) slot[d * LANES] = k[d];
+    memcpy(s->value_cache + (head * (size_t)c->seq_len + at) * hs, v, hs * sizeof(float));
+}
+
+// Causal attention of rows first..first+T-1 (at positions pos..pos+T-1) for
+// the query heads of key/value head g (heads g*group .. g*group+group-1 share
+// its keys and values), against the cache up to each row's own position: every
+// query of the group is scored against the cache in one pass: score_t =
+// (query . key_t) / sqrt(hs), w = softmax of the scores over t <= its own
+// position, out = sum_t w_t value_t / sum_t w_t. Positions after a row's own
+// are computed (the block is shared) but get weight exactly 0, and 0 * v adds
+// nothing, so each row's bits are those of a one-row pass.
+static void attend(Transformer *tr, int l, int g, int first, int T, int pos) {
+    const Config *c = &tr->config;
+    RunState *s = &tr->state;
+    int hs = c->dim / c->n_heads, group = c->n_heads / c->n_kv_heads;
     size_t sp = (size_t)s->seq_pad, head = (size_t)l * c->n_kv_heads + (size_t)g;
     float *kc = s->key_cache + head * sp * hs;                // (seq_pad/LANES, hs, LANES)
     float *vc = s->value_cache + head * (size_t)c->seq_len * hs; // (seq_len, hs)
-    for (int i = 0; i < T; i++) {
-        size_t at = (size_t)(pos + i);
-        float *row = s->qkv + (size_t)i * s->qkv_stride, *k = row + c->dim + g * hs;
-        const float *cr = tr->weights.rope_cos + at * hs / 2, *sr = tr->weights.rope_sin + at * hs / 2;
-        rope(row + (size_t)g * group * hs, cr, sr, group, hs);
-        rope(k, cr, sr, 1, hs);
-        float *slot = kc + at / LANES * hs * LANES + at % LANES;
-        for (int d = 0; d < hs; d++) slot[d * LANES] = k[d];
-        memcpy(vc + at * hs, row + c->dim + kv_dim + g * hs, (size_t)hs * sizeof(float));
-    }
     int n_all = pos + T, Q = T * group, chunks = (Q + 5) / 6;
     float scale = 1.0f / sqrtf((float)hs);
     for (int ch = 0, q0 = 0; ch < chunks; ch++) { // query vectors 6 at most at a time
@@ -282,7 +287,7 @@ static void attention_head(Transformer *tr, int l, int g, int T, int pos) {
         const float *qv[6];
         float *a[6], *out[6], sum[6];
         for (int j = 0; j < nq; j++) { // query vector q0+j: row i, head h
-            int i = (q0 + j) / group, h = g * group + (q0 + j) % group;
+            int i = first + (q0 + j) / group, h = g * group + (q0 + j) % group;
             qv[j] = s->qkv + (size_t)i * s->qkv_stride + (size_t)h * hs;
             a[j] = s->att + ((size_t)i * c->n_heads + h) * sp;
             out[j] = s->xb + (size_t)i * c->dim + (size_t)h * hs;
@@ -301,9 +306,58 @@ static void attention_head(Transformer *tr, int l, int g, int T, int pos) {
     }
 }
 
+// Grouped-query attention of the pass's T rows for key/value head g. RoPE
+// turns the head's queries and key at each row's position; keys and values
+// are kept (node_kv) for commit_path. A chain (parent NULL: row i at pos + i)
+// puts every row's key and value into the caches, then attends all rows in one
+// pass. A tree (row i at pos + depth[i], after its parent's row) attends row by
+// row, each after writing its path, itself and its ancestors, into the caches
+// at their positions: the cache then holds exactly what a plain forward over
+// the context and that path would, so every node gets those bits.
+static void attention_head(Transformer *tr, int l, int g, int T, int pos, const int *parent,
+                           const int *depth) {
+    const Config *c = &tr->config;
+    RunState *s = &tr->state;
+    int hs = c->dim / c->n_heads, kv_dim = c->n_kv_heads * hs, group = c->n_heads / c->n_kv_heads;
+    float *kv = s->node_kv + ((size_t)l * c->n_kv_heads + (size_t)g) * tr->max_rows * 2 * hs; // (rows, 2, hs)
+    for (int i = 0; i < T; i++) {
+        size_t at = (size_t)(pos + (depth ? depth[i] : i));
+        float *row = s->qkv + (size_t)i * s->qkv_stride, *k = kv + (size_t)i * 2 * hs;
+        const float *cr = tr->weights.rope_cos + at * hs / 2, *sr = tr->weights.rope_sin + at * hs / 2;
+        rope(row + (size_t)g * group * hs, cr, sr, group, hs);
+        memcpy(k, row + c->dim + g * hs, (size_t)hs * sizeof(float));
+        rope(k, cr, sr, 1, hs);
+        memcpy(k + hs, row + c->dim + kv_dim + g * hs, (size_t)hs * sizeof(float));
+        if (!parent) put_kv(tr, l, g, at, k, k + hs);
+    }
+    if (!parent) {
+        attend(tr, l, g, 0, T, pos);
+        return;
+    }
+    for (int i = 0; i < T; i++) {
+        for (int u = i; u >= 0; u = parent[u])
+            put_kv(tr, l, g, (size_t)(pos + depth[u]), kv + (size_t)u * 2 * hs, kv + (size_t)u * 2 * hs + hs);
+        attend(tr, l, g, i, 1, pos + depth[i]);
+    }
+}
+
+// After a tree pass: the keys and values of rows path[0..count) go into the
+// caches at positions pos.. (the path the round accepted), in every layer.
+static void commit_path(Transformer *tr, const int *path, int count, int pos) {
+    const Config *c = &tr->config;
+    int hs = c->dim / c->n_heads;
+    for (int l = 0; l < c->n_layers; l++)
+        for (int g = 0; g < c->n_kv_heads; g++) {
+            const float *kv = tr->state.node_kv + ((size_t)l * c->n_kv_heads + (size_t)g) * tr->max_rows * 2 * hs;
+            for (int j = 0; j < count; j++)
+                put_kv(tr, l, g, (size_t)(pos + j), kv + (size_t)path[j] * 2 * hs, kv + (size_t)path[j] * 2 * hs + hs);
+        }
+}
+
 typedef struct {
     Transformer *tr;
     int T, pos;
+    const int *parent, *depth; // a tree's rows (NULL: a chain)
 } ForwardJob;
 
 // x[t][lo..hi) += y[t][lo..hi) for T rows of width n: a thread's residual add
@@ -336,7 +390,7 @@ static void forward_job(void *arg, int tid, int nth) {
         pool_barrier(tr->pool, tid, nth);
         prefetch_shared(s->qkv, (size_t)T * s->qkv_stride, nth);
         share(&lo, &hi, c->n_kv_heads, tid, nth);
-        for (int g = lo; g < hi; g++) attention_head(tr, l, g, T, pos);
+        for (int g = lo; g < hi; g++) attention_head(tr, l, g, T, pos, job->parent, job->depth);
         pool_barrier(tr->pool, tid, nth);
         prefetch_shared(s->xb, (size_t)T * dim, nth);
         share(&lo, &hi, ly->wo.n_panels, tid, nth);
@@ -370,17 +424,23 @@ static void forward_job(void *arg, int tid, int nth) {
     matmul_panels(s->logits, (size_t)c->vocab_size, c->vocab_size, xn, T, &tr->wcls, lo, hi);
 }
 
-// Runs tokens[0..n_rows) at positions pos..pos+n_rows-1 through the model.
-// Row i attends to positions <= pos+i; keys and values for all rows are written
-// to the caches at their positions. Returns logits (n_rows, vocab_size), valid
-// until the next call. Every row's arithmetic is independent of n_rows and of
-// the thread count, so the result equals n_rows single-row calls bit for bit
-// (batch invariance).
-static float *forward(Transformer *tr, const int *tokens, int n_rows, int pos) {
+// Runs the tree tokens[0..n_rows) through the model: row i (parent[i] < i, or
+// -1) at position pos + depth, attending to the cache below pos and to its
+// ancestors (Miao et al. 2023, SpecInfer's tree attention). Returns logits
+// (n_rows, vocab_size), valid until the next call; row i's equal, bit for bit,
+// those of a plain forward over the context and row i's path. Keys and values
+// of the rows are kept for commit_path; the caches past pos hold whatever the
+// last row's path left there. parent NULL: a chain, row i at pos + i.
+static float *forward_tree(Transformer *tr, const int *tokens, const int *parent, int n_rows, int pos) {
     const Config *c = &tr->config;
     RunState *s = &tr->state;
-    int T = n_rows, dim = c->dim;
-    if (T < 1 || T > tr->max_rows || pos < 0 || pos + T > c->seq_len)
+    int T = n_rows, dim = c->dim, depth[MAX_ROWS], deepest = T - 1;
+    for (int i = 0; parent && i < T && T <= tr->max_rows; i++) {
+        if (parent[i] >= i) die("%s: tree row %d has parent %d, not an earlier row", tr->path, i, parent[i]);
+        depth[i] = parent[i] < 0 ? 0 : depth[parent[i]] + 1;
+        deepest = i == 0 || depth[i] > deepest ? depth[i] : deepest;
+    }
+    if (T < 1 || T > tr->max_rows || pos < 0 || pos + deepest >= c->seq_len)
         die("%s: forward(%d rows at pos %d) outside 1..%d rows and seq_len %d", tr->path, T, pos,
             tr->max_rows, c->seq_len);
 
@@ -393,7 +453,7 @@ static float *forward(Transformer *tr, const int *tokens, int n_rows, int pos) {
     // passes that grows 4x while stalls recur and halves with each pass that
     // does not stall. Any thread count gives the same bits.
     double t0 = now_seconds();
-    ForwardJob job = {.tr = tr, .T = T, .pos = pos};
+    ForwardJob job = {.tr = tr, .T = T, .pos = pos, .parent = parent, .depth = parent ? depth : NULL};
     int threads = tr->solo_left > 0 ? (tr->solo_left--, 1) : tr->n_threads;
     if (pool_run(tr->pool, threads, forward_job, &job)) {
         tr->solo_run = tr->solo_run < 64 ? 64 : tr->solo_run < 4096 ? 4 * tr->solo_run : 4096;
@@ -404,6 +464,14 @@ static float *forward(Transformer *tr, const int *tokens, int n_rows, int pos) {
     tr->seconds += now_seconds() - t0;
     tr->forwards++;
     return s->logits;
+}
+
+// Runs tokens[0..n_rows) at positions pos..pos+n_rows-1: row i attends to
+// positions <= pos+i; keys and values of all rows go into the caches. Every
+// row's arithmetic is independent of n_rows and of the thread count, so the
+// result equals n_rows single-row calls bit for bit (batch invariance).
+static float *forward(Transformer *tr, const int *tokens, int n_rows, int pos) {
+    return forward_tree(tr, tokens, NULL, n_rows, pos);
 }
 
 // Feed tokens[0..n) at positions start.. in chunks of max_rows rows (prompt
@@ -646,6 +714,7 @@ typedef struct {
     int accepted;        // u < min(1, p(x)/q(x))
     float residual_mass; // after a rejection: sum max(0, p - q) before normalising
     int token;           // the token the position commits
+    int tested;          // candidates tested (a tree's node: 1..its children)
 } Verdict;
 
 // Leviathan et al. 2022, Algorithm 1, at ONE position: keep the proposal v->x
@@ -656,6 +725,7 @@ static int decide(Verdict *v, const float *p, const float *q, float *residual, i
     v->q = q[v->x];
     v->p = p[v->x];
     v->accepted = v->u < acceptance_ratio(v->p, v->q, lenience);
+    v->tested = 1;
     if (v->accepted) return v->token = v->x;
     v->residual_mass = residual_distribution(residual, p, q, lenience, n);
     return v->token = sample(residual, n, v->r);
@@ -680,6 +750,10 @@ struct Drafter {
     // positions >= n were not committed: forget them (NULL: nothing to forget)
     void (*rewind)(Drafter *d, int n);
     Transformer *model; // the draft model, or NULL (for the statistics' costs)
+    // trees (NULL: none): q (rows, V) for the rows of a tree after tokens[0..pos),
+    // parent as forward_tree takes it; 0: no proposals there
+    int (*propose_tree)(Drafter *d, float *q, const int *rows, const int *parent, int n_rows, int pos);
+    const float *logits; // the logits behind the last q (rows as that call made them), or NULL
 };
 
 // The draft model: its KV cache holds tokens[0..cached), and it runs whatever
@@ -696,6 +770,7 @@ static int propose_model(Drafter *d, float *q, const int *tokens, int pos) {
     if (pos > d->model->config.seq_len) return 0; // it would run position pos - 1
     const float *logits = forward_chunked(d->model, tokens + md->cached, pos - md->cached, md->cached);
     md->cached = pos;
+    d->logits = logits;
     if (probs_from_logits(md->sampler, q, logits)) return 1;
     md->cached = pos - 1; // logits not finite: no proposal (asked again, it reruns pos - 1)
     return 0;
@@ -706,8 +781,25 @@ static void rewind_model(Drafter *d, int n) {
     if (md->cached > n) md->cached = n;
 }
 
+// A tree's rows in ONE masked draft pass; its cache keeps the context only.
+static int propose_tree_model(Drafter *d, float *q, const int *rows, const int *parent, int n_rows, int pos) {
+    ModelDrafter *md = (ModelDrafter *)d;
+    int V = d->model->config.vocab_size, deepest = 0, depth[MAX_ROWS];
+    for (int i = 0; i < n_rows; i++) {
+        depth[i] = parent[i] < 0 ? 0 : depth[parent[i]] + 1;
+        if (depth[i] > deepest) deepest = depth[i];
+    }
+    if (pos + deepest >= d->model->config.seq_len) return 0;
+    const float *logits = forward_tree(d->model, rows, parent, n_rows, pos);
+    md->cached = pos;
+    d->logits = logits;
+    for (int i = 0; i < n_rows; i++)
+        if (!probs_from_logits(md->sampler, q + (size_t)i * V, logits + (size_t)i * V)) return 0;
+    return 1;
+}
+
 static Drafter *model_drafter(ModelDrafter *md, Transformer *draft, Sampler *s) {
-    *md = (ModelDrafter){.base = {propose_model, rewind_model, draft}, .sampler = s};
+    *md = (ModelDrafter){.base = {propose_model, rewind_model, draft, propose_tree_model, NULL}, .sampler = s};
     return &md->base;
 }
 
@@ -741,7 +833,7 @@ static int propose_lookup(Drafter *d, float *q, const int *tokens, int pos) {
 }
 
 static Drafter *lookup_drafter(LookupDrafter *lk, int ngram_min, int ngram_max, int vocab_size) {
-    *lk = (LookupDrafter){.base = {propose_lookup, NULL, NULL}, ngram_min, ngram_max, vocab_size};
+    *lk = (LookupDrafter){.base = {propose_lookup, NULL, NULL, NULL, NULL}, ngram_min, ngram_max, vocab_size};
     return &lk->base;
 }
 
@@ -774,15 +866,19 @@ typedef struct {
     Sampler *sampler;
     const Rng *rng;
     float lenience;            // 1: the exact rule; < 1: LOSSY (--lenience)
-    float *q;                  // (K_MAX+1, V) the drafter's distributions this round
-    float *p;                  // (K_MAX+1, V) the target's
+    float *q;                  // (MAX_ROWS, V) the drafter's distributions this round
+    float *p;                  // (MAX_ROWS, V) the target's
     float *residual;           // (V) scratch
     Verdict verdicts[K_MAX + 1];
+    int tree_depth;            // > 0: draft trees (--tree), branch[d] children under each node of depth d
+    int branch[K_MAX];
+    float *ql, *work;          // trees: (MAX_ROWS, V) the drafter's logits per node; (3, V) scratch
 } Speculator;
 
 // What a round did: the statistics and auto-K read this.
 typedef struct {
-    int k;         // proposals verified (a drafter may propose fewer than asked)
+    int k;         // proposals verified (a drafter may propose fewer than asked); a tree: its depth
+    int drafted;   // proposals made (a tree: its nodes, the root not counted)
     int accepted;  // proposals accepted (the position after K's included)
     int committed; // tokens appended: positions decided, 1..k+1
     int plain;     // 1: the last position had no proposal and was drawn from p
@@ -797,13 +893,15 @@ static void build_speculator(Speculator *sp, Transformer *target, Drafter *draft
             "one vocabulary", d->path, d->config.vocab_size, target->config.vocab_size, target->path);
     *sp = (Speculator){.target = target, .drafter = drafter, .sampler = sampler, .rng = rng,
                        .lenience = 1.0f};
-    sp->q = xmalloc((K_MAX + 1) * V * sizeof(float), "draft distributions");
-    sp->p = xmalloc((K_MAX + 1) * V * sizeof(float), "target distributions");
+    sp->q = xmalloc(MAX_ROWS * V * sizeof(float), "draft distributions");
+    sp->p = xmalloc(MAX_ROWS * V * sizeof(float), "target distributions");
     sp->residual = xmalloc(V * sizeof(float), "residual");
+    sp->ql = xmalloc(MAX_ROWS * V * sizeof(float), "draft logits");
+    sp->work = xmalloc(3 * V * sizeof(float), "tree scratch");
 }
 
 static void free_speculator(Speculator *sp) {
-    xfree(sp->q); xfree(sp->p); xfree(sp->residual);
+    xfree(sp->q); xfree(sp->p); xfree(sp->residual); xfree(sp->ql); xfree(sp->work);
 }
 
 // Propose position pos, slot i of the round: q_i from the drafter, then
@@ -828,6 +926,7 @@ static Round speculative_step(Speculator *sp, int *tokens, int n, int k) {
 
     // 1. draft: x_i ~ q_i at positions n..n+k-1, into tokens (a drafter may stop early)
     while (rd.k < k && propose(sp, tokens, n + rd.k, rd.k)) rd.k++;
+    rd.drafted = rd.k;
 
     // 2. verify: ONE target pass over [t_last, x_1..x_k] at positions n-1..n+k-1 -> p_1..p_{k+1}
     const float *logits = forward(sp->target, tokens + n - 1, rd.k + 1, n - 1);
@@ -846,6 +945,7 @@ static Round speculative_step(Speculator *sp, int *tokens, int n, int k) {
             rd.plain = 1;
             break;
         }
+        rd.drafted += i == rd.k;
         tokens[n + i] = decide(&sp->verdicts[i], p, sp->q + (size_t)i * V, sp->residual, V, sp->lenience);
         if (!sp->verdicts[i].accepted) break;
         rd.accepted++;
@@ -853,6 +953,184 @@ static Round speculative_step(Speculator *sp, int *tokens, int n, int k) {
 
     // 4. the drafter's state is valid up to the last accepted proposal
     if (sp->drafter->rewind) sp->drafter->rewind(sp->drafter, n + rd.accepted);
+    return rd;
+}
+
+// ----------------------------------------------------------------------------
+// Tree speculation: several candidates where the draft is unsure, ONE pass
+//
+// A chain commits position m+1 only if position m's one proposal passed. A
+// tree (Miao et al. 2023, SpecInfer) puts branch[d] candidates under every
+// node of depth d; the target scores every node in ONE forward_tree pass,
+// each attending to the context and its own ancestors; the round then walks
+// down from the root, at each node testing its candidates in turn:
+//
+//   Recursive rejection sampling (Jeon et al. 2024; SpecInfer's rule for
+//   candidates drawn without replacement). At a node with target p_1 = p and
+//   candidates x_1..x_m, x_j drawn from q_j (q_1 = q; q_{j+1} = q_j with x_j
+//   removed, renormalised; once q is used up, the best remaining draft logit,
+//   q_j one-hot): accept x_j with probability min(1, p_j(x_j) / q_j(x_j)) and
+//   descend to it; else p_{j+1} = norm(max(0, p_j - q_j)) and try x_{j+1};
+//   after m rejections draw from p_{m+1}.
+//
+// Why it is exact: each test is one chain step, whose output (x_j if
+// accepted, else a draw from p_{j+1}) is distributed as p_j, for ANY q_j that
+// x_j was drawn from with coins the target never sees. Trying x_{j+1} in place
+// of that draw keeps it: given x_1..x_j, x_{j+1} ~ q_{j+1}, so the step's
+// output is distributed as p_{j+1} again, which is all the draw needed. (A
+// rejected x_j had p_j(x_j) < q_j(x_j), so p_{j+1}(x_j) = 0: removing it from
+// q costs nothing.) By induction the node emits a token distributed as p, and
+// descending repeats the argument at the next position. With one candidate per
+// node this is the chain's rule, with the chain's coins: the same text.
+
+// A draft tree: node 0 is the root, the last committed token (at position
+// n-1); a node of depth d proposes position n-1+d. Children of a node are
+// consecutive, in the order they were drawn.
+typedef struct {
+    int n;                                    // nodes, the root included
+    int token[MAX_ROWS], parent[MAX_ROWS], depth[MAX_ROWS];
+    int first[MAX_ROWS], count[MAX_ROWS];     // children: nodes first .. first+count-1
+    int onehot[MAX_ROWS];                     // drawn as the best remaining logit: q_j one-hot
+} Tree;
+
+// Candidate j's coin for `purpose` at position pos: candidate 0 uses the
+// chain's coin_at; later ones an element of their own (4 pos + 3 keys them).
+static float candidate_coin(const Rng *r, int pos, int purpose, int j) {
+    if (j == 0) return coin_at(r, pos, purpose);
+    return coin_of(mix64(rng_at(r, 4 * (uint64_t)pos + 3) + (uint64_t)(2 * j + purpose) * RNG_GAMMA));
+}
+
+// q_{j+1} from q_j: x removed, the rest renormalised (sum in index order).
+// q (n) in place; returns the mass left before renormalising (0: used up).
+static float remove_candidate(float *q, int n, int x) {
+    float mass = 0.0f;
+    q[x] = 0.0f;
+    for (int i = 0; i < n; i++) mass += q[i];
+    for (int i = 0; mass > 0.0f && i < n; i++) q[i] /= mass;
+    return mass;
+}
+
+// Draw up to b candidates under node v, from its q (n) without replacement,
+// then (q used up) its best remaining logits; appended to the tree as v's
+// children. qc (n) is scratch. Their position is n_ctx + depth[v].
+static void add_children(Tree *t, int v, int b, const float *q, const float *logits, float *qc,
+                         const Rng *rng, int n_ctx, int n) {
+    int pos = n_ctx + t->depth[v];
+    float mass = 1.0f;
+    memcpy(qc, q, (size_t)n * sizeof(float));
+    t->first[v] = t->n;
+    for (t->count[v] = 0; t->count[v] < b && t->n < MAX_ROWS; t->count[v]++) {
+        int c = t->n++, x = -1;
+        if (mass > 0.0f) x = sample(qc, n, candidate_coin(rng, pos, COIN_DRAW, t->count[v]));
+        else
+            for (int i = 0; i < n; i++) // the best logit no sibling took (q_j one-hot)
+                if (x < 0 || logits[i] > logits[x]) {
+                    int taken = 0;
+                    for (int s = t->first[v]; s < c; s++) taken |= t->token[s] == i;
+                    if (!taken) x = i;
+                }
+        t->token[c] = x, t->parent[c] = v, t->depth[c] = t->depth[v] + 1, t->count[c] = 0;
+        t->onehot[c] = mass <= 0.0f;
+        if (mass > 0.0f) mass = remove_candidate(qc, n, x);
+    }
+}
+
+// Recursive rejection sampling at node v (the rule above): its candidates
+// against p (n, made the residual as they fail) and q (n, v's draft
+// distribution, made q_j as they fail); work (2n) is scratch. Returns the
+// accepted child, or -1 with the token drawn from the final residual in
+// vd->token.
+static int decide_candidates(Verdict *vd, const Tree *t, int v, float *p, float *q, float *work,
+                             const Rng *rng, int pos, int n) {
+    float *onehot = work, *residual = work + n;
+    for (int j = 0; j < t->count[v]; j++) {
+        int c = t->first[v] + j, x = t->token[c];
+        const float *qj = q;
+        if (t->onehot[c]) {
+            memset(onehot, 0, (size_t)n * sizeof(float));
+            onehot[x] = 1.0f;
+            qj = onehot;
+        }
+        *vd = (Verdict){.x = x, .d = candidate_coin(rng, pos, COIN_DRAW, j), .q = qj[x], .p = p[x],
+                        .u = candidate_coin(rng, pos, COIN_ACCEPT, j), .r = coin_at(rng, pos, COIN_RESAMPLE),
+                        .tested = j + 1};
+        vd->accepted = vd->u < acceptance_ratio(vd->p, vd->q, 1.0f);
+        if (vd->accepted) {
+            vd->token = x;
+            return c;
+        }
+        vd->residual_mass = residual_distribution(residual, p, qj, 1.0f, n);
+        memcpy(p, residual, (size_t)n * sizeof(float));
+        if (!t->onehot[c]) remove_candidate(q, n, x);
+    }
+    vd->token = sample(p, n, vd->r);
+    return -1;
+}
+
+// One round with a draft tree of up to `depth` levels from n committed tokens
+// (sp->branch: the children per node at each depth). tokens (n, room for
+// n+depth+1); appends the round's tokens (1..depth+1).
+static Round tree_step(Speculator *sp, int *tokens, int n, int depth) {
+    int V = sp->target->config.vocab_size, parent[MAX_ROWS], path[K_MAX + 1], n_path = 0;
+    size_t row = (size_t)V;
+    Drafter *d = sp->drafter;
+    Tree t = {.n = 1, .token = {tokens[n - 1]}, .parent = {-1}};
+    Round rd = {0};
+
+    // 1. draft: the root's q (position n), then candidates level by level; the
+    // new level's q from ONE masked draft pass over every node but the root
+    int ok = depth > 0 && d->propose(d, sp->q, tokens, n);
+    if (ok) memcpy(sp->ql, d->logits, row * sizeof(float));
+    for (int first = 0; ok && rd.k < depth; rd.k++) {
+        int last = t.n;
+        for (int v = first; v < last; v++)
+            add_children(&t, v, sp->branch[rd.k], sp->q + v * row, sp->ql + v * row, sp->work, sp->rng, n, V);
+        first = last;
+        if (rd.k + 1 == depth || first == t.n) continue;
+        for (int v = 1; v < t.n; v++) parent[v - 1] = t.parent[v] - 1; // the root's children: -1
+        ok = d->propose_tree(d, sp->q + row, t.token + 1, parent, t.n - 1, n);
+        if (ok) memcpy(sp->ql + row, d->logits, (size_t)(t.n - 1) * row * sizeof(float));
+    }
+    rd.drafted = t.n - 1;
+
+    // 2. verify: ONE target pass over every node, each seeing its ancestors -> p per node
+    const float *logits = forward_tree(sp->target, t.token, t.parent, t.n, n - 1);
+
+    // 3. walk down from the root: at each node its candidates by the rule above;
+    // a node without candidates is decided as the chain's last position
+    for (int v = 0;;) {
+        int i = t.depth[v], pos = n + i;
+        float *p = sp->p + v * row, *q = sp->work;
+        if (!probs_from_logits(sp->sampler, p, logits + v * row))
+            die_logits(sp->target, pos, sp->sampler->temperature);
+        rd.committed = i + 1;
+        Verdict *vd = &sp->verdicts[i];
+        if (t.count[v] == 0) {
+            *vd = (Verdict){.x = -1, .d = coin_at(sp->rng, pos, COIN_DRAW),
+                            .u = coin_at(sp->rng, pos, COIN_ACCEPT), .r = coin_at(sp->rng, pos, COIN_RESAMPLE)};
+            if (!d->propose(d, q, tokens, pos)) { // no proposal: draw from p alone
+                tokens[pos] = vd->token = sample(p, V, vd->d);
+                rd.plain = 1;
+                break;
+            }
+            vd->x = tokens[pos] = sample(q, V, vd->d);
+            tokens[pos] = decide(vd, p, q, sp->residual, V, 1.0f);
+            rd.drafted++;
+            rd.accepted += vd->accepted;
+            break;
+        }
+        memcpy(q, sp->q + v * row, row * sizeof(float));
+        int c = decide_candidates(vd, &t, v, p, q, sp->work + row, sp->rng, pos, V);
+        tokens[pos] = vd->token;
+        if (c < 0) break;
+        rd.accepted++;
+        path[n_path++] = v = c;
+    }
+
+    // 4. the accepted path's keys and values into the target's cache, at their
+    // positions; the draft's cache holds the context only and catches up
+    commit_path(sp->target, path, n_path, n);
+    if (d->rewind) d->rewind(d, n + rd.accepted);
     return rd;
 }
 
@@ -907,7 +1185,7 @@ static int generate_spec(Speculator *sp, SpecStats *st, int *tokens, int n, Outp
     if (sp->drafter->rewind) sp->drafter->rewind(sp->drafter, 0); // it catches up in round 1
     while (!o->done && n < sp->target->config.seq_len) {
         int k = start_round(st, sp, n, o->max_new - o->n_generated);
-        Round rd = speculative_step(sp, tokens, n, k);
+        Round rd = sp->tree_depth ? tree_step(sp, tokens, n, k) : speculative_step(sp, tokens, n, k);
         end_round(st, sp, &rd, n);
         for (int i = 0; i < rd.committed; i++) emit(o, tokens[n + i]);
         show_output(o);
@@ -964,7 +1242,8 @@ typedef struct {
 } Report;
 
 typedef struct {
-    const char *target_path, *draft_path, *tokenizer_path, *mode, *prompt, *json_path, *weights_name;
+    const char *target_path, *draft_path, *tokenizer_path, *mode, *prompt, *json_path, *weights_name, *tree;
+    int tree_depth, branch[K_MAX]; // --tree B1,B2,...: children per node at each depth
     int n_new, k, top_k, quiet, verbose, threads, draft_threads, draft_weights;
     unsigned given;      // bit i: FLAGS[i] was on the command line
     int lookup, ngram_min, ngram_max; // -d lookup: the n-gram drafter
@@ -1024,7 +1303,9 @@ int main(int argc, char **argv) {
     if (spec) {
         build_speculator(&sp, &target, drafter, &sampler, &rng);
         sp.lenience = opt.lenience;
-        build_spec_stats(&st, opt.n_new ? opt.k : 1, &target, drafter); // -n 0: nothing to calibrate
+        sp.tree_depth = opt.tree_depth;
+        memcpy(sp.branch, opt.branch, sizeof(sp.branch));
+        build_spec_stats(&st, opt.tree ? opt.tree_depth : opt.n_new ? opt.k : 1, &target, drafter); // -n 0: nothing to calibrate
         if (opt.verbose) st.trace = &tok;
     }
     int *tokens = xmalloc((size_t)model->config.seq_len * sizeof(int), "tokens");
@@ -1220,6 +1501,7 @@ static void build_run_state(RunState *s, const Config *c, int T, int threads) {
     s->logits = xmalloc(t * (size_t)c->vocab_size * sizeof(float), "logits");
     s->key_cache = xmalloc(cache, "key cache");
     s->value_cache = xmalloc(cache, "value cache");
+    s->node_kv = xmalloc((size_t)c->n_layers * kv_dim * t * 2 * sizeof(float), "tree keys and values");
     // calloc hands out big blocks as pages the kernel maps on first write, so
     // the caches would fault page by page as the positions advance: 250 faults
     // (about 1 ms on this VM) inside `make run`'s 20 ms of generation. Writing
@@ -1230,7 +1512,7 @@ static void build_run_state(RunState *s, const Config *c, int T, int threads) {
 
 static void free_run_state(RunState *s) {
     xfree(s->x); xfree(s->xn); xfree(s->qkv); xfree(s->xb); xfree(s->xb2); xfree(s->h13); xfree(s->hb);
-    xfree(s->att); xfree(s->logits); xfree(s->key_cache); xfree(s->value_cache);
+    xfree(s->att); xfree(s->logits); xfree(s->key_cache); xfree(s->value_cache); xfree(s->node_kv);
 }
 
 // Pack W (d, n), row j read from rows[j] (NULL: zeros), as panels into dst
@@ -1269,7 +1551,7 @@ static size_t memory_needed(const Config *c, int T, int threads) {
     size_t dim = (size_t)c->dim, t = (size_t)T, kv = (size_t)c->n_kv_heads * dim / c->n_heads;
     size_t seq = (size_t)(c->seq_len + LANES - 1) / LANES * LANES;
     size_t n = packed_floats(c);
-    n = add_size(n, mul_size(2 * (size_t)c->n_layers, mul_size(seq, kv)));    // KV caches
+    n = add_size(n, mul_size(2 * (size_t)c->n_layers, mul_size(seq + t, kv))); // KV caches, node_kv
     n = add_size(n, mul_size(t, mul_size((size_t)c->n_heads, seq)));          // attention
     n = add_size(n, mul_size(t, (size_t)c->vocab_size + 4 * (size_t)c->hidden_dim + 6 * dim));
     n = add_size(n, mul_size((size_t)threads * t, dim));
@@ -2866,7 +3148,7 @@ static void end_round(SpecStats *st, const Speculator *sp, const Round *rd, int 
     st->rounds++;
     st->k_used[rd->k]++;
     if (rd->k > st->k_hi) st->k_hi = rd->k;
-    st->drafted += rd->k + (rd->committed > rd->k && !rd->plain);
+    st->drafted += rd->drafted;
     st->examined += examined;
     st->accepted += rd->accepted;
     st->histogram[rd->accepted]++;
@@ -3186,6 +3468,8 @@ static void usage(void) {
            "  -i TEXT   prompt (default \"\")\n"
            "  -n N      new tokens, >= 0 (default 256)\n"
            "  -k K      drafts per round, 1..%d; 0 chooses K as it goes (default 0)\n"
+           "  --tree B1,B2,...  draft a tree: B_d candidates under each node at depth d, all\n"
+           "            verified in one pass (e.g. 3,2,1; 1,1,1 is the chain -k 3)\n"
            "  -t T      temperature, >= 0; 0 is greedy (default 1.0)\n"
            "  -p P      top-p in (0, 1]; 1 is off (default 1.0)\n"
            "  --top-k N keep the N most likely tokens; 0 is off (default 0)\n"
@@ -3227,6 +3511,7 @@ static const Flag FLAGS[] = {
     {"--draft-weights", 's', offsetof(Options, weights_name), 0, 0, NULL},
     {"--ngram-max", 'i', offsetof(Options, ngram_max), 1, 64, "an integer in 1..64"},
     {"--ngram-min", 'i', offsetof(Options, ngram_min), 1, 64, "an integer in 1..64"},
+    {"--tree", 's', offsetof(Options, tree), 0, 0, NULL},
     {"--lenience", 'f', offsetof(Options, lenience), FLT_MIN, 1, "a number in (0, 1]; 1 is exact, below 1 is lossy"},
 };
 #define N_FLAGS (int)(sizeof(FLAGS) / sizeof(FLAGS[0]))
@@ -3254,6 +3539,24 @@ static void set_flag(Options *o, const Flag *f, const char *v) {
     if (f->kind == 'i') *(int *)(void *)at = (int)n;
     else if (f->kind == 'f') *(float *)(void *)at = (float)x;
     else *(unsigned long long *)(void *)at = (unsigned long long)n;
+}
+
+// --tree B1,B2,...: B_d children (1..8) under every node of depth d-1, at most
+// K_MAX levels and TREE_MAX - 1 nodes; model drafts only, the exact rule only.
+static void parse_tree(Options *o, int spec) {
+    const char *c = o->tree;
+    int nodes = 0, level = 1;
+    for (char *end; *c && o->tree_depth < K_MAX; c = *end == ',' ? end + 1 : end) {
+        long b = strtol(c, &end, 10);
+        if (end == c || b < 1 || b > 8 || (*end && *end != ',')) break;
+        o->branch[o->tree_depth++] = (int)b;
+        nodes += level *= (int)b;
+    }
+    if (*c || !o->tree_depth || nodes > TREE_MAX - 1)
+        bad_flag("--tree", o->tree, "children per level, each 1..8, like 3,2,1 (at most " STR(K_MAX)
+                 " levels and " STR(TREE_MAX) " - 1 nodes)");
+    if (!spec || o->lookup || given(o, "-k") || o->lenience < 1.0f)
+        die("--tree: a model draft in spec mode, the exact rule, and no -k (the tree's depth is its K)");
 }
 
 static void parse_options(Options *o, int argc, char **argv) {
@@ -3306,6 +3609,7 @@ static void parse_options(Options *o, int argc, char **argv) {
                 "target alone" : o->lookup ? "-d lookup loads no draft model" : "they set up -d lookup");
     if (o->ngram_min > o->ngram_max)
         die("--ngram-min %d is above --ngram-max %d", o->ngram_min, o->ngram_max);
+    if (o->tree) parse_tree(o, spec);
     if (o->lookup && !spec) die("-d lookup: only spec mode drafts; there is no lookup model to run alone");
     if (o->lenience < 1.0f && !spec) die("--lenience: only speculative decoding (-m spec) accepts drafts");
     if (!spec && (given(o, "-k") || o->verbose))

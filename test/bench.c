@@ -229,7 +229,7 @@ static double attention_share(Transformer *tr) {
     for (int rep = 0; rep < 15; rep++) {
         double t0 = now_seconds();
         for (int l = 0; l < c->n_layers; l++)
-            for (int g = 0; g < c->n_kv_heads; g++) attention_head(tr, l, g, T, pos);
+            for (int g = 0; g < c->n_kv_heads; g++) attention_head(tr, l, g, T, pos, NULL, NULL);
         double t1 = now_seconds();
         forward(tr, tokens, T, pos);
         double t2 = now_seconds();
@@ -579,7 +579,11 @@ static void parse_bench(BenchOptions *o, int argc, char **argv) {
         else if (!strcmp(argv[i], "--tokenizer")) o->tokenizer = argv[i + 1];
         else if (!strcmp(argv[i], "--json")) o->json = argv[i + 1];
         else if (!strcmp(argv[i], "--csv")) o->csv = argv[i + 1];
-        else if (!strcmp(argv[i], "--threads")) o->threads = (int)parse_long("--threads", argv[i + 1], 1, MAX_THREADS, "1..64");
+        else if (!strcmp(argv[i], "--threads")) {
+            Options opt = {0};
+            set_flag(&opt, &FLAGS[flag_index("--threads")], argv[i + 1]);
+            o->threads = opt.threads;
+        }
         else die("bench: unknown option %s", argv[i]);
     }
     if (i < argc) die("bench: %s needs a value", argv[i]);
