@@ -1043,6 +1043,7 @@ static void add_children(Tree *t, int v, int b, const float *q, const float *log
 static int decide_candidates(Verdict *vd, const Tree *t, int v, float *p, float *q, float *work,
                              const Rng *rng, int pos, int n) {
     float *onehot = work, *residual = work + n;
+    *vd = (Verdict){.x = -1, .r = coin_at(rng, pos, COIN_RESAMPLE)};
     for (int j = 0; j < t->count[v]; j++) {
         int c = t->first[v] + j, x = t->token[c];
         const float *qj = q;
@@ -1052,8 +1053,7 @@ static int decide_candidates(Verdict *vd, const Tree *t, int v, float *p, float 
             qj = onehot;
         }
         *vd = (Verdict){.x = x, .d = candidate_coin(rng, pos, COIN_DRAW, j), .q = qj[x], .p = p[x],
-                        .u = candidate_coin(rng, pos, COIN_ACCEPT, j), .r = coin_at(rng, pos, COIN_RESAMPLE),
-                        .tested = j + 1};
+                        .u = candidate_coin(rng, pos, COIN_ACCEPT, j), .r = vd->r, .tested = j + 1};
         vd->accepted = vd->u < acceptance_ratio(vd->p, vd->q, 1.0f);
         if (vd->accepted) {
             vd->token = x;

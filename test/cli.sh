@@ -51,6 +51,24 @@ greedy_matches "$M" 120 "$D/draft.bin $D/draft_small.bin lookup" "$KS" \
     "" "Once upon a time" "the little dog said" "UTF-8 “quotes” é 日本"
 echo "greedy: $n_eq spec runs (4 prompts x 2 drafts and -d lookup x K = $KS, 0 = auto) byte-identical to target-only output"
 
+# ---- trees: greedy trees give the target's text; one candidate per level is the
+# chain (-k 3) at t = 1; the text of a tree does not depend on the thread count
+n_tree=0
+$SPECDEC $M -m target -t 0 -n 120 -i "Once upon a time" > $D/ref.txt 2>/dev/null
+for tr in 1 3,2,1 2,2,2,2 8,3 4; do
+    $SPECDEC $M -d $D/draft.bin --tree $tr -t 0 -n 120 -i "Once upon a time" > $D/tree.txt 2>/dev/null
+    if cmp -s $D/ref.txt $D/tree.txt; then ok; n_tree=$((n_tree + 1)); else bad "greedy --tree $tr != target"; fi
+done
+$SPECDEC $M -d $D/draft.bin -k 3 -t 1 -n 120 -s 9 > $D/chain3.txt 2>/dev/null
+$SPECDEC $M -d $D/draft.bin --tree 1,1,1 -t 1 -n 120 -s 9 > $D/tree111.txt 2>/dev/null
+if cmp -s $D/chain3.txt $D/tree111.txt; then ok; else bad "--tree 1,1,1 at t=1 differs from -k 3"; fi
+for th in 1 2 3; do
+    $SPECDEC $M -d $D/draft.bin --tree 3,2 --threads $th -t 1 -n 120 -s 9 > $D/tree_th$th.txt 2>/dev/null
+done
+if cmp -s $D/tree_th1.txt $D/tree_th2.txt && cmp -s $D/tree_th1.txt $D/tree_th3.txt && [ -s $D/tree_th1.txt ]; then ok
+else bad "--tree 3,2 at t=1: the text depends on the thread count"; fi
+echo "trees: $n_tree greedy tree runs byte-identical to the target; --tree 1,1,1 == -k 3 at t=1; --tree 3,2 the same on 1..3 threads"
+
 # ---- contexts shorter than K_MAX+1: auto-K calibrates within them; greedy stays exact
 $SPECDEC $D/short.bin -z $D/tok.bin -m target -t 0 -n 20 > $D/ref.txt 2>/dev/null
 if $SPECDEC $D/short.bin -z $D/tok.bin -d $D/short.bin -k 0 -t 0 -n 20 > $D/spec.txt 2>$D/err.txt &&
@@ -348,7 +366,13 @@ python3 -c "import sys;b=bytearray(open(sys.argv[1],'rb').read());b[0:4]=(1024).
 long24k=$(head -c 24000 /dev/zero | tr '\0' 'a')
 err=$(timeout 10 $SPECDEC $D/target.bin -z $D/tok1024.bin -m target -n 5 -i "$long24k" 2>&1 >/dev/null); rc=$?
 if [ $rc -eq 1 ] && grep -q "the prompt is 24000 bytes, at least" <<<"$err"; then ok; else bad "a 24,000-byte prompt, max_token_length 1024: exit $rc (124: over 10 s), $err"; fi
-echo "bad input: 61 cases, each exit 1 with a message naming the file or flag"
+expect_fail "--tree 0: expected children per level" $M --tree 0
+expect_fail "--tree 9,1: expected children per level" $M --tree 9,1
+expect_fail "--tree 8,8: expected children per level" $M --tree 8,8
+expect_fail "--tree 2,x: expected children per level" $M --tree 2,x
+expect_fail "--tree: a model draft in spec mode" $M -d lookup --tree 2,2
+expect_fail "--tree: a model draft in spec mode" $M --tree 2,2 -k 3
+echo "bad input: 67 cases, each exit 1 with a message naming the file or flag"
 
 # a prompt that (nearly) fills the context: it says so, on stderr and in the JSON
 prompt14=$(printf 'a %.0s' $(seq 12)) # 13 tokens with BOS: 3 positions left of 16

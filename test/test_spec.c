@@ -165,6 +165,24 @@ static void simulate(int *emitted, int want, const Pair *c, const Rng *rng, int 
         }
 }
 
+// The same stream with a draft tree at every position: m candidates drawn by
+// add_children (without replacement from q, then by the logits' order), decided
+// by decide_candidates; an accepted candidate continues the round, a rejection
+// ends it (the next position starts a new one, as tree_step's walk does).
+static void simulate_tree(int *emitted, int want, const Pair *c, const Rng *rng, int m) {
+    float q[V], p[V], work[3 * V], logits[V] = {0.3f, 0.1f, 0.4f, 0.2f};
+    int prev = -1;
+    for (int count = 0; count < want; count++) {
+        dist_at(q, c->q, count, prev);
+        dist_at(p, c->p, count, prev);
+        Tree t = {.n = 1, .parent = {-1}};
+        add_children(&t, 0, m, q, logits, work, rng, count, V);
+        Verdict vd;
+        int child = decide_candidates(&vd, &t, 0, p, q, work + V, rng, count, V);
+        emitted[count] = prev = child >= 0 ? t.token[child] : vd.token;
+    }
+}
+
 static int test_exactness(void) {
     const Pair cases[] = {
         {"worked example", {0.6f, 0.3f, 0.1f, 0.0f}, {0.4f, 0.5f, 0.1f, 0.0f}},
@@ -204,6 +222,22 @@ static int test_exactness(void) {
         ok &= chi2_ok(what, joint, e_joint, V * V, TRIALS);
         CHECK(ok, "%s: emitted tokens are not distributed as the target's p", c->name);
         failed += !ok;
+        for (int m = 2; m <= 3; m++) { // a tree of m candidates at every position
+            long tf[V] = {0}, tj[V * V] = {0};
+            for (int t = 0; t < TRIALS; t++) {
+                Rng rng;
+                rng_seed(&rng, 5000000000ULL * (uint64_t)m + (uint64_t)ci * TRIALS + (uint64_t)t);
+                int em[2];
+                simulate_tree(em, 2, c, &rng, m);
+                tf[em[0]]++;
+                tj[em[0] * V + em[1]]++;
+            }
+            printf("%s, a tree of %d candidates per position:\n", c->name, m);
+            int tok = chi2_ok("first emitted token vs p", tf, e_first, V, TRIALS);
+            tok &= chi2_ok("(first, second) vs p(a) p(b | a)", tj, e_joint, V * V, TRIALS);
+            CHECK(tok, "%s, trees of %d: emitted tokens are not distributed as the target's p", c->name, m);
+            failed += !tok;
+        }
     }
     return failed;
 }
