@@ -35,24 +35,24 @@
 //
 // CONTENTS (line numbers; test/cli.sh checks them)
 //   123-208   The data
-//   210-253   The kernel contract
-//   255-488   Forward
-//   490-649   Sampler
-//   651-737   The speculative step
-//   739-839   Drafters
-//   841-958   The speculative round
-//   960-1136  Tree speculation
-//  1138-1197  Generation
-//  1199-1351  main
-//  1353-1479  Appendix A. Errors and memory
-//  1481-1781  Appendix B. Loading
-//  1783-2580  Appendix C. Math kernels
-//  2582-2892  Appendix D. Threads
-//  2894-3040  Appendix E. Tokenizer
-//  3042-3119  Appendix F. Auto-K (-k 0)
-//  3121-3407  Appendix G. Statistics
-//  3409-3454  Appendix H. The text on stdout
-//  3456-3653  Appendix I. Command line
+//   210-255   The kernel contract
+//   257-495   Forward
+//   497-656   Sampler
+//   658-744   The speculative step
+//   746-846   Drafters
+//   848-969   The speculative round
+//   971-1238  Tree speculation
+//  1240-1299  Generation
+//  1301-1456  main
+//  1458-1584  Appendix A. Errors and memory
+//  1586-1886  Appendix B. Loading
+//  1888-2685  Appendix C. Math kernels
+//  2687-2997  Appendix D. Threads
+//  2999-3145  Appendix E. Tokenizer
+//  3147-3229  Appendix F. Auto-K (-k 0)
+//  3231-3517  Appendix G. Statistics
+//  3519-3564  Appendix H. The text on stdout
+//  3566-3765  Appendix I. Command line
 //
 // Build: cc -std=c11 -O3 -mavx2 -mfma -ffp-contract=off -pthread specdec.c -lm
 #define _POSIX_C_SOURCE 200809L
@@ -237,6 +237,8 @@ static void attention_values(float *const *out, const float *const *e, int Q, co
 static float exp_and_sum(float *x, int n, float max);
 // the largest of x (n)
 static float max_of(const float *x, int n);
+// x (n) in place: exp(x - max) / sum
+static void softmax(float *x, int n);
 
 // Threads (Appendix D): run job(arg, tid, n) for tid = 0..n-1, the caller as 0;
 // threads meet at barriers; share splits n items by thread
@@ -253,6 +255,12 @@ static double now_seconds(void);
 
 // ----------------------------------------------------------------------------
 // Forward: n_rows consecutive tokens from position pos, in ONE pass
+
+typedef struct {
+    Transformer *tr;
+    int T, pos, first;         // rows, the first row's position; a tree: row i is node first + i
+    const int *parent, *depth; // a tree's nodes (NULL: a chain)
+} ForwardJob;
 
 // The key and value of position `at` into the caches of layer l, kv head g.
 // k, v (hs)
@@ -308,21 +316,23 @@ static void attend(Transformer *tr, int l, int g, int first, int T, int pos) {
 
 // Grouped-query attention of the pass's T rows for key/value head g. RoPE
 // turns the head's queries and key at each row's position; keys and values
-// are kept (node_kv) for commit_path. A chain (parent NULL: row i at pos + i)
-// puts every row's key and value into the caches, then attends all rows in one
-// pass. A tree (row i at pos + depth[i], after its parent's row) attends row by
-// row, each after writing its path, itself and its ancestors, into the caches
-// at their positions: the cache then holds exactly what a plain forward over
-// the context and that path would, so every node gets those bits.
-static void attention_head(Transformer *tr, int l, int g, int T, int pos, const int *parent,
-                           const int *depth) {
+// are kept by node (node_kv) for later passes and commit_path. A chain
+// (parent NULL: row i at pos + i) puts every row's key and value into the
+// caches, then attends all rows in one pass. A tree (row i is node first+i at
+// pos + depth, parent[] by node, ancestors from this pass or earlier ones)
+// attends row by row, each after writing its path, itself and its ancestors,
+// into the caches at their positions: the cache then holds exactly what a
+// plain forward over the context and that path would: every node gets its bits.
+static void attention_head(Transformer *tr, int l, int g, const ForwardJob *job) {
     const Config *c = &tr->config;
     RunState *s = &tr->state;
+    int T = job->T, pos = job->pos, first = job->first;
+    const int *parent = job->parent, *depth = job->depth;
     int hs = c->dim / c->n_heads, kv_dim = c->n_kv_heads * hs, group = c->n_heads / c->n_kv_heads;
-    float *kv = s->node_kv + ((size_t)l * c->n_kv_heads + (size_t)g) * tr->max_rows * 2 * hs; // (rows, 2, hs)
+    float *kv = s->node_kv + ((size_t)l * c->n_kv_heads + (size_t)g) * tr->max_rows * 2 * hs; // (nodes, 2, hs)
     for (int i = 0; i < T; i++) {
-        size_t at = (size_t)(pos + (depth ? depth[i] : i));
-        float *row = s->qkv + (size_t)i * s->qkv_stride, *k = kv + (size_t)i * 2 * hs;
+        size_t at = (size_t)(pos + (depth ? depth[first + i] : i));
+        float *row = s->qkv + (size_t)i * s->qkv_stride, *k = kv + (size_t)(first + i) * 2 * hs;
         const float *cr = tr->weights.rope_cos + at * hs / 2, *sr = tr->weights.rope_sin + at * hs / 2;
         rope(row + (size_t)g * group * hs, cr, sr, group, hs);
         memcpy(k, row + c->dim + g * hs, (size_t)hs * sizeof(float));
@@ -335,13 +345,13 @@ static void attention_head(Transformer *tr, int l, int g, int T, int pos, const 
         return;
     }
     for (int i = 0; i < T; i++) {
-        for (int u = i; u >= 0; u = parent[u])
+        for (int u = first + i; u >= 0; u = parent[u])
             put_kv(tr, l, g, (size_t)(pos + depth[u]), kv + (size_t)u * 2 * hs, kv + (size_t)u * 2 * hs + hs);
-        attend(tr, l, g, i, 1, pos + depth[i]);
+        attend(tr, l, g, i, 1, pos + depth[first + i]);
     }
 }
 
-// After a tree pass: the keys and values of rows path[0..count) go into the
+// After tree passes: the keys and values of nodes path[0..count) go into the
 // caches at positions pos.. (the path the round accepted), in every layer.
 static void commit_path(Transformer *tr, const int *path, int count, int pos) {
     const Config *c = &tr->config;
@@ -354,11 +364,6 @@ static void commit_path(Transformer *tr, const int *path, int count, int pos) {
         }
 }
 
-typedef struct {
-    Transformer *tr;
-    int T, pos;
-    const int *parent, *depth; // a tree's rows (NULL: a chain)
-} ForwardJob;
 
 // x[t][lo..hi) += y[t][lo..hi) for T rows of width n: a thread's residual add
 static void add_columns(float *x, const float *y, int T, int n, int lo, int hi) {
@@ -376,7 +381,7 @@ static void forward_job(void *arg, int tid, int nth) {
     const Config *c = &tr->config;
     const TransformerWeights *w = &tr->weights;
     RunState *s = &tr->state;
-    int T = job->T, pos = job->pos, dim = c->dim, hid = c->hidden_dim, lo, hi;
+    int T = job->T, dim = c->dim, hid = c->hidden_dim, lo, hi;
     float *xn = s->xn + (size_t)tid * tr->max_rows * dim; // (T, dim) this thread's rmsnorm(x)
     for (int l = 0; l < c->n_layers; l++) {
         const Layer *ly = &tr->layers[l];
@@ -390,7 +395,7 @@ static void forward_job(void *arg, int tid, int nth) {
         pool_barrier(tr->pool, tid, nth);
         prefetch_shared(s->qkv, (size_t)T * s->qkv_stride, nth);
         share(&lo, &hi, c->n_kv_heads, tid, nth);
-        for (int g = lo; g < hi; g++) attention_head(tr, l, g, T, pos, job->parent, job->depth);
+        for (int g = lo; g < hi; g++) attention_head(tr, l, g, job);
         pool_barrier(tr->pool, tid, nth);
         prefetch_shared(s->xb, (size_t)T * dim, nth);
         share(&lo, &hi, ly->wo.n_panels, tid, nth);
@@ -424,23 +429,25 @@ static void forward_job(void *arg, int tid, int nth) {
     matmul_panels(s->logits, (size_t)c->vocab_size, c->vocab_size, xn, T, &tr->wcls, lo, hi);
 }
 
-// Runs the tree tokens[0..n_rows) through the model: row i (parent[i] < i, or
-// -1) at position pos + depth, attending to the cache below pos and to its
-// ancestors (Miao et al. 2023, SpecInfer's tree attention). Returns logits
-// (n_rows, vocab_size), valid until the next call; row i's equal, bit for bit,
-// those of a plain forward over the context and row i's path. Keys and values
-// of the rows are kept for commit_path; the caches past pos hold whatever the
-// last row's path left there. parent NULL: a chain, row i at pos + i.
-static float *forward_tree(Transformer *tr, const int *tokens, const int *parent, int n_rows, int pos) {
+// Runs nodes first..first+n_rows-1 of a tree (tokens: theirs) through the
+// model: node v (parent[v] < v, or -1) at position pos + its depth, attending
+// to the cache below pos and to its ancestors, run in this pass or an earlier
+// one since the last chain pass (Miao et al. 2023, SpecInfer's tree
+// attention). Returns logits (n_rows, vocab_size), valid until the next call;
+// each row's equal, bit for bit, those of a plain forward over the context and
+// its path. The caches past pos hold whatever the last row's path left there.
+// parent NULL: a chain, row i at pos + i.
+static float *forward_tree(Transformer *tr, const int *tokens, int first, const int *parent, int n_rows,
+                           int pos) {
     const Config *c = &tr->config;
     RunState *s = &tr->state;
     int T = n_rows, dim = c->dim, depth[MAX_ROWS], deepest = T - 1;
-    for (int i = 0; parent && i < T && T <= tr->max_rows; i++) {
-        if (parent[i] >= i) die("%s: tree row %d has parent %d, not an earlier row", tr->path, i, parent[i]);
-        depth[i] = parent[i] < 0 ? 0 : depth[parent[i]] + 1;
-        deepest = i == 0 || depth[i] > deepest ? depth[i] : deepest;
+    for (int v = 0; parent && v < first + T && first + T <= tr->max_rows; v++) {
+        if (parent[v] >= v) die("%s: tree node %d has parent %d, not an earlier node", tr->path, v, parent[v]);
+        depth[v] = parent[v] < 0 ? 0 : depth[parent[v]] + 1;
+        deepest = v == 0 || depth[v] > deepest ? depth[v] : deepest;
     }
-    if (T < 1 || T > tr->max_rows || pos < 0 || pos + deepest >= c->seq_len)
+    if (T < 1 || first < 0 || first + T > tr->max_rows || pos < 0 || pos + deepest >= c->seq_len)
         die("%s: forward(%d rows at pos %d) outside 1..%d rows and seq_len %d", tr->path, T, pos,
             tr->max_rows, c->seq_len);
 
@@ -453,7 +460,7 @@ static float *forward_tree(Transformer *tr, const int *tokens, const int *parent
     // passes that grows 4x while stalls recur and halves with each pass that
     // does not stall. Any thread count gives the same bits.
     double t0 = now_seconds();
-    ForwardJob job = {.tr = tr, .T = T, .pos = pos, .parent = parent, .depth = parent ? depth : NULL};
+    ForwardJob job = {.tr = tr, .T = T, .pos = pos, .first = first, .parent = parent, .depth = parent ? depth : NULL};
     int threads = tr->solo_left > 0 ? (tr->solo_left--, 1) : tr->n_threads;
     if (pool_run(tr->pool, threads, forward_job, &job)) {
         tr->solo_run = tr->solo_run < 64 ? 64 : tr->solo_run < 4096 ? 4 * tr->solo_run : 4096;
@@ -471,7 +478,7 @@ static float *forward_tree(Transformer *tr, const int *tokens, const int *parent
 // row's arithmetic is independent of n_rows and of the thread count, so the
 // result equals n_rows single-row calls bit for bit (batch invariance).
 static float *forward(Transformer *tr, const int *tokens, int n_rows, int pos) {
-    return forward_tree(tr, tokens, NULL, n_rows, pos);
+    return forward_tree(tr, tokens, 0, NULL, n_rows, pos);
 }
 
 // Feed tokens[0..n) at positions start.. in chunks of max_rows rows (prompt
@@ -750,9 +757,11 @@ struct Drafter {
     // positions >= n were not committed: forget them (NULL: nothing to forget)
     void (*rewind)(Drafter *d, int n);
     Transformer *model; // the draft model, or NULL (for the statistics' costs)
-    // trees (NULL: none): q (rows, V) for the rows of a tree after tokens[0..pos),
-    // parent as forward_tree takes it; 0: no proposals there
-    int (*propose_tree)(Drafter *d, float *q, const int *rows, const int *parent, int n_rows, int pos);
+    // trees (NULL: none): q (n_rows, V) for nodes first.. of a tree after
+    // tokens[0..pos) (tokens: theirs; parent and first as forward_tree takes
+    // them); 0: no proposals there
+    int (*propose_tree)(Drafter *d, float *q, const int *tokens, int first, const int *parent, int n_rows,
+                        int pos);
     const float *logits; // the logits behind the last q (rows as that call made them), or NULL
 };
 
@@ -781,16 +790,14 @@ static void rewind_model(Drafter *d, int n) {
     if (md->cached > n) md->cached = n;
 }
 
-// A tree's rows in ONE masked draft pass; its cache keeps the context only.
-static int propose_tree_model(Drafter *d, float *q, const int *rows, const int *parent, int n_rows, int pos) {
+// A level of tree nodes in ONE masked draft pass; its cache keeps the context only.
+static int propose_tree_model(Drafter *d, float *q, const int *tokens, int first, const int *parent,
+                              int n_rows, int pos) {
     ModelDrafter *md = (ModelDrafter *)d;
-    int V = d->model->config.vocab_size, deepest = 0, depth[MAX_ROWS];
-    for (int i = 0; i < n_rows; i++) {
-        depth[i] = parent[i] < 0 ? 0 : depth[parent[i]] + 1;
-        if (depth[i] > deepest) deepest = depth[i];
-    }
+    int V = d->model->config.vocab_size, deepest = 0;
+    for (int v = first + n_rows - 1, depth = 0; v >= 0; v = parent[v], depth++) deepest = depth;
     if (pos + deepest >= d->model->config.seq_len) return 0;
-    const float *logits = forward_tree(d->model, rows, parent, n_rows, pos);
+    const float *logits = forward_tree(d->model, tokens, first, parent, n_rows, pos);
     md->cached = pos;
     d->logits = logits;
     for (int i = 0; i < n_rows; i++)
@@ -872,6 +879,10 @@ typedef struct {
     Verdict verdicts[K_MAX + 1];
     int tree_depth;            // > 0: draft trees (--tree), branch[d] children under each node of depth d
     int branch[K_MAX];
+    int tree_auto;             // --tree auto: grown by the draft's confidence (grow_level)
+    double conf_seen, accepted_seen; // auto: decayed sums over tested candidates of conf and acceptance
+    const double *verify_s;    // auto: seconds of a verify pass by rows (auto-K's calibration)
+    const double *draft_s;     // auto: seconds of a draft step
     float *ql, *work;          // trees: (MAX_ROWS, V) the drafter's logits per node; (3, V) scratch
 } Speculator;
 
@@ -986,11 +997,13 @@ static Round speculative_step(Speculator *sp, int *tokens, int n, int k) {
 // A draft tree: node 0 is the root, the last committed token (at position
 // n-1); a node of depth d proposes position n-1+d. Children of a node are
 // consecutive, in the order they were drawn.
+#define TREE_BRANCH 8 // the most candidates under one node
 typedef struct {
     int n;                                    // nodes, the root included
     int token[MAX_ROWS], parent[MAX_ROWS], depth[MAX_ROWS];
-    int first[MAX_ROWS], count[MAX_ROWS];     // children: nodes first .. first+count-1
+    int count[MAX_ROWS], kids[MAX_ROWS][TREE_BRANCH]; // children, in the order they were drawn
     int onehot[MAX_ROWS];                     // drawn as the best remaining logit: q_j one-hot
+    float conf[MAX_ROWS];                     // --tree auto: the draft's probability of the node's token
 } Tree;
 
 // Candidate j's coin for `purpose` at position pos: candidate 0 uses the
@@ -1010,29 +1023,35 @@ static float remove_candidate(float *q, int n, int x) {
     return mass;
 }
 
-// Draw up to b candidates under node v, from its q (n) without replacement,
-// then (q used up) its best remaining logits; appended to the tree as v's
-// children. qc (n) is scratch. Their position is n_ctx + depth[v].
-static void add_children(Tree *t, int v, int b, const float *q, const float *logits, float *qc,
-                         const Rng *rng, int n_ctx, int n) {
-    int pos = n_ctx + t->depth[v];
+// Candidates x[0..b) for one node at position pos: drawn from q (n) without
+// replacement (candidate j with candidate_coin j), then, once q is used up,
+// the best remaining logits (onehot[j] = 1). qc (n) is scratch.
+static void draw_candidates(int *x, int *onehot, int b, const float *q, const float *logits,
+                            float *qc, const Rng *rng, int pos, int n) {
     float mass = 1.0f;
     memcpy(qc, q, (size_t)n * sizeof(float));
-    t->first[v] = t->n;
-    for (t->count[v] = 0; t->count[v] < b && t->n < MAX_ROWS; t->count[v]++) {
-        int c = t->n++, x = -1;
-        if (mass > 0.0f) x = sample(qc, n, candidate_coin(rng, pos, COIN_DRAW, t->count[v]));
-        else
-            for (int i = 0; i < n; i++) // the best logit no sibling took (q_j one-hot)
-                if (x < 0 || logits[i] > logits[x]) {
-                    int taken = 0;
-                    for (int s = t->first[v]; s < c; s++) taken |= t->token[s] == i;
-                    if (!taken) x = i;
-                }
-        t->token[c] = x, t->parent[c] = v, t->depth[c] = t->depth[v] + 1, t->count[c] = 0;
-        t->onehot[c] = mass <= 0.0f;
-        if (mass > 0.0f) mass = remove_candidate(qc, n, x);
+    for (int j = 0; j < b; j++) {
+        onehot[j] = mass <= 0.0f;
+        if (!onehot[j]) {
+            x[j] = sample(qc, n, candidate_coin(rng, pos, COIN_DRAW, j));
+            mass = remove_candidate(qc, n, x[j]);
+            continue;
+        }
+        x[j] = -1;
+        for (int i = 0; i < n; i++) { // the best logit no earlier candidate took
+            int taken = 0;
+            for (int s = 0; s < j; s++) taken |= x[s] == i;
+            if (!taken && (x[j] < 0 || logits[i] > logits[x[j]])) x[j] = i;
+        }
     }
+}
+
+// Append candidate x (one-hot or not) as the next child of node v.
+static int add_child(Tree *t, int v, int x, int onehot) {
+    int c = t->n++;
+    t->token[c] = x, t->parent[c] = v, t->depth[c] = t->depth[v] + 1, t->count[c] = 0, t->onehot[c] = onehot;
+    t->kids[v][t->count[v]++] = c;
+    return c;
 }
 
 // Recursive rejection sampling at node v (the rule above): its candidates
@@ -1045,7 +1064,7 @@ static int decide_candidates(Verdict *vd, const Tree *t, int v, float *p, float 
     float *onehot = work, *residual = work + n;
     *vd = (Verdict){.x = -1, .r = coin_at(rng, pos, COIN_RESAMPLE)};
     for (int j = 0; j < t->count[v]; j++) {
-        int c = t->first[v] + j, x = t->token[c];
+        int c = t->kids[v][j], x = t->token[c];
         const float *qj = q;
         if (t->onehot[c]) {
             memset(onehot, 0, (size_t)n * sizeof(float));
@@ -1067,9 +1086,80 @@ static int decide_candidates(Verdict *vd, const Tree *t, int v, float *p, float 
     return -1;
 }
 
+// --tree auto (Li et al. 2024, EAGLE-2): grow where the draft is sure, then
+// keep the part that pays. A node's score estimates the chance its path is
+// accepted: its parent's score times kappa * conf, conf the draft's
+// probability of its token (softmax of the draft logits), kappa the measured
+// acceptances per unit of conf (running sums over tested candidates), capped
+// at 1 and never above an earlier sibling's, so a node never outscores its
+// ancestors or earlier siblings. Each level adds the 4 best candidates (each
+// node's in the order drawn) worth a draft step c. Then the tree is cut to its
+// N best nodes, N maximising (1 + their scores) / (c levels + r(N + 1)): the
+// expected tokens per unit of cost (r, c: auto-K's measured costs, in target
+// steps). The shape depends on the draft, its coins and the costs, never on
+// p: the rule above stays exact.
+#define TREE_WIDTH 4 // candidates a level of --tree auto adds, at most
+
+// One level of --tree auto under the nodes [first, last) of t; score (t->n)
+// holds the nodes' scores. Returns the candidates added.
+static int grow_level(Speculator *sp, Tree *t, float *score, int first, int last, int n_ctx, int n) {
+    int x[MAX_ROWS][4], onehot[MAX_ROWS][4], added = 0;
+    float conf[MAX_ROWS][4], *sm = sp->work + n, c = (float)(*sp->draft_s / sp->verify_s[1]);
+    float kappa = sp->conf_seen > 0 ? (float)(sp->accepted_seen / sp->conf_seen) : 1.0f;
+    for (int v = first; v < last; v++) { // 4 candidates under each node, scored
+        draw_candidates(x[v], onehot[v], 4, sp->q + (size_t)v * n, sp->ql + (size_t)v * n, sp->work,
+                        sp->rng, n_ctx + t->depth[v], n);
+        memcpy(sm, sp->ql + (size_t)v * n, (size_t)n * sizeof(float));
+        softmax(sm, n);
+        for (int j = 0; j < 4; j++)
+            conf[v][j] = fminf(j ? conf[v][j - 1] : score[v], score[v] * fminf(1.0f, kappa * sm[x[v][j]]));
+    }
+    while (added < TREE_WIDTH && t->n < MAX_ROWS) { // the best next candidate of any node
+        int best = -1;
+        for (int v = first; v < last; v++)
+            if (t->count[v] < 4 && (best < 0 || conf[v][t->count[v]] > conf[best][t->count[best]])) best = v;
+        int j = best < 0 ? 0 : t->count[best];
+        if (best < 0 || conf[best][j] < c) break;
+        int k = add_child(t, best, x[best][j], onehot[best][j]);
+        score[k] = conf[best][j];
+        t->conf[k] = score[k] / score[best] / kappa; // the draft's own probability, for kappa's sums
+        added++;
+    }
+    return added;
+}
+
+// Cut t to its best N nodes (the root kept) for N maximising (1 + their
+// scores) / (levels c + r(N + 1)); by the scores' order (ties: lower index)
+// every such set is a tree whose sibling lists are prefixes. The nodes' q
+// (rows of n at q) move with them.
+static void prune_tree(Tree *t, const float *score, int levels, const Speculator *sp, float *q, size_t n) {
+    int order[MAX_ROWS], keep[MAX_ROWS] = {1}, map[MAX_ROWS], m = 0, best_n = 0;
+    double r1 = sp->verify_s[1], fixed = levels * *sp->draft_s / r1, tokens = 1, r = 1, best = 0;
+    for (int v = 1; v < t->n; v++) { // insertion sort of the nodes by score, descending
+        int i = m++;
+        for (; i > 0 && score[order[i - 1]] < score[v]; i--) order[i] = order[i - 1];
+        order[i] = v;
+    }
+    for (int i = 0; i <= m; i++) { // the best prefix; r made non-decreasing against timing noise
+        if (i) tokens += score[order[i - 1]], r = fmax(r, sp->verify_s[i + 1] / r1);
+        if (tokens / (fixed + r) > best) best = tokens / (fixed + r), best_n = i;
+    }
+    for (int i = 0; i < best_n; i++) keep[order[i]] = 1;
+    Tree old = *t;
+    t->n = 0;
+    for (int v = 0; v < old.n; v++) {
+        if (!keep[v]) continue;
+        map[v] = t->n++;
+        memmove(q + map[v] * n, q + v * n, n * sizeof(float));
+        t->token[map[v]] = old.token[v], t->onehot[map[v]] = old.onehot[v], t->conf[map[v]] = old.conf[v];
+        t->parent[map[v]] = v ? map[old.parent[v]] : -1, t->depth[map[v]] = old.depth[v], t->count[map[v]] = 0;
+        if (v) t->kids[t->parent[map[v]]][t->count[t->parent[map[v]]]++] = map[v];
+    }
+}
+
 // One round with a draft tree of up to `depth` levels from n committed tokens
-// (sp->branch: the children per node at each depth). tokens (n, room for
-// n+depth+1); appends the round's tokens (1..depth+1).
+// (sp->branch: the children per node at each depth; sp->tree_auto: grown as
+// above). tokens (n, room for n+depth+1); appends the round's tokens.
 static Round tree_step(Speculator *sp, int *tokens, int n, int depth) {
     int V = sp->target->config.vocab_size, parent[MAX_ROWS], path[K_MAX + 1], n_path = 0;
     size_t row = (size_t)V;
@@ -1079,22 +1169,29 @@ static Round tree_step(Speculator *sp, int *tokens, int n, int depth) {
 
     // 1. draft: the root's q (position n), then candidates level by level; the
     // new level's q from ONE masked draft pass over every node but the root
-    int ok = depth > 0 && d->propose(d, sp->q, tokens, n);
+    int ok = depth > 0 && d->propose(d, sp->q, tokens, n), root_q = ok;
     if (ok) memcpy(sp->ql, d->logits, row * sizeof(float));
+    float score[MAX_ROWS] = {1.0f};
     for (int first = 0; ok && rd.k < depth; rd.k++) {
-        int last = t.n;
-        for (int v = first; v < last; v++)
-            add_children(&t, v, sp->branch[rd.k], sp->q + v * row, sp->ql + v * row, sp->work, sp->rng, n, V);
+        int last = t.n, cx[TREE_BRANCH], oh[TREE_BRANCH];
+        for (int v = first; v < last && !sp->tree_auto; v++) {
+            int b = sp->branch[rd.k];
+            draw_candidates(cx, oh, b, sp->q + v * row, sp->ql + v * row, sp->work, sp->rng, n + t.depth[v], V);
+            for (int j = 0; j < b && t.n < MAX_ROWS; j++) add_child(&t, v, cx[j], oh[j]);
+        }
+        if (sp->tree_auto && !grow_level(sp, &t, score, first, last, n, V)) break;
         first = last;
         if (rd.k + 1 == depth || first == t.n) continue;
-        for (int v = 1; v < t.n; v++) parent[v - 1] = t.parent[v] - 1; // the root's children: -1
-        ok = d->propose_tree(d, sp->q + row, t.token + 1, parent, t.n - 1, n);
-        if (ok) memcpy(sp->ql + row, d->logits, (size_t)(t.n - 1) * row * sizeof(float));
+        for (int v = 0; v < t.n; v++) parent[v] = t.parent[v] > 0 ? t.parent[v] : -1; // the root: context
+        ok = d->propose_tree(d, sp->q + first * row, t.token + first, first, parent, t.n - first, n);
+        if (ok) memcpy(sp->ql + first * row, d->logits, (size_t)(t.n - first) * row * sizeof(float));
     }
+    if (sp->tree_auto) prune_tree(&t, score, rd.k + 1, sp, sp->q, row);
+    for (int v = rd.k = 0; v < t.n; v++) rd.k = t.depth[v] > rd.k ? t.depth[v] : rd.k;
     rd.drafted = t.n - 1;
 
     // 2. verify: ONE target pass over every node, each seeing its ancestors -> p per node
-    const float *logits = forward_tree(sp->target, t.token, t.parent, t.n, n - 1);
+    const float *logits = forward_tree(sp->target, t.token, 0, t.parent, t.n, n - 1);
 
     // 3. walk down from the root: at each node its candidates by the rule above;
     // a node without candidates is decided as the chain's last position
@@ -1108,7 +1205,8 @@ static Round tree_step(Speculator *sp, int *tokens, int n, int depth) {
         if (t.count[v] == 0) {
             *vd = (Verdict){.x = -1, .d = coin_at(sp->rng, pos, COIN_DRAW),
                             .u = coin_at(sp->rng, pos, COIN_ACCEPT), .r = coin_at(sp->rng, pos, COIN_RESAMPLE)};
-            if (!d->propose(d, q, tokens, pos)) { // no proposal: draw from p alone
+            if (v == 0 && root_q) memcpy(q, sp->q, row * sizeof(float)); // the root's, drawn above
+            else if (!d->propose(d, q, tokens, pos)) { // no proposal: draw from p alone
                 tokens[pos] = vd->token = sample(p, V, vd->d);
                 rd.plain = 1;
                 break;
@@ -1122,6 +1220,10 @@ static Round tree_step(Speculator *sp, int *tokens, int n, int depth) {
         memcpy(q, sp->q + v * row, row * sizeof(float));
         int c = decide_candidates(vd, &t, v, p, q, sp->work + row, sp->rng, pos, V);
         tokens[pos] = vd->token;
+        for (int j = 0; sp->tree_auto && j < vd->tested; j++) { // kappa's evidence (~30 rounds)
+            sp->conf_seen = 0.97 * sp->conf_seen + t.conf[t.kids[v][j]];
+            sp->accepted_seen = 0.97 * sp->accepted_seen + (j == vd->tested - 1 && c >= 0);
+        }
         if (c < 0) break;
         rd.accepted++;
         path[n_path++] = v = c;
@@ -1244,6 +1346,7 @@ typedef struct {
 typedef struct {
     const char *target_path, *draft_path, *tokenizer_path, *mode, *prompt, *json_path, *weights_name, *tree;
     int tree_depth, branch[K_MAX]; // --tree B1,B2,...: children per node at each depth
+    int tree_auto;                 // --tree auto
     int n_new, k, top_k, quiet, verbose, threads, draft_threads, draft_weights;
     unsigned given;      // bit i: FLAGS[i] was on the command line
     int lookup, ngram_min, ngram_max; // -d lookup: the n-gram drafter
@@ -1265,7 +1368,7 @@ static void free_transformer(Transformer *t);
 static void build_tokenizer(Tokenizer *t, const char *path, int vocab_size);
 static void free_tokenizer(Tokenizer *t);
 static int encode_prompt(Tokenizer *tok, int *tokens, const char *prompt, const Transformer *tr);
-static void build_spec_stats(SpecStats *st, int k, Transformer *target, Drafter *drafter);
+static void build_spec_stats(SpecStats *st, int k, Transformer *target, Drafter *drafter, int rows);
 static double time_target_step(Transformer *tr, Sampler *s, float *probs, int token, int pos);
 static void print_report(const Report *rp);
 static void write_json(const char *path, const Report *rp);
@@ -1303,9 +1406,11 @@ int main(int argc, char **argv) {
     if (spec) {
         build_speculator(&sp, &target, drafter, &sampler, &rng);
         sp.lenience = opt.lenience;
-        sp.tree_depth = opt.tree_depth;
+        sp.tree_depth = opt.tree_depth, sp.tree_auto = opt.tree_auto;
         memcpy(sp.branch, opt.branch, sizeof(sp.branch));
-        build_spec_stats(&st, opt.tree ? opt.tree_depth : opt.n_new ? opt.k : 1, &target, drafter); // -n 0: nothing to calibrate
+        int k = opt.tree_auto ? 0 : opt.tree ? opt.tree_depth : opt.k; // 0: calibrate auto-K's costs
+        build_spec_stats(&st, opt.n_new ? k : 1, &target, drafter, opt.tree_auto ? MAX_ROWS : K_MAX + 1);
+        if (opt.tree_auto) st.k = K_MAX, sp.verify_s = st.autok.calib, sp.draft_s = &st.autok.draft_step;
         if (opt.verbose) st.trace = &tok;
     }
     int *tokens = xmalloc((size_t)model->config.seq_len * sizeof(int), "tokens");
@@ -3051,7 +3156,7 @@ static void print_piece(const char *piece) {
 // text: every position is decided the same way whatever K is.
 #define AUTO_DECAY 0.9       // the draft step's and the cost factor's running means (~10 rounds)
 #define AUTO_DECAY_A 0.97    // a's running counts (~30 rounds: at t = 0 acceptance comes in streaks)
-#define AUTO_CALIBRATE_ROWS 9 // verify passes of 1..9 rows are timed; longer ones extrapolated
+#define AUTO_CALIBRATE_ROWS 9 // verify passes of 1..9 rows are timed, then every 4th row count
 
 // argmax over K = 1..k_max of tokens per second; ties go to the smaller K.
 // verify (k_max+2) seconds by row count.
@@ -3079,22 +3184,27 @@ static double time_forward(Transformer *tr, int rows, int reps) {
     return best;
 }
 
-// The cost table: verify passes of 1..AUTO_CALIBRATE_ROWS rows timed (each
+// The cost table: verify passes of 1..AUTO_CALIBRATE_ROWS rows, then of every
+// 4th row count up to `rows` (K_MAX+1; MAX_ROWS for --tree auto), timed (each
 // the fastest of 3, the row counts interleaved so a slow stretch of the
-// machine hits all of them), longer ones extrapolated linearly (by then a
-// pass is compute-bound); a draft step timed likewise (lookup: free). a
+// machine hits all of them), the sizes between interpolated linearly (by then
+// a pass is compute-bound); a draft step timed likewise (lookup: free). a
 // starts at 1/2, a prior of one accepted and one rejected proposal.
-static void calibrate_auto_k(AutoK *ak, Transformer *target, Transformer *draft) {
+static void calibrate_auto_k(AutoK *ak, Transformer *target, Transformer *draft, int rows) {
     double t0 = now_seconds();
-    int rows = target->config.seq_len < MAX_ROWS ? target->config.seq_len : MAX_ROWS;
-    int top = rows < AUTO_CALIBRATE_ROWS ? rows : AUTO_CALIBRATE_ROWS;
+    int timed[MAX_ROWS], m = 0; // 1..9 rows, then every 4th up to `rows` (passes grow compute-bound)
+    if (rows > target->config.seq_len) rows = target->config.seq_len;
+    for (int n = 1; n <= rows; n += n < AUTO_CALIBRATE_ROWS ? 1 : 4) timed[m++] = n;
     *ak = (AutoK){.accepted = 1, .examined = 2, .scale = 1};
-    time_forward(target, top, 1); // warm: the weights into cache
-    for (int n = 1; n <= top; n++) ak->calib[n] = INFINITY;
+    time_forward(target, timed[m - 1], 1); // warm: the weights into cache
+    for (int i = 0; i < m; i++) ak->calib[timed[i]] = INFINITY;
     for (int rep = 0; rep < 3; rep++)
-        for (int n = 1; n <= top; n++) ak->calib[n] = fmin(ak->calib[n], time_forward(target, n, 1));
-    double slope = top > 1 ? (ak->calib[top] - ak->calib[top / 2 + 1]) / (top - top / 2 - 1) : 0;
-    for (int n = top + 1; n <= MAX_ROWS; n++) ak->calib[n] = ak->calib[top] + slope * (n - top);
+        for (int i = 0; i < m; i++) ak->calib[timed[i]] = fmin(ak->calib[timed[i]], time_forward(target, timed[i], 1));
+    for (int i = m > 1, n = 1; n <= MAX_ROWS; n++) { // between timed sizes linear, past the last its slope
+        while (i < m - 1 && timed[i] < n) i++;
+        int a = i ? timed[i - 1] : 1, b = timed[i];
+        if (n != a && n != b) ak->calib[n] = b > a ? ak->calib[a] + (ak->calib[b] - ak->calib[a]) * (n - a) / (b - a) : ak->calib[a];
+    }
     if (draft) ak->draft_step = time_forward(draft, 1, 3);
     ak->calibration_seconds = now_seconds() - t0;
 }
@@ -3120,9 +3230,9 @@ static void update_auto_k(AutoK *ak, int rows, int accepted, int examined, doubl
 // ----------------------------------------------------------------------------
 // Appendix G. Statistics: the measurement beside the seeds' theory (stderr, JSON)
 
-static void build_spec_stats(SpecStats *st, int k, Transformer *target, Drafter *drafter) {
+static void build_spec_stats(SpecStats *st, int k, Transformer *target, Drafter *drafter, int rows) {
     *st = (SpecStats){.k = k};
-    if (k == 0) calibrate_auto_k(&st->autok, target, drafter->model);
+    if (k == 0) calibrate_auto_k(&st->autok, target, drafter->model, rows);
 }
 
 // This round's K: -k or auto-K's, within what -n still wants (k + 1 tokens at
@@ -3469,7 +3579,8 @@ static void usage(void) {
            "  -n N      new tokens, >= 0 (default 256)\n"
            "  -k K      drafts per round, 1..%d; 0 chooses K as it goes (default 0)\n"
            "  --tree B1,B2,...  draft a tree: B_d candidates under each node at depth d, all\n"
-           "            verified in one pass (e.g. 3,2,1; 1,1,1 is the chain -k 3)\n"
+           "            verified in one pass (e.g. 3,2,1; 1,1,1 is the chain -k 3); --tree auto\n"
+           "            grows it where the draft is sure, as far as the measured costs pay\n"
            "  -t T      temperature, >= 0; 0 is greedy (default 1.0)\n"
            "  -p P      top-p in (0, 1]; 1 is off (default 1.0)\n"
            "  --top-k N keep the N most likely tokens; 0 is off (default 0)\n"
@@ -3546,6 +3657,7 @@ static void set_flag(Options *o, const Flag *f, const char *v) {
 static void parse_tree(Options *o, int spec) {
     const char *c = o->tree;
     int nodes = 0, level = 1;
+    if (!strcmp(c, "auto")) c = "", o->tree_auto = 1, o->tree_depth = K_MAX;
     for (char *end; *c && o->tree_depth < K_MAX; c = *end == ',' ? end + 1 : end) {
         long b = strtol(c, &end, 10);
         if (end == c || b < 1 || b > 8 || (*end && *end != ',')) break;
@@ -3553,7 +3665,7 @@ static void parse_tree(Options *o, int spec) {
         nodes += level *= (int)b;
     }
     if (*c || !o->tree_depth || nodes > TREE_MAX - 1)
-        bad_flag("--tree", o->tree, "children per level, each 1..8, like 3,2,1 (at most " STR(K_MAX)
+        bad_flag("--tree", o->tree, "auto, or children per level, each 1..8, like 3,2,1 (at most " STR(K_MAX)
                  " levels and " STR(TREE_MAX) " - 1 nodes)");
     if (!spec || o->lookup || given(o, "-k") || o->lenience < 1.0f)
         die("--tree: a model draft in spec mode, the exact rule, and no -k (the tree's depth is its K)");

@@ -228,8 +228,9 @@ static double attention_share(Transformer *tr) {
     double attn = 1e30, whole = 1e30;
     for (int rep = 0; rep < 15; rep++) {
         double t0 = now_seconds();
+        ForwardJob job = {.tr = tr, .T = T, .pos = pos};
         for (int l = 0; l < c->n_layers; l++)
-            for (int g = 0; g < c->n_kv_heads; g++) attention_head(tr, l, g, T, pos, NULL, NULL);
+            for (int g = 0; g < c->n_kv_heads; g++) attention_head(tr, l, g, &job);
         double t1 = now_seconds();
         forward(tr, tokens, T, pos);
         double t2 = now_seconds();
@@ -388,7 +389,7 @@ typedef struct {
 static void build_spec(Spec *sc, Transformer *target, Transformer *draft, Sampler *s, int k) {
     Drafter *d = draft ? model_drafter(&sc->md, draft, s) : lookup_drafter(&sc->lk, 1, 3, target->config.vocab_size);
     build_speculator(&sc->sp, target, d, s, NULL);
-    build_spec_stats(&sc->st, k, target, d);
+    build_spec_stats(&sc->st, k, target, d, K_MAX + 1);
 }
 
 // one generation of n_new tokens from prompt i; returns seconds. With sc NULL:

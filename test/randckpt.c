@@ -15,6 +15,13 @@
 #include "random_model.h"
 
 int main(int argc, char **argv) {
+    if (argc == 6 && !strcmp(argv[1], "--embed")) { // --embed BASE.bin OUT.bin SCALE LAYERS
+        Transformer base;
+        build_transformer(&base, argv[2], 1, NULL, 1);
+        write_embedded_checkpoint(argv[3], &base, atoi(argv[4]), atoi(argv[5]));
+        free_transformer(&base);
+        return 0;
+    }
     if (argc == 4 && !strcmp(argv[1], "--tokenizer")) {
         write_tokenizer(argv[2], atoi(argv[3]));
         return 0;
@@ -22,7 +29,8 @@ int main(int argc, char **argv) {
     if (argc < 9) {
         fprintf(stderr, "usage: randckpt OUT.bin dim hidden n_layers n_heads n_kv_heads vocab seq_len "
                         "[--seed S] [--unshared] [--noise EPS --noise-seed S2]\n"
-                        "       randckpt --tokenizer OUT.bin vocab\n");
+                        "       randckpt --tokenizer OUT.bin vocab\n"
+                        "       randckpt --embed BASE.bin OUT.bin SCALE LAYERS  (BASE zero-padded, SCALE x wider)\n");
         return 1;
     }
     Config c = {atoi(argv[2]), atoi(argv[3]), atoi(argv[4]), atoi(argv[5]), atoi(argv[6]),

@@ -100,6 +100,8 @@ static void write_random_checkpoint(const char *path, const Config *c, int share
     if (write_checkpoint(path, c, p, shared) != 0) die("%s: write failed", path);
     xfree(p);
 }
+
+
 #endif
 
 // ---- the emulated large target (make bench) -----------------------------------
@@ -161,4 +163,60 @@ static void write_emulated_checkpoint(const char *path, const Transformer *base,
     write_floats(f, w->rope_sin, (size_t)c.seq_len * hs / 2, path);
     if (!base->shared_classifier) write_floats(f, w->wcls, (size_t)c.vocab_size * dim, path);
     if (fclose(f) != 0) die("%s: write failed", path);
+}
+
+// The base model embedded, zero-padded, in a model `scale` times as wide with
+// `layers` layers (a realistic DRAM-bound shape: the shipped target in dim 768
+// x 12 layers is ~325 MB). Width: the base's heads, kv heads, hidden units and
+// embedding columns come first, the rest are zeros (an extra head scores 0
+// everywhere and reads zero values: it adds nothing); the RMSNorm gains are
+// divided by sqrt(scale), since the mean square over the padded width is
+// 1/scale of the base's. Depth: extra layers with random wq, wk, wv, w1, w3 and
+// zero wo, w2 leave the residual stream unchanged. The logits match the base's
+// to rounding (RMSNorm's eps is the one difference).
+static void write_embedded_checkpoint(const char *path, const Transformer *base, int scale, int layers) {
+    Config b = base->config, c = b;
+    const TransformerWeights *w = &base->weights;
+    c.dim *= scale, c.hidden_dim *= scale, c.n_heads *= scale, c.n_kv_heads *= scale, c.n_layers = layers;
+    size_t D = (size_t)c.dim, H = (size_t)c.hidden_dim, d = (size_t)b.dim, h = (size_t)b.hidden_dim;
+    size_t hs = d / (size_t)b.n_heads, kv = (size_t)b.n_kv_heads * hs, KV = kv * (size_t)scale;
+    size_t V = (size_t)c.vocab_size, L = (size_t)b.n_layers, E = (size_t)(layers - b.n_layers);
+    float *row = xmalloc((D > H ? D : H) * sizeof(float), "row"), g = 1.0f / sqrtf((float)scale);
+    FILE *f = fopen(path, "wb");
+    if (!f || layers < b.n_layers || write_config(f, &c, base->shared_classifier) != 0) die("%s: cannot write", path);
+    Rng r;
+    rng_seed(&r, 99);
+    // n rows of `in` floats from src (rows of src_in), each zero-padded to `in`; then pad rows of zeros; gain g
+#define PADDED(src, rows, src_in, in, pad_rows, gain)                                             \
+    for (size_t i_ = 0; i_ < (rows) + (pad_rows); i_++) {                                        \
+        memset(row, 0, (in) * sizeof(float));                                                     \
+        for (size_t k_ = 0; i_ < (rows) && k_ < (src_in); k_++) row[k_] = (gain) * (src)[i_ * (src_in) + k_]; \
+        write_floats(f, row, (in), path);                                                         \
+    }
+    PADDED(w->token_embedding, V, d, D, 0, 1.0f);
+    for (size_t l = 0; l < L; l++) { PADDED(w->rms_att + l * d, 1, d, D, 0, g); }
+    write_fill(f, 1.0f, E * D, path);
+    for (size_t l = 0; l < L; l++) { PADDED(w->wq + l * d * d, d, d, D, D - d, 1.0f); }
+    write_random(f, &r, 0.05f, E * D * D, path);
+    for (size_t l = 0; l < L; l++) { PADDED(w->wk + l * kv * d, kv, d, D, KV - kv, 1.0f); }
+    write_random(f, &r, 0.05f, E * KV * D, path);
+    for (size_t l = 0; l < L; l++) { PADDED(w->wv + l * kv * d, kv, d, D, KV - kv, 1.0f); }
+    write_random(f, &r, 0.05f, E * KV * D, path);
+    for (size_t l = 0; l < L; l++) { PADDED(w->wo + l * d * d, d, d, D, D - d, 1.0f); }
+    write_fill(f, 0.0f, E * D * D, path);
+    for (size_t l = 0; l < L; l++) { PADDED(w->rms_ffn + l * d, 1, d, D, 0, g); }
+    write_fill(f, 1.0f, E * D, path);
+    for (size_t l = 0; l < L; l++) { PADDED(w->w1 + l * h * d, h, d, D, H - h, 1.0f); }
+    write_random(f, &r, 0.05f, E * H * D, path);
+    for (size_t l = 0; l < L; l++) { PADDED(w->w2 + l * d * h, d, h, H, D - d, 1.0f); }
+    write_fill(f, 0.0f, E * D * H, path);
+    for (size_t l = 0; l < L; l++) { PADDED(w->w3 + l * h * d, h, d, D, H - h, 1.0f); }
+    write_random(f, &r, 0.05f, E * H * D, path);
+    PADDED(w->rms_final, 1, d, D, 0, g);
+    write_floats(f, w->rope_cos, (size_t)c.seq_len * hs / 2, path);
+    write_floats(f, w->rope_sin, (size_t)c.seq_len * hs / 2, path);
+    if (!base->shared_classifier) { PADDED(w->wcls, V, d, D, 0, 1.0f); }
+#undef PADDED
+    if (fclose(f) != 0) die("%s: write failed", path);
+    xfree(row);
 }

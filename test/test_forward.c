@@ -93,8 +93,9 @@ static void test_config(const char *name, Config c, int shared, int weights) {
 }
 
 // Tree attention: for random trees (any shape, up to MAX_ROWS rows), every
-// row's logits from ONE forward_tree equal, bit for bit, a plain forward over
-// the context and that row's path; after commit_path of a random row's path
+// row's logits from ONE forward_tree, or from two passes (the second's nodes
+// attending to the first's), equal, bit for bit, a plain forward over the
+// context and that row's path; after commit_path of a random row's path
 // the caches equal those of the plain forward over it. 1..3 threads.
 static void test_trees(const char *name, int weights) {
     char path[256];
@@ -118,12 +119,23 @@ static void test_trees(const char *name, int weights) {
                 depth[i] = parent[i] < 0 ? 0 : depth[parent[i]] + 1;
             }
             forward_chunked(&many, ctx, pos, 0);
-            float *lg = forward_tree(&many, tok, parent, T, pos);
+            float *lg = forward_tree(&many, tok, 0, parent, T, pos);
             forward_chunked(&one, ctx, pos, 0);
             for (int i = 0; i < T; i++) { // the plain forward over row i's path
                 for (int u = i; u >= 0; u = parent[u]) chain[depth[u]] = tok[u];
                 float *ref = forward(&one, chain, depth[i] + 1, pos);
                 bad += memcmp(lg + (size_t)i * V, ref + (size_t)depth[i] * V, (size_t)V * 4) != 0;
+            }
+            int half = T / 2; // the same tree in two passes, as the draft grows one: the second half's rows
+            if (half > 0) {
+                forward_chunked(&many, ctx, pos, 0);
+                forward_tree(&many, tok, 0, parent, half, pos);
+                lg = forward_tree(&many, tok + half, half, parent, T - half, pos);
+                for (int i = half; i < T; i++) {
+                    for (int u = i; u >= 0; u = parent[u]) chain[depth[u]] = tok[u];
+                    float *ref = forward(&one, chain, depth[i] + 1, pos);
+                    bad += memcmp(lg + (size_t)(i - half) * V, ref + (size_t)depth[i] * V, (size_t)V * 4) != 0;
+                }
             }
             int last = T - 1; // commit row `last`'s path, then compare with the plain forward over it
             for (int u = last; u >= 0; u = parent[u]) path_rows[depth[u]] = u, chain[depth[u]] = tok[u];

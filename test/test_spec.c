@@ -166,7 +166,7 @@ static void simulate(int *emitted, int want, const Pair *c, const Rng *rng, int 
 }
 
 // The same stream with a draft tree at every position: m candidates drawn by
-// add_children (without replacement from q, then by the logits' order), decided
+// draw_candidates (without replacement from q, then by the logits' order), decided
 // by decide_candidates; an accepted candidate continues the round, a rejection
 // ends it (the next position starts a new one, as tree_step's walk does).
 static void simulate_tree(int *emitted, int want, const Pair *c, const Rng *rng, int m) {
@@ -176,7 +176,9 @@ static void simulate_tree(int *emitted, int want, const Pair *c, const Rng *rng,
         dist_at(q, c->q, count, prev);
         dist_at(p, c->p, count, prev);
         Tree t = {.n = 1, .parent = {-1}};
-        add_children(&t, 0, m, q, logits, work, rng, count, V);
+        int x[4], onehot[4];
+        draw_candidates(x, onehot, m, q, logits, work, rng, count, V);
+        for (int j = 0; j < m; j++) add_child(&t, 0, x[j], onehot[j]);
         Verdict vd;
         int child = decide_candidates(&vd, &t, 0, p, q, work + V, rng, count, V);
         emitted[count] = prev = child >= 0 ? t.token[child] : vd.token;
@@ -335,7 +337,7 @@ static SpecStats run_spec(const char *tpath, const char *dpath, float temp, floa
     Speculator sp;
     SpecStats st;
     build_speculator(&sp, &target, d, &s, &rng);
-    build_spec_stats(&st, k, &target, d);
+    build_spec_stats(&st, k, &target, d, K_MAX + 1);
     int tokens[128] = {TOKEN_BOS, 50, 51, 52, 50, 51};
     Output o = {.quiet = 1, .generated = generated, .max_new = n_new};
     start_output(&o, tokens, 6);
