@@ -334,7 +334,7 @@ else bad "a failed run changed $D/keep.json or left a temporary file"; fi
 # write errors on the text: exit 1 with the reason (a full device; a closed pipe with SIGPIPE ignored)
 err=$( { $SPECDEC $M -m target -n 50 > /dev/full; } 2>&1 ); rc=$?
 if [ $rc -eq 1 ] && grep -q "No space left on device" <<<"$err"; then ok; else bad "> /dev/full: exit $rc, $err"; fi
-err=$( { trap '' PIPE; sleep 0.2 & $SPECDEC $M -m target -n 50 | true; echo "rc=${PIPESTATUS[0]}"; } 2>&1 )
+err=$( { trap '' PIPE; { sleep 0.3; $SPECDEC $M -m target -n 50; } | { exec 0<&-; sleep 0.6; }; echo "rc=${PIPESTATUS[0]}"; } 2>&1 )
 if grep -q "rc=1" <<<"$err" && grep -q "Broken pipe" <<<"$err"; then ok; else bad "closed pipe, SIGPIPE ignored: $err"; fi
 # a FIFO as checkpoint or tokenizer is refused at once instead of waiting for a writer
 rm -f $D/fifo; mkfifo $D/fifo
