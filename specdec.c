@@ -40,19 +40,19 @@
 //   497-656   Sampler
 //   658-744   The speculative step
 //   746-846   Drafters
-//   848-969   The speculative round
-//   971-1238  Tree speculation
-//  1240-1299  Generation
-//  1301-1456  main
-//  1458-1584  Appendix A. Errors and memory
-//  1586-1886  Appendix B. Loading
-//  1888-2685  Appendix C. Math kernels
-//  2687-2997  Appendix D. Threads
-//  2999-3145  Appendix E. Tokenizer
-//  3147-3229  Appendix F. Auto-K (-k 0)
-//  3231-3517  Appendix G. Statistics
-//  3519-3564  Appendix H. The text on stdout
-//  3566-3765  Appendix I. Command line
+//   848-983   The speculative round
+//   985-1243  Tree speculation
+//  1245-1304  Generation
+//  1306-1461  main
+//  1463-1589  Appendix A. Errors and memory
+//  1591-1891  Appendix B. Loading
+//  1893-2690  Appendix C. Math kernels
+//  2692-3002  Appendix D. Threads
+//  3004-3150  Appendix E. Tokenizer
+//  3152-3234  Appendix F. Auto-K (-k 0)
+//  3236-3535  Appendix G. Statistics
+//  3537-3582  Appendix H. The text on stdout
+//  3584-3783  Appendix I. Command line
 //
 // Build: cc -std=c11 -O3 -mavx2 -mfma -ffp-contract=off -pthread specdec.c -lm
 #define _POSIX_C_SOURCE 200809L
@@ -867,6 +867,18 @@ static Drafter *lookup_drafter(LookupDrafter *lk, int ngram_min, int ngram_max, 
 // and the sampling flags, the same for every K and every thread count.
 // A position with no proposal is drawn from p_m alone with coin_at(m, DRAW).
 
+// A draft tree: node 0 is the root, the last committed token (at position
+// n-1); a node of depth d proposes position n-1+d. Children of a node are
+// consecutive, in the order they were drawn.
+#define TREE_BRANCH 8 // the most candidates under one node
+typedef struct {
+    int n;                                    // nodes, the root included
+    int token[MAX_ROWS], parent[MAX_ROWS], depth[MAX_ROWS];
+    int count[MAX_ROWS], kids[MAX_ROWS][TREE_BRANCH]; // children, in the order they were drawn
+    int onehot[MAX_ROWS];                     // drawn as the best remaining logit: q_j one-hot
+    float conf[MAX_ROWS];                     // --tree auto: the draft's probability of the node's token
+} Tree;
+
 typedef struct {
     Transformer *target;
     Drafter *drafter;
@@ -884,6 +896,8 @@ typedef struct {
     const double *verify_s;    // auto: seconds of a verify pass by rows (auto-K's calibration)
     const double *draft_s;     // auto: seconds of a draft step
     float *ql, *work;          // trees: (MAX_ROWS, V) the drafter's logits per node; (3, V) scratch
+    Tree tree;                 // the last round's tree, as verified (the -v trace draws it)
+    int path[K_MAX + 1];       // ... and the nodes it accepted
 } Speculator;
 
 // What a round did: the statistics and auto-K read this.
@@ -994,17 +1008,6 @@ static Round speculative_step(Speculator *sp, int *tokens, int n, int k) {
 // descending repeats the argument at the next position. With one candidate per
 // node this is the chain's rule, with the chain's coins: the same text.
 
-// A draft tree: node 0 is the root, the last committed token (at position
-// n-1); a node of depth d proposes position n-1+d. Children of a node are
-// consecutive, in the order they were drawn.
-#define TREE_BRANCH 8 // the most candidates under one node
-typedef struct {
-    int n;                                    // nodes, the root included
-    int token[MAX_ROWS], parent[MAX_ROWS], depth[MAX_ROWS];
-    int count[MAX_ROWS], kids[MAX_ROWS][TREE_BRANCH]; // children, in the order they were drawn
-    int onehot[MAX_ROWS];                     // drawn as the best remaining logit: q_j one-hot
-    float conf[MAX_ROWS];                     // --tree auto: the draft's probability of the node's token
-} Tree;
 
 // Candidate j's coin for `purpose` at position pos: candidate 0 uses the
 // chain's coin_at; later ones an element of their own (4 pos + 3 keys them).
@@ -1232,6 +1235,8 @@ static Round tree_step(Speculator *sp, int *tokens, int n, int depth) {
     // 4. the accepted path's keys and values into the target's cache, at their
     // positions; the draft's cache holds the context only and catches up
     commit_path(sp->target, path, n_path, n);
+    sp->tree = t;
+    memcpy(sp->path, path, (size_t)n_path * sizeof(int));
     if (d->rewind) d->rewind(d, n + rd.accepted);
     return rd;
 }
@@ -3297,6 +3302,18 @@ static void print_trace(const SpecStats *st, const Speculator *sp, const Round *
     const Tokenizer *t = st->trace;
     fflush(stdout); // the text so far, then the trace on lines of its own
     fprintf(stderr, "\nround %ld at position %d, K=%d\n", st->rounds, n, rd->k);
+    const Tree *tr = &sp->tree;
+    int stack[MAX_ROWS], top = 0; // the tree, depth first: a node per line under its parent
+    for (int j = sp->tree_depth ? tr->count[0] - 1 : -1; j >= 0; j--) stack[top++] = tr->kids[0][j];
+    while (top > 0) {
+        int v = stack[--top], on_path = tr->depth[v] <= rd->accepted && sp->path[tr->depth[v] - 1] == v, j = 0;
+        for (int k = tr->count[v] - 1; k >= 0; k--) stack[top++] = tr->kids[v][k];
+        while (tr->kids[tr->parent[v]][j] != v) j++;
+        fprintf(stderr, "  %*s%s node %d, candidate %d of %d under node %d: ", 2 * tr->depth[v], "",
+                on_path ? "*" : " ", v, j + 1, tr->count[tr->parent[v]], tr->parent[v]);
+        trace_piece(t, tr->token[v]);
+        fputc('\n', stderr);
+    }
     for (int i = 0; i < rd->committed; i++) {
         const Verdict *v = &sp->verdicts[i];
         fprintf(stderr, "  pos %d %s ", n + i, i < rd->k ? "draft" : "next ");
@@ -3309,6 +3326,7 @@ static void print_trace(const SpecStats *st, const Speculator *sp, const Round *
         trace_piece(t, v->x);
         fprintf(stderr, " d=%.4f  q=%.4f p=%.4f p/q=%.4f u=%.4f  %s", v->d, v->q, v->p,
                 v->q > 0 ? v->p / v->q : 0.0, v->u, v->accepted ? "accept" : "REJECT");
+        if (v->tested > 1) fprintf(stderr, " (candidate %d; p, q: after the earlier ones)", v->tested);
         if (!v->accepted) {
             fprintf(stderr, " -> residual mass %.4f, coin %.4f: ", v->residual_mass, v->r);
             trace_piece(t, v->token);

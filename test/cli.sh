@@ -67,6 +67,10 @@ for th in 1 2 3; do
 done
 if cmp -s $D/tree_th1.txt $D/tree_th2.txt && cmp -s $D/tree_th1.txt $D/tree_th3.txt && [ -s $D/tree_th1.txt ]; then ok
 else bad "--tree 3,2 at t=1: the text depends on the thread count"; fi
+$SPECDEC $M -d $D/draft.bin --tree 3,2 -t 1 -n 40 -s 9 -v > /dev/null 2> $D/tree_v.txt
+marked=$(grep -c '^ *\* node' $D/tree_v.txt); accepted=$(grep -c 'pos [0-9]* draft .* accept' $D/tree_v.txt)
+if [ "$marked" -gt 0 ] && [ "$marked" = "$accepted" ] && grep -q 'candidate 3 of 3 under node 0' $D/tree_v.txt; then ok
+else bad "-v with --tree: $marked nodes marked on the path, $accepted draft positions accepted"; fi
 echo "trees: $n_tree greedy tree runs byte-identical to the target; --tree 1,1,1 == -k 3 at t=1; --tree 3,2 the same on 1..3 threads"
 
 # ---- contexts shorter than K_MAX+1: auto-K calibrates within them; greedy stays exact
