@@ -33,7 +33,7 @@ ASAN    = -std=c11 -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
 TESTS   = test_kernels test_forward test_tokenizer test_spec
 TEST_DEPS = specdec.c model.h test/check.h test/random_model.h
 
-.PHONY: all run test test-core test-port bench sweep clean golden
+.PHONY: all run test test-core test-port bench sweep bench-tree clean golden
 
 all: specdec train
 
@@ -113,6 +113,11 @@ bench: build/bin/bench
 # the shipped pair only: K = 1..8 and auto at t = 0, 1; a vs temperature
 sweep: build/bin/bench
 	build/bin/bench sweep
+
+# trees against the chain at t = 0, 1: the shipped pair, then the shipped target
+# embedded, zero-padded, in dim 768 x 12 layers (325 MB, DRAM-bound); ~3 minutes
+bench-tree: build/bin/bench
+	build/bin/bench tree
 
 # --- trainer/ (./train; keep edits inside this block) ---
 # make weights [DATA=dir] [THREADS=n]: tokenizer -> token streams -> base

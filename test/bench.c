@@ -375,6 +375,7 @@ typedef struct {
     int n_new;   // tokens per generation
     int reps;    // generations per configuration (median of these), at most MAX_REPS
     int threads; // what the pair was built with
+    const char *tree; // --tree's argument for the spec runs, or NULL: the chain
 } Pair;
 
 // spec decoding as specdec runs it: the pair's draft (or lookup, draft NULL)
@@ -386,10 +387,15 @@ typedef struct {
     LookupDrafter lk;
 } Spec;
 
-static void build_spec(Spec *sc, Transformer *target, Transformer *draft, Sampler *s, int k) {
+static void build_spec(Spec *sc, Transformer *target, Transformer *draft, Sampler *s, int k, const char *tree) {
     Drafter *d = draft ? model_drafter(&sc->md, draft, s) : lookup_drafter(&sc->lk, 1, 3, target->config.vocab_size);
     build_speculator(&sc->sp, target, d, s, NULL);
-    build_spec_stats(&sc->st, k, target, d, K_MAX + 1);
+    Options o = {.tree = tree, .lenience = 1.0f};
+    if (tree) parse_tree(&o, 1); // as --tree: the shape, or auto
+    sc->sp.tree_depth = o.tree_depth, sc->sp.tree_auto = o.tree_auto;
+    memcpy(sc->sp.branch, o.branch, sizeof(o.branch));
+    build_spec_stats(&sc->st, o.tree_auto ? 0 : tree ? o.tree_depth : k, target, d, o.tree_auto ? MAX_ROWS : K_MAX + 1);
+    if (o.tree_auto) sc->st.k = K_MAX, sc->sp.verify_s = sc->st.autok.calib, sc->sp.draft_s = &sc->st.autok.draft_step;
 }
 
 // one generation of n_new tokens from prompt i; returns seconds. With sc NULL:
@@ -424,7 +430,7 @@ static E2E bench_spec(Pair *pr, const char *name, float temp, int k, float lenie
     Sampler s;
     build_sampler(&s, pr->target->config.vocab_size, temp, 1.0f, 0);
     Spec sc;
-    build_spec(&sc, pr->target, pr->draft, &s, k);
+    build_spec(&sc, pr->target, pr->draft, &s, k, pr->tree);
     sc.sp.lenience = lenience;
     double tt[MAX_REPS], ts[MAX_REPS], step = 0;
     long made_t = 0;
@@ -448,8 +454,9 @@ static E2E bench_spec(Pair *pr, const char *name, float temp, int k, float lenie
     for (int i = 0; i <= sc.st.k_hi; i++) e.pos[i] = per_position(&sc.st, i);
     for (int i = 0; i <= sc.st.k_hi + 1; i++) e.hist[i] = (double)sc.st.histogram[i];
     e.no_match = (double)sc.st.plain_tokens / (double)(made_t > 0 ? made_t : 1);
-    char kname[24];
-    if (k) snprintf(kname, sizeof(kname), "%d", k);
+    char kname[40];
+    if (pr->tree) snprintf(kname, sizeof(kname), "tree %s", pr->tree);
+    else if (k) snprintf(kname, sizeof(kname), "%d", k);
     else snprintf(kname, sizeof(kname), "auto(%d)", e.k);
     printf("%-14s %dth t=%.2f K=%-8s target %7.1f tok/s  spec %7.1f tok/s  speedup %5.2fx  "
            "a %.3f  c %.3f  r %.3f  predicted %5.2fx  tokens/round %.2f%s\n", name, pr->threads, temp, kname,
@@ -589,8 +596,8 @@ static void parse_bench(BenchOptions *o, int argc, char **argv) {
     }
     if (i < argc) die("bench: %s needs a value", argv[i]);
     if (strcmp(o->what, "all") && strcmp(o->what, "sweep") && strcmp(o->what, "drafters") &&
-        strcmp(o->what, "lenience"))
-        die("bench: unknown mode %s (all, sweep, drafters or lenience)", o->what);
+        strcmp(o->what, "lenience") && strcmp(o->what, "tree"))
+        die("bench: unknown mode %s (all, sweep, drafters, lenience or tree)", o->what);
 }
 
 // ---- drafters compared: the draft model and the lookup drafter -----------------
@@ -666,7 +673,7 @@ static double measured_tv(Pair *pr, Sampler *s, const float *p, double l, int se
     double *count = xmalloc((size_t)V * sizeof(double), "counts"), tv = 0;
     int *buf = xmalloc((size_t)pr->target->config.seq_len * sizeof(int), "tokens"), gen[8];
     Spec sc;
-    build_spec(&sc, pr->target, pr->draft, s, 4);
+    build_spec(&sc, pr->target, pr->draft, s, 4, NULL);
     sc.sp.lenience = (float)l;
     for (int i = 0; i < N_PROMPTS; i++) {
         int n = encode(pr->tok, buf, PROMPTS[i], 1, 0);
@@ -699,7 +706,7 @@ static double generated_bpb(Pair *pr, double l, int seeds, int n_new) {
     Sampler s;
     build_sampler(&s, V, 1.0f, 1.0f, 0);
     Spec sc;
-    build_spec(&sc, tr, pr->draft, &s, 4);
+    build_spec(&sc, tr, pr->draft, &s, 4, NULL);
     sc.sp.lenience = (float)l;
     double bits = 0, bytes = 0;
     for (int i = 0; i < N_PROMPTS * seeds; i++) {
@@ -783,8 +790,8 @@ static double auto_head_to_head(Pair *pr, float temp, int k) {
     Sampler s;
     build_sampler(&s, pr->target->config.vocab_size, temp, 1.0f, 0);
     Spec sc[2]; // [0] auto, [1] K
-    build_spec(&sc[0], pr->target, pr->draft, &s, 0);
-    build_spec(&sc[1], pr->target, pr->draft, &s, k);
+    build_spec(&sc[0], pr->target, pr->draft, &s, 0, NULL);
+    build_spec(&sc[1], pr->target, pr->draft, &s, k, NULL);
     double ratio[H2H_PAIRS], rate[2];
     for (int i = 0; i < H2H_PAIRS; i++) {
         for (int j = 0; j < 2; j++) {
@@ -862,6 +869,21 @@ static int sweep_k(Pair *pr, const char *name, E2E *e) {
     return n;
 }
 
+// ---- trees against the chain: the shipped pair, then the shipped target embedded,
+// zero-padded, in dim 768 x 12 layers (DRAM-bound, the same logits to rounding)
+static void compare_trees(Pair *pr, const char *name) {
+    const char *trees[] = {NULL, "auto", "2,1,1,1", "2,2,1,1", "3,2,1"};
+    int ks[] = {0, 4, 8};
+    for (int t = 0; t < 2; t++) {
+        for (int i = 0; i < 3; i++) bench_pair(pr, name, (float)t, ks[i]);
+        for (int i = 1; i < 5; i++) {
+            pr->tree = trees[i];
+            bench_pair(pr, name, (float)t, 0);
+        }
+        pr->tree = NULL;
+    }
+}
+
 int main(int argc, char **argv) {
     BenchOptions o;
     parse_bench(&o, argc, argv);
@@ -928,6 +950,16 @@ int main(int argc, char **argv) {
                 first = n_e;
                 n_e += compare_drafters(&pr, e + n_e);
                 write_drafters(o.csv, e + first, n_e - first);
+            }
+            if (ti == 1 && !strcmp(o.what, "tree")) {
+                compare_trees(&pr, "shipped");
+                write_embedded_checkpoint(pemu, &target, 3, 12);
+                Transformer big;
+                build_transformer(&big, pemu, MAX_ROWS, pool, N);
+                Pair bp = {.target = &big, .draft = &draft, .tok = &tok, .n_new = 96, .reps = 3, .threads = N};
+                compare_trees(&bp, "embedded 325MB");
+                free_transformer(&big);
+                remove(pemu);
             }
             if (ti == 1 && (full || !strcmp(o.what, "lenience"))) {
                 LenienceRow rows[8] = {0};
