@@ -332,7 +332,7 @@ test-arm64:
 # in build/fuzz/corpus. make fuzz FUZZ_TIME=3600 fuzzes longer.
 FUZZ_TIME ?= 60
 FUZZ_CC   ?= clang
-FUZZ_TARGETS = checkpoint tokenizer prompt options
+FUZZ_TARGETS = checkpoint tokenizer prompt options e2e
 FUZZ_FLAGS = -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
              -ffp-contract=off -Wall -Wextra -Wno-unused-function $(SIMD)
 .PHONY: fuzz fuzz-build
@@ -340,6 +340,9 @@ FUZZ_FLAGS = -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-r
 build/fuzz/%: fuzz/fuzz_%.c fuzz/fuzz.h specdec.c model.h
 	@mkdir -p build/fuzz
 	$(FUZZ_CC) $(FUZZ_FLAGS) -o $@ $< -lm -pthread
+
+# the end-to-end target writes its random checkpoints with the tests' code
+build/fuzz/e2e: test/random_model.h
 
 fuzz-build: $(FUZZ_TARGETS:%=build/fuzz/%)
 
