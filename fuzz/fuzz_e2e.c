@@ -25,16 +25,19 @@
 //   4  --top-k: b < 128 not given, else 3 (b - 128)
 //   5  --lenience: b < 192 not given, else (b - 191) / 64
 //   6  --ngram-min (low nibble: 0 not given, else 1..4), --ngram-max (high: 0 not given, else 1..6)
-//   7  --draft-weights (b % 3: none, f32, int8), --threads ((b >> 2) % 4, 0: not given),
-//      --draft-threads ((b >> 4) % 4, 0: not given)
+//   7  --draft-weights (b % 3: none, f32, int8), --threads ((b >> 2) % 4, 0: not given;
+//      3 only if bit 6 is set, else 1), --draft-threads ((b >> 4) % 4, 0: not given)
 //   8  -n (b % 41)
 //   9, 10  -s (little endian)
 //   11 bit 0: -v; bit 1: -j FILE; bit 2: one more run with -q; bit 3 (target, draft
 //      modes): flags only spec mode takes (-k, --lenience, -d lookup, -v), to be refused
-//   12 the second run's K (b % 17) and threads (1 + (b >> 5) % 3)
+//   12 the second run's K (b % 17)
 //   13 t = 0: the second run's drafter ((b & 7) % 5), bit 3 flips its draft weights,
 //      its draft threads 1 + (b >> 4) % 3
-//   14.. the prompt, at most 32 bytes (printable ASCII, newlines, a few UTF-8 letters)
+//   14 the second run's threads: 1 if the first had more, else 2; 3 (or 2 after 3)
+//      if b % 8 == 7. More threads than the 2 cores of a small machine are slow:
+//      spinning barriers wait for a thread that has no core
+//   15.. the prompt, at most 32 bytes (printable ASCII, newlines, a few UTF-8 letters)
 #include "fuzz.h"
 #include "../test/random_model.h"
 
@@ -396,7 +399,7 @@ static void decode_prompt(char *out, const uint8_t *p, size_t n) {
 static Result res_a, res_b, res_c;
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-    uint8_t b[14] = {0};
+    uint8_t b[15] = {0};
     memcpy(b, data, size < sizeof b ? size : sizeof b);
     char prompt[PROMPT_MAX + 1];
     decode_prompt(prompt, data + sizeof b, size > sizeof b ? size - sizeof b : 0);
@@ -409,7 +412,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
              .lenience = b[5] < 192 ? 0.0f : (float)(b[5] - 191) / 64.0f,
              .ngram_min = b[6] & 15 ? 1 + ((b[6] & 15) - 1) % 4 : 0,
              .ngram_max = b[6] >> 4 ? 1 + ((b[6] >> 4) - 1) % 6 : 0,
-             .draft_weights = b[7] % 3 - 1, .threads = (b[7] >> 2) % 4, .draft_threads = (b[7] >> 4) % 4,
+             .draft_weights = b[7] % 3 - 1, .threads = (b[7] >> 2) % 4 == 3 && !(b[7] & 0x40) ? 1 : (b[7] >> 2) % 4,
+             .draft_threads = (b[7] >> 4) % 4,
              .n = b[8] % 41, .seed = (unsigned)b[9] | (unsigned)b[10] << 8,
              .verbose = b[11] & 1, .json = (b[11] >> 1) & 1, .prompt = prompt};
     int misplaced = (b[11] >> 3) & 1;
@@ -433,8 +437,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     r2.k = b[12] % (K_MAX + 1);
     if (r2.k == r.k) r2.k = (r2.k + 1) % (K_MAX + 1);
     r2.give_k = r.mode == SPEC;
-    r2.threads = 1 + (b[12] >> 5) % 3;
-    if (r2.threads == threads) r2.threads = r2.threads % 3 + 1;
+    r2.threads = b[14] % 8 == 7 ? (threads == 3 ? 2 : 3) : threads == 1 ? 2 : 1;
     if (r.mode != SPEC) {
         run(&r2, &res_b);
         same_text("the same command line on another thread count must print the same text", &r, &res_a, &r2, &res_b);

@@ -6,9 +6,9 @@ import os
 
 def seed(mode="spec", target=0, drafter=0, k=4, auto_k_omitted=False, t=0, top_p=None, top_k=None,
          lenience=None, ngram=0, draft_weights=0, threads=0, draft_threads=0, n=40, s=1,
-         verbose=False, json=False, quiet=False, misplaced=False, k2=2, threads2=0,
+         verbose=False, json=False, quiet=False, misplaced=False, k2=2, threads2_odd=False,
          drafter2=4, flip_weights=False, draft_threads2=0, prompt=""):
-    b = bytearray(14)
+    b = bytearray(15)
     b[0] = {"spec": 0, "target": 6, "draft": 7}[mode] | target << 3 | drafter << 4
     b[1] = k | (0x80 if auto_k_omitted else 0)
     b[2] = 0 if t == 0 else 96 + round((t - 0.1) * 159 / 1.9)
@@ -16,12 +16,13 @@ def seed(mode="spec", target=0, drafter=0, k=4, auto_k_omitted=False, t=0, top_p
     b[4] = 0 if top_k is None else 128 + top_k // 3
     b[5] = 0 if lenience is None else 191 + round(lenience * 64)
     b[6] = ngram
-    b[7] = draft_weights | threads << 2 | draft_threads << 4
+    b[7] = draft_weights | threads << 2 | draft_threads << 4 | (threads == 3) << 6
     b[8] = n
     b[9], b[10] = s & 255, s >> 8
     b[11] = verbose | json << 1 | quiet << 2 | misplaced << 3
-    b[12] = k2 | threads2 << 5
+    b[12] = k2
     b[13] = drafter2 | flip_weights << 3 | draft_threads2 << 4
+    b[14] = 7 if threads2_odd else 0
     return bytes(b) + bytes(ord(c) - 32 for c in prompt)
 
 SEEDS = {
@@ -31,7 +32,7 @@ SEEDS = {
     "sampled_lookup": seed(drafter=4, k=0, t=0.8, top_p=0.9, ngram=0x31, threads=2, verbose=True,
                            json=True, k2=5, prompt="the cat the cat the"),
     "lenient_small_draft": seed(target=1, drafter=1, k=3, t=1.0, lenience=0.5, top_k=30,
-                                draft_weights=1, threads=1, draft_threads=1, k2=7, threads2=1,
+                                draft_weights=1, threads=1, draft_threads=1, k2=7, threads2_odd=True,
                                 prompt="Lily and Tom"),
     "target_mode": seed(mode="target", target=1, t=1.0, s=7, prompt="Lily"),
     "draft_mode": seed(mode="draft", drafter=1, t=0.5, n=30, s=3, prompt="a big dog"),
