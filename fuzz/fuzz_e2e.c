@@ -12,9 +12,11 @@
 //   -q: nothing on stdout; -j: one JSON object, with -n, EOS and seq_len
 //          accounting for the tokens it counts;
 // and on every input: no crash or sanitizer report, a die() exactly where the
-// command line is refused by design, nothing left owned afterwards.
+// command line is refused by design (parse_options' rules, a prompt longer
+// than the context), nothing left owned and no file left open afterwards.
 // A failed property aborts naming the command lines (the files they name are
-// kept: an abort skips the clean-up). Built by `make fuzz`.
+// kept: an abort skips the clean-up). Built by `make fuzz`. FUZZ_E2E_SHOW=1
+// prints every command line, its text and its stderr.
 //
 // The input, byte by byte (missing bytes read as 0; fuzz/seeds/e2e has examples):
 //   0  mode (b % 8: 0-5 spec, 6 target, 7 draft); bit 3: target model;
@@ -37,12 +39,14 @@
 //   14 the second run's threads: 1 if the first had more, else 2; 3 (or 2 after 3)
 //      if b % 8 == 7. More threads than the 2 cores of a small machine are slow:
 //      spinning barriers wait for a thread that has no core
-//   15.. the prompt, at most 32 bytes (printable ASCII, newlines, a few UTF-8 letters)
+//   15.. the prompt, at most 112 bytes (printable ASCII, newlines, a few UTF-8 letters):
+//      one longer than the decoding model's context must be refused
 #include "fuzz.h"
 #include "../test/random_model.h"
+#include <dirent.h>
 
 #define VOCAB 360 // write_tokenizer's smallest is 354: ids 3..258 are llama2.c's byte tokens
-#define PROMPT_MAX 32
+#define PROMPT_MAX 112 // tokens: up to 114, more than every model's seq_len
 #define TEXT_MAX (1 << 16)
 enum { SPEC, TARGET, DRAFT };
 static const char *MODE_NAME[] = {"spec", "target", "draft"};
@@ -52,8 +56,12 @@ static char dir[64], tok_path[96], json_path[96], target_path[N_TARGETS][96], dr
 static int out_fd = -1, saved_stdout = -1;
 static FILE *err_file;
 static size_t baseline;
+static int baseline_fds; // open file descriptors between inputs
 static int usable; // the default --threads
 static int show;   // FUZZ_E2E_SHOW=1: print every command line and its text (to see what runs)
+static int known;  // FUZZ_E2E_KNOWN=1: inputs that hit the known bug below too (to check a fix)
+static unsigned char *tok_file; // the tokenizer's bytes (not owned), to count a prompt's tokens
+static size_t tok_bytes;
 
 // A model whose EOS is about as likely as a common token, so some runs end by
 // EOS (random_weights makes BOS and EOS nearly silent): its embedding (and
@@ -76,6 +84,16 @@ static void write_model(const char *path, const Config *c, int shared, uint64_t 
         exit(1);
     }
     xfree(p);
+}
+
+// open file descriptors (a FILE or descriptor left open by a run is a leak too)
+static int open_fds(void) {
+    DIR *d = opendir("/proc/self/fd");
+    if (!d) return 0;
+    int n = 0;
+    while (readdir(d)) n++;
+    closedir(d);
+    return n;
 }
 
 static void remove_files(void) {
@@ -126,7 +144,14 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
     atexit(remove_files); // an abort skips it: a failure's files stay for its reproducer
     usable = usable_cpus();
     show = getenv("FUZZ_E2E_SHOW") != NULL;
+    known = getenv("FUZZ_E2E_KNOWN") != NULL;
+    unsigned char *file = read_file(tok_path, "tokenizer", &tok_bytes);
+    tok_file = malloc(tok_bytes); // the harness's: a die() releases everything owned
+    if (!tok_file) abort();
+    memcpy(tok_file, file, tok_bytes);
+    xfree(file);
     baseline = owned_count();
+    baseline_fds = open_fds();
     return 0;
 }
 
@@ -141,6 +166,7 @@ typedef struct {
     int draft_weights;           // -1 not given, else WEIGHTS_F32 / WEIGHTS_INT8
     int threads, draft_threads;  // 0 not given
     int n, verbose, json, quiet, give_d;
+    int prompt_tokens;           // BOS and the prompt's tokens
     unsigned seed;
     const char *prompt;
 } Run;
@@ -190,12 +216,32 @@ static void build_argv(const Run *r, Argv *a) {
     if (r->quiet) arg(a, "-q");
 }
 
-// Is this command line refused by design (parse_options' checks)?
+// the decoding model's context
+static int seq_len_of(const Run *r) {
+    static const int target_seq[N_TARGETS] = {96, 64}, draft_seq[N_DRAFT_MODELS] = {96, 48, 64};
+    return r->mode == DRAFT && r->drafter < N_DRAFT_MODELS ? draft_seq[r->drafter] : target_seq[r->target];
+}
+
+// BOS and the prompt's tokens (a tokenizer of its own each time: a die()
+// releases all that is owned, so nothing owned may live from input to input)
+static int prompt_tokens(const char *prompt) {
+    Tokenizer tok;
+    parse_tokenizer(&tok, tok_file, tok_bytes, tok_path, VOCAB);
+    int *ids = xmalloc((strlen(prompt) + 3) * sizeof(int), "ids");
+    int n = encode(&tok, ids, prompt, 1, 0);
+    xfree(ids);
+    free_tokenizer(&tok);
+    return n;
+}
+
+// Is this command line refused by design (parse_options' checks, and a prompt
+// longer than the decoding model's context)?
 static int refused(const Run *r) {
     int lo = r->ngram_min ? r->ngram_min : 1, hi = r->ngram_max ? r->ngram_max : 3;
     int lookup = r->drafter == LOOKUP && (r->give_d || r->mode != TARGET);
     return lo > hi || (r->mode != SPEC && (lookup || (r->lenience > 0 && r->lenience < 1) || r->give_k ||
-                                           r->verbose));
+                                           r->verbose)) ||
+           r->prompt_tokens > seq_len_of(r);
 }
 
 // the command line, pasteable into a shell (./specdec for specdec)
@@ -348,12 +394,6 @@ static long json_long(const char *json, const char *key) {
     return at ? strtol(at + strlen(key), NULL, 10) : -1;
 }
 
-// the decoding model's context
-static int seq_len_of(const Run *r) {
-    static const int target_seq[N_TARGETS] = {96, 64}, draft_seq[N_DRAFT_MODELS] = {96, 48, 64};
-    return r->mode == DRAFT && r->drafter < N_DRAFT_MODELS ? draft_seq[r->drafter] : target_seq[r->target];
-}
-
 static void check_json(const Run *r) {
     static char json[TEXT_MAX];
     FILE *f = fopen(json_path, "rb");
@@ -415,7 +455,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
              .draft_weights = b[7] % 3 - 1, .threads = (b[7] >> 2) % 4 == 3 && !(b[7] & 0x40) ? 1 : (b[7] >> 2) % 4,
              .draft_threads = (b[7] >> 4) % 4,
              .n = b[8] % 41, .seed = (unsigned)b[9] | (unsigned)b[10] << 8,
-             .verbose = b[11] & 1, .json = (b[11] >> 1) & 1, .prompt = prompt};
+             .verbose = b[11] & 1, .json = (b[11] >> 1) & 1, .prompt = prompt,
+             .prompt_tokens = prompt_tokens(prompt)};
     int misplaced = (b[11] >> 3) & 1;
     if (r.mode == SPEC) {
         r.give_k = r.k != 0 || !(b[1] & 0x80);
@@ -426,6 +467,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         if (!misplaced) r.verbose = 0;
         if (!misplaced && r.drafter == LOOKUP) r.drafter = SELF;
     }
+    // Known bug (specdec.c, open_json): -j's FILE is opened before the models and
+    // the prompt and is not on the owned list, so a die() after it (here: a prompt
+    // longer than the context) leaves the FILE and its descriptor open. The CLI
+    // exits, so only a caller that survives die() sees it. Until it is fixed such
+    // inputs run without -j (FUZZ_E2E_KNOWN=1 keeps it).
+    if (!known && r.prompt_tokens > seq_len_of(&r)) r.json = 0;
     run(&r, &res_a);
     if (res_a.died) goto done;
     if (r.json) check_json(&r);
@@ -444,7 +491,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     } else if (r.t == 0.0f) {
         // greedy: the target's own text, whatever drafts, K or threads
         Run rt = {.mode = TARGET, .target = r.target, .t = 0, .top_p = r.top_p, .top_k = r.top_k,
-                  .draft_weights = -1, .threads = r2.threads, .n = r.n, .seed = r.seed, .prompt = prompt};
+                  .draft_weights = -1, .threads = r2.threads, .n = r.n, .seed = r.seed, .prompt = prompt,
+                  .prompt_tokens = r.prompt_tokens};
         run(&rt, &res_b);
         same_text("at t = 0 the speculative text must be -m target's", &r, &res_a, &rt, &res_b);
         r2.drafter = (b[13] & 7) % N_DRAFTERS;
@@ -474,5 +522,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     }
 done:
     fuzz_check_released(baseline);
+    if (open_fds() != baseline_fds) {
+        fprintf(stderr, "fuzz_e2e: %d file descriptors still open after an input; its first command line:\n",
+                open_fds() - baseline_fds);
+        print_command(stderr, &r);
+        abort();
+    }
     return 0;
 }

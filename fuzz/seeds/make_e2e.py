@@ -38,6 +38,10 @@ SEEDS = {
     "draft_mode": seed(mode="draft", drafter=1, t=0.5, n=30, s=3, prompt="a big dog"),
     "refused_k_in_target_mode": seed(mode="target", k=1, misplaced=True, prompt="no"),
     "refused_ngram": seed(drafter=4, ngram=0x24, prompt="x"),
+    "long_prompt_context_full": seed(target=1, drafter=2, k=6, t=1.5, json=True,
+                                    prompt="Once upon a time there was a little dog and a cat."),
+    # refused: 62 tokens, draft 1's seq_len is 48 (with -j only under FUZZ_E2E_KNOWN=1)
+    "refused_long_prompt_json": seed(mode="draft", drafter=1, t=0.5, n=30, json=True, prompt="abcdefghij" * 6),
 }
 
 out = "fuzz/seeds/e2e"
