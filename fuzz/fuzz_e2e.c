@@ -301,6 +301,7 @@ static void run(const Run *r, Result *res) {
     FILE *real_stderr = stderr;
     stderr = err_file;
     volatile int died = 1;
+    double t0 = now_seconds();
     FUZZ_TRY({
         specdec_main(a.argc, a.argv);
         died = 0;
@@ -315,6 +316,7 @@ static void run(const Run *r, Result *res) {
     res->len = got > 0 ? (size_t)got : 0;
     res->text[res->len] = '\0';
     if (show) {
+        fprintf(stderr, "  [%.1f ms]", 1e3 * (now_seconds() - t0));
         print_command(stderr, r);
         if (died) fprintf(stderr, "  (died)\n");
         else print_text("stdout", res);
@@ -489,9 +491,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         run(&r2, &res_b);
         same_text("the same command line on another thread count must print the same text", &r, &res_a, &r2, &res_b);
     } else if (r.t == 0.0f) {
-        // greedy: the target's own text, whatever drafts, K or threads
+        // greedy: the target's own text, whatever drafts, K or threads (r2 varies the threads)
         Run rt = {.mode = TARGET, .target = r.target, .t = 0, .top_p = r.top_p, .top_k = r.top_k,
-                  .draft_weights = -1, .threads = r2.threads, .n = r.n, .seed = r.seed, .prompt = prompt,
+                  .draft_weights = -1, .threads = r.threads, .n = r.n, .seed = r.seed, .prompt = prompt,
                   .prompt_tokens = r.prompt_tokens};
         run(&rt, &res_b);
         same_text("at t = 0 the speculative text must be -m target's", &r, &res_a, &rt, &res_b);
