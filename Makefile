@@ -329,7 +329,10 @@ test-arm64:
 # --- fuzzing: libFuzzer targets (clang) in fuzz/, each run for FUZZ_TIME seconds;
 # any crash, sanitizer report, leak or broken round trip fails. The seed corpora
 # (fuzz/seeds, a few KB) are made by our own tools; what the fuzzer finds is kept
-# in build/fuzz/corpus. make fuzz FUZZ_TIME=3600 fuzzes longer.
+# in build/fuzz/corpus. make fuzz FUZZ_TIME=3600 fuzzes longer. e2e runs the whole
+# program 3-4 times an input (10-20 inputs a second on 2 cores, not thousands), and
+# libFuzzer replays a saved corpus before FUZZ_TIME starts: rm -rf build/fuzz/corpus/e2e
+# to make a short run short again.
 FUZZ_TIME ?= 60
 FUZZ_CC   ?= clang
 FUZZ_TARGETS = checkpoint tokenizer prompt options e2e
