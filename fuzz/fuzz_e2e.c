@@ -34,8 +34,8 @@
 //   11 bit 0: -v; bit 1: -j FILE; bit 2: one more run with -q; bit 3 (target, draft
 //      modes): flags only spec mode takes (-k, --lenience, -d lookup, -v), to be refused
 //   12 the second run's K (b % 17)
-//   13 t = 0: the second run's drafter ((b & 7) % 5), bit 3 flips its draft weights,
-//      its draft threads 1 + (b >> 4) % 3
+//   13 the second run's draft threads (1 + (b >> 4) % 3); at t = 0 its drafter
+//      ((b & 7) % 5), and bit 3 flips its draft weights
 //   14 the second run's threads: 1 if the first had more, else 2; 3 (or 2 after 3)
 //      if b % 8 == 7. More threads than the 2 cores of a small machine are slow:
 //      spinning barriers wait for a thread that has no core
@@ -479,14 +479,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (res_a.died) goto done;
     if (r.json) check_json(&r);
 
-    // the second run: another K and thread count
+    // the second run: another K and thread count (-m draft: the draft's threads),
+    // and the draft's threads, which never change the text either
     int threads = r.threads ? r.threads : usable;
+    int draft_threads = r.draft_threads ? r.draft_threads : 1;
+    if (r.mode == DRAFT && draft_threads < threads) threads = draft_threads;
     Run r2 = r;
     r2.verbose = r2.json = 0;
     r2.k = b[12] % (K_MAX + 1);
     if (r2.k == r.k) r2.k = (r2.k + 1) % (K_MAX + 1);
     r2.give_k = r.mode == SPEC;
     r2.threads = b[14] % 8 == 7 ? (threads == 3 ? 2 : 3) : threads == 1 ? 2 : 1;
+    r2.draft_threads = r.mode == DRAFT ? r2.threads : 1 + (b[13] >> 4) % 3;
     if (r.mode != SPEC) {
         run(&r2, &res_b);
         same_text("the same command line on another thread count must print the same text", &r, &res_a, &r2, &res_b);
@@ -499,7 +503,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         same_text("at t = 0 the speculative text must be -m target's", &r, &res_a, &rt, &res_b);
         r2.drafter = (b[13] & 7) % N_DRAFTERS;
         if (b[13] & 8) r2.draft_weights = r.draft_weights == WEIGHTS_F32 ? WEIGHTS_INT8 : WEIGHTS_F32;
-        r2.draft_threads = 1 + (b[13] >> 4) % 3;
         run(&r2, &res_c);
         same_text("at t = 0 another K, thread count or drafter must print the same text", &r, &res_a, &r2, &res_c);
     } else {
