@@ -16,7 +16,8 @@
 // than the context), nothing left owned and no file left open afterwards.
 // A failed property aborts naming the command lines (the files they name are
 // kept: an abort skips the clean-up). Built by `make fuzz`. FUZZ_E2E_SHOW=1
-// prints every command line, its text and its stderr.
+// prints every command line, its text, its stderr and its time; FUZZ_E2E_KNOWN=1
+// also runs what a known bug (see "Known bug" below) would fail.
 //
 // The input, byte by byte (missing bytes read as 0; fuzz/seeds/e2e has examples):
 //   0  mode (b % 8: 0-5 spec, 6 target, 7 draft); bit 3: target model;
