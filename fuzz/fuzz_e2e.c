@@ -16,8 +16,7 @@
 // than the context), nothing left owned and no file left open afterwards.
 // A failed property aborts naming the command lines (the files they name are
 // kept: an abort skips the clean-up). Built by `make fuzz`. FUZZ_E2E_SHOW=1
-// prints every command line, its text, its stderr and its time; FUZZ_E2E_KNOWN=1
-// also runs what a known bug (see "Known bug" below) would fail.
+// prints every command line, its text, its stderr and its time.
 //
 // The input, byte by byte (missing bytes read as 0; fuzz/seeds/e2e has examples):
 //   0  mode (b % 8: 0-5 spec, 6 target, 7 draft); bit 3: target model;
@@ -60,7 +59,6 @@ static size_t baseline;
 static int baseline_fds; // open file descriptors between inputs
 static int usable; // the default --threads
 static int show;   // FUZZ_E2E_SHOW=1: print every command line and its text (to see what runs)
-static int known;  // FUZZ_E2E_KNOWN=1: inputs that hit the known bug below too (to check a fix)
 static unsigned char *tok_file; // the tokenizer's bytes (not owned), to count a prompt's tokens
 static size_t tok_bytes;
 
@@ -145,7 +143,6 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
     atexit(remove_files); // an abort skips it: a failure's files stay for its reproducer
     usable = usable_cpus();
     show = getenv("FUZZ_E2E_SHOW") != NULL;
-    known = getenv("FUZZ_E2E_KNOWN") != NULL;
     unsigned char *file = read_file(tok_path, "tokenizer", &tok_bytes);
     tok_file = malloc(tok_bytes); // the harness's: a die() releases everything owned
     if (!tok_file) abort();
@@ -470,12 +467,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         if (!misplaced) r.verbose = 0;
         if (!misplaced && r.drafter == LOOKUP) r.drafter = SELF;
     }
-    // Known bug (specdec.c, open_json): -j's FILE is opened before the models and
-    // the prompt and is not on the owned list, so a die() after it (here: a prompt
-    // longer than the context) leaves the FILE and its descriptor open. The CLI
-    // exits, so only a caller that survives die() sees it. Until it is fixed such
-    // inputs run without -j (FUZZ_E2E_KNOWN=1 keeps it).
-    if (!known && r.prompt_tokens > seq_len_of(&r)) r.json = 0;
     run(&r, &res_a);
     if (res_a.died) goto done;
     if (r.json) check_json(&r);
