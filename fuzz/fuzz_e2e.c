@@ -32,7 +32,9 @@
 //   8  -n (b % 41)
 //   9, 10  -s (little endian)
 //   11 bit 0: -v; bit 1: -j FILE; bit 2: one more run with -q; bit 3 (target, draft
-//      modes): flags only spec mode takes (-k, --lenience, -d lookup, -v), to be refused
+//      modes): flags only spec mode takes (-k, --lenience, -d lookup, -v), to be refused;
+//      b >> 4 (spec mode with a model draft): 10..13 --tree with a fixed shape, 14..15
+//      --tree auto (then no -k and no --lenience), else the chain
 //   12 the second run's K (b % 17)
 //   13 the second run's draft threads (1 + (b >> 4) % 3); at t = 0 its drafter
 //      ((b & 7) % 5), and bit 3 flips its draft weights
@@ -86,12 +88,24 @@ static void write_model(const char *path, const Config *c, int shared, uint64_t 
 }
 
 // open file descriptors (a FILE or descriptor left open by a run is a leak too)
-static int open_fds(void) {
+static int count_fds(void) {
     DIR *d = opendir("/proc/self/fd");
     if (!d) return 0;
     int n = 0;
     while (readdir(d)) n++;
     closedir(d);
+    return n;
+}
+
+// open file descriptors, the fewest of a few counts 20 ms apart: libFuzzer's own
+// threads (its RSS watch reads /proc/self/statm) open files for a moment
+static int open_fds(void) {
+    int n = count_fds();
+    for (int i = 0; i < 5 && n > baseline_fds; i++) {
+        nanosleep(&(struct timespec){0, 20000000}, NULL);
+        int m = count_fds();
+        n = m < n ? m : n;
+    }
     return n;
 }
 
@@ -167,6 +181,7 @@ typedef struct {
     int prompt_tokens;           // BOS and the prompt's tokens
     unsigned seed;
     const char *prompt;
+    const char *tree;            // --tree's argument, or NULL
 } Run;
 
 typedef struct {
@@ -212,6 +227,7 @@ static void build_argv(const Run *r, Argv *a) {
     if (r->verbose) arg(a, "-v");
     if (r->json) { arg(a, "-j"); arg(a, json_path); }
     if (r->quiet) arg(a, "-q");
+    if (r->tree) { arg(a, "--tree"); arg(a, r->tree); }
 }
 
 // the decoding model's context
@@ -458,8 +474,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
              .verbose = b[11] & 1, .json = (b[11] >> 1) & 1, .prompt = prompt,
              .prompt_tokens = prompt_tokens(prompt)};
     int misplaced = (b[11] >> 3) & 1;
+    static const char *TREES[] = {"1,1,1", "3,2,1", "2,2,2,2", "8,3"};
     if (r.mode == SPEC) {
         r.give_k = r.k != 0 || !(b[1] & 0x80);
+        if (b[11] >> 4 >= 10) { // a tree: a model draft, the depth as K, the exact rule
+            r.tree = b[11] >> 4 >= 14 ? "auto" : TREES[(b[11] >> 4) - 10];
+            r.give_k = 0, r.lenience = 0;
+            if (r.drafter == LOOKUP) r.drafter = SELF;
+        }
     } else { // flags only spec mode takes: given (and then refused) only when asked
         r.give_k = misplaced && (b[1] & 1);
         if (!misplaced || !(b[5] & 1)) r.lenience = 0;
@@ -480,7 +502,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     r2.verbose = r2.json = 0;
     r2.k = b[12] % (K_MAX + 1);
     if (r2.k == r.k) r2.k = (r2.k + 1) % (K_MAX + 1);
-    r2.give_k = r.mode == SPEC;
+    r2.give_k = r.mode == SPEC && !r.tree;
     r2.threads = b[14] % 8 == 7 ? (threads == 3 ? 2 : 3) : threads == 1 ? 2 : 1;
     r2.draft_threads = r.mode == DRAFT ? r2.threads : 1 + (b[13] >> 4) % 3;
     if (r.mode != SPEC) {
@@ -494,9 +516,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         run(&rt, &res_b);
         same_text("at t = 0 the speculative text must be -m target's", &r, &res_a, &rt, &res_b);
         r2.drafter = (b[13] & 7) % N_DRAFTERS;
+        if (r2.drafter == LOOKUP) r2.tree = NULL, r2.give_k = 1; // the chain: the same greedy text
         if (b[13] & 8) r2.draft_weights = r.draft_weights == WEIGHTS_F32 ? WEIGHTS_INT8 : WEIGHTS_F32;
         run(&r2, &res_c);
         same_text("at t = 0 another K, thread count or drafter must print the same text", &r, &res_a, &r2, &res_c);
+    } else if (r.tree && !strcmp(r.tree, "auto")) {
+        // --tree auto's shape follows the measured costs: at t > 0 its sample is exact
+        // but not reproducible; only that it runs is checked
     } else {
         Run again = r;
         again.verbose = again.json = 0;
