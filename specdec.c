@@ -1612,8 +1612,9 @@ static float sum_lanes(const float l[8]) {
     return ((l[0] + l[4]) + (l[2] + l[6])) + ((l[1] + l[5]) + (l[3] + l[7]));
 }
 
-// x (n) . y (n) -> scalar, lanes8 order, portable C
-static UNUSED_OK float dot_scalar(const float *x, const float *y, int n) {
+// x (n) . y (n) -> scalar, lanes8 order (rmsnorm's only: a SIMD version saved
+// nothing measurable)
+static float dot(const float *x, const float *y, int n) {
     float lane[8] = {0};
     int n8 = n & ~7;
     for (int k = 0; k < n8; k += 8)
@@ -1623,9 +1624,9 @@ static UNUSED_OK float dot_scalar(const float *x, const float *y, int n) {
     return s;
 }
 
-// sum of x (n), lanes8 order with plain adds, portable C
-static UNUSED_OK float sum_scalar(const float *x, int n) {
-    float lane[8] = {0};
+// sum of x (n), lanes8 order with plain adds, the lanes starting from `lane`
+// (which holds the rows of 8 before x, if any)
+static float sum_lanes8(float lane[8], const float *x, int n) {
     int n8 = n & ~7;
     for (int k = 0; k < n8; k += 8)
         for (int l = 0; l < 8; l++) lane[l] += x[k + l];
@@ -1809,6 +1810,27 @@ typedef float VF;
 #define IN_REGISTER(v) __asm__("" : "+v"(v))
 #else
 #define IN_REGISTER(v) ((void)0) // NEON's FMA takes no memory operand
+#endif
+
+// exp_canonical of every lane, step for step, in GNU C's vector operators (a
+// scalar operand goes to every lane; a comparison gives -1 where true). For
+// |v| < 2^22, t = v + 1.5*2^23 rounds v to n = rint(v) and holds n in its low
+// bits: n = t - 1.5*2^23, and t's bits << 23 are n << 23, 2^n's exponent.
+#if VL == 1
+#define v_exp exp_canonical
+#else
+typedef int32_t VI __attribute__((vector_size(sizeof(VF))));  // a VF's bits, or a mask (-1: true)
+typedef uint32_t VU __attribute__((vector_size(sizeof(VF)))); // ... unsigned, to shift
+static inline VF v_exp(VF x) {
+    VF t = x * EXP_LOG2E + 0x1.8p23f, n = t - 0x1.8p23f;
+    VF r = V_FMA(n, V_ZERO() - EXP_LN2_HI, x);
+    r = V_FMA(n, V_ZERO() - EXP_LN2_LO, r);
+    VF poly = V_ZERO() + EXP_P[0];
+    for (int i = 1; i < 6; i++) poly = V_FMA(poly, r, V_ZERO() + EXP_P[i]);
+    VF y = (V_FMA(poly, r * r, r) + 1.0f) * (VF)(((VU)t << 23) + (127u << 23));
+    VI in = x >= -87.0f, hi = x >= 88.3f, nan = x != x; // in and hi are false for NaN
+    return (VF)(((VI)y & in & ~hi) | (hi & 0x7f800000) | ((VI)x & nan)); // 0, inf, NaN: itself
+}
 #endif
 
 #if HAVE_VNNI
@@ -2180,120 +2202,28 @@ static void attention_values(float *const *out, const float *const *e, int Q, co
 
 // ---- lanes8 and elementwise kernels
 
-#if HAVE_AVX2
-// The 8 lanes of v summed in the lanes8 order.
-static inline float hsum8(__m256 v) {
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1)); // l_i + l_{i+4}
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));      // (l0+l4)+(l2+l6), (l1+l5)+(l3+l7)
-    s = _mm_add_ss(s, _mm_shuffle_ps(s, s, 1));  // the two halves
-    return _mm_cvtss_f32(s);
-}
-
-// x (n) . y (n) -> scalar, lanes8 order, AVX2
-static float dot_avx2(const float *x, const float *y, int n) {
-    __m256 acc = _mm256_setzero_ps();
-    int n8 = n & ~7;
-    for (int k = 0; k < n8; k += 8)
-        acc = _mm256_fmadd_ps(_mm256_loadu_ps(x + k), _mm256_loadu_ps(y + k), acc);
-    float s = hsum8(acc);
-    for (int k = n8; k < n; k++) s = fmaf(x[k], y[k], s);
-    return s;
-}
-
-// exp_canonical of 8 lanes, step for step
-static inline __m256 exp8(__m256 x) {
-    __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(EXP_LOG2E)),
-                               _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m256 r = _mm256_fmadd_ps(n, _mm256_set1_ps(-EXP_LN2_HI), x);
-    r = _mm256_fmadd_ps(n, _mm256_set1_ps(-EXP_LN2_LO), r);
-    __m256 poly = _mm256_set1_ps(EXP_P[0]);
-    for (int i = 1; i < 6; i++) poly = _mm256_fmadd_ps(poly, r, _mm256_set1_ps(EXP_P[i]));
-    __m256 y = _mm256_add_ps(_mm256_fmadd_ps(poly, _mm256_mul_ps(r, r), r), _mm256_set1_ps(1.0f));
-    __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
-    y = _mm256_mul_ps(y, _mm256_castsi256_ps(e));
-    __m256 lo = _mm256_cmp_ps(x, _mm256_set1_ps(-87.0f), _CMP_GE_OQ); // false for NaN too
-    __m256 hi = _mm256_cmp_ps(x, _mm256_set1_ps(88.3f), _CMP_GE_OQ);
-    __m256 nan = _mm256_cmp_ps(x, x, _CMP_UNORD_Q);
-    y = _mm256_and_ps(y, lo);                                        // below -87: 0
-    y = _mm256_blendv_ps(y, _mm256_set1_ps(INFINITY), hi);           // 88.3 and up: inf
-    return _mm256_blendv_ps(y, x, nan);                              // NaN: itself
-}
-
-#if HAVE_AVX512
-// exp_canonical of 16 lanes, the same steps as exp8
-static inline __m512 exp16(__m512 x) {
-    __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(EXP_LOG2E)),
-                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m512 r = _mm512_fmadd_ps(n, _mm512_set1_ps(-EXP_LN2_HI), x);
-    r = _mm512_fmadd_ps(n, _mm512_set1_ps(-EXP_LN2_LO), r);
-    __m512 poly = _mm512_set1_ps(EXP_P[0]);
-    for (int i = 1; i < 6; i++) poly = _mm512_fmadd_ps(poly, r, _mm512_set1_ps(EXP_P[i]));
-    __m512 y = _mm512_add_ps(_mm512_fmadd_ps(poly, _mm512_mul_ps(r, r), r), _mm512_set1_ps(1.0f));
-    __m512i e = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23);
-    y = _mm512_mul_ps(y, _mm512_castsi512_ps(e));
-    __mmask16 lo = _mm512_cmp_ps_mask(x, _mm512_set1_ps(-87.0f), _CMP_GE_OQ); // false for NaN too
-    __mmask16 hi = _mm512_cmp_ps_mask(x, _mm512_set1_ps(88.3f), _CMP_GE_OQ);
-    __mmask16 nan = _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q);
-    y = _mm512_maskz_mov_ps(lo, y);                                  // below -87: 0
-    y = _mm512_mask_mov_ps(y, hi, _mm512_set1_ps(INFINITY));         // 88.3 and up: inf
-    return _mm512_mask_mov_ps(y, nan, x);                            // NaN: itself
-}
-#endif
-#endif // HAVE_AVX2
-
-#if HAVE_NEON
-// x (n) . y (n) -> scalar, lanes8 order, NEON: lanes 0-3 and 4-7 in two registers
-static float dot_neon(const float *x, const float *y, int n) {
-    float32x4_t lo = vdupq_n_f32(0.0f), hi = vdupq_n_f32(0.0f);
-    int n8 = n & ~7;
-    for (int k = 0; k < n8; k += 8) {
-        lo = vfmaq_f32(lo, vld1q_f32(x + k), vld1q_f32(y + k));
-        hi = vfmaq_f32(hi, vld1q_f32(x + k + 4), vld1q_f32(y + k + 4));
-    }
-    float32x4_t m = vaddq_f32(lo, hi); // l_i + l_{i+4}
-    float s = (vgetq_lane_f32(m, 0) + vgetq_lane_f32(m, 2)) + (vgetq_lane_f32(m, 1) + vgetq_lane_f32(m, 3));
-    for (int k = n8; k < n; k++) s = fmaf(x[k], y[k], s);
-    return s;
-}
-#endif
-
-// x (n) . y (n) -> scalar, lanes8 order
-static float dot(const float *x, const float *y, int n) {
-#if HAVE_AVX2
-    return dot_avx2(x, y, n);
-#elif HAVE_NEON
-    return dot_neon(x, y, n);
-#else
-    return dot_scalar(x, y, n);
-#endif
-}
-
 // x[i] = exp_canonical(x[i] - max) for i < n; returns their sum (lanes8 order).
-// x (n) in place
+// x (n) in place. Vectors take 16 at a time (two rows of the 8 lanes, added as
+// the exps go); the last 16 first, from the inputs, stored last (the overlap
+// gets the same bits twice); below 16, one by one.
 static float exp_and_sum(float *x, int n, float max) {
-    int i = 0;
-#if HAVE_AVX2
-    __m256 m = _mm256_set1_ps(max), acc = _mm256_setzero_ps();
-#if HAVE_AVX512 // 16 at a time; each half goes into the 8 lanes in turn: lanes8's order
-    for (__m512 m16 = _mm512_set1_ps(max); i + 16 <= n; i += 16) {
-        __m512 e = exp16(_mm512_sub_ps(_mm512_loadu_ps(x + i), m16));
-        _mm512_storeu_ps(x + i, e);
-        acc = _mm256_add_ps(acc, _mm512_castps512_ps256(e));
-        acc = _mm256_add_ps(acc, _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(e), 1)));
+    float lane[8] = {0};
+    int i = 0, vec = VL > 1 && n >= 16;
+#if VL > 1
+    typedef float V8 __attribute__((vector_size(32)));
+    V8 acc = {0}, row[2];
+    VF e[16 / VL], last[16 / VL];
+    for (int v = 0; v < 16 / VL && vec; v++) last[v] = v_exp(V_LOAD(x + n - 16 + VL * v) - max);
+    for (; i + 16 <= n; i += 16) {
+        for (int v = 0; v < 16 / VL; v++) V_STORE(x + i + VL * v, e[v] = v_exp(V_LOAD(x + i + VL * v) - max));
+        memcpy(row, e, sizeof(row));
+        acc = acc + row[0] + row[1];
     }
+    for (int v = 0; v < 16 / VL && vec; v++) V_STORE(x + n - 16 + VL * v, last[v]);
+    memcpy(lane, &acc, sizeof(lane));
 #endif
-    for (; i + 8 <= n; i += 8) {
-        __m256 e = exp8(_mm256_sub_ps(_mm256_loadu_ps(x + i), m));
-        _mm256_storeu_ps(x + i, e);
-        acc = _mm256_add_ps(acc, e);
-    }
-    float s = hsum8(acc);
-    for (; i < n; i++) s += (x[i] = exp_canonical(x[i] - max));
-    return s;
-#else
-    for (; i < n; i++) x[i] = exp_canonical(x[i] - max);
-    return sum_scalar(x, n);
-#endif
+    for (int k = i; k < n && !vec; k++) x[k] = exp_canonical(x[k] - max);
+    return sum_lanes8(lane, x + i, n - i);
 }
 
 // the largest of x (n), n >= 1 (any order gives the same maximum)
@@ -2347,28 +2277,11 @@ static void rope(float *v, const float *cos_row, const float *sin_row, int n_hea
 // silu(v) = v * sigmoid(v) = v / (1 + exp(-v)). h1, h3 (n) -> out (n)
 static void swiglu(float *out, const float *h1, const float *h3, int n) {
     int j = 0;
-#if HAVE_AVX512
-    for (; j + 16 <= n; j += 16) {
-        __m512 v = _mm512_loadu_ps(h1 + j);
-        __m512i minus = _mm512_xor_si512(_mm512_castps_si512(v), _mm512_set1_epi32(INT32_MIN));
-        __m512 e = exp16(_mm512_castsi512_ps(minus)); // exp(-v): the sign bit flipped, as C's -v
-        __m512 s = _mm512_div_ps(_mm512_set1_ps(1.0f), _mm512_add_ps(_mm512_set1_ps(1.0f), e));
-        _mm512_storeu_ps(out + j, _mm512_mul_ps(_mm512_mul_ps(v, s), _mm512_loadu_ps(h3 + j)));
+    for (; j + VL <= n; j += VL) {
+        VF v = V_LOAD(h1 + j);
+        V_STORE(out + j, v * (1.0f / (1.0f + v_exp(-v))) * V_LOAD(h3 + j));
     }
-#endif
-#if HAVE_AVX2
-    for (; j + 8 <= n; j += 8) {
-        __m256 v = _mm256_loadu_ps(h1 + j);
-        __m256 e = exp8(_mm256_xor_ps(v, _mm256_set1_ps(-0.0f))); // exp(-v)
-        __m256 s = _mm256_div_ps(_mm256_set1_ps(1.0f), _mm256_add_ps(_mm256_set1_ps(1.0f), e));
-        _mm256_storeu_ps(out + j, _mm256_mul_ps(_mm256_mul_ps(v, s), _mm256_loadu_ps(h3 + j)));
-    }
-#endif
-    for (; j < n; j++) {
-        float v = h1[j];
-        v *= 1.0f / (1.0f + exp_canonical(-v));
-        out[j] = v * h3[j];
-    }
+    for (; j < n; j++) out[j] = h1[j] * (1.0f / (1.0f + exp_canonical(-h1[j]))) * h3[j];
 }
 
 // ----------------------------------------------------------------------------
