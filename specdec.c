@@ -2287,17 +2287,14 @@ static void swiglu(float *out, const float *h1, const float *h3, int n) {
 // ----------------------------------------------------------------------------
 // Appendix D. Threads: a pool of workers that run one job at a time
 //
-// A forward pass on N threads gives the same bits as on one: the work is split
-// by OUTPUT (panels of a matmul, key/value heads of attention), never inside a
-// reduction, so every number is computed by exactly the code that would compute
-// it on one thread. A layer of the shipped target takes microseconds, so the
-// threads meet at spinning barriers; between jobs a worker spins for a while,
-// then sleeps on a condition variable.
+// N threads give the same bits as one: the work is split by OUTPUT (panels of a
+// matmul, key/value heads of attention), never inside a reduction. A layer of
+// the shipped target takes microseconds, so the threads meet at spinning
+// barriers; between jobs a worker spins for a while, then sleeps.
 
 struct ThreadPool {
     int n;                   // threads, the caller included
-    pthread_t *threads;      // (n - 1) workers
-    struct Worker { ThreadPool *pool; int tid; } *workers;
+    struct Worker { pthread_t thread; ThreadPool *pool; int tid; } *workers; // [1, n)
     pthread_mutex_t lock;
     pthread_cond_t wake;
     atomic_uint generation;  // bumped once per job
@@ -2341,10 +2338,9 @@ static inline void spin_wait(ThreadPool *pool, long *turns, double *since) {
 
 // Wait until threads 0..n-1 of the job all reach this barrier. Each thread
 // counts the barriers it reaches in its own cache line and waits until every
-// other count has caught up: one line written per thread, no shared counter to
-// fight over (a shared one made a one-row forward on two threads 2-7% slower).
-// The counts only grow: every job starts them at the count the last one ended
-// with, so an older job's counts are always lower (64 bits: they never wrap).
+// other count has caught up: no shared counter to fight over (one made a
+// one-row forward on two threads 2-7% slower). Every job starts the counts
+// where the last one ended, so an older job's are always lower (64 bits).
 static void pool_barrier(ThreadPool *pool, int tid, int n) {
     if (n <= 1) return;
     unsigned long long mine = atomic_load_explicit(&pool->arrivals[tid].passed, memory_order_relaxed) + 1;
@@ -2418,12 +2414,11 @@ static int pool_run(ThreadPool *pool, int n, Job job, void *arg) {
     return atomic_exchange(&pool->stalled, 0);
 }
 
-// A pool of n threads (the caller and n - 1 workers); n <= 1 makes none.
 // Stop the workers (the list's release of a pool: join, then its memory can go).
 static void stop_pool(void *arg) {
     ThreadPool *pool = arg;
     pool_start(pool, NULL, NULL, 0);
-    for (int i = 1; i < pool->n; i++) pthread_join(pool->threads[i], NULL);
+    for (int i = 1; i < pool->n; i++) pthread_join(pool->workers[i].thread, NULL);
     pthread_mutex_destroy(&pool->lock);
     pthread_cond_destroy(&pool->wake);
 }
@@ -2432,8 +2427,7 @@ static void stop_pool(void *arg) {
 static ThreadPool *build_pool(int n) {
     if (n <= 1) return NULL;
     ThreadPool *pool = xmalloc(sizeof(ThreadPool), "thread pool");
-    pool->threads = xmalloc((size_t)n * sizeof(pthread_t), "threads");
-    pool->workers = xmalloc((size_t)n * sizeof(struct Worker), "workers");
+    pool->workers = xmalloc((size_t)n * sizeof(struct Worker), "threads");
     atomic_init(&pool->generation, 0);
     atomic_init(&pool->sleeping, 0);
     atomic_init(&pool->finished, 0);
@@ -2446,8 +2440,8 @@ static ThreadPool *build_pool(int n) {
     pool->n = 1;
     own_resource(pool, stop_pool); // from here an error stops the workers started so far
     for (int i = 1; i < n; i++, pool->n++) {
-        pool->workers[i] = (struct Worker){pool, i};
-        int err = pthread_create(&pool->threads[i], NULL, pool_worker, &pool->workers[i]);
+        pool->workers[i] = (struct Worker){.pool = pool, .tid = i};
+        int err = pthread_create(&pool->workers[i].thread, NULL, pool_worker, &pool->workers[i]);
         if (err) die("--threads %d: cannot start thread %d: %s", n, i, strerror(err));
     }
     return pool;
@@ -2456,7 +2450,6 @@ static ThreadPool *build_pool(int n) {
 static void free_pool(ThreadPool *pool) {
     if (!pool) return;
     release_resource(pool);
-    xfree(pool->threads);
     xfree(pool->workers);
     xfree(pool->arrivals);
     xfree(pool);
@@ -2469,13 +2462,10 @@ static void share(int *lo, int *hi, int n, int tid, int nth) {
 }
 
 // Ask for the lines of x (n floats) before reading them. A phase's inputs are
-// rows the other threads just wrote, so half their lines sit in another
-// core's cache: about 260 ns each on a VM whose two vCPUs are in different
-// core complexes. A tile reads its rows a few floats at a time, row after row,
-// which the hardware prefetcher does not follow, so those misses would wait
-// one after another; asked for together they overlap. On the shipped target,
-// two threads: a 5-row pass 3-7% faster, one row 2-5%. On one thread (nth 1)
-// the lines are this core's own, and nothing is asked.
+// rows the other threads just wrote, half of them in another core's cache
+// (~260 ns a line), read a few floats at a time, which the hardware
+// prefetcher does not follow; asked for together, the misses overlap (two
+// threads: 2-7% faster passes). On one thread (nth 1) nothing is asked.
 static void prefetch_shared(const float *x, size_t n, int nth) {
 #if defined(__GNUC__)
     for (size_t k = 0; nth > 1 && k < n; k += 64 / sizeof(float)) __builtin_prefetch(x + k);
@@ -2489,70 +2479,44 @@ static void prefetch_shared(const float *x, size_t n, int nth) {
 // container's cpuset) or held to a CPU quota (docker --cpus): threads that
 // outnumber their CPUs spin at every barrier waiting for one that is not
 // running (16 threads pinned to 2 CPUs decoded 80x slower than 2 threads).
-// Linux states both limits in files; elsewhere they are absent and the online
-// count stands.
+// Linux states both limits; elsewhere the online count stands.
+#if defined(__linux__)
+#include <sys/syscall.h>
+#endif
 
-// The CPUs in a list like "0-3,8,10-11"; 0 if it does not parse.
-static int count_cpu_list(const char *s) {
+// The CPUs in this thread's affinity mask (sched_getaffinity, by its system
+// call: the libc wrapper needs _GNU_SOURCE); 0 where unknown
+static int affinity_cpus(void) {
     int n = 0;
-    while (*s && *s != '\n') {
-        char *end;
-        long a = strtol(s, &end, 10), b = a;
-        if (end == s || a < 0) return 0;
-        if (*end == '-') {
-            s = end + 1;
-            b = strtol(s, &end, 10);
-            if (end == s || b < a) return 0;
-        }
-        n += (int)(b - a + 1 > 4096 ? 4096 : b - a + 1);
-        s = *end == ',' ? end + 1 : end;
-        if (*end != ',' && *end && *end != '\n') return 0;
-    }
+#if defined(__linux__) && defined(SYS_sched_getaffinity)
+    unsigned long mask[64] = {0}; // 4096 CPUs
+    long bytes = syscall(SYS_sched_getaffinity, 0, sizeof mask, mask); // -1 on error
+    for (long i = 0; i < bytes / (long)sizeof mask[0]; i++) n += __builtin_popcountl(mask[i]);
+#endif
     return n;
 }
 
-// The value after `key` on a line of a small text file; buf gets the line.
-static const char *file_field(char *buf, int size, const char *path, const char *key) {
-    FILE *f = fopen(path, "r");
-    const char *v = NULL;
-    if (!f) return NULL;
-    while (!v && fgets(buf, size, f))
-        if (!strncmp(buf, key, strlen(key))) v = buf + strlen(key);
-    fclose(f);
-    return v;
-}
-
-// The first line of file `name` in directory dir (into buf, 128 bytes), or NULL
-static const char *dir_line(char *buf, const char *dir, const char *name) {
+// The numbers on the first line of file dir/name into v: how many (0 to 2)
+static int numbers_in(const char *dir, const char *name, double v[2]) {
     char path[1400];
     snprintf(path, sizeof path, "%s/%s", dir, name);
-    return file_field(buf, 128, path, "");
+    FILE *f = fopen(path, "r");
+    int got = f ? fscanf(f, "%lf %lf", &v[0], &v[1]) : 0;
+    if (f) fclose(f);
+    return got > 0 ? got : 0;
 }
 
 // ceil(quota / period) set in one cgroup directory: cgroup v2's cpu.max ("max
 // 100000": none; "200000 100000": 2 CPUs) or v1's cpu.cfs_quota_us (-1: none)
 // over cpu.cfs_period_us; 0 where neither sets one
 static int quota_in(const char *dir) {
-    char buf[3][128];
-    double quota, period;
-    const char *max = dir_line(buf[0], dir, "cpu.max"), *v1_quota = dir_line(buf[1], dir, "cpu.cfs_quota_us"),
-               *v1_period = dir_line(buf[2], dir, "cpu.cfs_period_us");
-    if (max && sscanf(max, "%lf %lf", &quota, &period) == 2 && quota > 0 && period > 0)
-        return (int)ceil(quota / period);
-    if (v1_quota && v1_period && sscanf(v1_quota, "%lf", &quota) == 1 &&
-        sscanf(v1_period, "%lf", &period) == 1 && quota > 0 && period > 0)
-        return (int)ceil(quota / period);
-    return 0;
-}
-
-// whether a comma-separated list holds `item`
-static int list_has(const char *list, const char *item) {
-    size_t n = strlen(item);
-    for (const char *c = list; c; c = strchr(c + 1, ',')) {
-        const char *at = *c == ',' ? c + 1 : c;
-        if (!strncmp(at, item, n) && (at[n] == ',' || at[n] == '\0')) return 1;
+    double v[2], period[2];
+    if (numbers_in(dir, "cpu.max", v) != 2) {
+        if (numbers_in(dir, "cpu.cfs_quota_us", v) != 1 || numbers_in(dir, "cpu.cfs_period_us", period) != 1)
+            return 0;
+        v[1] = period[0];
     }
-    return 0;
+    return v[0] > 0 && v[1] > 0 ? (int)fmin(ceil(v[0] / v[1]), MAX_THREADS) : 0;
 }
 
 // The tightest CPU quota on this process's cgroup and its parents; 0 if none.
@@ -2561,24 +2525,22 @@ static int list_has(const char *list, const char *item) {
 // Inside a container the path may name the host's view while root shows the
 // container's own cgroup, so every prefix of the path is tried, "/" included.
 static int cpu_quota(const char *root, const char *self) {
-    char line[1024], base[256], dir[1300];
+    char line[1024], controllers[1030], dir[1300];
     FILE *f = fopen(self, "r");
     int best = 0;
     if (!f) return 0;
     while (fgets(line, sizeof line, f)) {
         char *ctl = strchr(line, ':'), *cg = ctl ? strchr(ctl + 1, ':') : NULL;
         if (!cg) continue;
-        *cg++ = '\0'; // line: "N", ctl + 1: the controllers, cg: the path
-        int v2 = ctl[1] == '\0';
-        if (!v2 && !list_has(ctl + 1, "cpu")) continue;
-        snprintf(base, sizeof base, v2 ? "%s" : "%s/cpu", root);
+        *cg++ = '\0'; // ctl + 1: the controllers ("" in v2), cg: the path
+        snprintf(controllers, sizeof controllers, ",%s,", ctl + 1);
+        if (ctl[1] && !strstr(controllers, ",cpu,")) continue;
         for (size_t len = strcspn(cg, "\n");;) { // the path, then each parent
-            snprintf(dir, sizeof dir, "%s%.*s", base, (int)len, cg);
+            snprintf(dir, sizeof dir, "%s%s%.*s", root, ctl[1] ? "/cpu" : "", (int)len, cg);
             int n = quota_in(dir);
             if (n > 0 && (best == 0 || n < best)) best = n;
             if (len == 0) break;
-            while (len > 0 && cg[len - 1] != '/') len--;
-            if (len > 0) len--;
+            while (len > 0 && cg[--len] != '/') continue; // back to the last '/'
         }
     }
     fclose(f);
@@ -2586,11 +2548,8 @@ static int cpu_quota(const char *root, const char *self) {
 }
 
 static int usable_cpus(void) {
-    char buf[4096];
     long n = sysconf(_SC_NPROCESSORS_ONLN);
-    const char *list = file_field(buf, sizeof buf, "/proc/self/status", "Cpus_allowed_list:");
-    int allowed = list ? count_cpu_list(list + strspn(list, " \t")) : 0;
-    int quota = cpu_quota("/sys/fs/cgroup", "/proc/self/cgroup");
+    int allowed = affinity_cpus(), quota = cpu_quota("/sys/fs/cgroup", "/proc/self/cgroup");
     if (allowed > 0 && allowed < n) n = allowed;
     if (quota > 0 && quota < n) n = quota;
     return n < 1 ? 1 : n > MAX_THREADS ? MAX_THREADS : (int)n;
