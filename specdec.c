@@ -1595,12 +1595,10 @@ static void free_transformer(Transformer *t) {
 // None of these depends on how many rows a forward is given: that is what
 // makes a K+1-row verify pass equal to K+1 single-row steps (batch invariance).
 //
-// The section reads: the orders in portable C (the references the tests hold
-// every path to); the vocabulary each ISA defines once (a float vector and a
-// few operations on it, and an int8 dot-product step); the tile bodies,
-// written once over that vocabulary (the arrangement of llamafile's tinyBLAS);
-// each ISA's list of tile shapes, which makes both the tiles and their
-// dispatch table; the dispatch; then the lanes8 and elementwise kernels.
+// In order: the orders in portable C (the references the tests hold every
+// path to); each ISA's vocabulary (a float vector, a few operations, an int8
+// step); the tiles written once over it (llamafile's tinyBLAS arrangement);
+// each ISA's tile shapes; the dispatch; the lanes8 and elementwise kernels.
 
 #if defined(__GNUC__) && !defined(__clang__)
 #define UNROLL _Pragma("GCC unroll 16") // so GCC keeps a tile's accumulators in registers
@@ -1755,10 +1753,9 @@ static UNUSED_OK void q8_tile_scalar(float *out, const uint8_t *u, float sx, con
 //   V_FMA(a, b, acc): a*b + acc rounded once, one step of every lane's chain
 //   V_PREFETCH(p): ask for p's cache line; MM_PREFETCH_ROWS: the matmul tiles
 //     of that many rows or more prefetch (see MM_IN_FLIGHT)
-//   IN_REGISTER(v): keep a loaded vector in a register when several rows use
-//     it. Without it gcc folds the load into every FMA that uses it (a 4x4
-//     tile then issues 20 loads for 16 FMAs; 4 rows ran slower than 5). An
-//     empty asm whose operand must sit in a vector register.
+//   IN_REGISTER(v): an empty asm that keeps a loaded vector in a register for
+//     the rows that use it (gcc folded the load into every FMA: a 4x4 tile
+//     issued 20 loads for 16 FMAs, and 4 rows ran slower than 5)
 // int8: Q8Acc, one panel's 16 running integer sums; Q8In, a quad of the input
 // u[k..k+3] as the step takes it; q8_zero(), q8_in(u), q8_step(acc, x, i8): a
 // quad's 16 x 4 products (i8: the panel's 64 bytes of it) added in; q8_add;
@@ -1862,11 +1859,7 @@ static inline void q8_finish(float *out, Q8Acc acc, const Matrix *m, int r, floa
 typedef struct { __m256i c[4]; } Q8Acc;
 typedef __m256i Q8In;
 #define Q8_CHAINS 1
-static inline Q8Acc q8_zero(void) {
-    Q8Acc a;
-    for (int g = 0; g < 4; g++) a.c[g] = _mm256_setzero_si256();
-    return a;
-}
+static inline Q8Acc q8_zero(void) { return (Q8Acc){0}; }
 static inline Q8In q8_in(const uint8_t *u) {
     int32_t x4;
     memcpy(&x4, u, sizeof(x4));
@@ -1897,10 +1890,7 @@ static inline void q8_finish(float *out, Q8Acc acc, const Matrix *m, int r, floa
 typedef struct { int32_t s[PANEL]; } Q8Acc;
 typedef const uint8_t *Q8In;
 #define Q8_CHAINS 1
-static inline Q8Acc q8_zero(void) {
-    Q8Acc a = {{0}};
-    return a;
-}
+static inline Q8Acc q8_zero(void) { return (Q8Acc){0}; }
 static inline Q8In q8_in(const uint8_t *u) { return u; }
 static inline Q8Acc q8_step(Q8Acc acc, Q8In x, const int8_t *i8) {
     for (int j = 0; j < PANEL; j++)
@@ -1918,27 +1908,22 @@ static inline void q8_finish(float *out, Q8Acc acc, const Matrix *m, int r, floa
 
 // ---- The tile bodies, once for every ISA.
 //
-// Prefetch: a tile of P panels reads P lines per step of k, one per panel; it
-// asks for each panel's line MM_IN_FLIGHT / P steps ahead, so about
-// MM_IN_FLIGHT lines are on their way from L3 or DRAM whatever the tile's
-// shape (bandwidth = lines in flight x 64 B / latency: ~128 lines cover L3's).
-// Tiles of MM_PREFETCH_ROWS rows or more do: their FMAs keep the core busy
-// between loads (without the prefetches 7-9-row passes ran 30-47% longer).
-// Tiles bound by their loads do not: a prefetch takes a load slot of its own,
-// and the hardware prefetcher follows their few sequential streams by itself
-// (a one-row forward ran 15-35% faster without them).
+// Prefetch: a tile of P panels reads P lines per step of k; it asks for each
+// panel's line MM_IN_FLIGHT / P steps ahead, so about MM_IN_FLIGHT lines are
+// on their way whatever the tile's shape (bandwidth = lines in flight x 64 B /
+// latency: ~128 lines cover L3's). Only tiles of MM_PREFETCH_ROWS rows or more,
+// whose FMAs keep the core busy between loads (7-9-row passes took 30-47%
+// longer without): in load-bound tiles a prefetch takes a load slot, and the
+// hardware prefetcher follows their few streams (one row: 15-35% faster without).
 #ifndef MM_IN_FLIGHT
 #define MM_IN_FLIGHT 128
 #endif
 
 // The prefetch target of panel v at step k, in steps from the tile's start
-// (panels of n steps, one after another): `ahead` steps on, and past the
-// panel's end the same step of panel v + P, the panel this stream reads in
-// the next tile, if one of the `next` panels that follow it in the call; else
-// the line being read (a no-op). Lines then stay in flight across tiles: a
-// tile that prefetched only inside its own panels began each next tile with
-// P - 1 cold panels, while one that ran on into the panels of another thread
-// read lines for nothing (5- and 8-row passes 8-10% faster on one thread).
+// (panels of n steps, one after another): `ahead` steps on; past the panel's
+// end, the same step of panel v + P (this stream's panel in the next tile) if
+// the call reads it (one of the `next` panels), else the line being read. So
+// lines stay in flight across tiles, but never for another thread's panels.
 static inline size_t prefetch_step(int v, int k, size_t n, int P, int ahead, int next) {
     size_t s = (size_t)v * n + (size_t)(k + ahead);
     if ((size_t)(k + ahead) < n) return s;
@@ -1947,13 +1932,11 @@ static inline size_t prefetch_step(int v, int k, size_t n, int P, int ahead, int
 
 // Matmul tile: W (P panels of n steps at w) @ x (R rows, stride xs) -> out (R
 // rows, stride os, 16 P columns), each output a chain over k in a register of
-// its own (a panel is VPP registers). next: how many panels after the tile's
-// the caller reads next (prefetch_step). Two loop shapes, because a compiler
-// keeps a different one in 16 registers: A loads the tile's weight vectors
-// first, each panel's after its prefetch, then broadcasts one x per row; B
-// prefetches, broadcasts the R x's, then streams the weight vectors past them.
-// Each list below names its tiles' shape (with clang, B's 2- and 3-row tiles
-// ran 40-80% longer with the prefetches between the loads).
+// its own (a panel is VPP registers); next: panels after the tile's that the
+// caller reads (prefetch_step). Two loop shapes, as compilers keep different
+// ones in 16 registers: A loads the weight vectors (each panel's after its
+// prefetch), then broadcasts one x per row; B prefetches, broadcasts the R x's,
+// then streams the weight vectors past them. Each ISA's list names the shape.
 #define VPP (PANEL / VL)
 // the prefetch of panel p's line at step k (see MM_IN_FLIGHT)
 #define MM_PREFETCH(R, P, p)                                                               \
