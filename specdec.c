@@ -45,13 +45,13 @@
 //   920-1068  main
 //  1070-1195  Appendix A. Errors and memory
 //  1197-1574  Appendix B. Loading
-//  1576-2373  Appendix C. Math kernels
-//  2375-2685  Appendix D. Threads
-//  2687-2833  Appendix E. Tokenizer
-//  2835-2912  Appendix F. Auto-K (-k 0)
-//  2914-3200  Appendix G. Statistics
-//  3202-3247  Appendix H. The text on stdout
-//  3249-3427  Appendix I. Command line
+//  1576-2269  Appendix C. Math kernels
+//  2271-2540  Appendix D. Threads
+//  2542-2688  Appendix E. Tokenizer
+//  2690-2767  Appendix F. Auto-K (-k 0)
+//  2769-3055  Appendix G. Statistics
+//  3057-3102  Appendix H. The text on stdout
+//  3104-3282  Appendix I. Command line
 //
 // Build: cc -std=c11 -O3 -mavx2 -mfma -ffp-contract=off -pthread specdec.c -lm
 #define _POSIX_C_SOURCE 200809L
