@@ -1610,8 +1610,8 @@ static float sum_lanes(const float l[8]) {
     return ((l[0] + l[4]) + (l[2] + l[6])) + ((l[1] + l[5]) + (l[3] + l[7]));
 }
 
-// x (n) . y (n) -> scalar, lanes8 order (rmsnorm's only: a SIMD version saved
-// nothing measurable)
+// x (n) . y (n) -> scalar, lanes8 order (rmsnorm's: a SIMD version saved 7 ns
+// a call, nothing measurable end to end)
 static float dot(const float *x, const float *y, int n) {
     float lane[8] = {0};
     int n8 = n & ~7;
