@@ -46,13 +46,13 @@
 //  1306-1461  main
 //  1463-1589  Appendix A. Errors and memory
 //  1591-1891  Appendix B. Loading
-//  1893-2690  Appendix C. Math kernels
-//  2692-3002  Appendix D. Threads
-//  3004-3150  Appendix E. Tokenizer
-//  3152-3234  Appendix F. Auto-K (-k 0)
-//  3236-3535  Appendix G. Statistics
-//  3537-3582  Appendix H. The text on stdout
-//  3584-3783  Appendix I. Command line
+//  1893-2586  Appendix C. Math kernels
+//  2588-2857  Appendix D. Threads
+//  2859-3005  Appendix E. Tokenizer
+//  3007-3089  Appendix F. Auto-K (-k 0)
+//  3091-3390  Appendix G. Statistics
+//  3392-3437  Appendix H. The text on stdout
+//  3439-3638  Appendix I. Command line
 //
 // Build: cc -std=c11 -O3 -mavx2 -mfma -ffp-contract=off -pthread specdec.c -lm
 #define _POSIX_C_SOURCE 200809L
@@ -1912,12 +1912,10 @@ static void free_transformer(Transformer *t) {
 // None of these depends on how many rows a forward is given: that is what
 // makes a K+1-row verify pass equal to K+1 single-row steps (batch invariance).
 //
-// The section reads: the orders in portable C (the references the tests hold
-// every path to); the vocabulary each ISA defines once (a float vector and a
-// few operations on it, and an int8 dot-product step); the tile bodies,
-// written once over that vocabulary (the arrangement of llamafile's tinyBLAS);
-// each ISA's list of tile shapes, which makes both the tiles and their
-// dispatch table; the dispatch; then the lanes8 and elementwise kernels.
+// In order: the orders in portable C (the references the tests hold every
+// path to); each ISA's vocabulary (a float vector, a few operations, an int8
+// step); the tiles written once over it (llamafile's tinyBLAS arrangement);
+// each ISA's tile shapes; the dispatch; the lanes8 and elementwise kernels.
 
 #if defined(__GNUC__) && !defined(__clang__)
 #define UNROLL _Pragma("GCC unroll 16") // so GCC keeps a tile's accumulators in registers
@@ -1929,8 +1927,9 @@ static float sum_lanes(const float l[8]) {
     return ((l[0] + l[4]) + (l[2] + l[6])) + ((l[1] + l[5]) + (l[3] + l[7]));
 }
 
-// x (n) . y (n) -> scalar, lanes8 order, portable C
-static UNUSED_OK float dot_scalar(const float *x, const float *y, int n) {
+// x (n) . y (n) -> scalar, lanes8 order (rmsnorm's: a SIMD version saved 7 ns
+// a call, nothing measurable end to end)
+static float dot(const float *x, const float *y, int n) {
     float lane[8] = {0};
     int n8 = n & ~7;
     for (int k = 0; k < n8; k += 8)
@@ -1940,9 +1939,9 @@ static UNUSED_OK float dot_scalar(const float *x, const float *y, int n) {
     return s;
 }
 
-// sum of x (n), lanes8 order with plain adds, portable C
-static UNUSED_OK float sum_scalar(const float *x, int n) {
-    float lane[8] = {0};
+// sum of x (n), lanes8 order with plain adds, the lanes starting from `lane`
+// (which holds the rows of 8 before x, if any)
+static float sum_lanes8(float lane[8], const float *x, int n) {
     int n8 = n & ~7;
     for (int k = 0; k < n8; k += 8)
         for (int l = 0; l < 8; l++) lane[l] += x[k + l];
@@ -2071,10 +2070,9 @@ static UNUSED_OK void q8_tile_scalar(float *out, const uint8_t *u, float sx, con
 //   V_FMA(a, b, acc): a*b + acc rounded once, one step of every lane's chain
 //   V_PREFETCH(p): ask for p's cache line; MM_PREFETCH_ROWS: the matmul tiles
 //     of that many rows or more prefetch (see MM_IN_FLIGHT)
-//   IN_REGISTER(v): keep a loaded vector in a register when several rows use
-//     it. Without it gcc folds the load into every FMA that uses it (a 4x4
-//     tile then issues 20 loads for 16 FMAs; 4 rows ran slower than 5). An
-//     empty asm whose operand must sit in a vector register.
+//   IN_REGISTER(v): an empty asm that keeps a loaded vector in a register for
+//     the rows that use it (gcc folded the load into every FMA: a 4x4 tile
+//     issued 20 loads for 16 FMAs, and 4 rows ran slower than 5)
 // int8: Q8Acc, one panel's 16 running integer sums; Q8In, a quad of the input
 // u[k..k+3] as the step takes it; q8_zero(), q8_in(u), q8_step(acc, x, i8): a
 // quad's 16 x 4 products (i8: the panel's 64 bytes of it) added in; q8_add;
@@ -2128,6 +2126,27 @@ typedef float VF;
 #define IN_REGISTER(v) ((void)0) // NEON's FMA takes no memory operand
 #endif
 
+// exp_canonical of every lane, step for step, in GNU C's vector operators (a
+// scalar operand goes to every lane; a comparison gives -1 where true). For
+// |v| < 2^22, t = v + 1.5*2^23 rounds v to n = rint(v) and holds n in its low
+// bits: n = t - 1.5*2^23, and t's bits << 23 are n << 23, 2^n's exponent.
+#if VL == 1
+#define v_exp exp_canonical
+#else
+typedef int32_t VI __attribute__((vector_size(sizeof(VF))));  // a VF's bits, or a mask (-1: true)
+typedef uint32_t VU __attribute__((vector_size(sizeof(VF)))); // ... unsigned, to shift
+static inline VF v_exp(VF x) {
+    VF t = x * EXP_LOG2E + 0x1.8p23f, n = t - 0x1.8p23f;
+    VF r = V_FMA(n, V_ZERO() - EXP_LN2_HI, x);
+    r = V_FMA(n, V_ZERO() - EXP_LN2_LO, r);
+    VF poly = V_ZERO() + EXP_P[0];
+    for (int i = 1; i < 6; i++) poly = V_FMA(poly, r, V_ZERO() + EXP_P[i]);
+    VF y = (V_FMA(poly, r * r, r) + 1.0f) * (VF)(((VU)t << 23) + (127u << 23));
+    VI in = x >= -87.0f, hi = x >= 88.3f, nan = x != x; // in and hi are false for NaN
+    return (VF)(((VI)y & in & ~hi) | (hi & 0x7f800000) | ((VI)x & nan)); // 0, inf, NaN: itself
+}
+#endif
+
 #if HAVE_VNNI
 // AVX-512 VNNI: one vpdpbusd multiplies the four bytes of u[k..k+3] with the
 // four of each of 16 outputs and adds the four products into that output's lane.
@@ -2157,11 +2176,7 @@ static inline void q8_finish(float *out, Q8Acc acc, const Matrix *m, int r, floa
 typedef struct { __m256i c[4]; } Q8Acc;
 typedef __m256i Q8In;
 #define Q8_CHAINS 1
-static inline Q8Acc q8_zero(void) {
-    Q8Acc a;
-    for (int g = 0; g < 4; g++) a.c[g] = _mm256_setzero_si256();
-    return a;
-}
+static inline Q8Acc q8_zero(void) { return (Q8Acc){0}; }
 static inline Q8In q8_in(const uint8_t *u) {
     int32_t x4;
     memcpy(&x4, u, sizeof(x4));
@@ -2192,10 +2207,7 @@ static inline void q8_finish(float *out, Q8Acc acc, const Matrix *m, int r, floa
 typedef struct { int32_t s[PANEL]; } Q8Acc;
 typedef const uint8_t *Q8In;
 #define Q8_CHAINS 1
-static inline Q8Acc q8_zero(void) {
-    Q8Acc a = {{0}};
-    return a;
-}
+static inline Q8Acc q8_zero(void) { return (Q8Acc){0}; }
 static inline Q8In q8_in(const uint8_t *u) { return u; }
 static inline Q8Acc q8_step(Q8Acc acc, Q8In x, const int8_t *i8) {
     for (int j = 0; j < PANEL; j++)
@@ -2213,27 +2225,22 @@ static inline void q8_finish(float *out, Q8Acc acc, const Matrix *m, int r, floa
 
 // ---- The tile bodies, once for every ISA.
 //
-// Prefetch: a tile of P panels reads P lines per step of k, one per panel; it
-// asks for each panel's line MM_IN_FLIGHT / P steps ahead, so about
-// MM_IN_FLIGHT lines are on their way from L3 or DRAM whatever the tile's
-// shape (bandwidth = lines in flight x 64 B / latency: ~128 lines cover L3's).
-// Tiles of MM_PREFETCH_ROWS rows or more do: their FMAs keep the core busy
-// between loads (without the prefetches 7-9-row passes ran 30-47% longer).
-// Tiles bound by their loads do not: a prefetch takes a load slot of its own,
-// and the hardware prefetcher follows their few sequential streams by itself
-// (a one-row forward ran 15-35% faster without them).
+// Prefetch: a tile of P panels reads P lines per step of k; it asks for each
+// panel's line MM_IN_FLIGHT / P steps ahead, so about MM_IN_FLIGHT lines are
+// on their way whatever the tile's shape (bandwidth = lines in flight x 64 B /
+// latency: ~128 lines cover L3's). Only tiles of MM_PREFETCH_ROWS rows or more,
+// whose FMAs keep the core busy between loads (7-9-row passes took 30-47%
+// longer without): in load-bound tiles a prefetch takes a load slot, and the
+// hardware prefetcher follows their few streams (one row: 15-35% faster without).
 #ifndef MM_IN_FLIGHT
 #define MM_IN_FLIGHT 128
 #endif
 
 // The prefetch target of panel v at step k, in steps from the tile's start
-// (panels of n steps, one after another): `ahead` steps on, and past the
-// panel's end the same step of panel v + P, the panel this stream reads in
-// the next tile, if one of the `next` panels that follow it in the call; else
-// the line being read (a no-op). Lines then stay in flight across tiles: a
-// tile that prefetched only inside its own panels began each next tile with
-// P - 1 cold panels, while one that ran on into the panels of another thread
-// read lines for nothing (5- and 8-row passes 8-10% faster on one thread).
+// (panels of n steps, one after another): `ahead` steps on; past the panel's
+// end, the same step of panel v + P (this stream's panel in the next tile) if
+// the call reads it (one of the `next` panels), else the line being read. So
+// lines stay in flight across tiles, but never for another thread's panels.
 static inline size_t prefetch_step(int v, int k, size_t n, int P, int ahead, int next) {
     size_t s = (size_t)v * n + (size_t)(k + ahead);
     if ((size_t)(k + ahead) < n) return s;
@@ -2242,13 +2249,11 @@ static inline size_t prefetch_step(int v, int k, size_t n, int P, int ahead, int
 
 // Matmul tile: W (P panels of n steps at w) @ x (R rows, stride xs) -> out (R
 // rows, stride os, 16 P columns), each output a chain over k in a register of
-// its own (a panel is VPP registers). next: how many panels after the tile's
-// the caller reads next (prefetch_step). Two loop shapes, because a compiler
-// keeps a different one in 16 registers: A loads the tile's weight vectors
-// first, each panel's after its prefetch, then broadcasts one x per row; B
-// prefetches, broadcasts the R x's, then streams the weight vectors past them.
-// Each list below names its tiles' shape (with clang, B's 2- and 3-row tiles
-// ran 40-80% longer with the prefetches between the loads).
+// its own (a panel is VPP registers); next: panels after the tile's that the
+// caller reads (prefetch_step). Two loop shapes, as compilers keep different
+// ones in 16 registers: A loads the weight vectors (each panel's after its
+// prefetch), then broadcasts one x per row; B prefetches, broadcasts the R x's,
+// then streams the weight vectors past them. Each ISA's list names the shape.
 #define VPP (PANEL / VL)
 // the prefetch of panel p's line at step k (see MM_IN_FLIGHT)
 #define MM_PREFETCH(R, P, p)                                                               \
@@ -2497,120 +2502,28 @@ static void attention_values(float *const *out, const float *const *e, int Q, co
 
 // ---- lanes8 and elementwise kernels
 
-#if HAVE_AVX2
-// The 8 lanes of v summed in the lanes8 order.
-static inline float hsum8(__m256 v) {
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1)); // l_i + l_{i+4}
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));      // (l0+l4)+(l2+l6), (l1+l5)+(l3+l7)
-    s = _mm_add_ss(s, _mm_shuffle_ps(s, s, 1));  // the two halves
-    return _mm_cvtss_f32(s);
-}
-
-// x (n) . y (n) -> scalar, lanes8 order, AVX2
-static float dot_avx2(const float *x, const float *y, int n) {
-    __m256 acc = _mm256_setzero_ps();
-    int n8 = n & ~7;
-    for (int k = 0; k < n8; k += 8)
-        acc = _mm256_fmadd_ps(_mm256_loadu_ps(x + k), _mm256_loadu_ps(y + k), acc);
-    float s = hsum8(acc);
-    for (int k = n8; k < n; k++) s = fmaf(x[k], y[k], s);
-    return s;
-}
-
-// exp_canonical of 8 lanes, step for step
-static inline __m256 exp8(__m256 x) {
-    __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(EXP_LOG2E)),
-                               _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m256 r = _mm256_fmadd_ps(n, _mm256_set1_ps(-EXP_LN2_HI), x);
-    r = _mm256_fmadd_ps(n, _mm256_set1_ps(-EXP_LN2_LO), r);
-    __m256 poly = _mm256_set1_ps(EXP_P[0]);
-    for (int i = 1; i < 6; i++) poly = _mm256_fmadd_ps(poly, r, _mm256_set1_ps(EXP_P[i]));
-    __m256 y = _mm256_add_ps(_mm256_fmadd_ps(poly, _mm256_mul_ps(r, r), r), _mm256_set1_ps(1.0f));
-    __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
-    y = _mm256_mul_ps(y, _mm256_castsi256_ps(e));
-    __m256 lo = _mm256_cmp_ps(x, _mm256_set1_ps(-87.0f), _CMP_GE_OQ); // false for NaN too
-    __m256 hi = _mm256_cmp_ps(x, _mm256_set1_ps(88.3f), _CMP_GE_OQ);
-    __m256 nan = _mm256_cmp_ps(x, x, _CMP_UNORD_Q);
-    y = _mm256_and_ps(y, lo);                                        // below -87: 0
-    y = _mm256_blendv_ps(y, _mm256_set1_ps(INFINITY), hi);           // 88.3 and up: inf
-    return _mm256_blendv_ps(y, x, nan);                              // NaN: itself
-}
-
-#if HAVE_AVX512
-// exp_canonical of 16 lanes, the same steps as exp8
-static inline __m512 exp16(__m512 x) {
-    __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(EXP_LOG2E)),
-                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m512 r = _mm512_fmadd_ps(n, _mm512_set1_ps(-EXP_LN2_HI), x);
-    r = _mm512_fmadd_ps(n, _mm512_set1_ps(-EXP_LN2_LO), r);
-    __m512 poly = _mm512_set1_ps(EXP_P[0]);
-    for (int i = 1; i < 6; i++) poly = _mm512_fmadd_ps(poly, r, _mm512_set1_ps(EXP_P[i]));
-    __m512 y = _mm512_add_ps(_mm512_fmadd_ps(poly, _mm512_mul_ps(r, r), r), _mm512_set1_ps(1.0f));
-    __m512i e = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23);
-    y = _mm512_mul_ps(y, _mm512_castsi512_ps(e));
-    __mmask16 lo = _mm512_cmp_ps_mask(x, _mm512_set1_ps(-87.0f), _CMP_GE_OQ); // false for NaN too
-    __mmask16 hi = _mm512_cmp_ps_mask(x, _mm512_set1_ps(88.3f), _CMP_GE_OQ);
-    __mmask16 nan = _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q);
-    y = _mm512_maskz_mov_ps(lo, y);                                  // below -87: 0
-    y = _mm512_mask_mov_ps(y, hi, _mm512_set1_ps(INFINITY));         // 88.3 and up: inf
-    return _mm512_mask_mov_ps(y, nan, x);                            // NaN: itself
-}
-#endif
-#endif // HAVE_AVX2
-
-#if HAVE_NEON
-// x (n) . y (n) -> scalar, lanes8 order, NEON: lanes 0-3 and 4-7 in two registers
-static float dot_neon(const float *x, const float *y, int n) {
-    float32x4_t lo = vdupq_n_f32(0.0f), hi = vdupq_n_f32(0.0f);
-    int n8 = n & ~7;
-    for (int k = 0; k < n8; k += 8) {
-        lo = vfmaq_f32(lo, vld1q_f32(x + k), vld1q_f32(y + k));
-        hi = vfmaq_f32(hi, vld1q_f32(x + k + 4), vld1q_f32(y + k + 4));
-    }
-    float32x4_t m = vaddq_f32(lo, hi); // l_i + l_{i+4}
-    float s = (vgetq_lane_f32(m, 0) + vgetq_lane_f32(m, 2)) + (vgetq_lane_f32(m, 1) + vgetq_lane_f32(m, 3));
-    for (int k = n8; k < n; k++) s = fmaf(x[k], y[k], s);
-    return s;
-}
-#endif
-
-// x (n) . y (n) -> scalar, lanes8 order
-static float dot(const float *x, const float *y, int n) {
-#if HAVE_AVX2
-    return dot_avx2(x, y, n);
-#elif HAVE_NEON
-    return dot_neon(x, y, n);
-#else
-    return dot_scalar(x, y, n);
-#endif
-}
-
 // x[i] = exp_canonical(x[i] - max) for i < n; returns their sum (lanes8 order).
-// x (n) in place
+// x (n) in place. Vectors take 16 at a time (two rows of the 8 lanes, added as
+// the exps go); the last 16 first, from the inputs, stored last (the overlap
+// gets the same bits twice); below 16, one by one.
 static float exp_and_sum(float *x, int n, float max) {
-    int i = 0;
-#if HAVE_AVX2
-    __m256 m = _mm256_set1_ps(max), acc = _mm256_setzero_ps();
-#if HAVE_AVX512 // 16 at a time; each half goes into the 8 lanes in turn: lanes8's order
-    for (__m512 m16 = _mm512_set1_ps(max); i + 16 <= n; i += 16) {
-        __m512 e = exp16(_mm512_sub_ps(_mm512_loadu_ps(x + i), m16));
-        _mm512_storeu_ps(x + i, e);
-        acc = _mm256_add_ps(acc, _mm512_castps512_ps256(e));
-        acc = _mm256_add_ps(acc, _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(e), 1)));
+    float lane[8] = {0};
+    int i = 0, vec = VL > 1 && n >= 16;
+#if VL > 1
+    typedef float V8 __attribute__((vector_size(32)));
+    V8 acc = {0}, row[2];
+    VF e[16 / VL], last[16 / VL];
+    for (int v = 0; v < 16 / VL && vec; v++) last[v] = v_exp(V_LOAD(x + n - 16 + VL * v) - max);
+    for (; i + 16 <= n; i += 16) {
+        for (int v = 0; v < 16 / VL; v++) V_STORE(x + i + VL * v, e[v] = v_exp(V_LOAD(x + i + VL * v) - max));
+        memcpy(row, e, sizeof(row));
+        acc = acc + row[0] + row[1];
     }
+    for (int v = 0; v < 16 / VL && vec; v++) V_STORE(x + n - 16 + VL * v, last[v]);
+    memcpy(lane, &acc, sizeof(lane));
 #endif
-    for (; i + 8 <= n; i += 8) {
-        __m256 e = exp8(_mm256_sub_ps(_mm256_loadu_ps(x + i), m));
-        _mm256_storeu_ps(x + i, e);
-        acc = _mm256_add_ps(acc, e);
-    }
-    float s = hsum8(acc);
-    for (; i < n; i++) s += (x[i] = exp_canonical(x[i] - max));
-    return s;
-#else
-    for (; i < n; i++) x[i] = exp_canonical(x[i] - max);
-    return sum_scalar(x, n);
-#endif
+    for (int k = i; k < n && !vec; k++) x[k] = exp_canonical(x[k] - max);
+    return sum_lanes8(lane, x + i, n - i);
 }
 
 // the largest of x (n), n >= 1 (any order gives the same maximum)
@@ -2664,44 +2577,24 @@ static void rope(float *v, const float *cos_row, const float *sin_row, int n_hea
 // silu(v) = v * sigmoid(v) = v / (1 + exp(-v)). h1, h3 (n) -> out (n)
 static void swiglu(float *out, const float *h1, const float *h3, int n) {
     int j = 0;
-#if HAVE_AVX512
-    for (; j + 16 <= n; j += 16) {
-        __m512 v = _mm512_loadu_ps(h1 + j);
-        __m512i minus = _mm512_xor_si512(_mm512_castps_si512(v), _mm512_set1_epi32(INT32_MIN));
-        __m512 e = exp16(_mm512_castsi512_ps(minus)); // exp(-v): the sign bit flipped, as C's -v
-        __m512 s = _mm512_div_ps(_mm512_set1_ps(1.0f), _mm512_add_ps(_mm512_set1_ps(1.0f), e));
-        _mm512_storeu_ps(out + j, _mm512_mul_ps(_mm512_mul_ps(v, s), _mm512_loadu_ps(h3 + j)));
+    for (; j + VL <= n; j += VL) {
+        VF v = V_LOAD(h1 + j);
+        V_STORE(out + j, v * (1.0f / (1.0f + v_exp(-v))) * V_LOAD(h3 + j));
     }
-#endif
-#if HAVE_AVX2
-    for (; j + 8 <= n; j += 8) {
-        __m256 v = _mm256_loadu_ps(h1 + j);
-        __m256 e = exp8(_mm256_xor_ps(v, _mm256_set1_ps(-0.0f))); // exp(-v)
-        __m256 s = _mm256_div_ps(_mm256_set1_ps(1.0f), _mm256_add_ps(_mm256_set1_ps(1.0f), e));
-        _mm256_storeu_ps(out + j, _mm256_mul_ps(_mm256_mul_ps(v, s), _mm256_loadu_ps(h3 + j)));
-    }
-#endif
-    for (; j < n; j++) {
-        float v = h1[j];
-        v *= 1.0f / (1.0f + exp_canonical(-v));
-        out[j] = v * h3[j];
-    }
+    for (; j < n; j++) out[j] = h1[j] * (1.0f / (1.0f + exp_canonical(-h1[j]))) * h3[j];
 }
 
 // ----------------------------------------------------------------------------
 // Appendix D. Threads: a pool of workers that run one job at a time
 //
-// A forward pass on N threads gives the same bits as on one: the work is split
-// by OUTPUT (panels of a matmul, key/value heads of attention), never inside a
-// reduction, so every number is computed by exactly the code that would compute
-// it on one thread. A layer of the shipped target takes microseconds, so the
-// threads meet at spinning barriers; between jobs a worker spins for a while,
-// then sleeps on a condition variable.
+// N threads give the same bits as one: the work is split by OUTPUT (panels of a
+// matmul, key/value heads of attention), never inside a reduction. A layer of
+// the shipped target takes microseconds, so the threads meet at spinning
+// barriers; between jobs a worker spins for a while, then sleeps.
 
 struct ThreadPool {
     int n;                   // threads, the caller included
-    pthread_t *threads;      // (n - 1) workers
-    struct Worker { ThreadPool *pool; int tid; } *workers;
+    struct Worker { pthread_t thread; ThreadPool *pool; int tid; } *workers; // [1, n)
     pthread_mutex_t lock;
     pthread_cond_t wake;
     atomic_uint generation;  // bumped once per job
@@ -2745,10 +2638,9 @@ static inline void spin_wait(ThreadPool *pool, long *turns, double *since) {
 
 // Wait until threads 0..n-1 of the job all reach this barrier. Each thread
 // counts the barriers it reaches in its own cache line and waits until every
-// other count has caught up: one line written per thread, no shared counter to
-// fight over (a shared one made a one-row forward on two threads 2-7% slower).
-// The counts only grow: every job starts them at the count the last one ended
-// with, so an older job's counts are always lower (64 bits: they never wrap).
+// other count has caught up: no shared counter to fight over (one made a
+// one-row forward on two threads 2-7% slower). Every job starts the counts
+// where the last one ended, so an older job's are always lower (64 bits).
 static void pool_barrier(ThreadPool *pool, int tid, int n) {
     if (n <= 1) return;
     unsigned long long mine = atomic_load_explicit(&pool->arrivals[tid].passed, memory_order_relaxed) + 1;
@@ -2822,12 +2714,11 @@ static int pool_run(ThreadPool *pool, int n, Job job, void *arg) {
     return atomic_exchange(&pool->stalled, 0);
 }
 
-// A pool of n threads (the caller and n - 1 workers); n <= 1 makes none.
 // Stop the workers (the list's release of a pool: join, then its memory can go).
 static void stop_pool(void *arg) {
     ThreadPool *pool = arg;
     pool_start(pool, NULL, NULL, 0);
-    for (int i = 1; i < pool->n; i++) pthread_join(pool->threads[i], NULL);
+    for (int i = 1; i < pool->n; i++) pthread_join(pool->workers[i].thread, NULL);
     pthread_mutex_destroy(&pool->lock);
     pthread_cond_destroy(&pool->wake);
 }
@@ -2836,8 +2727,7 @@ static void stop_pool(void *arg) {
 static ThreadPool *build_pool(int n) {
     if (n <= 1) return NULL;
     ThreadPool *pool = xmalloc(sizeof(ThreadPool), "thread pool");
-    pool->threads = xmalloc((size_t)n * sizeof(pthread_t), "threads");
-    pool->workers = xmalloc((size_t)n * sizeof(struct Worker), "workers");
+    pool->workers = xmalloc((size_t)n * sizeof(struct Worker), "threads");
     atomic_init(&pool->generation, 0);
     atomic_init(&pool->sleeping, 0);
     atomic_init(&pool->finished, 0);
@@ -2850,8 +2740,8 @@ static ThreadPool *build_pool(int n) {
     pool->n = 1;
     own_resource(pool, stop_pool); // from here an error stops the workers started so far
     for (int i = 1; i < n; i++, pool->n++) {
-        pool->workers[i] = (struct Worker){pool, i};
-        int err = pthread_create(&pool->threads[i], NULL, pool_worker, &pool->workers[i]);
+        pool->workers[i] = (struct Worker){.pool = pool, .tid = i};
+        int err = pthread_create(&pool->workers[i].thread, NULL, pool_worker, &pool->workers[i]);
         if (err) die("--threads %d: cannot start thread %d: %s", n, i, strerror(err));
     }
     return pool;
@@ -2860,7 +2750,6 @@ static ThreadPool *build_pool(int n) {
 static void free_pool(ThreadPool *pool) {
     if (!pool) return;
     release_resource(pool);
-    xfree(pool->threads);
     xfree(pool->workers);
     xfree(pool->arrivals);
     xfree(pool);
@@ -2873,13 +2762,10 @@ static void share(int *lo, int *hi, int n, int tid, int nth) {
 }
 
 // Ask for the lines of x (n floats) before reading them. A phase's inputs are
-// rows the other threads just wrote, so half their lines sit in another
-// core's cache: about 260 ns each on a VM whose two vCPUs are in different
-// core complexes. A tile reads its rows a few floats at a time, row after row,
-// which the hardware prefetcher does not follow, so those misses would wait
-// one after another; asked for together they overlap. On the shipped target,
-// two threads: a 5-row pass 3-7% faster, one row 2-5%. On one thread (nth 1)
-// the lines are this core's own, and nothing is asked.
+// rows the other threads just wrote, half of them in another core's cache
+// (~260 ns a line), read a few floats at a time, which the hardware
+// prefetcher does not follow; asked for together, the misses overlap (two
+// threads: 2-7% faster passes). On one thread (nth 1) nothing is asked.
 static void prefetch_shared(const float *x, size_t n, int nth) {
 #if defined(__GNUC__)
     for (size_t k = 0; nth > 1 && k < n; k += 64 / sizeof(float)) __builtin_prefetch(x + k);
@@ -2893,70 +2779,44 @@ static void prefetch_shared(const float *x, size_t n, int nth) {
 // container's cpuset) or held to a CPU quota (docker --cpus): threads that
 // outnumber their CPUs spin at every barrier waiting for one that is not
 // running (16 threads pinned to 2 CPUs decoded 80x slower than 2 threads).
-// Linux states both limits in files; elsewhere they are absent and the online
-// count stands.
+// Linux states both limits; elsewhere the online count stands.
+#if defined(__linux__)
+#include <sys/syscall.h>
+#endif
 
-// The CPUs in a list like "0-3,8,10-11"; 0 if it does not parse.
-static int count_cpu_list(const char *s) {
+// The CPUs in this thread's affinity mask (sched_getaffinity, by its system
+// call: the libc wrapper needs _GNU_SOURCE); 0 where unknown
+static int affinity_cpus(void) {
     int n = 0;
-    while (*s && *s != '\n') {
-        char *end;
-        long a = strtol(s, &end, 10), b = a;
-        if (end == s || a < 0) return 0;
-        if (*end == '-') {
-            s = end + 1;
-            b = strtol(s, &end, 10);
-            if (end == s || b < a) return 0;
-        }
-        n += (int)(b - a + 1 > 4096 ? 4096 : b - a + 1);
-        s = *end == ',' ? end + 1 : end;
-        if (*end != ',' && *end && *end != '\n') return 0;
-    }
+#if defined(__linux__) && defined(SYS_sched_getaffinity)
+    unsigned long mask[64] = {0}; // 4096 CPUs
+    long bytes = syscall(SYS_sched_getaffinity, 0, sizeof mask, mask); // -1 on error
+    for (long i = 0; i < bytes / (long)sizeof mask[0]; i++) n += __builtin_popcountl(mask[i]);
+#endif
     return n;
 }
 
-// The value after `key` on a line of a small text file; buf gets the line.
-static const char *file_field(char *buf, int size, const char *path, const char *key) {
-    FILE *f = fopen(path, "r");
-    const char *v = NULL;
-    if (!f) return NULL;
-    while (!v && fgets(buf, size, f))
-        if (!strncmp(buf, key, strlen(key))) v = buf + strlen(key);
-    fclose(f);
-    return v;
-}
-
-// The first line of file `name` in directory dir (into buf, 128 bytes), or NULL
-static const char *dir_line(char *buf, const char *dir, const char *name) {
+// The numbers on the first line of file dir/name into v: how many (0 to 2)
+static int numbers_in(const char *dir, const char *name, double v[2]) {
     char path[1400];
     snprintf(path, sizeof path, "%s/%s", dir, name);
-    return file_field(buf, 128, path, "");
+    FILE *f = fopen(path, "r");
+    int got = f ? fscanf(f, "%lf %lf", &v[0], &v[1]) : 0;
+    if (f) fclose(f);
+    return got > 0 ? got : 0;
 }
 
 // ceil(quota / period) set in one cgroup directory: cgroup v2's cpu.max ("max
 // 100000": none; "200000 100000": 2 CPUs) or v1's cpu.cfs_quota_us (-1: none)
 // over cpu.cfs_period_us; 0 where neither sets one
 static int quota_in(const char *dir) {
-    char buf[3][128];
-    double quota, period;
-    const char *max = dir_line(buf[0], dir, "cpu.max"), *v1_quota = dir_line(buf[1], dir, "cpu.cfs_quota_us"),
-               *v1_period = dir_line(buf[2], dir, "cpu.cfs_period_us");
-    if (max && sscanf(max, "%lf %lf", &quota, &period) == 2 && quota > 0 && period > 0)
-        return (int)ceil(quota / period);
-    if (v1_quota && v1_period && sscanf(v1_quota, "%lf", &quota) == 1 &&
-        sscanf(v1_period, "%lf", &period) == 1 && quota > 0 && period > 0)
-        return (int)ceil(quota / period);
-    return 0;
-}
-
-// whether a comma-separated list holds `item`
-static int list_has(const char *list, const char *item) {
-    size_t n = strlen(item);
-    for (const char *c = list; c; c = strchr(c + 1, ',')) {
-        const char *at = *c == ',' ? c + 1 : c;
-        if (!strncmp(at, item, n) && (at[n] == ',' || at[n] == '\0')) return 1;
+    double v[2], period[2];
+    if (numbers_in(dir, "cpu.max", v) != 2) {
+        if (numbers_in(dir, "cpu.cfs_quota_us", v) != 1 || numbers_in(dir, "cpu.cfs_period_us", period) != 1)
+            return 0;
+        v[1] = period[0];
     }
-    return 0;
+    return v[0] > 0 && v[1] > 0 ? (int)fmin(ceil(v[0] / v[1]), MAX_THREADS) : 0;
 }
 
 // The tightest CPU quota on this process's cgroup and its parents; 0 if none.
@@ -2965,24 +2825,22 @@ static int list_has(const char *list, const char *item) {
 // Inside a container the path may name the host's view while root shows the
 // container's own cgroup, so every prefix of the path is tried, "/" included.
 static int cpu_quota(const char *root, const char *self) {
-    char line[1024], base[256], dir[1300];
+    char line[1024], controllers[1030], dir[1300];
     FILE *f = fopen(self, "r");
     int best = 0;
     if (!f) return 0;
     while (fgets(line, sizeof line, f)) {
         char *ctl = strchr(line, ':'), *cg = ctl ? strchr(ctl + 1, ':') : NULL;
         if (!cg) continue;
-        *cg++ = '\0'; // line: "N", ctl + 1: the controllers, cg: the path
-        int v2 = ctl[1] == '\0';
-        if (!v2 && !list_has(ctl + 1, "cpu")) continue;
-        snprintf(base, sizeof base, v2 ? "%s" : "%s/cpu", root);
+        *cg++ = '\0'; // ctl + 1: the controllers ("" in v2), cg: the path
+        snprintf(controllers, sizeof controllers, ",%s,", ctl + 1);
+        if (ctl[1] && !strstr(controllers, ",cpu,")) continue;
         for (size_t len = strcspn(cg, "\n");;) { // the path, then each parent
-            snprintf(dir, sizeof dir, "%s%.*s", base, (int)len, cg);
+            snprintf(dir, sizeof dir, "%s%s%.*s", root, ctl[1] ? "/cpu" : "", (int)len, cg);
             int n = quota_in(dir);
             if (n > 0 && (best == 0 || n < best)) best = n;
             if (len == 0) break;
-            while (len > 0 && cg[len - 1] != '/') len--;
-            if (len > 0) len--;
+            while (len > 0 && cg[--len] != '/') continue; // back to the last '/'
         }
     }
     fclose(f);
@@ -2990,11 +2848,8 @@ static int cpu_quota(const char *root, const char *self) {
 }
 
 static int usable_cpus(void) {
-    char buf[4096];
     long n = sysconf(_SC_NPROCESSORS_ONLN);
-    const char *list = file_field(buf, sizeof buf, "/proc/self/status", "Cpus_allowed_list:");
-    int allowed = list ? count_cpu_list(list + strspn(list, " \t")) : 0;
-    int quota = cpu_quota("/sys/fs/cgroup", "/proc/self/cgroup");
+    int allowed = affinity_cpus(), quota = cpu_quota("/sys/fs/cgroup", "/proc/self/cgroup");
     if (allowed > 0 && allowed < n) n = allowed;
     if (quota > 0 && quota < n) n = quota;
     return n < 1 ? 1 : n > MAX_THREADS ? MAX_THREADS : (int)n;

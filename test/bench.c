@@ -99,7 +99,9 @@ static double read_pass(const float *buf, size_t n, float *sink) {
         s2 = _mm256_add_ps(s2, _mm256_loadu_ps(buf + i + 16));
         s3 = _mm256_add_ps(s3, _mm256_loadu_ps(buf + i + 24));
     }
-    *sink += hsum8(_mm256_add_ps(_mm256_add_ps(s0, s1), _mm256_add_ps(s2, s3)));
+    float lanes[8];
+    _mm256_storeu_ps(lanes, _mm256_add_ps(_mm256_add_ps(s0, s1), _mm256_add_ps(s2, s3)));
+    *sink += lanes[0];
 #else
     for (size_t i = 0; i < n; i++) *sink += buf[i];
 #endif

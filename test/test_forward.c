@@ -228,14 +228,23 @@ static void write_text(const char *path, const char *text) {
     CHECK(f && fputs(text, f) >= 0 && fclose(f) == 0, "cannot write %s", path);
 }
 
-// the default thread count: the CPU lists and quotas Linux writes, and a count within bounds
+// the default thread count: the affinity mask, the quotas Linux writes, and a count within bounds
 static void test_cpu_count(void) {
-    struct { const char *list; int n; } cases[] = {{"0-3,8,10-11\n", 7}, {"0\n", 1}, {"5", 1}, {"0-63", 64},
-                                                   {"", 0}, {"x", 0}, {"3-1", 0}, {"0-3,,4", 0}, {"1;2", 0}};
-    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-        int got = count_cpu_list(cases[i].list);
-        CHECK(got == cases[i].n, "count_cpu_list(\"%s\") = %d, expected %d", cases[i].list, got, cases[i].n);
-    }
+    int pinned = 1, allowed = affinity_cpus();
+#if defined(__linux__) && defined(SYS_sched_getaffinity)
+    // pinned to the first CPU it may use (as by taskset), the process may use 1
+    unsigned long all[64] = {0}, one[64] = {0};
+    long bytes = syscall(SYS_sched_getaffinity, 0, sizeof all, all);
+    int w = 0;
+    while (w < 63 && !all[w]) w++;
+    one[w] = all[w] & -all[w]; // its lowest CPU
+    CHECK(bytes > 0 && allowed >= 1 && syscall(SYS_sched_setaffinity, 0, sizeof one, one) == 0,
+          "sched_getaffinity: %ld bytes, %d CPUs; pinning to one failed", bytes, allowed);
+    pinned = affinity_cpus() == 1 ? usable_cpus() : -1;
+    CHECK(syscall(SYS_sched_setaffinity, 0, sizeof all, all) == 0 && affinity_cpus() == allowed,
+          "cannot restore the affinity mask");
+#endif
+    CHECK(pinned == 1, "usable_cpus() pinned to one CPU = %d, want 1", pinned);
     // CPU quotas in a fake cgroup tree under build/test/cg: v2 with the tighter
     // quota on a parent, v1's cpu controller seen from inside a container, none
     struct { const char *self, *files[3][2]; int n; } q[] = {
@@ -268,8 +277,8 @@ static void test_cpu_count(void) {
     long online = sysconf(_SC_NPROCESSORS_ONLN);
     int n = usable_cpus();
     CHECK(n >= 1 && n <= MAX_THREADS && n <= (online > 0 ? online : 1), "usable_cpus() = %d, online %ld", n, online);
-    printf("cpu count: 9 CPU lists parsed as Linux writes them, cgroup v2 and v1 quotas read from a fake tree; "
-           "this process may use %d of %ld online CPUs\n", n, online);
+    printf("cpu count: pinned to one CPU, 1; cgroup v2 and v1 quotas read from a fake tree; "
+           "this process may use %d of %ld online CPUs (%d in its affinity mask)\n", n, online, allowed);
 }
 
 int main(void) {
