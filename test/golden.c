@@ -164,6 +164,52 @@ static void write_run(FILE *f, FILE *pq, const char *target, const char *draft, 
     free_transformer(&dr);
 }
 
+// A tree run (--tree 4,2,1, t = 0.8, top-k 3: q holds at most 3 tokens, so the
+// root's fourth candidate is the best remaining draft logit): round by round
+// the tree's nodes, then each decided position's last tested candidate.
+static void write_tree_run(FILE *f, const char *target, const char *draft, Tokenizer *tok) {
+    Transformer tg, dr;
+    build_transformer(&tg, target, MAX_ROWS, NULL, 1);
+    build_transformer_as(&dr, draft, MAX_ROWS, NULL, 1, DRAFT_WEIGHTS);
+    Sampler s;
+    build_sampler(&s, tg.config.vocab_size, 0.8f, 1.0f, 3);
+    Rng rng;
+    rng_seed(&rng, 42);
+    Speculator sp;
+    ModelDrafter md;
+    build_speculator(&sp, &tg, model_drafter(&md, &dr, &s), &s, &rng);
+    sp.tree_depth = 3, sp.branch[0] = 4, sp.branch[1] = 2, sp.branch[2] = 1;
+    int tokens[512], n = encode(tok, tokens, "Once upon a time", 1, 0), start = n;
+    fprintf(f, "tree run: --tree 4,2,1, t = %.9g, top-p 1, top-k 3, seed 42, prompt \"Once upon a time\" "
+            "(%d ids), %d new tokens, draft in %s\n", s.temperature, n, RUN_NEW, WEIGHTS_NAME[DRAFT_WEIGHTS]);
+    forward_chunked(&tg, tokens, n - 1, 0);
+    for (int round = 1; n - start < RUN_NEW; round++) {
+        int want = RUN_NEW - (n - start), k = 3 < want - 1 ? 3 : want - 1;
+        Round rd = tree_step(&sp, tokens, n, k);
+        const Tree *t = &sp.tree;
+        fprintf(f, "round %d at position %d, depth %d, %d nodes\n", round, n, k, t->n);
+        for (int v = 1; v < t->n; v++)
+            fprintf(f, "  node %d: under %d, token %d, %s\n", v, t->parent[v], t->token[v],
+                    t->onehot[v] ? "best logit" : "drawn");
+        for (int i = 0; i < rd.committed; i++) {
+            const Verdict *v = &sp.verdicts[i];
+            int node = i ? sp.path[i - 1] : 0;
+            fprintf(f, "  position %d: ", n + i);
+            if (v->x < 0) fprintf(f, "no proposal d %.9g", v->d);
+            else fprintf(f, "candidate %d of %d: x %d d %.9g q %.9g p %.9g ratio %.9g u %.9g %s", v->tested,
+                         t->count[node] ? t->count[node] : 1, v->x, v->d, v->q, v->p,
+                         acceptance_ratio(v->p, v->q, 1.0f), v->u, v->accepted ? "accept" : "reject");
+            if (v->x >= 0 && !v->accepted) fprintf(f, " residual_mass %.9g r %.9g", v->residual_mass, v->r);
+            fprintf(f, " -> token %d\n", v->token);
+        }
+        n += rd.committed;
+    }
+    free_speculator(&sp);
+    free_sampler(&s);
+    free_transformer(&tg);
+    free_transformer(&dr);
+}
+
 static void write_model(const char *dir, const char *name, const char *target, const char *draft,
                         const char *tok_path, const Setting *settings, int n_settings) {
     Tokenizer tok0, *tok = &tok0;
@@ -211,6 +257,12 @@ int main(int argc, char **argv) {
     const Setting shipped[] = {{"t0", 0, 1, 0, 1000}, {"t1", 1, 1, 0, 0}, {"t0.8_p0.9_k40", 0.8f, 0.9f, 40, 1000}};
     write_model(dir, "random", "build/test/golden_target.bin", "build/test/golden_draft.bin",
                 "build/test/golden_tok.bin", random, 3);
+    Tokenizer rtok;
+    build_tokenizer(&rtok, "build/test/golden_tok.bin", 0);
+    f = open_out(dir, "tree_random.txt");
+    write_tree_run(f, "build/test/golden_target.bin", "build/test/golden_draft.bin", &rtok);
+    fclose(f);
+    free_tokenizer(&rtok);
     if (access("weights/target.bin", R_OK) == 0 && access("weights/draft.bin", R_OK) == 0 &&
         access("tokenizer.bin", R_OK) == 0)
         write_model(dir, "shipped", "weights/target.bin", "weights/draft.bin", "tokenizer.bin", shipped, 3);

@@ -618,6 +618,168 @@ def spec_run(target, draft, tok, prompt, sampler, memo_t, memo_d, seed=42, K=4, 
     return tokens[n0:], n0, lines, residuals
 
 
+# ---- tree speculation (8.2a) ----------------------------------------------------
+
+def candidate_coin(key, pos, purpose, j):
+    if j == 0:
+        return coin_of(element(key, 4 * pos + purpose))
+    return coin_of(mix64((element(key, 4 * pos + 3) + (2 * j + purpose) * G) & M64))
+
+
+def remove_candidate(q, x):
+    """q_{j+1} from q_j: x removed, the rest divided by their float sum (index order)."""
+    q = list(q)
+    q[x] = 0.0
+    mass = 0.0
+    for v in q:
+        mass = f32(mass + v)
+    if mass > 0:
+        q = r32([v / mass for v in q])
+    return q, mass
+
+
+def draw_candidates(q, logits, b, key, pos):
+    out, mass = [], 1.0
+    for j in range(b):
+        if mass > 0:
+            x = sample(q, candidate_coin(key, pos, DRAW, j))
+            out.append((x, False))
+            q, mass = remove_candidate(q, x)
+        else:                       # the best logit no earlier candidate took
+            taken = [c for c, _ in out]
+            best = -1
+            for i, l in enumerate(logits):
+                if i not in taken and (best < 0 or l > logits[best]):
+                    best = i
+            out.append((best, True))
+    return out
+
+
+def residual(p, q):
+    res = [f32(a - b) if a > b else 0.0 for a, b in zip(p, q)]
+    mass = 0.0
+    for v in res:
+        mass = f32(mass + v)
+    return (p if mass <= 0 else r32([v / mass for v in res])), mass
+
+
+def ratio_of(px, qx):
+    r = f32(px / qx)
+    return 1.0 if r >= 1 else r
+
+
+def tree_run(target, draft, tok, memo_t, memo_d, branch=(4, 2, 1), seed=42, n_new=40):
+    """specdec's tree rounds (8.2a) with --tree 4,2,1 at t = 0.8, top-k 3."""
+    sampler = Sampler(0.8, 1.0, 3)
+    tokens = tok.encode(PROMPT)
+    n0 = len(tokens)
+    key = key_of(seed)
+
+    def logits(model, memo, seq):
+        return Session(model, memo).logits(seq)
+
+    lines = ['tree run: --tree 4,2,1, t = %s, top-p 1, top-k 3, seed 42, prompt "Once upon a time" '
+             '(%d ids), %d new tokens, draft in int8' % (g9(sampler.T), n0, n_new)]
+    rnd = 0
+    while len(tokens) - n0 < n_new:
+        n = len(tokens)
+        k = min(len(branch), n_new - (n - n0) - 1)
+        rnd += 1
+        # the tree: node 0 the root; (token, parent, depth, onehot); q and logits per node
+        nodes = [(tokens[-1], -1, 0, False)]
+        kids = [[]]
+        path_of = [[]]
+        qs, ls = {}, {}
+        ok = k > 0 and n <= draft.seq_len
+        if ok:
+            ls[0] = logits(draft, memo_d, tokens)
+            qs[0] = sampler.probs(ls[0])
+        first = 0
+        for level in range(k):
+            if not ok:
+                break
+            last = len(nodes)
+            for v in range(first, last):
+                for x, onehot in draw_candidates(qs[v], ls[v], branch[level], key, n + nodes[v][2]):
+                    if len(nodes) >= 33:
+                        break
+                    kids[v].append(len(nodes))
+                    nodes.append((x, v, nodes[v][2] + 1, onehot))
+                    kids.append([])
+                    path_of.append(path_of[v] + [x])
+            first = last
+            if level + 1 == k or first == len(nodes):
+                continue
+            if n + level >= draft.seq_len:      # the pass would run past the draft's context
+                ok = False
+                continue
+            for v in range(first, len(nodes)):
+                ls[v] = logits(draft, memo_d, tokens + path_of[v])
+                qs[v] = sampler.probs(ls[v])
+        lines.append('round %d at position %d, depth %d, %d nodes' % (rnd, n, k, len(nodes)))
+        for v in range(1, len(nodes)):
+            x, u, _, onehot = nodes[v]
+            lines.append('  node %d: under %d, token %d, %s' % (v, u, x, 'best logit' if onehot else 'drawn'))
+        v = 0
+        while True:
+            pos = n + nodes[v][2]
+            seq = tokens + path_of[v]
+            p = sampler.probs(logits(target, memo_t, seq))
+            d = coin_of(element(key, 4 * pos + DRAW))
+            u = coin_of(element(key, 4 * pos + ACCEPT))
+            r = coin_of(element(key, 4 * pos + RESAMPLE))
+            if not kids[v]:                      # decided as the chain's last position
+                if v == 0 and 0 in qs:
+                    q = qs[0]
+                elif pos <= draft.seq_len:
+                    q = sampler.probs(logits(draft, memo_d, seq))
+                else:
+                    t = sample(p, d)
+                    lines.append('  position %d: no proposal d %s -> token %d' % (pos, g9(d), t))
+                    path_of[v] = path_of[v] + [t]
+                    break
+                x = sample(q, d)
+                ratio = ratio_of(p[x], q[x])
+                head = '  position %d: candidate 1 of 1: x %d d %s q %s p %s ratio %s u %s' % (
+                    pos, x, g9(d), g9(q[x]), g9(p[x]), g9(ratio), g9(u))
+                if u < ratio:
+                    t = x
+                    lines.append(head + ' accept -> token %d' % t)
+                else:
+                    res, mass = residual(p, q)
+                    t = sample(res, r)
+                    lines.append(head + ' reject residual_mass %s r %s -> token %d' % (g9(mass), g9(r), t))
+                path_of[v] = path_of[v] + [t]
+                break
+            q = list(qs[v])
+            child = None
+            for j, c in enumerate(kids[v]):
+                x, _, _, onehot = nodes[c]
+                qj = [0.0] * len(q) if onehot else q
+                if onehot:
+                    qj[x] = 1.0
+                dj = candidate_coin(key, pos, DRAW, j)
+                uj = candidate_coin(key, pos, ACCEPT, j)
+                ratio = ratio_of(p[x], qj[x])
+                head = '  position %d: candidate %d of %d: x %d d %s q %s p %s ratio %s u %s' % (
+                    pos, j + 1, len(kids[v]), x, g9(dj), g9(qj[x]), g9(p[x]), g9(ratio), g9(uj))
+                if uj < ratio:
+                    child = c
+                    lines.append(head + ' accept -> token %d' % x)
+                    break
+                p, mass = residual(p, qj)
+                if not onehot:
+                    q, _ = remove_candidate(q, x)
+            if child is None:
+                t = sample(p, r)
+                lines.append(head + ' reject residual_mass %s r %s -> token %d' % (g9(mass), g9(r), t))
+                path_of[v] = path_of[v] + [t]
+                break
+            v = child
+        tokens = tokens + path_of[v]
+    return lines
+
+
 # ---- a self-test of the exact fma ---------------------------------------------
 
 def fma_selftest():
@@ -771,6 +933,7 @@ def main(argv):
                             3 if s[0] == 't1' else 1000)
         check('run_random_%s.txt' % s[0], run)
         check('pq_random_%s.txt' % s[0], pq)
+    check('tree_random.txt', tree_run(target, draft, rtok, memo_t, memo_d))
 
     # the shipped pair
     with open(os.path.join(ROOT, 'tokenizer.bin'), 'rb') as f:
