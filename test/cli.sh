@@ -153,6 +153,15 @@ if [ -f README.md ] && [ -f weights/target.bin ] && [ -f weights/draft.bin ] && 
     else bad "README's worked round is stale: specdec $args now prints $(diff $D/round_want.txt $D/round_got.txt | head -c 400)"; fi
     echo "README: the worked round ($(wc -l < $D/round_want.txt) lines) is what specdec $args prints"
 fi
+# ... and its worked tree round
+if [ -f README.md ] && [ -f weights/target.bin ] && [ -f weights/draft.bin ] && [ -f tokenizer.bin ]; then
+    args=$(sed -n 's/^<!-- worked-tree: \(.*\) -->$/\1/p' README.md)
+    sed -n '/^<!-- worked-tree:/,/^<!-- end worked-tree -->/p' README.md | grep -v '^<!--' | grep -v '^```' | grep -v '^$' > $D/tree_want.txt
+    eval "$SPECDEC weights/target.bin -d weights/draft.bin -z tokenizer.bin $args" 2>&1 >/dev/null | grep -v '^$' | head -n $(wc -l < $D/tree_want.txt) > $D/tree_got.txt
+    if [ -n "$args" ] && [ -s $D/tree_want.txt ] && cmp -s $D/tree_want.txt $D/tree_got.txt; then ok
+    else bad "README's worked tree round is stale: specdec $args now prints $(diff $D/tree_want.txt $D/tree_got.txt | head -c 400)"; fi
+    echo "README: the worked tree round ($(wc -l < $D/tree_want.txt) lines) is what specdec $args prints"
+fi
 
 # ---- specdec.c's table of contents: each "// FROM-TO  Title" names the line of its section
 if [ -f specdec.c ]; then
