@@ -41,18 +41,18 @@
 //   658-744   The speculative step
 //   746-846   Drafters
 //   848-983   The speculative round
-//   985-1243  Tree speculation
-//  1245-1304  Generation
-//  1306-1461  main
-//  1463-1589  Appendix A. Errors and memory
-//  1591-1891  Appendix B. Loading
-//  1893-2586  Appendix C. Math kernels
-//  2588-2857  Appendix D. Threads
-//  2859-3005  Appendix E. Tokenizer
-//  3007-3089  Appendix F. Auto-K (-k 0)
-//  3091-3390  Appendix G. Statistics
-//  3392-3437  Appendix H. The text on stdout
-//  3439-3638  Appendix I. Command line
+//   985-1242  Tree speculation
+//  1244-1303  Generation
+//  1305-1460  main
+//  1462-1588  Appendix A. Errors and memory
+//  1590-1890  Appendix B. Loading
+//  1892-2585  Appendix C. Math kernels
+//  2587-2856  Appendix D. Threads
+//  2858-3004  Appendix E. Tokenizer
+//  3006-3088  Appendix F. Auto-K (-k 0)
+//  3090-3389  Appendix G. Statistics
+//  3391-3436  Appendix H. The text on stdout
+//  3438-3637  Appendix I. Command line
 //
 // Build: cc -std=c11 -O3 -mavx2 -mfma -ffp-contract=off -pthread specdec.c -lm
 #define _POSIX_C_SOURCE 200809L
@@ -1007,7 +1007,6 @@ static Round speculative_step(Speculator *sp, int *tokens, int n, int k) {
 // q costs nothing.) By induction the node emits a token distributed as p, and
 // descending repeats the argument at the next position. With one candidate per
 // node this is the chain's rule, with the chain's coins: the same text.
-
 
 // Candidate j's coin for `purpose` at position pos: candidate 0 uses the
 // chain's coin_at; later ones an element of their own (4 pos + 3 keys them).
