@@ -144,23 +144,18 @@ else
     echo "SKIP shipped pair: weights/ not built yet ('make weights')"
 fi
 
-# ---- README's worked round: the command it names still prints its lines
+# ---- README's worked rounds (chain and tree): the commands they name still print their lines
+worked() { # worked MARKER WHAT
+    local args; args=$(sed -n "s/^<!-- $1: \(.*\) -->\$/\1/p" README.md)
+    sed -n "/^<!-- $1:/,/^<!-- end $1 -->/p" README.md | grep -v '^<!--' | grep -v '^```' | grep -v '^$' > $D/$1_want.txt
+    eval "$SPECDEC weights/target.bin -d weights/draft.bin -z tokenizer.bin $args" 2>&1 >/dev/null | grep -v '^$' | head -n $(wc -l < $D/$1_want.txt) > $D/$1_got.txt
+    if [ -n "$args" ] && [ -s $D/$1_want.txt ] && cmp -s $D/$1_want.txt $D/$1_got.txt; then ok
+    else bad "README's $2 is stale: specdec $args now prints $(diff $D/$1_want.txt $D/$1_got.txt | head -c 400)"; fi
+    echo "README: the $2 ($(wc -l < $D/$1_want.txt) lines) is what specdec $args prints"
+}
 if [ -f README.md ] && [ -f weights/target.bin ] && [ -f weights/draft.bin ] && [ -f tokenizer.bin ]; then
-    args=$(sed -n 's/^<!-- worked-round: \(.*\) -->$/\1/p' README.md)
-    sed -n '/^<!-- worked-round:/,/^<!-- end worked-round -->/p' README.md | grep -v '^<!--' | grep -v '^```' | grep -v '^$' > $D/round_want.txt
-    eval "$SPECDEC weights/target.bin -d weights/draft.bin -z tokenizer.bin $args" 2>&1 >/dev/null | grep -v '^$' | head -n $(wc -l < $D/round_want.txt) > $D/round_got.txt
-    if [ -n "$args" ] && [ -s $D/round_want.txt ] && cmp -s $D/round_want.txt $D/round_got.txt; then ok
-    else bad "README's worked round is stale: specdec $args now prints $(diff $D/round_want.txt $D/round_got.txt | head -c 400)"; fi
-    echo "README: the worked round ($(wc -l < $D/round_want.txt) lines) is what specdec $args prints"
-fi
-# ... and its worked tree round
-if [ -f README.md ] && [ -f weights/target.bin ] && [ -f weights/draft.bin ] && [ -f tokenizer.bin ]; then
-    args=$(sed -n 's/^<!-- worked-tree: \(.*\) -->$/\1/p' README.md)
-    sed -n '/^<!-- worked-tree:/,/^<!-- end worked-tree -->/p' README.md | grep -v '^<!--' | grep -v '^```' | grep -v '^$' > $D/tree_want.txt
-    eval "$SPECDEC weights/target.bin -d weights/draft.bin -z tokenizer.bin $args" 2>&1 >/dev/null | grep -v '^$' | head -n $(wc -l < $D/tree_want.txt) > $D/tree_got.txt
-    if [ -n "$args" ] && [ -s $D/tree_want.txt ] && cmp -s $D/tree_want.txt $D/tree_got.txt; then ok
-    else bad "README's worked tree round is stale: specdec $args now prints $(diff $D/tree_want.txt $D/tree_got.txt | head -c 400)"; fi
-    echo "README: the worked tree round ($(wc -l < $D/tree_want.txt) lines) is what specdec $args prints"
+    worked worked-round "worked round"
+    worked worked-tree "worked tree round"
 fi
 
 # ---- specdec.c's table of contents: each "// FROM-TO  Title" names the line of its section
