@@ -106,9 +106,11 @@ build/bin/bench: test/bench.c $(TEST_DEPS)
 	$(CC) $(TFLAGS) $(SIMD) -o $@ $< $(LDLIBS)
 
 # bandwidth, single-row forward, verify cost r(n), end to end (shipped pair and
-# the emulated 110M target) -> bench.json and docs/*.csv; about 4 minutes
+# the emulated 110M target) -> bench.json and docs/*.csv; about 4 minutes. With
+# RUNC=path/to/run (llama2.c's run.c, -Ofast -march=native -fopenmp) it also
+# compares target-only decoding with it (bench runc: that comparison alone)
 bench: build/bin/bench
-	build/bin/bench all
+	RUNC="$(RUNC)" build/bin/bench all
 
 # the shipped pair only: K = 1..8 and auto at t = 0, 1; a vs temperature
 sweep: build/bin/bench

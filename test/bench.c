@@ -598,8 +598,8 @@ static void parse_bench(BenchOptions *o, int argc, char **argv) {
     }
     if (i < argc) die("bench: %s needs a value", argv[i]);
     if (strcmp(o->what, "all") && strcmp(o->what, "sweep") && strcmp(o->what, "drafters") &&
-        strcmp(o->what, "lenience") && strcmp(o->what, "tree"))
-        die("bench: unknown mode %s (all, sweep, drafters, lenience or tree)", o->what);
+        strcmp(o->what, "lenience") && strcmp(o->what, "tree") && strcmp(o->what, "runc"))
+        die("bench: unknown mode %s (all, sweep, drafters, lenience, tree or runc)", o->what);
 }
 
 // ---- drafters compared: the draft model and the lookup drafter -----------------
@@ -871,6 +871,53 @@ static int sweep_k(Pair *pr, const char *name, E2E *e) {
     return n;
 }
 
+// ---- target-only against llama2.c's run.c (RUNC: a run.c binary, built -Ofast
+// -march=native -fopenmp): greedy from BOS, 100 tokens, the two alternating,
+// medians of 3; run.c's own "achieved tok/s", specdec's generation alone
+
+// run.c's tokens per second on ckpt with `threads` OpenMP threads, or 0
+static double runc_tok_s(const char *runc, const char *ckpt, const char *tok, int threads) {
+    char cmd[2048], line[4096];
+    double v = 0;
+    snprintf(cmd, sizeof cmd, "OMP_NUM_THREADS=%d '%s' '%s' -z '%s' -t 0 -n 100 2>&1", threads, runc, ckpt, tok);
+    FILE *p = popen(cmd, "r");
+    while (p && fgets(line, sizeof line, p)) {
+        char *at = strstr(line, "achieved tok/s:");
+        if (at) v = strtod(at + 15, NULL);
+    }
+    if (p) pclose(p);
+    return v;
+}
+
+static void compare_runc(const char *runc, const char *name, const char *ckpt, const char *tok, ThreadPool *pool,
+                         int N) {
+    for (int th = 1; th <= N; th += N > 1 ? N - 1 : 1) {
+        Transformer tr;
+        build_transformer(&tr, ckpt, MAX_ROWS, pool, th);
+        Sampler s;
+        build_sampler(&s, tr.config.vocab_size, 0.0f, 1.0f, 0);
+        Rng rng;
+        rng_seed(&rng, 1);
+        int *tokens = xmalloc((size_t)tr.config.seq_len * sizeof(int), "tokens"), gen[100];
+        double a[3], b[3];
+        for (int rep = 0; rep < 3; rep++) {
+            Output o = {.quiet = 1, .generated = gen, .max_new = 100};
+            tokens[0] = TOKEN_BOS;
+            double t0 = now_seconds();
+            generate_plain(&tr, &s, &rng, tokens, 1, &o);
+            a[rep] = o.n_generated / (now_seconds() - t0);
+            b[rep] = runc_tok_s(runc, ckpt, tok, th);
+        }
+        double x = median(a, 3), y = median(b, 3);
+        printf("vs run.c: %-20s %d thread%s: specdec %7.1f tok/s, run.c %7.1f tok/s: %.2fx\n", name, th,
+               th == 1 ? " " : "s", x, y, y > 0 ? x / y : 0.0);
+        fflush(stdout);
+        xfree(tokens);
+        free_sampler(&s);
+        free_transformer(&tr);
+    }
+}
+
 // ---- trees against the chain: the shipped pair, then the shipped target embedded,
 // zero-padded, in dim 768 x 12 layers (DRAM-bound, the same logits to rounding)
 static void compare_trees(Pair *pr, const char *name) {
@@ -990,6 +1037,26 @@ int main(int argc, char **argv) {
     if (full) {
         write_verify_cost(o.csv, models, n_models);
         write_bench_json(o.json, peak, peak512, bw, N, models, n_models, e, n_e);
+    }
+    const char *runc = getenv("RUNC");
+    if ((full || !strcmp(o.what, "runc")) && (!runc || !*runc)) {
+        printf("SKIP run.c comparison: give a run.c binary (make bench RUNC=path/to/run)\n");
+    } else if (full || !strcmp(o.what, "runc")) { // the 110M shape, then the shipped target embedded
+        char ptok[512];
+        snprintf(ptok, sizeof(ptok), "%s/specdec_bench_tok32000.bin", tmp);
+        write_random_checkpoint(p110, &(Config){768, 2048, 12, 12, 12, 32000, 1024}, 1, 1, 0, 0);
+        write_tokenizer(ptok, 32000);
+        compare_runc(runc, "random 110M shape", p110, ptok, pool, N);
+        remove(p110);
+        remove(ptok);
+        if (have_pair) {
+            Transformer base;
+            build_transformer(&base, o.target, MAX_ROWS, NULL, 1);
+            write_embedded_checkpoint(pemu, &base, 3, 12);
+            free_transformer(&base);
+            compare_runc(runc, "embedded 325MB", pemu, o.tokenizer, pool, N);
+            remove(pemu);
+        }
     }
     free_pool(pool);
     return 0;
