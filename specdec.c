@@ -41,18 +41,18 @@
 //   658-744   The speculative step
 //   746-846   Drafters
 //   848-983   The speculative round
-//   985-1242  Tree speculation
-//  1244-1303  Generation
-//  1305-1460  main
-//  1462-1588  Appendix A. Errors and memory
-//  1590-1890  Appendix B. Loading
-//  1892-2585  Appendix C. Math kernels
-//  2587-2856  Appendix D. Threads
-//  2858-3004  Appendix E. Tokenizer
-//  3006-3088  Appendix F. Auto-K (-k 0)
-//  3090-3389  Appendix G. Statistics
-//  3391-3436  Appendix H. The text on stdout
-//  3438-3637  Appendix I. Command line
+//   985-1243  Tree speculation
+//  1245-1304  Generation
+//  1306-1461  main
+//  1463-1589  Appendix A. Errors and memory
+//  1591-1891  Appendix B. Loading
+//  1893-2586  Appendix C. Math kernels
+//  2588-2857  Appendix D. Threads
+//  2859-3005  Appendix E. Tokenizer
+//  3007-3089  Appendix F. Auto-K (-k 0)
+//  3091-3390  Appendix G. Statistics
+//  3392-3437  Appendix H. The text on stdout
+//  3439-3638  Appendix I. Command line
 //
 // Build: cc -std=c11 -O3 -mavx2 -mfma -ffp-contract=off -pthread specdec.c -lm
 #define _POSIX_C_SOURCE 200809L
@@ -1170,7 +1170,8 @@ static Round tree_step(Speculator *sp, int *tokens, int n, int depth) {
     Round rd = {0};
 
     // 1. draft: the root's q (position n), then candidates level by level; the
-    // new level's q from ONE masked draft pass over every node but the root
+    // new level's q from ONE masked draft pass over its nodes (their ancestors'
+    // keys and values kept from the passes before)
     int ok = depth > 0 && d->propose(d, sp->q, tokens, n), root_q = ok;
     if (ok) memcpy(sp->ql, d->logits, row * sizeof(float));
     float score[MAX_ROWS] = {1.0f};
