@@ -262,15 +262,22 @@ typedef struct {
     const int *parent, *depth; // a tree's nodes (NULL: a chain)
 } ForwardJob;
 
-// The key and value of position `at` into the caches of layer l, kv head g.
-// k, v (hs)
-static void put_kv(Transformer *tr, int l, int g, size_t at, const float *k, const float *v) {
+// Node `node`'s key (after RoPE) and value in layer l, kv head g: (2, hs) at node_kv
+static float *node_kv(const Transformer *tr, int l, int g, int node) {
+    const Config *c = &tr->config;
+    size_t hs = (size_t)(c->dim / c->n_heads);
+    return tr->state.node_kv + (((size_t)l * c->n_kv_heads + (size_t)g) * tr->max_rows + (size_t)node) * 2 * hs;
+}
+
+// Node `node`'s key and value into the caches of layer l, kv head g, at position `at`.
+static void put_kv(Transformer *tr, int l, int g, size_t at, int node) {
     const Config *c = &tr->config;
     RunState *s = &tr->state;
     size_t hs = (size_t)(c->dim / c->n_heads), head = (size_t)l * c->n_kv_heads + (size_t)g;
+    const float *k = node_kv(tr, l, g, node);
     float *slot = s->key_cache + head * s->seq_pad * hs + at / LANES * hs * LANES + at % LANES;
     for (size_t d = 0; d < hs; d++) slot[d * LANES] = k[d];
-    memcpy(s->value_cache + (head * (size_t)c->seq_len + at) * hs, v, hs * sizeof(float));
+    memcpy(s->value_cache + (head * (size_t)c->seq_len + at) * hs, k + hs, hs * sizeof(float));
 }
 
 // Causal attention of rows first..first+T-1 (at positions pos..pos+T-1) for
@@ -329,24 +336,22 @@ static void attention_head(Transformer *tr, int l, int g, const ForwardJob *job)
     int T = job->T, pos = job->pos, first = job->first;
     const int *parent = job->parent, *depth = job->depth;
     int hs = c->dim / c->n_heads, kv_dim = c->n_kv_heads * hs, group = c->n_heads / c->n_kv_heads;
-    float *kv = s->node_kv + ((size_t)l * c->n_kv_heads + (size_t)g) * tr->max_rows * 2 * hs; // (nodes, 2, hs)
     for (int i = 0; i < T; i++) {
         size_t at = (size_t)(pos + (depth ? depth[first + i] : i));
-        float *row = s->qkv + (size_t)i * s->qkv_stride, *k = kv + (size_t)(first + i) * 2 * hs;
+        float *row = s->qkv + (size_t)i * s->qkv_stride, *k = node_kv(tr, l, g, first + i);
         const float *cr = tr->weights.rope_cos + at * hs / 2, *sr = tr->weights.rope_sin + at * hs / 2;
         rope(row + (size_t)g * group * hs, cr, sr, group, hs);
         memcpy(k, row + c->dim + g * hs, (size_t)hs * sizeof(float));
         rope(k, cr, sr, 1, hs);
         memcpy(k + hs, row + c->dim + kv_dim + g * hs, (size_t)hs * sizeof(float));
-        if (!parent) put_kv(tr, l, g, at, k, k + hs);
+        if (!parent) put_kv(tr, l, g, at, i);
     }
     if (!parent) {
         attend(tr, l, g, 0, T, pos);
         return;
     }
     for (int i = 0; i < T; i++) {
-        for (int u = first + i; u >= 0; u = parent[u])
-            put_kv(tr, l, g, (size_t)(pos + depth[u]), kv + (size_t)u * 2 * hs, kv + (size_t)u * 2 * hs + hs);
+        for (int u = first + i; u >= 0; u = parent[u]) put_kv(tr, l, g, (size_t)(pos + depth[u]), u);
         attend(tr, l, g, i, 1, pos + depth[first + i]);
     }
 }
@@ -354,14 +359,9 @@ static void attention_head(Transformer *tr, int l, int g, const ForwardJob *job)
 // After tree passes: the keys and values of nodes path[0..count) go into the
 // caches at positions pos.. (the path the round accepted), in every layer.
 static void commit_path(Transformer *tr, const int *path, int count, int pos) {
-    const Config *c = &tr->config;
-    int hs = c->dim / c->n_heads;
-    for (int l = 0; l < c->n_layers; l++)
-        for (int g = 0; g < c->n_kv_heads; g++) {
-            const float *kv = tr->state.node_kv + ((size_t)l * c->n_kv_heads + (size_t)g) * tr->max_rows * 2 * hs;
-            for (int j = 0; j < count; j++)
-                put_kv(tr, l, g, (size_t)(pos + j), kv + (size_t)path[j] * 2 * hs, kv + (size_t)path[j] * 2 * hs + hs);
-        }
+    for (int l = 0; l < tr->config.n_layers; l++)
+        for (int g = 0; g < tr->config.n_kv_heads; g++)
+            for (int j = 0; j < count; j++) put_kv(tr, l, g, (size_t)(pos + j), path[j]);
 }
 
 
