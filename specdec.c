@@ -43,16 +43,16 @@
 //   848-983   The speculative round
 //   985-1243  Tree speculation
 //  1245-1304  Generation
-//  1306-1461  main
-//  1463-1589  Appendix A. Errors and memory
-//  1591-1891  Appendix B. Loading
-//  1893-2586  Appendix C. Math kernels
-//  2588-2857  Appendix D. Threads
-//  2859-3005  Appendix E. Tokenizer
-//  3007-3089  Appendix F. Auto-K (-k 0)
-//  3091-3390  Appendix G. Statistics
-//  3392-3437  Appendix H. The text on stdout
-//  3439-3638  Appendix I. Command line
+//  1306-1457  main
+//  1459-1585  Appendix A. Errors and memory
+//  1587-1887  Appendix B. Loading
+//  1889-2582  Appendix C. Math kernels
+//  2584-2853  Appendix D. Threads
+//  2855-3001  Appendix E. Tokenizer
+//  3003-3085  Appendix F. Auto-K (-k 0)
+//  3087-3397  Appendix G. Statistics
+//  3399-3444  Appendix H. The text on stdout
+//  3446-3645  Appendix I. Command line
 //
 // Build: cc -std=c11 -O3 -mavx2 -mfma -ffp-contract=off -pthread specdec.c -lm
 #define _POSIX_C_SOURCE 200809L
@@ -1106,25 +1106,26 @@ static int decide_candidates(Verdict *vd, const Tree *t, int v, float *p, float 
 // holds the nodes' scores. Returns the candidates added.
 static int grow_level(Speculator *sp, Tree *t, float *score, int first, int last, int n_ctx, int n) {
     int x[MAX_ROWS][4], onehot[MAX_ROWS][4], added = 0;
-    float conf[MAX_ROWS][4], *sm = sp->work + n, c = (float)(*sp->draft_s / sp->verify_s[1]);
+    float prob[MAX_ROWS][4], gain[MAX_ROWS][4], *sm = sp->work + n, c = (float)(*sp->draft_s / sp->verify_s[1]);
     float kappa = sp->conf_seen > 0 ? (float)(sp->accepted_seen / sp->conf_seen) : 1.0f;
-    for (int v = first; v < last; v++) { // 4 candidates under each node, scored
+    for (int v = first; v < last; v++) { // 4 candidates under each node: the draft's probability, the score
         draw_candidates(x[v], onehot[v], 4, sp->q + (size_t)v * n, sp->ql + (size_t)v * n, sp->work,
                         sp->rng, n_ctx + t->depth[v], n);
         memcpy(sm, sp->ql + (size_t)v * n, (size_t)n * sizeof(float));
         softmax(sm, n);
-        for (int j = 0; j < 4; j++)
-            conf[v][j] = fminf(j ? conf[v][j - 1] : score[v], score[v] * fminf(1.0f, kappa * sm[x[v][j]]));
+        for (int j = 0; j < 4; j++) {
+            prob[v][j] = sm[x[v][j]];
+            gain[v][j] = fminf(j ? gain[v][j - 1] : score[v], score[v] * fminf(1.0f, kappa * prob[v][j]));
+        }
     }
     while (added < TREE_WIDTH && t->n < MAX_ROWS) { // the best next candidate of any node
         int best = -1;
         for (int v = first; v < last; v++)
-            if (t->count[v] < 4 && (best < 0 || conf[v][t->count[v]] > conf[best][t->count[best]])) best = v;
+            if (t->count[v] < 4 && (best < 0 || gain[v][t->count[v]] > gain[best][t->count[best]])) best = v;
         int j = best < 0 ? 0 : t->count[best];
-        if (best < 0 || conf[best][j] < c) break;
+        if (best < 0 || gain[best][j] < c) break;
         int k = add_child(t, best, x[best][j], onehot[best][j]);
-        score[k] = conf[best][j];
-        t->conf[k] = score[k] / score[best] / kappa; // the draft's own probability, for kappa's sums
+        score[k] = gain[best][j], t->conf[k] = prob[best][j];
         added++;
     }
     return added;
@@ -1163,10 +1164,11 @@ static void prune_tree(Tree *t, const float *score, int levels, const Speculator
 // (sp->branch: the children per node at each depth; sp->tree_auto: grown as
 // above). tokens (n, room for n+depth+1); appends the round's tokens.
 static Round tree_step(Speculator *sp, int *tokens, int n, int depth) {
-    int V = sp->target->config.vocab_size, parent[MAX_ROWS], path[K_MAX + 1], n_path = 0;
+    int V = sp->target->config.vocab_size, parent[MAX_ROWS], *path = sp->path, n_path = 0;
     size_t row = (size_t)V;
     Drafter *d = sp->drafter;
-    Tree t = {.n = 1, .token = {tokens[n - 1]}, .parent = {-1}};
+    Tree *t = &sp->tree; // kept after the round for the -v trace
+    *t = (Tree){.n = 1, .token = {tokens[n - 1]}, .parent = {-1}};
     Round rd = {0};
 
     // 1. draft: the root's q (position n), then candidates level by level; the
@@ -1176,36 +1178,36 @@ static Round tree_step(Speculator *sp, int *tokens, int n, int depth) {
     if (ok) memcpy(sp->ql, d->logits, row * sizeof(float));
     float score[MAX_ROWS] = {1.0f};
     for (int first = 0; ok && rd.k < depth; rd.k++) {
-        int last = t.n, cx[TREE_BRANCH], oh[TREE_BRANCH];
+        int last = t->n, cx[TREE_BRANCH], oh[TREE_BRANCH];
         for (int v = first; v < last && !sp->tree_auto; v++) {
             int b = sp->branch[rd.k];
-            draw_candidates(cx, oh, b, sp->q + v * row, sp->ql + v * row, sp->work, sp->rng, n + t.depth[v], V);
-            for (int j = 0; j < b && t.n < MAX_ROWS; j++) add_child(&t, v, cx[j], oh[j]);
+            draw_candidates(cx, oh, b, sp->q + v * row, sp->ql + v * row, sp->work, sp->rng, n + t->depth[v], V);
+            for (int j = 0; j < b && t->n < MAX_ROWS; j++) add_child(t, v, cx[j], oh[j]);
         }
-        if (sp->tree_auto && !grow_level(sp, &t, score, first, last, n, V)) break;
+        if (sp->tree_auto && !grow_level(sp, t, score, first, last, n, V)) break;
         first = last;
-        if (rd.k + 1 == depth || first == t.n) continue;
-        for (int v = 0; v < t.n; v++) parent[v] = t.parent[v] > 0 ? t.parent[v] : -1; // the root: context
-        ok = d->propose_tree(d, sp->q + first * row, t.token + first, first, parent, t.n - first, n);
-        if (ok) memcpy(sp->ql + first * row, d->logits, (size_t)(t.n - first) * row * sizeof(float));
+        if (rd.k + 1 == depth || first == t->n) continue;
+        for (int v = 0; v < t->n; v++) parent[v] = t->parent[v] > 0 ? t->parent[v] : -1; // the root: context
+        ok = d->propose_tree(d, sp->q + first * row, t->token + first, first, parent, t->n - first, n);
+        if (ok) memcpy(sp->ql + first * row, d->logits, (size_t)(t->n - first) * row * sizeof(float));
     }
-    if (sp->tree_auto) prune_tree(&t, score, rd.k + 1, sp, sp->q, row);
-    for (int v = rd.k = 0; v < t.n; v++) rd.k = t.depth[v] > rd.k ? t.depth[v] : rd.k;
-    rd.drafted = t.n - 1;
+    if (sp->tree_auto) prune_tree(t, score, rd.k + 1, sp, sp->q, row);
+    for (int v = rd.k = 0; v < t->n; v++) rd.k = t->depth[v] > rd.k ? t->depth[v] : rd.k;
+    rd.drafted = t->n - 1;
 
     // 2. verify: ONE target pass over every node, each seeing its ancestors -> p per node
-    const float *logits = forward_tree(sp->target, t.token, 0, t.parent, t.n, n - 1);
+    const float *logits = forward_tree(sp->target, t->token, 0, t->parent, t->n, n - 1);
 
     // 3. walk down from the root: at each node its candidates by the rule above;
     // a node without candidates is decided as the chain's last position
     for (int v = 0;;) {
-        int i = t.depth[v], pos = n + i;
+        int i = t->depth[v], pos = n + i;
         float *p = sp->p + v * row, *q = sp->work;
         if (!probs_from_logits(sp->sampler, p, logits + v * row))
             die_logits(sp->target, pos, sp->sampler->temperature);
         rd.committed = i + 1;
         Verdict *vd = &sp->verdicts[i];
-        if (t.count[v] == 0) {
+        if (t->count[v] == 0) {
             *vd = (Verdict){.x = -1, .d = coin_at(sp->rng, pos, COIN_DRAW),
                             .u = coin_at(sp->rng, pos, COIN_ACCEPT), .r = coin_at(sp->rng, pos, COIN_RESAMPLE)};
             if (v == 0 && root_q) memcpy(q, sp->q, row * sizeof(float)); // the root's, drawn above
@@ -1221,10 +1223,10 @@ static Round tree_step(Speculator *sp, int *tokens, int n, int depth) {
             break;
         }
         memcpy(q, sp->q + v * row, row * sizeof(float));
-        int c = decide_candidates(vd, &t, v, p, q, sp->work + row, sp->rng, pos, V);
+        int c = decide_candidates(vd, t, v, p, q, sp->work + row, sp->rng, pos, V);
         tokens[pos] = vd->token;
         for (int j = 0; sp->tree_auto && j < vd->tested; j++) { // kappa's evidence (~30 rounds)
-            sp->conf_seen = 0.97 * sp->conf_seen + t.conf[t.kids[v][j]];
+            sp->conf_seen = 0.97 * sp->conf_seen + t->conf[t->kids[v][j]];
             sp->accepted_seen = 0.97 * sp->accepted_seen + (j == vd->tested - 1 && c >= 0);
         }
         if (c < 0) break;
@@ -1235,8 +1237,6 @@ static Round tree_step(Speculator *sp, int *tokens, int n, int depth) {
     // 4. the accepted path's keys and values into the target's cache, at their
     // positions; the draft's cache holds the context only and catches up
     commit_path(sp->target, path, n_path, n);
-    sp->tree = t;
-    memcpy(sp->path, path, (size_t)n_path * sizeof(int));
     if (d->rewind) d->rewind(d, n + rd.accepted);
     return rd;
 }
@@ -1373,7 +1373,7 @@ static void free_transformer(Transformer *t);
 static void build_tokenizer(Tokenizer *t, const char *path, int vocab_size);
 static void free_tokenizer(Tokenizer *t);
 static int encode_prompt(Tokenizer *tok, int *tokens, const char *prompt, const Transformer *tr);
-static void build_spec_stats(SpecStats *st, int k, Transformer *target, Drafter *drafter, int rows);
+static void plan_rounds(Speculator *sp, SpecStats *st, const Options *o);
 static double time_target_step(Transformer *tr, Sampler *s, float *probs, int token, int pos);
 static void print_report(const Report *rp);
 static void write_json(const char *path, const Report *rp);
@@ -1411,11 +1411,7 @@ int main(int argc, char **argv) {
     if (spec) {
         build_speculator(&sp, &target, drafter, &sampler, &rng);
         sp.lenience = opt.lenience;
-        sp.tree_depth = opt.tree_depth, sp.tree_auto = opt.tree_auto;
-        memcpy(sp.branch, opt.branch, sizeof(sp.branch));
-        int k = opt.tree_auto ? 0 : opt.tree ? opt.tree_depth : opt.k; // 0: calibrate auto-K's costs
-        build_spec_stats(&st, opt.n_new ? k : 1, &target, drafter, opt.tree_auto ? MAX_ROWS : K_MAX + 1);
-        if (opt.tree_auto) st.k = K_MAX, sp.verify_s = st.autok.calib, sp.draft_s = &st.autok.draft_step;
+        plan_rounds(&sp, &st, &opt);
         if (opt.verbose) st.trace = &tok;
     }
     int *tokens = xmalloc((size_t)model->config.seq_len * sizeof(int), "tokens");
@@ -3093,6 +3089,17 @@ static void update_auto_k(AutoK *ak, int rows, int accepted, int examined, doubl
 static void build_spec_stats(SpecStats *st, int k, Transformer *target, Drafter *drafter, int rows) {
     *st = (SpecStats){.k = k};
     if (k == 0) calibrate_auto_k(&st->autok, target, drafter->model, rows);
+}
+
+// sp's rounds and st from the options: -k (0: auto-K) or --tree (a shape, or
+// auto). Auto-K and --tree auto time the target's passes first (--tree auto up
+// to MAX_ROWS rows: it reads those costs as it grows); -n 0 times nothing.
+static void plan_rounds(Speculator *sp, SpecStats *st, const Options *o) {
+    sp->tree_depth = o->tree_depth, sp->tree_auto = o->tree_auto;
+    memcpy(sp->branch, o->branch, sizeof(sp->branch));
+    int k = o->tree_auto ? 0 : o->tree ? o->tree_depth : o->k;
+    build_spec_stats(st, o->n_new ? k : 1, sp->target, sp->drafter, o->tree_auto ? MAX_ROWS : K_MAX + 1);
+    if (o->tree_auto) st->k = K_MAX, sp->verify_s = st->autok.calib, sp->draft_s = &st->autok.draft_step;
 }
 
 // This round's K: -k or auto-K's, within what -n still wants (k + 1 tokens at

@@ -392,12 +392,9 @@ typedef struct {
 static void build_spec(Spec *sc, Transformer *target, Transformer *draft, Sampler *s, int k, const char *tree) {
     Drafter *d = draft ? model_drafter(&sc->md, draft, s) : lookup_drafter(&sc->lk, 1, 3, target->config.vocab_size);
     build_speculator(&sc->sp, target, d, s, NULL);
-    Options o = {.tree = tree, .lenience = 1.0f};
+    Options o = {.tree = tree, .k = k, .n_new = 1, .lenience = 1.0f};
     if (tree) parse_tree(&o, 1); // as --tree: the shape, or auto
-    sc->sp.tree_depth = o.tree_depth, sc->sp.tree_auto = o.tree_auto;
-    memcpy(sc->sp.branch, o.branch, sizeof(o.branch));
-    build_spec_stats(&sc->st, o.tree_auto ? 0 : tree ? o.tree_depth : k, target, d, o.tree_auto ? MAX_ROWS : K_MAX + 1);
-    if (o.tree_auto) sc->st.k = K_MAX, sc->sp.verify_s = sc->st.autok.calib, sc->sp.draft_s = &sc->st.autok.draft_step;
+    plan_rounds(&sc->sp, &sc->st, &o);
 }
 
 // one generation of n_new tokens from prompt i; returns seconds. With sc NULL:
