@@ -266,6 +266,61 @@ static inline int write_checkpoint(const char *path, const Config *c, const floa
 }
 
 // ---------------------------------------------------------------------------
+// medusa.bin: Medusa heads for one target (Cai et al. 2024, arXiv 2401.10774),
+// trained by `./train medusa`, read by `specdec -d medusa`. Little-endian:
+//
+//   offset 0   5 x int32: magic MEDUSA_MAGIC ("MDUS" in bytes), version 1,
+//              n_heads H (1..MEDUSA_MAX_HEADS), dim and vocab_size (the
+//              target's: dim and |vocab_size| of the checkpoint they read)
+//   offset 20  for each head h = 1..H: W (dim, dim) then b (dim), fp32
+//
+// Head h reads the target's final hidden state z = rmsnorm(x, rms_final) of
+// the row at position t (the one whose classifier output is p for t+1) and
+// gives logits for position t + 1 + h through the target's own classifier:
+//   logits_h = wcls @ (z + silu(W_h z + b_h)),   silu(v) = v / (1 + exp(-v))
+#define MEDUSA_MAGIC 0x5355444d
+#define MEDUSA_HEADER_BYTES (5 * sizeof(int32_t))
+#define MEDUSA_MAX_HEADS 16
+
+// floats after the header: H heads of dim x dim + dim (SIZE_MAX on overflow)
+static inline size_t medusa_n_floats(int n_heads, int dim) {
+    return mul_size((size_t)n_heads, add_size(mul_size((size_t)dim, (size_t)dim), (size_t)dim));
+}
+
+// The 20-byte header h of a medusa.bin of file_bytes bytes, checked against
+// the target it is for (dim, vocab_size). Returns H, or -1 with a message.
+static inline int check_medusa(const int32_t h[5], size_t file_bytes, int dim, int vocab_size, char *msg,
+                               size_t len) {
+    if (file_bytes < MEDUSA_HEADER_BYTES || h[0] != MEDUSA_MAGIC)
+        snprintf(msg, len, "not a medusa.bin (it starts with the bytes \"MDUS\"; ./train medusa writes one)");
+    else if (h[1] != 1)
+        snprintf(msg, len, "header field version = %d, expected 1", (int)h[1]);
+    else if (h[2] < 1 || h[2] > MEDUSA_MAX_HEADS)
+        snprintf(msg, len, "header field n_heads = %d, expected 1..%d", (int)h[2], MEDUSA_MAX_HEADS);
+    else if (h[3] != dim || h[4] != vocab_size)
+        snprintf(msg, len, "heads for dim %d and vocab_size %d, but the target has dim %d and vocab_size %d "
+                 "(heads belong to the target they were trained on)", (int)h[3], (int)h[4], dim, vocab_size);
+    else if (file_bytes != add_size(MEDUSA_HEADER_BYTES, mul_size(medusa_n_floats(h[2], dim), sizeof(float))))
+        snprintf(msg, len, "file is %zu bytes but %d heads of dim %d need %zu", file_bytes, (int)h[2], dim,
+                 MEDUSA_HEADER_BYTES + medusa_n_floats(h[2], dim) * sizeof(float));
+    else
+        return h[2];
+    return -1;
+}
+
+// Write a medusa.bin: the header, then heads (medusa_n_floats) as laid out
+// above. Returns 0 on success, -1 on error.
+static inline int write_medusa(const char *path, int n_heads, int dim, int vocab_size, const float *heads) {
+    FILE *f = fopen(path, "wb");
+    if (!f) return -1;
+    int32_t h[5] = {MEDUSA_MAGIC, 1, n_heads, dim, vocab_size};
+    size_t n = medusa_n_floats(n_heads, dim);
+    int bad = fwrite(h, sizeof(h), 1, f) != 1 || fwrite(heads, sizeof(float), n, f) != n;
+    if (fclose(f) != 0) bad = 1;
+    return bad ? -1 : 0;
+}
+
+// ---------------------------------------------------------------------------
 // tokenizer.bin (llama2.c's format), for the same two programs:
 //   int32 max_token_length
 //   then for each of vocab_size tokens: float32 score, int32 len, len bytes

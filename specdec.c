@@ -35,24 +35,24 @@
 //
 // CONTENTS (line numbers; test/cli.sh checks them)
 //   123-208   The data
-//   210-255   The kernel contract
-//   257-495   Forward
-//   497-656   Sampler
-//   658-744   The speculative step
-//   746-846   Drafters
-//   848-983   The speculative round
-//   985-1244  Tree speculation
-//  1246-1305  Generation
-//  1307-1458  main
-//  1460-1586  Appendix A. Errors and memory
-//  1588-1888  Appendix B. Loading
-//  1890-2583  Appendix C. Math kernels
-//  2585-2854  Appendix D. Threads
-//  2856-3002  Appendix E. Tokenizer
-//  3004-3087  Appendix F. Auto-K (-k 0)
-//  3089-3399  Appendix G. Statistics
-//  3401-3446  Appendix H. The text on stdout
-//  3448-3647  Appendix I. Command line
+//   210-259   The kernel contract
+//   261-499   Forward
+//   501-660   Sampler
+//   662-748   The speculative step
+//   750-933   Drafters
+//   935-1072  The speculative round
+//  1074-1335  Tree speculation
+//  1337-1398  Generation
+//  1400-1557  main
+//  1559-1685  Appendix A. Errors and memory
+//  1687-2019  Appendix B. Loading
+//  2021-2714  Appendix C. Math kernels
+//  2716-2985  Appendix D. Threads
+//  2987-3133  Appendix E. Tokenizer
+//  3135-3218  Appendix F. Auto-K (-k 0)
+//  3220-3537  Appendix G. Statistics
+//  3539-3584  Appendix H. The text on stdout
+//  3586-3791  Appendix I. Command line
 //
 // Build: cc -std=c11 -O3 -mavx2 -mfma -ffp-contract=off -pthread specdec.c -lm
 #define _POSIX_C_SOURCE 200809L
@@ -220,6 +220,10 @@ typedef struct {
 // (16 rows each), columns < d_out only
 static void matmul_panels(float *out, size_t os, int d_out, const float *x, int T, const Matrix *m,
                           int p0, int p1);
+// W (d,n) @ x (T,n) -> out (T,d), the whole matrix on the calling thread
+static void matmul(float *out, const float *x, const Matrix *m, int T);
+// exp(x) by a fixed polynomial (Appendix C), the same bits everywhere
+static float exp_canonical(float x);
 // x (T,n), weight (n) -> out (T,n) = weight * x / sqrt(mean(x^2) + 1e-5)
 static void rmsnorm(float *out, const float *x, const float *weight, int T, int n);
 // v (n_heads*hs) in place: each pair (v[2i], v[2i+1]) rotated by the position's angle
@@ -748,7 +752,8 @@ static int decide(Verdict *v, const float *p, const float *q, float *residual, i
 // A drafter gets the context tokens[0..pos) (this round's earlier proposals
 // included) and writes its q for position pos, or says it has none (the
 // position is then drawn from p alone). The round draws x ~ q with the
-// position's coin. Two drafters: a smaller model, and n-gram lookup.
+// position's coin. Three drafters: a smaller model, n-gram lookup, and Medusa
+// heads on the target's own hidden state.
 
 typedef struct Drafter Drafter;
 struct Drafter {
@@ -756,13 +761,18 @@ struct Drafter {
     int (*propose)(Drafter *d, float *q, const int *tokens, int pos);
     // positions >= n were not committed: forget them (NULL: nothing to forget)
     void (*rewind)(Drafter *d, int n);
-    Transformer *model; // the draft model, or NULL (for the statistics' costs)
     // trees (NULL: none): q (n_rows, V) for nodes first.. of a tree after
     // tokens[0..pos) (tokens: theirs; parent and first as forward_tree takes
     // them); 0: no proposals there
     int (*propose_tree)(Drafter *d, float *q, const int *tokens, int first, const int *parent, int n_rows,
                         int pos);
+    // row `row` of the target's last pass ran position pos, now committed,
+    // and decided the token after it (-1: none did; NULL: not needed)
+    void (*observe)(Drafter *d, int row, int pos);
     const float *logits; // the logits behind the last q (rows as that call made them), or NULL
+    Transformer *model;  // the draft model, or NULL; its clock is the drafter's
+    double seconds;      // ... else the drafter's own: seconds and steps spent proposing
+    long steps;
 };
 
 // The draft model: its KV cache holds tokens[0..cached), and it runs whatever
@@ -806,7 +816,8 @@ static int propose_tree_model(Drafter *d, float *q, const int *tokens, int first
 }
 
 static Drafter *model_drafter(ModelDrafter *md, Transformer *draft, Sampler *s) {
-    *md = (ModelDrafter){.base = {propose_model, rewind_model, draft, propose_tree_model, NULL}, .sampler = s};
+    *md = (ModelDrafter){.base = {.propose = propose_model, .rewind = rewind_model,
+                                  .propose_tree = propose_tree_model, .model = draft}, .sampler = s};
     return &md->base;
 }
 
@@ -840,8 +851,84 @@ static int propose_lookup(Drafter *d, float *q, const int *tokens, int pos) {
 }
 
 static Drafter *lookup_drafter(LookupDrafter *lk, int ngram_min, int ngram_max, int vocab_size) {
-    *lk = (LookupDrafter){.base = {propose_lookup, NULL, NULL, NULL, NULL}, ngram_min, ngram_max, vocab_size};
+    *lk = (LookupDrafter){.base = {.propose = propose_lookup}, ngram_min, ngram_max, vocab_size};
     return &lk->base;
+}
+
+// Medusa heads (Cai et al. 2024): no second model. Head h maps the target's
+// final hidden state z = rmsnorm(x, rms_final) of the row that ran position t
+// to q for position t + 1 + h, through the target's own classifier:
+//   logits_h = wcls @ (z + silu(W_h z + b_h))   (model.h: medusa.bin)
+// A round from n committed tokens reads the row that ran position n - 2 (it
+// decided token n - 1): head 1 proposes position n, head 2 n + 1, ... Its q
+// depends on the committed tokens only, never on p's coins, so the rule stays
+// exact; but which row it reads depends on where rounds begin, so at t > 0
+// the sample depends on K (main fixes K = H unless -k says otherwise).
+typedef struct {
+    Drafter base;
+    Transformer *target;
+    Sampler *sampler;
+    int n_heads, at;   // H; the position z ran (-1: none yet)
+    Matrix *w;         // (H) W_h (dim, dim), packed
+    const float *b;    // the file's floats: head h's W_h (dim, dim) then b_h (dim)
+    float *z, *u;      // (dim) the hidden state; scratch
+    float *logits;     // (H, V) head h's logits for z, row h - 1 once made[h]
+    float *rows;       // (MAX_ROWS, V) a tree level's logits, row by node
+    int made[MEDUSA_MAX_HEADS + 1];
+    float *packed;     // the allocation behind w
+    unsigned char *file;
+} MedusaDrafter;
+
+// Head h's logits for z (made once per z): u = W_h z + b_h, then
+// y = z + silu(u) with silu(u) = u * (1 / (1 + exp(-u))), logits = wcls @ y
+static const float *head_logits(MedusaDrafter *md, int h) {
+    int dim = md->target->config.dim;
+    float *logits = md->logits + (size_t)(h - 1) * md->target->config.vocab_size;
+    if (md->made[h]) return logits;
+    double t0 = now_seconds();
+    matmul(md->u, md->z, &md->w[h - 1], 1);
+    for (int i = 0; i < dim; i++) {
+        float u = md->u[i] + md->b[(size_t)(h - 1) * ((size_t)dim * dim + dim) + (size_t)dim * dim + i];
+        md->u[i] = md->z[i] + u * (1.0f / (1.0f + exp_canonical(-u)));
+    }
+    matmul(logits, md->u, &md->target->wcls, 1);
+    md->made[h] = 1;
+    md->base.seconds += now_seconds() - t0;
+    md->base.steps++;
+    return logits;
+}
+
+static int propose_medusa(Drafter *d, float *q, const int *tokens, int pos) {
+    MedusaDrafter *md = (MedusaDrafter *)d;
+    int h = pos - md->at - 1;
+    (void)tokens;
+    if (md->at < 0 || h < 1 || h > md->n_heads) return 0;
+    d->logits = head_logits(md, h);
+    return probs_from_logits(md->sampler, q, d->logits);
+}
+
+// A tree level: node v's children are at position pos + (its depth) + 1, so
+// every node of one depth gets the same head's q.
+static int propose_tree_medusa(Drafter *d, float *q, const int *tokens, int first, const int *parent,
+                               int n_rows, int pos) {
+    MedusaDrafter *md = (MedusaDrafter *)d;
+    size_t V = (size_t)md->target->config.vocab_size;
+    for (int i = 0; i < n_rows; i++) {
+        int depth = 0;
+        for (int v = parent[first + i]; v >= 0; v = parent[v]) depth++;
+        if (!propose_medusa(d, q + i * V, tokens, pos + depth + 1)) return 0;
+        memcpy(md->rows + i * V, d->logits, V * sizeof(float));
+    }
+    d->logits = md->rows;
+    return 1;
+}
+
+static void observe_medusa(Drafter *d, int row, int pos) {
+    MedusaDrafter *md = (MedusaDrafter *)d;
+    int dim = md->target->config.dim;
+    md->at = row < 0 ? -1 : pos;
+    if (row >= 0) memcpy(md->z, md->target->state.xn + (size_t)row * dim, (size_t)dim * sizeof(float));
+    memset(md->made, 0, sizeof(md->made));
 }
 
 // ----------------------------------------------------------------------------
@@ -976,8 +1063,10 @@ static Round speculative_step(Speculator *sp, int *tokens, int n, int k) {
         rd.accepted++;
     }
 
-    // 4. the drafter's state is valid up to the last accepted proposal
+    // 4. the drafter's state is valid up to the last accepted proposal; row
+    // committed - 1 decided the last token
     if (sp->drafter->rewind) sp->drafter->rewind(sp->drafter, n + rd.accepted);
+    if (sp->drafter->observe) sp->drafter->observe(sp->drafter, rd.committed - 1, n + rd.committed - 2);
     return rd;
 }
 
@@ -1239,6 +1328,8 @@ static Round tree_step(Speculator *sp, int *tokens, int n, int depth) {
     // positions; the draft's cache holds the context only and catches up
     commit_path(sp->target, path, n_path, n);
     if (d->rewind) d->rewind(d, n + rd.accepted);
+    int last = n_path ? path[n_path - 1] : 0; // the node that decided the last token
+    if (d->observe) d->observe(d, last, n - 1 + t->depth[last]);
     return rd;
 }
 
@@ -1289,8 +1380,10 @@ static int start_round(SpecStats *st, const Speculator *sp, int n, int want);
 static void end_round(SpecStats *st, const Speculator *sp, const Round *rd, int n);
 
 static int generate_spec(Speculator *sp, SpecStats *st, int *tokens, int n, Output *o) {
+    Drafter *d = sp->drafter;
     if (n > 1) forward_chunked(sp->target, tokens, n - 1, 0);
-    if (sp->drafter->rewind) sp->drafter->rewind(sp->drafter, 0); // it catches up in round 1
+    if (d->rewind) d->rewind(d, 0); // it catches up in round 1
+    if (d->observe) d->observe(d, n > 1 ? (n - 2) % sp->target->max_rows : -1, n - 2); // the prefill's last row
     while (!o->done && n < sp->target->config.seq_len) {
         int k = start_round(st, sp, n, o->max_new - o->n_generated);
         Round rd = sp->tree_depth ? tree_step(sp, tokens, n, k) : speculative_step(sp, tokens, n, k);
@@ -1356,6 +1449,7 @@ typedef struct {
     int n_new, k, top_k, quiet, verbose, threads, draft_threads, draft_weights;
     unsigned given;      // bit i: FLAGS[i] was on the command line
     int lookup, ngram_min, ngram_max; // -d lookup: the n-gram drafter
+    const char *medusa;               // -d medusa[:FILE]: the heads' file, or NULL
     float lenience;                   // 1: exact; < 1: LOSSY
     int help;            // -h: print the usage and exit
     float temperature, top_p;
@@ -1370,6 +1464,8 @@ static void check_json_path(const Options *o);
 static ThreadPool *build_pool(int n);
 static void free_pool(ThreadPool *pool);
 static Transformer *load_models(Transformer *target, Transformer *draft, const Options *o, ThreadPool *pool);
+static Drafter *medusa_drafter(MedusaDrafter *md, const char *path, Transformer *target, Sampler *s);
+static void free_medusa(MedusaDrafter *md);
 static void free_transformer(Transformer *t);
 static void build_tokenizer(Tokenizer *t, const char *path, int vocab_size);
 static void free_tokenizer(Tokenizer *t);
@@ -1405,8 +1501,10 @@ int main(int argc, char **argv) {
     float *probs = xmalloc((size_t)V * sizeof(float), "probs");
     ModelDrafter md;
     LookupDrafter lk;
+    MedusaDrafter mh;
     Drafter *drafter = !spec ? NULL : opt.lookup ? lookup_drafter(&lk, opt.ngram_min, opt.ngram_max, V)
-                                                 : model_drafter(&md, &draft, &sampler);
+                     : opt.medusa ? medusa_drafter(&mh, opt.medusa, &target, &sampler)
+                                  : model_drafter(&md, &draft, &sampler);
     Speculator sp;
     SpecStats st;
     if (spec) {
@@ -1442,7 +1540,8 @@ int main(int argc, char **argv) {
     if (opt.json_path) write_json(opt.json_path, &rp);
 
     if (spec) free_speculator(&sp);
-    if (spec && !opt.lookup) free_transformer(&draft);
+    if (drafter && drafter->model) free_transformer(&draft);
+    if (spec && opt.medusa) free_medusa(&mh);
     xfree(probs); xfree(out.generated); xfree(tokens);
     free_sampler(&sampler);
     free_tokenizer(&tok);
@@ -1884,6 +1983,38 @@ static void free_transformer(Transformer *t) {
     xfree(t->layers);
     xfree(t->file);
     t->file = NULL;
+}
+
+// Medusa heads for `target` from path (model.h: medusa.bin), checked like a
+// checkpoint (the header against the target, every float finite); W_h packed.
+static Drafter *medusa_drafter(MedusaDrafter *md, const char *path, Transformer *target, Sampler *s) {
+    int dim = target->config.dim, V = target->config.vocab_size;
+    size_t bytes, per = (size_t)dim * dim + (size_t)dim, panel_floats = panels_of(dim) * dim * PANEL;
+    *md = (MedusaDrafter){.base = {.propose = propose_medusa, .propose_tree = propose_tree_medusa,
+                                   .observe = observe_medusa}, .target = target, .sampler = s, .at = -1};
+    md->file = read_file(path, "Medusa heads (a medusa.bin from ./train medusa)", &bytes);
+    int32_t h[5] = {0};
+    char msg[512];
+    memcpy(h, md->file, bytes < sizeof(h) ? bytes : sizeof(h));
+    if ((md->n_heads = check_medusa(h, bytes, dim, V, msg, sizeof(msg))) < 0) die("%s: %s (for %s)", path, msg, target->path);
+    const float *f = (const float *)(void *)(md->file + MEDUSA_HEADER_BYTES);
+    size_t n = medusa_n_floats(md->n_heads, dim), bad = first_non_finite(f, n);
+    if (bad < n)
+        die("%s: head %zu's %s, element %zu, is not finite (a training run that diverged, or a damaged file?)",
+            path, bad / per + 1, bad % per < (size_t)dim * dim ? "W" : "b", bad % per);
+    md->b = f;
+    md->w = xmalloc((size_t)md->n_heads * sizeof(Matrix), "Medusa heads");
+    float *dst = md->packed = xmalloc_floats_aligned((size_t)md->n_heads * panel_floats, "Medusa heads");
+    for (int i = 0; i < md->n_heads; i++) dst = pack_matrix(&md->w[i], dst, f + i * per, dim, dim);
+    md->z = xmalloc(2 * (size_t)dim * sizeof(float), "Medusa state");
+    md->u = md->z + dim;
+    md->logits = xmalloc((size_t)(md->n_heads + MAX_ROWS) * V * sizeof(float), "Medusa logits");
+    md->rows = md->logits + (size_t)md->n_heads * V;
+    return &md->base;
+}
+
+static void free_medusa(MedusaDrafter *md) {
+    xfree(md->w); xfree(md->packed); xfree(md->z); xfree(md->logits); xfree(md->file);
 }
 
 // ----------------------------------------------------------------------------
@@ -2463,7 +2594,7 @@ static void matmul_panels(float *out, size_t os, int d_out, const float *x, int 
 }
 
 // W (d,n) @ x (T,n) -> out (T,d), the whole matrix on the calling thread
-static UNUSED_OK void matmul(float *out, const float *x, const Matrix *m, int T) {
+static void matmul(float *out, const float *x, const Matrix *m, int T) {
     matmul_panels(out, (size_t)m->d, m->d, x, T, m, 0, m->n_panels);
 }
 
@@ -3104,6 +3235,13 @@ static void plan_rounds(Speculator *sp, SpecStats *st, const Options *o) {
     if (o->tree_auto) st->k = K_MAX, sp->verify_s = st->autok.calib, sp->draft_s = &st->autok.draft_step;
 }
 
+// The drafter's seconds and (into *steps) steps so far: a draft model's
+// forwards, or what the drafter counts itself (lookup: none)
+static double drafter_clock(const Drafter *d, long *steps) {
+    *steps = d->model ? d->model->forwards : d->steps;
+    return d->model ? d->model->seconds : d->seconds;
+}
+
 // This round's K: -k or auto-K's, within what -n still wants (k + 1 tokens at
 // most) and the target's context (verify rows n-1..n+k-1). Notes the models'
 // clocks, so end_round can charge the round's costs.
@@ -3111,18 +3249,18 @@ static int start_round(SpecStats *st, const Speculator *sp, int n, int want) {
     int k = st->k ? st->k : next_auto_k(&st->autok), room = sp->target->config.seq_len - 1 - n;
     if (k > want - 1) k = want - 1;
     if (k > room) k = room;
-    Transformer *d = sp->drafter->model;
     st->round_t0[0] = sp->target->seconds, st->round_f0[0] = sp->target->forwards;
-    st->round_t0[1] = d ? d->seconds : 0, st->round_f0[1] = d ? d->forwards : 0;
+    st->round_t0[1] = drafter_clock(sp->drafter, &st->round_f0[1]);
     return k < 0 ? 0 : k;
 }
 
 static void print_trace(const SpecStats *st, const Speculator *sp, const Round *rd, int n);
 
 static void end_round(SpecStats *st, const Speculator *sp, const Round *rd, int n) {
-    Transformer *d = sp->drafter->model;
-    double verify_s = sp->target->seconds - st->round_t0[0], draft_s = d ? d->seconds - st->round_t0[1] : 0;
-    long steps = d ? d->forwards - st->round_f0[1] : 0;
+    long steps;
+    double verify_s = sp->target->seconds - st->round_t0[0];
+    double draft_s = drafter_clock(sp->drafter, &steps) - st->round_t0[1];
+    steps -= st->round_f0[1];
     int examined = rd->committed - rd->plain;
     st->rounds++;
     st->k_used[rd->k]++;
@@ -3221,7 +3359,7 @@ static double time_target_step(Transformer *tr, Sampler *s, float *probs, int to
 //       (proposals after a rejection are never examined); the theory's alpha
 //   c, r: a draft step and a verify pass in target steps (both timed)
 typedef struct {
-    int k;                  // K of the formulas: -k, or the one auto-K used most
+    int k;                  // K of the formulas: -k, or the one used most (auto-K, -d medusa)
     double acceptance_rate, a, c, r;
     double tokens_per_round, expected_per_round; // measured, and (1-a^(K+1))/(1-a) at each round's K
     double predicted, measured;
@@ -3234,7 +3372,7 @@ static double per_position(const SpecStats *st, int i) {
 static SpecSummary summarize(const Report *rp) {
     const SpecStats *st = rp->st;
     SpecSummary m = {.k = st->k};
-    for (int k = 1; k <= K_MAX && st->k == 0; k++)
+    for (int k = 1; k <= K_MAX && (st->k == 0 || st->k > st->k_hi); k++) // auto-K; a drafter that stopped short
         if (st->k_used[k] > st->k_used[m.k]) m.k = k;
     if (m.k == 0) m.k = 1;
     m.acceptance_rate = st->drafted ? (double)st->accepted / (double)st->drafted : 0;
@@ -3593,18 +3731,24 @@ static void parse_options(Options *o, int argc, char **argv) {
     }
     int spec = !strcmp(o->mode, "spec"), target = !strcmp(o->mode, "target");
     o->lookup = !strcmp(o->draft_path, "lookup");
+    if (!strncmp(o->draft_path, "medusa", 6) && (!o->draft_path[6] || o->draft_path[6] == ':'))
+        o->medusa = o->draft_path[6] ? o->draft_path + 7 : "weights/medusa.bin";
+    if (o->medusa && !given(o, "-k") && !o->tree) o->k = K_MAX; // every head, each round: the sample
+                                                                 // depends on K (see MedusaDrafter)
     // flags that describe a draft this run does not load: a note, not an error
     int draft_opts = given(o, "--draft-threads") || given(o, "--draft-weights");
     int ngram = given(o, "--ngram-min") || given(o, "--ngram-max");
-    const char *unused = target && given(o, "-d") ? "-d" : (target || o->lookup) && draft_opts
+    const char *unused = target && given(o, "-d") ? "-d" : (target || o->lookup || o->medusa) && draft_opts
                        ? "--draft-threads/--draft-weights" : !o->lookup && ngram ? "--ngram-min/--ngram-max" : NULL;
     if (unused)
         fprintf(stderr, "specdec: warning: %s ignored: %s\n", unused, target ? "-m target decodes with the "
-                "target alone" : o->lookup ? "-d lookup loads no draft model" : "they set up -d lookup");
+                "target alone" : o->lookup ? "-d lookup loads no draft model" : o->medusa ? "-d medusa loads no "
+                "draft model" : "they set up -d lookup");
     if (o->ngram_min > o->ngram_max)
         die("--ngram-min %d is above --ngram-max %d", o->ngram_min, o->ngram_max);
     if (o->tree) parse_tree(o, spec);
-    if (o->lookup && !spec) die("-d lookup: only spec mode drafts; there is no lookup model to run alone");
+    if ((o->lookup || o->medusa) && !spec && !target)
+        die("-d %s: only spec mode drafts; there is no model to run alone", o->draft_path);
     if (o->lenience < 1.0f && !spec) die("--lenience: only speculative decoding (-m spec) accepts drafts");
     if (!spec && (given(o, "-k") || o->verbose))
         die("%s: only speculative decoding (-m spec) has rounds; -m %s decodes with one model",
@@ -3620,7 +3764,7 @@ static Transformer *load_models(Transformer *target, Transformer *draft, const O
         return draft;
     }
     build_transformer(target, o->target_path, MAX_ROWS, pool, o->threads);
-    if (!strcmp(o->mode, "spec") && !o->lookup)
+    if (!strcmp(o->mode, "spec") && !o->lookup && !o->medusa)
         build_transformer_as(draft, o->draft_path, MAX_ROWS, pool, o->draft_threads, o->draft_weights);
     return target;
 }

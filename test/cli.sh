@@ -73,6 +73,25 @@ if [ "$marked" -gt 0 ] && [ "$marked" = "$accepted" ] && grep -q 'candidate 3 of
 else bad "-v with --tree: $marked nodes marked on the path, $accepted draft positions accepted"; fi
 echo "trees: $n_tree greedy tree runs byte-identical to the target; --tree 1,1,1 == -k 3 at t=1; --tree 3,2 the same on 1..3 threads"
 
+# ---- Medusa heads (random ones: the rule is exact for any heads): greedy chains
+# and trees give the target's text; at t = 1 a fixed -k gives the same text on
+# every thread count; bad head files are refused naming the field
+$RANDCKPT --medusa $D/target.bin $D/medusa.bin 4 11 || exit 1
+n_md=0
+$SPECDEC $M -m target -t 0 -n 120 -i "the little dog" > $D/ref.txt 2>/dev/null
+for a in "-k 1" "-k 3" "" "-k 0" "--tree 2,2,1" "--tree 3,1" "--tree auto"; do
+    $SPECDEC $M -d medusa:$D/medusa.bin $a -t 0 -n 120 -i "the little dog" > $D/md.txt 2>$D/md.err
+    if cmp -s $D/ref.txt $D/md.txt; then ok; n_md=$((n_md + 1)); else bad "greedy -d medusa $a != target: $(head -c 300 $D/md.err)"; fi
+done
+for th in 1 2 3; do
+    $SPECDEC $M -d medusa:$D/medusa.bin -k 2 --threads $th -t 1 -s 4 -n 100 > $D/md_th$th.txt 2>/dev/null
+done
+if cmp -s $D/md_th1.txt $D/md_th2.txt && cmp -s $D/md_th1.txt $D/md_th3.txt && [ -s $D/md_th1.txt ]; then ok
+else bad "-d medusa -k 2 at t=1: the text depends on the thread count"; fi
+$SPECDEC $M -d medusa:$D/medusa.bin -t 0 -n 60 2> $D/md.err > /dev/null
+if grep -q "rounds, K = 4$" $D/md.err; then ok; else bad "-d medusa: K is not the 4 heads: $(grep rounds $D/md.err)"; fi
+echo "medusa: $n_md greedy runs (chains, auto-K, trees) byte-identical to the target; -k 2 at t=1 the same on 1..3 threads"
+
 # ---- contexts shorter than K_MAX+1: auto-K calibrates within them; greedy stays exact
 $SPECDEC $D/short.bin -z $D/tok.bin -m target -t 0 -n 20 > $D/ref.txt 2>/dev/null
 if $SPECDEC $D/short.bin -z $D/tok.bin -d $D/short.bin -k 0 -t 0 -n 20 > $D/spec.txt 2>$D/err.txt &&
@@ -256,6 +275,16 @@ expect_fail() { # expect_fail "message substring" args...
     if [ $rc -eq 1 ] && grep -qF -- "$want" <<<"$err"; then ok
     else bad "specdec $* -> exit $rc, stderr: $(head -c 300 <<<"$err") (want exit 1 and '$want')"; fi
 }
+expect_fail "cannot open Medusa heads" $M -d medusa:$D/missing.bin
+expect_fail "not a medusa.bin" $M -d medusa:$D/target.bin
+head -c 1000 $D/medusa.bin > $D/md_trunc.bin
+expect_fail "file is 1000 bytes but 4 heads of dim 64 need" $M -d medusa:$D/md_trunc.bin
+expect_fail "heads for dim 64 and vocab_size 400, but the target has dim 32" $D/vocab500.bin -z $D/tok500.bin -d medusa:$D/medusa.bin
+python3 -c "import sys; b=bytearray(open(sys.argv[1],'rb').read()); b[8:12]=(17).to_bytes(4,'little'); open(sys.argv[2],'wb').write(b)" $D/medusa.bin $D/md_heads.bin 2>/dev/null &&
+    expect_fail "header field n_heads = 17, expected 1..16" $M -d medusa:$D/md_heads.bin
+python3 -c "import sys; b=bytearray(open(sys.argv[1],'rb').read()); b[20+4*(64*64+64+3):24+4*(64*64+64+3)]=bytes([0,0,0xc0,0x7f]); open(sys.argv[2],'wb').write(b)" $D/medusa.bin $D/md_nan.bin 2>/dev/null &&
+    expect_fail "head 2's W, element 3, is not finite" $M -d medusa:$D/md_nan.bin
+expect_fail "-d medusa: only spec mode drafts" $M -m draft -d medusa
 expect_fail "cannot open checkpoint" $D/missing.bin -z $D/tok.bin -m target
 expect_fail "not a regular file" $D -z $D/tok.bin -m target
 expect_fail "shorter than the 28-byte" $D/tiny.bin -z $D/tok.bin -m target

@@ -9,6 +9,11 @@
 //   randckpt --tokenizer OUT.bin vocab
 //       A tokenizer.bin of `vocab` (>= 259) tokens: <unk>, BOS, EOS, the 256
 //       byte tokens, then printable ASCII and common English pieces.
+//   randckpt --medusa TARGET.bin OUT.bin H SEED
+//       H random Medusa heads for TARGET (W uniform in +-0.05, b zero).
+//   randckpt --embed-medusa IN.bin OUT.bin SCALE
+//       IN's heads for the target --embed made SCALE x wider: W and b
+//       zero-padded, so the padded hidden state (z, 0) gives the same logits.
 #define TESTING
 #include "../specdec.c"
 
@@ -22,6 +27,40 @@ int main(int argc, char **argv) {
         free_transformer(&base);
         return 0;
     }
+    if (argc == 6 && !strcmp(argv[1], "--medusa")) {
+        Transformer t;
+        build_transformer(&t, argv[2], 1, NULL, 1);
+        int H = atoi(argv[4]), dim = t.config.dim;
+        size_t n = medusa_n_floats(H, dim), per = (size_t)dim * dim + (size_t)dim;
+        float *w = xmalloc(n * sizeof(float), "heads");
+        Rng r;
+        rng_seed(&r, strtoull(argv[5], NULL, 10));
+        for (size_t i = 0; i < n; i++) w[i] = i % per < (size_t)dim * dim ? uniform(&r, 0.05f) : 0.0f;
+        if (H < 1 || H > MEDUSA_MAX_HEADS || write_medusa(argv[3], H, dim, t.config.vocab_size, w))
+            die("%s: cannot write %d heads", argv[3], H);
+        xfree(w);
+        free_transformer(&t);
+        return 0;
+    }
+    if (argc == 5 && !strcmp(argv[1], "--embed-medusa")) {
+        size_t bytes;
+        unsigned char *file = read_file(argv[2], "medusa.bin", &bytes);
+        int32_t h[5];
+        memcpy(h, file, bytes < sizeof(h) ? bytes : sizeof(h));
+        char msg[256];
+        int H = check_medusa(h, bytes, h[3], h[4], msg, sizeof(msg)), d = h[3], D = d * atoi(argv[4]);
+        if (H < 0) die("%s: %s", argv[2], msg);
+        const float *in = (const float *)(void *)(file + MEDUSA_HEADER_BYTES);
+        float *out = xmalloc(medusa_n_floats(H, D) * sizeof(float), "heads"), *o = out; // zeroed
+        for (int i = 0; i < H; i++, in += (size_t)d * d + (size_t)d, o += (size_t)D * D + (size_t)D) {
+            for (int r = 0; r < d; r++) memcpy(o + (size_t)r * D, in + (size_t)r * d, (size_t)d * sizeof(float));
+            memcpy(o + (size_t)D * D, in + (size_t)d * d, (size_t)d * sizeof(float));
+        }
+        if (write_medusa(argv[3], H, D, h[4], out)) die("%s: cannot write", argv[3]);
+        xfree(out);
+        xfree(file);
+        return 0;
+    }
     if (argc == 4 && !strcmp(argv[1], "--tokenizer")) {
         write_tokenizer(argv[2], atoi(argv[3]));
         return 0;
@@ -30,7 +69,9 @@ int main(int argc, char **argv) {
         fprintf(stderr, "usage: randckpt OUT.bin dim hidden n_layers n_heads n_kv_heads vocab seq_len "
                         "[--seed S] [--unshared] [--noise EPS --noise-seed S2]\n"
                         "       randckpt --tokenizer OUT.bin vocab\n"
-                        "       randckpt --embed BASE.bin OUT.bin SCALE LAYERS  (BASE zero-padded, SCALE x wider)\n");
+                        "       randckpt --embed BASE.bin OUT.bin SCALE LAYERS  (BASE zero-padded, SCALE x wider)\n"
+                        "       randckpt --medusa TARGET.bin OUT.bin H SEED\n"
+                        "       randckpt --embed-medusa IN.bin OUT.bin SCALE\n");
         return 1;
     }
     Config c = {atoi(argv[2]), atoi(argv[3]), atoi(argv[4]), atoi(argv[5]), atoi(argv[6]),

@@ -165,6 +165,26 @@ static void simulate(int *emitted, int want, const Pair *c, const Rng *rng, int 
         }
 }
 
+// The same stream with Medusa's q: position start + i of a round gets head
+// i's q, which sees the context at the round's start only (not the round's
+// earlier proposals): here the base q rotated by the round's start, its last
+// committed token and i. Exact all the same: q never looks at p or its coins.
+static void simulate_medusa(int *emitted, int want, const Pair *c, const Rng *rng, int kd) {
+    float q[V], p[V], res[V];
+    int count = 0, prev = -1;
+    while (count < want) {
+        int start = count, at_start = prev;
+        for (int i = 0; i <= kd && count < want; i++) {
+            dist_at(q, c->q, start + 3 * i + 1, at_start);
+            dist_at(p, c->p, count, prev);
+            Verdict v = {.x = sample(q, V, coin_at(rng, count, COIN_DRAW)),
+                         .u = coin_at(rng, count, COIN_ACCEPT), .r = coin_at(rng, count, COIN_RESAMPLE)};
+            emitted[count++] = prev = decide(&v, p, q, res, V, 1.0f);
+            if (!v.accepted) break;
+        }
+    }
+}
+
 // The same stream with a draft tree at every position: m candidates drawn by
 // draw_candidates (without replacement from q, then by the logits' order), decided
 // by decide_candidates; an accepted candidate continues the round, a rejection
@@ -224,6 +244,20 @@ static int test_exactness(void) {
         ok &= chi2_ok(what, joint, e_joint, V * V, TRIALS);
         CHECK(ok, "%s: emitted tokens are not distributed as the target's p", c->name);
         failed += !ok;
+        long mf[V] = {0}, mj[V * V] = {0};
+        for (int t = 0; t < TRIALS; t++) { // Medusa's q: heads that do not see the round's proposals
+            Rng rng;
+            rng_seed(&rng, 9000000000ULL + (uint64_t)ci * TRIALS + (uint64_t)t);
+            int em[2];
+            simulate_medusa(em, 2, c, &rng, KD);
+            mf[em[0]]++;
+            mj[em[0] * V + em[1]]++;
+        }
+        printf("%s, Medusa-style q (each head sees the round's start only):\n", c->name);
+        int md = chi2_ok("first emitted token vs p", mf, e_first, V, TRIALS);
+        md &= chi2_ok("(first, second) vs p(a) p(b | a)", mj, e_joint, V * V, TRIALS);
+        CHECK(md, "%s, Medusa q: emitted tokens are not distributed as the target's p", c->name);
+        failed += !md;
         for (int m = 2; m <= 3; m++) { // a tree of m candidates at every position
             long tf[V] = {0}, tj[V * V] = {0};
             for (int t = 0; t < TRIALS; t++) {
