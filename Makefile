@@ -342,7 +342,7 @@ test-arm64:
 # to make a short run short again.
 FUZZ_TIME ?= 60
 FUZZ_CC   ?= clang
-FUZZ_TARGETS = checkpoint tokenizer prompt options e2e
+FUZZ_TARGETS = checkpoint tokenizer prompt options medusa e2e
 FUZZ_FLAGS = -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
              -ffp-contract=off -Wall -Wextra -Wno-unused-function $(SIMD)
 .PHONY: fuzz fuzz-build
@@ -350,6 +350,8 @@ FUZZ_FLAGS = -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-r
 build/fuzz/%: fuzz/fuzz_%.c fuzz/fuzz.h specdec.c model.h
 	@mkdir -p build/fuzz
 	$(FUZZ_CC) $(FUZZ_FLAGS) -o $@ $< -lm -pthread
+
+build/fuzz/medusa: test/random_model.h
 
 # the end-to-end target writes its random checkpoints with the tests' code, and
 # takes no coverage feedback from code whose branches follow the clock

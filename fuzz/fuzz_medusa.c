@@ -1,0 +1,70 @@
+// fuzz_medusa.c - any bytes as a medusa.bin for a tiny target: load (header
+// against the target, size, NaN/inf, packing), then the heads propose after a
+// one-row forward: each q must be a distribution, or no proposal. Built by
+// `make fuzz`; seeds: fuzz/seeds/medusa (valid heads and damaged ones).
+#include "fuzz.h"
+#include "../test/random_model.h"
+
+#define FUZZ_VOCAB 40
+static char dir[64], medusa_path[96];
+static unsigned char *target_file; // the harness's (die() releases what specdec owns)
+static size_t target_bytes;
+
+static void remove_files(void) {
+    unlink(medusa_path);
+    rmdir(dir);
+}
+
+int LLVMFuzzerInitialize(int *argc, char ***argv) {
+    (void)argc, (void)argv;
+    snprintf(dir, sizeof dir, "%s", "/dev/shm/specdec-medusa-XXXXXX");
+    if (!mkdtemp(dir)) {
+        snprintf(dir, sizeof dir, "%s", "/tmp/specdec-medusa-XXXXXX");
+        if (!mkdtemp(dir)) { perror("fuzz_medusa: mkdtemp"); exit(1); }
+    }
+    char target_path[96];
+    snprintf(target_path, sizeof target_path, "%s/target.bin", dir);
+    const Config c = {16, 32, 1, 2, 1, FUZZ_VOCAB, 8}; // dim 16: the seeds' heads are for it
+    write_random_checkpoint(target_path, &c, 1, 1, 2, 0);
+    unsigned char *file = read_file(target_path, "checkpoint", &target_bytes);
+    target_file = malloc(target_bytes);
+    if (!target_file) abort();
+    memcpy(target_file, file, target_bytes);
+    xfree(file);
+    unlink(target_path);
+    snprintf(medusa_path, sizeof medusa_path, "%s/medusa.bin", dir);
+    atexit(remove_files);
+    return 0;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    FILE *f = fopen(medusa_path, "wb");
+    if (!f || fwrite(data, 1, size, f) != size || fclose(f) != 0) abort();
+    FUZZ_TRY({
+        Transformer t;
+        Sampler s;
+        MedusaDrafter md;
+        load_checkpoint(&t, target_file, target_bytes, "target", 3, NULL, 1, WEIGHTS_F32);
+        build_sampler(&s, FUZZ_VOCAB, 1.0f, 1.0f, 0);
+        Drafter *d = medusa_drafter(&md, medusa_path, &t, &s);
+        int tokens[2] = {TOKEN_BOS, 5};
+        forward(&t, tokens, 2, 0);
+        d->observe(d, 1, 1);
+        float q[FUZZ_VOCAB];
+        for (int pos = 2; pos <= 3 + md.n_heads; pos++) { // heads 0..H+1: only 1..H may propose
+            int h = pos - 2, ok = d->propose(d, q, tokens, pos);
+            if (ok && (h < 1 || h > md.n_heads)) abort(); // z ran position 1: head h proposes 2 + h
+            double sum = 0;
+            for (int i = 0; ok && i < FUZZ_VOCAB; i++) {
+                if (!(q[i] >= 0.0f)) abort(); // NaN or negative
+                sum += q[i];
+            }
+            if (ok && fabs(sum - 1.0) > 1e-3) abort();
+        }
+        free_medusa(&md);
+        free_sampler(&s);
+        free_transformer(&t);
+    });
+    fuzz_check_released(0);
+    return 0;
+}
