@@ -1754,7 +1754,7 @@ static int figure_drafters(Figure *f, const Table *tables, size_t n_tables, Erro
         group_keys(keys, &n, t, col[DR_TEMP], e))
         return -1;
     speedup_label(ylabel, sizeof(ylabel), t);
-    build_figure(f, "Draft model vs prompt lookup on the shipped target",
+    build_figure(f, "Drafters on the shipped target (325MB: embedded, DRAM-bound)",
                  "above each bar: a, n = tokens per round, c = draft step / target step", ylabel);
     if (drafter_categories(f, first, t, col, e)) return -1;
     for (size_t g = 0; g < n; g++)

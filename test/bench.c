@@ -1,8 +1,8 @@
 // bench.c - the instrument behind every performance claim (make bench).
 // Benchmarks are not tests: nothing is asserted.
 //
-//   bench [all | sweep | drafters | lenience] [--target F] [--draft F] [--tokenizer F]
-//         [--json F] [--csv DIR] [--threads N]
+//   bench [all | sweep | drafters | lenience | tree | runc] [--target F] [--draft F]
+//         [--tokenizer F] [--medusa F] [--json F] [--csv DIR] [--threads N]
 //
 // all:   the machine (FMA peak from a register-only loop, read bandwidth from
 //        DRAM and at each model's size); per model (random checkpoints shaped
@@ -19,9 +19,12 @@
 //        auto-K against the best of those K head to head (alternating runs),
 //        and a over temperatures 0..1.5 at K = 4; writes sweep_k.csv,
 //        sweep_temp.csv. (`all` runs the sweep at 1 and N threads.)
-// drafters: the draft model against the lookup drafter (-d lookup) on the
-//        shipped target at t = 0 and 1: speedup, a, c, tokens per round, how
-//        often lookup found no n-gram; writes drafters.csv.
+// drafters: the draft model, the lookup drafter (-d lookup) and Medusa heads
+//        (-d medusa, every head and a tree; --medusa F, default
+//        weights/medusa.bin, skipped if absent) on the shipped target and on
+//        it embedded in dim 768 x 12 layers (325 MB, DRAM-bound; heads padded
+//        alike) at t = 0 and 1: speedup, a, c, tokens per round, how often a
+//        position had no proposal; writes drafters.csv.
 // lenience: the LOSSY knob at several l (t = 1): speedup and a, against the
 //        distance from the target (first-token total variation, closed form
 //        and measured over seeds; the target's bits per byte of the generated
@@ -378,6 +381,7 @@ typedef struct {
     int reps;    // generations per configuration (median of these), at most MAX_REPS
     int threads; // what the pair was built with
     const char *tree; // --tree's argument for the spec runs, or NULL: the chain
+    const char *medusa; // Medusa heads for the spec runs (-d medusa:FILE; K = every head), or NULL
 } Pair;
 
 // spec decoding as specdec runs it: the pair's draft (or lookup, draft NULL)
@@ -387,14 +391,26 @@ typedef struct {
     SpecStats st;
     ModelDrafter md;
     LookupDrafter lk;
+    MedusaDrafter mh;
 } Spec;
 
-static void build_spec(Spec *sc, Transformer *target, Transformer *draft, Sampler *s, int k, const char *tree) {
-    Drafter *d = draft ? model_drafter(&sc->md, draft, s) : lookup_drafter(&sc->lk, 1, 3, target->config.vocab_size);
+static void build_spec_as(Spec *sc, Transformer *target, Transformer *draft, const char *medusa, Sampler *s,
+                          int k, const char *tree) {
+    Drafter *d = medusa ? medusa_drafter(&sc->mh, medusa, target, s)
+               : draft ? model_drafter(&sc->md, draft, s) : lookup_drafter(&sc->lk, 1, 3, target->config.vocab_size);
     build_speculator(&sc->sp, target, d, s, NULL);
-    Options o = {.tree = tree, .k = k, .n_new = 1, .lenience = 1.0f};
+    Options o = {.tree = tree, .k = medusa && !tree && !k ? K_MAX : k, .n_new = 1, .lenience = 1.0f};
     if (tree) parse_tree(&o, 1); // as --tree: the shape, or auto
     plan_rounds(&sc->sp, &sc->st, &o);
+}
+
+static void build_spec(Spec *sc, Transformer *target, Transformer *draft, Sampler *s, int k, const char *tree) {
+    build_spec_as(sc, target, draft, NULL, s, k, tree);
+}
+
+static void free_spec(Spec *sc) {
+    if (sc->sp.drafter->observe) free_medusa(&sc->mh);
+    free_speculator(&sc->sp);
 }
 
 // one generation of n_new tokens from prompt i; returns seconds. With sc NULL:
@@ -424,12 +440,13 @@ static double run_once(Pair *pr, Spec *sc, Sampler *s, int prompt, uint64_t seed
 // speed hit both; medians over pr->reps; a, c, r from the spec runs' stats with the
 // target step measured by the target-only runs.
 static E2E bench_spec(Pair *pr, const char *name, float temp, int k, float lenience) {
-    E2E e = {.temperature = temp, .k = k, .is_auto = k == 0, .threads = pr->threads, .lenience = lenience};
+    E2E e = {.temperature = temp, .k = k, .is_auto = k == 0 && !pr->medusa && !pr->tree, .threads = pr->threads,
+             .lenience = lenience};
     snprintf(e.pair, sizeof(e.pair), "%s", name);
     Sampler s;
     build_sampler(&s, pr->target->config.vocab_size, temp, 1.0f, 0);
     Spec sc;
-    build_spec(&sc, pr->target, pr->draft, &s, k, pr->tree);
+    build_spec_as(&sc, pr->target, pr->draft, pr->medusa, &s, k, pr->tree);
     sc.sp.lenience = lenience;
     double tt[MAX_REPS], ts[MAX_REPS], step = 0;
     long made_t = 0;
@@ -455,6 +472,7 @@ static E2E bench_spec(Pair *pr, const char *name, float temp, int k, float lenie
     e.no_match = (double)sc.st.plain_tokens / (double)(made_t > 0 ? made_t : 1);
     char kname[40];
     if (pr->tree) snprintf(kname, sizeof(kname), "tree %s", pr->tree);
+    else if (pr->medusa && !k) snprintf(kname, sizeof(kname), "heads(%d)", e.k);
     else if (k) snprintf(kname, sizeof(kname), "%d", k);
     else snprintf(kname, sizeof(kname), "auto(%d)", e.k);
     printf("%-14s %dth t=%.2f K=%-8s target %7.1f tok/s  spec %7.1f tok/s  speedup %5.2fx  "
@@ -462,7 +480,7 @@ static E2E bench_spec(Pair *pr, const char *name, float temp, int k, float lenie
            e.target_tok_s, e.spec_tok_s, e.speedup, e.alpha, e.c, e.r, e.predicted, e.tokens_per_round,
            lenience < 1.0f ? "  LOSSY" : "");
     fflush(stdout);
-    free_speculator(&sc.sp);
+    free_spec(&sc);
     free_sampler(&s);
     return e;
 }
@@ -570,13 +588,14 @@ static void write_verify_cost(const char *dir, const ModelResult *m, int n) {
 // ---- main --------------------------------------------------------------------------
 
 typedef struct {
-    const char *what, *target, *draft, *tokenizer, *json, *csv;
+    const char *what, *target, *draft, *tokenizer, *json, *csv, *medusa;
     int threads;
 } BenchOptions;
 
 static void parse_bench(BenchOptions *o, int argc, char **argv) {
     *o = (BenchOptions){.what = "all", .target = "weights/target.bin", .draft = "weights/draft.bin",
                         .tokenizer = "tokenizer.bin", .json = "bench.json", .csv = "docs",
+                        .medusa = "weights/medusa.bin",
                         .threads = usable_cpus()};
     int i = 1;
     if (argc > 1 && argv[1][0] != '-') o->what = argv[i++];
@@ -586,6 +605,7 @@ static void parse_bench(BenchOptions *o, int argc, char **argv) {
         else if (!strcmp(argv[i], "--tokenizer")) o->tokenizer = argv[i + 1];
         else if (!strcmp(argv[i], "--json")) o->json = argv[i + 1];
         else if (!strcmp(argv[i], "--csv")) o->csv = argv[i + 1];
+        else if (!strcmp(argv[i], "--medusa")) o->medusa = argv[i + 1];
         else if (!strcmp(argv[i], "--threads")) {
             Options opt = {0};
             set_flag(&opt, &FLAGS[flag_index("--threads")], argv[i + 1]);
@@ -601,19 +621,31 @@ static void parse_bench(BenchOptions *o, int argc, char **argv) {
 
 // ---- drafters compared: the draft model and the lookup drafter -----------------
 
-// At t = 0 and 1: the draft model (auto-K, K = 4) and lookup (auto-K, K = 4, 8);
+// At t = 0 and 1: the draft model (auto-K; K = 4), lookup (auto-K; K = 4, 8)
+// and, given heads (medusa), Medusa (every head each round; the tree
+// MEDUSA_TREE); the fixed K's only if all_k. Rows named prefix + drafter;
 // appends to e and returns how many rows.
-static int compare_drafters(Pair *pr, E2E *e) {
+#define MEDUSA_TREE "3,2,1,1"
+static int compare_drafters(Pair *pr, E2E *e, const char *medusa, const char *prefix, int all_k) {
     int n = 0;
     Transformer *draft = pr->draft;
+    char name[4][64];
+    const char *names[4] = {"draft model", "lookup", "medusa", "medusa tree"};
+    for (int i = 0; i < 4; i++) snprintf(name[i], sizeof(name[i]), "%s%s", prefix, names[i]);
     for (int ti = 0; ti < 2; ti++) {
         pr->draft = draft;
-        e[n++] = bench_pair(pr, "draft model", (float)ti, 0);
-        e[n++] = bench_pair(pr, "draft model", (float)ti, 4);
+        e[n++] = bench_pair(pr, name[0], (float)ti, 0);
+        if (all_k) e[n++] = bench_pair(pr, name[0], (float)ti, 4);
         pr->draft = NULL; // -d lookup
-        e[n++] = bench_pair(pr, "lookup", (float)ti, 0);
-        e[n++] = bench_pair(pr, "lookup", (float)ti, 4);
-        e[n++] = bench_pair(pr, "lookup", (float)ti, 8);
+        e[n++] = bench_pair(pr, name[1], (float)ti, 0);
+        for (int k = 4; all_k && k <= 8; k += 4) e[n++] = bench_pair(pr, name[1], (float)ti, k);
+        if (!medusa) continue;
+        pr->medusa = medusa;
+        e[n++] = bench_pair(pr, name[2], (float)ti, 0);
+        pr->tree = MEDUSA_TREE;
+        e[n++] = bench_pair(pr, name[3], (float)ti, 0);
+        pr->tree = NULL;
+        pr->medusa = NULL;
     }
     pr->draft = draft;
     return n;
@@ -993,8 +1025,22 @@ int main(int argc, char **argv) {
                 write_sweep_temp(o.csv, temps, 7);
             }
             if (ti == 1 && (full || !strcmp(o.what, "drafters"))) {
+                const char *medusa = access(o.medusa, R_OK) == 0 ? o.medusa : NULL;
+                if (!medusa) printf("SKIP Medusa rows: %s missing (make medusa)\n", o.medusa);
                 first = n_e;
-                n_e += compare_drafters(&pr, e + n_e);
+                n_e += compare_drafters(&pr, e + n_e, medusa, "", 1);
+                // the same on the shipped target embedded in dim 768 x 12 layers (DRAM-bound), heads padded alike
+                char pheads[600];
+                snprintf(pheads, sizeof(pheads), "%s.medusa", pemu);
+                write_embedded_checkpoint(pemu, &target, 3, 12);
+                if (medusa) write_embedded_medusa(pheads, medusa, 3);
+                Transformer big;
+                build_transformer(&big, pemu, MAX_ROWS, pool, N);
+                Pair bp = {.target = &big, .draft = &draft, .tok = &tok, .n_new = 96, .reps = 3, .threads = N};
+                n_e += compare_drafters(&bp, e + n_e, medusa ? pheads : NULL, "325MB: ", 0);
+                free_transformer(&big);
+                remove(pemu);
+                remove(pheads);
                 write_drafters(o.csv, e + first, n_e - first);
             }
             if (ti == 1 && !strcmp(o.what, "tree")) {

@@ -43,22 +43,7 @@ int main(int argc, char **argv) {
         return 0;
     }
     if (argc == 5 && !strcmp(argv[1], "--embed-medusa")) {
-        size_t bytes;
-        unsigned char *file = read_file(argv[2], "medusa.bin", &bytes);
-        int32_t h[5];
-        memcpy(h, file, bytes < sizeof(h) ? bytes : sizeof(h));
-        char msg[256];
-        int H = check_medusa(h, bytes, h[3], h[4], msg, sizeof(msg)), d = h[3], D = d * atoi(argv[4]);
-        if (H < 0) die("%s: %s", argv[2], msg);
-        const float *in = (const float *)(void *)(file + MEDUSA_HEADER_BYTES);
-        float *out = xmalloc(medusa_n_floats(H, D) * sizeof(float), "heads"), *o = out; // zeroed
-        for (int i = 0; i < H; i++, in += (size_t)d * d + (size_t)d, o += (size_t)D * D + (size_t)D) {
-            for (int r = 0; r < d; r++) memcpy(o + (size_t)r * D, in + (size_t)r * d, (size_t)d * sizeof(float));
-            memcpy(o + (size_t)D * D, in + (size_t)d * d, (size_t)d * sizeof(float));
-        }
-        if (write_medusa(argv[3], H, D, h[4], out)) die("%s: cannot write", argv[3]);
-        xfree(out);
-        xfree(file);
+        write_embedded_medusa(argv[3], argv[2], atoi(argv[4]));
         return 0;
     }
     if (argc == 4 && !strcmp(argv[1], "--tokenizer")) {

@@ -101,9 +101,6 @@ static void write_random_checkpoint(const char *path, const Config *c, int share
     xfree(p);
 }
 
-
-#endif
-
 // ---- the emulated large target (make bench) -----------------------------------
 // base's layers, then `extra` layers whose output projections wo and w2 are zero:
 // each extra layer adds exactly 0 to the residual stream, so the logits are
@@ -220,3 +217,27 @@ static void write_embedded_checkpoint(const char *path, const Transformer *base,
     if (fclose(f) != 0) die("%s: write failed", path);
     xfree(row);
 }
+
+// Medusa heads `in` (for a base target) for that target embedded `scale` times
+// wider (write_embedded_checkpoint): W and b zero-padded, so the padded hidden
+// state (z, 0) gives (z + silu(W z + b), 0) and the same logits.
+static void write_embedded_medusa(const char *path, const char *in, int scale) {
+    size_t bytes;
+    unsigned char *file = read_file(in, "medusa.bin", &bytes);
+    int32_t h[5] = {0};
+    memcpy(h, file, bytes < sizeof(h) ? bytes : sizeof(h));
+    char msg[256];
+    int H = check_medusa(h, bytes, h[3], h[4], msg, sizeof(msg)), d = h[3], D = d * scale;
+    if (H < 0) die("%s: %s", in, msg);
+    const float *src = (const float *)(void *)(file + MEDUSA_HEADER_BYTES);
+    float *out = xmalloc(medusa_n_floats(H, D) * sizeof(float), "heads"), *o = out; // zeroed
+    for (int i = 0; i < H; i++, src += (size_t)d * d + (size_t)d, o += (size_t)D * D + (size_t)D) {
+        for (int r = 0; r < d; r++) memcpy(o + (size_t)r * D, src + (size_t)r * d, (size_t)d * sizeof(float));
+        memcpy(o + (size_t)D * D, src + (size_t)d * d, (size_t)d * sizeof(float));
+    }
+    if (write_medusa(path, H, D, h[4], out)) die("%s: cannot write", path);
+    xfree(out);
+    xfree(file);
+}
+
+#endif
