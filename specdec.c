@@ -43,16 +43,16 @@
 //   935-1072  The speculative round
 //  1074-1335  Tree speculation
 //  1337-1398  Generation
-//  1400-1557  main
-//  1559-1685  Appendix A. Errors and memory
-//  1687-2019  Appendix B. Loading
-//  2021-2714  Appendix C. Math kernels
-//  2716-2985  Appendix D. Threads
-//  2987-3133  Appendix E. Tokenizer
-//  3135-3218  Appendix F. Auto-K (-k 0)
-//  3220-3537  Appendix G. Statistics
-//  3539-3584  Appendix H. The text on stdout
-//  3586-3791  Appendix I. Command line
+//  1400-1559  main
+//  1561-1687  Appendix A. Errors and memory
+//  1689-2021  Appendix B. Loading
+//  2023-2716  Appendix C. Math kernels
+//  2718-2987  Appendix D. Threads
+//  2989-3135  Appendix E. Tokenizer
+//  3137-3220  Appendix F. Auto-K (-k 0)
+//  3222-3556  Appendix G. Statistics
+//  3558-3603  Appendix H. The text on stdout
+//  3605-3810  Appendix I. Command line
 //
 // Build: cc -std=c11 -O3 -mavx2 -mfma -ffp-contract=off -pthread specdec.c -lm
 #define _POSIX_C_SOURCE 200809L
@@ -1376,7 +1376,7 @@ static int generate_plain(Transformer *tr, Sampler *s, const Rng *rng, int *toke
 // appendix. A round never decides more tokens than -n still wants (that
 // changes no token: positions do not depend on rounds).
 typedef struct SpecStats SpecStats;
-static int start_round(SpecStats *st, const Speculator *sp, int n, int want);
+static int start_round(SpecStats *st, Speculator *sp, int n, int want);
 static void end_round(SpecStats *st, const Speculator *sp, const Round *rd, int n);
 
 static int generate_spec(Speculator *sp, SpecStats *st, int *tokens, int n, Output *o) {
@@ -1425,6 +1425,8 @@ struct SpecStats {
     double draft_seconds;        // the draft model's forwards in the rounds
     double verify_seconds;       // the target's verify passes
     double round_t0[2];          // the models' clocks when the round started
+    double round_start;          // ... and the wall clock
+    double mode_tokens[2], mode_seconds[2]; // --tree auto: decayed tokens and seconds of chain, tree rounds
     long round_f0[2];
 };
 
@@ -3232,7 +3234,18 @@ static void plan_rounds(Speculator *sp, SpecStats *st, const Options *o) {
     memcpy(sp->branch, o->branch, sizeof(sp->branch));
     int k = o->tree_auto ? 0 : o->tree ? o->tree_depth : o->k;
     build_spec_stats(st, o->n_new ? k : 1, sp->target, sp->drafter, o->tree_auto ? MAX_ROWS : K_MAX + 1);
-    if (o->tree_auto) st->k = K_MAX, sp->verify_s = st->autok.calib, sp->draft_s = &st->autok.draft_step;
+    if (o->tree_auto) sp->verify_s = st->autok.calib, sp->draft_s = &st->autok.draft_step;
+}
+
+// --tree auto: a tree round, or a chain round at auto-K's K, whichever has
+// committed more tokens per second lately (decayed over ~20 rounds of each; a
+// round's wall time, bookkeeping included); the first 16 rounds alternate, and
+// every 32nd round tries the other, so a change is seen. Against always
+// growing a tree: see docs/PERFORMANCE.md.
+static int tree_round_next(const SpecStats *st) {
+    if (st->rounds < 16) return (int)(st->rounds % 2);
+    int best = st->mode_tokens[1] * st->mode_seconds[0] > st->mode_tokens[0] * st->mode_seconds[1];
+    return st->rounds % 32 == 31 ? !best : best;
 }
 
 // The drafter's seconds and (into *steps) steps so far: a draft model's
@@ -3245,12 +3258,15 @@ static double drafter_clock(const Drafter *d, long *steps) {
 // This round's K: -k or auto-K's, within what -n still wants (k + 1 tokens at
 // most) and the target's context (verify rows n-1..n+k-1). Notes the models'
 // clocks, so end_round can charge the round's costs.
-static int start_round(SpecStats *st, const Speculator *sp, int n, int want) {
-    int k = st->k ? st->k : next_auto_k(&st->autok), room = sp->target->config.seq_len - 1 - n;
+static int start_round(SpecStats *st, Speculator *sp, int n, int want) {
+    if (sp->tree_auto) sp->tree_depth = tree_round_next(st) ? K_MAX : 0;
+    int k = st->k ? st->k : sp->tree_depth ? K_MAX : next_auto_k(&st->autok);
+    int room = sp->target->config.seq_len - 1 - n;
     if (k > want - 1) k = want - 1;
     if (k > room) k = room;
     st->round_t0[0] = sp->target->seconds, st->round_f0[0] = sp->target->forwards;
     st->round_t0[1] = drafter_clock(sp->drafter, &st->round_f0[1]);
+    st->round_start = now_seconds();
     return k < 0 ? 0 : k;
 }
 
@@ -3278,9 +3294,12 @@ static void end_round(SpecStats *st, const Speculator *sp, const Round *rd, int 
     st->draft_forwards += steps;
     st->verify_seconds += verify_s;
     st->draft_seconds += draft_s;
-    if (st->k == 0 && rd->k >= 1)
+    if (st->k == 0 && rd->k >= 1 && !sp->tree_depth)
         update_auto_k(&st->autok, rd->k + 1, rd->accepted, examined, steps ? draft_s / (double)steps : 0,
                       verify_s);
+    int tree = sp->tree_depth > 0;
+    st->mode_tokens[tree] = 0.95 * st->mode_tokens[tree] + rd->committed;
+    st->mode_seconds[tree] = 0.95 * st->mode_seconds[tree] + (now_seconds() - st->round_start);
     if (st->trace) print_trace(st, sp, rd, n);
 }
 

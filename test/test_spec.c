@@ -80,6 +80,24 @@ static void test_theory_and_auto_k(void) {
            "in %d cases (a=0.8, c=0.05, r(n)=1+0.02(n-1) -> K=%d)\n", e7, e9, cases, k8);
 }
 
+// --tree auto picks, round by round, the mode that committed more tokens per
+// second: it alternates for 16 rounds, then keeps the faster one (here the
+// chain, 2x the tree's rate) and tries the other every 32nd round
+static void test_tree_or_chain(void) {
+    SpecStats st = {0};
+    int tree_rounds = 0, first16 = 0;
+    for (st.rounds = 0; st.rounds < 320; st.rounds++) {
+        int tree = tree_round_next(&st);
+        if (st.rounds < 16) first16 += tree;
+        else tree_rounds += tree;
+        st.mode_tokens[tree] = 0.95 * st.mode_tokens[tree] + (tree ? 2 : 4);
+        st.mode_seconds[tree] = 0.95 * st.mode_seconds[tree] + 1;
+    }
+    CHECK(first16 == 8 && tree_rounds == 10, "--tree auto: %d tree rounds of the first 16 (want 8), %d of "
+          "the next 304 (want the tries at rounds 31, 63, ..., 319: 10)", first16, tree_rounds);
+    printf("--tree auto: 8 of the first 16 rounds are trees, then %d of 304 (the chain is 2x faster)\n", tree_rounds);
+}
+
 // auto-K follows the machine: verify passes turn 3x dearer than calibrated
 // and a settles at 0.9; after 200 rounds its cost factor is 3 and it runs
 // the K that is best for the true costs
@@ -501,6 +519,7 @@ int main(int argc, char **argv) {
     test_worked_examples();
     test_theory_and_auto_k();
     test_auto_k_follows();
+    test_tree_or_chain();
     test_exactness();
     test_lenience();
     Config shortc = CFG;
