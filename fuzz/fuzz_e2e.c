@@ -7,7 +7,8 @@
 //          same with another K, thread count, drafter and draft weights;
 //   t > 0: the same command line gives the same text twice, and another K and
 //          thread count give it again (every position has its own coins, and
-//          the forward is batch invariant);
+//          the forward is batch invariant; -d medusa: another thread count, the
+//          same K, since a head's q depends on where its round began);
 //   -m target / -m draft: the same text on another thread count;
 //   -q: nothing on stdout; -j: one JSON object, with -n, EOS and seq_len
 //          accounting for the tokens it counts;
@@ -20,7 +21,8 @@
 //
 // The input, byte by byte (missing bytes read as 0; fuzz/seeds/e2e has examples):
 //   0  mode (b % 8: 0-5 spec, 6 target, 7 draft); bit 3: target model;
-//      (b >> 4) % 5: drafter (0-2 draft models, 3 the target itself, 4 -d lookup)
+//      (b >> 4) % 6: drafter (0-2 draft models, 3 the target itself, 4 -d lookup,
+//      5 -d medusa with 3 random heads for the target)
 //   1  -k (b % 17); spec mode gives -k unless it is 0 and bit 7 is set
 //   2  -t: b < 96 is 0, else 0.1 .. 2
 //   3  -p: b < 128 not given, else (b - 127) / 128
@@ -32,12 +34,13 @@
 //   8  -n (b % 41)
 //   9, 10  -s (little endian)
 //   11 bit 0: -v; bit 1: -j FILE; bit 2: one more run with -q; bit 3 (target, draft
-//      modes): flags only spec mode takes (-k, --lenience, -d lookup, -v), to be refused;
+//      modes): flags only spec mode takes (-k, --lenience, -d lookup/medusa, -v), to be
+//      refused (-m target ignores a -d);
 //      b >> 4 (spec mode with a model draft): 10..13 --tree with a fixed shape, 14..15
 //      --tree auto (then no -k and no --lenience), else the chain
 //   12 the second run's K (b % 17)
 //   13 the second run's draft threads (1 + (b >> 4) % 3); at t = 0 its drafter
-//      ((b & 7) % 5), and bit 3 flips its draft weights
+//      ((b & 7) % 6), and bit 3 flips its draft weights
 //   14 the second run's threads: 1 if the first had more, else 2; 3 (or 2 after 3)
 //      if b % 8 == 7. More threads than the 2 cores of a small machine are slow:
 //      spinning barriers wait for a thread that has no core
@@ -52,9 +55,10 @@
 #define TEXT_MAX (1 << 16)
 enum { SPEC, TARGET, DRAFT };
 static const char *MODE_NAME[] = {"spec", "target", "draft"};
-enum { N_TARGETS = 2, N_DRAFT_MODELS = 3, SELF = 3, LOOKUP = 4, N_DRAFTERS = 5 };
+enum { N_TARGETS = 2, N_DRAFT_MODELS = 3, SELF = 3, LOOKUP = 4, MEDUSA = 5, N_DRAFTERS = 6 };
 
 static char dir[64], tok_path[96], json_path[96], target_path[N_TARGETS][96], draft_path[N_DRAFT_MODELS][96];
+static char medusa_arg[N_TARGETS][104]; // "medusa:" + the heads' file for target i
 static int out_fd = -1, saved_stdout = -1;
 static FILE *err_file;
 static size_t baseline;
@@ -88,6 +92,21 @@ static void write_model(const char *path, const Config *c, int shared, uint64_t 
     xfree(p);
 }
 
+// 3 random Medusa heads (W uniform in +-0.3: they often agree with the target
+// by chance in a vocabulary this small) for a target of config c
+static void write_heads(const char *path, const Config *c, uint64_t seed) {
+    size_t n = medusa_n_floats(3, c->dim);
+    float *w = xmalloc(n * sizeof(float), "heads");
+    Rng r;
+    rng_seed(&r, seed);
+    for (size_t i = 0; i < n; i++) w[i] = uniform(&r, 0.3f);
+    if (write_medusa(path, 3, c->dim, c->vocab_size, w) != 0) {
+        fprintf(stderr, "fuzz_e2e: cannot write %s\n", path);
+        exit(1);
+    }
+    xfree(w);
+}
+
 // open file descriptors (a FILE or descriptor left open by a run is a leak too)
 static int count_fds(void) {
     DIR *d = opendir("/proc/self/fd");
@@ -112,6 +131,7 @@ static int open_fds(void) {
 
 static void remove_files(void) {
     const char *paths[] = {target_path[0], target_path[1], draft_path[0], draft_path[1], draft_path[2],
+                           medusa_arg[0] + 7, medusa_arg[1] + 7,
                            tok_path, json_path};
     for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) unlink(paths[i]);
     char p[128];
@@ -145,6 +165,10 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
     write_model(target_path[1], &t1, 0, 4, 0, 0, 1);
     write_model(draft_path[2], &t1, 0, 4, 5, 0.3f, 1);
     write_tokenizer(tok_path, VOCAB);
+    for (int i = 0; i < N_TARGETS; i++) {
+        snprintf(medusa_arg[i], sizeof medusa_arg[i], "medusa:%s/medusa%d.bin", dir, i);
+        write_heads(medusa_arg[i] + 7, i ? &t1 : &t0, 7 + (uint64_t)i);
+    }
     char p[128];
     snprintf(p, sizeof p, "%s/stdout", dir);
     out_fd = open(p, O_RDWR | O_CREAT | O_TRUNC, 0600);
@@ -208,8 +232,8 @@ static void build_argv(const Run *r, Argv *a) {
     arg(a, "-m"); arg(a, MODE_NAME[r->mode]);
     if (r->give_d || r->mode != TARGET) {
         arg(a, "-d");
-        arg(a, r->drafter == LOOKUP ? "lookup" : r->drafter == SELF ? target_path[r->target]
-                                                                     : draft_path[r->drafter]);
+        arg(a, r->drafter == LOOKUP ? "lookup" : r->drafter == MEDUSA ? medusa_arg[r->target]
+               : r->drafter == SELF ? target_path[r->target] : draft_path[r->drafter]);
     }
     if (r->give_k) arg_i(a, "-k", r->k);
     arg_f(a, "-t", "%.9g", r->t);
@@ -252,9 +276,9 @@ static int prompt_tokens(const char *prompt) {
 // longer than the decoding model's context)?
 static int refused(const Run *r) {
     int lo = r->ngram_min ? r->ngram_min : 1, hi = r->ngram_max ? r->ngram_max : 3;
-    int lookup = r->drafter == LOOKUP && (r->give_d || r->mode != TARGET);
-    return lo > hi || (r->mode != SPEC && (lookup || (r->lenience > 0 && r->lenience < 1) || r->give_k ||
-                                           r->verbose)) ||
+    int no_model = (r->drafter == LOOKUP || r->drafter == MEDUSA) && r->mode == DRAFT; // nothing to run alone
+    return lo > hi || no_model || (r->mode != SPEC && ((r->lenience > 0 && r->lenience < 1) || r->give_k ||
+                                                       r->verbose)) ||
            r->prompt_tokens > seq_len_of(r);
 }
 
@@ -486,9 +510,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     } else { // flags only spec mode takes: given (and then refused) only when asked
         r.give_k = misplaced && (b[1] & 1);
         if (!misplaced || !(b[5] & 1)) r.lenience = 0;
-        r.give_d = misplaced || r.drafter != LOOKUP;
+        r.give_d = misplaced || (r.drafter != LOOKUP && r.drafter != MEDUSA);
         if (!misplaced) r.verbose = 0;
-        if (!misplaced && r.drafter == LOOKUP) r.drafter = SELF;
+        if (!misplaced && (r.drafter == LOOKUP || r.drafter == MEDUSA)) r.drafter = SELF;
     }
     run(&r, &res_a);
     if (res_a.died) goto done;
@@ -521,10 +545,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         if (b[13] & 8) r2.draft_weights = r.draft_weights == WEIGHTS_F32 ? WEIGHTS_INT8 : WEIGHTS_F32;
         run(&r2, &res_c);
         same_text("at t = 0 another K, thread count or drafter must print the same text", &r, &res_a, &r2, &res_c);
-    } else if (r.tree && !strcmp(r.tree, "auto")) {
-        // --tree auto's shape follows the measured costs: at t > 0 its sample is exact
-        // but not reproducible; only that it runs is checked
+    } else if ((r.tree && !strcmp(r.tree, "auto")) || (r.drafter == MEDUSA && r.give_k && r.k == 0)) {
+        // --tree auto's shape follows the measured costs, and so does auto-K's K with
+        // -d medusa (whose q depends on K): at t > 0 the sample is exact but not
+        // reproducible; only that it runs is checked
     } else {
+        if (r.drafter == MEDUSA) r2.k = r.k, r2.give_k = r.give_k, r2.tree = r.tree; // the same K
         Run again = r;
         again.verbose = again.json = 0;
         run(&again, &res_b);

@@ -43,6 +43,11 @@ SEEDS = {
     "greedy_tree": seed(k=0, tree=11, drafter2=0, prompt="Once upon a time"),
     "sampled_tree_short_draft": seed(target=0, drafter=1, t=1.0, n=40, tree=13, json=True, prompt="Lily"),
     "tree_auto": seed(t=0.7, n=30, tree=14, verbose=True, prompt="the cat"),
+    "greedy_medusa": seed(drafter=5, k=3, drafter2=0, prompt="Once upon a time"),
+    "sampled_medusa_heads": seed(target=1, drafter=5, k=8, auto_k_omitted=True, t=1.0, threads=2, json=True,
+                                 prompt="Lily"),
+    "sampled_medusa_tree": seed(drafter=5, t=0.8, n=30, tree=12, verbose=True, prompt="the cat"),
+    "refused_medusa_draft_mode": seed(mode="draft", drafter=5, misplaced=True, prompt="a"),
     # refused: 62 tokens, draft 1's seq_len is 48
     "refused_long_prompt_json": seed(mode="draft", drafter=1, t=0.5, n=30, json=True, prompt="abcdefghij" * 6),
 }
