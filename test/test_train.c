@@ -2,7 +2,8 @@
 //   the matmul kernel against a double-precision reference, at 1, 2, 3 threads;
 //   every layer's backward against finite differences; the whole model's
 //   gradient along random directions; a tiny model overfitting one batch;
-//   training determinism and kill/resume; the corpus reader; the tokenizer,
+//   training determinism and kill/resume; Medusa heads (their gradient,
+//   training, medusa.bin, kill/resume); the corpus reader; the tokenizer,
 //   its file format, and the encoder against a direct llama2.c-style loop.
 // Each check prints what it compared; the exit status is the failure count.
 #ifndef TESTING
@@ -505,6 +506,219 @@ static void test_resume(void) {
 }
 
 // ----------------------------------------------------------------------------
+// Medusa heads (./train medusa): the head's gradient, zero heads = the target,
+// training lowers the loss, medusa.bin, kill/resume
+
+static double loss_medusa(void *p) {
+    Medusa *md = p;
+    medusa_transpose(md); // params written: W^T again
+    return medusa_heads(md, 0, NULL);
+}
+
+// H heads on tiny_model's random target over B x T random tokens (the
+// target's forward done); heads zero, or random with std (not zero: silu's
+// curvature and every path of the gradient count)
+static void medusa_case(Medusa *md, Rng *rng, int H, int hard, int B, int T, float std) {
+    memset(md, 0, sizeof(*md));
+    md->target = tiny_model(rng, B, T);
+    build_medusa(md, H, hard);
+    fill_normal(md->params, md->n_params, std, rng);
+    medusa_transpose(md);
+    int V = md->target.c.vocab_size, *tok = xmalloc((size_t)B * T * sizeof(int));
+    int *tg = xmalloc((size_t)B * T * sizeof(int));
+    for (int i = 0; i < B * T; i++) { tok[i] = (int)(rng_next(rng) % V); tg[i] = (int)(rng_next(rng) % V); }
+    medusa_target(md, tok, tg);
+    free(tok); free(tg);
+}
+
+// dL/dW_h and dL/db_h of every head against finite differences, soft or hard targets
+static void test_medusa_grad(Rng *rng, int hard) {
+    enum { H = 3, B = 2, T = 8 };
+    Medusa md;
+    medusa_case(&md, rng, H, hard, B, T, 0.3f);
+    zero(md.grads, md.n_params);
+    medusa_heads(&md, 1, NULL);
+    size_t C = (size_t)md.target.c.dim;
+    for (int h = 1; h <= H; h++) {
+        char wname[64], bname[64];
+        snprintf(wname, sizeof(wname), "medusa head %d d(W), %s", h, hard ? "hard" : "soft");
+        snprintf(bname, sizeof(bname), "medusa head %d d(b), %s", h, hard ? "hard" : "soft");
+        size_t w = head_off(&md, h);
+        gradcheck(wname, loss_medusa, &md, md.params + w, md.grads + w, C * C, 1e-2f);
+        gradcheck(bname, loss_medusa, &md, md.params + w + C * C, md.grads + w + C * C, C, 1e-2f);
+    }
+    free_medusa(&md);
+}
+
+// Zero heads' loss and agreement from the definitions, in double: head h at
+// row (b, t), t + h < T, predicts with the target's softmax q at (b, t) (zero
+// heads are the target); its target is the target's softmax p at (b, t + h)
+// or (hard) the data's token at t+1+h; agreement: top-1 of q == top-1 of p.
+static double zero_heads_reference(const Medusa *md, int hard, double *agree) {
+    int B = md->target.B, T = md->target.T, V = md->target.c.vocab_size;
+    const float *logits = md->target.a.logits;
+    double loss = 0.0;
+    for (int h = 1; h <= md->H; h++) {
+        double sum = 0.0, rows = 0.0;
+        agree[h - 1] = 0.0;
+        for (int b = 0; b < B; b++)
+            for (int t = 0; t + h < T; t++, rows++) {
+                const float *q = logits + ((size_t)b * T + t) * V, *p = logits + ((size_t)b * T + t + h) * V;
+                double lse_q = 0.0, lse_p = 0.0, mq = q[argmax_of(q, V)], mp = p[argmax_of(p, V)];
+                for (int v = 0; v < V; v++) { lse_q += exp(q[v] - mq); lse_p += exp(p[v] - mp); }
+                lse_q = mq + log(lse_q);
+                lse_p = mp + log(lse_p);
+                if (hard) sum += lse_q - q[md->targets[(size_t)b * T + t + h]]; // the token after t + h
+                else
+                    for (int v = 0; v < V; v++) sum += exp(p[v] - lse_p) * (lse_q - q[v]);
+                agree[h - 1] += argmax_of(q, V) == argmax_of(p, V);
+            }
+        loss += sum / rows / md->H;
+        agree[h - 1] /= rows;
+    }
+    return loss;
+}
+
+// W = 0, b = 0: silu(0) = 0, so every head's logits are the target's, bit for
+// bit; its loss and agreement against zero_heads_reference (this checks which
+// row each head's target comes from)
+static void test_medusa_zero_heads(Rng *rng, int hard) {
+    enum { H = 3, B = 2, T = 8 };
+    Medusa md;
+    medusa_case(&md, rng, H, hard, B, T, 0.0f);
+    size_t n = (size_t)B * T * md.target.c.vocab_size;
+    int same = 1;
+    for (int h = 1; h <= H; h++) {
+        head_forward(&md, h);
+        same &= !memcmp(md.logits, md.target.a.logits, n * sizeof(float));
+    }
+    double agree[H], want_agree[H], err_agree = 0.0;
+    for (int h = 0; h < H; h++) agree[h] = 0.0;
+    double loss = medusa_heads(&md, 0, agree), want = zero_heads_reference(&md, hard, want_agree);
+    for (int h = 0; h < H; h++)
+        err_agree = fmax(err_agree, fabs(agree[h] / (double)head_rows(&md, h + 1) - want_agree[h]));
+    check(same && fabs(loss - want) < 1e-4 * want && err_agree < 1e-12,
+          "medusa, zero heads (%s): logits == the target's bit for bit; loss %.6f vs %.6f and top-1 agreement "
+          "(max error %.1e) from the definition in double", hard ? "hard" : "soft", loss, want, err_agree);
+    free_medusa(&md);
+}
+
+#define MEDUSA_TARGET "build/test/train/medusa_target.bin"
+
+// A random target checkpoint for the token data of write_test_tokens (vocab
+// 300): matrices N(0, 0.2), gains 1, the embedding (the classifier) N(0, 1)
+// so that its softmaxes are peaked: soft targets with something to learn.
+static void write_medusa_target(void) {
+    Config c = {32, 64, 2, 4, 2, 300, 16};
+    Model m;
+    build_model(&m, &c, 1, c.seq_len, 0);
+    Tensor t[N_TENSORS];
+    model_tensors(&m, t);
+    Rng rng = {99};
+    for (int i = 0; i < N_TENSORS; i++)
+        for (size_t j = 0; j < t[i].n; j++)
+            m.params[t[i].off + j] = !t[i].decay ? 1.0f : (i == 0 ? 1.0f : 0.2f) * rng_normal(&rng);
+    save_checkpoint(&m, MEDUSA_TARGET);
+    free_model(&m);
+}
+
+static MedusaOpts tiny_medusa_opts(const char *out, const char *csv) {
+    MedusaOpts mo = {.target = MEDUSA_TARGET, .heads = 3, .t = tiny_opts(out, csv)};
+    mo.t.seq = 0; // the target's 16
+    mo.t.accum = 1;
+    mo.t.wd = 0.0f;
+    mo.t.lr = 1e-2f;
+    mo.t.lr_min = 1e-3f;
+    return mo;
+}
+
+// 40 steps on the counting data: validation loss and head-1 agreement before and after
+static void test_medusa_learns(int hard) {
+    MedusaOpts mo = tiny_medusa_opts("build/test/train/medusa_learn", NULL);
+    mo.hard = hard;
+    mo.t.steps = 40;
+    remove("build/test/train/medusa_learn/state.bin");
+    MedusaRun r;
+    build_medusa_run(&r, &mo);
+    double a0[MEDUSA_MAX_HEADS], a1[MEDUSA_MAX_HEADS], tl;
+    double before = medusa_evaluate(&r, mo.t.eval_batches, a0, &tl);
+    while (r.step < mo.t.steps) medusa_step(&r, &mo.t, lr_at(&mo.t, (int)r.step));
+    double after = medusa_evaluate(&r, mo.t.eval_batches, a1, &tl);
+    if (hard) // the agreement is with the target's top-1, which -hard does not learn
+        check(after < 0.8 * before, "medusa (hard targets): 40 steps lower the val loss %.3f -> %.3f (want < 0.8x)",
+              before, after);
+    else
+        check(after < 0.8 * before && a1[0] > a0[0] + 0.02,
+              "medusa (soft targets): 40 steps lower the val loss %.3f -> %.3f (want < 0.8x) and raise head 1's "
+              "agreement with the target's top-1 %.3f -> %.3f (want + 0.02)", before, after, a0[0], a1[0]);
+    if (!hard) { // medusa.bin: model.h's check passes, the floats come back
+        make_dir("build/test/train/medusa_learn");
+        save_medusa_run(&r, &mo.t);
+        size_t n;
+        char *buf = slurp("build/test/train/medusa_learn/medusa.bin", &n);
+        int32_t hdr[5];
+        memcpy(hdr, buf, sizeof(hdr));
+        char msg[256];
+        int H = check_medusa(hdr, n, r.m.target.c.dim, r.m.target.c.vocab_size, msg, sizeof(msg));
+        int same = H == mo.heads && !memcmp(buf + MEDUSA_HEADER_BYTES, r.m.params, r.m.n_params * sizeof(float));
+        check(same, "medusa.bin: %zu bytes, check_medusa gives %d heads, its %zu floats are the trained heads", n,
+              H, r.m.n_params);
+        check(check_medusa(hdr, n, r.m.target.c.dim + 2, r.m.target.c.vocab_size, msg, sizeof(msg)) == -1 &&
+              check_medusa(hdr, n - 4, r.m.target.c.dim, r.m.target.c.vocab_size, msg, sizeof(msg)) == -1,
+              "medusa.bin: check_medusa refuses it for another dim and when 4 bytes short");
+        free(buf);
+    }
+    free_medusa_run(&r);
+}
+
+// 8 steps straight (1 thread) == 3 steps, kill, resume to 8 (2 threads)
+static void test_medusa_resume(void) {
+    remove("build/test/train/medusa_a/state.bin");
+    remove("build/test/train/medusa_b/state.bin");
+    MedusaOpts a = tiny_medusa_opts("build/test/train/medusa_a", "build/test/train/medusa_a.csv");
+    train_medusa(&a);
+    MedusaOpts b = tiny_medusa_opts("build/test/train/medusa_b", "build/test/train/medusa_b.csv");
+    b.t.stop_at = 3;
+    b.t.threads = 2;
+    train_medusa(&b);
+    b.t.stop_at = 0;
+    train_medusa(&b);
+    size_t n;
+    char *heads = slurp("build/test/train/medusa_a/medusa.bin", &n);
+    size_t nonzero = 0;
+    for (size_t i = MEDUSA_HEADER_BYTES; i + sizeof(float) <= n; i += sizeof(float)) {
+        float x;
+        memcpy(&x, heads + i, sizeof(x));
+        nonzero += x != 0.0f;
+    }
+    free(heads);
+    check(same_file("build/test/train/medusa_a/medusa.bin", "build/test/train/medusa_b/medusa.bin") && nonzero > 0,
+          "medusa: 8 steps straight (1 thread) == 3 steps, kill, resume to 8 (2 threads): medusa.bin bit-identical "
+          "(%zu of its %zu floats of heads moved from zero)", nonzero, (n - MEDUSA_HEADER_BYTES) / sizeof(float));
+    char *csv = slurp("build/test/train/medusa_b.csv", &n);
+    int rows = 0;
+    for (size_t i = 0; i < n; i++) rows += csv[i] == '\n';
+    check(rows == 1 + 1 + 8 && !strncmp(csv, CSV_HEADER ",agree_h1,agree_h2,agree_h3\n", strlen(CSV_HEADER) + 28),
+          "medusa: resumed CSV has the header (with agree_h1..3) + step 0 + 8 step rows (got %d lines)", rows);
+    free(csv);
+}
+
+static void test_medusa(Rng *rng) {
+    test_medusa_grad(rng, 0);
+    test_medusa_grad(rng, 1);
+    test_medusa_zero_heads(rng, 0);
+    test_medusa_zero_heads(rng, 1);
+    make_dir("build");
+    make_dir("build/test");
+    make_dir("build/test/train");
+    write_test_tokens("build/test/train/data", 300);
+    write_medusa_target();
+    test_medusa_learns(0);
+    test_medusa_learns(1);
+    test_medusa_resume();
+}
+
+// ----------------------------------------------------------------------------
 // corpus reader: unwrapping, document breaks, held-out split
 
 static void write_text(const char *path, const char *text) {
@@ -693,6 +907,7 @@ int main(void) {
     test_dropout();
     test_overfit();
     test_resume();
+    test_medusa(&rng);
     test_corpus();
     test_tokenizer();
     return check_exit("test_train passed");

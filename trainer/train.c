@@ -6,6 +6,8 @@
 //   ./train data        corpus + tokenizer.bin -> token streams under runs/
 //   ./train model       train a llama model (AdamW, resumable); with -teacher,
 //                       distil a draft from a target checkpoint's softmax
+//   ./train medusa      train Medusa heads (Cai et al. 2024) on a frozen target
+//                       checkpoint -> medusa.bin (model.h), resumable
 //   ./train eval        validation loss of a checkpoint on a token file
 //   ./train bpb         bits per byte of a checkpoint + tokenizer on a text
 //   ./train dump-logits forward a checkpoint over given tokens (for tests)
@@ -216,13 +218,25 @@ static void matmul_forward(float *out, const float *inp, const float *weight_t, 
                  .sai = (size_t)IC, .sak = 1, .ldb = (size_t)OC, .ldc = (size_t)OC});
 }
 
+// dinp (N,IC) += dout (N,OC) @ W (OC,IC)
+static void matmul_backward_input(float *dinp, const float *dout, const float *weight, size_t N, int IC, int OC,
+                                  int threads) {
+    gemm(&(Gemm){.threads = threads, .c = dinp, .a = dout, .b = weight, .M = N, .N = (size_t)IC, .K = (size_t)OC,
+                 .sai = (size_t)OC, .sak = 1, .ldb = (size_t)IC, .ldc = (size_t)IC});
+}
+
+// dweight (OC,IC) += dout^T (OC,N) @ inp (N,IC)
+static void matmul_backward_weight(float *dweight, const float *dout, const float *inp, size_t N, int IC, int OC,
+                                   int threads) {
+    gemm(&(Gemm){.threads = threads, .c = dweight, .a = dout, .b = inp, .M = (size_t)OC, .N = (size_t)IC, .K = N,
+                 .sai = 1, .sak = (size_t)OC, .ldb = (size_t)IC, .ldc = (size_t)IC});
+}
+
 // dinp (N,IC) += dout (N,OC) @ W (OC,IC);  dweight (OC,IC) += dout^T @ inp (N,IC)
 static void matmul_backward(float *dinp, float *dweight, const float *dout, const float *inp,
                             const float *weight, size_t N, int IC, int OC, int threads) {
-    gemm(&(Gemm){.threads = threads, .c = dinp, .a = dout, .b = weight, .M = N, .N = (size_t)IC, .K = (size_t)OC,
-                 .sai = (size_t)OC, .sak = 1, .ldb = (size_t)IC, .ldc = (size_t)IC});
-    gemm(&(Gemm){.threads = threads, .c = dweight, .a = dout, .b = inp, .M = (size_t)OC, .N = (size_t)IC, .K = N,
-                 .sai = 1, .sak = (size_t)OC, .ldb = (size_t)IC, .ldc = (size_t)IC});
+    matmul_backward_input(dinp, dout, weight, N, IC, OC, threads);
+    matmul_backward_weight(dweight, dout, inp, N, IC, OC, threads);
 }
 
 // In place on x (B*T, n_heads, hs): each pair (x[2i], x[2i+1]) of a head at
@@ -861,21 +875,29 @@ static double clip_grads(Model *m, float clip) {
     return norm;
 }
 
-// m = b1 m + (1-b1) g, v = b2 v + (1-b2) g^2, both bias-corrected by step t;
-// p -= lr (m^ / (sqrt(v^) + eps) + wd p), the decay decoupled from the gradient.
+// AdamW on n parameters p (n) with gradients g and moments mom, vel (n):
+// m = b1 m + (1-b1) g, v = b2 v + (1-b2) g^2, bias-corrected by c1 = 1 - b1^t,
+// c2 = 1 - b2^t; p -= lr (m^ / (sqrt(v^) + eps) + wd p), the decay decoupled
+// from the gradient.
+static void adamw_range(float *p, const float *g, float *mom, float *vel, size_t n, const TrainOpts *o,
+                        double lr, float wd, double c1, double c2) {
+    for (size_t j = 0; j < n; j++) {
+        mom[j] = o->beta1 * mom[j] + (1.0f - o->beta1) * g[j];
+        vel[j] = o->beta2 * vel[j] + (1.0f - o->beta2) * g[j] * g[j];
+        double mhat = mom[j] / c1, vhat = vel[j] / c2;
+        p[j] -= (float)(lr * (mhat / (sqrt(vhat) + 1e-8) + wd * p[j]));
+    }
+}
+
+// One AdamW step t (1, 2, ...) of the model: decay on the tensors marked so.
 static void adamw_update(Model *m, float *mom, float *vel, const TrainOpts *o, double lr, long t) {
     Tensor ts[N_TENSORS];
     model_tensors(m, ts);
     double c1 = 1.0 - pow(o->beta1, (double)t), c2 = 1.0 - pow(o->beta2, (double)t);
     for (int i = 0; i < N_TENSORS; i++) {
-        float wd = ts[i].decay ? o->wd : 0.0f;
-        for (size_t j = ts[i].off; j < ts[i].off + ts[i].n; j++) {
-            float g = m->grads[j];
-            mom[j] = o->beta1 * mom[j] + (1.0f - o->beta1) * g;
-            vel[j] = o->beta2 * vel[j] + (1.0f - o->beta2) * g * g;
-            double mhat = mom[j] / c1, vhat = vel[j] / c2;
-            m->params[j] -= (float)(lr * (mhat / (sqrt(vhat) + 1e-8) + wd * m->params[j]));
-        }
+        size_t off = ts[i].off;
+        adamw_range(m->params + off, m->grads + off, mom + off, vel + off, ts[i].n, o, lr,
+                    ts[i].decay ? o->wd : 0.0f, c1, c2);
     }
     m->wt_fresh = 0; // the forward's W^T are stale now
 }
@@ -973,20 +995,25 @@ static void next_batch(const Tokens *d, Rng *rng, int *inputs, int *targets, int
     }
 }
 
-// Mean next-token loss over n_batches x B windows spread evenly over val:
-// the same windows every time, so the numbers compare across steps and runs.
-static double evaluate(Model *m, const Tokens *val, int n_batches, int *inputs, int *targets) {
-    int B = m->B, T = m->T;
+// Batch i of n_batches x B windows of T+1 tokens spread evenly over val:
+// inputs and next-token targets (B*T), the same windows every time, so
+// validation numbers compare across steps and runs.
+static void val_batch(const Tokens *val, int i, int n_batches, int B, int T, int *inputs, int *targets) {
     size_t n_win = (size_t)n_batches * B, stride = (val->n - (size_t)T - 1) / n_win;
+    for (int b = 0; b < B; b++) {
+        size_t off = ((size_t)i * B + b) * stride;
+        for (int t = 0; t < T; t++) {
+            inputs[b * T + t] = val->tok[off + t];
+            targets[b * T + t] = val->tok[off + t + 1];
+        }
+    }
+}
+
+// Mean next-token loss over the n_batches validation batches (val_batch).
+static double evaluate(Model *m, const Tokens *val, int n_batches, int *inputs, int *targets) {
     double sum = 0.0;
     for (int i = 0; i < n_batches; i++) {
-        for (int b = 0; b < B; b++) {
-            size_t off = ((size_t)i * B + b) * stride;
-            for (int t = 0; t < T; t++) {
-                inputs[b * T + t] = val->tok[off + t];
-                targets[b * T + t] = val->tok[off + t + 1];
-            }
-        }
+        val_batch(val, i, n_batches, m->B, m->T, inputs, targets);
         model_forward(m, inputs);
         sum += model_loss(m, targets, NULL);
     }
@@ -1116,25 +1143,36 @@ static void save_run(Run *r, const TrainOpts *o) {
     free(sp); free(mp);
 }
 
-static FILE *open_csv(const char *path, long step) {
+#define CSV_HEADER "step,tokens,lr,train_loss,val_loss,seconds"
+
+// The progress CSV (NULL without -csv): a resumed run (step > 0) keeps the
+// rows up to its step and appends; a fresh one writes `header` and a newline.
+static FILE *open_csv(const char *path, long step, const char *header) {
     if (!path) return NULL;
     if (step > 0 && file_exists(path)) {
         csv_keep_through(path, step);
         return xfopen(path, "ab");
     }
     FILE *f = xfopen(path, "wb");
-    fprintf(f, "step,tokens,lr,train_loss,val_loss,seconds\n");
+    fprintf(f, "%s\n", header);
     return f;
 }
 
-// One CSV row; NAN fields (no loss yet, no eval this step) are left empty.
-static void csv_row(FILE *f, long step, double tokens, double lr, double loss, double val, double seconds) {
-    if (!f) return;
+// The fields of CSV_HEADER, no newline; NAN fields (no loss yet, no eval this
+// step) are left empty.
+static void csv_fields(FILE *f, long step, double tokens, double lr, double loss, double val, double seconds) {
     fprintf(f, "%ld,%.0f,%.6g,", step, tokens, lr);
     if (!isnan(loss)) fprintf(f, "%.5f", loss);
     fputc(',', f);
     if (!isnan(val)) fprintf(f, "%.5f", val);
-    fprintf(f, ",%.1f\n", seconds);
+    fprintf(f, ",%.1f", seconds);
+}
+
+// One CSV row of ./train model.
+static void csv_row(FILE *f, long step, double tokens, double lr, double loss, double val, double seconds) {
+    if (!f) return;
+    csv_fields(f, step, tokens, lr, loss, val, seconds);
+    fputc('\n', f);
     fflush(f);
 }
 
@@ -1171,7 +1209,7 @@ static void train_model(const TrainOpts *o) {
     build_run(&r, o);
     double tok_per_step = (double)o->batch * o->seq * o->accum;
     print_header(&r, o, tok_per_step);
-    FILE *csv = open_csv(o->csv, r.step);
+    FILE *csv = open_csv(o->csv, r.step, CSV_HEADER);
     if (r.step == 0) {
         double val = evaluate(&r.model, &r.val, o->eval_batches, r.inputs, r.targets);
         printf("step     0 | val %.4f\n", val);
@@ -1202,7 +1240,495 @@ static void train_model(const TrainOpts *o) {
 }
 
 // ----------------------------------------------------------------------------
-// ./train model, eval, bpb, dump-logits, bench (left out under TESTING)
+// Medusa heads (Cai et al. 2024, arXiv 2401.10774) on a frozen target
+//
+// Head h = 1..H reads the target's final hidden state z = rmsnorm(x, rms_final)
+// of the row at position t (a.xf after model_forward: the row whose own
+// classifier output predicts t+1) and predicts position t+1+h through the
+// target's classifier:
+//   u = z W_h^T + b_h,  y = z + silu(u),  logits_h = y wcls^T,  silu(v) = v sigmoid(v)
+// W_h = 0, b_h = 0 at the start (Medusa's init: silu(0) = 0, so every head
+// starts as the target's own next-token prediction). Only W_h, b_h train.
+// The target for head h at row t, where t + h < T (later rows are masked):
+//   default: the target's softmax at row t + h of the same forward, its
+//            distribution for the token at t+1+h given the true prefix
+//            (Medusa-2's self-distillation);
+//   -hard:   the data's token at t+1+h.
+// Loss: the mean over heads of each head's mean over its B (T - h) rows.
+// params is medusa.bin's array (model.h): per head W (C,C) then b (C).
+
+typedef struct {
+    Model target;            // frozen, forward-only, activations for B x T; its a.xf is z (N,C)
+    int H;                   // heads
+    int hard;                // learn the data's tokens (1) or the target's softmax (0)
+    size_t n_params;         // medusa_n_floats(H, C)
+    float *params, *grads;   // (n_params) per head W (C,C) then b (C)
+    float *mom, *vel;        // (n_params) AdamW moments
+    float *wt;               // (H, C, C) each W_h^T, the forward's operand (medusa_transpose)
+    float *probs;            // (N + H, V) the target's softmax per row; the H rows past the end stay 0
+    int *argmax;             // (N + H) the target's top-1 per row; -1 past the end
+    int *targets;            // (N + H) the data's next token per row; 0 past the end
+    float *u, *y, *dy;       // (N, C) one head's u, y, and dL/dy (then dL/du)
+    float *logits;           // (N, V) one head's logits, then probs, then dlogits
+    float *losses, *dlosses; // (N)
+} Medusa;
+
+// Offset of head h's W (C,C) in params (or grads, mom, vel); its b (C) follows.
+static size_t head_off(const Medusa *m, int h) {
+    size_t C = (size_t)m->target.c.dim;
+    return (size_t)(h - 1) * (C * C + C);
+}
+
+// Rows with a target for head h: position t = n % T with t + h < T.
+static int head_row_valid(const Medusa *m, size_t n, int h) {
+    return (int)(n % (size_t)m->target.T) + h < m->target.T;
+}
+static size_t head_rows(const Medusa *m, int h) { return (size_t)m->target.B * (size_t)(m->target.T - h); }
+
+// Heads (zero: Medusa's init) and buffers for the target already in m->target.
+static void build_medusa(Medusa *m, int H, int hard) {
+    const Model *t = &m->target;
+    size_t N = (size_t)t->B * t->T, C = (size_t)t->c.dim, V = (size_t)t->c.vocab_size;
+    if (H < 1 || H > MEDUSA_MAX_HEADS) die("-heads %d: expected 1..%d", H, MEDUSA_MAX_HEADS);
+    if (H >= t->T) die("-heads %d needs -seq > %d (head h learns from the rows t with t + h < seq)", H, H);
+    m->H = H;
+    m->hard = hard;
+    m->n_params = medusa_n_floats(H, (int)C);
+    m->params = xcalloc(m->n_params, sizeof(float));
+    m->grads = xcalloc(m->n_params, sizeof(float));
+    m->mom = xcalloc(m->n_params, sizeof(float));
+    m->vel = xcalloc(m->n_params, sizeof(float));
+    m->wt = xcalloc((size_t)H * C * C, sizeof(float));
+    m->probs = xcalloc((N + (size_t)H) * V, sizeof(float));
+    m->argmax = xmalloc((N + (size_t)H) * sizeof(int));
+    for (size_t n = 0; n < N + (size_t)H; n++) m->argmax[n] = -1;
+    m->targets = xcalloc(N + (size_t)H, sizeof(int));
+    m->u = xcalloc(N * C, sizeof(float));
+    m->y = xcalloc(N * C, sizeof(float));
+    m->dy = xcalloc(N * C, sizeof(float));
+    m->logits = xcalloc(N * V, sizeof(float));
+    m->losses = xcalloc(N, sizeof(float));
+    m->dlosses = xcalloc(N, sizeof(float));
+}
+
+static void free_medusa(Medusa *m) {
+    free_model(&m->target);
+    free(m->params); free(m->grads); free(m->mom); free(m->vel); free(m->wt); free(m->probs);
+    free(m->argmax); free(m->targets); free(m->u); free(m->y); free(m->dy); free(m->logits);
+    free(m->losses); free(m->dlosses);
+    memset(m, 0, sizeof(*m));
+}
+
+// Refresh every W_h^T from params (after anything writes them).
+static void medusa_transpose(Medusa *m) {
+    size_t C = (size_t)m->target.c.dim;
+    for (int h = 1; h <= m->H; h++) transpose(m->wt + (size_t)(h - 1) * C * C, m->params + head_off(m, h), C, C);
+}
+
+// index of the largest of x (n), the first on ties
+static int argmax_of(const float *x, int n) {
+    int best = 0;
+    for (int i = 1; i < n; i++)
+        if (x[i] > x[best]) best = i;
+    return best;
+}
+
+// The target's forward over inputs (B*T): z in target.a.xf, and per row its
+// top-1 (m->argmax), its softmax (m->probs) and the data's next token
+// (m->targets, from targets). Returns the target's own mean next-token loss.
+static double medusa_target(Medusa *m, const int *inputs, const int *targets) {
+    Model *t = &m->target;
+    size_t N = (size_t)t->B * t->T;
+    int V = t->c.vocab_size;
+    model_forward(t, inputs);
+    for (size_t n = 0; n < N; n++) m->argmax[n] = argmax_of(t->a.logits + n * V, V);
+    memcpy(m->targets, targets, N * sizeof(int));
+    softmax_xent_forward(t->a.losses, m->probs, t->a.logits, targets, NULL, N, V, t->threads);
+    double sum = 0.0;
+    for (size_t n = 0; n < N; n++) sum += t->a.losses[n];
+    return sum / (double)N;
+}
+
+// The heads' activation, elementwise over (N,C), split over threads:
+// forward y = z + silu(u); backward du = dy silu'(u) (du may alias dy).
+typedef struct { float *y, *du; const float *z, *u, *dy; } HeadAct;
+
+static void head_act_forward_range(const void *args, size_t lo, size_t hi) {
+    const HeadAct *a = args;
+    for (size_t i = lo; i < hi; i++) {
+        float u = a->u[i];
+        a->y[i] = a->z[i] + u * (1.0f / (1.0f + expf(-u)));
+    }
+}
+
+// silu'(u) = s (1 + u (1 - s)), s = sigmoid(u)
+static void head_act_backward_range(const void *args, size_t lo, size_t hi) {
+    const HeadAct *a = args;
+    for (size_t i = lo; i < hi; i++) {
+        float u = a->u[i], s = 1.0f / (1.0f + expf(-u));
+        a->du[i] = a->dy[i] * s * (1.0f + u * (1.0f - s));
+    }
+}
+
+// Head h over the N rows of z (N,C): u (N,C) = z W^T + b, y (N,C) = z + silu(u),
+// logits (N,V) = y wcls^T (the target's W^T of wcls, fresh after its forward).
+static void head_forward(Medusa *m, int h) {
+    Model *t = &m->target;
+    size_t N = (size_t)t->B * t->T, C = (size_t)t->c.dim;
+    const float *z = t->a.xf, *b = m->params + head_off(m, h) + C * C; // z (N,C), b (C)
+    matmul_forward(m->u, z, m->wt + (size_t)(h - 1) * C * C, N, (int)C, (int)C, t->threads);
+    for (size_t n = 0; n < N; n++)
+        for (size_t i = 0; i < C; i++) m->u[n * C + i] += b[i];
+    HeadAct a = {.y = m->y, .z = z, .u = m->u};
+    parallel_range(head_act_forward_range, &a, N * C, 64, t->threads);
+    matmul_forward(m->logits, m->y, tposed(t, t->w.wcls), N, (int)C, t->c.vocab_size, t->threads);
+}
+
+// With dlogits (N,V) in m->logits: dy (N,C) = dlogits wcls; du = dy silu'(u)
+// (in dy); dW (C,C) += du^T z; db (C) += the sum of du's rows. Adds into grads.
+static void head_backward(Medusa *m, int h) {
+    Model *t = &m->target;
+    size_t N = (size_t)t->B * t->T, C = (size_t)t->c.dim;
+    float *dw = m->grads + head_off(m, h), *db = dw + C * C; // dW (C,C), db (C)
+    zero(m->dy, N * C);
+    matmul_backward_input(m->dy, m->logits, t->w.wcls, N, (int)C, t->c.vocab_size, t->threads);
+    HeadAct a = {.du = m->dy, .dy = m->dy, .u = m->u};
+    parallel_range(head_act_backward_range, &a, N * C, 64, t->threads);
+    matmul_backward_weight(dw, m->dy, t->a.xf, N, (int)C, (int)C, t->threads);
+    for (size_t n = 0; n < N; n++)
+        for (size_t i = 0; i < C; i++) db[i] += m->dy[n * C + i];
+}
+
+// Head h's targets, row n reading row n + h: the target's softmax, or (-hard,
+// soft NULL) the data's tokens. The H padding rows keep the masked rows of
+// the last sequence inside the arrays.
+static const float *head_soft(const Medusa *m, int h) {
+    return m->hard ? NULL : m->probs + (size_t)h * m->target.c.vocab_size;
+}
+
+// Mean loss of head h over its valid rows (after head_forward), leaving its
+// probs in m->logits; agree (if not NULL) += the valid rows whose top-1 is
+// the target's top-1 at row t + h.
+static double head_loss(Medusa *m, int h, double *agree) {
+    Model *t = &m->target;
+    size_t N = (size_t)t->B * t->T;
+    int V = t->c.vocab_size;
+    if (agree)
+        for (size_t n = 0; n < N; n++)
+            if (head_row_valid(m, n, h)) *agree += argmax_of(m->logits + n * V, V) == m->argmax[n + h];
+    softmax_xent_forward(m->losses, m->logits, m->logits, m->targets + h, head_soft(m, h), N, V, t->threads);
+    double sum = 0.0;
+    for (size_t n = 0; n < N; n++)
+        if (head_row_valid(m, n, h)) sum += m->losses[n];
+    return sum / (double)head_rows(m, h);
+}
+
+// dlogits of head h's share of the loss (1 / (H rows_h) per valid row, 0 on
+// masked rows), in m->logits (after head_loss).
+static void head_loss_backward(Medusa *m, int h) {
+    Model *t = &m->target;
+    size_t N = (size_t)t->B * t->T;
+    float dl = 1.0f / (float)((double)m->H * (double)head_rows(m, h));
+    for (size_t n = 0; n < N; n++) m->dlosses[n] = head_row_valid(m, n, h) ? dl : 0.0f;
+    softmax_xent_backward(m->logits, m->logits, m->targets + h, head_soft(m, h), m->dlosses, N,
+                          t->c.vocab_size, t->threads);
+}
+
+// The heads' loss on the batch of the last medusa_target; with backward, its
+// gradients ADDED into m->grads; agree (H) if not NULL: per head, valid rows
+// agreeing with the target's top-1 at t + h added.
+static double medusa_heads(Medusa *m, int backward, double *agree) {
+    double loss = 0.0;
+    for (int h = 1; h <= m->H; h++) {
+        head_forward(m, h);
+        loss += head_loss(m, h, agree ? agree + h - 1 : NULL) / m->H;
+        if (backward) {
+            head_loss_backward(m, h);
+            head_backward(m, h);
+        }
+    }
+    return loss;
+}
+
+// Scale g (n) to global norm <= clip (0: off); returns the norm before.
+static double clip_norm(float *g, size_t n, float clip) {
+    double ss = 0.0;
+    for (size_t i = 0; i < n; i++) ss += (double)g[i] * g[i];
+    double norm = sqrt(ss);
+    if (clip > 0 && norm > clip)
+        for (size_t i = 0; i < n; i++) g[i] *= (float)(clip / norm);
+    return norm;
+}
+
+// One AdamW step t (1, 2, ...) of the heads: W decays by -wd, b does not;
+// then the W^T are refreshed.
+static void medusa_adamw(Medusa *m, const TrainOpts *o, double lr, long t) {
+    size_t C = (size_t)m->target.c.dim;
+    double c1 = 1.0 - pow(o->beta1, (double)t), c2 = 1.0 - pow(o->beta2, (double)t);
+    for (int h = 1; h <= m->H; h++) {
+        size_t w = head_off(m, h), b = w + C * C;
+        adamw_range(m->params + w, m->grads + w, m->mom + w, m->vel + w, C * C, o, lr, o->wd, c1, c2);
+        adamw_range(m->params + b, m->grads + b, m->mom + b, m->vel + b, C, o, lr, 0.0f, c1, c2);
+    }
+    medusa_transpose(m);
+}
+
+// ----------------------------------------------------------------------------
+// ./train medusa's run: options, resumable state, loop
+
+typedef struct {
+    TrainOpts t;          // what ./train model shares: data, run dir, CSV, schedule, batch, seq (0: the target's)
+    const char *target;   // -m: the frozen target checkpoint
+    int heads;            // -heads
+    int hard;             // -hard: the data's tokens as targets, not the target's softmax
+} MedusaOpts;
+
+typedef struct {          // the state file: this header, then params, Adam m, Adam v (n_params floats each)
+    char magic[8];        // "SDMEDUS1"
+    int32_t config[7];    // the target's checkpoint header
+    int32_t heads, batch, seq, hard;
+    int64_t step;         // optimizer steps done
+    uint64_t rng;         // the batch sampler's state after them
+    uint64_t data_hash;   // fingerprint of the training tokens
+    uint64_t target_hash; // fingerprint of the target's weights
+    double seconds;       // training time so far
+} MedusaState;
+
+typedef struct {
+    Medusa m;
+    Tokens train, val;
+    int *inputs, *targets; // (B*T)
+    Rng rng;               // batch sampler
+    long step;             // optimizer steps done
+    double seconds;        // training time so far (resumes add to it)
+    double grad_norm;      // of the last step, before clipping
+    MedusaState header;    // what a resumed state must match
+} MedusaRun;
+
+static MedusaState medusa_state_header(const Medusa *m) {
+    MedusaState h;
+    memset(&h, 0, sizeof(h));
+    memcpy(h.magic, "SDMEDUS1", 8);
+    const Config *c = &m->target.c;
+    int32_t cfg[7] = {c->dim, c->hidden_dim, c->n_layers, c->n_heads, c->n_kv_heads, c->vocab_size, c->seq_len};
+    memcpy(h.config, cfg, sizeof(cfg));
+    h.heads = m->H;
+    h.batch = m->target.B;
+    h.seq = m->target.T;
+    h.hard = m->hard;
+    h.target_hash = fnv1a(m->target.params, m->target.n_params * sizeof(float));
+    return h;
+}
+
+// Continue from a state saved by the same setup (target, heads, batch, seq, targets, data); else exit.
+static void load_medusa_state(MedusaRun *r, const char *path) {
+    Medusa *m = &r->m;
+    const MedusaState *want = &r->header;
+    FILE *f = xfopen(path, "rb");
+    MedusaState h;
+    xfread(&h, sizeof(h), 1, f, path, "the header");
+    if (memcmp(h.magic, "SDMEDUS1", 8)) die("%s: not a Medusa training state (./train medusa writes one)", path);
+    if (memcmp(h.config, want->config, sizeof(h.config)) || h.target_hash != want->target_hash)
+        die("%s: saved for another target (dim %d layers %d vocab %d, or other weights); delete %s to start over",
+            path, h.config[0], h.config[2], h.config[5], path);
+    if (h.heads != want->heads || h.batch != want->batch || h.seq != want->seq || h.hard != want->hard)
+        die("%s: saved by a run with -heads %d -batch %d -seq %d%s, this one has -heads %d -batch %d -seq %d%s; "
+            "use the same options, or delete %s to start over", path, h.heads, h.batch, h.seq,
+            h.hard ? " -hard" : "", want->heads, want->batch, want->seq, want->hard ? " -hard" : "", path);
+    if (h.data_hash != want->data_hash)
+        die("%s: the training tokens changed since this run started (retokenized?); delete %s to start over",
+            path, path);
+    xfread(m->params, sizeof(float), m->n_params, f, path, "the heads");
+    xfread(m->mom, sizeof(float), m->n_params, f, path, "Adam's first moments");
+    xfread(m->vel, sizeof(float), m->n_params, f, path, "Adam's second moments");
+    fclose(f);
+    r->step = (long)h.step;
+    r->rng.state = h.rng;
+    r->seconds = h.seconds;
+}
+
+// Target, heads (zero or resumed), data and buffers for the options.
+static void build_medusa_run(MedusaRun *r, const MedusaOpts *o) {
+    memset(r, 0, sizeof(*r));
+    Medusa *m = &r->m;
+    load_model(&m->target, o->target, o->t.batch, o->t.seq, 0);
+    m->target.threads = o->t.threads;
+    build_medusa(m, o->heads, o->hard);
+    int T = m->target.T;
+    char *tp = join_path(o->t.data_dir, "train.bin"), *vp = join_path(o->t.data_dir, "val.bin");
+    r->train = read_tokens(tp);
+    r->val = read_tokens(vp);
+    if (r->train.vocab_size != m->target.c.vocab_size || r->val.vocab_size != m->target.c.vocab_size)
+        die("%s, %s: vocab %d and %d, but the target %s has %d (tokenize with its tokenizer)", tp, vp,
+            r->train.vocab_size, r->val.vocab_size, o->target, m->target.c.vocab_size);
+    if (r->train.n < (size_t)T + 1 || r->val.n < (size_t)T * o->t.eval_batches * o->t.batch + 1)
+        die("%s: %zu tokens, %s: %zu; need more than one window of -seq %d (val: -eval-batches x -batch "
+            "windows)", tp, r->train.n, vp, r->val.n, T);
+    r->inputs = xmalloc((size_t)o->t.batch * T * sizeof(int));
+    r->targets = xmalloc((size_t)o->t.batch * T * sizeof(int));
+    r->rng.state = (uint64_t)o->t.seed;
+    r->header = medusa_state_header(m);
+    r->header.data_hash = fnv1a(r->train.tok, r->train.n * sizeof(uint16_t));
+    char *sp = join_path(o->t.out_dir, "state.bin");
+    if (file_exists(sp)) {
+        load_medusa_state(r, sp);
+        printf("resuming %s at step %ld (%.0f s trained)\n", sp, r->step, r->seconds);
+    }
+    medusa_transpose(m);
+    free(tp); free(vp); free(sp);
+}
+
+static void free_medusa_run(MedusaRun *r) {
+    free_medusa(&r->m);
+    free(r->train.tok); free(r->val.tok); free(r->inputs); free(r->targets);
+}
+
+// One optimizer step on a random batch; returns the heads' mean train loss.
+static double medusa_step(MedusaRun *r, const TrainOpts *o, double lr) {
+    Medusa *m = &r->m;
+    next_batch(&r->train, &r->rng, r->inputs, r->targets, m->target.B, m->target.T);
+    medusa_target(m, r->inputs, r->targets);
+    zero(m->grads, m->n_params);
+    double loss = medusa_heads(m, 1, NULL);
+    r->grad_norm = clip_norm(m->grads, m->n_params, o->clip);
+    medusa_adamw(m, o, lr, r->step + 1);
+    r->step++;
+    return loss;
+}
+
+// The heads' mean loss on the validation batches (val_batch); agree (H): per
+// head, the fraction of rows whose top-1 is the target's top-1 at row t + h;
+// *target_loss: the target's own next-token loss on the same windows.
+static double medusa_evaluate(MedusaRun *r, int n_batches, double *agree, double *target_loss) {
+    Medusa *m = &r->m;
+    double loss = 0.0, tloss = 0.0;
+    for (int h = 0; h < m->H; h++) agree[h] = 0.0;
+    for (int i = 0; i < n_batches; i++) {
+        val_batch(&r->val, i, n_batches, m->target.B, m->target.T, r->inputs, r->targets);
+        tloss += medusa_target(m, r->inputs, r->targets) / n_batches;
+        loss += medusa_heads(m, 0, agree) / n_batches;
+    }
+    for (int h = 1; h <= m->H; h++) agree[h - 1] /= (double)head_rows(m, h) * n_batches;
+    *target_loss = tloss;
+    return loss;
+}
+
+// state.bin (to resume) and medusa.bin (the heads), each written whole or not at all
+static void save_medusa_run(MedusaRun *r, const TrainOpts *o) {
+    const Medusa *m = &r->m;
+    char *sp = join_path(o->out_dir, "state.bin"), *mp = join_path(o->out_dir, "medusa.bin");
+    r->header.step = r->step;
+    r->header.rng = r->rng.state;
+    r->header.seconds = r->seconds;
+    char *tmp = tmp_path(sp);
+    FILE *f = xfopen(tmp, "wb");
+    xfwrite(&r->header, sizeof(r->header), 1, f, tmp);
+    xfwrite(m->params, sizeof(float), m->n_params, f, tmp);
+    xfwrite(m->mom, sizeof(float), m->n_params, f, tmp);
+    xfwrite(m->vel, sizeof(float), m->n_params, f, tmp);
+    xfclose(f, tmp);
+    commit_file(tmp, sp);
+    tmp = tmp_path(mp);
+    if (write_medusa(tmp, m->H, m->target.c.dim, m->target.c.vocab_size, m->params) != 0)
+        die("%s: write failed (disk full?)", tmp);
+    commit_file(tmp, mp);
+    free(sp); free(mp);
+}
+
+// CSV_HEADER, then agree_h1 .. agree_hH: each head's top-1 agreement at an eval
+static void medusa_csv_header(char *buf, size_t n, int H) {
+    size_t used = (size_t)snprintf(buf, n, "%s", CSV_HEADER);
+    for (int h = 1; h <= H && used < n; h++) used += (size_t)snprintf(buf + used, n - used, ",agree_h%d", h);
+}
+
+// One CSV row; agree NULL (no eval this step): those fields are left empty.
+static void medusa_csv_row(FILE *f, long step, double tokens, double lr, double loss, double val, double seconds,
+                           const double *agree, int H) {
+    if (!f) return;
+    csv_fields(f, step, tokens, lr, loss, val, seconds);
+    for (int h = 0; h < H; h++)
+        if (agree) fprintf(f, ",%.4f", agree[h]);
+        else fputc(',', f);
+    fputc('\n', f);
+    fflush(f);
+}
+
+static void print_medusa_eval(long step, double val, double target_loss, const double *agree, int H) {
+    printf("step %5ld | val %.4f (the target's own next-token loss %.4f) | top-1 agreement with the target at "
+           "t+h, h = 1..%d:", step, val, target_loss, H);
+    for (int h = 0; h < H; h++) printf(" %.3f", agree[h]);
+    printf("\n");
+    fflush(stdout);
+}
+
+static void print_medusa_header(const MedusaRun *r, const MedusaOpts *o) {
+    const Medusa *m = &r->m;
+    const Config *c = &m->target.c;
+    double tok_per_step = (double)m->target.B * m->target.T;
+    printf("medusa: %d heads of dim %d (%.2fM params) on %s (dim %d layers %d vocab %d seq_len %d, frozen); "
+           "targets: %s\n", m->H, c->dim, (double)m->n_params / 1e6, o->target, c->dim, c->n_layers,
+           c->vocab_size, c->seq_len, m->hard ? "the data's tokens (-hard)" : "the target's softmax at t+h");
+    printf("data: %zu train tokens, %zu val; %d x %d tokens/step x %d steps = %.1fM tokens (%.2f epochs)\n",
+           r->train.n, r->val.n, m->target.B, m->target.T, o->t.steps, tok_per_step * o->t.steps / 1e6,
+           tok_per_step * o->t.steps / (double)r->train.n);
+    fflush(stdout);
+}
+
+static void print_medusa_progress(const MedusaRun *r, const TrainOpts *o, double loss, double lr, double tps,
+                                  double eta) {
+    char el[32], et[32];
+    format_duration(el, sizeof(el), r->seconds);
+    format_duration(et, sizeof(et), eta);
+    printf("step %5ld/%d | loss %.4f | lr %.2e | norm %.3f | %.0f tok/s | %s | ETA %s\n", r->step, o->steps, loss,
+           lr, r->grad_norm, tps, el, et);
+    fflush(stdout);
+}
+
+// ./train medusa: train the heads, resumable like train_model (re-run the
+// same options; -stop-at N ends after step N as if killed).
+static void train_medusa(const MedusaOpts *mo) {
+    const TrainOpts *o = &mo->t;
+    make_dir(o->out_dir);
+    MedusaRun r;
+    build_medusa_run(&r, mo);
+    int H = r.m.H;
+    double tok_per_step = (double)r.m.target.B * r.m.target.T, agree[MEDUSA_MAX_HEADS], tloss;
+    print_medusa_header(&r, mo);
+    char header[512];
+    medusa_csv_header(header, sizeof(header), H);
+    FILE *csv = open_csv(o->csv, r.step, header);
+    if (r.step == 0) {
+        double val = medusa_evaluate(&r, o->eval_batches, agree, &tloss);
+        print_medusa_eval(0, val, tloss, agree, H);
+        medusa_csv_row(csv, 0, 0, 0, NAN, val, 0, agree, H);
+    }
+    long step0 = r.step, step_log = r.step;
+    double sec0 = r.seconds, train_sec = 0.0; // train_sec: since the last line, evals excluded
+    while (r.step < o->steps && (o->stop_at == 0 || r.step < o->stop_at)) {
+        double lr = lr_at(o, (int)r.step), t0 = now_seconds();
+        double loss = medusa_step(&r, o, lr), val = NAN, t1 = now_seconds();
+        int eval = r.step % o->eval_every == 0 || r.step == o->steps;
+        if (eval) val = medusa_evaluate(&r, o->eval_batches, agree, &tloss);
+        train_sec += t1 - t0;
+        r.seconds += now_seconds() - t0;
+        medusa_csv_row(csv, r.step, r.step * tok_per_step, lr, loss, val, r.seconds, eval ? agree : NULL, H);
+        if (r.step % o->log_every == 0 || eval) {
+            double eta = (o->steps - r.step) * (r.seconds - sec0) / (double)(r.step - step0);
+            print_medusa_progress(&r, o, loss, lr, (r.step - step_log) * tok_per_step / train_sec, eta);
+            step_log = r.step;
+            train_sec = 0.0;
+        }
+        if (eval) print_medusa_eval(r.step, val, tloss, agree, H);
+        if (r.step % o->ckpt_every == 0 || r.step == o->steps || r.step == o->stop_at) save_medusa_run(&r, o);
+    }
+    if (csv) xfclose(csv, o->csv);
+    printf("%s: %s/medusa.bin after %ld of %d steps, %.0f s of training\n", r.step == o->steps ? "done" : "stopped",
+           o->out_dir, r.step, o->steps, r.seconds);
+    free_medusa_run(&r);
+}
+
+// ----------------------------------------------------------------------------
+// ./train model, medusa, eval, bpb, dump-logits, bench (left out under TESTING)
 #ifndef TESTING
 
 
@@ -1251,6 +1777,61 @@ static int cmd_model(int argc, char **argv) {
         die("model: -batch, -accum, -steps, -eval-every, -eval-batches, -log-every, -ckpt-every must be >= 1, -seq >= 2");
     if (!(o.dropout >= 0.0f && o.dropout < 1.0f)) die("model: -dropout %g: expected 0 <= p < 1 (e.g. 0.1)", o.dropout);
     train_model(&o);
+    return 0;
+}
+
+// Remove a flag that takes no value from argv's option pairs (parse_opts
+// reads pairs): *on = 1 if it was there; returns the new argc.
+static int take_flag(int argc, char **argv, const char *flag, int *on) {
+    for (int i = 2; i < argc;) {
+        if (strcmp(argv[i], flag)) { i += 2; continue; }
+        *on = 1;
+        memmove(argv + i, argv + i + 1, (size_t)(argc - i) * sizeof(char *)); // argv[argc] (NULL) too
+        argc--;
+    }
+    return argc;
+}
+
+static int cmd_medusa(int argc, char **argv) {
+    MedusaOpts mo = {.heads = 4, .t = {.data_dir = "runs/data_medusa", .out_dir = "runs/medusa", .seq = 0,
+                                       .batch = 8, .accum = 1, .steps = 1000, .warmup = 50, .seed = 1337,
+                                       .threads = 2, .eval_every = 100, .eval_batches = 4, .log_every = 10,
+                                       .ckpt_every = 50, .lr = 1e-3f, .lr_min = 0.0f, .wd = 0.0f, .clip = 1.0f,
+                                       .beta1 = 0.9f, .beta2 = 0.95f}};
+    TrainOpts *o = &mo.t;
+    argc = take_flag(argc, argv, "-hard", &mo.hard);
+    Opt opts[] = {
+        {"-m", 's', &mo.target, "the target checkpoint (frozen; required)"},
+        {"-data", 's', &o->data_dir, "directory with train.bin and val.bin (./train data, the target's tokenizer)"},
+        {"-o", 's', &o->out_dir, "run directory: state.bin (resume) and medusa.bin"},
+        {"-heads", 'i', &mo.heads, "Medusa heads: head h predicts the token at t+1+h"},
+        {"-hard", 'i', &mo.hard, "a flag (no value): learn the data's tokens, not the target's softmax"},
+        {"-csv", 's', &o->csv, "progress CSV: step,tokens,lr,train_loss,val_loss,seconds,agree_h1..H"},
+        {"-seq", 'i', &o->seq, "sequence length (0: the target's seq_len)"},
+        {"-batch", 'i', &o->batch, "sequences per step"},
+        {"-steps", 'i', &o->steps, "optimizer steps"},
+        {"-warmup", 'i', &o->warmup, "linear warmup steps"},
+        {"-lr", 'f', &o->lr, "peak learning rate"},
+        {"-lr-min", 'f', &o->lr_min, "final learning rate of the cosine (0: lr/10)"},
+        {"-wd", 'f', &o->wd, "AdamW weight decay (the W_h, not the b_h)"},
+        {"-clip", 'f', &o->clip, "clip the gradient's global norm to this (0: off)"},
+        {"-seed", 'i', &o->seed, "seed of the batch sampler"},
+        {"-threads", 'i', &o->threads, "threads"},
+        {"-eval-every", 'i', &o->eval_every, "steps between validations"},
+        {"-eval-batches", 'i', &o->eval_batches, "batches per validation"},
+        {"-log-every", 'i', &o->log_every, "steps between progress lines"},
+        {"-ckpt-every", 'i', &o->ckpt_every, "steps between saves of state.bin and medusa.bin"},
+        {"-stop-at", 'i', &o->stop_at, "stop after this step as if killed; the same command resumes (0: off)"},
+    };
+    parse_opts(argc, argv, "medusa", "train Medusa heads on a frozen target; re-run the same command to resume",
+               opts, sizeof(opts) / sizeof(opts[0]));
+    if (!mo.target) die("medusa: -m (the target checkpoint) is required");
+    check_threads(o->threads);
+    if (o->lr_min == 0.0f) o->lr_min = o->lr / 10;
+    if (o->batch < 1 || o->steps < 1 || o->eval_every < 1 || o->eval_batches < 1 || o->log_every < 1 ||
+        o->ckpt_every < 1 || (o->seq != 0 && o->seq < 2))
+        die("medusa: -batch, -steps, -eval-every, -eval-batches, -log-every, -ckpt-every must be >= 1, -seq 0 or >= 2");
+    train_medusa(&mo);
     return 0;
 }
 
@@ -1457,16 +2038,20 @@ int main(int argc, char **argv) {
     if (!strcmp(cmd, "tokenizer")) return cmd_tokenizer(argc, argv);
     if (!strcmp(cmd, "data")) return cmd_data(argc, argv);
     if (!strcmp(cmd, "model")) return cmd_model(argc, argv);
+    if (!strcmp(cmd, "medusa")) return cmd_medusa(argc, argv);
     if (!strcmp(cmd, "bpb")) return cmd_bpb(argc, argv);
     if (!strcmp(cmd, "dump-logits")) return cmd_dump_logits(argc, argv);
     if (!strcmp(cmd, "encode")) return cmd_encode(argc, argv);
     if (!strcmp(cmd, "eval")) return cmd_eval(argc, argv);
     if (!strcmp(cmd, "bench")) return cmd_bench(argc, argv);
-    fprintf(stderr, "usage: ./train tokenizer|data|model|eval|bpb|dump-logits|encode|bench [options]  (-h: options)\n"
+    fprintf(stderr, "usage: ./train tokenizer|data|model|medusa|eval|bpb|dump-logits|encode|bench [options]  "
+                    "(-h: options)\n"
                     "  tokenizer    byte-level BPE over the corpus -> tokenizer.bin\n"
                     "  data         corpus -> runs/data/{train,val}.bin token streams\n"
                     "  model        train (or distil, -teacher) a model; re-run to resume\n"
+                    "  medusa       train Medusa heads on a frozen target -> medusa.bin; re-run to resume\n"
                     "  eval         validation loss of a checkpoint on a token file\n"
+                    "  bpb          bits per byte of a checkpoint + tokenizer on a text\n"
                     "  dump-logits  the trainer's logits for given tokens (tests)\n"
                     "  encode       token ids of a text file (tests)\n"
                     "  bench        matmul GFLOP/s and training tokens/s\n");
