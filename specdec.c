@@ -43,16 +43,16 @@
 //   935-1072  The speculative round
 //  1074-1335  Tree speculation
 //  1337-1398  Generation
-//  1400-1559  main
-//  1561-1687  Appendix A. Errors and memory
-//  1689-2021  Appendix B. Loading
-//  2023-2716  Appendix C. Math kernels
-//  2718-2987  Appendix D. Threads
-//  2989-3135  Appendix E. Tokenizer
-//  3137-3220  Appendix F. Auto-K (-k 0)
-//  3222-3556  Appendix G. Statistics
-//  3558-3603  Appendix H. The text on stdout
-//  3605-3810  Appendix I. Command line
+//  1400-1560  main
+//  1562-1688  Appendix A. Errors and memory
+//  1690-2022  Appendix B. Loading
+//  2024-2717  Appendix C. Math kernels
+//  2719-2988  Appendix D. Threads
+//  2990-3136  Appendix E. Tokenizer
+//  3138-3221  Appendix F. Auto-K (-k 0)
+//  3223-3561  Appendix G. Statistics
+//  3563-3608  Appendix H. The text on stdout
+//  3610-3815  Appendix I. Command line
 //
 // Build: cc -std=c11 -O3 -mavx2 -mfma -ffp-contract=off -pthread specdec.c -lm
 #define _POSIX_C_SOURCE 200809L
@@ -1427,6 +1427,7 @@ struct SpecStats {
     double round_t0[2];          // the models' clocks when the round started
     double round_start;          // ... and the wall clock
     double mode_tokens[2], mode_seconds[2]; // --tree auto: decayed tokens and seconds of chain, tree rounds
+    int last_n, first_round;     // the last round's position; 1: this round starts a generation
     long round_f0[2];
 };
 
@@ -3239,13 +3240,14 @@ static void plan_rounds(Speculator *sp, SpecStats *st, const Options *o) {
 
 // --tree auto: a tree round, or a chain round at auto-K's K, whichever has
 // committed more tokens per second lately (decayed over ~20 rounds of each; a
-// round's wall time, bookkeeping included); the first 16 rounds alternate, and
-// every 32nd round tries the other, so a change is seen. Against always
-// growing a tree: see docs/PERFORMANCE.md.
+// round's wall time, bookkeeping included, but not a generation's first round,
+// where the draft reads the prompt); the first 4 rounds alternate, and every
+// 64th round tries the other, so a change is seen. Against always growing a
+// tree: 2.7x on the shipped pair, 1.3x on a DRAM-bound target (PERFORMANCE.md).
 static int tree_round_next(const SpecStats *st) {
-    if (st->rounds < 16) return (int)(st->rounds % 2);
+    if (st->rounds < 4) return (int)(st->rounds % 2);
     int best = st->mode_tokens[1] * st->mode_seconds[0] > st->mode_tokens[0] * st->mode_seconds[1];
-    return st->rounds % 32 == 31 ? !best : best;
+    return st->rounds % 64 == 63 ? !best : best;
 }
 
 // The drafter's seconds and (into *steps) steps so far: a draft model's
@@ -3260,6 +3262,7 @@ static double drafter_clock(const Drafter *d, long *steps) {
 // clocks, so end_round can charge the round's costs.
 static int start_round(SpecStats *st, Speculator *sp, int n, int want) {
     if (sp->tree_auto) sp->tree_depth = tree_round_next(st) ? K_MAX : 0;
+    st->first_round = st->rounds == 0 || n <= st->last_n, st->last_n = n;
     int k = st->k ? st->k : sp->tree_depth ? K_MAX : next_auto_k(&st->autok);
     int room = sp->target->config.seq_len - 1 - n;
     if (k > want - 1) k = want - 1;
@@ -3298,8 +3301,10 @@ static void end_round(SpecStats *st, const Speculator *sp, const Round *rd, int 
         update_auto_k(&st->autok, rd->k + 1, rd->accepted, examined, steps ? draft_s / (double)steps : 0,
                       verify_s);
     int tree = sp->tree_depth > 0;
-    st->mode_tokens[tree] = 0.95 * st->mode_tokens[tree] + rd->committed;
-    st->mode_seconds[tree] = 0.95 * st->mode_seconds[tree] + (now_seconds() - st->round_start);
+    if (!st->first_round) {
+        st->mode_tokens[tree] = 0.95 * st->mode_tokens[tree] + rd->committed;
+        st->mode_seconds[tree] = 0.95 * st->mode_seconds[tree] + (now_seconds() - st->round_start);
+    }
     if (st->trace) print_trace(st, sp, rd, n);
 }
 

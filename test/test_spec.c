@@ -81,21 +81,21 @@ static void test_theory_and_auto_k(void) {
 }
 
 // --tree auto picks, round by round, the mode that committed more tokens per
-// second: it alternates for 16 rounds, then keeps the faster one (here the
-// chain, 2x the tree's rate) and tries the other every 32nd round
+// second: it alternates for 4 rounds, then keeps the faster one (here the
+// chain, 2x the tree's rate) and tries the other every 64th round
 static void test_tree_or_chain(void) {
     SpecStats st = {0};
-    int tree_rounds = 0, first16 = 0;
+    int tree_rounds = 0, first4 = 0;
     for (st.rounds = 0; st.rounds < 320; st.rounds++) {
         int tree = tree_round_next(&st);
-        if (st.rounds < 16) first16 += tree;
+        if (st.rounds < 4) first4 += tree;
         else tree_rounds += tree;
         st.mode_tokens[tree] = 0.95 * st.mode_tokens[tree] + (tree ? 2 : 4);
         st.mode_seconds[tree] = 0.95 * st.mode_seconds[tree] + 1;
     }
-    CHECK(first16 == 8 && tree_rounds == 10, "--tree auto: %d tree rounds of the first 16 (want 8), %d of "
-          "the next 304 (want the tries at rounds 31, 63, ..., 319: 10)", first16, tree_rounds);
-    printf("--tree auto: 8 of the first 16 rounds are trees, then %d of 304 (the chain is 2x faster)\n", tree_rounds);
+    CHECK(first4 == 2 && tree_rounds == 5, "--tree auto: %d tree rounds of the first 4 (want 2), %d of "
+          "the next 316 (want the tries at rounds 63, 127, ..., 319: 5)", first4, tree_rounds);
+    printf("--tree auto: 2 of the first 4 rounds are trees, then %d of 316 (the chain is 2x faster)\n", tree_rounds);
 }
 
 // auto-K follows the machine: verify passes turn 3x dearer than calibrated
