@@ -321,6 +321,62 @@ static inline int write_medusa(const char *path, int n_heads, int dim, int vocab
 }
 
 // ---------------------------------------------------------------------------
+// eagle.bin: an EAGLE-style feature drafter for one target (Li et al. 2024,
+// arXiv 2401.15077, with one MLP in place of their decoder layer), trained by
+// `./train eagle`, read by `specdec -d eagle`. Little-endian:
+//
+//   offset 0   5 x int32: magic EAGLE_MAGIC ("EAGL" in bytes), version 1,
+//              dim and vocab_size (the target's), hidden (the MLP's width)
+//   offset 20  W1 (hidden, 2 dim), b1 (hidden), W2 (dim, hidden), b2 (dim), fp32
+//
+// From a feature f (the target's final hidden state z = rmsnorm(x, rms_final)
+// at position t, or a feature the drafter predicted) and the embedding e of
+// the token at t + 1 (the target's token_embedding row), it predicts the
+// feature at t + 1, and q for position t + 2 through the target's classifier:
+//   f' = f + W2 silu(W1 [f; e] + b1) + b2,   logits = wcls @ f'
+#define EAGLE_MAGIC 0x4c474145
+#define EAGLE_HEADER_BYTES (5 * sizeof(int32_t))
+
+// floats after the header (SIZE_MAX on overflow)
+static inline size_t eagle_n_floats(int dim, int hidden) {
+    size_t d = (size_t)dim, h = (size_t)hidden;
+    return add_size(add_size(mul_size(h, 2 * d), h), add_size(mul_size(d, h), d));
+}
+
+// The 20-byte header h of an eagle.bin of file_bytes bytes, checked against
+// the target (dim, vocab_size). Returns hidden, or -1 with a message.
+static inline int check_eagle(const int32_t h[5], size_t file_bytes, int dim, int vocab_size, char *msg,
+                              size_t len) {
+    if (file_bytes < EAGLE_HEADER_BYTES || h[0] != EAGLE_MAGIC)
+        snprintf(msg, len, "not an eagle.bin (it starts with the bytes \"EAGL\"; ./train eagle writes one)");
+    else if (h[1] != 1)
+        snprintf(msg, len, "header field version = %d, expected 1", (int)h[1]);
+    else if (h[2] != dim || h[3] != vocab_size)
+        snprintf(msg, len, "a drafter for dim %d and vocab_size %d, but the target has dim %d and vocab_size %d "
+                 "(it belongs to the target it was trained on)", (int)h[2], (int)h[3], dim, vocab_size);
+    else if (h[4] < 1 || h[4] > (1 << 16))
+        snprintf(msg, len, "header field hidden = %d, expected 1..65536", (int)h[4]);
+    else if (file_bytes != add_size(EAGLE_HEADER_BYTES, mul_size(eagle_n_floats(dim, h[4]), sizeof(float))))
+        snprintf(msg, len, "file is %zu bytes but dim %d and hidden %d need %zu", file_bytes, dim, (int)h[4],
+                 EAGLE_HEADER_BYTES + eagle_n_floats(dim, h[4]) * sizeof(float));
+    else
+        return h[4];
+    return -1;
+}
+
+// Write an eagle.bin: the header, then eagle_n_floats(dim, hidden) floats laid
+// out as above. Returns 0 on success, -1 on error.
+static inline int write_eagle(const char *path, int dim, int vocab_size, int hidden, const float *w) {
+    FILE *f = fopen(path, "wb");
+    if (!f) return -1;
+    int32_t h[5] = {EAGLE_MAGIC, 1, dim, vocab_size, hidden};
+    size_t n = eagle_n_floats(dim, hidden);
+    int bad = fwrite(h, sizeof(h), 1, f) != 1 || fwrite(w, sizeof(float), n, f) != n;
+    if (fclose(f) != 0) bad = 1;
+    return bad ? -1 : 0;
+}
+
+// ---------------------------------------------------------------------------
 // tokenizer.bin (llama2.c's format), for the same two programs:
 //   int32 max_token_length
 //   then for each of vocab_size tokens: float32 score, int32 len, len bytes

@@ -871,31 +871,37 @@ typedef struct {
     int n_heads, at;   // H; the position z ran (-1: none yet)
     Matrix *w;         // (H) W_h (dim, dim), packed
     const float *b;    // the file's floats: head h's W_h (dim, dim) then b_h (dim)
-    float *z, *u;      // (dim) the hidden state; scratch
-    float *logits;     // (H, V) head h's logits for z, row h - 1 once made[h]
+    float *z, *y;      // (dim) the hidden state; (H, dim) each head's z + silu(W_h z + b_h)
+    float *logits;     // (H, V) head h's logits for z in row h - 1, once made
     float *rows;       // (MAX_ROWS, V) a tree level's logits, row by node
-    int made[MEDUSA_MAX_HEADS + 1];
+    int made;
     float *packed;     // the allocation behind w
     unsigned char *file;
 } MedusaDrafter;
 
-// Head h's logits for z (made once per z): u = W_h z + b_h, then
-// y = z + silu(u) with silu(u) = u * (1 / (1 + exp(-u))), logits = wcls @ y
+// Head h's logits for z. Every head's at once, the first time one is asked
+// for z: u = W_h z + b_h, y_h = z + silu(u) with silu(u) = u * (1 / (1 +
+// exp(-u))), then logits = wcls @ y for all H rows in ONE pass (the same bits as
+// row by row; the classifier read once: c 0.155 -> 0.078 per head, shipped target).
 static const float *head_logits(MedusaDrafter *md, int h) {
     int dim = md->target->config.dim;
-    float *logits = md->logits + (size_t)(h - 1) * md->target->config.vocab_size;
-    if (md->made[h]) return logits;
-    double t0 = now_seconds();
-    matmul(md->u, md->z, &md->w[h - 1], 1);
-    for (int i = 0; i < dim; i++) {
-        float u = md->u[i] + md->b[(size_t)(h - 1) * ((size_t)dim * dim + dim) + (size_t)dim * dim + i];
-        md->u[i] = md->z[i] + u * (1.0f / (1.0f + exp_canonical(-u)));
+    if (!md->made) {
+        double t0 = now_seconds();
+        for (int j = 0; j < md->n_heads; j++) {
+            float *y = md->y + (size_t)j * dim;
+            const float *b = md->b + (size_t)j * ((size_t)dim * dim + dim) + (size_t)dim * dim;
+            matmul(y, md->z, &md->w[j], 1);
+            for (int i = 0; i < dim; i++) {
+                float u = y[i] + b[i];
+                y[i] = md->z[i] + u * (1.0f / (1.0f + exp_canonical(-u)));
+            }
+        }
+        matmul(md->logits, md->y, &md->target->wcls, md->n_heads);
+        md->made = 1;
+        md->base.seconds += now_seconds() - t0;
+        md->base.steps += md->n_heads;
     }
-    matmul(logits, md->u, &md->target->wcls, 1);
-    md->made[h] = 1;
-    md->base.seconds += now_seconds() - t0;
-    md->base.steps++;
-    return logits;
+    return md->logits + (size_t)(h - 1) * md->target->config.vocab_size;
 }
 
 static int propose_medusa(Drafter *d, float *q, const int *tokens, int pos) {
@@ -928,7 +934,7 @@ static void observe_medusa(Drafter *d, int row, int pos) {
     int dim = md->target->config.dim;
     md->at = row < 0 ? -1 : pos;
     if (row >= 0) memcpy(md->z, md->target->state.xn + (size_t)row * dim, (size_t)dim * sizeof(float));
-    memset(md->made, 0, sizeof(md->made));
+    md->made = 0;
 }
 
 // ----------------------------------------------------------------------------
@@ -2009,8 +2015,8 @@ static Drafter *medusa_drafter(MedusaDrafter *md, const char *path, Transformer 
     md->w = xmalloc((size_t)md->n_heads * sizeof(Matrix), "Medusa heads");
     float *dst = md->packed = xmalloc_floats_aligned((size_t)md->n_heads * panel_floats, "Medusa heads");
     for (int i = 0; i < md->n_heads; i++) dst = pack_matrix(&md->w[i], dst, f + i * per, dim, dim);
-    md->z = xmalloc(2 * (size_t)dim * sizeof(float), "Medusa state");
-    md->u = md->z + dim;
+    md->z = xmalloc((size_t)(1 + md->n_heads) * dim * sizeof(float), "Medusa state");
+    md->y = md->z + dim;
     md->logits = xmalloc((size_t)(md->n_heads + MAX_ROWS) * V * sizeof(float), "Medusa logits");
     md->rows = md->logits + (size_t)md->n_heads * V;
     return &md->base;
@@ -3444,8 +3450,8 @@ static void print_spec_report(const Report *rp) {
     fprintf(stderr, "\n  rounds that accepted 0..%d proposals:", st->k_hi + 1);
     for (int i = 0; i <= st->k_hi + 1; i++) fprintf(stderr, " %ld", st->histogram[i]);
     if (st->plain_tokens)
-        fprintf(stderr, "\n  %ld positions had no proposal (lookup found no n-gram, or past the draft's "
-                "context): drawn from the target alone", st->plain_tokens);
+        fprintf(stderr, "\n  %ld positions had no proposal (lookup found no n-gram, past the draft's "
+                "context or past the last Medusa head): drawn from the target alone", st->plain_tokens);
     fprintf(stderr, "\n  timed (varies with the machine's load): draft %.3f s on %d thread%s, verify %.3f s, "
             "other %.3f s\n", st->draft_seconds, rp->draft_threads, rp->draft_threads == 1 ? "" : "s",
             st->verify_seconds, rp->seconds - st->draft_seconds - st->verify_seconds);

@@ -625,7 +625,7 @@ static void parse_bench(BenchOptions *o, int argc, char **argv) {
 // and, given heads (medusa), Medusa (every head each round; the tree
 // MEDUSA_TREE); the fixed K's only if all_k. Rows named prefix + drafter;
 // appends to e and returns how many rows.
-#define MEDUSA_TREE "3,2,1,1"
+#define MEDUSA_TREE "3,1" // 3 candidates from head 1, one from head 2 under each: the best of 3,1 2,1,1,1 3,1,1 4,1,1 (DRAM-bound target)
 static int compare_drafters(Pair *pr, E2E *e, const char *medusa, const char *prefix, int all_k) {
     int n = 0;
     Transformer *draft = pr->draft;
