@@ -39,20 +39,20 @@
 //   261-499   Forward
 //   501-660   Sampler
 //   662-748   The speculative step
-//   750-933   Drafters
-//   935-1072  The speculative round
-//  1074-1335  Tree speculation
-//  1337-1398  Generation
-//  1400-1560  main
-//  1562-1688  Appendix A. Errors and memory
-//  1690-2022  Appendix B. Loading
-//  2024-2717  Appendix C. Math kernels
-//  2719-2988  Appendix D. Threads
-//  2990-3136  Appendix E. Tokenizer
-//  3138-3221  Appendix F. Auto-K (-k 0)
-//  3223-3561  Appendix G. Statistics
-//  3563-3608  Appendix H. The text on stdout
-//  3610-3815  Appendix I. Command line
+//   750-1019  Drafters
+//  1021-1158  The speculative round
+//  1160-1421  Tree speculation
+//  1423-1484  Generation
+//  1486-1651  main
+//  1653-1779  Appendix A. Errors and memory
+//  1781-2144  Appendix B. Loading
+//  2146-2839  Appendix C. Math kernels
+//  2841-3110  Appendix D. Threads
+//  3112-3258  Appendix E. Tokenizer
+//  3260-3343  Appendix F. Auto-K (-k 0)
+//  3345-3683  Appendix G. Statistics
+//  3685-3730  Appendix H. The text on stdout
+//  3732-3943  Appendix I. Command line
 //
 // Build: cc -std=c11 -O3 -mavx2 -mfma -ffp-contract=off -pthread specdec.c -lm
 #define _POSIX_C_SOURCE 200809L
@@ -937,6 +937,86 @@ static void observe_medusa(Drafter *d, int row, int pos) {
     md->made = 0;
 }
 
+// An EAGLE-style feature drafter (Li et al. 2024; one MLP where they use a
+// decoder layer). From a feature f at position t and the embedding e of the
+// token at t + 1 it predicts the feature at t + 1, and q for t + 2 through the
+// target's classifier (model.h: eagle.bin):
+//   f' = f + (W2 silu(W1 [f; e] + b1) + b2),   logits = wcls @ f'
+// It starts from the target's z of the row that decided the last token, as
+// Medusa does, then runs on its own features: unlike a head it sees each token
+// it drafted. Exact for the same reason; at t > 0 the sample depends on K.
+typedef struct {
+    Drafter base;
+    Transformer *target;
+    Sampler *sampler;
+    int hidden, at, made; // the MLP's width; the position z ran (-1: none); chain features made
+    Matrix w1, w2;        // W1 (hidden, 2 dim), W2 (dim, hidden), packed
+    const float *b1, *b2; // (hidden), (dim), in the file's bytes
+    float *chain;         // (MAX_ROWS + 1, dim) feature i: position at + i (0: the target's z)
+    float *node;          // (MAX_ROWS, dim) a tree node's feature, by node
+    float *fe, *h;        // (2 dim) [f; e]; (hidden)
+    float *logits;        // (MAX_ROWS, V)
+    float *packed;
+    unsigned char *file;
+} EagleDrafter;
+
+// out (dim) = the feature after f (dim) and token x, by the formula above
+static void eagle_step(EagleDrafter *ed, float *out, const float *f, int x) {
+    int dim = ed->target->config.dim;
+    memcpy(ed->fe, f, (size_t)dim * sizeof(float));
+    memcpy(ed->fe + dim, ed->target->weights.token_embedding + (size_t)x * dim, (size_t)dim * sizeof(float));
+    matmul(ed->h, ed->fe, &ed->w1, 1);
+    for (int i = 0; i < ed->hidden; i++) {
+        float u = ed->h[i] + ed->b1[i];
+        ed->h[i] = u * (1.0f / (1.0f + exp_canonical(-u)));
+    }
+    matmul(out, ed->h, &ed->w2, 1);
+    for (int i = 0; i < dim; i++) out[i] = f[i] + (out[i] + ed->b2[i]);
+    ed->base.steps++;
+}
+
+static int propose_eagle(Drafter *d, float *q, const int *tokens, int pos) {
+    EagleDrafter *ed = (EagleDrafter *)d;
+    int dim = ed->target->config.dim, j = pos - ed->at - 1; // feature j: q for position at + j + 1
+    if (ed->at < 0 || j < 1 || j > MAX_ROWS) return 0;
+    double t0 = now_seconds();
+    for (; ed->made < j; ed->made++)
+        eagle_step(ed, ed->chain + (size_t)(ed->made + 1) * dim, ed->chain + (size_t)ed->made * dim,
+                   tokens[ed->at + 1 + ed->made]);
+    matmul(ed->logits, ed->chain + (size_t)j * dim, &ed->target->wcls, 1);
+    d->logits = ed->logits;
+    d->seconds += now_seconds() - t0;
+    return probs_from_logits(ed->sampler, q, ed->logits);
+}
+
+// A tree level: node v's feature from its parent's (the root's: the chain's
+// first) and its token, then every node's q in ONE classifier pass.
+static int propose_tree_eagle(Drafter *d, float *q, const int *tokens, int first, const int *parent,
+                              int n_rows, int pos) {
+    EagleDrafter *ed = (EagleDrafter *)d;
+    size_t dim = (size_t)ed->target->config.dim, V = (size_t)ed->target->config.vocab_size;
+    (void)pos;
+    if (ed->made < 1) return 0;
+    double t0 = now_seconds();
+    for (int i = 0; i < n_rows; i++) {
+        int p = parent[first + i];
+        eagle_step(ed, ed->node + (first + i) * dim, p < 0 ? ed->chain + dim : ed->node + p * dim, tokens[i]);
+    }
+    matmul(ed->logits, ed->node + first * dim, &ed->target->wcls, n_rows);
+    d->logits = ed->logits;
+    d->seconds += now_seconds() - t0;
+    for (int i = 0; i < n_rows; i++)
+        if (!probs_from_logits(ed->sampler, q + i * V, ed->logits + i * V)) return 0;
+    return 1;
+}
+
+static void observe_eagle(Drafter *d, int row, int pos) {
+    EagleDrafter *ed = (EagleDrafter *)d;
+    int dim = ed->target->config.dim;
+    ed->at = row < 0 ? -1 : pos, ed->made = 0;
+    if (row >= 0) memcpy(ed->chain, ed->target->state.xn + (size_t)row * dim, (size_t)dim * sizeof(float));
+}
+
 // ----------------------------------------------------------------------------
 // The speculative round: draft K, verify K+1 positions in one pass, commit
 //
@@ -1458,7 +1538,7 @@ typedef struct {
     int n_new, k, top_k, quiet, verbose, threads, draft_threads, draft_weights;
     unsigned given;      // bit i: FLAGS[i] was on the command line
     int lookup, ngram_min, ngram_max; // -d lookup: the n-gram drafter
-    const char *medusa;               // -d medusa[:FILE]: the heads' file, or NULL
+    const char *medusa, *eagle;       // -d medusa[:FILE], -d eagle[:FILE]: the drafter's file, or NULL
     float lenience;                   // 1: exact; < 1: LOSSY
     int help;            // -h: print the usage and exit
     float temperature, top_p;
@@ -1475,6 +1555,8 @@ static void free_pool(ThreadPool *pool);
 static Transformer *load_models(Transformer *target, Transformer *draft, const Options *o, ThreadPool *pool);
 static Drafter *medusa_drafter(MedusaDrafter *md, const char *path, Transformer *target, Sampler *s);
 static void free_medusa(MedusaDrafter *md);
+static Drafter *eagle_drafter(EagleDrafter *ed, const char *path, Transformer *target, Sampler *s);
+static void free_eagle(EagleDrafter *ed);
 static void free_transformer(Transformer *t);
 static void build_tokenizer(Tokenizer *t, const char *path, int vocab_size);
 static void free_tokenizer(Tokenizer *t);
@@ -1511,9 +1593,11 @@ int main(int argc, char **argv) {
     ModelDrafter md;
     LookupDrafter lk;
     MedusaDrafter mh;
+    EagleDrafter ed;
     Drafter *drafter = !spec ? NULL : opt.lookup ? lookup_drafter(&lk, opt.ngram_min, opt.ngram_max, V)
                      : opt.medusa ? medusa_drafter(&mh, opt.medusa, &target, &sampler)
-                                  : model_drafter(&md, &draft, &sampler);
+                     : opt.eagle ? eagle_drafter(&ed, opt.eagle, &target, &sampler)
+                                 : model_drafter(&md, &draft, &sampler);
     Speculator sp;
     SpecStats st;
     if (spec) {
@@ -1551,6 +1635,7 @@ int main(int argc, char **argv) {
     if (spec) free_speculator(&sp);
     if (drafter && drafter->model) free_transformer(&draft);
     if (spec && opt.medusa) free_medusa(&mh);
+    if (spec && opt.eagle) free_eagle(&ed);
     xfree(probs); xfree(out.generated); xfree(tokens);
     free_sampler(&sampler);
     free_tokenizer(&tok);
@@ -2024,6 +2109,37 @@ static Drafter *medusa_drafter(MedusaDrafter *md, const char *path, Transformer 
 
 static void free_medusa(MedusaDrafter *md) {
     xfree(md->w); xfree(md->packed); xfree(md->z); xfree(md->logits); xfree(md->file);
+}
+
+// The feature drafter for `target` from path (model.h: eagle.bin), checked like
+// a checkpoint; W1 and W2 packed.
+static Drafter *eagle_drafter(EagleDrafter *ed, const char *path, Transformer *target, Sampler *s) {
+    int dim = target->config.dim, V = target->config.vocab_size;
+    size_t bytes;
+    char msg[512];
+    *ed = (EagleDrafter){.base = {.propose = propose_eagle, .propose_tree = propose_tree_eagle,
+                                  .observe = observe_eagle}, .target = target, .sampler = s, .at = -1};
+    ed->file = read_file(path, "EAGLE drafter (an eagle.bin from ./train eagle)", &bytes);
+    int32_t h[5] = {0};
+    memcpy(h, ed->file, bytes < sizeof(h) ? bytes : sizeof(h));
+    if ((ed->hidden = check_eagle(h, bytes, dim, V, msg, sizeof(msg))) < 0) die("%s: %s (for %s)", path, msg, target->path);
+    const float *f = (const float *)(void *)(ed->file + EAGLE_HEADER_BYTES);
+    size_t n = eagle_n_floats(dim, ed->hidden), bad = first_non_finite(f, n), H = (size_t)ed->hidden;
+    if (bad < n) die("%s: float %zu after the header is not finite (a training run that diverged?)", path, bad);
+    ed->b1 = f + H * 2 * dim, ed->b2 = ed->b1 + H + (size_t)dim * H;
+    float *dst = ed->packed = xmalloc_floats_aligned((panels_of(ed->hidden) * 2 * dim + panels_of(dim) * H) * PANEL,
+                                                     "EAGLE weights");
+    pack_matrix(&ed->w2, pack_matrix(&ed->w1, dst, f, ed->hidden, 2 * dim), ed->b1 + H, dim, ed->hidden);
+    ed->chain = xmalloc(((2 * (size_t)MAX_ROWS + 3) * dim + H) * sizeof(float), "EAGLE features");
+    ed->node = ed->chain + (MAX_ROWS + 1) * (size_t)dim;
+    ed->fe = ed->node + (size_t)MAX_ROWS * dim;
+    ed->h = ed->fe + 2 * (size_t)dim;
+    ed->logits = xmalloc((size_t)MAX_ROWS * V * sizeof(float), "EAGLE logits");
+    return &ed->base;
+}
+
+static void free_eagle(EagleDrafter *ed) {
+    xfree(ed->packed); xfree(ed->chain); xfree(ed->logits); xfree(ed->file);
 }
 
 // ----------------------------------------------------------------------------
@@ -3721,6 +3837,13 @@ static void parse_tree(Options *o, int spec) {
         die("--tree: a model draft in spec mode, the exact rule, and no -k (the tree's depth is its K)");
 }
 
+// -d NAME:FILE -> FILE, -d NAME -> its default file, anything else -> NULL
+static const char *drafter_file(const char *d, const char *name, const char *default_file) {
+    size_t n = strlen(name);
+    if (strncmp(d, name, n) || (d[n] && d[n] != ':')) return NULL;
+    return d[n] ? d + n + 1 : default_file;
+}
+
 static void parse_options(Options *o, int argc, char **argv) {
     int usable = usable_cpus();
     *o = (Options){.target_path = "weights/target.bin", .draft_path = "weights/draft.bin",
@@ -3761,23 +3884,22 @@ static void parse_options(Options *o, int argc, char **argv) {
     }
     int spec = !strcmp(o->mode, "spec"), target = !strcmp(o->mode, "target");
     o->lookup = !strcmp(o->draft_path, "lookup");
-    if (!strncmp(o->draft_path, "medusa", 6) && (!o->draft_path[6] || o->draft_path[6] == ':'))
-        o->medusa = o->draft_path[6] ? o->draft_path + 7 : "weights/medusa.bin";
-    if (o->medusa && !given(o, "-k") && !o->tree) o->k = K_MAX; // every head, each round: the sample
-                                                                 // depends on K (see MedusaDrafter)
+    o->medusa = drafter_file(o->draft_path, "medusa", "weights/medusa.bin");
+    o->eagle = drafter_file(o->draft_path, "eagle", "weights/eagle.bin");
+    int on_target = o->medusa || o->eagle; // drafters on the target's hidden state: the sample depends on K,
+    if (on_target && !given(o, "-k") && !o->tree) o->k = o->medusa ? K_MAX : 4; // so a fixed one: every head, or 4
     // flags that describe a draft this run does not load: a note, not an error
     int draft_opts = given(o, "--draft-threads") || given(o, "--draft-weights");
     int ngram = given(o, "--ngram-min") || given(o, "--ngram-max");
-    const char *unused = target && given(o, "-d") ? "-d" : (target || o->lookup || o->medusa) && draft_opts
+    const char *unused = target && given(o, "-d") ? "-d" : (target || o->lookup || on_target) && draft_opts
                        ? "--draft-threads/--draft-weights" : !o->lookup && ngram ? "--ngram-min/--ngram-max" : NULL;
     if (unused)
         fprintf(stderr, "specdec: warning: %s ignored: %s\n", unused, target ? "-m target decodes with the "
-                "target alone" : o->lookup ? "-d lookup loads no draft model" : o->medusa ? "-d medusa loads no "
-                "draft model" : "they set up -d lookup");
+                "target alone" : o->lookup || on_target ? "this -d loads no draft model" : "they set up -d lookup");
     if (o->ngram_min > o->ngram_max)
         die("--ngram-min %d is above --ngram-max %d", o->ngram_min, o->ngram_max);
     if (o->tree) parse_tree(o, spec);
-    if ((o->lookup || o->medusa) && !spec && !target)
+    if ((o->lookup || on_target) && !spec && !target)
         die("-d %s: only spec mode drafts; there is no model to run alone", o->draft_path);
     if (o->lenience < 1.0f && !spec) die("--lenience: only speculative decoding (-m spec) accepts drafts");
     if (!spec && (given(o, "-k") || o->verbose))
@@ -3794,7 +3916,7 @@ static Transformer *load_models(Transformer *target, Transformer *draft, const O
         return draft;
     }
     build_transformer(target, o->target_path, MAX_ROWS, pool, o->threads);
-    if (!strcmp(o->mode, "spec") && !o->lookup && !o->medusa)
+    if (!strcmp(o->mode, "spec") && !o->lookup && !o->medusa && !o->eagle)
         build_transformer_as(draft, o->draft_path, MAX_ROWS, pool, o->draft_threads, o->draft_weights);
     return target;
 }

@@ -1,7 +1,8 @@
-// fuzz_medusa.c - any bytes as a medusa.bin for a tiny target: load (header
-// against the target, size, NaN/inf, packing), then the heads propose after a
-// one-row forward: each q must be a distribution, or no proposal. Built by
-// `make fuzz`; seeds: fuzz/seeds/medusa (valid heads and damaged ones).
+// fuzz_medusa.c - any bytes as a medusa.bin (or, starting "EAGL", an
+// eagle.bin) for a tiny target: load (header against the target, size,
+// NaN/inf, packing), then the drafter proposes after a one-row forward, a chain
+// and a tree level: each q must be a distribution, or no proposal. Built by
+// `make fuzz`; seeds: fuzz/seeds/medusa (valid files and damaged ones).
 #include "fuzz.h"
 #include "../test/random_model.h"
 
@@ -37,31 +38,41 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
     return 0;
 }
 
+// q (FUZZ_VOCAB) must be a distribution where a drafter proposed (ok)
+static void check_q(const float *q, int ok) {
+    double sum = 0;
+    for (int i = 0; ok && i < FUZZ_VOCAB; i++) {
+        if (!(q[i] >= 0.0f)) abort(); // NaN or negative
+        sum += q[i];
+    }
+    if (ok && fabs(sum - 1.0) > 1e-3) abort();
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     FILE *f = fopen(medusa_path, "wb");
     if (!f || fwrite(data, 1, size, f) != size || fclose(f) != 0) abort();
+    int eagle = size >= 4 && !memcmp(data, "EAGL", 4);
     FUZZ_TRY({
         Transformer t;
         Sampler s;
         MedusaDrafter md;
+        EagleDrafter ed;
         load_checkpoint(&t, target_file, target_bytes, "target", 3, NULL, 1, WEIGHTS_F32);
         build_sampler(&s, FUZZ_VOCAB, 1.0f, 1.0f, 0);
-        Drafter *d = medusa_drafter(&md, medusa_path, &t, &s);
-        int tokens[2] = {TOKEN_BOS, 5};
+        Drafter *d = eagle ? eagle_drafter(&ed, medusa_path, &t, &s) : medusa_drafter(&md, medusa_path, &t, &s);
+        int tokens[8] = {TOKEN_BOS, 5, 7, 9, 11, 13, 15, 17}, parent[3] = {-1, -1, 0};
         forward(&t, tokens, 2, 0);
         d->observe(d, 1, 1);
-        float q[FUZZ_VOCAB];
-        for (int pos = 2; pos <= 3 + md.n_heads; pos++) { // heads 0..H+1: only 1..H may propose
-            int h = pos - 2, ok = d->propose(d, q, tokens, pos);
-            if (ok && (h < 1 || h > md.n_heads)) abort(); // z ran position 1: head h proposes 2 + h
-            double sum = 0;
-            for (int i = 0; ok && i < FUZZ_VOCAB; i++) {
-                if (!(q[i] >= 0.0f)) abort(); // NaN or negative
-                sum += q[i];
-            }
-            if (ok && fabs(sum - 1.0) > 1e-3) abort();
+        float q[3 * FUZZ_VOCAB];
+        for (int pos = 2; pos <= 7; pos++) { // z ran position 1: proposals from position 3 on
+            int ok = d->propose(d, q, tokens, pos);
+            if (ok && (pos < 3 || (!eagle && pos - 2 > md.n_heads))) abort();
+            check_q(q, ok);
         }
-        free_medusa(&md);
+        int ok = d->propose(d, q, tokens, 3) && d->propose_tree(d, q, tokens + 3, 0, parent, 3, 3);
+        for (int i = 0; ok && i < 3; i++) check_q(q + i * FUZZ_VOCAB, 1);
+        if (eagle) free_eagle(&ed);
+        else free_medusa(&md);
         free_sampler(&s);
         free_transformer(&t);
     });

@@ -382,6 +382,7 @@ typedef struct {
     int threads; // what the pair was built with
     const char *tree; // --tree's argument for the spec runs, or NULL: the chain
     const char *medusa; // Medusa heads for the spec runs (-d medusa:FILE; K = every head), or NULL
+    const char *eagle;  // the EAGLE drafter for the spec runs (-d eagle:FILE), or NULL
 } Pair;
 
 // spec decoding as specdec runs it: the pair's draft (or lookup, draft NULL)
@@ -392,11 +393,13 @@ typedef struct {
     ModelDrafter md;
     LookupDrafter lk;
     MedusaDrafter mh;
+    EagleDrafter ed;
 } Spec;
 
-static void build_spec_as(Spec *sc, Transformer *target, Transformer *draft, const char *medusa, Sampler *s,
-                          int k, const char *tree) {
-    Drafter *d = medusa ? medusa_drafter(&sc->mh, medusa, target, s)
+static void build_spec_as(Spec *sc, Transformer *target, const Pair *pr, Sampler *s, int k, const char *tree) {
+    Transformer *draft = pr ? pr->draft : NULL;
+    const char *medusa = pr ? pr->medusa : NULL, *eagle = pr ? pr->eagle : NULL;
+    Drafter *d = medusa ? medusa_drafter(&sc->mh, medusa, target, s) : eagle ? eagle_drafter(&sc->ed, eagle, target, s)
                : draft ? model_drafter(&sc->md, draft, s) : lookup_drafter(&sc->lk, 1, 3, target->config.vocab_size);
     build_speculator(&sc->sp, target, d, s, NULL);
     Options o = {.tree = tree, .k = medusa && !tree && !k ? K_MAX : k, .n_new = 1, .lenience = 1.0f};
@@ -405,11 +408,13 @@ static void build_spec_as(Spec *sc, Transformer *target, Transformer *draft, con
 }
 
 static void build_spec(Spec *sc, Transformer *target, Transformer *draft, Sampler *s, int k, const char *tree) {
-    build_spec_as(sc, target, draft, NULL, s, k, tree);
+    Pair pr = {.draft = draft};
+    build_spec_as(sc, target, &pr, s, k, tree);
 }
 
 static void free_spec(Spec *sc) {
-    if (sc->sp.drafter->observe) free_medusa(&sc->mh);
+    if (sc->sp.drafter->propose == propose_medusa) free_medusa(&sc->mh);
+    if (sc->sp.drafter->propose == propose_eagle) free_eagle(&sc->ed);
     free_speculator(&sc->sp);
 }
 
@@ -446,7 +451,7 @@ static E2E bench_spec(Pair *pr, const char *name, float temp, int k, float lenie
     Sampler s;
     build_sampler(&s, pr->target->config.vocab_size, temp, 1.0f, 0);
     Spec sc;
-    build_spec_as(&sc, pr->target, pr->draft, pr->medusa, &s, k, pr->tree);
+    build_spec_as(&sc, pr->target, pr, &s, k, pr->tree);
     sc.sp.lenience = lenience;
     double tt[MAX_REPS], ts[MAX_REPS], step = 0;
     long made_t = 0;
@@ -588,14 +593,14 @@ static void write_verify_cost(const char *dir, const ModelResult *m, int n) {
 // ---- main --------------------------------------------------------------------------
 
 typedef struct {
-    const char *what, *target, *draft, *tokenizer, *json, *csv, *medusa;
+    const char *what, *target, *draft, *tokenizer, *json, *csv, *medusa, *eagle;
     int threads;
 } BenchOptions;
 
 static void parse_bench(BenchOptions *o, int argc, char **argv) {
     *o = (BenchOptions){.what = "all", .target = "weights/target.bin", .draft = "weights/draft.bin",
                         .tokenizer = "tokenizer.bin", .json = "bench.json", .csv = "docs",
-                        .medusa = "weights/medusa.bin",
+                        .medusa = "weights/medusa.bin", .eagle = "weights/eagle.bin",
                         .threads = usable_cpus()};
     int i = 1;
     if (argc > 1 && argv[1][0] != '-') o->what = argv[i++];
@@ -606,6 +611,7 @@ static void parse_bench(BenchOptions *o, int argc, char **argv) {
         else if (!strcmp(argv[i], "--json")) o->json = argv[i + 1];
         else if (!strcmp(argv[i], "--csv")) o->csv = argv[i + 1];
         else if (!strcmp(argv[i], "--medusa")) o->medusa = argv[i + 1];
+        else if (!strcmp(argv[i], "--eagle")) o->eagle = argv[i + 1];
         else if (!strcmp(argv[i], "--threads")) {
             Options opt = {0};
             set_flag(&opt, &FLAGS[flag_index("--threads")], argv[i + 1]);
@@ -621,31 +627,39 @@ static void parse_bench(BenchOptions *o, int argc, char **argv) {
 
 // ---- drafters compared: the draft model and the lookup drafter -----------------
 
-// At t = 0 and 1: the draft model (auto-K; K = 4), lookup (auto-K; K = 4, 8)
-// and, given heads (medusa), Medusa (every head each round; the tree
-// MEDUSA_TREE); the fixed K's only if all_k. Rows named prefix + drafter;
+// At t = 0 and 1: the draft model (auto-K; K = 4), lookup (auto-K), given
+// heads (medusa) Medusa (every head each round; the tree MEDUSA_TREE) and given
+// an EAGLE drafter (eagle) that (auto-K; K = 4); the K = 4 rows only if all_k
+// (the figure has room for 12 configurations). Rows named prefix + drafter;
 // appends to e and returns how many rows.
 #define MEDUSA_TREE "3,1" // 3 candidates from head 1, one from head 2 under each: the best of 3,1 2,1,1,1 3,1,1 4,1,1 (DRAM-bound target)
-static int compare_drafters(Pair *pr, E2E *e, const char *medusa, const char *prefix, int all_k) {
+static int compare_drafters(Pair *pr, E2E *e, const char *medusa, const char *eagle, const char *prefix,
+                            int all_k) {
     int n = 0;
     Transformer *draft = pr->draft;
-    char name[4][64];
-    const char *names[4] = {"draft model", "lookup", "medusa", "medusa tree"};
-    for (int i = 0; i < 4; i++) snprintf(name[i], sizeof(name[i]), "%s%s", prefix, names[i]);
+    char name[5][64];
+    const char *names[5] = {"draft model", "lookup", "medusa", "medusa tree", "eagle"};
+    for (int i = 0; i < 5; i++) snprintf(name[i], sizeof(name[i]), "%s%s", prefix, names[i]);
     for (int ti = 0; ti < 2; ti++) {
         pr->draft = draft;
         e[n++] = bench_pair(pr, name[0], (float)ti, 0);
         if (all_k) e[n++] = bench_pair(pr, name[0], (float)ti, 4);
         pr->draft = NULL; // -d lookup
         e[n++] = bench_pair(pr, name[1], (float)ti, 0);
-        for (int k = 4; all_k && k <= 8; k += 4) e[n++] = bench_pair(pr, name[1], (float)ti, k);
         if (!medusa) continue;
+        pr->draft = NULL;
         pr->medusa = medusa;
         e[n++] = bench_pair(pr, name[2], (float)ti, 0);
         pr->tree = MEDUSA_TREE;
         e[n++] = bench_pair(pr, name[3], (float)ti, 0);
         pr->tree = NULL;
         pr->medusa = NULL;
+    }
+    for (int ti = 0; ti < 2 && eagle; ti++) {
+        pr->eagle = eagle;
+        e[n++] = bench_pair(pr, name[4], (float)ti, 0);
+        if (all_k) e[n++] = bench_pair(pr, name[4], (float)ti, 4);
+        pr->eagle = NULL;
     }
     pr->draft = draft;
     return n;
@@ -1026,21 +1040,26 @@ int main(int argc, char **argv) {
             }
             if (ti == 1 && (full || !strcmp(o.what, "drafters"))) {
                 const char *medusa = access(o.medusa, R_OK) == 0 ? o.medusa : NULL;
+                const char *eagle = access(o.eagle, R_OK) == 0 ? o.eagle : NULL;
                 if (!medusa) printf("SKIP Medusa rows: %s missing (make medusa)\n", o.medusa);
+                if (!eagle) printf("SKIP EAGLE rows: %s missing (make eagle)\n", o.eagle);
                 first = n_e;
-                n_e += compare_drafters(&pr, e + n_e, medusa, "", 1);
+                n_e += compare_drafters(&pr, e + n_e, medusa, eagle, "", 1);
                 // the same on the shipped target embedded in dim 768 x 12 layers (DRAM-bound), heads padded alike
-                char pheads[600];
+                char pheads[600], peagle[600];
                 snprintf(pheads, sizeof(pheads), "%s.medusa", pemu);
+                snprintf(peagle, sizeof(peagle), "%s.eagle", pemu);
                 write_embedded_checkpoint(pemu, &target, 3, 12);
                 if (medusa) write_embedded_medusa(pheads, medusa, 3);
+                if (eagle) write_embedded_eagle(peagle, eagle, 3);
                 Transformer big;
                 build_transformer(&big, pemu, MAX_ROWS, pool, N);
                 Pair bp = {.target = &big, .draft = &draft, .tok = &tok, .n_new = 96, .reps = 3, .threads = N};
-                n_e += compare_drafters(&bp, e + n_e, medusa ? pheads : NULL, "325MB: ", 0);
+                n_e += compare_drafters(&bp, e + n_e, medusa ? pheads : NULL, eagle ? peagle : NULL, "325MB: ", 0);
                 free_transformer(&big);
                 remove(pemu);
                 remove(pheads);
+                remove(peagle);
                 write_drafters(o.csv, e + first, n_e - first);
             }
             if (ti == 1 && !strcmp(o.what, "tree")) {

@@ -91,6 +91,19 @@ else bad "-d medusa -k 2 at t=1: the text depends on the thread count"; fi
 $SPECDEC $M -d medusa:$D/medusa.bin -t 0 -n 60 2> $D/md.err > /dev/null
 if grep -q "rounds, K = 4$" $D/md.err; then ok; else bad "-d medusa: K is not the 4 heads: $(grep rounds $D/md.err)"; fi
 echo "medusa: $n_md greedy runs (chains, auto-K, trees) byte-identical to the target; -k 2 at t=1 the same on 1..3 threads"
+# the EAGLE-style feature drafter, random: the same promises
+$RANDCKPT --eagle $D/target.bin $D/eagle.bin 96 12 || exit 1
+n_eg=0
+for a in "-k 1" "-k 5" "" "-k 0" "--tree 2,2,1" "--tree auto"; do
+    $SPECDEC $M -d eagle:$D/eagle.bin $a -t 0 -n 120 -i "the little dog" > $D/eg.txt 2>$D/eg.err
+    if cmp -s $D/ref.txt $D/eg.txt; then ok; n_eg=$((n_eg + 1)); else bad "greedy -d eagle $a != target: $(head -c 300 $D/eg.err)"; fi
+done
+for th in 1 2 3; do
+    $SPECDEC $M -d eagle:$D/eagle.bin -k 3 --threads $th -t 1 -s 4 -n 100 > $D/eg_th$th.txt 2>/dev/null
+done
+if cmp -s $D/eg_th1.txt $D/eg_th2.txt && cmp -s $D/eg_th1.txt $D/eg_th3.txt && [ -s $D/eg_th1.txt ]; then ok
+else bad "-d eagle -k 3 at t=1: the text depends on the thread count"; fi
+echo "eagle: $n_eg greedy runs (chains, auto-K, trees) byte-identical to the target; -k 3 at t=1 the same on 1..3 threads"
 
 # ---- contexts shorter than K_MAX+1: auto-K calibrates within them; greedy stays exact
 $SPECDEC $D/short.bin -z $D/tok.bin -m target -t 0 -n 20 > $D/ref.txt 2>/dev/null
@@ -285,6 +298,11 @@ python3 -c "import sys; b=bytearray(open(sys.argv[1],'rb').read()); b[8:12]=(17)
 python3 -c "import sys; b=bytearray(open(sys.argv[1],'rb').read()); b[20+4*(64*64+64+3):24+4*(64*64+64+3)]=bytes([0,0,0xc0,0x7f]); open(sys.argv[2],'wb').write(b)" $D/medusa.bin $D/md_nan.bin 2>/dev/null &&
     expect_fail "head 2's W, element 3, is not finite" $M -d medusa:$D/md_nan.bin
 expect_fail "-d medusa: only spec mode drafts" $M -m draft -d medusa
+expect_fail "not an eagle.bin" $M -d eagle:$D/medusa.bin
+head -c 1000 $D/eagle.bin > $D/eg_trunc.bin
+expect_fail "file is 1000 bytes but dim 64 and hidden 96 need" $M -d eagle:$D/eg_trunc.bin
+expect_fail "a drafter for dim 64 and vocab_size 400, but the target has dim 32" $D/vocab500.bin -z $D/tok500.bin -d eagle:$D/eagle.bin
+expect_fail "cannot open EAGLE drafter" $M -d eagle:$D/missing.bin
 expect_fail "cannot open checkpoint" $D/missing.bin -z $D/tok.bin -m target
 expect_fail "not a regular file" $D -z $D/tok.bin -m target
 expect_fail "shorter than the 28-byte" $D/tiny.bin -z $D/tok.bin -m target
@@ -340,7 +358,7 @@ if cmp -s $D/tgt.txt $D/tgt_d.txt && grep -q "warning: -d ignored: -m target dec
 else bad "-m target -d: want the target's text and a warning, got: $(head -c 300 $D/tgt_d.err)"; fi
 $SPECDEC $M -d lookup --draft-weights f32 -t 0 -n 10 > /dev/null 2> $D/lk_d.err
 $SPECDEC $M -d $D/draft.bin --ngram-max 2 -t 0 -n 10 > /dev/null 2> $D/ng_d.err
-if grep -q "warning: --draft-threads/--draft-weights ignored: -d lookup loads no draft model" $D/lk_d.err &&
+if grep -q "warning: --draft-threads/--draft-weights ignored: this -d loads no draft model" $D/lk_d.err &&
    grep -q "warning: --ngram-min/--ngram-max ignored" $D/ng_d.err; then ok
 else bad "unused draft flags: want warnings, got: $(cat $D/lk_d.err $D/ng_d.err | head -c 300)"; fi
 expect_fail "at least 2342 tokens" $D/short.bin -z $D/tok.bin -m target -i "$long16k"

@@ -11,6 +11,10 @@
 //       byte tokens, then printable ASCII and common English pieces.
 //   randckpt --medusa TARGET.bin OUT.bin H SEED
 //       H random Medusa heads for TARGET (W uniform in +-0.05, b zero).
+//   randckpt --eagle TARGET.bin OUT.bin HIDDEN SEED
+//       A random EAGLE drafter for TARGET (W1, W2 uniform in +-0.05, b zero).
+//   randckpt --embed-eagle IN.bin OUT.bin SCALE
+//       IN for the target --embed made SCALE x wider (zero-padded alike).
 //   randckpt --embed-medusa IN.bin OUT.bin SCALE
 //       IN's heads for the target --embed made SCALE x wider: W and b
 //       zero-padded, so the padded hidden state (z, 0) gives the same logits.
@@ -42,6 +46,18 @@ int main(int argc, char **argv) {
         free_transformer(&t);
         return 0;
     }
+    if (argc == 6 && !strcmp(argv[1], "--eagle")) {
+        Transformer t;
+        build_transformer(&t, argv[2], 1, NULL, 1);
+        write_random_eagle(argv[3], t.config.dim, t.config.vocab_size, atoi(argv[4]), strtoull(argv[5], NULL, 10),
+                           0.05f);
+        free_transformer(&t);
+        return 0;
+    }
+    if (argc == 5 && !strcmp(argv[1], "--embed-eagle")) {
+        write_embedded_eagle(argv[3], argv[2], atoi(argv[4]));
+        return 0;
+    }
     if (argc == 5 && !strcmp(argv[1], "--embed-medusa")) {
         write_embedded_medusa(argv[3], argv[2], atoi(argv[4]));
         return 0;
@@ -56,7 +72,9 @@ int main(int argc, char **argv) {
                         "       randckpt --tokenizer OUT.bin vocab\n"
                         "       randckpt --embed BASE.bin OUT.bin SCALE LAYERS  (BASE zero-padded, SCALE x wider)\n"
                         "       randckpt --medusa TARGET.bin OUT.bin H SEED\n"
-                        "       randckpt --embed-medusa IN.bin OUT.bin SCALE\n");
+                        "       randckpt --embed-medusa IN.bin OUT.bin SCALE\n"
+                        "       randckpt --eagle TARGET.bin OUT.bin HIDDEN SEED\n"
+                        "       randckpt --embed-eagle IN.bin OUT.bin SCALE\n");
         return 1;
     }
     Config c = {atoi(argv[2]), atoi(argv[3]), atoi(argv[4]), atoi(argv[5]), atoi(argv[6]),

@@ -240,4 +240,44 @@ static void write_embedded_medusa(const char *path, const char *in, int scale) {
     xfree(file);
 }
 
+// A random EAGLE drafter for a target of dim and vocab (W1, W2 uniform in +-a, b zero)
+static void write_random_eagle(const char *path, int dim, int vocab, int hidden, uint64_t seed, float a) {
+    size_t n = eagle_n_floats(dim, hidden), H = (size_t)hidden, D = (size_t)dim;
+    float *w = xmalloc(n * sizeof(float), "eagle"); // zeroed
+    Rng r;
+    rng_seed(&r, seed);
+    for (size_t i = 0; i < H * 2 * D; i++) w[i] = uniform(&r, a);                  // W1
+    for (size_t i = 0; i < D * H; i++) w[H * 2 * D + H + i] = uniform(&r, a);      // W2
+    if (write_eagle(path, dim, vocab, hidden, w)) die("%s: cannot write", path);
+    xfree(w);
+}
+
+// The EAGLE drafter `in` (for a base target) for that target embedded `scale`
+// times wider: W1's f and e halves and W2's rows zero-padded, so the padded
+// feature (f, 0) and embedding (e, 0) give (f', 0) and the same logits.
+static void write_embedded_eagle(const char *path, const char *in, int scale) {
+    size_t bytes;
+    unsigned char *file = read_file(in, "eagle.bin", &bytes);
+    int32_t h[5] = {0};
+    memcpy(h, file, bytes < sizeof(h) ? bytes : sizeof(h));
+    char msg[256];
+    int hid = check_eagle(h, bytes, h[2], h[3], msg, sizeof(msg));
+    if (hid < 0) die("%s: %s", in, msg);
+    size_t d = (size_t)h[2], D = d * (size_t)scale, H = (size_t)hid;
+    const float *w1 = (const float *)(void *)(file + EAGLE_HEADER_BYTES), *b1 = w1 + H * 2 * d, *w2 = b1 + H,
+                *b2 = w2 + d * H;
+    float *out = xmalloc(eagle_n_floats((int)D, hid) * sizeof(float), "eagle"); // zeroed
+    float *o1 = out, *ob1 = o1 + H * 2 * D, *o2 = ob1 + H, *ob2 = o2 + D * H;
+    for (size_t r = 0; r < H; r++) {
+        memcpy(o1 + r * 2 * D, w1 + r * 2 * d, d * sizeof(float));         // the f half
+        memcpy(o1 + r * 2 * D + D, w1 + r * 2 * d + d, d * sizeof(float)); // the e half
+    }
+    memcpy(ob1, b1, H * sizeof(float));
+    memcpy(o2, w2, d * H * sizeof(float)); // rows 0..d-1
+    memcpy(ob2, b2, d * sizeof(float));
+    if (write_eagle(path, (int)D, h[3], hid, out)) die("%s: cannot write", path);
+    xfree(out);
+    xfree(file);
+}
+
 #endif
