@@ -117,7 +117,7 @@ sweep: build/bin/bench
 	build/bin/bench sweep
 
 # trees against the chain at t = 0, 1: the shipped pair, then the shipped target
-# embedded, zero-padded, in dim 768 x 12 layers (325 MB, DRAM-bound); ~3 minutes
+# embedded, zero-padded, in dim 768 x 12 layers (325 MB, DRAM-bound); ~5 minutes; writes docs/trees.csv
 bench-tree: build/bin/bench
 	build/bin/bench tree
 
@@ -156,7 +156,7 @@ DRAFT_RUN ?= $(DRAFT_SHAPE) -steps 800 -warmup 20 -lr 6e-4 -lr-min 6e-5 -ckpt-ev
 MODEL   = ./train model -threads $(THREADS)
 TRAIN_TESTS = build/train/test_train build/train/test_train_ckpt
 
-.PHONY: test-train base target target-dropout drafts draft-run weights medusa
+.PHONY: test-train base target target-dropout drafts draft-run weights medusa eagle
 
 TRAINER = trainer/train.c trainer/tokenizer.c trainer/common.h model.h
 
@@ -261,7 +261,7 @@ build/bin/accept: trainer/accept.c specdec.c model.h
 	$(CC) $(TFLAGS) $(SIMD) -o $@ trainer/accept.c $(LDLIBS)
 
 # ship: tokenizer, target, draft, with the draft's a on held-out prompts; then
-# the Medusa heads of the target just shipped
+# the Medusa heads and the EAGLE-style drafter of the target just shipped
 weights: draft-run target-dropout build/bin/accept
 	@mkdir -p weights
 	build/bin/accept --target runs/target_dropout/model.bin --tokenizer runs/tokenizer.bin \
@@ -270,6 +270,7 @@ weights: draft-run target-dropout build/bin/accept
 	cp runs/target_dropout/model.bin weights/target.bin
 	cp runs/draft_run/model.bin weights/draft.bin
 	$(MAKE) --no-print-directory medusa
+	$(MAKE) --no-print-directory eagle
 
 # make medusa: Medusa heads (./train medusa -h) on the frozen weights/target.bin,
 # self-distilled (each head learns the target's own softmax h tokens on) on the
@@ -291,6 +292,19 @@ medusa: runs/data_medusa/val.bin weights/target.bin | train
 	./train medusa -threads $(THREADS) -m weights/target.bin -data runs/data_medusa -o runs/medusa $(MEDUSA) \
 	  -csv docs/train_medusa.csv
 	cp runs/medusa/medusa.bin weights/medusa.bin
+
+# make eagle: an EAGLE-style feature drafter (./train eagle -h) on the frozen
+# weights/target.bin, on the same token streams -> weights/eagle.bin. Each row
+# runs -unroll steps on its own predicted features (as generation does), each
+# learning the target's softmax and its hidden state at t + s. State stays in
+# runs/eagle and re-running resumes; a changed target asks for a fresh start.
+# EAGLE: see EAGLE_NOTE below for the step time and the lr sweep.
+EAGLE   ?= @EAGLE_DEFAULTS@
+
+eagle: runs/data_medusa/val.bin weights/target.bin | train
+	./train eagle -threads $(THREADS) -m weights/target.bin -data runs/data_medusa -o runs/eagle $(EAGLE) \
+	  -csv docs/train_eagle.csv
+	cp runs/eagle/eagle.bin weights/eagle.bin
 # --- end trainer/ ---
 
 # --- plot.c ---

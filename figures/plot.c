@@ -1762,6 +1762,54 @@ static int figure_drafters(Figure *f, const Table *tables, size_t n_tables, Erro
     return add_hline(f, 1, "speedup = 1 (break-even)", e);
 }
 
+// trees.csv (make bench-tree): target, temperature, kind ("chain" or "tree"),
+// nodes (verified per pass: K for a chain), then the measurements.
+enum { TR_TARGET, TR_TEMP, TR_KIND, TR_NODES, TR_Y, N_TREE_COLS };
+
+// Column ycol of trees.csv against the node budget: a line per (target,
+// temperature, kind), a colour per (target, temperature), trees dashed.
+static int tree_lines(Figure *f, const Table *t, const char *ycol, Error *e) {
+    static const char *const names[TR_Y] = {"target", "temperature", "kind", "nodes"};
+    int col[N_TREE_COLS];
+    char groups[N_PALETTE][48], group[48], name[80];
+    size_t n_groups = 0;
+    for (int i = 0; i < TR_Y; i++)
+        if (require_column(&col[i], t, names[i], e)) return -1;
+    if (require_column(&col[TR_Y], t, ycol, e)) return -1;
+    for (size_t r = 0; r < t->n_rows; r++) {
+        const char *kind = cell(t, r, col[TR_KIND]);
+        snprintf(group, sizeof(group), "%.24s, T = %.8s", cell(t, r, col[TR_TARGET]), cell(t, r, col[TR_TEMP]));
+        snprintf(name, sizeof(name), "%s, %.8s", group, kind);
+        size_t g = 0, i = 0;
+        while (g < n_groups && strcmp(groups[g], group)) g++;
+        if (g == N_PALETTE) return fail(e, "%s: more than %d (target, temperature) pairs", t->path, N_PALETTE);
+        if (g == n_groups) snprintf(groups[n_groups++], sizeof(groups[0]), "%s", group);
+        while (i < f->n_series && strcmp(f->series[i].label, name)) i++;
+        Series *s = i < f->n_series ? &f->series[i] : add_curve(f, name, g, e);
+        if (!s) return -1;
+        if (!strcmp(kind, "tree")) s->pattern = DASHED;
+        if (add_point(s, num(t, r, col[TR_NODES]), num(t, r, col[TR_Y]), e)) return -1;
+    }
+    for (size_t i = 0; i < f->n_series; i++) sort_by_x(&f->series[i]);
+    return 0;
+}
+
+static int figure_trees_speedup(Figure *f, const Table *tables, size_t n_tables, Error *e) {
+    (void)n_tables;
+    build_figure(f, "Chains and trees: speedup by node budget", "nodes a verify pass checks (K for a chain)",
+                 "speedup over the target alone");
+    f->y_zero = 1;
+    return tree_lines(f, &tables[0], "speedup", e) ? -1 : add_hline(f, 1, "speedup = 1 (break-even)", e);
+}
+
+static int figure_trees_tokens(Figure *f, const Table *tables, size_t n_tables, Error *e) {
+    (void)n_tables;
+    build_figure(f, "Chains and trees: tokens per pass by node budget", "nodes a verify pass checks (K for a chain)",
+                 "tokens committed per verify pass");
+    f->y_zero = 1;
+    return tree_lines(f, &tables[0], "tokens_per_round", e);
+}
+
 // ----------------------------------------------------------------------------
 // The figure list: what each is called, which CSVs it reads, who builds it
 
@@ -1790,6 +1838,8 @@ static const FigureSpec FIGURES[] = {
      .build = figure_verify_cost},
     {.name = "lenience", .inputs = {"lenience.csv"}, .n_required = 1, .build = figure_lenience},
     {.name = "drafters", .inputs = {"drafters.csv"}, .n_required = 1, .build = figure_drafters},
+    {.name = "trees_speedup", .inputs = {"trees.csv"}, .n_required = 1, .build = figure_trees_speedup},
+    {.name = "trees_tokens", .inputs = {"trees.csv"}, .n_required = 1, .build = figure_trees_tokens},
 };
 #define N_FIGURES (sizeof(FIGURES) / sizeof(FIGURES[0]))
 

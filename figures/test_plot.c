@@ -126,6 +126,24 @@ static int write_drafters(const char *path) {
     return fclose(fp);
 }
 
+// trees.csv: two targets x two temperatures, chains of K = 2..8 and trees of
+// 4..15 nodes, rows of one series not in x order
+static int write_trees(const char *path) {
+    static const int chain[4] = {2, 4, 6, 8}, tree[4] = {15, 4, 8, 14};
+    FILE *fp = fopen(path, "w");
+    if (!fp) return -1;
+    fprintf(fp, "target,temperature,kind,nodes,speedup,tokens_per_round,r\n");
+    for (int m = 0; m < 2; m++)
+        for (int t = 0; t < 2; t++)
+            for (int i = 0; i < 8; i++) {
+                int tr = i >= 4, n = tr ? tree[i - 4] : chain[i];
+                fprintf(fp, "%s,%d,%s,%d,%.4f,%.4f,%.4f\n", m ? "embedded 325MB" : "shipped", t, tr ? "tree" : "chain",
+                        n, (m ? 3.4 : 2.6) + 0.4 * t - 0.15 * n - 0.3 * tr, 1 + (0.3 - 0.1 * t) * n + 2.5 * m,
+                        1 + 0.1 * n);
+            }
+    return fclose(fp);
+}
+
 static int write_fixtures(void) {
     mkdir("build", 0755);
     mkdir(DIR, 0755);
@@ -136,7 +154,7 @@ static int write_fixtures(void) {
            write_train(DIR "/train_draft.csv", 2.3, 0) |
            write_train(DIR "/train_base.csv", 2.9, 100) |
            write_verify_cost(DIR "/verify_cost.csv") | write_lenience(DIR "/lenience.csv") |
-           write_drafters(DIR "/drafters.csv") |
+           write_drafters(DIR "/drafters.csv") | write_trees(DIR "/trees.csv") |
            write_sweep_temp(DIR "/partial/sweep_temp.csv") |
            write_text(DIR "/broken/verify_cost.csv", "model,n,rr\nx,1,1\n");
 }
@@ -647,6 +665,27 @@ static void test_errors(void) {
     CHECK(cli(4, all_extra) == 2, "plot all takes at most one folder");
 }
 
+// trees: one line per (target, temperature, kind), 4 points each in x order,
+// the trees dashed, a colour per (target, temperature)
+static void test_tree_lines(void) {
+    Canvas c;
+    Axes ax;
+    Figure f;
+    int rc = render_fixture(&c, &ax, &f, "trees_speedup", DIR "/trees.csv");
+    int ordered = 1, dashed = 0;
+    for (size_t i = 0; rc == 0 && i + 1 < f.n_series; i++) { // the last: the break-even line
+        for (size_t j = 1; j < f.series[i].n; j++) ordered &= f.series[i].pts[j].x > f.series[i].pts[j - 1].x;
+        dashed += f.series[i].pattern == DASHED;
+    }
+    CHECK(rc == 0 && f.n_series == 9 && f.series[0].n == 4 && ordered && dashed == 4 &&
+              !strcmp(f.series[1].label, "shipped, T = 0, tree") && f.series[0].color.r == f.series[1].color.r,
+          "trees: %zu series (want 8 and the break-even line), 4 points each in x order: %d, %d dashed (want 4)",
+          f.n_series, ordered, dashed);
+    free_canvas(&c);
+    free_figure(&f);
+    printf("trees: a line per (target, temperature, chain or tree), x in order, the trees dashed\n");
+}
+
 static void test_plot_all(void) {
     remove(DIR "/partial/alpha_vs_temperature.png");
     remove(DIR "/partial/speedup_vs_k.png");
@@ -681,7 +720,7 @@ int main(void) {
     static const char *const sweep_k[] = {"sweep_k.csv"}, *const sweep_temp[] = {"sweep_temp.csv"},
                              *const verify[] = {"verify_cost.csv"},
                              *const lenience[] = {"lenience.csv"},
-                             *const drafters[] = {"drafters.csv"},
+                             *const drafters[] = {"drafters.csv"}, *const trees[] = {"trees.csv"},
                              *const train[] = {"train_target.csv", "train_draft.csv",
                                                "train_base.csv"};
     test_figure("speedup_vs_k", sweep_k, 1, 16);
@@ -692,6 +731,9 @@ int main(void) {
     test_figure("verify_cost", verify, 1, 17);
     test_figure("lenience", lenience, 1, 12);
     test_figure("drafters", drafters, 1, 10);
+    test_figure("trees_speedup", trees, 1, 24);
+    test_figure("trees_tokens", trees, 1, 24);
+    test_tree_lines();
     test_theory_curve();
     test_lenience_curve();
     test_drafter_bars();

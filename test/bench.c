@@ -962,15 +962,24 @@ static void compare_runc(const char *runc, const char *name, const char *ckpt, c
 }
 
 // ---- trees against the chain: the shipped pair, then the shipped target embedded,
-// zero-padded, in dim 768 x 12 layers (DRAM-bound, the same logits to rounding)
-static void compare_trees(Pair *pr, const char *name) {
-    const char *trees[] = {NULL, "auto", "2,1,1,1", "2,2,1,1", "3,2,1"};
-    int ks[] = {0, 4, 8};
+// zero-padded, in dim 768 x 12 layers (DRAM-bound, the same logits to rounding).
+// Chains of K = 2..8 and static trees by the nodes a pass verifies (the node
+// budget), auto-K and --tree auto beside them; rows appended to trees.csv.
+static void compare_trees(Pair *pr, const char *name, FILE *csv) {
+    const char *trees[] = {"2,1", "2,1,1", "2,1,1,1", "3,1,1", "2,2,1,1", "3,2,1"};
     for (int t = 0; t < 2; t++) {
-        for (int i = 0; i < 3; i++) bench_pair(pr, name, (float)t, ks[i]);
-        for (int i = 1; i < 5; i++) {
-            pr->tree = trees[i];
-            bench_pair(pr, name, (float)t, 0);
+        for (int k = 0; k <= 8; k += 2) {
+            E2E e = bench_pair(pr, name, (float)t, k);
+            if (k) fprintf(csv, "%s,%d,chain,%d,%.4f,%.4f,%.4f\n", name, t, k, e.speedup, e.tokens_per_round, e.r);
+        }
+        for (int i = -1; i < (int)(sizeof(trees) / sizeof(trees[0])); i++) {
+            pr->tree = i < 0 ? "auto" : trees[i];
+            E2E e = bench_pair(pr, name, (float)t, 0);
+            Options o = {.tree = pr->tree, .lenience = 1.0f};
+            parse_tree(&o, 1);
+            int nodes = 0;
+            for (int d = 0, level = 1; i >= 0 && d < o.tree_depth; d++) nodes += level *= o.branch[d];
+            if (i >= 0) fprintf(csv, "%s,%d,tree,%d,%.4f,%.4f,%.4f\n", name, t, nodes, e.speedup, e.tokens_per_round, e.r);
         }
         pr->tree = NULL;
     }
@@ -1063,12 +1072,14 @@ int main(int argc, char **argv) {
                 write_drafters(o.csv, e + first, n_e - first);
             }
             if (ti == 1 && !strcmp(o.what, "tree")) {
-                compare_trees(&pr, "shipped");
+                FILE *csv = open_csv(o.csv, "trees.csv", "target,temperature,kind,nodes,speedup,tokens_per_round,r");
+                compare_trees(&pr, "shipped", csv);
                 write_embedded_checkpoint(pemu, &target, 3, 12);
                 Transformer big;
                 build_transformer(&big, pemu, MAX_ROWS, pool, N);
                 Pair bp = {.target = &big, .draft = &draft, .tok = &tok, .n_new = 96, .reps = 3, .threads = N};
-                compare_trees(&bp, "embedded 325MB");
+                compare_trees(&bp, "embedded 325MB", csv);
+                fclose(csv);
                 free_transformer(&big);
                 remove(pemu);
             }
