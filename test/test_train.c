@@ -3,7 +3,9 @@
 //   every layer's backward against finite differences; the whole model's
 //   gradient along random directions; a tiny model overfitting one batch;
 //   training determinism and kill/resume; Medusa heads (their gradient,
-//   training, medusa.bin, kill/resume); the corpus reader; the tokenizer,
+//   training, medusa.bin, kill/resume); the EAGLE-style drafter (its
+//   gradient through the unrolled steps, training, eagle.bin, kill/resume);
+//   the corpus reader; the tokenizer,
 //   its file format, and the encoder against a direct llama2.c-style loop.
 // Each check prints what it compared; the exit status is the failure count.
 #ifndef TESTING
@@ -719,6 +721,206 @@ static void test_medusa(Rng *rng) {
 }
 
 // ----------------------------------------------------------------------------
+// EAGLE-style drafter (./train eagle): the gradient through the unrolled
+// chain, zero W2/b2 = the target, training lowers the loss, eagle.bin,
+// kill/resume
+
+static double loss_eagle(void *p) {
+    Eagle *e = p;
+    eagle_transpose(e); // params written: W^T again
+    return eagle_loss(e, 0, NULL, NULL, NULL);
+}
+
+// A drafter of width Hd unrolled U steps on tiny_model's random target over
+// B x T random tokens (the target's forward done): W1 N(0, std1), W2 and the
+// biases N(0, std2) (not zero: silu's curvature and every path count)
+static void eagle_case(Eagle *e, Rng *rng, int Hd, int U, float feat, int B, int T, float std1, float std2) {
+    memset(e, 0, sizeof(*e));
+    e->target = tiny_model(rng, B, T);
+    build_eagle(e, Hd, U, feat);
+    fill_normal(e->params, e->n_params, std2, rng);
+    fill_normal(e->params + eagle_w1(e), eagle_b1(e), std1, rng);
+    eagle_transpose(e);
+    int V = e->target.c.vocab_size, *tok = xmalloc((size_t)B * T * sizeof(int));
+    int *tg = xmalloc((size_t)B * T * sizeof(int));
+    for (int i = 0; i < B * T; i++) { tok[i] = (int)(rng_next(rng) % V); tg[i] = (int)(rng_next(rng) % V); }
+    eagle_target(e, tok, tg);
+    free(tok); free(tg);
+}
+
+// dL/dW1, db1, dW2, db2 against finite differences, through U unrolled steps
+// (f_1 feeds step 2 by the residual and W1's f-half), soft targets, feature loss on
+static void test_eagle_grad(Rng *rng, int U) {
+    enum { Hd = 12, B = 2, T = 8 };
+    Eagle e;
+    eagle_case(&e, rng, Hd, U, 0.5f, B, T, 0.4f, 0.3f);
+    zero(e.grads, e.n_params);
+    eagle_loss(&e, 1, NULL, NULL, NULL);
+    size_t off[4] = {eagle_w1(&e), eagle_b1(&e), eagle_w2(&e), eagle_b2(&e)};
+    size_t n[4] = {eagle_b1(&e) - off[0], off[2] - off[1], off[3] - off[2], e.n_params - off[3]};
+    const char *names[4] = {"W1", "b1", "W2", "b2"};
+    for (int i = 0; i < 4; i++) {
+        char name[64];
+        snprintf(name, sizeof(name), "eagle d(%s), unroll %d", names[i], U);
+        gradcheck(name, loss_eagle, &e, e.params + off[i], e.grads + off[i], n[i], 1e-2f);
+    }
+    free_eagle(&e);
+}
+
+// W2 = b2 = 0: f_s = f_{s-1} = z_t whatever W1 is; the loss and agreement
+// from the definitions, in double: step s at row (b, t), t + s < T, predicts
+// with the target's softmax q at (b, t); its CE target is the target's
+// softmax p at (b, t + s), its feature target z at (b, t + s); agreement:
+// top-1 of q == top-1 of p.
+static double eagle_zero_reference(const Eagle *e, double *agree) {
+    int B = e->target.B, T = e->target.T, V = e->target.c.vocab_size, C = e->target.c.dim;
+    const float *logits = e->target.a.logits, *z = e->target.a.xf;
+    double loss = 0.0;
+    for (int s = 1; s <= e->U; s++) {
+        double ce = 0.0, sq = 0.0, rows = 0.0;
+        agree[s - 1] = 0.0;
+        for (int b = 0; b < B; b++)
+            for (int t = 0; t + s < T; t++, rows++) {
+                size_t nq = (size_t)b * T + t, np = nq + (size_t)s;
+                const float *q = logits + nq * V, *p = logits + np * V;
+                double lse_q = 0.0, lse_p = 0.0, mq = q[argmax_of(q, V)], mp = p[argmax_of(p, V)];
+                for (int v = 0; v < V; v++) { lse_q += exp(q[v] - mq); lse_p += exp(p[v] - mp); }
+                lse_q = mq + log(lse_q);
+                lse_p = mp + log(lse_p);
+                for (int v = 0; v < V; v++) ce += exp(p[v] - lse_p) * (lse_q - q[v]);
+                for (int i = 0; i < C; i++) {
+                    double d = (double)z[nq * C + i] - z[np * C + i];
+                    sq += d * d;
+                }
+                agree[s - 1] += argmax_of(q, V) == argmax_of(p, V);
+            }
+        loss += (ce / rows + e->feat * sq / (rows * C)) / e->U;
+        agree[s - 1] /= rows;
+    }
+    return loss;
+}
+
+static void test_eagle_zero(Rng *rng) {
+    enum { Hd = 12, U = 3, B = 2, T = 8 };
+    Eagle e;
+    eagle_case(&e, rng, Hd, U, 0.3f, B, T, 0.4f, 0.0f); // W1 random, b1 = W2 = b2 = 0
+    fill_normal(e.params + eagle_b1(&e), (size_t)Hd, 0.3f, rng); // b1 too: still f' = f
+    eagle_transpose(&e);
+    size_t N = (size_t)B * T, C = (size_t)e.target.c.dim, V = (size_t)e.target.c.vocab_size;
+    int same = 1;
+    for (int s = 1; s <= U; s++) {
+        eagle_step_forward(&e, s);
+        same &= !memcmp(e.f[s - 1], e.target.a.xf, N * C * sizeof(float));
+        same &= !memcmp(e.logits, e.target.a.logits, N * V * sizeof(float));
+    }
+    double agree[U], want_agree[U], err_agree = 0.0;
+    for (int s = 0; s < U; s++) agree[s] = 0.0;
+    double loss = eagle_loss(&e, 0, NULL, NULL, agree), want = eagle_zero_reference(&e, want_agree);
+    for (int s = 0; s < U; s++)
+        err_agree = fmax(err_agree, fabs(agree[s] / (double)eagle_rows(&e, s + 1) - want_agree[s]));
+    check(same && fabs(loss - want) < 1e-5 * want && err_agree < 1e-12,
+          "eagle, W2 = b2 = 0 (W1, b1 random), %d steps: every f_s == z and its logits == the target's, bit for "
+          "bit; loss %.6f vs %.6f (CE + %.1f x feature MSE) and top-1 agreement (max error %.1e) from the "
+          "definition in double", U, loss, want, e.feat, err_agree);
+    free_eagle(&e);
+}
+
+static EagleOpts tiny_eagle_opts(const char *out, const char *csv) {
+    EagleOpts eo = {.target = MEDUSA_TARGET, .hidden = 0, .unroll = 2, .feat = 0.1f, .t = tiny_opts(out, csv)};
+    eo.t.seq = 0; // the target's 16
+    eo.t.accum = 1;
+    eo.t.wd = 0.0f;
+    eo.t.lr = 1e-2f;
+    eo.t.lr_min = 1e-3f;
+    return eo;
+}
+
+// 40 steps on the counting data: validation loss and agreement before and
+// after; then eagle.bin
+static void test_eagle_learns(void) {
+    EagleOpts eo = tiny_eagle_opts("build/test/train/eagle_learn", NULL);
+    eo.t.steps = 40;
+    remove("build/test/train/eagle_learn/state.bin");
+    EagleRun r;
+    build_eagle_run(&r, &eo);
+    EagleEval v0 = eagle_evaluate(&r, eo.t.eval_batches);
+    while (r.step < eo.t.steps) eagle_train_step(&r, &eo.t, lr_at(&eo.t, (int)r.step));
+    EagleEval v1 = eagle_evaluate(&r, eo.t.eval_batches);
+    check(v1.loss < 0.8 * v0.loss && v1.ce[1] < 0.8 * v0.ce[1] && v1.agree[0] > v0.agree[0] + 0.02 &&
+          v1.agree[1] > v0.agree[1] + 0.02,
+          "eagle: 40 steps lower the val loss %.3f -> %.3f (want < 0.8x; CE step 1 %.3f -> %.3f, step 2 %.3f -> "
+          "%.3f) and raise the top-1 agreement with the target, step 1 %.3f -> %.3f, step 2 %.3f -> %.3f (want "
+          "+ 0.02)", v0.loss, v1.loss, v0.ce[0], v1.ce[0], v0.ce[1], v1.ce[1], v0.agree[0], v1.agree[0],
+          v0.agree[1], v1.agree[1]);
+    make_dir("build/test/train/eagle_learn");
+    save_eagle_run(&r, &eo.t);
+    size_t n;
+    char *buf = slurp("build/test/train/eagle_learn/eagle.bin", &n);
+    int32_t hdr[5];
+    memcpy(hdr, buf, sizeof(hdr));
+    char msg[256];
+    int dim = r.e.target.c.dim, V = r.e.target.c.vocab_size;
+    int Hd = check_eagle(hdr, n, dim, V, msg, sizeof(msg));
+    int same = Hd == 2 * dim && n == EAGLE_HEADER_BYTES + eagle_n_floats(dim, Hd) * sizeof(float) &&
+               !memcmp(buf + EAGLE_HEADER_BYTES, r.e.params, r.e.n_params * sizeof(float));
+    check(same, "eagle.bin: %zu bytes, check_eagle gives hidden %d (2 dim), its %zu floats are the trained drafter",
+          n, Hd, r.e.n_params);
+    check(check_eagle(hdr, n, dim + 2, V, msg, sizeof(msg)) == -1 &&
+          check_eagle(hdr, n - 4, dim, V, msg, sizeof(msg)) == -1 &&
+          check_eagle(hdr, n, dim, V + 1, msg, sizeof(msg)) == -1,
+          "eagle.bin: check_eagle refuses it for another dim, another vocab, and when 4 bytes short");
+    free(buf);
+    free_eagle_run(&r);
+}
+
+// 8 steps straight (1 thread) == 3 steps, kill, resume to 8 (2 threads)
+static void test_eagle_resume(void) {
+    remove("build/test/train/eagle_a/state.bin");
+    remove("build/test/train/eagle_b/state.bin");
+    EagleOpts a = tiny_eagle_opts("build/test/train/eagle_a", "build/test/train/eagle_a.csv");
+    train_eagle(&a);
+    EagleOpts b = tiny_eagle_opts("build/test/train/eagle_b", "build/test/train/eagle_b.csv");
+    b.t.stop_at = 3;
+    b.t.threads = 2;
+    train_eagle(&b);
+    b.t.stop_at = 0;
+    train_eagle(&b);
+    size_t n;
+    char *w = slurp("build/test/train/eagle_a/eagle.bin", &n);
+    size_t w2 = 0, moved = 0; // W2 starts at zero: how many of its floats moved
+    Config c = {32, 64, 2, 4, 2, 300, 16};
+    size_t C = (size_t)c.dim, Hd = 2 * C, off = EAGLE_HEADER_BYTES + (Hd * 2 * C + Hd) * sizeof(float);
+    for (size_t i = off; i < off + C * Hd * sizeof(float) && i + sizeof(float) <= n; i += sizeof(float), w2++) {
+        float x;
+        memcpy(&x, w + i, sizeof(x));
+        moved += x != 0.0f;
+    }
+    free(w);
+    check(same_file("build/test/train/eagle_a/eagle.bin", "build/test/train/eagle_b/eagle.bin") && moved > 0,
+          "eagle: 8 steps straight (1 thread) == 3 steps, kill, resume to 8 (2 threads): eagle.bin bit-identical "
+          "(%zu of W2's %zu floats moved from zero)", moved, w2);
+    char *csv = slurp("build/test/train/eagle_b.csv", &n);
+    int rows = 0;
+    for (size_t i = 0; i < n; i++) rows += csv[i] == '\n';
+    check(rows == 1 + 1 + 8 && !strncmp(csv, CSV_HEADER ",agree_s1,agree_s2\n", strlen(CSV_HEADER) + 19),
+          "eagle: resumed CSV has the header (with agree_s1..2) + step 0 + 8 step rows (got %d lines)", rows);
+    free(csv);
+}
+
+static void test_eagle(Rng *rng) {
+    test_eagle_grad(rng, 2);
+    test_eagle_grad(rng, 3);
+    test_eagle_zero(rng);
+    make_dir("build");
+    make_dir("build/test");
+    make_dir("build/test/train");
+    write_test_tokens("build/test/train/data", 300);
+    write_medusa_target();
+    test_eagle_learns();
+    test_eagle_resume();
+}
+
+// ----------------------------------------------------------------------------
 // corpus reader: unwrapping, document breaks, held-out split
 
 static void write_text(const char *path, const char *text) {
@@ -908,6 +1110,7 @@ int main(void) {
     test_overfit();
     test_resume();
     test_medusa(&rng);
+    test_eagle(&rng);
     test_corpus();
     test_tokenizer();
     return check_exit("test_train passed");

@@ -8,6 +8,8 @@
 //                       distil a draft from a target checkpoint's softmax
 //   ./train medusa      train Medusa heads (Cai et al. 2024) on a frozen target
 //                       checkpoint -> medusa.bin (model.h), resumable
+//   ./train eagle       train an EAGLE-style feature drafter (Li et al. 2024) on
+//                       a frozen target checkpoint -> eagle.bin (model.h), resumable
 //   ./train eval        validation loss of a checkpoint on a token file
 //   ./train bpb         bits per byte of a checkpoint + tokenizer on a text
 //   ./train dump-logits forward a checkpoint over given tokens (for tests)
@@ -1728,7 +1730,531 @@ static void train_medusa(const MedusaOpts *mo) {
 }
 
 // ----------------------------------------------------------------------------
-// ./train model, medusa, eval, bpb, dump-logits, bench (left out under TESTING)
+// EAGLE-style feature drafter (Li et al. 2024, arXiv 2401.15077, one MLP in
+// place of their decoder layer) on a frozen target
+//
+// g(f, e): from a feature f (C) and the embedding e (C) of the next token,
+//   u = W1 [f; e] + b1,  h = silu(u),  f' = f + W2 h + b2,  logits = f' wcls^T
+// with W1 (Hd, 2C), b1 (Hd), W2 (C, Hd), b2 (C): eagle.bin's array (model.h).
+// z = the target's final hidden state rmsnorm(x, rms_final) per row (a.xf
+// after model_forward). Per row t of the batch, step s = 1..U, as generation
+// runs it (its own features, the data's tokens):
+//   f_0 = z_t,  f_s = g(f_{s-1}, e(tok_{t+s})),  valid while t + s < T
+// f_s stands for the feature at t + s: its logits learn the target's softmax
+// at row t + s (soft CE) and f_s itself z_{t+s} (mean squared error over C).
+// Loss: the mean over steps of CE_s + feat * MSE_s, each a mean over its
+// B (T - s) valid rows. Backprop runs through the unrolled chain: dL/df_{s-1}
+// collects step s-1's own loss and, from step s, g's residual (identity) and
+// W1's f-half. Init: W1 ~ N(0, (0.5 / sqrt(2C))^2) (seeded), b1 = W2 = b2 = 0,
+// so f_s = f_{s-1} = z_t at the start: every step begins as the target's own
+// next-token prediction from row t.
+
+#define EAGLE_MAX_UNROLL 16
+
+typedef struct {
+    Model target;            // frozen, forward-only, activations for B x T; its a.xf is z (N,C)
+    int Hd, U;               // MLP width, unrolled steps
+    float feat;              // weight of the feature loss
+    size_t n_params;         // eagle_n_floats(C, Hd)
+    float *params, *grads;   // (n_params) W1 (Hd,2C), b1 (Hd), W2 (C,Hd), b2 (C)
+    float *mom, *vel;        // (n_params) AdamW moments
+    float *wt1, *wt2;        // W1^T (2C,Hd), W2^T (Hd,C): the forward's operands (eagle_transpose)
+    float *probs;            // (N, V) the target's softmax per row
+    int *argmax;             // (N) the target's top-1 per row
+    int *tokens;             // (N) the batch's input tokens
+    float *x[EAGLE_MAX_UNROLL];  // (N, 2C) step s's input [f_{s-1}; e]
+    float *u[EAGLE_MAX_UNROLL];  // (N, Hd) its pre-activation
+    float *h[EAGLE_MAX_UNROLL];  // (N, Hd) silu(u)
+    float *f[EAGLE_MAX_UNROLL];  // (N, C) its output feature f_s
+    float *gf[EAGLE_MAX_UNROLL]; // (N, C) dL/df_s from step s's own loss (CE + feature)
+    float *df, *dx, *dh;     // backward scratch: (N,C), (N,2C), (N,Hd)
+    float *logits;           // (N, V) one step's logits, then probs, then dlogits
+    float *losses, *dlosses; // (N)
+} Eagle;
+
+// Offsets of W1, b1, W2, b2 in params (or grads, mom, vel).
+static size_t eagle_w1(const Eagle *e) { (void)e; return 0; }
+static size_t eagle_b1(const Eagle *e) { return (size_t)e->Hd * 2 * (size_t)e->target.c.dim; }
+static size_t eagle_w2(const Eagle *e) { return eagle_b1(e) + (size_t)e->Hd; }
+static size_t eagle_b2(const Eagle *e) { return eagle_w2(e) + (size_t)e->target.c.dim * e->Hd; }
+
+// Rows of step s: position t = n % T with t + s < T.
+static int eagle_row_valid(const Eagle *e, size_t n, int s) { return (int)(n % (size_t)e->target.T) + s < e->target.T; }
+static size_t eagle_rows(const Eagle *e, int s) { return (size_t)e->target.B * (size_t)(e->target.T - s); }
+
+// Refresh W1^T and W2^T from params (after anything writes them).
+static void eagle_transpose(Eagle *e) {
+    size_t C = (size_t)e->target.c.dim, Hd = (size_t)e->Hd;
+    transpose(e->wt1, e->params + eagle_w1(e), Hd, 2 * C);
+    transpose(e->wt2, e->params + eagle_w2(e), C, Hd);
+}
+
+// W1 ~ N(0, (0.5/sqrt(2C))^2) from seed, b1 = W2 = b2 = 0.
+static void eagle_init(Eagle *e, uint64_t seed) {
+    size_t C = (size_t)e->target.c.dim;
+    Rng rng = {mix64(seed ^ 0xEA61Eull)};
+    float std = 0.5f / sqrtf(2.0f * (float)C);
+    zero(e->params, e->n_params);
+    for (size_t i = 0; i < eagle_b1(e); i++) e->params[eagle_w1(e) + i] = std * rng_normal(&rng);
+    eagle_transpose(e);
+}
+
+// The drafter (zero: call eagle_init) and buffers for the target already in e->target.
+static void build_eagle(Eagle *e, int Hd, int U, float feat) {
+    const Model *t = &e->target;
+    size_t N = (size_t)t->B * t->T, C = (size_t)t->c.dim, V = (size_t)t->c.vocab_size;
+    if (Hd < 1 || Hd > (1 << 16)) die("-hidden %d: expected 1..65536", Hd);
+    if (U < 1 || U > EAGLE_MAX_UNROLL) die("-unroll %d: expected 1..%d", U, EAGLE_MAX_UNROLL);
+    if (U >= t->T) die("-unroll %d needs -seq > %d (step s learns from the rows t with t + s < seq)", U, U);
+    if (!(feat >= 0.0f)) die("-feat %g: expected >= 0", feat);
+    e->Hd = Hd;
+    e->U = U;
+    e->feat = feat;
+    e->n_params = eagle_n_floats((int)C, Hd);
+    e->params = xcalloc(e->n_params, sizeof(float));
+    e->grads = xcalloc(e->n_params, sizeof(float));
+    e->mom = xcalloc(e->n_params, sizeof(float));
+    e->vel = xcalloc(e->n_params, sizeof(float));
+    e->wt1 = xcalloc(2 * C * (size_t)Hd, sizeof(float));
+    e->wt2 = xcalloc((size_t)Hd * C, sizeof(float));
+    e->probs = xcalloc(N * V, sizeof(float));
+    e->argmax = xcalloc(N, sizeof(int));
+    e->tokens = xcalloc(N, sizeof(int));
+    for (int s = 0; s < U; s++) {
+        e->x[s] = xcalloc(N * 2 * C, sizeof(float));
+        e->u[s] = xcalloc(N * (size_t)Hd, sizeof(float));
+        e->h[s] = xcalloc(N * (size_t)Hd, sizeof(float));
+        e->f[s] = xcalloc(N * C, sizeof(float));
+        e->gf[s] = xcalloc(N * C, sizeof(float));
+    }
+    e->df = xcalloc(N * C, sizeof(float));
+    e->dx = xcalloc(N * 2 * C, sizeof(float));
+    e->dh = xcalloc(N * (size_t)Hd, sizeof(float));
+    e->logits = xcalloc(N * V, sizeof(float));
+    e->losses = xcalloc(N, sizeof(float));
+    e->dlosses = xcalloc(N, sizeof(float));
+}
+
+static void free_eagle(Eagle *e) {
+    free_model(&e->target);
+    free(e->params); free(e->grads); free(e->mom); free(e->vel); free(e->wt1); free(e->wt2);
+    free(e->probs); free(e->argmax); free(e->tokens);
+    for (int s = 0; s < e->U; s++) { free(e->x[s]); free(e->u[s]); free(e->h[s]); free(e->f[s]); free(e->gf[s]); }
+    free(e->df); free(e->dx); free(e->dh); free(e->logits); free(e->losses); free(e->dlosses);
+    memset(e, 0, sizeof(*e));
+}
+
+// The target's forward over inputs (B*T): z in target.a.xf, per row its top-1
+// and its softmax. Returns the target's own mean next-token loss (targets).
+static double eagle_target(Eagle *e, const int *inputs, const int *targets) {
+    Model *t = &e->target;
+    size_t N = (size_t)t->B * t->T;
+    int V = t->c.vocab_size;
+    model_forward(t, inputs);
+    for (size_t n = 0; n < N; n++) e->argmax[n] = argmax_of(t->a.logits + n * V, V);
+    memcpy(e->tokens, inputs, N * sizeof(int));
+    softmax_xent_forward(t->a.losses, e->probs, t->a.logits, targets, NULL, N, V, t->threads);
+    double sum = 0.0;
+    for (size_t n = 0; n < N; n++) sum += t->a.losses[n];
+    return sum / (double)N;
+}
+
+// y = silu(u) elementwise (HeadAct's y and u; its backward is the heads')
+static void silu_forward_range(const void *args, size_t lo, size_t hi) {
+    const HeadAct *a = args;
+    for (size_t i = lo; i < hi; i++) {
+        float u = a->u[i];
+        a->y[i] = u * (1.0f / (1.0f + expf(-u)));
+    }
+}
+
+// Step s (1..U) forward: x_s = [f_{s-1}; e(tok_{t+s})] (row n's token n + s;
+// past the end of its sequence, token 0: a masked row), u_s = x_s W1^T + b1,
+// h_s = silu(u_s), f_s = f_{s-1} + h_s W2^T + b2, logits = f_s wcls^T.
+static void eagle_step_forward(Eagle *e, int s) {
+    Model *t = &e->target;
+    size_t N = (size_t)t->B * t->T, C = (size_t)t->c.dim, Hd = (size_t)e->Hd;
+    const float *fin = s == 1 ? t->a.xf : e->f[s - 2], *emb = t->w.token_embedding;
+    const float *b1 = e->params + eagle_b1(e), *b2 = e->params + eagle_b2(e);
+    float *x = e->x[s - 1], *u = e->u[s - 1], *f = e->f[s - 1];
+    for (size_t n = 0; n < N; n++) {
+        int tok = eagle_row_valid(e, n, s) ? e->tokens[n + (size_t)s] : 0;
+        memcpy(x + n * 2 * C, fin + n * C, C * sizeof(float));
+        memcpy(x + n * 2 * C + C, emb + (size_t)tok * C, C * sizeof(float));
+    }
+    matmul_forward(u, x, e->wt1, N, (int)(2 * C), (int)Hd, t->threads);
+    for (size_t n = 0; n < N; n++)
+        for (size_t i = 0; i < Hd; i++) u[n * Hd + i] += b1[i];
+    HeadAct a = {.y = e->h[s - 1], .u = u};
+    parallel_range(silu_forward_range, &a, N * Hd, 64, t->threads);
+    matmul_forward(f, e->h[s - 1], e->wt2, N, (int)Hd, (int)C, t->threads);
+    for (size_t n = 0; n < N; n++)
+        for (size_t i = 0; i < C; i++) f[n * C + i] += fin[n * C + i] + b2[i];
+    matmul_forward(e->logits, f, tposed(t, t->w.wcls), N, (int)C, t->c.vocab_size, t->threads);
+}
+
+// Step s's loss terms over its valid rows (after eagle_step_forward): *ce the
+// mean soft CE against the target's softmax at row t + s, *mse the mean
+// squared error of f_s against z_{t+s}; leaves probs in e->logits. agree (if
+// not NULL) += valid rows whose top-1 is the target's top-1 at row t + s.
+// With backward: gf_s = dL/df_s of this step's share of the loss.
+static void eagle_step_loss(Eagle *e, int s, double *ce, double *mse, double *agree, int backward) {
+    Model *t = &e->target;
+    size_t N = (size_t)t->B * t->T, C = (size_t)t->c.dim, rows = eagle_rows(e, s);
+    int V = t->c.vocab_size;
+    const float *z = t->a.xf, *f = e->f[s - 1];
+    if (agree)
+        for (size_t n = 0; n < N; n++)
+            if (eagle_row_valid(e, n, s)) *agree += argmax_of(e->logits + n * V, V) == e->argmax[n + (size_t)s];
+    // row n reads the soft target of row n + s; the last s rows of the batch
+    // are masked, so softmax over N - s rows keeps inside the arrays
+    size_t Nv = N - (size_t)s;
+    softmax_xent_forward(e->losses, e->logits, e->logits, NULL, e->probs + (size_t)s * V, Nv, V, t->threads);
+    double sum = 0.0, sq = 0.0;
+    for (size_t n = 0; n < Nv; n++) {
+        if (!eagle_row_valid(e, n, s)) continue;
+        sum += e->losses[n];
+        for (size_t i = 0; i < C; i++) {
+            double d = (double)f[n * C + i] - z[(n + (size_t)s) * C + i];
+            sq += d * d;
+        }
+    }
+    *ce = sum / (double)rows;
+    *mse = sq / ((double)rows * (double)C);
+    if (!backward) return;
+    float dl = (float)(1.0 / ((double)e->U * (double)rows));
+    float dm = (float)(2.0 * e->feat / ((double)e->U * (double)rows * (double)C));
+    for (size_t n = 0; n < Nv; n++) e->dlosses[n] = eagle_row_valid(e, n, s) ? dl : 0.0f;
+    softmax_xent_backward(e->logits, e->logits, NULL, e->probs + (size_t)s * V, e->dlosses, Nv, V, t->threads);
+    float *gf = e->gf[s - 1];
+    zero(gf, N * C);
+    matmul_backward_input(gf, e->logits, t->w.wcls, Nv, (int)C, V, t->threads);
+    for (size_t n = 0; n < Nv; n++)
+        if (eagle_row_valid(e, n, s))
+            for (size_t i = 0; i < C; i++) gf[n * C + i] += dm * (f[n * C + i] - z[(n + (size_t)s) * C + i]);
+}
+
+// Backward through the unrolled steps U..1 from their gf_s: df = gf_s + what
+// step s + 1 sent back; db2 += sum df; dW2 += df^T h_s; dh = df W2; du = dh
+// silu'(u_s); dW1 += du^T x_s; db1 += sum du; dx = du W1; what goes back to
+// f_{s-1}: df (the residual) + dx's f-half. Adds into grads.
+static void eagle_backward(Eagle *e) {
+    Model *t = &e->target;
+    size_t N = (size_t)t->B * t->T, C = (size_t)t->c.dim, Hd = (size_t)e->Hd;
+    float *dw1 = e->grads + eagle_w1(e), *db1 = e->grads + eagle_b1(e);
+    float *dw2 = e->grads + eagle_w2(e), *db2 = e->grads + eagle_b2(e);
+    const float *w1 = e->params + eagle_w1(e), *w2 = e->params + eagle_w2(e);
+    zero(e->df, N * C);
+    for (int s = e->U; s >= 1; s--) {
+        float *df = e->df;
+        const float *gf = e->gf[s - 1];
+        for (size_t i = 0; i < N * C; i++) df[i] += gf[i];
+        for (size_t n = 0; n < N; n++)
+            for (size_t i = 0; i < C; i++) db2[i] += df[n * C + i];
+        matmul_backward_weight(dw2, df, e->h[s - 1], N, (int)Hd, (int)C, t->threads);
+        zero(e->dh, N * Hd);
+        matmul_backward_input(e->dh, df, w2, N, (int)Hd, (int)C, t->threads);
+        HeadAct a = {.du = e->dh, .dy = e->dh, .u = e->u[s - 1]};
+        parallel_range(head_act_backward_range, &a, N * Hd, 64, t->threads);
+        matmul_backward_weight(dw1, e->dh, e->x[s - 1], N, (int)(2 * C), (int)Hd, t->threads);
+        for (size_t n = 0; n < N; n++)
+            for (size_t i = 0; i < Hd; i++) db1[i] += e->dh[n * Hd + i];
+        if (s == 1) break; // f_0 = z: the target is frozen
+        zero(e->dx, N * 2 * C);
+        matmul_backward_input(e->dx, e->dh, w1, N, (int)(2 * C), (int)Hd, t->threads);
+        for (size_t n = 0; n < N; n++)
+            for (size_t i = 0; i < C; i++) df[n * C + i] += e->dx[n * 2 * C + i];
+    }
+}
+
+// The drafter's loss on the batch of the last eagle_target: the mean over
+// steps of CE_s + feat MSE_s; with backward, its gradients ADDED into grads.
+// ce, mse, agree (U each, if not NULL): per step, CE_s and MSE_s added (ce,
+// mse), valid rows agreeing with the target's top-1 at t + s added (agree).
+static double eagle_loss(Eagle *e, int backward, double *ce, double *mse, double *agree) {
+    double loss = 0.0;
+    for (int s = 1; s <= e->U; s++) {
+        double c, q;
+        eagle_step_forward(e, s);
+        eagle_step_loss(e, s, &c, &q, agree ? agree + s - 1 : NULL, backward);
+        loss += (c + e->feat * q) / e->U;
+        if (ce) ce[s - 1] += c;
+        if (mse) mse[s - 1] += q;
+    }
+    if (backward) eagle_backward(e);
+    return loss;
+}
+
+// One AdamW step t (1, 2, ...): W1, W2 decay by -wd, b1, b2 do not; then the
+// W^T are refreshed.
+static void eagle_adamw(Eagle *e, const TrainOpts *o, double lr, long t) {
+    size_t C = (size_t)e->target.c.dim, Hd = (size_t)e->Hd;
+    double c1 = 1.0 - pow(o->beta1, (double)t), c2 = 1.0 - pow(o->beta2, (double)t);
+    size_t off[4] = {eagle_w1(e), eagle_b1(e), eagle_w2(e), eagle_b2(e)}, n[4] = {Hd * 2 * C, Hd, C * Hd, C};
+    for (int i = 0; i < 4; i++)
+        adamw_range(e->params + off[i], e->grads + off[i], e->mom + off[i], e->vel + off[i], n[i], o, lr,
+                    i % 2 == 0 ? o->wd : 0.0f, c1, c2);
+    eagle_transpose(e);
+}
+
+// ----------------------------------------------------------------------------
+// ./train eagle's run: options, resumable state, loop
+
+typedef struct {
+    TrainOpts t;          // what ./train model shares: data, run dir, CSV, schedule, batch, seq (0: the target's)
+    const char *target;   // -m: the frozen target checkpoint
+    int hidden;           // -hidden (0: 2 dim)
+    int unroll;           // -unroll
+    float feat;           // -feat
+} EagleOpts;
+
+typedef struct {          // the state file: this header, then params, Adam m, Adam v (n_params floats each)
+    char magic[8];        // "SDEAGLE1"
+    int32_t config[7];    // the target's checkpoint header
+    int32_t hidden, unroll, batch, seq;
+    float feat;           // -feat
+    int32_t pad[2];       // zero (the next field 8-aligned, no hidden padding)
+    int64_t step;         // optimizer steps done
+    uint64_t rng;         // the batch sampler's state after them
+    uint64_t data_hash;   // fingerprint of the training tokens
+    uint64_t target_hash; // fingerprint of the target's weights
+    double seconds;       // training time so far
+} EagleState;
+
+typedef struct {
+    Eagle e;
+    Tokens train, val;
+    int *inputs, *targets; // (B*T)
+    Rng rng;               // batch sampler
+    long step;             // optimizer steps done
+    double seconds;        // training time so far (resumes add to it)
+    double grad_norm;      // of the last step, before clipping
+    EagleState header;     // what a resumed state must match
+} EagleRun;
+
+static EagleState eagle_state_header(const Eagle *e) {
+    EagleState h;
+    memset(&h, 0, sizeof(h));
+    memcpy(h.magic, "SDEAGLE1", 8);
+    const Config *c = &e->target.c;
+    int32_t cfg[7] = {c->dim, c->hidden_dim, c->n_layers, c->n_heads, c->n_kv_heads, c->vocab_size, c->seq_len};
+    memcpy(h.config, cfg, sizeof(cfg));
+    h.hidden = e->Hd;
+    h.unroll = e->U;
+    h.batch = e->target.B;
+    h.seq = e->target.T;
+    h.feat = e->feat;
+    h.target_hash = fnv1a(e->target.params, e->target.n_params * sizeof(float));
+    return h;
+}
+
+// Continue from a state saved by the same setup (target, shape, objective, data); else exit.
+static void load_eagle_state(EagleRun *r, const char *path) {
+    Eagle *e = &r->e;
+    const EagleState *want = &r->header;
+    FILE *f = xfopen(path, "rb");
+    EagleState h;
+    xfread(&h, sizeof(h), 1, f, path, "the header");
+    if (memcmp(h.magic, "SDEAGLE1", 8)) die("%s: not an EAGLE training state (./train eagle writes one)", path);
+    if (memcmp(h.config, want->config, sizeof(h.config)) || h.target_hash != want->target_hash)
+        die("%s: saved for another target (dim %d layers %d vocab %d, or other weights); delete %s to start over",
+            path, h.config[0], h.config[2], h.config[5], path);
+    if (h.hidden != want->hidden || h.unroll != want->unroll || h.batch != want->batch || h.seq != want->seq ||
+        h.feat != want->feat)
+        die("%s: saved by a run with -hidden %d -unroll %d -batch %d -seq %d -feat %g, this one has -hidden %d "
+            "-unroll %d -batch %d -seq %d -feat %g; use the same options, or delete %s to start over", path,
+            h.hidden, h.unroll, h.batch, h.seq, h.feat, want->hidden, want->unroll, want->batch, want->seq,
+            want->feat, path);
+    if (h.data_hash != want->data_hash)
+        die("%s: the training tokens changed since this run started (retokenized?); delete %s to start over",
+            path, path);
+    xfread(e->params, sizeof(float), e->n_params, f, path, "the drafter");
+    xfread(e->mom, sizeof(float), e->n_params, f, path, "Adam's first moments");
+    xfread(e->vel, sizeof(float), e->n_params, f, path, "Adam's second moments");
+    fclose(f);
+    r->step = (long)h.step;
+    r->rng.state = h.rng;
+    r->seconds = h.seconds;
+}
+
+// Target, drafter (initialized or resumed), data and buffers for the options.
+static void build_eagle_run(EagleRun *r, const EagleOpts *o) {
+    memset(r, 0, sizeof(*r));
+    Eagle *e = &r->e;
+    load_model(&e->target, o->target, o->t.batch, o->t.seq, 0);
+    e->target.threads = o->t.threads;
+    build_eagle(e, o->hidden ? o->hidden : 2 * e->target.c.dim, o->unroll, o->feat);
+    eagle_init(e, (uint64_t)o->t.seed);
+    int T = e->target.T;
+    char *tp = join_path(o->t.data_dir, "train.bin"), *vp = join_path(o->t.data_dir, "val.bin");
+    r->train = read_tokens(tp);
+    r->val = read_tokens(vp);
+    if (r->train.vocab_size != e->target.c.vocab_size || r->val.vocab_size != e->target.c.vocab_size)
+        die("%s, %s: vocab %d and %d, but the target %s has %d (tokenize with its tokenizer)", tp, vp,
+            r->train.vocab_size, r->val.vocab_size, o->target, e->target.c.vocab_size);
+    if (r->train.n < (size_t)T + 1 || r->val.n < (size_t)T * o->t.eval_batches * o->t.batch + 1)
+        die("%s: %zu tokens, %s: %zu; need more than one window of -seq %d (val: -eval-batches x -batch "
+            "windows)", tp, r->train.n, vp, r->val.n, T);
+    r->inputs = xmalloc((size_t)o->t.batch * T * sizeof(int));
+    r->targets = xmalloc((size_t)o->t.batch * T * sizeof(int));
+    r->rng.state = (uint64_t)o->t.seed;
+    r->header = eagle_state_header(e);
+    r->header.data_hash = fnv1a(r->train.tok, r->train.n * sizeof(uint16_t));
+    char *sp = join_path(o->t.out_dir, "state.bin");
+    if (file_exists(sp)) {
+        load_eagle_state(r, sp);
+        printf("resuming %s at step %ld (%.0f s trained)\n", sp, r->step, r->seconds);
+    }
+    eagle_transpose(e);
+    free(tp); free(vp); free(sp);
+}
+
+static void free_eagle_run(EagleRun *r) {
+    free_eagle(&r->e);
+    free(r->train.tok); free(r->val.tok); free(r->inputs); free(r->targets);
+}
+
+// One optimizer step on a random batch; returns the train loss.
+static double eagle_train_step(EagleRun *r, const TrainOpts *o, double lr) {
+    Eagle *e = &r->e;
+    next_batch(&r->train, &r->rng, r->inputs, r->targets, e->target.B, e->target.T);
+    eagle_target(e, r->inputs, r->targets);
+    zero(e->grads, e->n_params);
+    double loss = eagle_loss(e, 1, NULL, NULL, NULL);
+    r->grad_norm = clip_norm(e->grads, e->n_params, o->clip);
+    eagle_adamw(e, o, lr, r->step + 1);
+    r->step++;
+    return loss;
+}
+
+typedef struct {
+    double loss;                       // the objective (as train_loss)
+    double ce[EAGLE_MAX_UNROLL];       // per step: soft CE against the target's softmax
+    double mse[EAGLE_MAX_UNROLL];      // per step: the feature's mean squared error
+    double agree[EAGLE_MAX_UNROLL];    // per step: top-1 agreement with the target at t + s
+    double target_loss;                // the target's own next-token loss on the same windows
+} EagleEval;
+
+// The drafter on the validation batches (val_batch), means over them.
+static EagleEval eagle_evaluate(EagleRun *r, int n_batches) {
+    Eagle *e = &r->e;
+    EagleEval v;
+    memset(&v, 0, sizeof(v));
+    for (int i = 0; i < n_batches; i++) {
+        val_batch(&r->val, i, n_batches, e->target.B, e->target.T, r->inputs, r->targets);
+        v.target_loss += eagle_target(e, r->inputs, r->targets) / n_batches;
+        v.loss += eagle_loss(e, 0, v.ce, v.mse, v.agree) / n_batches;
+    }
+    for (int s = 1; s <= e->U; s++) {
+        v.ce[s - 1] /= n_batches;
+        v.mse[s - 1] /= n_batches;
+        v.agree[s - 1] /= (double)eagle_rows(e, s) * n_batches;
+    }
+    return v;
+}
+
+// state.bin (to resume) and eagle.bin (the drafter), each written whole or not at all
+static void save_eagle_run(EagleRun *r, const TrainOpts *o) {
+    const Eagle *e = &r->e;
+    char *sp = join_path(o->out_dir, "state.bin"), *ep = join_path(o->out_dir, "eagle.bin");
+    r->header.step = r->step;
+    r->header.rng = r->rng.state;
+    r->header.seconds = r->seconds;
+    char *tmp = tmp_path(sp);
+    FILE *f = xfopen(tmp, "wb");
+    xfwrite(&r->header, sizeof(r->header), 1, f, tmp);
+    xfwrite(e->params, sizeof(float), e->n_params, f, tmp);
+    xfwrite(e->mom, sizeof(float), e->n_params, f, tmp);
+    xfwrite(e->vel, sizeof(float), e->n_params, f, tmp);
+    xfclose(f, tmp);
+    commit_file(tmp, sp);
+    tmp = tmp_path(ep);
+    if (write_eagle(tmp, e->target.c.dim, e->target.c.vocab_size, e->Hd, e->params) != 0)
+        die("%s: write failed (disk full?)", tmp);
+    commit_file(tmp, ep);
+    free(sp); free(ep);
+}
+
+// CSV_HEADER, then agree_s1 .. agree_sU: each step's top-1 agreement at an eval
+static void eagle_csv_header(char *buf, size_t n, int U) {
+    size_t used = (size_t)snprintf(buf, n, "%s", CSV_HEADER);
+    for (int s = 1; s <= U && used < n; s++) used += (size_t)snprintf(buf + used, n - used, ",agree_s%d", s);
+}
+
+static void print_eagle_eval(long step, const EagleEval *v, int U) {
+    printf("step %5ld | val %.4f, CE step 1 %.4f, step %d %.4f, feature MSE %.4f / %.4f (the target's own "
+           "next-token loss %.4f) | top-1 agreement with the target, s = 1..%d:", step, v->loss, v->ce[0], U,
+           v->ce[U - 1], v->mse[0], v->mse[U - 1], v->target_loss, U);
+    for (int s = 0; s < U; s++) printf(" %.3f", v->agree[s]);
+    printf("\n");
+    fflush(stdout);
+}
+
+static void print_eagle_header(const EagleRun *r, const EagleOpts *o) {
+    const Eagle *e = &r->e;
+    const Config *c = &e->target.c;
+    double tok_per_step = (double)e->target.B * e->target.T;
+    printf("eagle: MLP %d -> %d -> %d (%.2fM params), %d unrolled steps, feature loss weight %g, on %s (dim %d "
+           "layers %d vocab %d seq_len %d, frozen)\n", 2 * c->dim, e->Hd, c->dim, (double)e->n_params / 1e6, e->U,
+           e->feat, o->target, c->dim, c->n_layers, c->vocab_size, c->seq_len);
+    printf("data: %zu train tokens, %zu val; %d x %d tokens/step x %d steps = %.1fM tokens (%.2f epochs)\n",
+           r->train.n, r->val.n, e->target.B, e->target.T, o->t.steps, tok_per_step * o->t.steps / 1e6,
+           tok_per_step * o->t.steps / (double)r->train.n);
+    fflush(stdout);
+}
+
+// ./train eagle: train the drafter, resumable like train_model (re-run the
+// same options; -stop-at N ends after step N as if killed).
+static void train_eagle(const EagleOpts *eo) {
+    const TrainOpts *o = &eo->t;
+    make_dir(o->out_dir);
+    EagleRun r;
+    build_eagle_run(&r, eo);
+    int U = r.e.U;
+    double tok_per_step = (double)r.e.target.B * r.e.target.T;
+    print_eagle_header(&r, eo);
+    char header[512];
+    eagle_csv_header(header, sizeof(header), U);
+    FILE *csv = open_csv(o->csv, r.step, header);
+    EagleEval v;
+    if (r.step == 0) {
+        v = eagle_evaluate(&r, o->eval_batches);
+        print_eagle_eval(0, &v, U);
+        medusa_csv_row(csv, 0, 0, 0, NAN, v.loss, 0, v.agree, U);
+    }
+    long step0 = r.step, step_log = r.step;
+    double sec0 = r.seconds, train_sec = 0.0; // train_sec: since the last line, evals excluded
+    while (r.step < o->steps && (o->stop_at == 0 || r.step < o->stop_at)) {
+        double lr = lr_at(o, (int)r.step), t0 = now_seconds();
+        double loss = eagle_train_step(&r, o, lr), t1 = now_seconds();
+        int eval = r.step % o->eval_every == 0 || r.step == o->steps;
+        if (eval) v = eagle_evaluate(&r, o->eval_batches);
+        train_sec += t1 - t0;
+        r.seconds += now_seconds() - t0;
+        medusa_csv_row(csv, r.step, r.step * tok_per_step, lr, loss, eval ? v.loss : NAN, r.seconds,
+                       eval ? v.agree : NULL, U);
+        if (r.step % o->log_every == 0 || eval) {
+            double eta = (o->steps - r.step) * (r.seconds - sec0) / (double)(r.step - step0);
+            char el[32], et[32];
+            format_duration(el, sizeof(el), r.seconds);
+            format_duration(et, sizeof(et), eta);
+            printf("step %5ld/%d | loss %.4f | lr %.2e | norm %.3f | %.0f tok/s | %s | ETA %s\n", r.step, o->steps,
+                   loss, lr, r.grad_norm, (r.step - step_log) * tok_per_step / train_sec, el, et);
+            fflush(stdout);
+            step_log = r.step;
+            train_sec = 0.0;
+        }
+        if (eval) print_eagle_eval(r.step, &v, U);
+        if (r.step % o->ckpt_every == 0 || r.step == o->steps || r.step == o->stop_at) save_eagle_run(&r, o);
+    }
+    if (csv) xfclose(csv, o->csv);
+    printf("%s: %s/eagle.bin after %ld of %d steps, %.0f s of training\n", r.step == o->steps ? "done" : "stopped",
+           o->out_dir, r.step, o->steps, r.seconds);
+    free_eagle_run(&r);
+}
+
+// ----------------------------------------------------------------------------
+// ./train model, medusa, eagle, eval, bpb, dump-logits, bench (left out under TESTING)
 #ifndef TESTING
 
 
@@ -1832,6 +2358,50 @@ static int cmd_medusa(int argc, char **argv) {
         o->ckpt_every < 1 || (o->seq != 0 && o->seq < 2))
         die("medusa: -batch, -steps, -eval-every, -eval-batches, -log-every, -ckpt-every must be >= 1, -seq 0 or >= 2");
     train_medusa(&mo);
+    return 0;
+}
+
+static int cmd_eagle(int argc, char **argv) {
+    EagleOpts eo = {.hidden = 0, .unroll = 2, .feat = 0.1f,
+                    .t = {.data_dir = "runs/data_medusa", .out_dir = "runs/eagle", .seq = 0, .batch = 8,
+                          .accum = 1, .steps = 1000, .warmup = 50, .seed = 1337, .threads = 2, .eval_every = 100,
+                          .eval_batches = 4, .log_every = 10, .ckpt_every = 50, .lr = 1e-3f, .lr_min = 0.0f,
+                          .wd = 0.0f, .clip = 1.0f, .beta1 = 0.9f, .beta2 = 0.95f}};
+    TrainOpts *o = &eo.t;
+    Opt opts[] = {
+        {"-m", 's', &eo.target, "the target checkpoint (frozen; required)"},
+        {"-data", 's', &o->data_dir, "directory with train.bin and val.bin (./train data, the target's tokenizer)"},
+        {"-o", 's', &o->out_dir, "run directory: state.bin (resume) and eagle.bin"},
+        {"-hidden", 'i', &eo.hidden, "the MLP's width (0: 2 x the target's dim)"},
+        {"-unroll", 'i', &eo.unroll, "steps the drafter runs on its own features per row (as generation does)"},
+        {"-feat", 'f', &eo.feat, "weight of the feature loss (MSE against the target's next hidden state)"},
+        {"-csv", 's', &o->csv, "progress CSV: step,tokens,lr,train_loss,val_loss,seconds,agree_s1..U"},
+        {"-seq", 'i', &o->seq, "sequence length (0: the target's seq_len)"},
+        {"-batch", 'i', &o->batch, "sequences per step"},
+        {"-steps", 'i', &o->steps, "optimizer steps"},
+        {"-warmup", 'i', &o->warmup, "linear warmup steps"},
+        {"-lr", 'f', &o->lr, "peak learning rate"},
+        {"-lr-min", 'f', &o->lr_min, "final learning rate of the cosine (0: lr/10)"},
+        {"-wd", 'f', &o->wd, "AdamW weight decay (W1, W2; not the biases)"},
+        {"-clip", 'f', &o->clip, "clip the gradient's global norm to this (0: off)"},
+        {"-seed", 'i', &o->seed, "seed of the batch sampler and of W1's init"},
+        {"-threads", 'i', &o->threads, "threads"},
+        {"-eval-every", 'i', &o->eval_every, "steps between validations"},
+        {"-eval-batches", 'i', &o->eval_batches, "batches per validation"},
+        {"-log-every", 'i', &o->log_every, "steps between progress lines"},
+        {"-ckpt-every", 'i', &o->ckpt_every, "steps between saves of state.bin and eagle.bin"},
+        {"-stop-at", 'i', &o->stop_at, "stop after this step as if killed; the same command resumes (0: off)"},
+    };
+    parse_opts(argc, argv, "eagle", "train an EAGLE-style feature drafter on a frozen target; re-run the same "
+               "command to resume", opts, sizeof(opts) / sizeof(opts[0]));
+    if (!eo.target) die("eagle: -m (the target checkpoint) is required");
+    check_threads(o->threads);
+    if (o->lr_min == 0.0f) o->lr_min = o->lr / 10;
+    if (o->batch < 1 || o->steps < 1 || o->eval_every < 1 || o->eval_batches < 1 || o->log_every < 1 ||
+        o->ckpt_every < 1 || (o->seq != 0 && o->seq < 2) || eo.hidden < 0)
+        die("eagle: -batch, -steps, -eval-every, -eval-batches, -log-every, -ckpt-every must be >= 1, -seq 0 or "
+            ">= 2, -hidden >= 0");
+    train_eagle(&eo);
     return 0;
 }
 
@@ -2039,17 +2609,19 @@ int main(int argc, char **argv) {
     if (!strcmp(cmd, "data")) return cmd_data(argc, argv);
     if (!strcmp(cmd, "model")) return cmd_model(argc, argv);
     if (!strcmp(cmd, "medusa")) return cmd_medusa(argc, argv);
+    if (!strcmp(cmd, "eagle")) return cmd_eagle(argc, argv);
     if (!strcmp(cmd, "bpb")) return cmd_bpb(argc, argv);
     if (!strcmp(cmd, "dump-logits")) return cmd_dump_logits(argc, argv);
     if (!strcmp(cmd, "encode")) return cmd_encode(argc, argv);
     if (!strcmp(cmd, "eval")) return cmd_eval(argc, argv);
     if (!strcmp(cmd, "bench")) return cmd_bench(argc, argv);
-    fprintf(stderr, "usage: ./train tokenizer|data|model|medusa|eval|bpb|dump-logits|encode|bench [options]  "
+    fprintf(stderr, "usage: ./train tokenizer|data|model|medusa|eagle|eval|bpb|dump-logits|encode|bench [options]  "
                     "(-h: options)\n"
                     "  tokenizer    byte-level BPE over the corpus -> tokenizer.bin\n"
                     "  data         corpus -> runs/data/{train,val}.bin token streams\n"
                     "  model        train (or distil, -teacher) a model; re-run to resume\n"
                     "  medusa       train Medusa heads on a frozen target -> medusa.bin; re-run to resume\n"
+                    "  eagle        train an EAGLE-style feature drafter on a frozen target -> eagle.bin\n"
                     "  eval         validation loss of a checkpoint on a token file\n"
                     "  bpb          bits per byte of a checkpoint + tokenizer on a text\n"
                     "  dump-logits  the trainer's logits for given tokens (tests)\n"
