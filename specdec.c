@@ -39,20 +39,20 @@
 //   261-499   Forward
 //   501-660   Sampler
 //   662-748   The speculative step
-//   750-1019  Drafters
-//  1021-1158  The speculative round
-//  1160-1421  Tree speculation
-//  1423-1484  Generation
-//  1486-1651  main
-//  1653-1779  Appendix A. Errors and memory
-//  1781-2144  Appendix B. Loading
-//  2146-2839  Appendix C. Math kernels
-//  2841-3110  Appendix D. Threads
-//  3112-3258  Appendix E. Tokenizer
-//  3260-3343  Appendix F. Auto-K (-k 0)
-//  3345-3683  Appendix G. Statistics
-//  3685-3730  Appendix H. The text on stdout
-//  3732-3943  Appendix I. Command line
+//   750-1022  Drafters
+//  1024-1161  The speculative round
+//  1163-1424  Tree speculation
+//  1426-1487  Generation
+//  1489-1654  main
+//  1656-1782  Appendix A. Errors and memory
+//  1784-2147  Appendix B. Loading
+//  2149-2842  Appendix C. Math kernels
+//  2844-3113  Appendix D. Threads
+//  3115-3261  Appendix E. Tokenizer
+//  3263-3346  Appendix F. Auto-K (-k 0)
+//  3348-3686  Appendix G. Statistics
+//  3688-3733  Appendix H. The text on stdout
+//  3735-3946  Appendix I. Command line
 //
 // Build: cc -std=c11 -O3 -mavx2 -mfma -ffp-contract=off -pthread specdec.c -lm
 #define _POSIX_C_SOURCE 200809L
@@ -752,8 +752,8 @@ static int decide(Verdict *v, const float *p, const float *q, float *residual, i
 // A drafter gets the context tokens[0..pos) (this round's earlier proposals
 // included) and writes its q for position pos, or says it has none (the
 // position is then drawn from p alone). The round draws x ~ q with the
-// position's coin. Three drafters: a smaller model, n-gram lookup, and Medusa
-// heads on the target's own hidden state.
+// position's coin. Four drafters: a smaller model, n-gram lookup, and two that
+// read the target's own hidden state: Medusa heads and an EAGLE-style MLP.
 
 typedef struct Drafter Drafter;
 struct Drafter {
@@ -860,10 +860,13 @@ static Drafter *lookup_drafter(LookupDrafter *lk, int ngram_min, int ngram_max, 
 // to q for position t + 1 + h, through the target's own classifier:
 //   logits_h = wcls @ (z + silu(W_h z + b_h))   (model.h: medusa.bin)
 // A round from n committed tokens reads the row that ran position n - 2 (it
-// decided token n - 1): head 1 proposes position n, head 2 n + 1, ... Its q
-// depends on the committed tokens only, never on p's coins, so the rule stays
-// exact; but which row it reads depends on where rounds begin, so at t > 0
-// the sample depends on K (main fixes K = H unless -k says otherwise).
+// decided token n - 1): head 1 proposes position n, head 2 n + 1, ...
+// Why it stays exact: the step's argument needs only that x_i was drawn from a
+// q_i fixed before position i's own coins and p_i are read. A head's q_i is
+// fixed by z, a function of t_0..t_{n-1}; ignoring x_1..x_{i-1} is just one
+// choice of q_i given the context. (Past the last head: p alone, also the
+// rule.) Which row it reads depends on where rounds begin, so at t > 0 the
+// sample depends on K (parse_options fixes K = H unless -k says otherwise).
 typedef struct {
     Drafter base;
     Transformer *target;
