@@ -1739,27 +1739,35 @@ static int drafter_bars(Figure *f, const size_t *first, const Table *t, const in
     return 0;
 }
 
-static int figure_drafters(Figure *f, const Table *tables, size_t n_tables, Error *e) {
+static int drafters_figure(Figure *f, const Table *t, const char *title, Error *e) {
     static const char *const names[N_DRAFTER_COLS] = {
         "drafter", "k", "temperature", "speedup", "a", "tokens_per_round", "c"};
-    const Table *t = &tables[0];
     const char *keys[MAX_GROUPS];
     size_t first[MAX_CATEGORIES], n;
     int col[N_DRAFTER_COLS];
     char ylabel[96];
-    (void)n_tables;
     if (require_column(&col[DR_DRAFTER], t, names[DR_DRAFTER], e) ||
         require_column(&col[DR_K], t, names[DR_K], e) ||
         require_numbers(col + DR_TEMP, t, names + DR_TEMP, N_DRAFTER_COLS - DR_TEMP, e) ||
         group_keys(keys, &n, t, col[DR_TEMP], e))
         return -1;
     speedup_label(ylabel, sizeof(ylabel), t);
-    build_figure(f, "Drafters on the shipped target (325MB: embedded, DRAM-bound)",
-                 "above each bar: a, n = tokens per round, c = draft step / target step", ylabel);
+    build_figure(f, title, "above each bar: a, n = tokens per round, c = draft step / target step", ylabel);
     if (drafter_categories(f, first, t, col, e)) return -1;
     for (size_t g = 0; g < n; g++)
         if (drafter_bars(f, first, t, col, keys[g], g, e)) return -1;
     return add_hline(f, 1, "speedup = 1 (break-even)", e);
+}
+
+static int figure_drafters(Figure *f, const Table *tables, size_t n_tables, Error *e) {
+    (void)n_tables;
+    return drafters_figure(f, &tables[0], "Drafters on the shipped target", e);
+}
+
+// drafters_dram.csv: the same on the shipped target embedded in 325 MB (DRAM-bound)
+static int figure_drafters_dram(Figure *f, const Table *tables, size_t n_tables, Error *e) {
+    (void)n_tables;
+    return drafters_figure(f, &tables[0], "Drafters on a DRAM-bound target (325 MB)", e);
 }
 
 // trees.csv (make bench-tree): target, temperature, kind ("chain" or "tree"),
@@ -1838,6 +1846,7 @@ static const FigureSpec FIGURES[] = {
      .build = figure_verify_cost},
     {.name = "lenience", .inputs = {"lenience.csv"}, .n_required = 1, .build = figure_lenience},
     {.name = "drafters", .inputs = {"drafters.csv"}, .n_required = 1, .build = figure_drafters},
+    {.name = "drafters_dram", .inputs = {"drafters_dram.csv"}, .n_required = 1, .build = figure_drafters_dram},
     {.name = "trees_speedup", .inputs = {"trees.csv"}, .n_required = 1, .build = figure_trees_speedup},
     {.name = "trees_tokens", .inputs = {"trees.csv"}, .n_required = 1, .build = figure_trees_tokens},
 };

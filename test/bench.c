@@ -372,6 +372,7 @@ typedef struct {
     double auto_over_best;
     int n_h2h, h2h_k[3], h2h_worst;
     double h2h_ratio[3];
+    char tree[24]; // --tree's shape, or ""
 } E2E;
 
 typedef struct {
@@ -448,6 +449,7 @@ static E2E bench_spec(Pair *pr, const char *name, float temp, int k, float lenie
     E2E e = {.temperature = temp, .k = k, .is_auto = k == 0 && !pr->medusa && !pr->tree, .threads = pr->threads,
              .lenience = lenience};
     snprintf(e.pair, sizeof(e.pair), "%s", name);
+    snprintf(e.tree, sizeof(e.tree), "%s", pr->tree ? pr->tree : "");
     Sampler s;
     build_sampler(&s, pr->target->config.vocab_size, temp, 1.0f, 0);
     Spec sc;
@@ -665,14 +667,17 @@ static int compare_drafters(Pair *pr, E2E *e, const char *medusa, const char *ea
     return n;
 }
 
-static void write_drafters(const char *dir, const E2E *e, int n) {
-    FILE *f = open_csv(dir, "drafters.csv", "drafter,threads,temperature,k,k_used,target_tok_s,spec_tok_s,"
+// the rows e (n) into dir/name, their drafter names without the first `skip`
+// characters (the target's prefix); k: "auto", K, or "tree SHAPE"
+static void write_drafters(const char *dir, const char *name, const E2E *e, int n, size_t skip) {
+    FILE *f = open_csv(dir, name, "drafter,threads,temperature,k,k_used,target_tok_s,spec_tok_s,"
                                             "speedup,a,c,tokens_per_round,no_match");
     for (int i = 0; i < n; i++) {
-        char k[16];
+        char k[40];
         if (e[i].is_auto) snprintf(k, sizeof(k), "auto");
+        else if (e[i].tree[0]) snprintf(k, sizeof(k), "tree %s", e[i].tree);
         else snprintf(k, sizeof(k), "%d", e[i].k);
-        fprintf(f, "%s,%d,%.2f,%s,%d,%.2f,%.2f,%.4f,%.4f,%.4f,%.4f,%.4f\n", e[i].pair, e[i].threads,
+        fprintf(f, "\"%s\",%d,%.2f,\"%s\",%d,%.2f,%.2f,%.4f,%.4f,%.4f,%.4f,%.4f\n", e[i].pair + skip, e[i].threads,
                 e[i].temperature, k, e[i].k,
                 e[i].target_tok_s, e[i].spec_tok_s, e[i].speedup, e[i].alpha, e[i].c, e[i].tokens_per_round,
                 e[i].no_match);
@@ -1054,6 +1059,8 @@ int main(int argc, char **argv) {
                 if (!eagle) printf("SKIP EAGLE rows: %s missing (make eagle)\n", o.eagle);
                 first = n_e;
                 n_e += compare_drafters(&pr, e + n_e, medusa, eagle, "", 1);
+                write_drafters(o.csv, "drafters.csv", e + first, n_e - first, 0);
+                first = n_e;
                 // the same on the shipped target embedded in dim 768 x 12 layers (DRAM-bound), heads padded alike
                 char pheads[600], peagle[600];
                 snprintf(pheads, sizeof(pheads), "%s.medusa", pemu);
@@ -1064,12 +1071,12 @@ int main(int argc, char **argv) {
                 Transformer big;
                 build_transformer(&big, pemu, MAX_ROWS, pool, N);
                 Pair bp = {.target = &big, .draft = &draft, .tok = &tok, .n_new = 96, .reps = 3, .threads = N};
-                n_e += compare_drafters(&bp, e + n_e, medusa ? pheads : NULL, eagle ? peagle : NULL, "325MB: ", 0);
+                n_e += compare_drafters(&bp, e + n_e, medusa ? pheads : NULL, eagle ? peagle : NULL, "325MB ", 0);
                 free_transformer(&big);
                 remove(pemu);
                 remove(pheads);
                 remove(peagle);
-                write_drafters(o.csv, e + first, n_e - first);
+                write_drafters(o.csv, "drafters_dram.csv", e + first, n_e - first, strlen("325MB "));
             }
             if (ti == 1 && !strcmp(o.what, "tree")) {
                 FILE *csv = open_csv(o.csv, "trees.csv", "target,temperature,kind,nodes,speedup,tokens_per_round,r");
