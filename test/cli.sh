@@ -73,37 +73,30 @@ if [ "$marked" -gt 0 ] && [ "$marked" = "$accepted" ] && grep -q 'candidate 3 of
 else bad "-v with --tree: $marked nodes marked on the path, $accepted draft positions accepted"; fi
 echo "trees: $n_tree greedy tree runs byte-identical to the target; --tree 1,1,1 == -k 3 at t=1; --tree 3,2 the same on 1..3 threads"
 
-# ---- Medusa heads (random ones: the rule is exact for any heads): greedy chains
-# and trees give the target's text; at t = 1 a fixed -k gives the same text on
-# every thread count; bad head files are refused naming the field
+# ---- drafters on the target's hidden state, random (the rule is exact for any):
+# greedy chains and trees give the target's text; at t = 1 a fixed -k gives the
+# same text on every thread count. hidden_state_drafter D K "RUNS": -d D, t = 1 at -k K
+hidden_state_drafter() {
+    local d=$1 k=$2 runs=$3 a th n=0
+    $SPECDEC $M -m target -t 0 -n 120 -i "the little dog" > $D/ref.txt 2>/dev/null
+    for a in $runs; do
+        a=${a//_/ } # "-k_3" -> "-k 3"
+        $SPECDEC $M -d $d $a -t 0 -n 120 -i "the little dog" > $D/hs.txt 2>$D/hs.err
+        if cmp -s $D/ref.txt $D/hs.txt; then ok; n=$((n + 1)); else bad "greedy -d $d $a != target: $(head -c 300 $D/hs.err)"; fi
+    done
+    for th in 1 2 3; do
+        $SPECDEC $M -d $d -k $k --threads $th -t 1 -s 4 -n 100 > $D/hs_th$th.txt 2>/dev/null
+    done
+    if cmp -s $D/hs_th1.txt $D/hs_th2.txt && cmp -s $D/hs_th1.txt $D/hs_th3.txt && [ -s $D/hs_th1.txt ]; then ok
+    else bad "-d $d -k $k at t=1: the text depends on the thread count"; fi
+    echo "${d%%:*}: $n greedy runs (chains, auto-K, trees) byte-identical to the target; -k $k at t=1 the same on 1..3 threads"
+}
 $RANDCKPT --medusa $D/target.bin $D/medusa.bin 4 11 || exit 1
-n_md=0
-$SPECDEC $M -m target -t 0 -n 120 -i "the little dog" > $D/ref.txt 2>/dev/null
-for a in "-k 1" "-k 3" "" "-k 0" "--tree 2,2,1" "--tree 3,1" "--tree auto"; do
-    $SPECDEC $M -d medusa:$D/medusa.bin $a -t 0 -n 120 -i "the little dog" > $D/md.txt 2>$D/md.err
-    if cmp -s $D/ref.txt $D/md.txt; then ok; n_md=$((n_md + 1)); else bad "greedy -d medusa $a != target: $(head -c 300 $D/md.err)"; fi
-done
-for th in 1 2 3; do
-    $SPECDEC $M -d medusa:$D/medusa.bin -k 2 --threads $th -t 1 -s 4 -n 100 > $D/md_th$th.txt 2>/dev/null
-done
-if cmp -s $D/md_th1.txt $D/md_th2.txt && cmp -s $D/md_th1.txt $D/md_th3.txt && [ -s $D/md_th1.txt ]; then ok
-else bad "-d medusa -k 2 at t=1: the text depends on the thread count"; fi
+$RANDCKPT --eagle $D/target.bin $D/eagle.bin 96 12 || exit 1
+hidden_state_drafter medusa:$D/medusa.bin 2 "-k_1 -k_3 -k_4 -k_0 --tree_2,2,1 --tree_3,1 --tree_auto"
+hidden_state_drafter eagle:$D/eagle.bin 3 "-k_1 -k_5 -k_4 -k_0 --tree_2,2,1 --tree_auto"
 $SPECDEC $M -d medusa:$D/medusa.bin -t 0 -n 60 2> $D/md.err > /dev/null
 if grep -q "rounds, K = 4$" $D/md.err; then ok; else bad "-d medusa: K is not the 4 heads: $(grep rounds $D/md.err)"; fi
-echo "medusa: $n_md greedy runs (chains, auto-K, trees) byte-identical to the target; -k 2 at t=1 the same on 1..3 threads"
-# the EAGLE-style feature drafter, random: the same promises
-$RANDCKPT --eagle $D/target.bin $D/eagle.bin 96 12 || exit 1
-n_eg=0
-for a in "-k 1" "-k 5" "" "-k 0" "--tree 2,2,1" "--tree auto"; do
-    $SPECDEC $M -d eagle:$D/eagle.bin $a -t 0 -n 120 -i "the little dog" > $D/eg.txt 2>$D/eg.err
-    if cmp -s $D/ref.txt $D/eg.txt; then ok; n_eg=$((n_eg + 1)); else bad "greedy -d eagle $a != target: $(head -c 300 $D/eg.err)"; fi
-done
-for th in 1 2 3; do
-    $SPECDEC $M -d eagle:$D/eagle.bin -k 3 --threads $th -t 1 -s 4 -n 100 > $D/eg_th$th.txt 2>/dev/null
-done
-if cmp -s $D/eg_th1.txt $D/eg_th2.txt && cmp -s $D/eg_th1.txt $D/eg_th3.txt && [ -s $D/eg_th1.txt ]; then ok
-else bad "-d eagle -k 3 at t=1: the text depends on the thread count"; fi
-echo "eagle: $n_eg greedy runs (chains, auto-K, trees) byte-identical to the target; -k 3 at t=1 the same on 1..3 threads"
 
 # ---- contexts shorter than K_MAX+1: auto-K calibrates within them; greedy stays exact
 $SPECDEC $D/short.bin -z $D/tok.bin -m target -t 0 -n 20 > $D/ref.txt 2>/dev/null
