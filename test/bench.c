@@ -19,12 +19,13 @@
 //        auto-K against the best of those K head to head (alternating runs),
 //        and a over temperatures 0..1.5 at K = 4; writes sweep_k.csv,
 //        sweep_temp.csv. (`all` runs the sweep at 1 and N threads.)
-// drafters: the draft model, the lookup drafter (-d lookup) and Medusa heads
-//        (-d medusa, every head and a tree; --medusa F, default
-//        weights/medusa.bin, skipped if absent) on the shipped target and on
+// drafters: on 4 held-out prompts (HELD_OUT below; the fixed four without
+//        it), the draft model, -d lookup, Medusa heads (-d medusa, every head
+//        and a tree; --medusa F) and the EAGLE-style drafter (-d eagle; --eagle
+//        F; each skipped if its file is absent), on the shipped target and on
 //        it embedded in dim 768 x 12 layers (325 MB, DRAM-bound; heads padded
 //        alike) at t = 0 and 1: speedup, a, c, tokens per round, how often a
-//        position had no proposal; writes drafters.csv.
+//        position had no proposal; writes drafters.csv and drafters_dram.csv.
 // lenience: the LOSSY knob at several l (t = 1): speedup and a, against the
 //        distance from the target (first-token total variation, closed form
 //        and measured over seeds; the target's bits per byte of the generated
@@ -36,9 +37,40 @@
 #include "../specdec.c"
 #include "random_model.h"
 
-static const char *PROMPTS[] = {"Once upon a time", "The little dog", "One day, Lily",
-                                "Tom and his mom went"};
 #define N_PROMPTS 4
+static const char *PROMPTS[N_PROMPTS] = {"Once upon a time", "The little dog", "One day, Lily",
+                                         "Tom and his mom went"};
+#define HELD_OUT "../shared/data/corpus/tinystories_valid_head.txt" // its last 150000 bytes: never trained on
+#define HELD_OUT_TAIL 150000
+
+// The drafters' prompts, when HELD_OUT is there: the first 8 words of 4
+// stories (paragraphs that start "Once upon a time": a cut-off sentence of
+// dialogue can end the text at once) spread over its held-out tail (what
+// ./train bpb scores; no training run reads it) into store and PROMPTS;
+// returns 0 (PROMPTS as they were) without it.
+static int held_out_prompts(char store[N_PROMPTS][96]) {
+    FILE *f = fopen(HELD_OUT, "rb");
+    static char text[HELD_OUT_TAIL + 1];
+    if (!f || fseek(f, -HELD_OUT_TAIL, SEEK_END) != 0) {
+        if (f) fclose(f);
+        return 0;
+    }
+    size_t n = fread(text, 1, HELD_OUT_TAIL, f);
+    fclose(f);
+    text[n] = '\0';
+    for (int i = 0; i < N_PROMPTS; i++) {
+        const char *at = n > 1000 ? strstr(text + n / N_PROMPTS * (size_t)i + 1000, "\n\nOnce upon a time") : NULL;
+        if (!at) return 0; // no story starts there
+        at += 2;
+        size_t len = 0;
+        for (int words = 0; at[len] && at[len] != '\n' && len < 90; len++)
+            if (at[len] == ' ' && ++words == 8) break;
+        snprintf(store[i], 96, "%.*s", (int)len, at);
+    }
+    for (int i = 0; i < N_PROMPTS; i++) PROMPTS[i] = store[i];
+    return 1;
+}
+
 #define MAX_REPS 16
 #define H2H_PAIRS 64 // auto-K against the best fixed K, head to head
 #define MAX_N (K_MAX + 1)
@@ -1053,6 +1085,13 @@ int main(int argc, char **argv) {
                 write_sweep_temp(o.csv, temps, 7);
             }
             if (ti == 1 && (full || !strcmp(o.what, "drafters"))) {
+                char store[N_PROMPTS][96];
+                const char *fixed[N_PROMPTS];
+                memcpy(fixed, PROMPTS, sizeof(fixed));
+                if (held_out_prompts(store))
+                    printf("prompts: the first words of 4 held-out paragraphs of %s: \"%s\", \"%s\", \"%s\", "
+                           "\"%s\"\n", HELD_OUT, PROMPTS[0], PROMPTS[1], PROMPTS[2], PROMPTS[3]);
+                else printf("prompts: the fixed four (%s is not there for held-out ones)\n", HELD_OUT);
                 const char *medusa = access(o.medusa, R_OK) == 0 ? o.medusa : NULL;
                 const char *eagle = access(o.eagle, R_OK) == 0 ? o.eagle : NULL;
                 if (!medusa) printf("SKIP Medusa rows: %s missing (make medusa)\n", o.medusa);
@@ -1077,6 +1116,7 @@ int main(int argc, char **argv) {
                 remove(pheads);
                 remove(peagle);
                 write_drafters(o.csv, "drafters_dram.csv", e + first, n_e - first, strlen("325MB "));
+                memcpy(PROMPTS, fixed, sizeof(fixed));
             }
             if (ti == 1 && !strcmp(o.what, "tree")) {
                 FILE *csv = open_csv(o.csv, "trees.csv", "target,temperature,kind,nodes,speedup,tokens_per_round,r");
