@@ -442,6 +442,14 @@ static void write_test_tokens(const char *dir, int vocab) {
     free(tp); free(vp); free(t.p);
 }
 
+// build/test/train/data: write_test_tokens' streams, vocab 300
+static void write_test_data(void) {
+    make_dir("build");
+    make_dir("build/test");
+    make_dir("build/test/train");
+    write_test_tokens("build/test/train/data", 300);
+}
+
 static TrainOpts tiny_opts(const char *out, const char *csv) {
     TrainOpts o = {.data_dir = "build/test/train/data", .out_dir = out, .csv = csv, .dim = 32, .hidden = 64,
                    .layers = 2, .heads = 4, .kv_heads = 2, .seq = 16, .batch = 4, .accum = 2, .steps = 8,
@@ -452,10 +460,7 @@ static TrainOpts tiny_opts(const char *out, const char *csv) {
 }
 
 static void test_resume(void) {
-    make_dir("build");
-    make_dir("build/test");
-    make_dir("build/test/train");
-    write_test_tokens("build/test/train/data", 300);
+    write_test_data();
     remove("build/test/train/a/state.bin");
     remove("build/test/train/b/state.bin");
     TrainOpts a = tiny_opts("build/test/train/a", "build/test/train/a.csv");
@@ -508,6 +513,155 @@ static void test_resume(void) {
 }
 
 // ----------------------------------------------------------------------------
+// drafters on a frozen target (./train medusa, ./train eagle): what the tests
+// of both share
+
+#define MEDUSA_TARGET "build/test/train/medusa_target.bin"
+
+// A random target checkpoint for the token data of write_test_tokens (vocab
+// 300): matrices N(0, 0.2), gains 1, the embedding (the classifier) N(0, 1)
+// so that its softmaxes are peaked: soft targets with something to learn.
+static void write_medusa_target(void) {
+    Config c = {32, 64, 2, 4, 2, 300, 16};
+    Model m;
+    build_model(&m, &c, 1, c.seq_len, 0);
+    Tensor t[N_TENSORS];
+    model_tensors(&m, t);
+    Rng rng = {99};
+    for (int i = 0; i < N_TENSORS; i++)
+        for (size_t j = 0; j < t[i].n; j++)
+            m.params[t[i].off + j] = !t[i].decay ? 1.0f : (i == 0 ? 1.0f : 0.2f) * rng_normal(&rng);
+    save_checkpoint(&m, MEDUSA_TARGET);
+    free_model(&m);
+}
+
+// build/test/train/: the counting data and the random target
+static void write_drafter_fixtures(void) {
+    write_test_data();
+    write_medusa_target();
+}
+
+// n random input and target tokens < V from rng (*tok, *tg; the caller frees them)
+static void random_batch(Rng *rng, int n, int V, int **tok, int **tg) {
+    *tok = xmalloc((size_t)n * sizeof(int));
+    *tg = xmalloc((size_t)n * sizeof(int));
+    for (int i = 0; i < n; i++) { (*tok)[i] = (int)(rng_next(rng) % V); (*tg)[i] = (int)(rng_next(rng) % V); }
+}
+
+// gradcheck of each of the n tensors t of params (gradients grads): "name d(W)"
+static void gradcheck_tensors(const char *name, LossFn f, void *ctx, float *params, const float *grads,
+                              const Tensor *t, int n) {
+    for (int i = 0; i < n; i++) {
+        char what[96];
+        snprintf(what, sizeof(what), "%s d(%s)", name, t[i].name);
+        gradcheck(what, f, ctx, params + t[i].off, grads + t[i].off, t[i].n, 1e-2f);
+    }
+}
+
+// log sum_v exp(x[v]) in double, x (n)
+static double log_sum_exp(const float *x, int n) {
+    double m = x[argmax_of(x, n)], s = 0.0;
+    for (int v = 0; v < n; v++) s += exp(x[v] - m);
+    return m + log(s);
+}
+
+// -sum_v p_v log q_v in double for the softmaxes p, q of logits (n)
+static double soft_ce(const float *p_logits, const float *q_logits, int n) {
+    double lse_p = log_sum_exp(p_logits, n), lse_q = log_sum_exp(q_logits, n), ce = 0.0;
+    for (int v = 0; v < n; v++) ce += exp(p_logits[v] - lse_p) * (lse_q - q_logits[v]);
+    return ce;
+}
+
+// The largest error of K agreement sums (per head / step k over the rows t
+// + k < T of t's batch) as fractions against want (K).
+static double agree_error(const double *sums, const double *want, const Model *t, int K) {
+    double err = 0.0;
+    for (int k = 1; k <= K; k++)
+        err = fmax(err, fabs(sums[k - 1] / (double)((size_t)t->B * (size_t)(t->T - k)) - want[k - 1]));
+    return err;
+}
+
+static DrafterOpts tiny_drafter_opts(const char *out, const char *csv) {
+    DrafterOpts d = {.target = MEDUSA_TARGET, .medusa = {.heads = 3}, .eagle = {.hidden = 0, .unroll = 2, .feat = 0.1f},
+                     .t = tiny_opts(out, csv)};
+    d.t.seq = 0; // the target's 16
+    d.t.accum = 1;
+    d.t.wd = 0.0f;
+    d.t.lr = 1e-2f;
+    d.t.lr_min = 1e-3f;
+    return d;
+}
+
+// A run of kind k on d in build/test/train/NAME_learn (fresh): the validation
+// before (*v0) and after (*v1) d's 40 steps; r stays built for more checks.
+static void drafter_learn(const DrafterKind *k, DrafterOpts *d, DrafterRun *r, DraftEval *v0, DraftEval *v1) {
+    char dir[64], state[80];
+    snprintf(dir, sizeof(dir), "build/test/train/%s_learn", k->name);
+    snprintf(state, sizeof(state), "%s/state.bin", dir);
+    d->t.out_dir = dir;
+    d->t.steps = 40;
+    remove(state);
+    build_drafter_run(r, k, d);
+    *v0 = drafter_evaluate(r, d->t.eval_batches);
+    while (r->step < d->t.steps) drafter_step(r, &d->t, lr_at(&d->t, (int)r->step));
+    *v1 = drafter_evaluate(r, d->t.eval_batches);
+    make_dir(dir);
+    save_drafter_run(r, &d->t);
+    d->t.out_dir = NULL; // dir is gone with this frame
+}
+
+// build/test/train/NAME_learn/NAME.bin (after drafter_learn): its bytes (*n)
+// and its 5-word header (hdr)
+static char *learned_file(const DrafterKind *k, size_t *n, int32_t *hdr) {
+    char path[96];
+    snprintf(path, sizeof(path), "build/test/train/%s_learn/%s.bin", k->name, k->name);
+    char *buf = slurp(path, n);
+    memcpy(hdr, buf, 5 * sizeof(int32_t));
+    return buf;
+}
+
+// 8 steps straight (1 thread) == 3 steps, kill, resume to 8 (2 threads):
+// NAME.bin bit-identical, and `what` (count floats from float `from` after
+// its header of header_bytes) moved from zero; the resumed CSV has the header
+// with its columns (cols: ",agree_h1,...") + step 0 + 8 step rows.
+static void test_drafter_resume(const DrafterKind *k, size_t header_bytes, size_t from, size_t count,
+                                const char *what, const char *cols) {
+    char dir[2][64], csv[2][64], state[80], file[2][96];
+    for (int i = 0; i < 2; i++) {
+        snprintf(dir[i], sizeof(dir[i]), "build/test/train/%s_%c", k->name, 'a' + i);
+        snprintf(csv[i], sizeof(csv[i]), "%s.csv", dir[i]);
+        snprintf(file[i], sizeof(file[i]), "%s/%s.bin", dir[i], k->name);
+        snprintf(state, sizeof(state), "%s/state.bin", dir[i]);
+        remove(state);
+    }
+    DrafterOpts a = tiny_drafter_opts(dir[0], csv[0]), b = tiny_drafter_opts(dir[1], csv[1]);
+    train_drafter(k, &a);
+    b.t.stop_at = 3;
+    b.t.threads = 2;
+    train_drafter(k, &b);
+    b.t.stop_at = 0;
+    train_drafter(k, &b);
+    size_t n, moved = 0, end = header_bytes + (from + count) * sizeof(float);
+    char *w = slurp(file[0], &n);
+    for (size_t i = header_bytes + from * sizeof(float); i < end && i + sizeof(float) <= n; i += sizeof(float)) {
+        float x;
+        memcpy(&x, w + i, sizeof(x));
+        moved += x != 0.0f;
+    }
+    free(w);
+    check(same_file(file[0], file[1]) && moved > 0, "%s: 8 steps straight (1 thread) == 3 steps, kill, resume to 8 "
+          "(2 threads): %s.bin bit-identical (%zu of the %zu floats of %s moved from zero)", k->name, k->name,
+          moved, count, what);
+    char *text = slurp(csv[1], &n), want[128];
+    snprintf(want, sizeof(want), "%s%s\n", CSV_HEADER, cols);
+    int rows = 0;
+    for (size_t i = 0; i < n; i++) rows += text[i] == '\n';
+    check(rows == 1 + 1 + 8 && !strncmp(text, want, strlen(want)),
+          "%s: resumed CSV has the header (with %s) + step 0 + 8 step rows (got %d lines)", k->name, cols + 1, rows);
+    free(text);
+}
+
+// ----------------------------------------------------------------------------
 // Medusa heads (./train medusa): the head's gradient, zero heads = the target,
 // training lowers the loss, medusa.bin, kill/resume
 
@@ -526,9 +680,8 @@ static void medusa_case(Medusa *md, Rng *rng, int H, int hard, int B, int T, flo
     build_medusa(md, H, hard);
     fill_normal(md->params, md->n_params, std, rng);
     medusa_transpose(md);
-    int V = md->target.c.vocab_size, *tok = xmalloc((size_t)B * T * sizeof(int));
-    int *tg = xmalloc((size_t)B * T * sizeof(int));
-    for (int i = 0; i < B * T; i++) { tok[i] = (int)(rng_next(rng) % V); tg[i] = (int)(rng_next(rng) % V); }
+    int *tok, *tg;
+    random_batch(rng, B * T, md->target.c.vocab_size, &tok, &tg);
     medusa_target(md, tok, tg);
     free(tok); free(tg);
 }
@@ -540,14 +693,12 @@ static void test_medusa_grad(Rng *rng, int hard) {
     medusa_case(&md, rng, H, hard, B, T, 0.3f);
     zero(md.grads, md.n_params);
     medusa_heads(&md, 1, NULL);
-    size_t C = (size_t)md.target.c.dim;
+    Tensor t[2 * H];
+    medusa_tensors(&md, t);
     for (int h = 1; h <= H; h++) {
-        char wname[64], bname[64];
-        snprintf(wname, sizeof(wname), "medusa head %d d(W), %s", h, hard ? "hard" : "soft");
-        snprintf(bname, sizeof(bname), "medusa head %d d(b), %s", h, hard ? "hard" : "soft");
-        size_t w = head_off(&md, h);
-        gradcheck(wname, loss_medusa, &md, md.params + w, md.grads + w, C * C, 1e-2f);
-        gradcheck(bname, loss_medusa, &md, md.params + w + C * C, md.grads + w + C * C, C, 1e-2f);
+        char name[64];
+        snprintf(name, sizeof(name), "medusa head %d (%s)", h, hard ? "hard" : "soft");
+        gradcheck_tensors(name, loss_medusa, &md, md.params, md.grads, t + 2 * (h - 1), 2);
     }
     free_medusa(&md);
 }
@@ -566,13 +717,8 @@ static double zero_heads_reference(const Medusa *md, int hard, double *agree) {
         for (int b = 0; b < B; b++)
             for (int t = 0; t + h < T; t++, rows++) {
                 const float *q = logits + ((size_t)b * T + t) * V, *p = logits + ((size_t)b * T + t + h) * V;
-                double lse_q = 0.0, lse_p = 0.0, mq = q[argmax_of(q, V)], mp = p[argmax_of(p, V)];
-                for (int v = 0; v < V; v++) { lse_q += exp(q[v] - mq); lse_p += exp(p[v] - mp); }
-                lse_q = mq + log(lse_q);
-                lse_p = mp + log(lse_p);
-                if (hard) sum += lse_q - q[md->targets[(size_t)b * T + t + h]]; // the token after t + h
-                else
-                    for (int v = 0; v < V; v++) sum += exp(p[v] - lse_p) * (lse_q - q[v]);
+                if (hard) sum += log_sum_exp(q, V) - q[md->targets[(size_t)b * T + t + h]]; // the token after t + h
+                else sum += soft_ce(p, q, V);
                 agree[h - 1] += argmax_of(q, V) == argmax_of(p, V);
             }
         loss += sum / rows / md->H;
@@ -594,115 +740,45 @@ static void test_medusa_zero_heads(Rng *rng, int hard) {
         head_forward(&md, h);
         same &= !memcmp(md.logits, md.target.a.logits, n * sizeof(float));
     }
-    double agree[H], want_agree[H], err_agree = 0.0;
-    for (int h = 0; h < H; h++) agree[h] = 0.0;
+    double agree[H] = {0}, want_agree[H] = {0};
     double loss = medusa_heads(&md, 0, agree), want = zero_heads_reference(&md, hard, want_agree);
-    for (int h = 0; h < H; h++)
-        err_agree = fmax(err_agree, fabs(agree[h] / (double)head_rows(&md, h + 1) - want_agree[h]));
+    double err_agree = agree_error(agree, want_agree, &md.target, H);
     check(same && fabs(loss - want) < 1e-4 * want && err_agree < 1e-12,
           "medusa, zero heads (%s): logits == the target's bit for bit; loss %.6f vs %.6f and top-1 agreement "
           "(max error %.1e) from the definition in double", hard ? "hard" : "soft", loss, want, err_agree);
     free_medusa(&md);
 }
 
-#define MEDUSA_TARGET "build/test/train/medusa_target.bin"
-
-// A random target checkpoint for the token data of write_test_tokens (vocab
-// 300): matrices N(0, 0.2), gains 1, the embedding (the classifier) N(0, 1)
-// so that its softmaxes are peaked: soft targets with something to learn.
-static void write_medusa_target(void) {
-    Config c = {32, 64, 2, 4, 2, 300, 16};
-    Model m;
-    build_model(&m, &c, 1, c.seq_len, 0);
-    Tensor t[N_TENSORS];
-    model_tensors(&m, t);
-    Rng rng = {99};
-    for (int i = 0; i < N_TENSORS; i++)
-        for (size_t j = 0; j < t[i].n; j++)
-            m.params[t[i].off + j] = !t[i].decay ? 1.0f : (i == 0 ? 1.0f : 0.2f) * rng_normal(&rng);
-    save_checkpoint(&m, MEDUSA_TARGET);
-    free_model(&m);
-}
-
-static MedusaOpts tiny_medusa_opts(const char *out, const char *csv) {
-    MedusaOpts mo = {.target = MEDUSA_TARGET, .heads = 3, .t = tiny_opts(out, csv)};
-    mo.t.seq = 0; // the target's 16
-    mo.t.accum = 1;
-    mo.t.wd = 0.0f;
-    mo.t.lr = 1e-2f;
-    mo.t.lr_min = 1e-3f;
-    return mo;
-}
-
-// 40 steps on the counting data: validation loss and head-1 agreement before and after
+// 40 steps on the counting data: validation loss and head-1 agreement before
+// and after; then medusa.bin (soft targets)
 static void test_medusa_learns(int hard) {
-    MedusaOpts mo = tiny_medusa_opts("build/test/train/medusa_learn", NULL);
-    mo.hard = hard;
-    mo.t.steps = 40;
-    remove("build/test/train/medusa_learn/state.bin");
-    MedusaRun r;
-    build_medusa_run(&r, &mo);
-    double a0[MEDUSA_MAX_HEADS], a1[MEDUSA_MAX_HEADS], tl;
-    double before = medusa_evaluate(&r, mo.t.eval_batches, a0, &tl);
-    while (r.step < mo.t.steps) medusa_step(&r, &mo.t, lr_at(&mo.t, (int)r.step));
-    double after = medusa_evaluate(&r, mo.t.eval_batches, a1, &tl);
+    DrafterOpts d = tiny_drafter_opts(NULL, NULL);
+    d.medusa.hard = hard;
+    DrafterRun r;
+    DraftEval v0, v1;
+    drafter_learn(&MEDUSA_KIND, &d, &r, &v0, &v1);
     if (hard) // the agreement is with the target's top-1, which -hard does not learn
-        check(after < 0.8 * before, "medusa (hard targets): 40 steps lower the val loss %.3f -> %.3f (want < 0.8x)",
-              before, after);
+        check(v1.loss < 0.8 * v0.loss, "medusa (hard targets): 40 steps lower the val loss %.3f -> %.3f (want < "
+              "0.8x)", v0.loss, v1.loss);
     else
-        check(after < 0.8 * before && a1[0] > a0[0] + 0.02,
+        check(v1.loss < 0.8 * v0.loss && v1.agree[0] > v0.agree[0] + 0.02,
               "medusa (soft targets): 40 steps lower the val loss %.3f -> %.3f (want < 0.8x) and raise head 1's "
-              "agreement with the target's top-1 %.3f -> %.3f (want + 0.02)", before, after, a0[0], a1[0]);
+              "agreement with the target's top-1 %.3f -> %.3f (want + 0.02)", v0.loss, v1.loss, v0.agree[0],
+              v1.agree[0]);
     if (!hard) { // medusa.bin: model.h's check passes, the floats come back
-        make_dir("build/test/train/medusa_learn");
-        save_medusa_run(&r, &mo.t);
         size_t n;
-        char *buf = slurp("build/test/train/medusa_learn/medusa.bin", &n);
         int32_t hdr[5];
-        memcpy(hdr, buf, sizeof(hdr));
-        char msg[256];
-        int H = check_medusa(hdr, n, r.m.target.c.dim, r.m.target.c.vocab_size, msg, sizeof(msg));
-        int same = H == mo.heads && !memcmp(buf + MEDUSA_HEADER_BYTES, r.m.params, r.m.n_params * sizeof(float));
+        char *buf = learned_file(&MEDUSA_KIND, &n, hdr), msg[256];
+        int dim = r.v.target->c.dim, V = r.v.target->c.vocab_size, H = check_medusa(hdr, n, dim, V, msg, sizeof(msg));
+        int same = H == d.medusa.heads && !memcmp(buf + MEDUSA_HEADER_BYTES, r.v.params, r.v.n_params * sizeof(float));
         check(same, "medusa.bin: %zu bytes, check_medusa gives %d heads, its %zu floats are the trained heads", n,
-              H, r.m.n_params);
-        check(check_medusa(hdr, n, r.m.target.c.dim + 2, r.m.target.c.vocab_size, msg, sizeof(msg)) == -1 &&
-              check_medusa(hdr, n - 4, r.m.target.c.dim, r.m.target.c.vocab_size, msg, sizeof(msg)) == -1,
+              H, r.v.n_params);
+        check(check_medusa(hdr, n, dim + 2, V, msg, sizeof(msg)) == -1 &&
+              check_medusa(hdr, n - 4, dim, V, msg, sizeof(msg)) == -1,
               "medusa.bin: check_medusa refuses it for another dim and when 4 bytes short");
         free(buf);
     }
-    free_medusa_run(&r);
-}
-
-// 8 steps straight (1 thread) == 3 steps, kill, resume to 8 (2 threads)
-static void test_medusa_resume(void) {
-    remove("build/test/train/medusa_a/state.bin");
-    remove("build/test/train/medusa_b/state.bin");
-    MedusaOpts a = tiny_medusa_opts("build/test/train/medusa_a", "build/test/train/medusa_a.csv");
-    train_medusa(&a);
-    MedusaOpts b = tiny_medusa_opts("build/test/train/medusa_b", "build/test/train/medusa_b.csv");
-    b.t.stop_at = 3;
-    b.t.threads = 2;
-    train_medusa(&b);
-    b.t.stop_at = 0;
-    train_medusa(&b);
-    size_t n;
-    char *heads = slurp("build/test/train/medusa_a/medusa.bin", &n);
-    size_t nonzero = 0;
-    for (size_t i = MEDUSA_HEADER_BYTES; i + sizeof(float) <= n; i += sizeof(float)) {
-        float x;
-        memcpy(&x, heads + i, sizeof(x));
-        nonzero += x != 0.0f;
-    }
-    free(heads);
-    check(same_file("build/test/train/medusa_a/medusa.bin", "build/test/train/medusa_b/medusa.bin") && nonzero > 0,
-          "medusa: 8 steps straight (1 thread) == 3 steps, kill, resume to 8 (2 threads): medusa.bin bit-identical "
-          "(%zu of its %zu floats of heads moved from zero)", nonzero, (n - MEDUSA_HEADER_BYTES) / sizeof(float));
-    char *csv = slurp("build/test/train/medusa_b.csv", &n);
-    int rows = 0;
-    for (size_t i = 0; i < n; i++) rows += csv[i] == '\n';
-    check(rows == 1 + 1 + 8 && !strncmp(csv, CSV_HEADER ",agree_h1,agree_h2,agree_h3\n", strlen(CSV_HEADER) + 28),
-          "medusa: resumed CSV has the header (with agree_h1..3) + step 0 + 8 step rows (got %d lines)", rows);
-    free(csv);
+    free_drafter_run(&r);
 }
 
 static void test_medusa(Rng *rng) {
@@ -710,14 +786,12 @@ static void test_medusa(Rng *rng) {
     test_medusa_grad(rng, 1);
     test_medusa_zero_heads(rng, 0);
     test_medusa_zero_heads(rng, 1);
-    make_dir("build");
-    make_dir("build/test");
-    make_dir("build/test/train");
-    write_test_tokens("build/test/train/data", 300);
-    write_medusa_target();
+    write_drafter_fixtures();
     test_medusa_learns(0);
     test_medusa_learns(1);
-    test_medusa_resume();
+    size_t C = 32; // the target's dim: 3 heads of W (C,C) and b (C)
+    test_drafter_resume(&MEDUSA_KIND, MEDUSA_HEADER_BYTES, 0, medusa_n_floats(3, (int)C), "the heads",
+                        ",agree_h1,agree_h2,agree_h3");
 }
 
 // ----------------------------------------------------------------------------
@@ -741,9 +815,8 @@ static void eagle_case(Eagle *e, Rng *rng, int Hd, int U, float feat, int B, int
     fill_normal(e->params, e->n_params, std2, rng);
     fill_normal(e->params + eagle_w1(e), eagle_b1(e), std1, rng);
     eagle_transpose(e);
-    int V = e->target.c.vocab_size, *tok = xmalloc((size_t)B * T * sizeof(int));
-    int *tg = xmalloc((size_t)B * T * sizeof(int));
-    for (int i = 0; i < B * T; i++) { tok[i] = (int)(rng_next(rng) % V); tg[i] = (int)(rng_next(rng) % V); }
+    int *tok, *tg;
+    random_batch(rng, B * T, e->target.c.vocab_size, &tok, &tg);
     eagle_target(e, tok, tg);
     free(tok); free(tg);
 }
@@ -756,14 +829,12 @@ static void test_eagle_grad(Rng *rng, int U) {
     eagle_case(&e, rng, Hd, U, 0.5f, B, T, 0.4f, 0.3f);
     zero(e.grads, e.n_params);
     eagle_loss(&e, 1, NULL, NULL, NULL);
-    size_t off[4] = {eagle_w1(&e), eagle_b1(&e), eagle_w2(&e), eagle_b2(&e)};
-    size_t n[4] = {eagle_b1(&e) - off[0], off[2] - off[1], off[3] - off[2], e.n_params - off[3]};
-    const char *names[4] = {"W1", "b1", "W2", "b2"};
-    for (int i = 0; i < 4; i++) {
-        char name[64];
-        snprintf(name, sizeof(name), "eagle d(%s), unroll %d", names[i], U);
-        gradcheck(name, loss_eagle, &e, e.params + off[i], e.grads + off[i], n[i], 1e-2f);
-    }
+    Tensor t[4];
+    int n = eagle_tensors(&e, t);
+    check(t[3].off + t[3].n == e.n_params, "eagle: W1, b1, W2, b2 cover its %zu floats", e.n_params);
+    char name[64];
+    snprintf(name, sizeof(name), "eagle, unroll %d,", U);
+    gradcheck_tensors(name, loss_eagle, &e, e.params, e.grads, t, n);
     free_eagle(&e);
 }
 
@@ -783,11 +854,7 @@ static double eagle_zero_reference(const Eagle *e, double *agree) {
             for (int t = 0; t + s < T; t++, rows++) {
                 size_t nq = (size_t)b * T + t, np = nq + (size_t)s;
                 const float *q = logits + nq * V, *p = logits + np * V;
-                double lse_q = 0.0, lse_p = 0.0, mq = q[argmax_of(q, V)], mp = p[argmax_of(p, V)];
-                for (int v = 0; v < V; v++) { lse_q += exp(q[v] - mq); lse_p += exp(p[v] - mp); }
-                lse_q = mq + log(lse_q);
-                lse_p = mp + log(lse_p);
-                for (int v = 0; v < V; v++) ce += exp(p[v] - lse_p) * (lse_q - q[v]);
+                ce += soft_ce(p, q, V);
                 for (int i = 0; i < C; i++) {
                     double d = (double)z[nq * C + i] - z[np * C + i];
                     sq += d * d;
@@ -813,11 +880,9 @@ static void test_eagle_zero(Rng *rng) {
         same &= !memcmp(e.f[s - 1], e.target.a.xf, N * C * sizeof(float));
         same &= !memcmp(e.logits, e.target.a.logits, N * V * sizeof(float));
     }
-    double agree[U], want_agree[U], err_agree = 0.0;
-    for (int s = 0; s < U; s++) agree[s] = 0.0;
+    double agree[U] = {0}, want_agree[U] = {0};
     double loss = eagle_loss(&e, 0, NULL, NULL, agree), want = eagle_zero_reference(&e, want_agree);
-    for (int s = 0; s < U; s++)
-        err_agree = fmax(err_agree, fabs(agree[s] / (double)eagle_rows(&e, s + 1) - want_agree[s]));
+    double err_agree = agree_error(agree, want_agree, &e.target, U);
     check(same && fabs(loss - want) < 1e-5 * want && err_agree < 1e-12,
           "eagle, W2 = b2 = 0 (W1, b1 random), %d steps: every f_s == z and its logits == the target's, bit for "
           "bit; loss %.6f vs %.6f (CE + %.1f x feature MSE) and top-1 agreement (max error %.1e) from the "
@@ -825,99 +890,44 @@ static void test_eagle_zero(Rng *rng) {
     free_eagle(&e);
 }
 
-static EagleOpts tiny_eagle_opts(const char *out, const char *csv) {
-    EagleOpts eo = {.target = MEDUSA_TARGET, .hidden = 0, .unroll = 2, .feat = 0.1f, .t = tiny_opts(out, csv)};
-    eo.t.seq = 0; // the target's 16
-    eo.t.accum = 1;
-    eo.t.wd = 0.0f;
-    eo.t.lr = 1e-2f;
-    eo.t.lr_min = 1e-3f;
-    return eo;
-}
-
 // 40 steps on the counting data: validation loss and agreement before and
 // after; then eagle.bin
 static void test_eagle_learns(void) {
-    EagleOpts eo = tiny_eagle_opts("build/test/train/eagle_learn", NULL);
-    eo.t.steps = 40;
-    remove("build/test/train/eagle_learn/state.bin");
-    EagleRun r;
-    build_eagle_run(&r, &eo);
-    EagleEval v0 = eagle_evaluate(&r, eo.t.eval_batches);
-    while (r.step < eo.t.steps) eagle_train_step(&r, &eo.t, lr_at(&eo.t, (int)r.step));
-    EagleEval v1 = eagle_evaluate(&r, eo.t.eval_batches);
+    DrafterOpts d = tiny_drafter_opts(NULL, NULL);
+    DrafterRun r;
+    DraftEval v0, v1;
+    drafter_learn(&EAGLE_KIND, &d, &r, &v0, &v1);
     check(v1.loss < 0.8 * v0.loss && v1.ce[1] < 0.8 * v0.ce[1] && v1.agree[0] > v0.agree[0] + 0.02 &&
           v1.agree[1] > v0.agree[1] + 0.02,
           "eagle: 40 steps lower the val loss %.3f -> %.3f (want < 0.8x; CE step 1 %.3f -> %.3f, step 2 %.3f -> "
           "%.3f) and raise the top-1 agreement with the target, step 1 %.3f -> %.3f, step 2 %.3f -> %.3f (want "
           "+ 0.02)", v0.loss, v1.loss, v0.ce[0], v1.ce[0], v0.ce[1], v1.ce[1], v0.agree[0], v1.agree[0],
           v0.agree[1], v1.agree[1]);
-    make_dir("build/test/train/eagle_learn");
-    save_eagle_run(&r, &eo.t);
     size_t n;
-    char *buf = slurp("build/test/train/eagle_learn/eagle.bin", &n);
     int32_t hdr[5];
-    memcpy(hdr, buf, sizeof(hdr));
-    char msg[256];
-    int dim = r.e.target.c.dim, V = r.e.target.c.vocab_size;
+    char *buf = learned_file(&EAGLE_KIND, &n, hdr), msg[256];
+    int dim = r.v.target->c.dim, V = r.v.target->c.vocab_size;
     int Hd = check_eagle(hdr, n, dim, V, msg, sizeof(msg));
     int same = Hd == 2 * dim && n == EAGLE_HEADER_BYTES + eagle_n_floats(dim, Hd) * sizeof(float) &&
-               !memcmp(buf + EAGLE_HEADER_BYTES, r.e.params, r.e.n_params * sizeof(float));
+               !memcmp(buf + EAGLE_HEADER_BYTES, r.v.params, r.v.n_params * sizeof(float));
     check(same, "eagle.bin: %zu bytes, check_eagle gives hidden %d (2 dim), its %zu floats are the trained drafter",
-          n, Hd, r.e.n_params);
+          n, Hd, r.v.n_params);
     check(check_eagle(hdr, n, dim + 2, V, msg, sizeof(msg)) == -1 &&
           check_eagle(hdr, n - 4, dim, V, msg, sizeof(msg)) == -1 &&
           check_eagle(hdr, n, dim, V + 1, msg, sizeof(msg)) == -1,
           "eagle.bin: check_eagle refuses it for another dim, another vocab, and when 4 bytes short");
     free(buf);
-    free_eagle_run(&r);
-}
-
-// 8 steps straight (1 thread) == 3 steps, kill, resume to 8 (2 threads)
-static void test_eagle_resume(void) {
-    remove("build/test/train/eagle_a/state.bin");
-    remove("build/test/train/eagle_b/state.bin");
-    EagleOpts a = tiny_eagle_opts("build/test/train/eagle_a", "build/test/train/eagle_a.csv");
-    train_eagle(&a);
-    EagleOpts b = tiny_eagle_opts("build/test/train/eagle_b", "build/test/train/eagle_b.csv");
-    b.t.stop_at = 3;
-    b.t.threads = 2;
-    train_eagle(&b);
-    b.t.stop_at = 0;
-    train_eagle(&b);
-    size_t n;
-    char *w = slurp("build/test/train/eagle_a/eagle.bin", &n);
-    size_t w2 = 0, moved = 0; // W2 starts at zero: how many of its floats moved
-    Config c = {32, 64, 2, 4, 2, 300, 16};
-    size_t C = (size_t)c.dim, Hd = 2 * C, off = EAGLE_HEADER_BYTES + (Hd * 2 * C + Hd) * sizeof(float);
-    for (size_t i = off; i < off + C * Hd * sizeof(float) && i + sizeof(float) <= n; i += sizeof(float), w2++) {
-        float x;
-        memcpy(&x, w + i, sizeof(x));
-        moved += x != 0.0f;
-    }
-    free(w);
-    check(same_file("build/test/train/eagle_a/eagle.bin", "build/test/train/eagle_b/eagle.bin") && moved > 0,
-          "eagle: 8 steps straight (1 thread) == 3 steps, kill, resume to 8 (2 threads): eagle.bin bit-identical "
-          "(%zu of W2's %zu floats moved from zero)", moved, w2);
-    char *csv = slurp("build/test/train/eagle_b.csv", &n);
-    int rows = 0;
-    for (size_t i = 0; i < n; i++) rows += csv[i] == '\n';
-    check(rows == 1 + 1 + 8 && !strncmp(csv, CSV_HEADER ",agree_s1,agree_s2\n", strlen(CSV_HEADER) + 19),
-          "eagle: resumed CSV has the header (with agree_s1..2) + step 0 + 8 step rows (got %d lines)", rows);
-    free(csv);
+    free_drafter_run(&r);
 }
 
 static void test_eagle(Rng *rng) {
     test_eagle_grad(rng, 2);
     test_eagle_grad(rng, 3);
     test_eagle_zero(rng);
-    make_dir("build");
-    make_dir("build/test");
-    make_dir("build/test/train");
-    write_test_tokens("build/test/train/data", 300);
-    write_medusa_target();
+    write_drafter_fixtures();
     test_eagle_learns();
-    test_eagle_resume();
+    size_t C = 32, Hd = 2 * C; // the target's dim, -hidden 0: W2 (C,Hd) after W1 (Hd,2C) and b1 (Hd)
+    test_drafter_resume(&EAGLE_KIND, EAGLE_HEADER_BYTES, Hd * 2 * C + Hd, C * Hd, "W2", ",agree_s1,agree_s2");
 }
 
 // ----------------------------------------------------------------------------

@@ -891,16 +891,22 @@ static void adamw_range(float *p, const float *g, float *mom, float *vel, size_t
     }
 }
 
-// One AdamW step t (1, 2, ...) of the model: decay on the tensors marked so.
+// One AdamW step t (1, 2, ...) of params p with gradients g and moments mom,
+// vel, cut into the n tensors ts: decay on those marked so.
+static void adamw_tensors(float *p, const float *g, float *mom, float *vel, const Tensor *ts, int n,
+                          const TrainOpts *o, double lr, long t) {
+    double c1 = 1.0 - pow(o->beta1, (double)t), c2 = 1.0 - pow(o->beta2, (double)t);
+    for (int i = 0; i < n; i++) {
+        size_t off = ts[i].off;
+        adamw_range(p + off, g + off, mom + off, vel + off, ts[i].n, o, lr, ts[i].decay ? o->wd : 0.0f, c1, c2);
+    }
+}
+
+// One AdamW step t (1, 2, ...) of the model.
 static void adamw_update(Model *m, float *mom, float *vel, const TrainOpts *o, double lr, long t) {
     Tensor ts[N_TENSORS];
     model_tensors(m, ts);
-    double c1 = 1.0 - pow(o->beta1, (double)t), c2 = 1.0 - pow(o->beta2, (double)t);
-    for (int i = 0; i < N_TENSORS; i++) {
-        size_t off = ts[i].off;
-        adamw_range(m->params + off, m->grads + off, mom + off, vel + off, ts[i].n, o, lr,
-                    ts[i].decay ? o->wd : 0.0f, c1, c2);
-    }
+    adamw_tensors(m->params, m->grads, mom, vel, ts, N_TENSORS, o, lr, t);
     m->wt_fresh = 0; // the forward's W^T are stale now
 }
 
@@ -1242,6 +1248,97 @@ static void train_model(const TrainOpts *o) {
 }
 
 // ----------------------------------------------------------------------------
+// drafters on a frozen target (Medusa heads and the EAGLE-style drafter,
+// below): what each method gives the resumable run they share (DrafterKind,
+// after both), and the pieces both use
+
+#define DRAFTER_MAX_OUT 16 // agreements per eval: MEDUSA_MAX_HEADS heads, EAGLE_MAX_UNROLL steps
+
+typedef struct {
+    TrainOpts t;          // what ./train model shares: data, run dir, CSV, schedule, batch, seq (0: the target's)
+    const char *target;   // -m: the frozen target checkpoint
+    struct { int heads, hard; } medusa;               // -heads; -hard: the data's tokens, not the target's softmax
+    struct { int hidden, unroll; float feat; } eagle; // -hidden (0: 2 dim), -unroll, -feat
+} DrafterOpts;
+
+typedef struct {
+    double loss;                   // the objective (as train_loss)
+    double target_loss;            // the target's own next-token loss on the same windows
+    double agree[DRAFTER_MAX_OUT]; // per head / step k: top-1 agreement with the target's top-1 at t + k
+    double ce[DRAFTER_MAX_OUT];    // EAGLE, per step: soft CE against the target's softmax
+    double mse[DRAFTER_MAX_OUT];   // EAGLE, per step: the feature's mean squared error
+} DraftEval;
+
+typedef struct {                   // a built drafter as the shared run sees it
+    Model *target;                 // its frozen target
+    float *params, *grads;         // (n_params) what its file holds, and the gradients
+    size_t n_params;
+    int outputs;                   // heads H or unrolled steps U: an agreement each
+    int n_tensors;                 // params cut into matrices (AdamW decays them) and biases (not)
+    Tensor tensor[2 * DRAFTER_MAX_OUT];
+} DrafterView;
+
+// A drafter method: its names, and what the shared run calls, each on its
+// struct (Medusa, Eagle) as d.
+typedef struct {
+    const char *name;        // the subcommand, and its file in the run dir (name.bin)
+    const char *title;       // in messages: "a Medusa", "an EAGLE"
+    const char *params_name; // its params in messages: "the heads"
+    const char *magic;       // its state file's 8 bytes
+    const char *agree_col;   // its CSV's agreement columns, agree_col1 .. agree_colK
+    const char *csv_help, *wd_help, *seed_help; // -csv's, -wd's and -seed's lines in its -h
+    size_t size;             // sizeof its struct
+    void (*build)(void *d, const DrafterOpts *o, DrafterView *v); // load the target, check, allocate, init
+    void (*free)(void *d);
+    void (*refresh)(void *d);                                      // after params are written (its W^T)
+    double (*target_forward)(void *d, const int *inputs, const int *targets); // returns the target's loss
+    double (*loss)(void *d, int backward, DraftEval *sums); // on that batch; grads added; eval's sums added
+    int (*state_fields)(const void *d, int32_t *own);     // its state header's words; returns how many
+    void (*check_state)(const int32_t *saved, const int32_t *want, const char *path); // exit unless they match
+    int (*write)(const void *d, const char *path);        // name.bin; 0 when written
+    void (*print_header)(const void *d, const char *target); // the first line of a run
+    void (*print_eval)(const void *d, long step, const DraftEval *v);
+} DrafterKind;
+
+// The frozen target (-m) for B x T of the options, forward-only.
+static void load_frozen_target(Model *t, const DrafterOpts *o) {
+    load_model(t, o->target, o->t.batch, o->t.seq, 0);
+    t->threads = o->t.threads;
+}
+
+// index of the largest of x (n), the first on ties
+static int argmax_of(const float *x, int n) {
+    int best = 0;
+    for (int i = 1; i < n; i++)
+        if (x[i] > x[best]) best = i;
+    return best;
+}
+
+// The frozen target's forward over inputs (B*T): z in t->a.xf, per row its
+// top-1 (argmax, N) and its softmax (probs, N x V). Returns its own mean
+// next-token loss on targets.
+static double target_forward(Model *t, const int *inputs, const int *targets, int *argmax, float *probs) {
+    size_t N = (size_t)t->B * t->T;
+    int V = t->c.vocab_size;
+    model_forward(t, inputs);
+    for (size_t n = 0; n < N; n++) argmax[n] = argmax_of(t->a.logits + n * V, V);
+    softmax_xent_forward(t->a.losses, probs, t->a.logits, targets, NULL, N, V, t->threads);
+    double sum = 0.0;
+    for (size_t n = 0; n < N; n++) sum += t->a.losses[n];
+    return sum / (double)N;
+}
+
+// Scale g (n) to global norm <= clip (0: off); returns the norm before.
+static double clip_norm(float *g, size_t n, float clip) {
+    double ss = 0.0;
+    for (size_t i = 0; i < n; i++) ss += (double)g[i] * g[i];
+    double norm = sqrt(ss);
+    if (clip > 0 && norm > clip)
+        for (size_t i = 0; i < n; i++) g[i] *= (float)(clip / norm);
+    return norm;
+}
+
+// ----------------------------------------------------------------------------
 // Medusa heads (Cai et al. 2024, arXiv 2401.10774) on a frozen target
 //
 // Head h = 1..H reads the target's final hidden state z = rmsnorm(x, rms_final)
@@ -1265,7 +1362,6 @@ typedef struct {
     int hard;                // learn the data's tokens (1) or the target's softmax (0)
     size_t n_params;         // medusa_n_floats(H, C)
     float *params, *grads;   // (n_params) per head W (C,C) then b (C)
-    float *mom, *vel;        // (n_params) AdamW moments
     float *wt;               // (H, C, C) each W_h^T, the forward's operand (medusa_transpose)
     float *probs;            // (N + H, V) the target's softmax per row; the H rows past the end stay 0
     int *argmax;             // (N + H) the target's top-1 per row; -1 past the end
@@ -1298,8 +1394,6 @@ static void build_medusa(Medusa *m, int H, int hard) {
     m->n_params = medusa_n_floats(H, (int)C);
     m->params = xcalloc(m->n_params, sizeof(float));
     m->grads = xcalloc(m->n_params, sizeof(float));
-    m->mom = xcalloc(m->n_params, sizeof(float));
-    m->vel = xcalloc(m->n_params, sizeof(float));
     m->wt = xcalloc((size_t)H * C * C, sizeof(float));
     m->probs = xcalloc((N + (size_t)H) * V, sizeof(float));
     m->argmax = xmalloc((N + (size_t)H) * sizeof(int));
@@ -1315,7 +1409,7 @@ static void build_medusa(Medusa *m, int H, int hard) {
 
 static void free_medusa(Medusa *m) {
     free_model(&m->target);
-    free(m->params); free(m->grads); free(m->mom); free(m->vel); free(m->wt); free(m->probs);
+    free(m->params); free(m->grads); free(m->wt); free(m->probs);
     free(m->argmax); free(m->targets); free(m->u); free(m->y); free(m->dy); free(m->logits);
     free(m->losses); free(m->dlosses);
     memset(m, 0, sizeof(*m));
@@ -1327,28 +1421,12 @@ static void medusa_transpose(Medusa *m) {
     for (int h = 1; h <= m->H; h++) transpose(m->wt + (size_t)(h - 1) * C * C, m->params + head_off(m, h), C, C);
 }
 
-// index of the largest of x (n), the first on ties
-static int argmax_of(const float *x, int n) {
-    int best = 0;
-    for (int i = 1; i < n; i++)
-        if (x[i] > x[best]) best = i;
-    return best;
-}
-
 // The target's forward over inputs (B*T): z in target.a.xf, and per row its
 // top-1 (m->argmax), its softmax (m->probs) and the data's next token
 // (m->targets, from targets). Returns the target's own mean next-token loss.
 static double medusa_target(Medusa *m, const int *inputs, const int *targets) {
-    Model *t = &m->target;
-    size_t N = (size_t)t->B * t->T;
-    int V = t->c.vocab_size;
-    model_forward(t, inputs);
-    for (size_t n = 0; n < N; n++) m->argmax[n] = argmax_of(t->a.logits + n * V, V);
-    memcpy(m->targets, targets, N * sizeof(int));
-    softmax_xent_forward(t->a.losses, m->probs, t->a.logits, targets, NULL, N, V, t->threads);
-    double sum = 0.0;
-    for (size_t n = 0; n < N; n++) sum += t->a.losses[n];
-    return sum / (double)N;
+    memcpy(m->targets, targets, (size_t)m->target.B * m->target.T * sizeof(int));
+    return target_forward(&m->target, inputs, targets, m->argmax, m->probs);
 }
 
 // The heads' activation, elementwise over (N,C), split over threads:
@@ -1452,282 +1530,89 @@ static double medusa_heads(Medusa *m, int backward, double *agree) {
     return loss;
 }
 
-// Scale g (n) to global norm <= clip (0: off); returns the norm before.
-static double clip_norm(float *g, size_t n, float clip) {
-    double ss = 0.0;
-    for (size_t i = 0; i < n; i++) ss += (double)g[i] * g[i];
-    double norm = sqrt(ss);
-    if (clip > 0 && norm > clip)
-        for (size_t i = 0; i < n; i++) g[i] *= (float)(clip / norm);
-    return norm;
-}
-
-// One AdamW step t (1, 2, ...) of the heads: W decays by -wd, b does not;
-// then the W^T are refreshed.
-static void medusa_adamw(Medusa *m, const TrainOpts *o, double lr, long t) {
-    size_t C = (size_t)m->target.c.dim;
-    double c1 = 1.0 - pow(o->beta1, (double)t), c2 = 1.0 - pow(o->beta2, (double)t);
-    for (int h = 1; h <= m->H; h++) {
-        size_t w = head_off(m, h), b = w + C * C;
-        adamw_range(m->params + w, m->grads + w, m->mom + w, m->vel + w, C * C, o, lr, o->wd, c1, c2);
-        adamw_range(m->params + b, m->grads + b, m->mom + b, m->vel + b, C, o, lr, 0.0f, c1, c2);
-    }
-    medusa_transpose(m);
-}
-
 // ----------------------------------------------------------------------------
-// ./train medusa's run: options, resumable state, loop
+// ./train medusa: the heads' part of the shared drafter run (MEDUSA_KIND)
 
-typedef struct {
-    TrainOpts t;          // what ./train model shares: data, run dir, CSV, schedule, batch, seq (0: the target's)
-    const char *target;   // -m: the frozen target checkpoint
-    int heads;            // -heads
-    int hard;             // -hard: the data's tokens as targets, not the target's softmax
-} MedusaOpts;
-
-typedef struct {          // the state file: this header, then params, Adam m, Adam v (n_params floats each)
-    char magic[8];        // "SDMEDUS1"
-    int32_t config[7];    // the target's checkpoint header
-    int32_t heads, batch, seq, hard;
-    int64_t step;         // optimizer steps done
-    uint64_t rng;         // the batch sampler's state after them
-    uint64_t data_hash;   // fingerprint of the training tokens
-    uint64_t target_hash; // fingerprint of the target's weights
-    double seconds;       // training time so far
-} MedusaState;
-
-typedef struct {
-    Medusa m;
-    Tokens train, val;
-    int *inputs, *targets; // (B*T)
-    Rng rng;               // batch sampler
-    long step;             // optimizer steps done
-    double seconds;        // training time so far (resumes add to it)
-    double grad_norm;      // of the last step, before clipping
-    MedusaState header;    // what a resumed state must match
-} MedusaRun;
-
-static MedusaState medusa_state_header(const Medusa *m) {
-    MedusaState h;
-    memset(&h, 0, sizeof(h));
-    memcpy(h.magic, "SDMEDUS1", 8);
-    const Config *c = &m->target.c;
-    int32_t cfg[7] = {c->dim, c->hidden_dim, c->n_layers, c->n_heads, c->n_kv_heads, c->vocab_size, c->seq_len};
-    memcpy(h.config, cfg, sizeof(cfg));
-    h.heads = m->H;
-    h.batch = m->target.B;
-    h.seq = m->target.T;
-    h.hard = m->hard;
-    h.target_hash = fnv1a(m->target.params, m->target.n_params * sizeof(float));
-    return h;
+// params cut for AdamW: per head W (decays by -wd), then b (does not)
+static int medusa_tensors(const Medusa *m, Tensor *t) {
+    size_t C = (size_t)m->target.c.dim;
+    for (int h = 1; h <= m->H; h++) {
+        t[2 * h - 2] = (Tensor){"W", head_off(m, h), C * C, 1};
+        t[2 * h - 1] = (Tensor){"b", head_off(m, h) + C * C, C, 0};
+    }
+    return 2 * m->H;
 }
 
-// Continue from a state saved by the same setup (target, heads, batch, seq, targets, data); else exit.
-static void load_medusa_state(MedusaRun *r, const char *path) {
-    Medusa *m = &r->m;
-    const MedusaState *want = &r->header;
-    FILE *f = xfopen(path, "rb");
-    MedusaState h;
-    xfread(&h, sizeof(h), 1, f, path, "the header");
-    if (memcmp(h.magic, "SDMEDUS1", 8)) die("%s: not a Medusa training state (./train medusa writes one)", path);
-    if (memcmp(h.config, want->config, sizeof(h.config)) || h.target_hash != want->target_hash)
-        die("%s: saved for another target (dim %d layers %d vocab %d, or other weights); delete %s to start over",
-            path, h.config[0], h.config[2], h.config[5], path);
-    if (h.heads != want->heads || h.batch != want->batch || h.seq != want->seq || h.hard != want->hard)
+// The target, heads (zero: Medusa's init) and buffers for the options.
+static void medusa_build(void *d, const DrafterOpts *o, DrafterView *v) {
+    Medusa *m = d;
+    load_frozen_target(&m->target, o);
+    build_medusa(m, o->medusa.heads, o->medusa.hard);
+    *v = (DrafterView){.target = &m->target, .params = m->params, .grads = m->grads, .n_params = m->n_params,
+                       .outputs = m->H};
+    v->n_tensors = medusa_tensors(m, v->tensor);
+}
+
+static void medusa_free(void *d) { free_medusa(d); }
+static void medusa_refresh(void *d) { medusa_transpose(d); }
+static double medusa_target_forward(void *d, const int *in, const int *tg) { return medusa_target(d, in, tg); }
+static double medusa_loss(void *d, int backward, DraftEval *sums) {
+    return medusa_heads(d, backward, sums ? sums->agree : NULL);
+}
+
+// state.bin's own words: heads, batch, seq, hard, then 0 (where SDMEDUS1
+// has padding before the step)
+static int medusa_state_fields(const void *d, int32_t *own) {
+    const Medusa *m = d;
+    int32_t w[5] = {m->H, m->target.B, m->target.T, m->hard, 0};
+    memcpy(own, w, sizeof(w));
+    return 5;
+}
+
+// Exit unless a saved state's heads, batch, seq and targets are this run's.
+static void medusa_check_state(const int32_t *h, const int32_t *w, const char *path) {
+    if (h[0] != w[0] || h[1] != w[1] || h[2] != w[2] || h[3] != w[3])
         die("%s: saved by a run with -heads %d -batch %d -seq %d%s, this one has -heads %d -batch %d -seq %d%s; "
-            "use the same options, or delete %s to start over", path, h.heads, h.batch, h.seq,
-            h.hard ? " -hard" : "", want->heads, want->batch, want->seq, want->hard ? " -hard" : "", path);
-    if (h.data_hash != want->data_hash)
-        die("%s: the training tokens changed since this run started (retokenized?); delete %s to start over",
-            path, path);
-    xfread(m->params, sizeof(float), m->n_params, f, path, "the heads");
-    xfread(m->mom, sizeof(float), m->n_params, f, path, "Adam's first moments");
-    xfread(m->vel, sizeof(float), m->n_params, f, path, "Adam's second moments");
-    fclose(f);
-    r->step = (long)h.step;
-    r->rng.state = h.rng;
-    r->seconds = h.seconds;
+            "use the same options, or delete %s to start over", path, h[0], h[1], h[2], h[3] ? " -hard" : "",
+            w[0], w[1], w[2], w[3] ? " -hard" : "", path);
 }
 
-// Target, heads (zero or resumed), data and buffers for the options.
-static void build_medusa_run(MedusaRun *r, const MedusaOpts *o) {
-    memset(r, 0, sizeof(*r));
-    Medusa *m = &r->m;
-    load_model(&m->target, o->target, o->t.batch, o->t.seq, 0);
-    m->target.threads = o->t.threads;
-    build_medusa(m, o->heads, o->hard);
-    int T = m->target.T;
-    char *tp = join_path(o->t.data_dir, "train.bin"), *vp = join_path(o->t.data_dir, "val.bin");
-    r->train = read_tokens(tp);
-    r->val = read_tokens(vp);
-    if (r->train.vocab_size != m->target.c.vocab_size || r->val.vocab_size != m->target.c.vocab_size)
-        die("%s, %s: vocab %d and %d, but the target %s has %d (tokenize with its tokenizer)", tp, vp,
-            r->train.vocab_size, r->val.vocab_size, o->target, m->target.c.vocab_size);
-    if (r->train.n < (size_t)T + 1 || r->val.n < (size_t)T * o->t.eval_batches * o->t.batch + 1)
-        die("%s: %zu tokens, %s: %zu; need more than one window of -seq %d (val: -eval-batches x -batch "
-            "windows)", tp, r->train.n, vp, r->val.n, T);
-    r->inputs = xmalloc((size_t)o->t.batch * T * sizeof(int));
-    r->targets = xmalloc((size_t)o->t.batch * T * sizeof(int));
-    r->rng.state = (uint64_t)o->t.seed;
-    r->header = medusa_state_header(m);
-    r->header.data_hash = fnv1a(r->train.tok, r->train.n * sizeof(uint16_t));
-    char *sp = join_path(o->t.out_dir, "state.bin");
-    if (file_exists(sp)) {
-        load_medusa_state(r, sp);
-        printf("resuming %s at step %ld (%.0f s trained)\n", sp, r->step, r->seconds);
-    }
-    medusa_transpose(m);
-    free(tp); free(vp); free(sp);
+static int medusa_write(const void *d, const char *path) {
+    const Medusa *m = d;
+    return write_medusa(path, m->H, m->target.c.dim, m->target.c.vocab_size, m->params);
 }
 
-static void free_medusa_run(MedusaRun *r) {
-    free_medusa(&r->m);
-    free(r->train.tok); free(r->val.tok); free(r->inputs); free(r->targets);
+static void medusa_print_header(const void *d, const char *target) {
+    const Medusa *m = d;
+    const Config *c = &m->target.c;
+    printf("medusa: %d heads of dim %d (%.2fM params) on %s (dim %d layers %d vocab %d seq_len %d, frozen); "
+           "targets: %s\n", m->H, c->dim, (double)m->n_params / 1e6, target, c->dim, c->n_layers,
+           c->vocab_size, c->seq_len, m->hard ? "the data's tokens (-hard)" : "the target's softmax at t+h");
 }
 
-// One optimizer step on a random batch; returns the heads' mean train loss.
-static double medusa_step(MedusaRun *r, const TrainOpts *o, double lr) {
-    Medusa *m = &r->m;
-    next_batch(&r->train, &r->rng, r->inputs, r->targets, m->target.B, m->target.T);
-    medusa_target(m, r->inputs, r->targets);
-    zero(m->grads, m->n_params);
-    double loss = medusa_heads(m, 1, NULL);
-    r->grad_norm = clip_norm(m->grads, m->n_params, o->clip);
-    medusa_adamw(m, o, lr, r->step + 1);
-    r->step++;
-    return loss;
-}
-
-// The heads' mean loss on the validation batches (val_batch); agree (H): per
-// head, the fraction of rows whose top-1 is the target's top-1 at row t + h;
-// *target_loss: the target's own next-token loss on the same windows.
-static double medusa_evaluate(MedusaRun *r, int n_batches, double *agree, double *target_loss) {
-    Medusa *m = &r->m;
-    double loss = 0.0, tloss = 0.0;
-    for (int h = 0; h < m->H; h++) agree[h] = 0.0;
-    for (int i = 0; i < n_batches; i++) {
-        val_batch(&r->val, i, n_batches, m->target.B, m->target.T, r->inputs, r->targets);
-        tloss += medusa_target(m, r->inputs, r->targets) / n_batches;
-        loss += medusa_heads(m, 0, agree) / n_batches;
-    }
-    for (int h = 1; h <= m->H; h++) agree[h - 1] /= (double)head_rows(m, h) * n_batches;
-    *target_loss = tloss;
-    return loss;
-}
-
-// state.bin (to resume) and medusa.bin (the heads), each written whole or not at all
-static void save_medusa_run(MedusaRun *r, const TrainOpts *o) {
-    const Medusa *m = &r->m;
-    char *sp = join_path(o->out_dir, "state.bin"), *mp = join_path(o->out_dir, "medusa.bin");
-    r->header.step = r->step;
-    r->header.rng = r->rng.state;
-    r->header.seconds = r->seconds;
-    char *tmp = tmp_path(sp);
-    FILE *f = xfopen(tmp, "wb");
-    xfwrite(&r->header, sizeof(r->header), 1, f, tmp);
-    xfwrite(m->params, sizeof(float), m->n_params, f, tmp);
-    xfwrite(m->mom, sizeof(float), m->n_params, f, tmp);
-    xfwrite(m->vel, sizeof(float), m->n_params, f, tmp);
-    xfclose(f, tmp);
-    commit_file(tmp, sp);
-    tmp = tmp_path(mp);
-    if (write_medusa(tmp, m->H, m->target.c.dim, m->target.c.vocab_size, m->params) != 0)
-        die("%s: write failed (disk full?)", tmp);
-    commit_file(tmp, mp);
-    free(sp); free(mp);
-}
-
-// CSV_HEADER, then agree_h1 .. agree_hH: each head's top-1 agreement at an eval
-static void medusa_csv_header(char *buf, size_t n, int H) {
-    size_t used = (size_t)snprintf(buf, n, "%s", CSV_HEADER);
-    for (int h = 1; h <= H && used < n; h++) used += (size_t)snprintf(buf + used, n - used, ",agree_h%d", h);
-}
-
-// One CSV row; agree NULL (no eval this step): those fields are left empty.
-static void medusa_csv_row(FILE *f, long step, double tokens, double lr, double loss, double val, double seconds,
-                           const double *agree, int H) {
-    if (!f) return;
-    csv_fields(f, step, tokens, lr, loss, val, seconds);
-    for (int h = 0; h < H; h++)
-        if (agree) fprintf(f, ",%.4f", agree[h]);
-        else fputc(',', f);
-    fputc('\n', f);
-    fflush(f);
-}
-
-static void print_medusa_eval(long step, double val, double target_loss, const double *agree, int H) {
-    printf("step %5ld | val %.4f (the target's own next-token loss %.4f) | top-1 agreement with the target at "
-           "t+h, h = 1..%d:", step, val, target_loss, H);
-    for (int h = 0; h < H; h++) printf(" %.3f", agree[h]);
+// " a_1 a_2 ... a_n", the line's end, and a flush: an eval line's agreements
+static void print_agreements(const double *agree, int n) {
+    for (int k = 0; k < n; k++) printf(" %.3f", agree[k]);
     printf("\n");
     fflush(stdout);
 }
 
-static void print_medusa_header(const MedusaRun *r, const MedusaOpts *o) {
-    const Medusa *m = &r->m;
-    const Config *c = &m->target.c;
-    double tok_per_step = (double)m->target.B * m->target.T;
-    printf("medusa: %d heads of dim %d (%.2fM params) on %s (dim %d layers %d vocab %d seq_len %d, frozen); "
-           "targets: %s\n", m->H, c->dim, (double)m->n_params / 1e6, o->target, c->dim, c->n_layers,
-           c->vocab_size, c->seq_len, m->hard ? "the data's tokens (-hard)" : "the target's softmax at t+h");
-    printf("data: %zu train tokens, %zu val; %d x %d tokens/step x %d steps = %.1fM tokens (%.2f epochs)\n",
-           r->train.n, r->val.n, m->target.B, m->target.T, o->t.steps, tok_per_step * o->t.steps / 1e6,
-           tok_per_step * o->t.steps / (double)r->train.n);
-    fflush(stdout);
+static void medusa_print_eval(const void *d, long step, const DraftEval *v) {
+    const Medusa *m = d;
+    printf("step %5ld | val %.4f (the target's own next-token loss %.4f) | top-1 agreement with the target at "
+           "t+h, h = 1..%d:", step, v->loss, v->target_loss, m->H);
+    print_agreements(v->agree, m->H);
 }
 
-static void print_medusa_progress(const MedusaRun *r, const TrainOpts *o, double loss, double lr, double tps,
-                                  double eta) {
-    char el[32], et[32];
-    format_duration(el, sizeof(el), r->seconds);
-    format_duration(et, sizeof(et), eta);
-    printf("step %5ld/%d | loss %.4f | lr %.2e | norm %.3f | %.0f tok/s | %s | ETA %s\n", r->step, o->steps, loss,
-           lr, r->grad_norm, tps, el, et);
-    fflush(stdout);
-}
-
-// ./train medusa: train the heads, resumable like train_model (re-run the
-// same options; -stop-at N ends after step N as if killed).
-static void train_medusa(const MedusaOpts *mo) {
-    const TrainOpts *o = &mo->t;
-    make_dir(o->out_dir);
-    MedusaRun r;
-    build_medusa_run(&r, mo);
-    int H = r.m.H;
-    double tok_per_step = (double)r.m.target.B * r.m.target.T, agree[MEDUSA_MAX_HEADS], tloss;
-    print_medusa_header(&r, mo);
-    char header[512];
-    medusa_csv_header(header, sizeof(header), H);
-    FILE *csv = open_csv(o->csv, r.step, header);
-    if (r.step == 0) {
-        double val = medusa_evaluate(&r, o->eval_batches, agree, &tloss);
-        print_medusa_eval(0, val, tloss, agree, H);
-        medusa_csv_row(csv, 0, 0, 0, NAN, val, 0, agree, H);
-    }
-    long step0 = r.step, step_log = r.step;
-    double sec0 = r.seconds, train_sec = 0.0; // train_sec: since the last line, evals excluded
-    while (r.step < o->steps && (o->stop_at == 0 || r.step < o->stop_at)) {
-        double lr = lr_at(o, (int)r.step), t0 = now_seconds();
-        double loss = medusa_step(&r, o, lr), val = NAN, t1 = now_seconds();
-        int eval = r.step % o->eval_every == 0 || r.step == o->steps;
-        if (eval) val = medusa_evaluate(&r, o->eval_batches, agree, &tloss);
-        train_sec += t1 - t0;
-        r.seconds += now_seconds() - t0;
-        medusa_csv_row(csv, r.step, r.step * tok_per_step, lr, loss, val, r.seconds, eval ? agree : NULL, H);
-        if (r.step % o->log_every == 0 || eval) {
-            double eta = (o->steps - r.step) * (r.seconds - sec0) / (double)(r.step - step0);
-            print_medusa_progress(&r, o, loss, lr, (r.step - step_log) * tok_per_step / train_sec, eta);
-            step_log = r.step;
-            train_sec = 0.0;
-        }
-        if (eval) print_medusa_eval(r.step, val, tloss, agree, H);
-        if (r.step % o->ckpt_every == 0 || r.step == o->steps || r.step == o->stop_at) save_medusa_run(&r, o);
-    }
-    if (csv) xfclose(csv, o->csv);
-    printf("%s: %s/medusa.bin after %ld of %d steps, %.0f s of training\n", r.step == o->steps ? "done" : "stopped",
-           o->out_dir, r.step, o->steps, r.seconds);
-    free_medusa_run(&r);
-}
+static const DrafterKind MEDUSA_KIND = {
+    .name = "medusa", .title = "a Medusa", .params_name = "the heads", .magic = "SDMEDUS1",
+    .agree_col = "agree_h", .csv_help = "progress CSV: step,tokens,lr,train_loss,val_loss,seconds,agree_h1..H",
+    .wd_help = "AdamW weight decay (the W_h, not the b_h)", .seed_help = "seed of the batch sampler",
+    .size = sizeof(Medusa), .build = medusa_build, .free = medusa_free, .refresh = medusa_refresh,
+    .target_forward = medusa_target_forward, .loss = medusa_loss, .state_fields = medusa_state_fields,
+    .check_state = medusa_check_state, .write = medusa_write, .print_header = medusa_print_header,
+    .print_eval = medusa_print_eval,
+};
 
 // ----------------------------------------------------------------------------
 // EAGLE-style feature drafter (Li et al. 2024, arXiv 2401.15077, one MLP in
@@ -1757,7 +1642,6 @@ typedef struct {
     float feat;              // weight of the feature loss
     size_t n_params;         // eagle_n_floats(C, Hd)
     float *params, *grads;   // (n_params) W1 (Hd,2C), b1 (Hd), W2 (C,Hd), b2 (C)
-    float *mom, *vel;        // (n_params) AdamW moments
     float *wt1, *wt2;        // W1^T (2C,Hd), W2^T (Hd,C): the forward's operands (eagle_transpose)
     float *probs;            // (N, V) the target's softmax per row
     int *argmax;             // (N) the target's top-1 per row
@@ -1813,8 +1697,6 @@ static void build_eagle(Eagle *e, int Hd, int U, float feat) {
     e->n_params = eagle_n_floats((int)C, Hd);
     e->params = xcalloc(e->n_params, sizeof(float));
     e->grads = xcalloc(e->n_params, sizeof(float));
-    e->mom = xcalloc(e->n_params, sizeof(float));
-    e->vel = xcalloc(e->n_params, sizeof(float));
     e->wt1 = xcalloc(2 * C * (size_t)Hd, sizeof(float));
     e->wt2 = xcalloc((size_t)Hd * C, sizeof(float));
     e->probs = xcalloc(N * V, sizeof(float));
@@ -1837,7 +1719,7 @@ static void build_eagle(Eagle *e, int Hd, int U, float feat) {
 
 static void free_eagle(Eagle *e) {
     free_model(&e->target);
-    free(e->params); free(e->grads); free(e->mom); free(e->vel); free(e->wt1); free(e->wt2);
+    free(e->params); free(e->grads); free(e->wt1); free(e->wt2);
     free(e->probs); free(e->argmax); free(e->tokens);
     for (int s = 0; s < e->U; s++) { free(e->x[s]); free(e->u[s]); free(e->h[s]); free(e->f[s]); free(e->gf[s]); }
     free(e->df); free(e->dx); free(e->dh); free(e->logits); free(e->losses); free(e->dlosses);
@@ -1847,16 +1729,8 @@ static void free_eagle(Eagle *e) {
 // The target's forward over inputs (B*T): z in target.a.xf, per row its top-1
 // and its softmax. Returns the target's own mean next-token loss (targets).
 static double eagle_target(Eagle *e, const int *inputs, const int *targets) {
-    Model *t = &e->target;
-    size_t N = (size_t)t->B * t->T;
-    int V = t->c.vocab_size;
-    model_forward(t, inputs);
-    for (size_t n = 0; n < N; n++) e->argmax[n] = argmax_of(t->a.logits + n * V, V);
-    memcpy(e->tokens, inputs, N * sizeof(int));
-    softmax_xent_forward(t->a.losses, e->probs, t->a.logits, targets, NULL, N, V, t->threads);
-    double sum = 0.0;
-    for (size_t n = 0; n < N; n++) sum += t->a.losses[n];
-    return sum / (double)N;
+    memcpy(e->tokens, inputs, (size_t)e->target.B * e->target.T * sizeof(int));
+    return target_forward(&e->target, inputs, targets, e->argmax, e->probs);
 }
 
 // y = silu(u) elementwise (HeadAct's y and u; its backward is the heads')
@@ -1985,272 +1859,365 @@ static double eagle_loss(Eagle *e, int backward, double *ce, double *mse, double
     return loss;
 }
 
-// One AdamW step t (1, 2, ...): W1, W2 decay by -wd, b1, b2 do not; then the
-// W^T are refreshed.
-static void eagle_adamw(Eagle *e, const TrainOpts *o, double lr, long t) {
+// ----------------------------------------------------------------------------
+// ./train eagle: the drafter's part of the shared drafter run (EAGLE_KIND)
+
+// params cut for AdamW: W1, W2 decay by -wd, b1, b2 do not
+static int eagle_tensors(const Eagle *e, Tensor *t) {
     size_t C = (size_t)e->target.c.dim, Hd = (size_t)e->Hd;
-    double c1 = 1.0 - pow(o->beta1, (double)t), c2 = 1.0 - pow(o->beta2, (double)t);
-    size_t off[4] = {eagle_w1(e), eagle_b1(e), eagle_w2(e), eagle_b2(e)}, n[4] = {Hd * 2 * C, Hd, C * Hd, C};
-    for (int i = 0; i < 4; i++)
-        adamw_range(e->params + off[i], e->grads + off[i], e->mom + off[i], e->vel + off[i], n[i], o, lr,
-                    i % 2 == 0 ? o->wd : 0.0f, c1, c2);
-    eagle_transpose(e);
+    t[0] = (Tensor){"W1", eagle_w1(e), Hd * 2 * C, 1};
+    t[1] = (Tensor){"b1", eagle_b1(e), Hd, 0};
+    t[2] = (Tensor){"W2", eagle_w2(e), C * Hd, 1};
+    t[3] = (Tensor){"b2", eagle_b2(e), C, 0};
+    return 4;
 }
 
+// The target, the drafter (eagle_init from -seed) and buffers for the options.
+static void eagle_build(void *d, const DrafterOpts *o, DrafterView *v) {
+    Eagle *e = d;
+    load_frozen_target(&e->target, o);
+    build_eagle(e, o->eagle.hidden ? o->eagle.hidden : 2 * e->target.c.dim, o->eagle.unroll, o->eagle.feat);
+    eagle_init(e, (uint64_t)o->t.seed);
+    *v = (DrafterView){.target = &e->target, .params = e->params, .grads = e->grads, .n_params = e->n_params,
+                       .outputs = e->U};
+    v->n_tensors = eagle_tensors(e, v->tensor);
+}
+
+static void eagle_free(void *d) { free_eagle(d); }
+static void eagle_refresh(void *d) { eagle_transpose(d); }
+static double eagle_target_forward(void *d, const int *in, const int *tg) { return eagle_target(d, in, tg); }
+static double eagle_sums(void *d, int backward, DraftEval *sums) {
+    if (!sums) return eagle_loss(d, backward, NULL, NULL, NULL);
+    return eagle_loss(d, backward, sums->ce, sums->mse, sums->agree);
+}
+
+// state.bin's own words: hidden, unroll, batch, seq, feat (its float's
+// bits), then two 0 (SDEAGLE1's padding before the step)
+static int eagle_state_fields(const void *d, int32_t *own) {
+    const Eagle *e = d;
+    int32_t w[7] = {e->Hd, e->U, e->target.B, e->target.T, 0, 0, 0};
+    memcpy(w + 4, &e->feat, sizeof(float));
+    memcpy(own, w, sizeof(w));
+    return 7;
+}
+
+// Exit unless a saved state's shape, batch, seq and -feat are this run's.
+static void eagle_check_state(const int32_t *h, const int32_t *w, const char *path) {
+    float hf, wf;
+    memcpy(&hf, h + 4, sizeof(float));
+    memcpy(&wf, w + 4, sizeof(float));
+    if (h[0] != w[0] || h[1] != w[1] || h[2] != w[2] || h[3] != w[3] || hf != wf)
+        die("%s: saved by a run with -hidden %d -unroll %d -batch %d -seq %d -feat %g, this one has -hidden %d "
+            "-unroll %d -batch %d -seq %d -feat %g; use the same options, or delete %s to start over", path,
+            h[0], h[1], h[2], h[3], hf, w[0], w[1], w[2], w[3], wf, path);
+}
+
+static int eagle_write(const void *d, const char *path) {
+    const Eagle *e = d;
+    return write_eagle(path, e->target.c.dim, e->target.c.vocab_size, e->Hd, e->params);
+}
+
+static void eagle_print_header(const void *d, const char *target) {
+    const Eagle *e = d;
+    const Config *c = &e->target.c;
+    printf("eagle: MLP %d -> %d -> %d (%.2fM params), %d unrolled steps, feature loss weight %g, on %s (dim %d "
+           "layers %d vocab %d seq_len %d, frozen)\n", 2 * c->dim, e->Hd, c->dim, (double)e->n_params / 1e6, e->U,
+           e->feat, target, c->dim, c->n_layers, c->vocab_size, c->seq_len);
+}
+
+static void eagle_print_eval(const void *d, long step, const DraftEval *v) {
+    int U = ((const Eagle *)d)->U;
+    printf("step %5ld | val %.4f, CE step 1 %.4f, step %d %.4f, feature MSE %.4f / %.4f (the target's own "
+           "next-token loss %.4f) | top-1 agreement with the target, s = 1..%d:", step, v->loss, v->ce[0], U,
+           v->ce[U - 1], v->mse[0], v->mse[U - 1], v->target_loss, U);
+    print_agreements(v->agree, U);
+}
+
+static const DrafterKind EAGLE_KIND = {
+    .name = "eagle", .title = "an EAGLE", .params_name = "the drafter", .magic = "SDEAGLE1",
+    .agree_col = "agree_s", .csv_help = "progress CSV: step,tokens,lr,train_loss,val_loss,seconds,agree_s1..U",
+    .wd_help = "AdamW weight decay (W1, W2; not the biases)", .seed_help = "seed of the batch sampler and of W1's init",
+    .size = sizeof(Eagle), .build = eagle_build, .free = eagle_free, .refresh = eagle_refresh,
+    .target_forward = eagle_target_forward, .loss = eagle_sums, .state_fields = eagle_state_fields,
+    .check_state = eagle_check_state, .write = eagle_write, .print_header = eagle_print_header,
+    .print_eval = eagle_print_eval,
+};
+
 // ----------------------------------------------------------------------------
-// ./train eagle's run: options, resumable state, loop
+// ./train medusa and ./train eagle: a DrafterKind's resumable run
+//   state.bin: DrafterState's file fields (state_io), then params, Adam m,
+//   Adam v (n_params floats each)
+
+#define DRAFTER_OWN_MAX 8
+_Static_assert(MEDUSA_MAX_HEADS <= DRAFTER_MAX_OUT && EAGLE_MAX_UNROLL <= DRAFTER_MAX_OUT,
+               "DraftEval and DrafterView hold an agreement per head or step");
 
 typedef struct {
-    TrainOpts t;          // what ./train model shares: data, run dir, CSV, schedule, batch, seq (0: the target's)
-    const char *target;   // -m: the frozen target checkpoint
-    int hidden;           // -hidden (0: 2 dim)
-    int unroll;           // -unroll
-    float feat;           // -feat
-} EagleOpts;
+    char magic[8];                // the kind's
+    int32_t config[7];            // the target's checkpoint header
+    int32_t own[DRAFTER_OWN_MAX]; // the kind's words (state_fields), n_own of them in the file
+    int n_own;                    // (not in the file)
+    int64_t step;                 // optimizer steps done
+    uint64_t rng;                 // the batch sampler's state after them
+    uint64_t data_hash;           // fingerprint of the training tokens
+    uint64_t target_hash;         // fingerprint of the target's weights
+    double seconds;               // training time so far
+} DrafterState;
 
-typedef struct {          // the state file: this header, then params, Adam m, Adam v (n_params floats each)
-    char magic[8];        // "SDEAGLE1"
-    int32_t config[7];    // the target's checkpoint header
-    int32_t hidden, unroll, batch, seq;
-    float feat;           // -feat
-    int32_t pad[2];       // zero (the next field 8-aligned, no hidden padding)
-    int64_t step;         // optimizer steps done
-    uint64_t rng;         // the batch sampler's state after them
-    uint64_t data_hash;   // fingerprint of the training tokens
-    uint64_t target_hash; // fingerprint of the target's weights
-    double seconds;       // training time so far
-} EagleState;
+// Copy h's file fields to buf (to_file) or from it, in file order with no
+// padding (SDMEDUS1's and SDEAGLE1's own words hold theirs); returns the
+// bytes (at most 108).
+static size_t state_io(DrafterState *h, unsigned char *buf, int to_file) {
+    struct { void *p; size_t n; } f[] = {
+        {h->magic, 8}, {h->config, sizeof(h->config)}, {h->own, (size_t)h->n_own * sizeof(int32_t)},
+        {&h->step, 8}, {&h->rng, 8}, {&h->data_hash, 8}, {&h->target_hash, 8}, {&h->seconds, 8},
+    };
+    size_t off = 0;
+    for (size_t i = 0; i < sizeof(f) / sizeof(f[0]); off += f[i].n, i++)
+        if (to_file) memcpy(buf + off, f[i].p, f[i].n);
+        else memcpy(f[i].p, buf + off, f[i].n);
+    return off;
+}
 
 typedef struct {
-    Eagle e;
+    const DrafterKind *kind;
+    void *d;               // its drafter (Medusa, Eagle)
+    DrafterView v;         // the drafter's target, params, grads, tensors
+    float *mom, *vel;      // (n_params) AdamW moments
     Tokens train, val;
     int *inputs, *targets; // (B*T)
     Rng rng;               // batch sampler
     long step;             // optimizer steps done
     double seconds;        // training time so far (resumes add to it)
     double grad_norm;      // of the last step, before clipping
-    EagleState header;     // what a resumed state must match
-} EagleRun;
+    DrafterState header;   // what a resumed state must match
+} DrafterRun;
 
-static EagleState eagle_state_header(const Eagle *e) {
-    EagleState h;
+// What a resumed state must match: the kind, the target, the kind's words
+// (data_hash: the caller's).
+static DrafterState drafter_state_header(const DrafterRun *r) {
+    DrafterState h;
     memset(&h, 0, sizeof(h));
-    memcpy(h.magic, "SDEAGLE1", 8);
-    const Config *c = &e->target.c;
+    memcpy(h.magic, r->kind->magic, 8);
+    const Model *t = r->v.target;
+    const Config *c = &t->c;
     int32_t cfg[7] = {c->dim, c->hidden_dim, c->n_layers, c->n_heads, c->n_kv_heads, c->vocab_size, c->seq_len};
     memcpy(h.config, cfg, sizeof(cfg));
-    h.hidden = e->Hd;
-    h.unroll = e->U;
-    h.batch = e->target.B;
-    h.seq = e->target.T;
-    h.feat = e->feat;
-    h.target_hash = fnv1a(e->target.params, e->target.n_params * sizeof(float));
+    h.n_own = r->kind->state_fields(r->d, h.own);
+    h.target_hash = fnv1a(t->params, t->n_params * sizeof(float));
     return h;
 }
 
-// Continue from a state saved by the same setup (target, shape, objective, data); else exit.
-static void load_eagle_state(EagleRun *r, const char *path) {
-    Eagle *e = &r->e;
-    const EagleState *want = &r->header;
+// Continue from a state saved by the same setup (kind, target, its words, data); else exit.
+static void load_drafter_state(DrafterRun *r, const char *path) {
+    const DrafterKind *k = r->kind;
+    const DrafterState *want = &r->header;
+    DrafterState h = {.n_own = want->n_own};
+    unsigned char buf[128];
+    size_t bytes = state_io(&h, buf, 1); // the header's size (h is blank yet)
     FILE *f = xfopen(path, "rb");
-    EagleState h;
-    xfread(&h, sizeof(h), 1, f, path, "the header");
-    if (memcmp(h.magic, "SDEAGLE1", 8)) die("%s: not an EAGLE training state (./train eagle writes one)", path);
+    xfread(buf, bytes, 1, f, path, "the header");
+    state_io(&h, buf, 0);
+    if (memcmp(h.magic, k->magic, 8)) die("%s: not %s training state (./train %s writes one)", path, k->title, k->name);
     if (memcmp(h.config, want->config, sizeof(h.config)) || h.target_hash != want->target_hash)
         die("%s: saved for another target (dim %d layers %d vocab %d, or other weights); delete %s to start over",
             path, h.config[0], h.config[2], h.config[5], path);
-    if (h.hidden != want->hidden || h.unroll != want->unroll || h.batch != want->batch || h.seq != want->seq ||
-        h.feat != want->feat)
-        die("%s: saved by a run with -hidden %d -unroll %d -batch %d -seq %d -feat %g, this one has -hidden %d "
-            "-unroll %d -batch %d -seq %d -feat %g; use the same options, or delete %s to start over", path,
-            h.hidden, h.unroll, h.batch, h.seq, h.feat, want->hidden, want->unroll, want->batch, want->seq,
-            want->feat, path);
+    k->check_state(h.own, want->own, path);
     if (h.data_hash != want->data_hash)
         die("%s: the training tokens changed since this run started (retokenized?); delete %s to start over",
             path, path);
-    xfread(e->params, sizeof(float), e->n_params, f, path, "the drafter");
-    xfread(e->mom, sizeof(float), e->n_params, f, path, "Adam's first moments");
-    xfread(e->vel, sizeof(float), e->n_params, f, path, "Adam's second moments");
+    xfread(r->v.params, sizeof(float), r->v.n_params, f, path, k->params_name);
+    xfread(r->mom, sizeof(float), r->v.n_params, f, path, "Adam's first moments");
+    xfread(r->vel, sizeof(float), r->v.n_params, f, path, "Adam's second moments");
     fclose(f);
     r->step = (long)h.step;
     r->rng.state = h.rng;
     r->seconds = h.seconds;
 }
 
-// Target, drafter (initialized or resumed), data and buffers for the options.
-static void build_eagle_run(EagleRun *r, const EagleOpts *o) {
-    memset(r, 0, sizeof(*r));
-    Eagle *e = &r->e;
-    load_model(&e->target, o->target, o->t.batch, o->t.seq, 0);
-    e->target.threads = o->t.threads;
-    build_eagle(e, o->hidden ? o->hidden : 2 * e->target.c.dim, o->unroll, o->feat);
-    eagle_init(e, (uint64_t)o->t.seed);
-    int T = e->target.T;
+// train.bin and val.bin of -data, checked against the target and the options.
+static void read_drafter_data(DrafterRun *r, const DrafterOpts *o) {
+    const Model *t = r->v.target;
     char *tp = join_path(o->t.data_dir, "train.bin"), *vp = join_path(o->t.data_dir, "val.bin");
     r->train = read_tokens(tp);
     r->val = read_tokens(vp);
-    if (r->train.vocab_size != e->target.c.vocab_size || r->val.vocab_size != e->target.c.vocab_size)
+    if (r->train.vocab_size != t->c.vocab_size || r->val.vocab_size != t->c.vocab_size)
         die("%s, %s: vocab %d and %d, but the target %s has %d (tokenize with its tokenizer)", tp, vp,
-            r->train.vocab_size, r->val.vocab_size, o->target, e->target.c.vocab_size);
-    if (r->train.n < (size_t)T + 1 || r->val.n < (size_t)T * o->t.eval_batches * o->t.batch + 1)
+            r->train.vocab_size, r->val.vocab_size, o->target, t->c.vocab_size);
+    if (r->train.n < (size_t)t->T + 1 || r->val.n < (size_t)t->T * o->t.eval_batches * o->t.batch + 1)
         die("%s: %zu tokens, %s: %zu; need more than one window of -seq %d (val: -eval-batches x -batch "
-            "windows)", tp, r->train.n, vp, r->val.n, T);
-    r->inputs = xmalloc((size_t)o->t.batch * T * sizeof(int));
-    r->targets = xmalloc((size_t)o->t.batch * T * sizeof(int));
+            "windows)", tp, r->train.n, vp, r->val.n, t->T);
+    free(tp); free(vp);
+}
+
+// Target, drafter (initialized or resumed), data and buffers for the options.
+static void build_drafter_run(DrafterRun *r, const DrafterKind *k, const DrafterOpts *o) {
+    memset(r, 0, sizeof(*r));
+    r->kind = k;
+    r->d = xcalloc(1, k->size);
+    k->build(r->d, o, &r->v);
+    read_drafter_data(r, o);
+    size_t N = (size_t)o->t.batch * r->v.target->T;
+    r->mom = xcalloc(r->v.n_params, sizeof(float));
+    r->vel = xcalloc(r->v.n_params, sizeof(float));
+    r->inputs = xmalloc(N * sizeof(int));
+    r->targets = xmalloc(N * sizeof(int));
     r->rng.state = (uint64_t)o->t.seed;
-    r->header = eagle_state_header(e);
+    r->header = drafter_state_header(r);
     r->header.data_hash = fnv1a(r->train.tok, r->train.n * sizeof(uint16_t));
     char *sp = join_path(o->t.out_dir, "state.bin");
     if (file_exists(sp)) {
-        load_eagle_state(r, sp);
+        load_drafter_state(r, sp);
         printf("resuming %s at step %ld (%.0f s trained)\n", sp, r->step, r->seconds);
     }
-    eagle_transpose(e);
-    free(tp); free(vp); free(sp);
+    k->refresh(r->d);
+    free(sp);
 }
 
-static void free_eagle_run(EagleRun *r) {
-    free_eagle(&r->e);
+static void free_drafter_run(DrafterRun *r) {
+    r->kind->free(r->d);
+    free(r->d); free(r->mom); free(r->vel);
     free(r->train.tok); free(r->val.tok); free(r->inputs); free(r->targets);
 }
 
 // One optimizer step on a random batch; returns the train loss.
-static double eagle_train_step(EagleRun *r, const TrainOpts *o, double lr) {
-    Eagle *e = &r->e;
-    next_batch(&r->train, &r->rng, r->inputs, r->targets, e->target.B, e->target.T);
-    eagle_target(e, r->inputs, r->targets);
-    zero(e->grads, e->n_params);
-    double loss = eagle_loss(e, 1, NULL, NULL, NULL);
-    r->grad_norm = clip_norm(e->grads, e->n_params, o->clip);
-    eagle_adamw(e, o, lr, r->step + 1);
+static double drafter_step(DrafterRun *r, const TrainOpts *o, double lr) {
+    const DrafterView *v = &r->v;
+    next_batch(&r->train, &r->rng, r->inputs, r->targets, v->target->B, v->target->T);
+    r->kind->target_forward(r->d, r->inputs, r->targets);
+    zero(v->grads, v->n_params);
+    double loss = r->kind->loss(r->d, 1, NULL);
+    r->grad_norm = clip_norm(v->grads, v->n_params, o->clip);
+    adamw_tensors(v->params, v->grads, r->mom, r->vel, v->tensor, v->n_tensors, o, lr, r->step + 1);
+    r->kind->refresh(r->d);
     r->step++;
     return loss;
 }
 
-typedef struct {
-    double loss;                       // the objective (as train_loss)
-    double ce[EAGLE_MAX_UNROLL];       // per step: soft CE against the target's softmax
-    double mse[EAGLE_MAX_UNROLL];      // per step: the feature's mean squared error
-    double agree[EAGLE_MAX_UNROLL];    // per step: top-1 agreement with the target at t + s
-    double target_loss;                // the target's own next-token loss on the same windows
-} EagleEval;
-
-// The drafter on the validation batches (val_batch), means over them.
-static EagleEval eagle_evaluate(EagleRun *r, int n_batches) {
-    Eagle *e = &r->e;
-    EagleEval v;
+// The drafter on the validation batches (val_batch), means over them; agree
+// per head / step k: the fraction of its rows (t + k < T) agreeing.
+static DraftEval drafter_evaluate(DrafterRun *r, int n_batches) {
+    const Model *t = r->v.target;
+    DraftEval v;
     memset(&v, 0, sizeof(v));
     for (int i = 0; i < n_batches; i++) {
-        val_batch(&r->val, i, n_batches, e->target.B, e->target.T, r->inputs, r->targets);
-        v.target_loss += eagle_target(e, r->inputs, r->targets) / n_batches;
-        v.loss += eagle_loss(e, 0, v.ce, v.mse, v.agree) / n_batches;
+        val_batch(&r->val, i, n_batches, t->B, t->T, r->inputs, r->targets);
+        v.target_loss += r->kind->target_forward(r->d, r->inputs, r->targets) / n_batches;
+        v.loss += r->kind->loss(r->d, 0, &v) / n_batches;
     }
-    for (int s = 1; s <= e->U; s++) {
-        v.ce[s - 1] /= n_batches;
-        v.mse[s - 1] /= n_batches;
-        v.agree[s - 1] /= (double)eagle_rows(e, s) * n_batches;
+    for (int k = 1; k <= r->v.outputs; k++) {
+        v.ce[k - 1] /= n_batches;
+        v.mse[k - 1] /= n_batches;
+        v.agree[k - 1] /= (double)((size_t)t->B * (size_t)(t->T - k)) * n_batches;
     }
     return v;
 }
 
-// state.bin (to resume) and eagle.bin (the drafter), each written whole or not at all
-static void save_eagle_run(EagleRun *r, const TrainOpts *o) {
-    const Eagle *e = &r->e;
-    char *sp = join_path(o->out_dir, "state.bin"), *ep = join_path(o->out_dir, "eagle.bin");
+// state.bin (to resume) and name.bin (the drafter), each written whole or not at all
+static void save_drafter_run(DrafterRun *r, const TrainOpts *o) {
+    char file[32];
+    snprintf(file, sizeof(file), "%s.bin", r->kind->name);
+    char *sp = join_path(o->out_dir, "state.bin"), *dp = join_path(o->out_dir, file), *tmp = tmp_path(sp);
     r->header.step = r->step;
     r->header.rng = r->rng.state;
     r->header.seconds = r->seconds;
-    char *tmp = tmp_path(sp);
+    unsigned char head[128];
     FILE *f = xfopen(tmp, "wb");
-    xfwrite(&r->header, sizeof(r->header), 1, f, tmp);
-    xfwrite(e->params, sizeof(float), e->n_params, f, tmp);
-    xfwrite(e->mom, sizeof(float), e->n_params, f, tmp);
-    xfwrite(e->vel, sizeof(float), e->n_params, f, tmp);
+    xfwrite(head, state_io(&r->header, head, 1), 1, f, tmp);
+    xfwrite(r->v.params, sizeof(float), r->v.n_params, f, tmp);
+    xfwrite(r->mom, sizeof(float), r->v.n_params, f, tmp);
+    xfwrite(r->vel, sizeof(float), r->v.n_params, f, tmp);
     xfclose(f, tmp);
     commit_file(tmp, sp);
-    tmp = tmp_path(ep);
-    if (write_eagle(tmp, e->target.c.dim, e->target.c.vocab_size, e->Hd, e->params) != 0)
-        die("%s: write failed (disk full?)", tmp);
-    commit_file(tmp, ep);
-    free(sp); free(ep);
+    tmp = tmp_path(dp);
+    if (r->kind->write(r->d, tmp) != 0) die("%s: write failed (disk full?)", tmp);
+    commit_file(tmp, dp);
+    free(sp); free(dp);
 }
 
-// CSV_HEADER, then agree_s1 .. agree_sU: each step's top-1 agreement at an eval
-static void eagle_csv_header(char *buf, size_t n, int U) {
+// CSV_HEADER, then col1 .. colK: each head's or step's top-1 agreement at an eval
+static void drafter_csv_header(char *buf, size_t n, const char *col, int K) {
     size_t used = (size_t)snprintf(buf, n, "%s", CSV_HEADER);
-    for (int s = 1; s <= U && used < n; s++) used += (size_t)snprintf(buf + used, n - used, ",agree_s%d", s);
+    for (int k = 1; k <= K && used < n; k++) used += (size_t)snprintf(buf + used, n - used, ",%s%d", col, k);
 }
 
-static void print_eagle_eval(long step, const EagleEval *v, int U) {
-    printf("step %5ld | val %.4f, CE step 1 %.4f, step %d %.4f, feature MSE %.4f / %.4f (the target's own "
-           "next-token loss %.4f) | top-1 agreement with the target, s = 1..%d:", step, v->loss, v->ce[0], U,
-           v->ce[U - 1], v->mse[0], v->mse[U - 1], v->target_loss, U);
-    for (int s = 0; s < U; s++) printf(" %.3f", v->agree[s]);
-    printf("\n");
-    fflush(stdout);
+// One CSV row; agree NULL (no eval this step): those K fields are left empty.
+static void drafter_csv_row(FILE *f, long step, double tokens, double lr, double loss, double val, double seconds,
+                            const double *agree, int K) {
+    if (!f) return;
+    csv_fields(f, step, tokens, lr, loss, val, seconds);
+    for (int k = 0; k < K; k++)
+        if (agree) fprintf(f, ",%.4f", agree[k]);
+        else fputc(',', f);
+    fputc('\n', f);
+    fflush(f);
 }
 
-static void print_eagle_header(const EagleRun *r, const EagleOpts *o) {
-    const Eagle *e = &r->e;
-    const Config *c = &e->target.c;
-    double tok_per_step = (double)e->target.B * e->target.T;
-    printf("eagle: MLP %d -> %d -> %d (%.2fM params), %d unrolled steps, feature loss weight %g, on %s (dim %d "
-           "layers %d vocab %d seq_len %d, frozen)\n", 2 * c->dim, e->Hd, c->dim, (double)e->n_params / 1e6, e->U,
-           e->feat, o->target, c->dim, c->n_layers, c->vocab_size, c->seq_len);
+// the kind's line, then the data's
+static void print_drafter_header(const DrafterRun *r, const DrafterOpts *o) {
+    const Model *t = r->v.target;
+    double tok_per_step = (double)t->B * t->T;
+    r->kind->print_header(r->d, o->target);
     printf("data: %zu train tokens, %zu val; %d x %d tokens/step x %d steps = %.1fM tokens (%.2f epochs)\n",
-           r->train.n, r->val.n, e->target.B, e->target.T, o->t.steps, tok_per_step * o->t.steps / 1e6,
+           r->train.n, r->val.n, t->B, t->T, o->t.steps, tok_per_step * o->t.steps / 1e6,
            tok_per_step * o->t.steps / (double)r->train.n);
     fflush(stdout);
 }
 
-// ./train eagle: train the drafter, resumable like train_model (re-run the
-// same options; -stop-at N ends after step N as if killed).
-static void train_eagle(const EagleOpts *eo) {
-    const TrainOpts *o = &eo->t;
+// step, loss, lr, norm, speed over the steps since the last line, time, ETA
+static void print_drafter_progress(const DrafterRun *r, const TrainOpts *o, double loss, double lr, double tps,
+                                   double eta) {
+    char el[32], et[32];
+    format_duration(el, sizeof(el), r->seconds);
+    format_duration(et, sizeof(et), eta);
+    printf("step %5ld/%d | loss %.4f | lr %.2e | norm %.3f | %.0f tok/s | %s | ETA %s\n", r->step, o->steps, loss,
+           lr, r->grad_norm, tps, el, et);
+    fflush(stdout);
+}
+
+// ./train medusa, ./train eagle: train the kind's drafter, resumable like
+// train_model (re-run the same options; -stop-at N ends after step N as if killed).
+static void train_drafter(const DrafterKind *k, const DrafterOpts *d) {
+    const TrainOpts *o = &d->t;
     make_dir(o->out_dir);
-    EagleRun r;
-    build_eagle_run(&r, eo);
-    int U = r.e.U;
-    double tok_per_step = (double)r.e.target.B * r.e.target.T;
-    print_eagle_header(&r, eo);
+    DrafterRun r;
+    build_drafter_run(&r, k, d);
+    int K = r.v.outputs;
+    double tok_per_step = (double)r.v.target->B * r.v.target->T;
+    print_drafter_header(&r, d);
     char header[512];
-    eagle_csv_header(header, sizeof(header), U);
+    drafter_csv_header(header, sizeof(header), k->agree_col, K);
     FILE *csv = open_csv(o->csv, r.step, header);
-    EagleEval v;
+    DraftEval v;
     if (r.step == 0) {
-        v = eagle_evaluate(&r, o->eval_batches);
-        print_eagle_eval(0, &v, U);
-        medusa_csv_row(csv, 0, 0, 0, NAN, v.loss, 0, v.agree, U);
+        v = drafter_evaluate(&r, o->eval_batches);
+        k->print_eval(r.d, 0, &v);
+        drafter_csv_row(csv, 0, 0, 0, NAN, v.loss, 0, v.agree, K);
     }
     long step0 = r.step, step_log = r.step;
     double sec0 = r.seconds, train_sec = 0.0; // train_sec: since the last line, evals excluded
     while (r.step < o->steps && (o->stop_at == 0 || r.step < o->stop_at)) {
         double lr = lr_at(o, (int)r.step), t0 = now_seconds();
-        double loss = eagle_train_step(&r, o, lr), t1 = now_seconds();
+        double loss = drafter_step(&r, o, lr), t1 = now_seconds();
         int eval = r.step % o->eval_every == 0 || r.step == o->steps;
-        if (eval) v = eagle_evaluate(&r, o->eval_batches);
+        if (eval) v = drafter_evaluate(&r, o->eval_batches);
         train_sec += t1 - t0;
         r.seconds += now_seconds() - t0;
-        medusa_csv_row(csv, r.step, r.step * tok_per_step, lr, loss, eval ? v.loss : NAN, r.seconds,
-                       eval ? v.agree : NULL, U);
+        drafter_csv_row(csv, r.step, r.step * tok_per_step, lr, loss, eval ? v.loss : NAN, r.seconds,
+                        eval ? v.agree : NULL, K);
         if (r.step % o->log_every == 0 || eval) {
             double eta = (o->steps - r.step) * (r.seconds - sec0) / (double)(r.step - step0);
-            char el[32], et[32];
-            format_duration(el, sizeof(el), r.seconds);
-            format_duration(et, sizeof(et), eta);
-            printf("step %5ld/%d | loss %.4f | lr %.2e | norm %.3f | %.0f tok/s | %s | ETA %s\n", r.step, o->steps,
-                   loss, lr, r.grad_norm, (r.step - step_log) * tok_per_step / train_sec, el, et);
-            fflush(stdout);
+            print_drafter_progress(&r, o, loss, lr, (r.step - step_log) * tok_per_step / train_sec, eta);
             step_log = r.step;
             train_sec = 0.0;
         }
-        if (eval) print_eagle_eval(r.step, &v, U);
-        if (r.step % o->ckpt_every == 0 || r.step == o->steps || r.step == o->stop_at) save_eagle_run(&r, o);
+        if (eval) k->print_eval(r.d, r.step, &v);
+        if (r.step % o->ckpt_every == 0 || r.step == o->steps || r.step == o->stop_at) save_drafter_run(&r, o);
     }
     if (csv) xfclose(csv, o->csv);
-    printf("%s: %s/eagle.bin after %ld of %d steps, %.0f s of training\n", r.step == o->steps ? "done" : "stopped",
-           o->out_dir, r.step, o->steps, r.seconds);
-    free_eagle_run(&r);
+    printf("%s: %s/%s.bin after %ld of %d steps, %.0f s of training\n", r.step == o->steps ? "done" : "stopped",
+           o->out_dir, k->name, r.step, o->steps, r.seconds);
+    free_drafter_run(&r);
 }
 
 // ----------------------------------------------------------------------------
@@ -2318,90 +2285,98 @@ static int take_flag(int argc, char **argv, const char *flag, int *on) {
     return argc;
 }
 
-static int cmd_medusa(int argc, char **argv) {
-    MedusaOpts mo = {.heads = 4, .t = {.data_dir = "runs/data_medusa", .out_dir = "runs/medusa", .seq = 0,
-                                       .batch = 8, .accum = 1, .steps = 1000, .warmup = 50, .seed = 1337,
-                                       .threads = 2, .eval_every = 100, .eval_batches = 4, .log_every = 10,
-                                       .ckpt_every = 50, .lr = 1e-3f, .lr_min = 0.0f, .wd = 0.0f, .clip = 1.0f,
-                                       .beta1 = 0.9f, .beta2 = 0.95f}};
-    TrainOpts *o = &mo.t;
-    argc = take_flag(argc, argv, "-hard", &mo.hard);
-    Opt opts[] = {
-        {"-m", 's', &mo.target, "the target checkpoint (frozen; required)"},
+// ./train medusa's and eagle's defaults: the same but the run directory
+static DrafterOpts drafter_defaults(const char *out_dir) {
+    DrafterOpts d = {.t = {.data_dir = "runs/data_medusa", .out_dir = out_dir, .seq = 0, .batch = 8, .accum = 1,
+                           .steps = 1000, .warmup = 50, .seed = 1337, .threads = 2, .eval_every = 100,
+                           .eval_batches = 4, .log_every = 10, .ckpt_every = 50, .lr = 1e-3f, .lr_min = 0.0f,
+                           .wd = 0.0f, .clip = 1.0f, .beta1 = 0.9f, .beta2 = 0.95f}};
+    return d;
+}
+
+// The option table of a drafter into opts (room for 19 + n_own): the shared
+// options, the method's own (own, n_own) after -o; the two helps that name
+// the kind's file go in out_help and ckpt_help (64 chars each). Returns the count.
+static int drafter_opt_table(Opt *opts, DrafterOpts *d, const DrafterKind *k, const Opt *own, int n_own,
+                             char *out_help, char *ckpt_help) {
+    TrainOpts *o = &d->t;
+    snprintf(out_help, 64, "run directory: state.bin (resume) and %s.bin", k->name);
+    snprintf(ckpt_help, 64, "steps between saves of state.bin and %s.bin", k->name);
+    Opt head[] = {
+        {"-m", 's', &d->target, "the target checkpoint (frozen; required)"},
         {"-data", 's', &o->data_dir, "directory with train.bin and val.bin (./train data, the target's tokenizer)"},
-        {"-o", 's', &o->out_dir, "run directory: state.bin (resume) and medusa.bin"},
-        {"-heads", 'i', &mo.heads, "Medusa heads: head h predicts the token at t+1+h"},
-        {"-hard", 'i', &mo.hard, "a flag (no value): learn the data's tokens, not the target's softmax"},
-        {"-csv", 's', &o->csv, "progress CSV: step,tokens,lr,train_loss,val_loss,seconds,agree_h1..H"},
+        {"-o", 's', &o->out_dir, out_help},
+    };
+    Opt tail[] = {
+        {"-csv", 's', &o->csv, k->csv_help},
         {"-seq", 'i', &o->seq, "sequence length (0: the target's seq_len)"},
         {"-batch", 'i', &o->batch, "sequences per step"},
         {"-steps", 'i', &o->steps, "optimizer steps"},
         {"-warmup", 'i', &o->warmup, "linear warmup steps"},
         {"-lr", 'f', &o->lr, "peak learning rate"},
         {"-lr-min", 'f', &o->lr_min, "final learning rate of the cosine (0: lr/10)"},
-        {"-wd", 'f', &o->wd, "AdamW weight decay (the W_h, not the b_h)"},
+        {"-wd", 'f', &o->wd, k->wd_help},
         {"-clip", 'f', &o->clip, "clip the gradient's global norm to this (0: off)"},
-        {"-seed", 'i', &o->seed, "seed of the batch sampler"},
+        {"-seed", 'i', &o->seed, k->seed_help},
         {"-threads", 'i', &o->threads, "threads"},
         {"-eval-every", 'i', &o->eval_every, "steps between validations"},
         {"-eval-batches", 'i', &o->eval_batches, "batches per validation"},
         {"-log-every", 'i', &o->log_every, "steps between progress lines"},
-        {"-ckpt-every", 'i', &o->ckpt_every, "steps between saves of state.bin and medusa.bin"},
+        {"-ckpt-every", 'i', &o->ckpt_every, ckpt_help},
         {"-stop-at", 'i', &o->stop_at, "stop after this step as if killed; the same command resumes (0: off)"},
     };
-    parse_opts(argc, argv, "medusa", "train Medusa heads on a frozen target; re-run the same command to resume",
-               opts, sizeof(opts) / sizeof(opts[0]));
-    if (!mo.target) die("medusa: -m (the target checkpoint) is required");
+    int nh = (int)(sizeof(head) / sizeof(head[0])), nt = (int)(sizeof(tail) / sizeof(tail[0]));
+    memcpy(opts, head, sizeof(head));
+    memcpy(opts + nh, own, (size_t)n_own * sizeof(Opt));
+    memcpy(opts + nh + n_own, tail, sizeof(tail));
+    return nh + n_own + nt;
+}
+
+// Parse ./train medusa's or eagle's command line into d (what: the usage's
+// line) and check what the methods share; the method's own options (own,
+// n_own <= 13) its build checks.
+static void parse_drafter_opts(int argc, char **argv, const DrafterKind *k, DrafterOpts *d, const Opt *own,
+                               int n_own, const char *what) {
+    Opt opts[32];
+    char out_help[64], ckpt_help[64];
+    int n = drafter_opt_table(opts, d, k, own, n_own, out_help, ckpt_help);
+    parse_opts(argc, argv, k->name, what, opts, n);
+    TrainOpts *o = &d->t;
+    if (!d->target) die("%s: -m (the target checkpoint) is required", k->name);
     check_threads(o->threads);
     if (o->lr_min == 0.0f) o->lr_min = o->lr / 10;
     if (o->batch < 1 || o->steps < 1 || o->eval_every < 1 || o->eval_batches < 1 || o->log_every < 1 ||
         o->ckpt_every < 1 || (o->seq != 0 && o->seq < 2))
-        die("medusa: -batch, -steps, -eval-every, -eval-batches, -log-every, -ckpt-every must be >= 1, -seq 0 or >= 2");
-    train_medusa(&mo);
+        die("%s: -batch, -steps, -eval-every, -eval-batches, -log-every, -ckpt-every must be >= 1, -seq 0 or >= 2",
+            k->name);
+}
+
+static int cmd_medusa(int argc, char **argv) {
+    DrafterOpts d = drafter_defaults("runs/medusa");
+    d.medusa.heads = 4;
+    argc = take_flag(argc, argv, "-hard", &d.medusa.hard);
+    Opt own[] = {
+        {"-heads", 'i', &d.medusa.heads, "Medusa heads: head h predicts the token at t+1+h"},
+        {"-hard", 'i', &d.medusa.hard, "a flag (no value): learn the data's tokens, not the target's softmax"},
+    };
+    parse_drafter_opts(argc, argv, &MEDUSA_KIND, &d, own, (int)(sizeof(own) / sizeof(own[0])),
+                       "train Medusa heads on a frozen target; re-run the same command to resume");
+    train_drafter(&MEDUSA_KIND, &d);
     return 0;
 }
 
 static int cmd_eagle(int argc, char **argv) {
-    EagleOpts eo = {.hidden = 0, .unroll = 2, .feat = 0.1f,
-                    .t = {.data_dir = "runs/data_medusa", .out_dir = "runs/eagle", .seq = 0, .batch = 8,
-                          .accum = 1, .steps = 1000, .warmup = 50, .seed = 1337, .threads = 2, .eval_every = 100,
-                          .eval_batches = 4, .log_every = 10, .ckpt_every = 50, .lr = 1e-3f, .lr_min = 0.0f,
-                          .wd = 0.0f, .clip = 1.0f, .beta1 = 0.9f, .beta2 = 0.95f}};
-    TrainOpts *o = &eo.t;
-    Opt opts[] = {
-        {"-m", 's', &eo.target, "the target checkpoint (frozen; required)"},
-        {"-data", 's', &o->data_dir, "directory with train.bin and val.bin (./train data, the target's tokenizer)"},
-        {"-o", 's', &o->out_dir, "run directory: state.bin (resume) and eagle.bin"},
-        {"-hidden", 'i', &eo.hidden, "the MLP's width (0: 2 x the target's dim)"},
-        {"-unroll", 'i', &eo.unroll, "steps the drafter runs on its own features per row (as generation does)"},
-        {"-feat", 'f', &eo.feat, "weight of the feature loss (MSE against the target's next hidden state)"},
-        {"-csv", 's', &o->csv, "progress CSV: step,tokens,lr,train_loss,val_loss,seconds,agree_s1..U"},
-        {"-seq", 'i', &o->seq, "sequence length (0: the target's seq_len)"},
-        {"-batch", 'i', &o->batch, "sequences per step"},
-        {"-steps", 'i', &o->steps, "optimizer steps"},
-        {"-warmup", 'i', &o->warmup, "linear warmup steps"},
-        {"-lr", 'f', &o->lr, "peak learning rate"},
-        {"-lr-min", 'f', &o->lr_min, "final learning rate of the cosine (0: lr/10)"},
-        {"-wd", 'f', &o->wd, "AdamW weight decay (W1, W2; not the biases)"},
-        {"-clip", 'f', &o->clip, "clip the gradient's global norm to this (0: off)"},
-        {"-seed", 'i', &o->seed, "seed of the batch sampler and of W1's init"},
-        {"-threads", 'i', &o->threads, "threads"},
-        {"-eval-every", 'i', &o->eval_every, "steps between validations"},
-        {"-eval-batches", 'i', &o->eval_batches, "batches per validation"},
-        {"-log-every", 'i', &o->log_every, "steps between progress lines"},
-        {"-ckpt-every", 'i', &o->ckpt_every, "steps between saves of state.bin and eagle.bin"},
-        {"-stop-at", 'i', &o->stop_at, "stop after this step as if killed; the same command resumes (0: off)"},
+    DrafterOpts d = drafter_defaults("runs/eagle");
+    d.eagle.unroll = 2;
+    d.eagle.feat = 0.1f;
+    Opt own[] = {
+        {"-hidden", 'i', &d.eagle.hidden, "the MLP's width (0: 2 x the target's dim)"},
+        {"-unroll", 'i', &d.eagle.unroll, "steps the drafter runs on its own features per row (as generation does)"},
+        {"-feat", 'f', &d.eagle.feat, "weight of the feature loss (MSE against the target's next hidden state)"},
     };
-    parse_opts(argc, argv, "eagle", "train an EAGLE-style feature drafter on a frozen target; re-run the same "
-               "command to resume", opts, sizeof(opts) / sizeof(opts[0]));
-    if (!eo.target) die("eagle: -m (the target checkpoint) is required");
-    check_threads(o->threads);
-    if (o->lr_min == 0.0f) o->lr_min = o->lr / 10;
-    if (o->batch < 1 || o->steps < 1 || o->eval_every < 1 || o->eval_batches < 1 || o->log_every < 1 ||
-        o->ckpt_every < 1 || (o->seq != 0 && o->seq < 2) || eo.hidden < 0)
-        die("eagle: -batch, -steps, -eval-every, -eval-batches, -log-every, -ckpt-every must be >= 1, -seq 0 or "
-            ">= 2, -hidden >= 0");
-    train_eagle(&eo);
+    parse_drafter_opts(argc, argv, &EAGLE_KIND, &d, own, (int)(sizeof(own) / sizeof(own[0])),
+                       "train an EAGLE-style feature drafter on a frozen target; re-run the same command to resume");
+    train_drafter(&EAGLE_KIND, &d);
     return 0;
 }
 
