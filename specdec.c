@@ -52,7 +52,7 @@
 //  3263-3346  Appendix F. Auto-K (-k 0)
 //  3348-3686  Appendix G. Statistics
 //  3688-3733  Appendix H. The text on stdout
-//  3735-3946  Appendix I. Command line
+//  3735-3948  Appendix I. Command line
 //
 // Build: cc -std=c11 -O3 -mavx2 -mfma -ffp-contract=off -pthread specdec.c -lm
 #define _POSIX_C_SOURCE 200809L
@@ -3737,7 +3737,9 @@ static void show_output(Output *o) {
 static void usage(void) {
     printf("usage: specdec [target.bin] [options]\n"
            "  -d FILE   draft checkpoint (default weights/draft.bin), or -d lookup: propose what\n"
-           "            followed the context's last n-gram earlier on (no draft model)\n"
+           "            followed the context's last n-gram earlier on (no draft model), or\n"
+           "            -d medusa[:FILE], -d eagle[:FILE]: drafters on the target's hidden state\n"
+           "            (default weights/medusa.bin, weights/eagle.bin; K fixed unless -k 0)\n"
            "  --ngram-max N, --ngram-min N  n-gram lengths -d lookup tries, longest first\n"
            "            (default 3 and 1)\n"
            "  --lenience L  LOSSY below 1: accept with min(1, p/(L q)), so the output is NOT\n"
@@ -3749,7 +3751,7 @@ static void usage(void) {
            "  -k K      drafts per round, 1..%d; 0 chooses K as it goes (default 0)\n"
            "  --tree B1,B2,...  draft a tree: B_d candidates under each node at depth d, all\n"
            "            verified in one pass (e.g. 3,2,1; 1,1,1 is the chain -k 3); --tree auto\n"
-           "            grows it where the draft is sure, as far as the measured costs pay\n"
+           "            grows it where the draft is sure, or runs the chain when that is faster\n"
            "  -t T      temperature, >= 0; 0 is greedy (default 1.0)\n"
            "  -p P      top-p in (0, 1]; 1 is off (default 1.0)\n"
            "  --top-k N keep the N most likely tokens; 0 is off (default 0)\n"
