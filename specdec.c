@@ -39,20 +39,20 @@
 //   259-497   Forward
 //   499-658   Sampler
 //   660-746   The speculative step
-//   748-1036  Drafters
-//  1038-1175  The speculative round
-//  1177-1438  Tree speculation
-//  1440-1501  Generation
-//  1503-1668  main
-//  1670-1796  Appendix A. Errors and memory
-//  1798-2161  Appendix B. Loading
-//  2163-2856  Appendix C. Math kernels
-//  2858-3127  Appendix D. Threads
-//  3129-3275  Appendix E. Tokenizer
-//  3277-3360  Appendix F. Auto-K (-k 0)
-//  3362-3700  Appendix G. Statistics
-//  3702-3747  Appendix H. The text on stdout
-//  3749-3962  Appendix I. Command line
+//   748-1032  Drafters
+//  1034-1171  The speculative round
+//  1173-1434  Tree speculation
+//  1436-1497  Generation
+//  1499-1661  main
+//  1663-1789  Appendix A. Errors and memory
+//  1791-2170  Appendix B. Loading
+//  2172-2867  Appendix C. Math kernels
+//  2869-3138  Appendix D. Threads
+//  3140-3286  Appendix E. Tokenizer
+//  3288-3371  Appendix F. Auto-K (-k 0)
+//  3373-3711  Appendix G. Statistics
+//  3713-3758  Appendix H. The text on stdout
+//  3760-3973  Appendix I. Command line
 //
 // Build: cc -std=c11 -O3 -mavx2 -mfma -ffp-contract=off -pthread specdec.c -lm
 #define _POSIX_C_SOURCE 200809L
@@ -220,8 +220,8 @@ typedef struct {
 // (16 rows each), columns < d_out only
 static void matmul_panels(float *out, size_t os, int d_out, const float *x, int T, const Matrix *m,
                           int p0, int p1);
-// exp(x) by a fixed polynomial (Appendix C), the same bits everywhere
-static float exp_canonical(float x);
+// silu(v) = v * (1 / (1 + exp(-v))), exp by a fixed polynomial (Appendix C)
+static float silu(float v);
 // x (T,n), weight (n) -> out (T,n) = weight * x / sqrt(mean(x^2) + 1e-5)
 static void rmsnorm(float *out, const float *x, const float *weight, int T, int n);
 // v (n_heads*hs) in place: each pair (v[2i], v[2i+1]) rotated by the position's angle
@@ -767,6 +767,7 @@ struct Drafter {
     // row `row` of the target's last pass ran position pos, now committed,
     // and decided the token after it (-1: none did; NULL: not needed)
     void (*observe)(Drafter *d, int row, int pos);
+    void (*free)(Drafter *d); // what the drafter holds (NULL: nothing; a draft model is freed as a model)
     const float *logits; // the logits behind the last q (rows as that call made them), or NULL
     Transformer *model;  // the draft model, or NULL; its clock is the drafter's
     double seconds;      // ... else the drafter's own: seconds and steps spent proposing
@@ -887,7 +888,7 @@ typedef struct {
     Sampler *sampler;
     int n_heads, at;   // H; the position z ran (-1: none yet)
     Matrix *w;         // (H) W_h (dim, dim), packed
-    const float *b;    // the file's floats: head h's W_h (dim, dim) then b_h (dim)
+    const float *b[MEDUSA_MAX_HEADS]; // b_h (dim) in the file's bytes, for h = 1..H at h - 1
     float *z, *y;      // (dim) the hidden state; (H, dim) each head's z + silu(W_h z + b_h)
     float *logits;     // (H, V) head h's logits for z in row h - 1, once made
     float *rows;       // (MAX_ROWS, V) a tree level's logits, row by node
@@ -906,11 +907,9 @@ static const float *head_logits(MedusaDrafter *md, int h) {
         double t0 = now_seconds();
         for (int j = 0; j < md->n_heads; j++) {
             float *y = md->y + (size_t)j * dim;
-            const float *b = md->b + (size_t)j * ((size_t)dim * dim + dim) + (size_t)dim * dim;
             matmul_on(md->target, y, md->z, &md->w[j], 1);
             for (int i = 0; i < dim; i++) {
-                float u = y[i] + b[i];
-                y[i] = md->z[i] + u * (1.0f / (1.0f + exp_canonical(-u)));
+                y[i] = md->z[i] + silu(y[i] + md->b[j][i]);
             }
         }
         matmul_on(md->target, md->logits, md->y, &md->target->wcls, md->n_heads);
@@ -983,10 +982,7 @@ static void eagle_step(EagleDrafter *ed, float *out, const float *f, int x) {
     memcpy(ed->fe, f, (size_t)dim * sizeof(float));
     memcpy(ed->fe + dim, ed->target->weights.token_embedding + (size_t)x * dim, (size_t)dim * sizeof(float));
     matmul_on(ed->target, ed->h, ed->fe, &ed->w1, 1);
-    for (int i = 0; i < ed->hidden; i++) {
-        float u = ed->h[i] + ed->b1[i];
-        ed->h[i] = u * (1.0f / (1.0f + exp_canonical(-u)));
-    }
+    for (int i = 0; i < ed->hidden; i++) ed->h[i] = silu(ed->h[i] + ed->b1[i]);
     matmul_on(ed->target, out, ed->h, &ed->w2, 1);
     for (int i = 0; i < dim; i++) out[i] = f[i] + (out[i] + ed->b2[i]);
     ed->base.steps++;
@@ -1571,9 +1567,7 @@ static ThreadPool *build_pool(int n);
 static void free_pool(ThreadPool *pool);
 static Transformer *load_models(Transformer *target, Transformer *draft, const Options *o, ThreadPool *pool);
 static Drafter *medusa_drafter(MedusaDrafter *md, const char *path, Transformer *target, Sampler *s);
-static void free_medusa(MedusaDrafter *md);
 static Drafter *eagle_drafter(EagleDrafter *ed, const char *path, Transformer *target, Sampler *s);
-static void free_eagle(EagleDrafter *ed);
 static void free_transformer(Transformer *t);
 static void build_tokenizer(Tokenizer *t, const char *path, int vocab_size);
 static void free_tokenizer(Tokenizer *t);
@@ -1651,8 +1645,7 @@ int main(int argc, char **argv) {
 
     if (spec) free_speculator(&sp);
     if (drafter && drafter->model) free_transformer(&draft);
-    if (spec && opt.medusa) free_medusa(&mh);
-    if (spec && opt.eagle) free_eagle(&ed);
+    if (drafter && drafter->free) drafter->free(drafter);
     xfree(probs); xfree(out.generated); xfree(tokens);
     free_sampler(&sampler);
     free_tokenizer(&tok);
@@ -2098,25 +2091,47 @@ static void free_transformer(Transformer *t) {
 
 // Medusa heads for `target` from path (model.h: medusa.bin), checked like a
 // checkpoint (the header against the target, every float finite); W_h packed.
-static Drafter *medusa_drafter(MedusaDrafter *md, const char *path, Transformer *target, Sampler *s) {
-    int dim = target->config.dim, V = target->config.vocab_size;
-    size_t bytes, per = (size_t)dim * dim + (size_t)dim, panel_floats = panels_of(dim) * dim * PANEL;
-    *md = (MedusaDrafter){.base = {.propose = propose_medusa, .propose_tree = propose_tree_medusa,
-                                   .observe = observe_medusa}, .target = target, .sampler = s, .at = -1};
-    md->file = read_file(path, "Medusa heads (a medusa.bin from ./train medusa)", &bytes);
+// A drafter file for `target` (model.h: a 5-int header that `check` tests
+// against the target's dim and vocab_size, then floats) read into *file, dying
+// naming both files; returns check's count, *floats past the header.
+typedef int (*DrafterCheck)(const int32_t h[5], size_t bytes, int dim, int vocab_size, char *msg, size_t len);
+static int read_drafter_file(unsigned char **file, const float **floats, const char *path, const char *what,
+                             DrafterCheck check, const Transformer *target) {
+    size_t bytes;
     int32_t h[5] = {0};
     char msg[512];
-    memcpy(h, md->file, bytes < sizeof(h) ? bytes : sizeof(h));
-    if ((md->n_heads = check_medusa(h, bytes, dim, V, msg, sizeof(msg))) < 0) die("%s: %s (for %s)", path, msg, target->path);
-    const float *f = (const float *)(void *)(md->file + MEDUSA_HEADER_BYTES);
+    *file = read_file(path, what, &bytes);
+    memcpy(h, *file, bytes < sizeof(h) ? bytes : sizeof(h));
+    int n = check(h, bytes, target->config.dim, target->config.vocab_size, msg, sizeof(msg));
+    if (n < 0) die("%s: %s (for %s)", path, msg, target->path);
+    *floats = (const float *)(void *)(*file + sizeof(h));
+    return n;
+}
+
+static void free_medusa(Drafter *d) {
+    MedusaDrafter *md = (MedusaDrafter *)d;
+    xfree(md->w); xfree(md->packed); xfree(md->z); xfree(md->logits); xfree(md->file);
+}
+
+static Drafter *medusa_drafter(MedusaDrafter *md, const char *path, Transformer *target, Sampler *s) {
+    int dim = target->config.dim, V = target->config.vocab_size;
+    size_t per = (size_t)dim * dim + (size_t)dim, panel_floats = panels_of(dim) * dim * PANEL;
+    const float *f;
+    *md = (MedusaDrafter){.base = {.propose = propose_medusa, .propose_tree = propose_tree_medusa,
+                                   .observe = observe_medusa, .free = free_medusa},
+                          .target = target, .sampler = s, .at = -1};
+    md->n_heads = read_drafter_file(&md->file, &f, path, "Medusa heads (a medusa.bin from ./train medusa)",
+                                    check_medusa, target);
     size_t n = medusa_n_floats(md->n_heads, dim), bad = first_non_finite(f, n);
     if (bad < n)
         die("%s: head %zu's %s, element %zu, is not finite (a training run that diverged, or a damaged file?)",
             path, bad / per + 1, bad % per < (size_t)dim * dim ? "W" : "b", bad % per);
-    md->b = f;
     md->w = xmalloc((size_t)md->n_heads * sizeof(Matrix), "Medusa heads");
     float *dst = md->packed = xmalloc_floats_aligned((size_t)md->n_heads * panel_floats, "Medusa heads");
-    for (int i = 0; i < md->n_heads; i++) dst = pack_matrix(&md->w[i], dst, f + i * per, dim, dim);
+    for (int i = 0; i < md->n_heads; i++) {
+        dst = pack_matrix(&md->w[i], dst, f + i * per, dim, dim);
+        md->b[i] = f + i * per + (size_t)dim * dim;
+    }
     md->z = xmalloc((size_t)(1 + md->n_heads) * dim * sizeof(float), "Medusa state");
     md->y = md->z + dim;
     md->logits = xmalloc((size_t)(md->n_heads + MAX_ROWS) * V * sizeof(float), "Medusa logits");
@@ -2124,23 +2139,21 @@ static Drafter *medusa_drafter(MedusaDrafter *md, const char *path, Transformer 
     return &md->base;
 }
 
-static void free_medusa(MedusaDrafter *md) {
-    xfree(md->w); xfree(md->packed); xfree(md->z); xfree(md->logits); xfree(md->file);
-}
-
 // The feature drafter for `target` from path (model.h: eagle.bin), checked like
 // a checkpoint; W1 and W2 packed.
+static void free_eagle(Drafter *d) {
+    EagleDrafter *ed = (EagleDrafter *)d;
+    xfree(ed->packed); xfree(ed->chain); xfree(ed->logits); xfree(ed->file);
+}
+
 static Drafter *eagle_drafter(EagleDrafter *ed, const char *path, Transformer *target, Sampler *s) {
     int dim = target->config.dim, V = target->config.vocab_size;
-    size_t bytes;
-    char msg[512];
+    const float *f;
     *ed = (EagleDrafter){.base = {.propose = propose_eagle, .propose_tree = propose_tree_eagle,
-                                  .observe = observe_eagle}, .target = target, .sampler = s, .at = -1};
-    ed->file = read_file(path, "EAGLE drafter (an eagle.bin from ./train eagle)", &bytes);
-    int32_t h[5] = {0};
-    memcpy(h, ed->file, bytes < sizeof(h) ? bytes : sizeof(h));
-    if ((ed->hidden = check_eagle(h, bytes, dim, V, msg, sizeof(msg))) < 0) die("%s: %s (for %s)", path, msg, target->path);
-    const float *f = (const float *)(void *)(ed->file + EAGLE_HEADER_BYTES);
+                                  .observe = observe_eagle, .free = free_eagle},
+                         .target = target, .sampler = s, .at = -1};
+    ed->hidden = read_drafter_file(&ed->file, &f, path, "EAGLE drafter (an eagle.bin from ./train eagle)",
+                                   check_eagle, target);
     size_t n = eagle_n_floats(dim, ed->hidden), bad = first_non_finite(f, n), H = (size_t)ed->hidden;
     if (bad < n) die("%s: float %zu after the header is not finite (a training run that diverged?)", path, bad);
     ed->b1 = f + H * 2 * dim, ed->b2 = ed->b1 + H + (size_t)dim * H;
@@ -2153,10 +2166,6 @@ static Drafter *eagle_drafter(EagleDrafter *ed, const char *path, Transformer *t
     ed->h = ed->fe + 2 * (size_t)dim;
     ed->logits = xmalloc((size_t)MAX_ROWS * V * sizeof(float), "EAGLE logits");
     return &ed->base;
-}
-
-static void free_eagle(EagleDrafter *ed) {
-    xfree(ed->packed); xfree(ed->chain); xfree(ed->logits); xfree(ed->file);
 }
 
 // ----------------------------------------------------------------------------
@@ -2843,6 +2852,8 @@ static void rope(float *v, const float *cos_row, const float *sin_row, int n_hea
         }
 }
 
+static float silu(float v) { return v * (1.0f / (1.0f + exp_canonical(-v))); }
+
 // SwiGLU on one 16-column block pair: out[j] = silu(h1[j]) * h3[j] for j < n,
 // silu(v) = v * sigmoid(v) = v / (1 + exp(-v)). h1, h3 (n) -> out (n)
 static void swiglu(float *out, const float *h1, const float *h3, int n) {
@@ -2851,7 +2862,7 @@ static void swiglu(float *out, const float *h1, const float *h3, int n) {
         VF v = V_LOAD(h1 + j);
         V_STORE(out + j, v * (1.0f / (1.0f + v_exp(-v))) * V_LOAD(h3 + j));
     }
-    for (; j < n; j++) out[j] = h1[j] * (1.0f / (1.0f + exp_canonical(-h1[j]))) * h3[j];
+    for (; j < n; j++) out[j] = silu(h1[j]) * h3[j];
 }
 
 // ----------------------------------------------------------------------------

@@ -71,8 +71,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         }
         int ok = d->propose(d, q, tokens, 3) && d->propose_tree(d, q, tokens + 3, 0, parent, 3, 3);
         for (int i = 0; ok && i < 3; i++) check_q(q + i * FUZZ_VOCAB, 1);
-        if (eagle) free_eagle(&ed);
-        else free_medusa(&md);
+        d->free(d);
         free_sampler(&s);
         free_transformer(&t);
     });

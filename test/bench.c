@@ -446,8 +446,7 @@ static void build_spec(Spec *sc, Transformer *target, Transformer *draft, Sample
 }
 
 static void free_spec(Spec *sc) {
-    if (sc->sp.drafter->propose == propose_medusa) free_medusa(&sc->mh);
-    if (sc->sp.drafter->propose == propose_eagle) free_eagle(&sc->ed);
+    if (sc->sp.drafter->free) sc->sp.drafter->free(sc->sp.drafter);
     free_speculator(&sc->sp);
 }
 
