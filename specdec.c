@@ -184,6 +184,7 @@ typedef struct {
     int max_rows;               // rows one forward() may take
     int n_threads;              // threads a forward() uses (<= the pool's)
     int solo_left, solo_run;    // forwards left to run on one thread, and that run's length
+    unsigned char stalls;       // bit i: the (i+1)-th last pass on all threads stalled
     long forwards;              // forward() calls so far, and their seconds (statistics, auto-K)
     double seconds;
     ThreadPool *pool;           // NULL: one thread
@@ -457,19 +458,24 @@ static float *forward_tree(Transformer *tr, const int *tokens, int first, const 
     for (int i = 0; i < T; i++)
         memcpy(s->x + (size_t)i * dim, tr->weights.token_embedding + (size_t)tokens[i] * dim,
                (size_t)dim * sizeof(float));
-    // threads: all, unless a recent pass stalled (another process holds a core:
-    // every pass then waited a 4 ms scheduler tick); then one, for a run of
-    // passes that grows 4x while stalls recur and halves with each pass that
-    // does not stall. Any thread count gives the same bits.
+    // threads: all, unless passes keep stalling (another process holds a core:
+    // every pass then waits a 4 ms scheduler tick); a stall within 8 passes of
+    // another sends the next run of passes to one thread, a run that grows 4x
+    // while stalls recur and halves with each pass that does not stall. One
+    // stall alone is a hiccup of the machine (a DRAM-bound model on two threads
+    // met one every ~20 passes here, and going solo on it cost 40% of its
+    // tokens per second). Any thread count gives the same bits.
     double t0 = now_seconds();
     ForwardJob job = {.tr = tr, .T = T, .pos = pos, .first = first, .parent = parent, .depth = parent ? depth : NULL};
     int threads = tr->solo_left > 0 ? (tr->solo_left--, 1) : tr->n_threads;
-    if (pool_run(tr->pool, threads, forward_job, &job)) {
+    int stalled = pool_run(tr->pool, threads, forward_job, &job);
+    if (stalled && tr->stalls) {
         tr->solo_run = tr->solo_run < 64 ? 64 : tr->solo_run < 4096 ? 4 * tr->solo_run : 4096;
         tr->solo_left = tr->solo_run;
-    } else if (threads > 1) {
+    } else if (threads > 1 && !stalled) {
         tr->solo_run /= 2;
     }
+    if (threads > 1) tr->stalls = (unsigned char)(tr->stalls << 1 | stalled);
     tr->seconds += now_seconds() - t0;
     tr->forwards++;
     return s->logits;
