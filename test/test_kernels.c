@@ -28,13 +28,17 @@ static void random_matrix(Matrix *m, float **w, float **packed, int d, int n, Rn
 }
 
 // A matmul's result o (T, d) over x (T, n) must equal, bit for bit, its
-// definition def, the portable path's os, T one-row calls, and the panels
-// split 3 ways as three threads would compute them. what: "matmul" or "int8 matmul"
+// definition def, the portable path's os, T one-row calls (also as a streamed
+// matrix's, one panel wide), and the panels split 3 ways as three threads would
+// compute them. what: "matmul" or "int8 matmul"
 static void check_matmul_paths(const char *what, const Matrix *m, const float *x, int T, int n,
                                int d, const float *o, const float *def, const float *os) {
     size_t bytes = (size_t)T * d * 4;
-    float *o1 = xmalloc(bytes, "o1"), *osplit = xmalloc(bytes, "osplit");
+    float *o1 = xmalloc(bytes, "o1"), *osplit = xmalloc(bytes, "osplit"), *ostream = xmalloc(bytes, "ostream");
+    Matrix streamed = *m;
+    streamed.streamed = 1;
     for (int t = 0; t < T; t++) matmul(o1 + (size_t)t * d, x + (size_t)t * n, m, 1);
+    for (int t = 0; t < T; t++) matmul(ostream + (size_t)t * d, x + (size_t)t * n, &streamed, 1);
     for (int th = 0; th < 3; th++) {
         int lo, hi;
         share(&lo, &hi, m->n_panels, th, 3);
@@ -43,8 +47,9 @@ static void check_matmul_paths(const char *what, const Matrix *m, const float *x
     CHECK(!memcmp(o, def, bytes), "%s n=%d d=%d T=%d differs from its definition", what, n, d, T);
     CHECK(!memcmp(o, os, bytes), "%s n=%d d=%d T=%d: SIMD and scalar paths differ", what, n, d, T);
     CHECK(!memcmp(o, o1, bytes), "%s n=%d d=%d T=%d: differs from %d one-row calls", what, n, d, T, T);
+    CHECK(!memcmp(o, ostream, bytes), "%s n=%d d=%d T=%d: differs from %d streamed one-row calls", what, n, d, T, T);
     CHECK(!memcmp(o, osplit, bytes), "%s n=%d d=%d T=%d: a 3-way panel split differs", what, n, d, T);
-    xfree(o1); xfree(osplit);
+    xfree(o1); xfree(osplit); xfree(ostream);
 }
 
 // matmul over T rows (every tile shape: T = 1..17 rows, panels in wide tiles
@@ -84,7 +89,7 @@ static void test_matmul(void) {
         xfree(w); xfree(packed);
     }
     printf("matmul: %d cases (n x d from 1x1 to 257x31, T = 1..%d rows) memcmp-equal to the chain "
-           "definition, the scalar path, one-row calls and a 3-way split\n", cases, MAX_ROWS);
+           "definition, the scalar path, one-row calls (streamed too) and a 3-way split\n", cases, MAX_ROWS);
 }
 
 // int8 quantisation of one row v (n) as specdec defines it: the scale
