@@ -165,23 +165,39 @@ static double bandwidth_gbs(size_t bytes) {
     return sink > 0 ? (double)n * sizeof(float) / best / 1e9 : 0;
 }
 
+// The plain loop on the forward's threads: thread tid reads its share of the buffer
+typedef struct { const float *buf; size_t n; float sink[MAX_THREADS]; } ReadJob;
+static void read_job(void *arg, int tid, int nth) {
+    ReadJob *j = arg;
+    size_t per = j->n / 32 / (size_t)nth * 32, lo = per * (size_t)tid;
+    read_pass(j->buf + lo, tid == nth - 1 ? j->n - lo : per, &j->sink[tid]);
+}
+
+static double read_pass_on(Transformer *tr, const float *buf, size_t n, float *sink) {
+    ReadJob j = {.buf = buf, .n = n};
+    double t0 = now_seconds();
+    pool_run(tr->pool, tr->n_threads, read_job, &j);
+    double t = now_seconds() - t0;
+    for (int i = 0; i < tr->n_threads; i++) *sink += j.sink[i];
+    return t;
+}
+
 // A single-row forward's read rate over the plain loop's at the model's size,
-// the two timed side by side, so a slow stretch of a shared machine hits both:
-// each repetition reads the buffer (the model's size) twice and runs two
-// forwards at position 48, and times the second of each, the best of `reps`.
-// Both are then timed warm, as decoding runs one forward after another and
-// bandwidth_gbs rereads its buffer: a 20 MB model and a 20 MB buffer do not
-// fit one 32 MB L3 together, so a pass right after the other's starts with
-// part of its working set evicted. `lanes` plain-loop rates make the
-// denominator (N threads against N times one thread's read).
-static double interleaved_fraction(Transformer *tr, double bytes, int lanes, int reps) {
+// on the forward's threads (each reads its share), the two timed side by side,
+// so a slow stretch of a shared machine hits both: each repetition reads the
+// buffer (the model's size) twice and runs two forwards at position 48, and
+// times the second of each, the best of `reps`. Both are then timed warm, as
+// decoding runs one forward after another and bandwidth_gbs rereads its
+// buffer: a 20 MB model and a 20 MB buffer do not fit one 32 MB L3 together,
+// so a pass right after the other's starts with part of its working set evicted.
+static double interleaved_fraction(Transformer *tr, double bytes, int reps) {
     size_t n;
     float *buf = ones_buffer((size_t)bytes, &n), sink = 0;
     int tok = 100;
     double best_read = 1e30, best_step = 1e30;
     for (int rep = 0; rep < reps; rep++) {
-        read_pass(buf, n, &sink); // warm-up, untimed
-        double t = read_pass(buf, n, &sink);
+        read_pass_on(tr, buf, n, &sink); // warm-up, untimed
+        double t = read_pass_on(tr, buf, n, &sink);
         if (t < best_read) best_read = t;
         forward(tr, &tok, 1, 48);
         double t0 = now_seconds();
@@ -191,7 +207,7 @@ static double interleaved_fraction(Transformer *tr, double bytes, int lanes, int
     }
     xfree(buf);
     double read_gbs = (double)n * sizeof(float) / best_read / 1e9;
-    return sink > 0 ? bytes / best_step / 1e9 / (lanes * read_gbs) : 0;
+    return sink > 0 ? bytes / best_step / 1e9 / read_gbs : 0;
 }
 
 // ---- a model: single row, matmul rate, verify cost, attention share -----------------
@@ -346,7 +362,7 @@ static ModelResult bench_model(const char *name, const char *path, int weights, 
         m.tok_s[ti] = single_row_tok_s(&tr, steps, big ? 3 : 10);
         m.gbs[ti] = m.tok_s[ti] * m.bytes / 1e9;
         m.roofline[ti] = m.gbs[ti] / (ti ? threads * m.bw_at_size : m.bw_at_size);
-        m.interleaved[ti] = interleaved_fraction(&tr, m.bytes, ti ? threads : 1, big ? 20 : 200);
+        m.interleaved[ti] = interleaved_fraction(&tr, m.bytes, big ? 20 : 200);
         for (int n = 1; n <= 9; n++) m.r[ti][n] = time_rows(&tr, n, 16, reps);
         for (int n = 9; n >= 1; n--) m.r[ti][n] /= m.r[ti][1];
         if (ti == 0) {
