@@ -34,25 +34,25 @@
 // docs/PORTING.md gives every rule a port needs.
 //
 // CONTENTS (line numbers; test/cli.sh checks them)
-//   123-208   The data
-//   210-257   The kernel contract
-//   259-497   Forward
-//   499-658   Sampler
-//   660-746   The speculative step
-//   748-1032  Drafters
-//  1034-1171  The speculative round
-//  1173-1434  Tree speculation
-//  1436-1497  Generation
-//  1499-1661  main
-//  1663-1789  Appendix A. Errors and memory
-//  1791-2170  Appendix B. Loading
-//  2172-2867  Appendix C. Math kernels
-//  2869-3138  Appendix D. Threads
-//  3140-3286  Appendix E. Tokenizer
-//  3288-3371  Appendix F. Auto-K (-k 0)
-//  3373-3711  Appendix G. Statistics
-//  3713-3758  Appendix H. The text on stdout
-//  3760-3973  Appendix I. Command line
+//   123-210   The data
+//   212-259   The kernel contract
+//   261-504   Forward
+//   506-665   Sampler
+//   667-753   The speculative step
+//   755-1039  Drafters
+//  1041-1178  The speculative round
+//  1180-1441  Tree speculation
+//  1443-1504  Generation
+//  1506-1668  main
+//  1670-1796  Appendix A. Errors and memory
+//  1798-2185  Appendix B. Loading
+//  2187-2883  Appendix C. Math kernels
+//  2885-3154  Appendix D. Threads
+//  3156-3302  Appendix E. Tokenizer
+//  3304-3387  Appendix F. Auto-K (-k 0)
+//  3389-3727  Appendix G. Statistics
+//  3729-3774  Appendix H. The text on stdout
+//  3776-3989  Appendix I. Command line
 //
 // Build: cc -std=c11 -O3 -mavx2 -mfma -ffp-contract=off -pthread specdec.c -lm
 #define _POSIX_C_SOURCE 200809L
