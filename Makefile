@@ -106,7 +106,7 @@ build/bin/bench: test/bench.c $(TEST_DEPS)
 	$(CC) $(TFLAGS) $(SIMD) -o $@ $< $(LDLIBS)
 
 # bandwidth, single-row forward, verify cost r(n), end to end (shipped pair and
-# the emulated 110M target) -> bench.json and docs/*.csv; about 4 minutes. With
+# the emulated 110M target) -> bench.json and docs/*.csv; about 5 minutes. With
 # RUNC=path/to/run (llama2.c's run.c, -Ofast -march=native -fopenmp) it also
 # compares target-only decoding with it (bench runc: that comparison alone)
 bench: build/bin/bench
@@ -117,7 +117,7 @@ sweep: build/bin/bench
 	build/bin/bench sweep
 
 # trees against the chain at t = 0, 1: the shipped pair, then the shipped target
-# embedded, zero-padded, in dim 768 x 12 layers (325 MB, DRAM-bound); ~5 minutes; writes docs/trees.csv
+# embedded, zero-padded, in dim 768 x 12 layers (325 MB, DRAM-bound); about a minute; writes docs/trees.csv
 bench-tree: build/bin/bench
 	build/bin/bench tree
 
