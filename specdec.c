@@ -43,16 +43,16 @@
 //  1041-1178  The speculative round
 //  1180-1441  Tree speculation
 //  1443-1504  Generation
-//  1506-1668  main
-//  1670-1796  Appendix A. Errors and memory
-//  1798-2185  Appendix B. Loading
-//  2187-2883  Appendix C. Math kernels
-//  2885-3154  Appendix D. Threads
-//  3156-3302  Appendix E. Tokenizer
-//  3304-3387  Appendix F. Auto-K (-k 0)
-//  3389-3727  Appendix G. Statistics
-//  3729-3774  Appendix H. The text on stdout
-//  3776-3989  Appendix I. Command line
+//  1506-1669  main
+//  1671-1797  Appendix A. Errors and memory
+//  1799-2186  Appendix B. Loading
+//  2188-2884  Appendix C. Math kernels
+//  2886-3155  Appendix D. Threads
+//  3157-3303  Appendix E. Tokenizer
+//  3305-3388  Appendix F. Auto-K (-k 0)
+//  3390-3733  Appendix G. Statistics
+//  3735-3780  Appendix H. The text on stdout
+//  3782-3995  Appendix I. Command line
 //
 // Build: cc -std=c11 -O3 -mavx2 -mfma -ffp-contract=off -pthread specdec.c -lm
 #define _POSIX_C_SOURCE 200809L
@@ -1533,6 +1533,7 @@ struct SpecStats {
     double round_t0[2];          // the models' clocks when the round started
     double round_start;          // ... and the wall clock
     double mode_tokens[2], mode_seconds[2]; // --tree auto: decayed tokens and seconds of chain, tree rounds
+    int retries;                 // ... and the rounds that tried the slower one
     int last_n, first_round;     // the last round's position; 1: this round starts a generation
     long round_f0[2];
 };
@@ -3407,13 +3408,18 @@ static void plan_rounds(Speculator *sp, SpecStats *st, const Options *o) {
 // --tree auto: a tree round, or a chain round at auto-K's K, whichever has
 // committed more tokens per second lately (decayed over ~20 rounds of each; a
 // round's wall time, bookkeeping included, but not a generation's first round,
-// where the draft reads the prompt); the first 4 rounds alternate, and every
-// 64th round tries the other, so a change is seen. Against always growing a
-// tree: 2.7x on the shipped pair, 1.3x on a DRAM-bound target (PERFORMANCE.md).
-static int tree_round_next(const SpecStats *st) {
-    if (st->rounds < 4) return (int)(st->rounds % 2);
+// where the draft reads the prompt). The chain until a tree has been timed;
+// the other one is tried at rounds 32, 96, 224, ..., each wait twice the last.
+// A tree round that loses costs several chain rounds (4x on the shipped pair),
+// and greedy stories often end within 30 rounds: against trying the tree in
+// rounds 1 and 3 and every 64th, --tree auto went from 0.81 / 0.81 of auto-K's
+// tokens per second to 0.97 / 1.03 on the shipped pair (t = 0 / 1), 0.74 /
+// 0.77 to 0.97 / 0.95 on a DRAM-bound target (medians of paired runs).
+static int tree_round_next(SpecStats *st) {
     int best = st->mode_tokens[1] * st->mode_seconds[0] > st->mode_tokens[0] * st->mode_seconds[1];
-    return st->rounds % 64 == 63 ? !best : best;
+    if (st->rounds != 32L * ((2L << st->retries) - 1)) return best;
+    st->retries++;
+    return !best;
 }
 
 // The drafter's seconds and (into *steps) steps so far: a draft model's
