@@ -36,23 +36,23 @@
 // CONTENTS (line numbers; test/cli.sh checks them)
 //   123-210   The data
 //   212-259   The kernel contract
-//   261-504   Forward
-//   506-665   Sampler
-//   667-753   The speculative step
-//   755-1039  Drafters
-//  1041-1178  The speculative round
-//  1180-1441  Tree speculation
-//  1443-1504  Generation
-//  1506-1669  main
-//  1671-1797  Appendix A. Errors and memory
-//  1799-2186  Appendix B. Loading
-//  2188-2884  Appendix C. Math kernels
-//  2886-3155  Appendix D. Threads
-//  3157-3303  Appendix E. Tokenizer
-//  3305-3388  Appendix F. Auto-K (-k 0)
-//  3390-3733  Appendix G. Statistics
-//  3735-3780  Appendix H. The text on stdout
-//  3782-3995  Appendix I. Command line
+//   261-509   Forward
+//   511-670   Sampler
+//   672-758   The speculative step
+//   760-1044  Drafters
+//  1046-1183  The speculative round
+//  1185-1446  Tree speculation
+//  1448-1509  Generation
+//  1511-1674  main
+//  1676-1802  Appendix A. Errors and memory
+//  1804-2191  Appendix B. Loading
+//  2193-2889  Appendix C. Math kernels
+//  2891-3160  Appendix D. Threads
+//  3162-3308  Appendix E. Tokenizer
+//  3310-3393  Appendix F. Auto-K (-k 0)
+//  3395-3738  Appendix G. Statistics
+//  3740-3785  Appendix H. The text on stdout
+//  3787-4000  Appendix I. Command line
 //
 // Build: cc -std=c11 -O3 -mavx2 -mfma -ffp-contract=off -pthread specdec.c -lm
 #define _POSIX_C_SOURCE 200809L
@@ -433,6 +433,23 @@ static void forward_job(void *arg, int tid, int nth) {
     matmul_panels(s->logits, (size_t)c->vocab_size, c->vocab_size, xn, T, &tr->wcls, lo, hi);
 }
 
+// After a pass on `threads` threads, which `stalled` (a thread waited past
+// POOL_STALL: another process may hold a core, and then every pass waits a
+// 4 ms scheduler tick): a stall within 8 passes of another sends the next run
+// of passes to one thread, a run that grows 4x while stalls recur and halves
+// with each pass on all threads that does not stall. One stall alone is a
+// hiccup of the machine (a DRAM-bound model on two threads met one every ~20
+// passes here, and going solo on it cost 40% of its tokens per second).
+static void note_stall(Transformer *tr, int threads, int stalled) {
+    if (stalled && tr->stalls) {
+        tr->solo_run = tr->solo_run < 64 ? 64 : tr->solo_run < 4096 ? 4 * tr->solo_run : 4096;
+        tr->solo_left = tr->solo_run;
+    } else if (threads > 1 && !stalled) {
+        tr->solo_run /= 2;
+    }
+    if (threads > 1) tr->stalls = (unsigned char)(tr->stalls << 1 | stalled);
+}
+
 // Runs nodes first..first+n_rows-1 of a tree (tokens: theirs) through the
 // model: node v (parent[v] < v, or -1) at position pos + its depth, attending
 // to the cache below pos and to its ancestors, run in this pass or an earlier
@@ -459,24 +476,12 @@ static float *forward_tree(Transformer *tr, const int *tokens, int first, const 
     for (int i = 0; i < T; i++)
         memcpy(s->x + (size_t)i * dim, tr->weights.token_embedding + (size_t)tokens[i] * dim,
                (size_t)dim * sizeof(float));
-    // threads: all, unless passes keep stalling (another process holds a core:
-    // every pass then waits a 4 ms scheduler tick); a stall within 8 passes of
-    // another sends the next run of passes to one thread, a run that grows 4x
-    // while stalls recur and halves with each pass that does not stall. One
-    // stall alone is a hiccup of the machine (a DRAM-bound model on two threads
-    // met one every ~20 passes here, and going solo on it cost 40% of its
-    // tokens per second). Any thread count gives the same bits.
+    // threads: all, unless passes keep stalling (note_stall). Any thread
+    // count gives the same bits.
     double t0 = now_seconds();
     ForwardJob job = {.tr = tr, .T = T, .pos = pos, .first = first, .parent = parent, .depth = parent ? depth : NULL};
     int threads = tr->solo_left > 0 ? (tr->solo_left--, 1) : tr->n_threads;
-    int stalled = pool_run(tr->pool, threads, forward_job, &job);
-    if (stalled && tr->stalls) {
-        tr->solo_run = tr->solo_run < 64 ? 64 : tr->solo_run < 4096 ? 4 * tr->solo_run : 4096;
-        tr->solo_left = tr->solo_run;
-    } else if (threads > 1 && !stalled) {
-        tr->solo_run /= 2;
-    }
-    if (threads > 1) tr->stalls = (unsigned char)(tr->stalls << 1 | stalled);
+    note_stall(tr, threads, pool_run(tr->pool, threads, forward_job, &job));
     tr->seconds += now_seconds() - t0;
     tr->forwards++;
     return s->logits;

@@ -42,6 +42,16 @@ static int caches_equal(const Transformer *a, const Transformer *b, int n) {
     return 1;
 }
 
+// every matrix of t read as a model past STREAMED_BYTES reads them (one-row
+// matmuls one panel wide), whatever its size
+static void mark_streamed(Transformer *t) {
+    for (int l = 0; l < t->config.n_layers; l++) {
+        Layer *ly = &t->layers[l];
+        ly->qkv.streamed = ly->wo.streamed = ly->w13.streamed = ly->w2.streamed = 1;
+    }
+    t->wcls.streamed = 1;
+}
+
 // weights: how the model keeps its matrices (WEIGHTS_F32 or WEIGHTS_INT8)
 static void test_config(const char *name, Config c, int shared, int weights) {
     char path[256];
@@ -65,6 +75,7 @@ static void test_config(const char *name, Config c, int shared, int weights) {
     for (int threads = 1; threads <= 3; threads++) {
         ThreadPool *pool = build_pool(threads);
         build_transformer_as(&many, path, MAX_ROWS, pool, threads, weights);
+        if (threads == 2) mark_streamed(&many);
         for (int pi = 0; pi < 4; pi++) {
             for (int n = 1; n <= 9; n++) {
                 int pos = positions[pi];
@@ -85,8 +96,8 @@ static void test_config(const char *name, Config c, int shared, int weights) {
     CHECK(bad_logits == 0, "%s: %d of %d batched forwards differ from single-row forwards", name, bad_logits, cases);
     CHECK(bad_cache == 0, "%s: %d of %d batched forwards left different KV caches", name, bad_cache, cases);
     printf("%s, %s weights (dim %d hidden %d layers %d heads %d kv_heads %d vocab %d, %s classifier): "
-           "%d batched forwards (n = 1..9 at pos 0, 3, 17, %d; 1, 2, 3 threads) memcmp-equal to "
-           "single rows on one thread\n", name, WEIGHTS_NAME[weights], c.dim, c.hidden_dim, c.n_layers, c.n_heads,
+           "%d batched forwards (n = 1..9 at pos 0, 3, 17, %d; 1, 2 (as a streamed model), 3 threads) "
+           "memcmp-equal to single rows on one thread\n", name, WEIGHTS_NAME[weights], c.dim, c.hidden_dim, c.n_layers, c.n_heads,
            c.n_kv_heads, c.vocab_size, shared ? "shared" : "unshared", cases, S - 9);
     xfree(ref); xfree(tokens);
     free_transformer(&one);
@@ -197,32 +208,37 @@ static void test_file_changed_after_load(void) {
 
 // One stalled pass (a thread waited past POOL_STALL) is a hiccup: nothing
 // changes. A second within 8 passes (another process holds a core) sends the
-// next 64 passes to one thread, with the same logits; a stall-free pass on all
-// threads halves the run. The stalls are simulated.
+// next 64 passes to one thread; a stall-free pass on all threads halves the
+// run. The rule on a scripted sequence of passes, then the passes it sends to
+// one thread: the same logits.
 static void test_stall_goes_solo(void) {
     ThreadPool *pool = build_pool(2);
     Transformer tr;
     build_transformer(&tr, "build/test/forward_gqa_unshared.bin", MAX_ROWS, pool, 2);
-    int tokens[3] = {1, 5, 9}, V = tr.config.vocab_size;
+    tr.solo_left = tr.solo_run = tr.stalls = 0;
+    note_stall(&tr, 2, 1);
+    int after_one = tr.solo_left;
+    for (int i = 0; i < 8; i++) note_stall(&tr, 2, 0); // 8 quiet passes: the stall is forgotten
+    note_stall(&tr, 2, 1);
+    int after_far = tr.solo_left;
+    note_stall(&tr, 2, 0);
+    note_stall(&tr, 2, 1);
+    int after_two = tr.solo_left;
+    note_stall(&tr, 1, 0); // a pass on one thread tells nothing
+    int kept = tr.solo_run;
+    note_stall(&tr, 2, 0);
+    CHECK(after_one == 0 && after_far == 0 && after_two == 64 && kept == 64 && tr.solo_run == 32,
+          "stalls: one sent %d passes to one thread (want 0), one 9 passes after it %d (want 0), a second two "
+          "passes later %d (want 64), the run after a solo pass %d (want 64), after a quiet pass %d (want 32)",
+          after_one, after_far, after_two, kept, tr.solo_run);
+    int tokens[3] = {1, 5, 9}, V = tr.config.vocab_size, same = 1;
     float *ref = xmalloc((size_t)3 * V * 4, "ref");
     memcpy(ref, forward(&tr, tokens, 3, 0), (size_t)3 * V * 4);
-    forward(&tr, tokens, 3, 0); // the workers awake
-    tr.solo_left = tr.solo_run = tr.stalls = 0; // in case the machine is busy
-    atomic_store(&pool->stalled, 1);
-    forward(&tr, tokens, 3, 0);
-    int after_one = tr.solo_left;
-    forward(&tr, tokens, 3, 0);
-    atomic_store(&pool->stalled, 1);
-    forward(&tr, tokens, 3, 0);
-    int after_two = tr.solo_left, same = 1;
-    for (int i = 0; i < after_two; i++) same &= !memcmp(forward(&tr, tokens, 3, 0), ref, (size_t)3 * V * 4);
-    forward(&tr, tokens, 3, 0); // on both threads again, no stall
-    int halved = tr.solo_run == 32 || tr.solo_left > 0; // or a real stall, on a busy machine
-    CHECK(after_one == 0 && after_two == 64 && halved && same,
-          "stalls: one sent %d passes to one thread (want 0), a second two passes later %d (want 64), "
-          "run %d after a quiet pass (want 32), same logits %d", after_one, after_two, tr.solo_run, same);
-    printf("one stalled pass changes nothing; a second within 8 sends the next %d to one thread, the same "
-           "logits; a quiet pass halves the run\n", after_two);
+    tr.solo_left = 4;
+    for (int i = 0; i < 4; i++) same &= !memcmp(forward(&tr, tokens, 3, 0), ref, (size_t)3 * V * 4);
+    CHECK(same && tr.solo_left == 0, "passes sent to one thread: same logits %d, %d left (want 0)", same, tr.solo_left);
+    printf("one stalled pass changes nothing; a second within 8 sends the next 64 to one thread, with the "
+           "same logits; a quiet pass halves the run\n");
     xfree(ref);
     free_transformer(&tr);
     free_pool(pool);
