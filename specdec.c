@@ -35,24 +35,24 @@
 //
 // CONTENTS (line numbers; test/cli.sh checks them)
 //   123-210   The data
-//   212-259   The kernel contract
-//   261-509   Forward
-//   511-670   Sampler
-//   672-758   The speculative step
-//   760-1044  Drafters
-//  1046-1183  The speculative round
-//  1185-1446  Tree speculation
-//  1448-1509  Generation
-//  1511-1674  main
-//  1676-1802  Appendix A. Errors and memory
-//  1804-2191  Appendix B. Loading
-//  2193-2889  Appendix C. Math kernels
-//  2891-3160  Appendix D. Threads
-//  3162-3308  Appendix E. Tokenizer
-//  3310-3393  Appendix F. Auto-K (-k 0)
-//  3395-3738  Appendix G. Statistics
-//  3740-3785  Appendix H. The text on stdout
-//  3787-4000  Appendix I. Command line
+//   212-261   The kernel contract
+//   263-494   Forward
+//   496-655   Sampler
+//   657-743   The speculative step
+//   745-1029  Drafters
+//  1031-1168  The speculative round
+//  1170-1431  Tree speculation
+//  1433-1494  Generation
+//  1496-1659  main
+//  1661-1787  Appendix A. Errors and memory
+//  1789-2176  Appendix B. Loading
+//  2178-2874  Appendix C. Math kernels
+//  2876-3162  Appendix D. Threads
+//  3164-3310  Appendix E. Tokenizer
+//  3312-3395  Appendix F. Auto-K (-k 0)
+//  3397-3740  Appendix G. Statistics
+//  3742-3787  Appendix H. The text on stdout
+//  3789-4002  Appendix I. Command line
 //
 // Build: cc -std=c11 -O3 -mavx2 -mfma -ffp-contract=off -pthread specdec.c -lm
 #define _POSIX_C_SOURCE 200809L
@@ -247,6 +247,8 @@ static void softmax(float *x, int n);
 // Threads (Appendix D): run job(arg, tid, n) for tid = 0..n-1, the caller as 0;
 // threads meet at barriers; share splits n items by thread
 static int pool_run(ThreadPool *pool, int n, Job job, void *arg);
+// after a pass of tr on `threads` threads, stalled or not: how many next passes run on one thread
+static void note_stall(Transformer *tr, int threads, int stalled);
 static void pool_barrier(ThreadPool *pool, int tid, int n);
 static void share(int *lo, int *hi, int n, int tid, int nth);
 static void prefetch_shared(const float *x, size_t n, int nth);
@@ -431,23 +433,6 @@ static void forward_job(void *arg, int tid, int nth) {
     rmsnorm(xn, s->x, w->rms_final, T, dim);
     share(&lo, &hi, tr->wcls.n_panels, tid, nth);
     matmul_panels(s->logits, (size_t)c->vocab_size, c->vocab_size, xn, T, &tr->wcls, lo, hi);
-}
-
-// After a pass on `threads` threads, which `stalled` (a thread waited past
-// POOL_STALL: another process may hold a core, and then every pass waits a
-// 4 ms scheduler tick): a stall within 8 passes of another sends the next run
-// of passes to one thread, a run that grows 4x while stalls recur and halves
-// with each pass on all threads that does not stall. One stall alone is a
-// hiccup of the machine (a DRAM-bound model on two threads met one every ~20
-// passes here, and going solo on it cost 40% of its tokens per second).
-static void note_stall(Transformer *tr, int threads, int stalled) {
-    if (stalled && tr->stalls) {
-        tr->solo_run = tr->solo_run < 64 ? 64 : tr->solo_run < 4096 ? 4 * tr->solo_run : 4096;
-        tr->solo_left = tr->solo_run;
-    } else if (threads > 1 && !stalled) {
-        tr->solo_run /= 2;
-    }
-    if (threads > 1) tr->stalls = (unsigned char)(tr->stalls << 1 | stalled);
 }
 
 // Runs nodes first..first+n_rows-1 of a tree (tokens: theirs) through the
@@ -3015,6 +3000,23 @@ static int pool_run(ThreadPool *pool, int n, Job job, void *arg) {
     while (atomic_load(&pool->finished) < pool->n - 1) spin_wait(pool, &turns, &since);
     pool->base = atomic_load_explicit(&pool->arrivals[0].passed, memory_order_relaxed);
     return atomic_exchange(&pool->stalled, 0);
+}
+
+// After a pass on `threads` threads, which `stalled` (a thread waited past
+// POOL_STALL: another process may hold a core, and then every pass waits a
+// 4 ms scheduler tick): a stall within 8 passes of another sends the next run
+// of passes to one thread, a run that grows 4x while stalls recur and halves
+// with each pass on all threads that does not stall. One stall alone is a
+// hiccup of the machine (a DRAM-bound model on two threads met one every ~20
+// passes here, and going solo on it cost 40% of its tokens per second).
+static void note_stall(Transformer *tr, int threads, int stalled) {
+    if (stalled && tr->stalls) {
+        tr->solo_run = tr->solo_run < 64 ? 64 : tr->solo_run < 4096 ? 4 * tr->solo_run : 4096;
+        tr->solo_left = tr->solo_run;
+    } else if (threads > 1 && !stalled) {
+        tr->solo_run /= 2;
+    }
+    if (threads > 1) tr->stalls = (unsigned char)(tr->stalls << 1 | stalled);
 }
 
 // Stop the workers (the list's release of a pool: join, then its memory can go).
