@@ -45,14 +45,14 @@
 //  1433-1494  Generation
 //  1496-1659  main
 //  1661-1787  Appendix A. Errors and memory
-//  1789-2176  Appendix B. Loading
-//  2178-2874  Appendix C. Math kernels
-//  2876-3162  Appendix D. Threads
-//  3164-3310  Appendix E. Tokenizer
-//  3312-3395  Appendix F. Auto-K (-k 0)
-//  3397-3740  Appendix G. Statistics
-//  3742-3787  Appendix H. The text on stdout
-//  3789-4002  Appendix I. Command line
+//  1789-2175  Appendix B. Loading
+//  2177-2873  Appendix C. Math kernels
+//  2875-3160  Appendix D. Threads
+//  3162-3308  Appendix E. Tokenizer
+//  3310-3393  Appendix F. Auto-K (-k 0)
+//  3395-3734  Appendix G. Statistics
+//  3736-3781  Appendix H. The text on stdout
+//  3783-3996  Appendix I. Command line
 //
 // Build: cc -std=c11 -O3 -mavx2 -mfma -ffp-contract=off -pthread specdec.c -lm
 #define _POSIX_C_SOURCE 200809L
@@ -1880,10 +1880,9 @@ static size_t memory_limit(void) {
 
 // Every matrix of the checkpoint, packed into one allocation. qkv stacks wq,
 // wk and wv; w13 interleaves w1's and w3's panels (w1 0, w3 0, w1 1, ...).
-// Weights past STREAMED_BYTES come from memory, not a cache: their one-row
-// matmuls read one panel at a time, one stream, which the hardware prefetcher
-// follows best (a one-row step +10-18% on one thread on 60-438 MB models, +15% on
-// two on 325 MB; on the 20 MB shipped target, held in L3, -4% / -18% on one / two).
+// Weights past STREAMED_BYTES come from DRAM: their one-row matmuls read one panel
+// at a time, one stream the hardware prefetcher follows (one row +10-18% on
+// 60-438 MB models; -4% / -18% on one / two threads on the 20 MB shipped target).
 #define STREAMED_BYTES ((size_t)32 << 20) // a desktop's last-level cache
 static void pack_weights(Transformer *t) {
     const Config *c = &t->config;
@@ -3002,13 +3001,12 @@ static int pool_run(ThreadPool *pool, int n, Job job, void *arg) {
     return atomic_exchange(&pool->stalled, 0);
 }
 
-// After a pass on `threads` threads, which `stalled` (a thread waited past
-// POOL_STALL: another process may hold a core, and then every pass waits a
-// 4 ms scheduler tick): a stall within 8 passes of another sends the next run
-// of passes to one thread, a run that grows 4x while stalls recur and halves
-// with each pass on all threads that does not stall. One stall alone is a
-// hiccup of the machine (a DRAM-bound model on two threads met one every ~20
-// passes here, and going solo on it cost 40% of its tokens per second).
+// After a pass on `threads` threads that `stalled` (a thread waited past
+// POOL_STALL: another process may hold a core, and each pass then waits a 4 ms
+// tick): a second stall within 8 passes sends a run of passes to one thread, a
+// run that grows 4x while stalls recur and halves with each quiet pass on all
+// threads. A lone stall is a hiccup (going solo on each cost a DRAM-bound model
+// on two threads 40% of its tokens per second here).
 static void note_stall(Transformer *tr, int threads, int stalled) {
     if (stalled && tr->stalls) {
         tr->solo_run = tr->solo_run < 64 ? 64 : tr->solo_run < 4096 ? 4 * tr->solo_run : 4096;
@@ -3413,15 +3411,11 @@ static void plan_rounds(Speculator *sp, SpecStats *st, const Options *o) {
 }
 
 // --tree auto: a tree round, or a chain round at auto-K's K, whichever has
-// committed more tokens per second lately (decayed over ~20 rounds of each; a
-// round's wall time, bookkeeping included, but not a generation's first round,
-// where the draft reads the prompt). The chain until a tree has been timed;
-// the other one is tried at rounds 32, 96, 224, ..., each wait twice the last.
-// A tree round that loses costs several chain rounds (4x on the shipped pair),
-// and greedy stories often end within 30 rounds: against trying the tree in
-// rounds 1 and 3 and every 64th, --tree auto went from 0.81 / 0.81 of auto-K's
-// tokens per second to 0.97 / 1.03 on the shipped pair (t = 0 / 1), 0.74 /
-// 0.77 to 0.97 / 0.95 on a DRAM-bound target (medians of paired runs).
+// committed more tokens per second lately (decayed over ~20 rounds of each; wall
+// time, but not a generation's first round, where the draft reads the prompt).
+// The chain until a tree has been timed, the other tried at rounds 32, 96, 224,
+// ...: a losing tree round costs ~4 chain rounds, and short stories end first
+// (against rounds 1, 3 and every 64th: 0.81 -> 0.97-1.03 of auto-K's speed).
 static int tree_round_next(SpecStats *st) {
     int best = st->mode_tokens[1] * st->mode_seconds[0] > st->mode_tokens[0] * st->mode_seconds[1];
     if (st->rounds != 32L * ((2L << st->retries) - 1)) return best;
