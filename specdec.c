@@ -1881,8 +1881,8 @@ static size_t memory_limit(void) {
 // Every matrix of the checkpoint, packed into one allocation. qkv stacks wq,
 // wk and wv; w13 interleaves w1's and w3's panels (w1 0, w3 0, w1 1, ...).
 // Weights past STREAMED_BYTES come from DRAM: their one-row matmuls read one panel
-// at a time, one stream the hardware prefetcher follows (one row +10-18% on
-// 60-438 MB models; -4% / -18% on one / two threads on the 20 MB shipped target).
+// at a time, one stream the hardware prefetcher follows (one row +10-18% on models
+// of 60-438 MB; -4% / -18% on one / two threads on the 20 MB shipped target).
 #define STREAMED_BYTES ((size_t)32 << 20) // a desktop's last-level cache
 static void pack_weights(Transformer *t) {
     const Config *c = &t->config;
