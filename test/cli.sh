@@ -192,7 +192,7 @@ if [ -f specdec.c ]; then
         bar=$(sed -n "$((from - 1))p" specdec.c)
         if [ "${got#// $title}" != "$got" ] && [ "${bar#// ---}" != "$bar" ]; then ok
         else bad "specdec.c's contents say '$title' starts at line $from, which reads: $got"; fi
-    done < <(sed -n 's|^// *\([0-9][0-9]*\)-\([0-9][0-9]*\) *\(.*\)$|\1 \2 \3|p' specdec.c)
+    done < <(sed -n '/^\/\/ CONTENTS/,/^\/\/ Build:/p' specdec.c | sed -n 's|^// *\([0-9][0-9]*\)-\([0-9][0-9]*\) *\(.*\)$|\1 \2 \3|p')
     [ $n_toc -ge 10 ] && ok || bad "specdec.c's contents list $n_toc sections"
     echo "contents: specdec.c's $n_toc section line numbers are where its sections start"
 fi
