@@ -254,6 +254,16 @@ static inline int write_config(FILE *f, const Config *c, int shared) {
     return fwrite(h, sizeof(h), 1, f) == 1 ? 0 : -1;
 }
 
+// Write a file of `n_header` int32s h, then n floats p (a medusa.bin or an
+// eagle.bin). Returns 0 on success, -1 on error.
+static inline int write_ints_floats(const char *path, const int32_t *h, size_t n_header, const float *p, size_t n) {
+    FILE *f = fopen(path, "wb");
+    if (!f) return -1;
+    int bad = fwrite(h, sizeof(*h), n_header, f) != n_header || fwrite(p, sizeof(float), n, f) != n;
+    if (fclose(f) != 0) bad = 1;
+    return bad ? -1 : 0;
+}
+
 // Write a whole checkpoint: header then the flat array `p` (checkpoint_n_floats
 // floats, laid out as map_weights expects). Returns 0 on success, -1 on error.
 static inline int write_checkpoint(const char *path, const Config *c, const float *p, int shared) {
@@ -311,13 +321,8 @@ static inline int check_medusa(const int32_t h[5], size_t file_bytes, int dim, i
 // Write a medusa.bin: the header, then heads (medusa_n_floats) as laid out
 // above. Returns 0 on success, -1 on error.
 static inline int write_medusa(const char *path, int n_heads, int dim, int vocab_size, const float *heads) {
-    FILE *f = fopen(path, "wb");
-    if (!f) return -1;
     int32_t h[5] = {MEDUSA_MAGIC, 1, n_heads, dim, vocab_size};
-    size_t n = medusa_n_floats(n_heads, dim);
-    int bad = fwrite(h, sizeof(h), 1, f) != 1 || fwrite(heads, sizeof(float), n, f) != n;
-    if (fclose(f) != 0) bad = 1;
-    return bad ? -1 : 0;
+    return write_ints_floats(path, h, 5, heads, medusa_n_floats(n_heads, dim));
 }
 
 // ---------------------------------------------------------------------------
@@ -367,13 +372,8 @@ static inline int check_eagle(const int32_t h[5], size_t file_bytes, int dim, in
 // Write an eagle.bin: the header, then eagle_n_floats(dim, hidden) floats laid
 // out as above. Returns 0 on success, -1 on error.
 static inline int write_eagle(const char *path, int dim, int vocab_size, int hidden, const float *w) {
-    FILE *f = fopen(path, "wb");
-    if (!f) return -1;
     int32_t h[5] = {EAGLE_MAGIC, 1, dim, vocab_size, hidden};
-    size_t n = eagle_n_floats(dim, hidden);
-    int bad = fwrite(h, sizeof(h), 1, f) != 1 || fwrite(w, sizeof(float), n, f) != n;
-    if (fclose(f) != 0) bad = 1;
-    return bad ? -1 : 0;
+    return write_ints_floats(path, h, 5, w, eagle_n_floats(dim, hidden));
 }
 
 // ---------------------------------------------------------------------------

@@ -218,17 +218,28 @@ static void write_embedded_checkpoint(const char *path, const Transformer *base,
     xfree(row);
 }
 
+// A drafter file `in` (what: its kind) read whole into *file, its 5-int header into h and
+// checked by `check` against its own dims (h[at], h[at + 1]: dim, vocab_size);
+// returns check's count (heads, or the MLP's width)
+static int read_own_drafter(unsigned char **file, int32_t h[5], const char *in, const char *what, DrafterCheck check,
+                            int at) {
+    size_t bytes;
+    char msg[256];
+    *file = read_file(in, what, &bytes);
+    memset(h, 0, 5 * sizeof(int32_t));
+    memcpy(h, *file, bytes < 5 * sizeof(int32_t) ? bytes : 5 * sizeof(int32_t));
+    int n = check(h, bytes, h[at], h[at + 1], msg, sizeof(msg));
+    if (n < 0) die("%s: %s", in, msg);
+    return n;
+}
+
 // Medusa heads `in` (for a base target) for that target embedded `scale` times
 // wider (write_embedded_checkpoint): W and b zero-padded, so the padded hidden
 // state (z, 0) gives (z + silu(W z + b), 0) and the same logits.
 static void write_embedded_medusa(const char *path, const char *in, int scale) {
-    size_t bytes;
-    unsigned char *file = read_file(in, "medusa.bin", &bytes);
-    int32_t h[5] = {0};
-    memcpy(h, file, bytes < sizeof(h) ? bytes : sizeof(h));
-    char msg[256];
-    int H = check_medusa(h, bytes, h[3], h[4], msg, sizeof(msg)), d = h[3], D = d * scale;
-    if (H < 0) die("%s: %s", in, msg);
+    unsigned char *file;
+    int32_t h[5];
+    int H = read_own_drafter(&file, h, in, "medusa.bin", check_medusa, 3), d = h[3], D = d * scale;
     const float *src = (const float *)(void *)(file + MEDUSA_HEADER_BYTES);
     float *out = xmalloc(medusa_n_floats(H, D) * sizeof(float), "heads"), *o = out; // zeroed
     for (int i = 0; i < H; i++, src += (size_t)d * d + (size_t)d, o += (size_t)D * D + (size_t)D) {
@@ -256,13 +267,9 @@ static void write_random_eagle(const char *path, int dim, int vocab, int hidden,
 // times wider: W1's f and e halves and W2's rows zero-padded, so the padded
 // feature (f, 0) and embedding (e, 0) give (f', 0) and the same logits.
 static void write_embedded_eagle(const char *path, const char *in, int scale) {
-    size_t bytes;
-    unsigned char *file = read_file(in, "eagle.bin", &bytes);
-    int32_t h[5] = {0};
-    memcpy(h, file, bytes < sizeof(h) ? bytes : sizeof(h));
-    char msg[256];
-    int hid = check_eagle(h, bytes, h[2], h[3], msg, sizeof(msg));
-    if (hid < 0) die("%s: %s", in, msg);
+    unsigned char *file;
+    int32_t h[5];
+    int hid = read_own_drafter(&file, h, in, "eagle.bin", check_eagle, 2);
     size_t d = (size_t)h[2], D = d * (size_t)scale, H = (size_t)hid;
     const float *w1 = (const float *)(void *)(file + EAGLE_HEADER_BYTES), *b1 = w1 + H * 2 * d, *w2 = b1 + H,
                 *b2 = w2 + d * H;
