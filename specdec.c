@@ -35,24 +35,24 @@
 //
 // CONTENTS (line numbers; test/cli.sh checks them)
 //   123-210   The data
-//   212-261   The kernel contract
-//   263-494   Forward
-//   496-655   Sampler
-//   657-743   The speculative step
-//   745-1029  Drafters
-//  1031-1168  The speculative round
-//  1170-1431  Tree speculation
+//   212-259   The kernel contract
+//   261-492   Forward
+//   494-653   Sampler
+//   655-741   The speculative step
+//   743-1034  Drafters
+//  1036-1161  The speculative round
+//  1163-1431  Tree speculation
 //  1433-1494  Generation
 //  1496-1659  main
 //  1661-1787  Appendix A. Errors and memory
 //  1789-2175  Appendix B. Loading
-//  2177-2873  Appendix C. Math kernels
-//  2875-3160  Appendix D. Threads
-//  3162-3308  Appendix E. Tokenizer
-//  3310-3393  Appendix F. Auto-K (-k 0)
-//  3395-3734  Appendix G. Statistics
-//  3736-3781  Appendix H. The text on stdout
-//  3783-3996  Appendix I. Command line
+//  2177-2872  Appendix C. Math kernels
+//  2874-3159  Appendix D. Threads
+//  3161-3307  Appendix E. Tokenizer
+//  3309-3392  Appendix F. Auto-K (-k 0)
+//  3394-3733  Appendix G. Statistics
+//  3735-3780  Appendix H. The text on stdout
+//  3782-3995  Appendix I. Command line
 //
 // Build: cc -std=c11 -O3 -mavx2 -mfma -ffp-contract=off -pthread specdec.c -lm
 #define _POSIX_C_SOURCE 200809L
@@ -218,10 +218,8 @@ typedef struct {
 // AVX2, NEON and plain C paths, any number of rows and any number of threads
 // give the same bits, and a (K+1)-row verify pass equals K+1 one-row steps.
 
-// W (d,n) @ x (T,n) -> out (T, row stride os): output panels [p0, p1) of m
-// (16 rows each), columns < d_out only
-static void matmul_panels(float *out, size_t os, int d_out, const float *x, int T, const Matrix *m,
-                          int p0, int p1);
+// W (d,n) @ x (T,n) -> out (T,d): output panels [p0, p1) of m (16 rows each)
+static void matmul_panels(float *out, const float *x, int T, const Matrix *m, int p0, int p1);
 // silu(v) = v * (1 / (1 + exp(-v))), exp by a fixed polynomial (Appendix C)
 static float silu(float v);
 // x (T,n), weight (n) -> out (T,n) = weight * x / sqrt(mean(x^2) + 1e-5)
@@ -397,7 +395,7 @@ static void forward_job(void *arg, int tid, int nth) {
         prefetch_shared(s->x, (size_t)T * dim, nth);
         rmsnorm(xn, s->x, w->rms_att + L * dim, T, dim);
         share(&lo, &hi, ly->qkv.n_panels, tid, nth);
-        matmul_panels(s->qkv, (size_t)s->qkv_stride, s->qkv_stride, xn, T, &ly->qkv, lo, hi);
+        matmul_panels(s->qkv, xn, T, &ly->qkv, lo, hi);
         pool_barrier(tr->pool, tid, nth);
         prefetch_shared(s->qkv, (size_t)T * s->qkv_stride, nth);
         share(&lo, &hi, c->n_kv_heads, tid, nth);
@@ -405,7 +403,7 @@ static void forward_job(void *arg, int tid, int nth) {
         pool_barrier(tr->pool, tid, nth);
         prefetch_shared(s->xb, (size_t)T * dim, nth);
         share(&lo, &hi, ly->wo.n_panels, tid, nth);
-        matmul_panels(s->xb2, (size_t)dim, dim, s->xb, T, &ly->wo, lo, hi);
+        matmul_panels(s->xb2, s->xb, T, &ly->wo, lo, hi);
         add_columns(s->x, s->xb2, T, dim, lo * PANEL, hi * PANEL);
         pool_barrier(tr->pool, tid, nth);
 
@@ -413,7 +411,7 @@ static void forward_job(void *arg, int tid, int nth) {
         prefetch_shared(s->x, (size_t)T * dim, nth);
         rmsnorm(xn, s->x, w->rms_ffn + L * dim, T, dim);
         share(&lo, &hi, ly->w13.n_panels / 2, tid, nth); // panel pairs (w1, w3)
-        matmul_panels(s->h13, (size_t)s->h13_stride, s->h13_stride, xn, T, &ly->w13, 2 * lo, 2 * hi);
+        matmul_panels(s->h13, xn, T, &ly->w13, 2 * lo, 2 * hi);
         for (int t = 0; t < T; t++)
             for (int i = lo; i < hi; i++) {
                 const float *h1 = s->h13 + (size_t)t * s->h13_stride + (size_t)i * 2 * PANEL;
@@ -423,7 +421,7 @@ static void forward_job(void *arg, int tid, int nth) {
         pool_barrier(tr->pool, tid, nth);
         prefetch_shared(s->hb, (size_t)T * hid, nth);
         share(&lo, &hi, ly->w2.n_panels, tid, nth);
-        matmul_panels(s->xb2, (size_t)dim, dim, s->hb, T, &ly->w2, lo, hi);
+        matmul_panels(s->xb2, s->hb, T, &ly->w2, lo, hi);
         add_columns(s->x, s->xb2, T, dim, lo * PANEL, hi * PANEL);
         pool_barrier(tr->pool, tid, nth);
     }
@@ -432,7 +430,7 @@ static void forward_job(void *arg, int tid, int nth) {
     prefetch_shared(s->x, (size_t)T * dim, nth);
     rmsnorm(xn, s->x, w->rms_final, T, dim);
     share(&lo, &hi, tr->wcls.n_panels, tid, nth);
-    matmul_panels(s->logits, (size_t)c->vocab_size, c->vocab_size, xn, T, &tr->wcls, lo, hi);
+    matmul_panels(s->logits, xn, T, &tr->wcls, lo, hi);
 }
 
 // Runs nodes first..first+n_rows-1 of a tree (tokens: theirs) through the
@@ -750,17 +748,27 @@ static int decide(Verdict *v, const float *p, const float *q, float *residual, i
 // position's coin. Four drafters: a smaller model, n-gram lookup, and two that
 // read the target's own hidden state: Medusa heads and an EAGLE-style MLP.
 
+// A draft tree: node 0 is the root, the last committed token (at position
+// n-1); a node of depth d proposes position n-1+d; a node's parent comes
+// before it, and its children are listed in the order they were drawn.
+#define TREE_BRANCH 8 // the most candidates under one node
+typedef struct {
+    int n;                                    // nodes, the root included
+    int token[MAX_ROWS], parent[MAX_ROWS], depth[MAX_ROWS];
+    int count[MAX_ROWS], kids[MAX_ROWS][TREE_BRANCH]; // children, in the order they were drawn
+    int onehot[MAX_ROWS];                     // drawn as the best remaining logit: q_j one-hot
+    float conf[MAX_ROWS];                     // --tree auto: the draft's probability of the node's token
+} Tree;
+
 typedef struct Drafter Drafter;
 struct Drafter {
     // q (V) for position pos from tokens[0..pos); 0: no proposal there
     int (*propose)(Drafter *d, float *q, const int *tokens, int pos);
     // positions >= n were not committed: forget them (NULL: nothing to forget)
     void (*rewind)(Drafter *d, int n);
-    // trees (NULL: none): q (n_rows, V) for nodes first.. of a tree after
-    // tokens[0..pos) (tokens: theirs; parent and first as forward_tree takes
-    // them); 0: no proposals there
-    int (*propose_tree)(Drafter *d, float *q, const int *tokens, int first, const int *parent, int n_rows,
-                        int pos);
+    // trees (NULL: none): q (t->n - first, V) for nodes first.. of tree t,
+    // whose root is the context's last token, at pos - 1; 0: no proposals there
+    int (*propose_tree)(Drafter *d, float *q, const Tree *t, int first, int pos);
     // row `row` of the target's last pass ran position pos, now committed,
     // and decided the token after it (-1: none did; NULL: not needed)
     void (*observe)(Drafter *d, int row, int pos);
@@ -796,14 +804,14 @@ static void rewind_model(Drafter *d, int n) {
     if (md->cached > n) md->cached = n;
 }
 
-// A level of tree nodes in ONE masked draft pass; its cache keeps the context only.
-static int propose_tree_model(Drafter *d, float *q, const int *tokens, int first, const int *parent,
-                              int n_rows, int pos) {
+// A level of tree nodes in ONE masked draft pass; its cache keeps the context
+// only, so the root is not a row: its children's parent is the context (-1).
+static int propose_tree_model(Drafter *d, float *q, const Tree *t, int first, int pos) {
     ModelDrafter *md = (ModelDrafter *)d;
-    int V = d->model->config.vocab_size, deepest = 0;
-    for (int v = first + n_rows - 1, depth = 0; v >= 0; v = parent[v], depth++) deepest = depth;
-    if (pos + deepest >= d->model->config.seq_len) return 0;
-    const float *logits = forward_tree(d->model, tokens, first, parent, n_rows, pos);
+    int V = d->model->config.vocab_size, n_rows = t->n - first, parent[MAX_ROWS];
+    if (pos + t->depth[t->n - 1] - 1 >= d->model->config.seq_len) return 0; // the deepest node
+    for (int v = 0; v < t->n; v++) parent[v] = t->parent[v] > 0 ? t->parent[v] : -1;
+    const float *logits = forward_tree(d->model, t->token + first, first, parent, n_rows, pos);
     md->cached = pos;
     d->logits = logits;
     for (int i = 0; i < n_rows; i++)
@@ -860,7 +868,7 @@ static void matmul_job(void *arg, int tid, int nth) {
     const MatmulJob *j = arg;
     int lo, hi;
     share(&lo, &hi, j->m->n_panels, tid, nth);
-    matmul_panels(j->out, (size_t)j->m->d, j->m->d, j->x, j->T, j->m, lo, hi);
+    matmul_panels(j->out, j->x, j->T, j->m, lo, hi);
 }
 static void matmul_on(const Transformer *tr, float *out, const float *x, const Matrix *m, int T) {
     MatmulJob j = {out, x, m, T};
@@ -928,14 +936,11 @@ static int propose_medusa(Drafter *d, float *q, const int *tokens, int pos) {
 
 // A tree level: node v's children are at position pos + (its depth) + 1, so
 // every node of one depth gets the same head's q.
-static int propose_tree_medusa(Drafter *d, float *q, const int *tokens, int first, const int *parent,
-                               int n_rows, int pos) {
+static int propose_tree_medusa(Drafter *d, float *q, const Tree *t, int first, int pos) {
     MedusaDrafter *md = (MedusaDrafter *)d;
     size_t V = (size_t)md->target->config.vocab_size;
-    for (int i = 0; i < n_rows; i++) {
-        int depth = 0;
-        for (int v = parent[first + i]; v >= 0; v = parent[v]) depth++;
-        if (!propose_medusa(d, q + i * V, tokens, pos + depth + 1)) return 0;
+    for (int i = 0; i < t->n - first; i++) {
+        if (!propose_medusa(d, q + i * V, t->token, pos + t->depth[first + i])) return 0;
         memcpy(md->rows + i * V, d->logits, V * sizeof(float));
     }
     d->logits = md->rows;
@@ -1001,16 +1006,16 @@ static int propose_eagle(Drafter *d, float *q, const int *tokens, int pos) {
 
 // A tree level: node v's feature from its parent's (the root's: the chain's
 // first) and its token, then every node's q in ONE classifier pass.
-static int propose_tree_eagle(Drafter *d, float *q, const int *tokens, int first, const int *parent,
-                              int n_rows, int pos) {
+static int propose_tree_eagle(Drafter *d, float *q, const Tree *t, int first, int pos) {
     EagleDrafter *ed = (EagleDrafter *)d;
     size_t dim = (size_t)ed->target->config.dim, V = (size_t)ed->target->config.vocab_size;
+    int n_rows = t->n - first;
     (void)pos;
     if (ed->made < 1) return 0;
     double t0 = now_seconds();
-    for (int i = 0; i < n_rows; i++) {
-        int p = parent[first + i];
-        eagle_step(ed, ed->node + (first + i) * dim, p < 0 ? ed->chain + dim : ed->node + p * dim, tokens[i]);
+    for (int v = first; v < t->n; v++) {
+        int up = t->parent[v]; // the root's feature is the chain's first
+        eagle_step(ed, ed->node + v * dim, up == 0 ? ed->chain + dim : ed->node + up * dim, t->token[v]);
     }
     matmul_on(ed->target, ed->logits, ed->node + first * dim, &ed->target->wcls, n_rows);
     d->logits = ed->logits;
@@ -1049,18 +1054,6 @@ static void observe_eagle(Drafter *d, int row, int pos) {
 // computed them: so the text is a function of the seed, the prompt, the models
 // and the sampling flags, the same for every K and every thread count.
 // A position with no proposal is drawn from p_m alone with coin_at(m, DRAW).
-
-// A draft tree: node 0 is the root, the last committed token (at position
-// n-1); a node of depth d proposes position n-1+d; a node's parent comes
-// before it, and its children are listed in the order they were drawn.
-#define TREE_BRANCH 8 // the most candidates under one node
-typedef struct {
-    int n;                                    // nodes, the root included
-    int token[MAX_ROWS], parent[MAX_ROWS], depth[MAX_ROWS];
-    int count[MAX_ROWS], kids[MAX_ROWS][TREE_BRANCH]; // children, in the order they were drawn
-    int onehot[MAX_ROWS];                     // drawn as the best remaining logit: q_j one-hot
-    float conf[MAX_ROWS];                     // --tree auto: the draft's probability of the node's token
-} Tree;
 
 typedef struct {
     Transformer *target;
@@ -1210,17 +1203,19 @@ static float remove_candidate(float *q, int n, int x) {
     return mass;
 }
 
-// Candidates x[0..b) for one node at position pos: drawn from q (n) without
-// replacement (candidate j with candidate_coin j), then, once q is used up,
-// the best remaining logits (onehot[j] = 1). qc (n) is scratch.
-static void draw_candidates(int *x, int *onehot, int b, const float *q, const float *logits,
-                            float *qc, const Rng *rng, int pos, int n) {
-    float mass = 1.0f;
-    memcpy(qc, q, (size_t)n * sizeof(float));
+// Candidates x[0..b) under node v of the tree, at position pos: drawn from
+// v's q (row v of sp->q) without replacement (candidate j with candidate_coin
+// j), then, once q is used up, by v's draft logits (row v of sp->ql), the best
+// remaining first (onehot[j] = 1). sp->work (V) is scratch.
+static void draw_candidates(const Speculator *sp, int *x, int *onehot, int b, int v, int pos) {
+    int n = sp->target->config.vocab_size;
+    const float *logits = sp->ql + (size_t)v * n;
+    float mass = 1.0f, *qc = sp->work;
+    memcpy(qc, sp->q + (size_t)v * n, (size_t)n * sizeof(float));
     for (int j = 0; j < b; j++) {
         onehot[j] = mass <= 0.0f;
         if (!onehot[j]) {
-            x[j] = sample(qc, n, candidate_coin(rng, pos, COIN_DRAW, j));
+            x[j] = sample(qc, n, candidate_coin(sp->rng, pos, COIN_DRAW, j));
             mass = remove_candidate(qc, n, x[j]);
             continue;
         }
@@ -1241,14 +1236,17 @@ static int add_child(Tree *t, int v, int x, int onehot) {
     return c;
 }
 
-// Recursive rejection sampling at node v (the rule above): its candidates
-// against p (n, made the residual as they fail) and q (n, v's draft
-// distribution, made q_j as they fail); work (2n) is scratch. Returns the
-// accepted child, or -1 with the token drawn from the final residual in
-// vd->token.
-static int decide_candidates(Verdict *vd, const Tree *t, int v, float *p, float *q, float *work,
-                             const Rng *rng, int pos, int n) {
-    float *onehot = work, *residual = work + n;
+// Recursive rejection sampling at node v of the tree, at position pos (the
+// rule above): its candidates against p (row v of sp->p, made the residual as
+// they fail) and q (row v of sp->q, copied to sp->work and made q_j as they
+// fail). Returns the accepted child, or -1 with the token drawn from the final
+// residual in vd->token.
+static int decide_candidates(Speculator *sp, Verdict *vd, int v, int pos) {
+    const Tree *t = &sp->tree;
+    const Rng *rng = sp->rng;
+    int n = sp->target->config.vocab_size;
+    float *p = sp->p + (size_t)v * n, *q = sp->work, *onehot = q + n, *residual = q + 2 * n;
+    memcpy(q, sp->q + (size_t)v * n, (size_t)n * sizeof(float));
     *vd = (Verdict){.x = -1, .r = coin_at(rng, pos, COIN_RESAMPLE)};
     for (int j = 0; j < t->count[v]; j++) {
         int c = t->kids[v][j], x = t->token[c];
@@ -1288,15 +1286,16 @@ static int decide_candidates(Verdict *vd, const Tree *t, int v, float *p, float 
 // p: the rule above stays exact.
 #define TREE_WIDTH 4 // candidates a level of --tree auto adds, at most
 
-// One level of --tree auto under the nodes [first, last) of t; score (t->n)
-// holds the nodes' scores. Returns the candidates added.
-static int grow_level(Speculator *sp, Tree *t, float *score, int first, int last, int n_ctx, int n) {
-    int x[MAX_ROWS][4], onehot[MAX_ROWS][4], added = 0;
+// One level of --tree auto under the nodes [first, last) of the tree of a
+// round from n_ctx committed tokens; score (t->n) holds the nodes' scores.
+// Returns the candidates added.
+static int grow_level(Speculator *sp, float *score, int first, int last, int n_ctx) {
+    Tree *t = &sp->tree;
+    int x[MAX_ROWS][4], onehot[MAX_ROWS][4], added = 0, n = sp->target->config.vocab_size;
     float prob[MAX_ROWS][4], gain[MAX_ROWS][4], *sm = sp->work + n, c = (float)(*sp->draft_s / sp->verify_s[1]);
     float kappa = sp->conf_seen > 0 ? (float)(sp->accepted_seen / sp->conf_seen) : 1.0f;
     for (int v = first; v < last; v++) { // 4 candidates under each node: the draft's probability, the score
-        draw_candidates(x[v], onehot[v], 4, sp->q + (size_t)v * n, sp->ql + (size_t)v * n, sp->work,
-                        sp->rng, n_ctx + t->depth[v], n);
+        draw_candidates(sp, x[v], onehot[v], 4, v, n_ctx + t->depth[v]);
         memcpy(sm, sp->ql + (size_t)v * n, (size_t)n * sizeof(float));
         softmax(sm, n);
         for (int j = 0; j < 4; j++) {
@@ -1320,8 +1319,11 @@ static int grow_level(Speculator *sp, Tree *t, float *score, int first, int last
 // Cut t to its best N nodes (the root kept) for N maximising (1 + their
 // scores) / (levels c + r(N + 1)); by the scores' order (ties: lower index)
 // every such set is a tree whose sibling lists are prefixes. The nodes' q
-// (rows of n at q) move with them.
-static void prune_tree(Tree *t, const float *score, int levels, const Speculator *sp, float *q, size_t n) {
+// (rows of sp->q) move with them.
+static void prune_tree(Speculator *sp, const float *score, int levels) {
+    Tree *t = &sp->tree;
+    float *q = sp->q;
+    size_t n = (size_t)sp->target->config.vocab_size;
     int order[MAX_ROWS], keep[MAX_ROWS] = {1}, map[MAX_ROWS], m = 0, best_n = 0;
     double r1 = sp->verify_s[1], fixed = levels * *sp->draft_s / r1, tokens = 1, r = 1, best = 0;
     for (int v = 1; v < t->n; v++) { // insertion sort of the nodes by score, descending
@@ -1350,7 +1352,7 @@ static void prune_tree(Tree *t, const float *score, int levels, const Speculator
 // (sp->branch: the children per node at each depth; sp->tree_auto: grown as
 // above). tokens (n, room for n+depth+1); appends the round's tokens.
 static Round tree_step(Speculator *sp, int *tokens, int n, int depth) {
-    int V = sp->target->config.vocab_size, parent[MAX_ROWS], *path = sp->path, n_path = 0;
+    int V = sp->target->config.vocab_size, *path = sp->path, n_path = 0;
     size_t row = (size_t)V;
     Drafter *d = sp->drafter;
     Tree *t = &sp->tree; // kept after the round for the -v trace
@@ -1367,17 +1369,16 @@ static Round tree_step(Speculator *sp, int *tokens, int n, int depth) {
         int last = t->n, cx[TREE_BRANCH], oh[TREE_BRANCH];
         for (int v = first; v < last && !sp->tree_auto; v++) {
             int b = sp->branch[rd.k];
-            draw_candidates(cx, oh, b, sp->q + v * row, sp->ql + v * row, sp->work, sp->rng, n + t->depth[v], V);
+            draw_candidates(sp, cx, oh, b, v, n + t->depth[v]);
             for (int j = 0; j < b && t->n < MAX_ROWS; j++) add_child(t, v, cx[j], oh[j]);
         }
-        if (sp->tree_auto && !grow_level(sp, t, score, first, last, n, V)) break;
+        if (sp->tree_auto && !grow_level(sp, score, first, last, n)) break;
         first = last;
         if (rd.k + 1 == depth || first == t->n) continue;
-        for (int v = 0; v < t->n; v++) parent[v] = t->parent[v] > 0 ? t->parent[v] : -1; // the root: context
-        ok = d->propose_tree(d, sp->q + first * row, t->token + first, first, parent, t->n - first, n);
+        ok = d->propose_tree(d, sp->q + first * row, t, first, n);
         if (ok) memcpy(sp->ql + first * row, d->logits, (size_t)(t->n - first) * row * sizeof(float));
     }
-    if (sp->tree_auto) prune_tree(t, score, rd.k + 1, sp, sp->q, row);
+    if (sp->tree_auto) prune_tree(sp, score, rd.k + 1);
     for (int v = rd.k = 0; v < t->n; v++) rd.k = t->depth[v] > rd.k ? t->depth[v] : rd.k;
     rd.drafted = t->n - 1;
 
@@ -1408,8 +1409,7 @@ static Round tree_step(Speculator *sp, int *tokens, int n, int depth) {
             rd.accepted += vd->accepted;
             break;
         }
-        memcpy(q, sp->q + v * row, row * sizeof(float));
-        int c = decide_candidates(vd, t, v, p, q, sp->work + row, sp->rng, pos, V);
+        int c = decide_candidates(sp, vd, v, pos);
         tokens[pos] = vd->token;
         for (int j = 0; sp->tree_auto && j < vd->tested; j++) { // kappa's evidence (~30 rounds)
             sp->conf_seen = 0.97 * sp->conf_seen + t->conf[t->kids[v][j]];
@@ -1794,7 +1794,7 @@ static void build_run_state(RunState *s, const Config *c, int T, int threads) {
     size_t dim = (size_t)c->dim, hid = (size_t)c->hidden_dim, t = (size_t)T;
     size_t hs = dim / (size_t)c->n_heads, kv_dim = (size_t)c->n_kv_heads * hs;
     s->seq_pad = (c->seq_len + LANES - 1) / LANES * LANES;
-    s->qkv_stride = (int)(panels_of(c->dim + 2 * (int)kv_dim) * PANEL);
+    s->qkv_stride = c->dim + 2 * (int)kv_dim;
     s->h13_stride = (int)(2 * panels_of(c->hidden_dim) * PANEL);
     size_t cache = mul_size(mul_size(mul_size((size_t)c->n_layers, (size_t)s->seq_pad), kv_dim),
                             sizeof(float)); // bytes of each cache
@@ -2262,13 +2262,14 @@ static float exp_canonical(float x) {
 }
 
 // The matmul's definition, portable C: W (d,n) @ x (T,n) -> out (T,d), panels
-// [p0, p1) of m, out with row stride os: output column j = 16*panel + lane is
-// the chain over k of W[j][k] * x[t][k]; columns at or past d_out are not written.
-static UNUSED_OK void matmul_panels_scalar(float *out, size_t os, int d_out, const float *x, int T,
-                                           const Matrix *m, int p0, int p1) {
+// [p0, p1) of m: output column j = 16*panel + lane is the chain over k of
+// W[j][k] * x[t][k]; columns at or past d (a panel's padding) are not written.
+static UNUSED_OK void matmul_panels_scalar(float *out, const float *x, int T, const Matrix *m, int p0,
+                                           int p1) {
     int n = m->n;
+    size_t os = (size_t)m->d;
     for (int i = p0; i < p1; i++)
-        for (int j = 0; j < PANEL && i * PANEL + j < d_out; j++)
+        for (int j = 0; j < PANEL && i * PANEL + j < m->d; j++)
             for (int t = 0; t < T; t++) {
                 const float *xt = x + (size_t)t * n;
                 float acc = 0.0f;
@@ -2695,14 +2696,14 @@ static void mm_rows(float *out, size_t os, const float *x, int R, const Matrix *
     }
 }
 
-// W (d,n) @ x (T,n) -> out (T, stride os), panels [p0, p1), columns < d_out.
+// W (d,n) @ x (T,n) -> out (T,d), panels [p0, p1).
 // Rows go in blocks of at most MM_MAX_ROWS (as even as possible: 10 = 5 + 5);
 // the panels in chunks of about 128 KB, so every block reuses a chunk from L2
-// and the weights leave memory once. A panel that straddles d_out goes
-// through a small buffer, so nothing past d_out is written.
-static void matmul_panels_f32(float *out, size_t os, int d_out, const float *x, int T,
-                              const Matrix *m, int p0, int p1) {
-    int full = d_out / PANEL < p1 ? d_out / PANEL : p1; // panels wholly inside d_out
+// and the weights leave memory once. A panel that straddles d goes through a
+// small buffer, so nothing past d is written.
+static void matmul_panels_f32(float *out, const float *x, int T, const Matrix *m, int p0, int p1) {
+    size_t os = (size_t)m->d;
+    int full = m->d / PANEL < p1 ? m->d / PANEL : p1; // panels wholly inside d
     int blocks = (T + MM_MAX_ROWS - 1) / MM_MAX_ROWS;
     int chunk = blocks == 1 ? p1 : (int)(32768 / ((size_t)m->n * PANEL)) + 1; // ~128 KB of panels
     for (int c0 = p0; c0 < full; c0 += chunk) {
@@ -2719,40 +2720,38 @@ static void matmul_panels_f32(float *out, size_t os, int d_out, const float *x, 
             int rows = T - t < MM_MAX_ROWS ? T - t : MM_MAX_ROWS;
             MM_TILE_OF[rows][1](buf, PANEL, x + (size_t)t * m->n, (size_t)m->n, panel_at(m, i), m->n, 0);
             for (int r = 0; r < rows; r++)
-                for (int j = 0; j < PANEL && i * PANEL + j < d_out; j++)
+                for (int j = 0; j < PANEL && i * PANEL + j < m->d; j++)
                     out[(size_t)(t + r) * os + (size_t)i * PANEL + j] = buf[r * PANEL + j];
         }
     }
 }
 
-// int8 W (d,n) @ x (T,n) -> out (T, stride os), panels [p0, p1), columns < d_out.
-// Row by row (the draft's forwards are one row but for catch-ups), panels in
-// pairs; a panel that straddles d_out goes through a buffer.
-static void matmul_panels_q8(float *out, size_t os, int d_out, const float *x, int T,
-                             const Matrix *m, int p0, int p1) {
+// int8 W (d,n) @ x (T,n) -> out (T,d), panels [p0, p1). Row by row (the
+// draft's forwards are one row but for catch-ups), panels in pairs; a panel
+// that straddles d goes through a buffer.
+static void matmul_panels_q8(float *out, const float *x, int T, const Matrix *m, int p0, int p1) {
     uint8_t u[Q8_MAX_N];
     for (int t = 0; t < T; t++) {
-        float sx = quantize_row(u, x + (size_t)t * m->n, m->n), *o = out + (size_t)t * os;
+        float sx = quantize_row(u, x + (size_t)t * m->n, m->n), *o = out + (size_t)t * m->d;
         int i = p0;
-        for (; i + 2 <= p1 && (i + 2) * PANEL <= d_out; i += 2) q8_tile_2(o + i * PANEL, u, sx, m, i);
+        for (; i + 2 <= p1 && (i + 2) * PANEL <= m->d; i += 2) q8_tile_2(o + i * PANEL, u, sx, m, i);
         for (; i < p1; i++) {
             float buf[PANEL];
             q8_tile_1(buf, u, sx, m, i);
-            for (int j = 0; j < PANEL && i * PANEL + j < d_out; j++) o[i * PANEL + j] = buf[j];
+            for (int j = 0; j < PANEL && i * PANEL + j < m->d; j++) o[i * PANEL + j] = buf[j];
         }
     }
 }
 
-// W (d,n) @ x (T,n) -> out (T, stride os), panels [p0, p1) of m, columns < d_out
-static void matmul_panels(float *out, size_t os, int d_out, const float *x, int T,
-                          const Matrix *m, int p0, int p1) {
-    if (m->i8) matmul_panels_q8(out, os, d_out, x, T, m, p0, p1);
-    else matmul_panels_f32(out, os, d_out, x, T, m, p0, p1);
+// W (d,n) @ x (T,n) -> out (T,d), panels [p0, p1) of m
+static void matmul_panels(float *out, const float *x, int T, const Matrix *m, int p0, int p1) {
+    if (m->i8) matmul_panels_q8(out, x, T, m, p0, p1);
+    else matmul_panels_f32(out, x, T, m, p0, p1);
 }
 
 // W (d,n) @ x (T,n) -> out (T,d), the whole matrix on the calling thread
 static UNUSED_OK void matmul(float *out, const float *x, const Matrix *m, int T) {
-    matmul_panels(out, (size_t)m->d, m->d, x, T, m, 0, m->n_panels);
+    matmul_panels(out, x, T, m, 0, m->n_panels);
 }
 
 // a (Q <= 6) pointers to (n), base -> out (Q) pointers to (LANES groups): groups

@@ -60,7 +60,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         load_checkpoint(&t, target_file, target_bytes, "target", 3, NULL, 1, WEIGHTS_F32);
         build_sampler(&s, FUZZ_VOCAB, 1.0f, 1.0f, 0);
         Drafter *d = eagle ? eagle_drafter(&ed, medusa_path, &t, &s) : medusa_drafter(&md, medusa_path, &t, &s);
-        int tokens[8] = {TOKEN_BOS, 5, 7, 9, 11, 13, 15, 17}, parent[3] = {-1, -1, 0};
+        int tokens[8] = {TOKEN_BOS, 5, 7, 9, 11, 13, 15, 17};
+        Tree tree = {.n = 4, .token = {tokens[2], 9, 11, 13}, .parent = {-1, 0, 0, 1}, .depth = {0, 1, 1, 2}};
         forward(&t, tokens, 2, 0);
         d->observe(d, 1, 1);
         float q[3 * FUZZ_VOCAB];
@@ -69,7 +70,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             if (ok && (pos < 3 || (!eagle && pos - 2 > md.n_heads))) abort();
             check_q(q, ok);
         }
-        int ok = d->propose(d, q, tokens, 3) && d->propose_tree(d, q, tokens + 3, 0, parent, 3, 3);
+        int ok = d->propose(d, q, tokens, 3) && d->propose_tree(d, q, &tree, 1, 3);
         for (int i = 0; ok && i < 3; i++) check_q(q + i * FUZZ_VOCAB, 1);
         d->free(d);
         free_sampler(&s);

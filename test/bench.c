@@ -256,12 +256,12 @@ static double matmul_gflops(Transformer *tr, int T, int reps) {
         double t0 = now_seconds();
         for (int l = 0; l < c->n_layers; l++) {
             const Layer *ly = &tr->layers[l];
-            matmul_panels(s->qkv, (size_t)s->qkv_stride, s->qkv_stride, s->xn, T, &ly->qkv, 0, ly->qkv.n_panels);
-            matmul_panels(s->xb2, (size_t)c->dim, c->dim, s->xb, T, &ly->wo, 0, ly->wo.n_panels);
-            matmul_panels(s->h13, (size_t)s->h13_stride, s->h13_stride, s->xn, T, &ly->w13, 0, ly->w13.n_panels);
-            matmul_panels(s->xb2, (size_t)c->dim, c->dim, s->hb, T, &ly->w2, 0, ly->w2.n_panels);
+            matmul_panels(s->qkv, s->xn, T, &ly->qkv, 0, ly->qkv.n_panels);
+            matmul_panels(s->xb2, s->xb, T, &ly->wo, 0, ly->wo.n_panels);
+            matmul_panels(s->h13, s->xn, T, &ly->w13, 0, ly->w13.n_panels);
+            matmul_panels(s->xb2, s->hb, T, &ly->w2, 0, ly->w2.n_panels);
         }
-        matmul_panels(s->logits, (size_t)c->vocab_size, c->vocab_size, s->xn, T, &tr->wcls, 0, tr->wcls.n_panels);
+        matmul_panels(s->logits, s->xn, T, &tr->wcls, 0, tr->wcls.n_panels);
         double t = now_seconds() - t0;
         if (t < best) best = t;
     }

@@ -42,7 +42,7 @@ static void check_matmul_paths(const char *what, const Matrix *m, const float *x
     for (int th = 0; th < 3; th++) {
         int lo, hi;
         share(&lo, &hi, m->n_panels, th, 3);
-        matmul_panels(osplit, (size_t)d, d, x, T, m, lo, hi);
+        matmul_panels(osplit, x, T, m, lo, hi);
     }
     CHECK(!memcmp(o, def, bytes), "%s n=%d d=%d T=%d differs from its definition", what, n, d, T);
     CHECK(!memcmp(o, os, bytes), "%s n=%d d=%d T=%d: SIMD and scalar paths differ", what, n, d, T);
@@ -73,7 +73,7 @@ static void test_matmul(void) {
             fill_random(x, (size_t)T * n, &r);
             matmul(o, x, &m, T);
             matmul_definition(def, x, w, T, n, d);
-            matmul_panels_scalar(os, (size_t)d, d, x, T, &m, 0, m.n_panels);
+            matmul_panels_scalar(os, x, T, &m, 0, m.n_panels);
             check_matmul_paths("matmul", &m, x, T, n, d, o, def, os);
             double worst = 0;
             for (int t = 0; t < T; t++)

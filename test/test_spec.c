@@ -217,17 +217,19 @@ static void simulate_medusa(int *emitted, int want, const Pair *c, const Rng *rn
 // ends it (the next position starts a new one, as tree_step's walk does).
 static void simulate_tree(int *emitted, int want, const Pair *c, const Rng *rng, int m) {
     float q[V], p[V], work[3 * V], logits[V] = {0.3f, 0.1f, 0.4f, 0.2f};
+    Transformer vocab = {.config = {.vocab_size = V}};
+    Speculator sp = {.target = &vocab, .rng = rng, .q = q, .p = p, .ql = logits, .work = work};
     int prev = -1;
     for (int count = 0; count < want; count++) {
         dist_at(q, c->q, count, prev);
         dist_at(p, c->p, count, prev);
-        Tree t = {.n = 1, .parent = {-1}};
+        sp.tree = (Tree){.n = 1, .parent = {-1}};
         int x[4], onehot[4];
-        draw_candidates(x, onehot, m, q, logits, work, rng, count, V);
-        for (int j = 0; j < m; j++) add_child(&t, 0, x[j], onehot[j]);
+        draw_candidates(&sp, x, onehot, m, 0, count);
+        for (int j = 0; j < m; j++) add_child(&sp.tree, 0, x[j], onehot[j]);
         Verdict vd;
-        int child = decide_candidates(&vd, &t, 0, p, q, work + V, rng, count, V);
-        emitted[count] = prev = child >= 0 ? t.token[child] : vd.token;
+        int child = decide_candidates(&sp, &vd, 0, count);
+        emitted[count] = prev = child >= 0 ? sp.tree.token[child] : vd.token;
     }
 }
 
