@@ -158,10 +158,10 @@ typedef struct {
 typedef struct {
     float *x;           // (T, dim) residual stream
     float *xn;          // (threads, T, dim) rmsnorm(x): every thread keeps its own copy
-    float *qkv;         // (T, qkv_stride) each row's query | key | value
+    float *qkv;         // (T, qkv_stride = dim + 2 kv_dim) each row's query | key | value
     float *xb;          // (T, dim) attention output
     float *xb2;         // (T, dim) output of wo or w2, before the residual add
-    float *h13;         // (T, h13_stride) w1 and w3 outputs, 16-column blocks interleaved
+    float *h13;         // (T, h13_stride = w13.d) w1 and w3 outputs, 16-column blocks interleaved
     float *hb;          // (T, hidden) silu(w1 x) * (w3 x)
     float *att;         // (T, n_heads, seq_pad) attention scores, then exp(score - max)
     float *logits;      // (T, vocab) classifier output
@@ -748,9 +748,9 @@ static int decide(Verdict *v, const float *p, const float *q, float *residual, i
 // position's coin. Four drafters: a smaller model, n-gram lookup, and two that
 // read the target's own hidden state: Medusa heads and an EAGLE-style MLP.
 
-// A draft tree: node 0 is the root, the last committed token (at position
-// n-1); a node of depth d proposes position n-1+d; a node's parent comes
-// before it, and its children are listed in the order they were drawn.
+// A draft tree of a round from n committed tokens (Tree speculation, below):
+// node 0 is the root, the last committed token (at position n-1); a node of
+// depth d proposes position n-1+d; a node's parent comes before it.
 #define TREE_BRANCH 8 // the most candidates under one node
 typedef struct {
     int n;                                    // nodes, the root included
