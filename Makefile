@@ -106,7 +106,7 @@ build/bin/bench: test/bench.c $(TEST_DEPS)
 	$(CC) $(TFLAGS) $(SIMD) -o $@ $< $(LDLIBS)
 
 # bandwidth, single-row forward, verify cost r(n), end to end (shipped pair and
-# the emulated 110M target) -> bench.json and docs/*.csv; about 5 minutes. With
+# the shipped target embedded in a 325 MB one) -> bench.json and docs/*.csv; about 5 minutes. With
 # RUNC=path/to/run (llama2.c's run.c, -Ofast -march=native -fopenmp) it also
 # compares target-only decoding with it (bench runc: that comparison alone)
 bench: build/bin/bench
