@@ -35,24 +35,24 @@
 //
 // CONTENTS (line numbers; test/cli.sh checks them)
 //   123-210   The data
-//   212-259   The kernel contract
-//   261-492   Forward
-//   494-653   Sampler
-//   655-741   The speculative step
-//   743-1034  Drafters
-//  1036-1161  The speculative round
-//  1163-1431  Tree speculation
-//  1433-1494  Generation
-//  1496-1659  main
-//  1661-1787  Appendix A. Errors and memory
-//  1789-2175  Appendix B. Loading
-//  2177-2872  Appendix C. Math kernels
-//  2874-3159  Appendix D. Threads
-//  3161-3307  Appendix E. Tokenizer
-//  3309-3392  Appendix F. Auto-K (-k 0)
-//  3394-3733  Appendix G. Statistics
-//  3735-3780  Appendix H. The text on stdout
-//  3782-3995  Appendix I. Command line
+//   212-260   The kernel contract
+//   262-495   Forward
+//   497-656   Sampler
+//   658-744   The speculative step
+//   746-1037  Drafters
+//  1039-1164  The speculative round
+//  1166-1434  Tree speculation
+//  1436-1497  Generation
+//  1499-1662  main
+//  1664-1790  Appendix A. Errors and memory
+//  1792-2179  Appendix B. Loading
+//  2181-2876  Appendix C. Math kernels
+//  2878-3166  Appendix D. Threads
+//  3168-3314  Appendix E. Tokenizer
+//  3316-3399  Appendix F. Auto-K (-k 0)
+//  3401-3740  Appendix G. Statistics
+//  3742-3787  Appendix H. The text on stdout
+//  3789-4002  Appendix I. Command line
 //
 // Build: cc -std=c11 -O3 -mavx2 -mfma -ffp-contract=off -pthread specdec.c -lm
 #define _POSIX_C_SOURCE 200809L
@@ -185,7 +185,7 @@ typedef struct {
     int max_rows;               // rows one forward() may take
     int n_threads;              // threads a forward() uses (<= the pool's)
     int solo_left, solo_run;    // forwards left to run on one thread, and that run's length
-    unsigned char stalls;       // bit i: the (i+1)-th last pass on all threads stalled
+    double stalled_at[2];       // when the two latest stalled passes ended (note_stall)
     long forwards;              // forward() calls so far, and their seconds (statistics, auto-K)
     double seconds;
     ThreadPool *pool;           // NULL: one thread
@@ -245,8 +245,9 @@ static void softmax(float *x, int n);
 // Threads (Appendix D): run job(arg, tid, n) for tid = 0..n-1, the caller as 0;
 // threads meet at barriers; share splits n items by thread
 static int pool_run(ThreadPool *pool, int n, Job job, void *arg);
-// after a pass of tr on `threads` threads, stalled or not: how many next passes run on one thread
-static void note_stall(Transformer *tr, int threads, int stalled);
+// after a pass of tr on `threads` threads, stalled or not, ending at `now`: how many next
+// passes run on one thread
+static void note_stall(Transformer *tr, int threads, int stalled, double now);
 static void pool_barrier(ThreadPool *pool, int tid, int n);
 static void share(int *lo, int *hi, int n, int tid, int nth);
 static void prefetch_shared(const float *x, size_t n, int nth);
@@ -464,8 +465,10 @@ static float *forward_tree(Transformer *tr, const int *tokens, int first, const 
     double t0 = now_seconds();
     ForwardJob job = {.tr = tr, .T = T, .pos = pos, .first = first, .parent = parent, .depth = parent ? depth : NULL};
     int threads = tr->solo_left > 0 ? (tr->solo_left--, 1) : tr->n_threads;
-    note_stall(tr, threads, pool_run(tr->pool, threads, forward_job, &job));
-    tr->seconds += now_seconds() - t0;
+    int stalled = pool_run(tr->pool, threads, forward_job, &job);
+    double t1 = now_seconds();
+    note_stall(tr, threads, stalled, t1);
+    tr->seconds += t1 - t0;
     tr->forwards++;
     return s->logits;
 }
@@ -2071,6 +2074,7 @@ static void load_checkpoint(Transformer *t, const void *file, size_t bytes, cons
             "(is the header right?)", path, t->config.dim, t->config.n_layers, t->config.vocab_size,
             t->config.seq_len, need == SIZE_MAX ? INFINITY : (double)need / 1e9, (double)limit / 1e9);
     t->max_rows = max_rows;
+    t->stalled_at[0] = t->stalled_at[1] = -INFINITY; // no stall yet
     t->pool = pool;
     t->n_threads = pool && threads > 1 ? threads : 1;
     pack_weights(t);
@@ -3001,19 +3005,22 @@ static int pool_run(ThreadPool *pool, int n, Job job, void *arg) {
 }
 
 // After a pass on `threads` threads that `stalled` (a thread waited past
-// POOL_STALL: another process may hold a core, and each pass then waits a 4 ms
-// tick): a second stall within 8 passes sends a run of passes to one thread, a
-// run that grows 4x while stalls recur and halves with each quiet pass on all
-// threads. A lone stall is a hiccup (going solo on each cost a DRAM-bound model
-// on two threads 40% of its tokens per second here).
-static void note_stall(Transformer *tr, int threads, int stalled) {
-    if (stalled && tr->stalls) {
+// POOL_STALL), ending at `now` (seconds): a third stall within STALL_WINDOW of
+// two others sends a run of passes to one thread, a run that grows 4x while
+// stalls recur and halves with each quiet pass on all threads. A process that
+// shares our cores takes one every timeslice, a few ms apart; the machine's own
+// hiccups come alone (on a DRAM-bound model on two threads, in 2-5% of passes:
+// going solo on a second within 8 passes sent 7 runs of 10 to one thread for
+// 60-90% of their passes, half the speed; three in 50 ms, none of 10).
+#define STALL_WINDOW 0.05
+static void note_stall(Transformer *tr, int threads, int stalled, double now) {
+    if (stalled && now - tr->stalled_at[0] < STALL_WINDOW) {
         tr->solo_run = tr->solo_run < 64 ? 64 : tr->solo_run < 4096 ? 4 * tr->solo_run : 4096;
         tr->solo_left = tr->solo_run;
     } else if (threads > 1 && !stalled) {
         tr->solo_run /= 2;
     }
-    if (threads > 1) tr->stalls = (unsigned char)(tr->stalls << 1 | stalled);
+    if (stalled) tr->stalled_at[0] = tr->stalled_at[1], tr->stalled_at[1] = now;
 }
 
 // Stop the workers (the list's release of a pool: join, then its memory can go).
