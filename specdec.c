@@ -34,25 +34,25 @@
 // docs/PORTING.md gives every rule a port needs.
 //
 // CONTENTS (line numbers; test/cli.sh checks them)
-//   123-210   The data
-//   212-260   The kernel contract
-//   262-495   Forward
-//   497-656   Sampler
-//   658-744   The speculative step
-//   746-1037  Drafters
-//  1039-1164  The speculative round
-//  1166-1434  Tree speculation
-//  1436-1497  Generation
-//  1499-1662  main
-//  1664-1790  Appendix A. Errors and memory
-//  1792-2179  Appendix B. Loading
-//  2181-2876  Appendix C. Math kernels
-//  2878-3166  Appendix D. Threads
-//  3168-3314  Appendix E. Tokenizer
-//  3316-3399  Appendix F. Auto-K (-k 0)
-//  3401-3740  Appendix G. Statistics
-//  3742-3787  Appendix H. The text on stdout
-//  3789-4002  Appendix I. Command line
+//   123-211   The data
+//   213-261   The kernel contract
+//   263-496   Forward
+//   498-657   Sampler
+//   659-745   The speculative step
+//   747-1038  Drafters
+//  1040-1165  The speculative round
+//  1167-1435  Tree speculation
+//  1437-1498  Generation
+//  1500-1663  main
+//  1665-1791  Appendix A. Errors and memory
+//  1793-2180  Appendix B. Loading
+//  2182-2877  Appendix C. Math kernels
+//  2879-3169  Appendix D. Threads
+//  3171-3317  Appendix E. Tokenizer
+//  3319-3402  Appendix F. Auto-K (-k 0)
+//  3404-3743  Appendix G. Statistics
+//  3745-3790  Appendix H. The text on stdout
+//  3792-4005  Appendix I. Command line
 //
 // Build: cc -std=c11 -O3 -mavx2 -mfma -ffp-contract=off -pthread specdec.c -lm
 #define _POSIX_C_SOURCE 200809L
@@ -186,6 +186,7 @@ typedef struct {
     int n_threads;              // threads a forward() uses (<= the pool's)
     int solo_left, solo_run;    // forwards left to run on one thread, and that run's length
     double stalled_at[2];       // when the two latest stalled passes ended (note_stall)
+    unsigned char stalls;       // bit i: the (i+1)-th last pass on all threads stalled
     long forwards;              // forward() calls so far, and their seconds (statistics, auto-K)
     double seconds;
     ThreadPool *pool;           // NULL: one thread
@@ -3006,21 +3007,23 @@ static int pool_run(ThreadPool *pool, int n, Job job, void *arg) {
 
 // After a pass on `threads` threads that `stalled` (a thread waited past
 // POOL_STALL), ending at `now` (seconds): a third stall within STALL_WINDOW of
-// two others sends a run of passes to one thread, a run that grows 4x while
-// stalls recur and halves with each quiet pass on all threads. A process that
-// shares our cores takes one every timeslice, a few ms apart; the machine's own
-// hiccups come alone (on a DRAM-bound model on two threads, in 2-5% of passes:
-// going solo on a second within 8 passes sent 7 runs of 10 to one thread for
-// 60-90% of their passes, half the speed; three in 50 ms, none of 10).
+// two others, or a third stalled pass in a row, sends a run of passes to one
+// thread, a run that grows 4x while stalls recur and halves with each quiet
+// pass on all threads. A process that shares our cores takes a stall every
+// timeslice, a few ms apart, or every pass if passes are longer; the machine's
+// own hiccups come alone (on a DRAM-bound model on two threads, in 2-5% of
+// passes: going solo on a second within 8 passes sent 7 runs of 10 to one
+// thread for 60-90% of their passes, half the speed; this rule, 1 of 10 for 64).
 #define STALL_WINDOW 0.05
 static void note_stall(Transformer *tr, int threads, int stalled, double now) {
-    if (stalled && now - tr->stalled_at[0] < STALL_WINDOW) {
+    if (stalled && (now - tr->stalled_at[0] < STALL_WINDOW || (tr->stalls & 3) == 3)) {
         tr->solo_run = tr->solo_run < 64 ? 64 : tr->solo_run < 4096 ? 4 * tr->solo_run : 4096;
         tr->solo_left = tr->solo_run;
     } else if (threads > 1 && !stalled) {
         tr->solo_run /= 2;
     }
     if (stalled) tr->stalled_at[0] = tr->stalled_at[1], tr->stalled_at[1] = now;
+    if (threads > 1) tr->stalls = (unsigned char)(tr->stalls << 1 | stalled);
 }
 
 // Stop the workers (the list's release of a pool: join, then its memory can go).

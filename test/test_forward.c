@@ -208,8 +208,9 @@ static void test_file_changed_after_load(void) {
 
 // Stalled passes (a thread waited past POOL_STALL) that come alone or in
 // twos are the machine's hiccups: nothing changes. A third within STALL_WINDOW
-// (50 ms) of two others (another process holds a core) sends the next 64
-// passes to one thread; a stall-free pass on all threads halves the run. The
+// (50 ms) of two others, or a third stalled pass in a row (another process
+// holds a core) sends the next 64 passes to one thread; a stall-free pass on
+// all threads halves the run. The
 // rule on a scripted sequence of passes and times, then the passes it sends to
 // one thread: the same logits.
 static void test_stall_goes_solo(void) {
@@ -220,6 +221,7 @@ static void test_stall_goes_solo(void) {
     int after_one = tr.solo_left;
     note_stall(&tr, 2, 1, 10.010);
     int after_two = tr.solo_left;
+    note_stall(&tr, 2, 0, 10.050);
     note_stall(&tr, 2, 1, 10.100); // the third, 100 ms after the first
     int after_far = tr.solo_left;
     note_stall(&tr, 2, 0, 10.110);
@@ -229,19 +231,23 @@ static void test_stall_goes_solo(void) {
     note_stall(&tr, 1, 0, 10.140); // a pass on one thread tells nothing
     int kept = tr.solo_run;
     note_stall(&tr, 2, 0, 10.150);
-    CHECK(after_one == 0 && after_two == 0 && after_far == 0 && after_three == 64 && kept == 64 &&
-          tr.solo_run == 32,
+    int halved = tr.solo_run;
+    tr.solo_left = 0;
+    for (int i = 0; i < 3; i++) note_stall(&tr, 2, 1, 11.0 + 0.1 * i); // long passes, every one stalled
+    CHECK(after_one == 0 && after_two == 0 && after_far == 0 && after_three == 64 && kept == 64 && halved == 32 &&
+          tr.solo_left == 64,
           "stalls: one sent %d passes to one thread (want 0), a second 10 ms later %d (want 0), a third 100 ms "
           "after the first %d (want 0), three within 30 ms %d (want 64), the run after a solo pass %d (want 64), "
-          "after a quiet pass %d (want 32)", after_one, after_two, after_far, after_three, kept, tr.solo_run);
+          "after a quiet pass %d (want 32), three stalled passes in a row 100 ms apart %d (want 64)", after_one,
+          after_two, after_far, after_three, kept, halved, tr.solo_left);
     int tokens[3] = {1, 5, 9}, V = tr.config.vocab_size, same = 1;
     float *ref = xmalloc((size_t)3 * V * 4, "ref");
     memcpy(ref, forward(&tr, tokens, 3, 0), (size_t)3 * V * 4);
     tr.solo_left = 4;
     for (int i = 0; i < 4; i++) same &= !memcmp(forward(&tr, tokens, 3, 0), ref, (size_t)3 * V * 4);
     CHECK(same && tr.solo_left == 0, "passes sent to one thread: same logits %d, %d left (want 0)", same, tr.solo_left);
-    printf("stalled passes alone or in twos change nothing; three within 50 ms send the next 64 to one "
-           "thread, with the same logits; a quiet pass halves the run\n");
+    printf("stalled passes alone or in twos change nothing; three within 50 ms, or three in a row, send the "
+           "next 64 to one thread, with the same logits; a quiet pass halves the run\n");
     xfree(ref);
     free_transformer(&tr);
     free_pool(pool);
