@@ -232,17 +232,21 @@ static double bytes_per_token(const Config *c, int weights) {
     return bytes * (c->n_layers * per_layer + dim + (double)c->vocab_size * dim);
 }
 
-// median seconds of `reps` forwards of `rows` rows at pos
-static double time_rows(Transformer *tr, int rows, int pos, int reps) {
+// r[n] for n = 1..9: the median seconds of `reps` forwards of n rows at pos,
+// the row counts interleaved (each repetition times 1..9 rows in turn), so a
+// change in the shared machine's speed (its two-thread bandwidth moves between
+// about one thread's and 1.7 times it) falls on every row count alike
+static void time_rows(double r[10], Transformer *tr, int pos, int reps) {
     int tokens[MAX_ROWS];
-    double t[32];
-    for (int i = 0; i < rows; i++) tokens[i] = 100 + i;
-    for (int i = 0; i < reps; i++) {
-        double t0 = now_seconds();
-        forward(tr, tokens, rows, pos);
-        t[i] = now_seconds() - t0;
-    }
-    return median(t, reps);
+    double t[10][32];
+    for (int i = 0; i < MAX_ROWS; i++) tokens[i] = 100 + i;
+    for (int i = 0; i < reps; i++)
+        for (int n = 1; n <= 9; n++) {
+            double t0 = now_seconds();
+            forward(tr, tokens, n, pos);
+            t[n][i] = now_seconds() - t0;
+        }
+    for (int n = 1; n <= 9; n++) r[n] = median(t[n], reps);
 }
 
 // GFLOP/s of every matmul of one forward (all layers and the classifier, one
@@ -365,7 +369,7 @@ static ModelResult bench_model(const char *name, const char *path, int weights, 
         m.gbs[ti] = m.tok_s[ti] * m.bytes / 1e9;
         m.roofline[ti] = m.gbs[ti] / (ti ? threads * m.bw_at_size : m.bw_at_size);
         m.interleaved[ti] = interleaved_fraction(&tr, m.bytes, big ? 20 : 200);
-        for (int n = 1; n <= 9; n++) m.r[ti][n] = time_rows(&tr, n, 16, reps);
+        time_rows(m.r[ti], &tr, 16, reps);
         for (int n = 9; n >= 1; n--) m.r[ti][n] /= m.r[ti][1];
         if (ti == 0) {
             for (int T = 1; T <= MAX_N; T++) {
