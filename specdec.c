@@ -186,7 +186,7 @@ typedef struct {
     int n_threads;              // threads a forward() uses (<= the pool's)
     int solo_left, solo_run;    // forwards left to run on one thread, and that run's length
     double stalled_at[2];       // when the two latest stalled passes ended (note_stall)
-    unsigned char stalls;       // bit i: the (i+1)-th last pass on all threads stalled
+    double quiet_at;            // ... and the latest pass on all threads that did not stall
     long forwards;              // forward() calls so far, and their seconds (statistics, auto-K)
     double seconds;
     ThreadPool *pool;           // NULL: one thread
@@ -2075,7 +2075,7 @@ static void load_checkpoint(Transformer *t, const void *file, size_t bytes, cons
             "(is the header right?)", path, t->config.dim, t->config.n_layers, t->config.vocab_size,
             t->config.seq_len, need == SIZE_MAX ? INFINITY : (double)need / 1e9, (double)limit / 1e9);
     t->max_rows = max_rows;
-    t->stalled_at[0] = t->stalled_at[1] = -INFINITY; // no stall yet
+    t->stalled_at[0] = t->stalled_at[1] = t->quiet_at = -INFINITY; // no pass yet
     t->pool = pool;
     t->n_threads = pool && threads > 1 ? threads : 1;
     pack_weights(t);
@@ -3016,14 +3016,14 @@ static int pool_run(ThreadPool *pool, int n, Job job, void *arg) {
 // thread for 60-90% of their passes, half the speed; this rule, 1 of 10 for 64).
 #define STALL_WINDOW 0.05
 static void note_stall(Transformer *tr, int threads, int stalled, double now) {
-    if (stalled && (now - tr->stalled_at[0] < STALL_WINDOW || (tr->stalls & 3) == 3)) {
+    if (stalled && (now - tr->stalled_at[0] < STALL_WINDOW || tr->stalled_at[0] > tr->quiet_at)) {
         tr->solo_run = tr->solo_run < 64 ? 64 : tr->solo_run < 4096 ? 4 * tr->solo_run : 4096;
         tr->solo_left = tr->solo_run;
     } else if (threads > 1 && !stalled) {
         tr->solo_run /= 2;
     }
     if (stalled) tr->stalled_at[0] = tr->stalled_at[1], tr->stalled_at[1] = now;
-    if (threads > 1) tr->stalls = (unsigned char)(tr->stalls << 1 | stalled);
+    else if (threads > 1) tr->quiet_at = now;
 }
 
 // Stop the workers (the list's release of a pool: join, then its memory can go).
