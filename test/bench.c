@@ -1047,17 +1047,27 @@ static void compare_trees(Pair *pr, const char *name, FILE *csv) {
     }
 }
 
+static char pbig[512]; // the large target's file while the bench runs
+static void remove_big(void) { remove(pbig); }
+
 int main(int argc, char **argv) {
     BenchOptions o;
     parse_bench(&o, argc, argv);
     int full = !strcmp(o.what, "all"), sweep = !strcmp(o.what, "sweep"), N = o.threads;
     const char *tmp = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
-    char p15[512], p110[512], pemu[512];
+    char p15[512], p110[512];
     snprintf(p15, sizeof(p15), "%s/specdec_bench_15M.bin", tmp);
     snprintf(p110, sizeof(p110), "%s/specdec_bench_110M.bin", tmp);
-    snprintf(pemu, sizeof(pemu), "%s/specdec_bench_embedded.bin", tmp);
+    snprintf(pbig, sizeof(pbig), "%s/specdec_bench_embedded.bin", tmp);
     int have_pair = access(o.target, R_OK) == 0 && access(o.draft, R_OK) == 0 &&
                     access(o.tokenizer, R_OK) == 0;
+    // the large target, written once for every block that reads it (all, drafters, tree, runc):
+    // the shipped target embedded, zero-padded, in dim 768 x 12 layers (81M parameters,
+    // 325 MB; the same logits, so the shipped draft speculates for it)
+    const char *runc = getenv("RUNC");
+    int runc_mode = full || !strcmp(o.what, "runc");
+    int with_big = have_pair && (full || !strcmp(o.what, "drafters") || !strcmp(o.what, "tree") ||
+                                 (runc_mode && runc && *runc));
     ThreadPool *pool = build_pool(N);
     printf("specdec bench: %s path, 1 and %d threads\n", SIMD_NAME, N);
 
@@ -1088,6 +1098,13 @@ int main(int argc, char **argv) {
             snprintf(name, sizeof name, "shipped draft %s", WEIGHTS_NAME[DRAFT_WEIGHTS]);
             models[n_models++] = bench_model(name, o.draft, DRAFT_WEIGHTS, pool, N, peak512, peak);
         }
+    }
+    if (with_big) { // after the machine's and the models' timings, so its write-back runs under none of them
+        Transformer base;
+        build_transformer(&base, o.target, MAX_ROWS, NULL, 1);
+        write_embedded_checkpoint(pbig, &base, 3, 12);
+        free_transformer(&base);
+        atexit(remove_big); // an error exit (die) removes it too
     }
     E2E e[128], temps[8];
     int n_e = 0;
@@ -1127,17 +1144,15 @@ int main(int argc, char **argv) {
                 first = n_e;
                 // the same on the shipped target embedded in dim 768 x 12 layers (DRAM-bound), heads padded alike
                 char pheads[600], peagle[600];
-                snprintf(pheads, sizeof(pheads), "%s.medusa", pemu);
-                snprintf(peagle, sizeof(peagle), "%s.eagle", pemu);
-                write_embedded_checkpoint(pemu, &target, 3, 12);
+                snprintf(pheads, sizeof(pheads), "%s.medusa", pbig);
+                snprintf(peagle, sizeof(peagle), "%s.eagle", pbig);
                 if (medusa) write_embedded_medusa(pheads, medusa, 3);
                 if (eagle) write_embedded_eagle(peagle, eagle, 3);
                 Transformer big;
-                build_transformer(&big, pemu, MAX_ROWS, pool, N);
+                build_transformer(&big, pbig, MAX_ROWS, pool, N);
                 Pair bp = {.target = &big, .draft = &draft, .tok = &tok, .n_new = 96, .reps = 3, .threads = N};
                 n_e += compare_drafters(&bp, e + n_e, medusa ? pheads : NULL, eagle ? peagle : NULL, "325MB ", 0);
                 free_transformer(&big);
-                remove(pemu);
                 remove(pheads);
                 remove(peagle);
                 write_drafters(o.csv, "drafters_dram.csv", e + first, n_e - first, strlen("325MB "));
@@ -1146,31 +1161,25 @@ int main(int argc, char **argv) {
             if (ti == 1 && !strcmp(o.what, "tree")) {
                 FILE *csv = open_csv(o.csv, "trees.csv", "target,temperature,kind,nodes,speedup,tokens_per_round,r");
                 compare_trees(&pr, "shipped", csv);
-                write_embedded_checkpoint(pemu, &target, 3, 12);
                 Transformer big;
-                build_transformer(&big, pemu, MAX_ROWS, pool, N);
+                build_transformer(&big, pbig, MAX_ROWS, pool, N);
                 Pair bp = {.target = &big, .draft = &draft, .tok = &tok, .n_new = 96, .reps = 3, .threads = N};
                 compare_trees(&bp, "embedded 325MB", csv);
                 fclose(csv);
                 free_transformer(&big);
-                remove(pemu);
             }
             if (ti == 1 && (full || !strcmp(o.what, "lenience"))) {
                 LenienceRow rows[8] = {0};
                 write_lenience(o.csv, rows, sweep_lenience(&pr, rows));
             }
             if (full && ti == 1) {
-                // the large target: the shipped target embedded, zero-padded, in dim 768 x 12
-                // layers (81M parameters, 325 MB; the same logits, so the shipped draft speculates for it)
-                Transformer embedded;
-                write_embedded_checkpoint(pemu, &target, 3, 12);
-                models[n_models++] = bench_model("embedded 325MB target", pemu, 0, pool, N, peak512, peak);
-                build_transformer(&embedded, pemu, MAX_ROWS, pool, N);
+                Transformer embedded; // the large target (pbig)
+                models[n_models++] = bench_model("embedded 325MB target", pbig, 0, pool, N, peak512, peak);
+                build_transformer(&embedded, pbig, MAX_ROWS, pool, N);
                 Pair big = {.target = &embedded, .draft = &draft, .tok = &tok, .n_new = 64, .reps = 3, .threads = N};
                 for (int t2 = 0; t2 < 2; t2++)
                     for (int k = 0; k <= 8; k += 2) e[n_e++] = bench_pair(&big, "embedded 325MB", (float)t2, k);
                 free_transformer(&embedded);
-                remove(pemu);
             }
             free_tokenizer(&tok);
             free_transformer(&target);
@@ -1181,10 +1190,9 @@ int main(int argc, char **argv) {
         write_verify_cost(o.csv, models, n_models);
         write_bench_json(o.json, peak, peak512, bw, N, models, n_models, e, n_e);
     }
-    const char *runc = getenv("RUNC");
-    if ((full || !strcmp(o.what, "runc")) && (!runc || !*runc)) {
+    if (runc_mode && (!runc || !*runc)) {
         printf("SKIP run.c comparison: give a run.c binary (make bench RUNC=path/to/run)\n");
-    } else if (full || !strcmp(o.what, "runc")) { // the 110M shape, then the shipped target embedded
+    } else if (runc_mode) { // the 110M shape, then the shipped target embedded
         char ptok[512];
         snprintf(ptok, sizeof(ptok), "%s/specdec_bench_tok32000.bin", tmp);
         write_random_checkpoint(p110, &(Config){768, 2048, 12, 12, 12, 32000, 1024}, 1, 1, 0, 0);
@@ -1192,14 +1200,7 @@ int main(int argc, char **argv) {
         compare_runc(runc, "random 110M shape", p110, ptok, pool, N);
         remove(p110);
         remove(ptok);
-        if (have_pair) {
-            Transformer base;
-            build_transformer(&base, o.target, MAX_ROWS, NULL, 1);
-            write_embedded_checkpoint(pemu, &base, 3, 12);
-            free_transformer(&base);
-            compare_runc(runc, "embedded 325MB", pemu, o.tokenizer, pool, N);
-            remove(pemu);
-        }
+        if (with_big) compare_runc(runc, "embedded 325MB", pbig, o.tokenizer, pool, N);
     }
     free_pool(pool);
     return 0;
