@@ -47,12 +47,12 @@
 //  1665-1791  Appendix A. Errors and memory
 //  1793-2180  Appendix B. Loading
 //  2182-2877  Appendix C. Math kernels
-//  2879-3169  Appendix D. Threads
-//  3171-3317  Appendix E. Tokenizer
-//  3319-3402  Appendix F. Auto-K (-k 0)
-//  3404-3743  Appendix G. Statistics
-//  3745-3790  Appendix H. The text on stdout
-//  3792-4005  Appendix I. Command line
+//  2879-3166  Appendix D. Threads
+//  3168-3314  Appendix E. Tokenizer
+//  3316-3399  Appendix F. Auto-K (-k 0)
+//  3401-3740  Appendix G. Statistics
+//  3742-3787  Appendix H. The text on stdout
+//  3789-4002  Appendix I. Command line
 //
 // Build: cc -std=c11 -O3 -mavx2 -mfma -ffp-contract=off -pthread specdec.c -lm
 #define _POSIX_C_SOURCE 200809L
@@ -3006,14 +3006,11 @@ static int pool_run(ThreadPool *pool, int n, Job job, void *arg) {
 }
 
 // After a pass on `threads` threads that `stalled` (a thread waited past
-// POOL_STALL), ending at `now` (seconds): a third stall within STALL_WINDOW of
-// two others, or a third stalled pass in a row, sends a run of passes to one
-// thread, a run that grows 4x while stalls recur and halves with each quiet
-// pass on all threads. A process that shares our cores takes a stall every
-// timeslice, a few ms apart, or every pass if passes are longer; the machine's
-// own hiccups come alone (on a DRAM-bound model on two threads, in 2-5% of
-// passes: going solo on a second within 8 passes sent 7 runs of 10 to one
-// thread for 60-90% of their passes, half the speed; this rule, 1 of 10 for 64).
+// POOL_STALL), ending at `now`: a third stall within STALL_WINDOW of two others,
+// or a third stalled pass in a row (another process holds a core: a stall every
+// timeslice, or every pass), sends a run of passes to one thread, a run that
+// grows 4x while stalls recur and halves with each quiet pass on all threads. A
+// lone stall is a hiccup: 2-5% of a DRAM-bound model's passes on two threads.
 #define STALL_WINDOW 0.05
 static void note_stall(Transformer *tr, int threads, int stalled, double now) {
     if (stalled && (now - tr->stalled_at[0] < STALL_WINDOW || tr->stalled_at[0] > tr->quiet_at)) {
