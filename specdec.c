@@ -46,13 +46,13 @@
 //  1500-1663  main
 //  1665-1791  Appendix A. Errors and memory
 //  1793-2180  Appendix B. Loading
-//  2182-2877  Appendix C. Math kernels
-//  2879-3166  Appendix D. Threads
-//  3168-3314  Appendix E. Tokenizer
-//  3316-3399  Appendix F. Auto-K (-k 0)
-//  3401-3740  Appendix G. Statistics
-//  3742-3787  Appendix H. The text on stdout
-//  3789-4002  Appendix I. Command line
+//  2182-2896  Appendix C. Math kernels
+//  2898-3185  Appendix D. Threads
+//  3187-3333  Appendix E. Tokenizer
+//  3335-3418  Appendix F. Auto-K (-k 0)
+//  3420-3759  Appendix G. Statistics
+//  3761-3806  Appendix H. The text on stdout
+//  3808-4021  Appendix I. Command line
 //
 // Build: cc -std=c11 -O3 -mavx2 -mfma -ffp-contract=off -pthread specdec.c -lm
 #define _POSIX_C_SOURCE 200809L
@@ -2358,8 +2358,9 @@ static UNUSED_OK void q8_tile_scalar(float *out, const uint8_t *u, float sx, con
 //   V_BCAST(p): the float at p in every lane, broadcast from memory (given the
 //     address, gcc and clang emit what they did for hand-written tiles)
 //   V_FMA(a, b, acc): a*b + acc rounded once, one step of every lane's chain
-//   V_PREFETCH(p): ask for p's cache line; MM_PREFETCH_ROWS: the matmul tiles
-//     of that many rows or more prefetch (see MM_IN_FLIGHT)
+//   V_PREFETCH(p), V_PREFETCH_L1(p): ask for p's cache line (into L2, into L1);
+//     MM_PREFETCH_ROWS: the matmul tiles of that many rows or more prefetch
+//     (see MM_IN_FLIGHT)
 //   IN_REGISTER(v): an empty asm that keeps a loaded vector in a register for
 //     the rows that use it (gcc folded the load into every FMA: a 4x4 tile
 //     issued 20 loads for 16 FMAs, and 4 rows ran slower than 5)
@@ -2409,6 +2410,9 @@ typedef float VF;
 #endif
 #if HAVE_AVX2 // into L2: multi-row passes over a model in DRAM 15-20% faster than into L1
 #define V_PREFETCH(p) _mm_prefetch((const char *)(p), _MM_HINT_T1)
+#define V_PREFETCH_L1(p) _mm_prefetch((const char *)(p), _MM_HINT_T0)
+#else
+#define V_PREFETCH_L1(p) V_PREFETCH(p)
 #endif
 #if HAVE_AVX2 && defined(__GNUC__)
 #define IN_REGISTER(v) __asm__("" : "+v"(v))
@@ -2525,6 +2529,13 @@ static inline void q8_finish(float *out, Q8Acc acc, const Matrix *m, int r, floa
 #ifndef MM_IN_FLIGHT
 #define MM_IN_FLIGHT 128
 #endif
+// Tiles of streamed matrices (a model in DRAM) of up to MM_NEAR_ROWS rows also
+// ask for each panel's line MM_NEAR steps ahead into L1, so their FMAs do not
+// wait on L2: one thread on the 325 MB target, r(3) 1.31 -> 1.15, r(5) 1.20 ->
+// 1.13, Medusa there 7% faster (two threads: unchanged). Not in 7-9-row tiles
+// (FMA-bound: slower), nor for matrices in cache (a 5-row pass 6% slower).
+#define MM_NEAR 6
+#define MM_NEAR_ROWS 6
 
 // The prefetch target of panel v at step k, in steps from the tile's start
 // (panels of n steps, one after another): `ahead` steps on; past the panel's
@@ -2545,23 +2556,26 @@ static inline size_t prefetch_step(int v, int k, size_t n, int P, int ahead, int
 // prefetch), then broadcasts one x per row; B prefetches, broadcasts the R x's,
 // then streams the weight vectors past them. Each ISA's list names the shape.
 #define VPP (PANEL / VL)
-// the prefetch of panel p's line at step k (see MM_IN_FLIGHT)
-#define MM_PREFETCH(R, P, p)                                                               \
+// the prefetch of panel p's line at step k (see MM_IN_FLIGHT), and in a DRAM
+// tile its line MM_NEAR steps ahead into L1
+#define MM_PREFETCH(R, P, p, DRAM)                                                         \
     do {                                                                                   \
         if ((R) >= MM_PREFETCH_ROWS)                                                       \
             V_PREFETCH(w + prefetch_step(p, k, (size_t)n, P, MM_IN_FLIGHT / (P), next) * PANEL); \
+        if (DRAM && (R) >= MM_PREFETCH_ROWS && (R) <= MM_NEAR_ROWS)                        \
+            V_PREFETCH_L1(w + prefetch_step(p, k, (size_t)n, P, MM_NEAR, next) * PANEL);  \
     } while (0)
 #define MM_BCAST_FIRST_A 0
 #define MM_BCAST_FIRST_B 1
-#define MM_TILE(R, P, SHAPE)                                                               \
-    static void mm_##R##x##P(float *out, size_t os, const float *x, size_t xs,            \
-                             const float *w, int n, int next) {                           \
+#define MM_TILE_AS(R, P, SHAPE, DRAM, NAME)                                                \
+    static void NAME(float *out, size_t os, const float *x, size_t xs, const float *w,    \
+                     int n, int next) {                                                    \
         VF acc[R][P * VPP];                                                                \
         UNROLL for (int r = 0; r < R; r++) UNROLL for (int v = 0; v < P * VPP; v++)        \
             acc[r][v] = V_ZERO();                                                          \
         for (int k = 0; k < n; k++) {                                                      \
             if (MM_BCAST_FIRST_##SHAPE) {                                                  \
-                UNROLL for (int p = 0; p < P; p++) MM_PREFETCH(R, P, p);                   \
+                UNROLL for (int p = 0; p < P; p++) MM_PREFETCH(R, P, p, DRAM);             \
                 VF xr[R];                                                                  \
                 UNROLL for (int r = 0; r < R; r++) xr[r] = V_BCAST(x + r * xs + k);          \
                 UNROLL for (int v = 0; v < P * VPP; v++) {                                 \
@@ -2572,7 +2586,7 @@ static inline size_t prefetch_step(int v, int k, size_t n, int P, int ahead, int
             } else {                                                                       \
                 VF wv[P * VPP];                                                            \
                 UNROLL for (int v = 0; v < P * VPP; v++) {                                 \
-                    if (v % VPP == 0) MM_PREFETCH(R, P, v / VPP);                          \
+                    if (v % VPP == 0) MM_PREFETCH(R, P, v / VPP, DRAM);                    \
                     wv[v] = V_LOAD(w + ((size_t)(v / VPP) * n + k) * PANEL + VL * (v % VPP)); \
                     if (R > 1) IN_REGISTER(wv[v]);                                         \
                 }                                                                          \
@@ -2585,6 +2599,9 @@ static inline size_t prefetch_step(int v, int k, size_t n, int P, int ahead, int
         UNROLL for (int r = 0; r < R; r++) UNROLL for (int v = 0; v < P * VPP; v++)        \
             V_STORE(out + r * os + VL * v, acc[r][v]);                                     \
     }
+// every tile twice: for matrices in the caches, and for streamed ones (DRAM)
+#define MM_TILE(R, P, SHAPE) \
+    MM_TILE_AS(R, P, SHAPE, 0, mm_##R##x##P) MM_TILE_AS(R, P, SHAPE, 1, mm_dram_##R##x##P)
 
 // Attention tile: a (Q) pointers to (n) times G groups of LANES outputs at
 // base (step t of group g at base + t ss + g gs) -> out (Q) pointers to
@@ -2683,8 +2700,10 @@ typedef void (*MmTile)(float *out, size_t os, const float *x, size_t xs, const f
 typedef void (*OuterTile)(float *const *out, const float *const *a, const float *base, size_t ss,
                           size_t gs, int n);
 #define MM_ENTRY(R, P, S) [R][P] = mm_##R##x##P,
+#define MM_DRAM_ENTRY(R, P, S) [R][P] = mm_dram_##R##x##P,
 #define OUTER_ENTRY(Q, G) [Q][G] = outer_##Q##x##G,
-static const MmTile MM_TILE_OF[MM_MAX_ROWS + 1][TILE_PANELS_MAX + 1] = {MM_TILES(MM_ENTRY)};
+static const MmTile MM_TILE_OF[2][MM_MAX_ROWS + 1][TILE_PANELS_MAX + 1] = {{MM_TILES(MM_ENTRY)},
+                                                                          {MM_TILES(MM_DRAM_ENTRY)}};
 static const OuterTile OUTER_TILE_OF[7][TILE_PANELS_MAX + 1] = {OUTER_TILES(OUTER_ENTRY)};
 
 // where panel i of m starts
@@ -2696,8 +2715,8 @@ static const float *panel_at(const Matrix *m, int i) { return m->w + (size_t)i *
 static void mm_rows(float *out, size_t os, const float *x, int R, const Matrix *m, int p0, int p1) {
     for (int i = p0, P = R == 1 && m->streamed ? 1 : TILE_PANELS_MAX; i < p1; i += P) {
         if (P > p1 - i) P = p1 - i;
-        while (!MM_TILE_OF[R][P]) P--;
-        MM_TILE_OF[R][P](out + (size_t)i * PANEL, os, x, (size_t)m->n, panel_at(m, i), m->n, p1 - i - P);
+        while (!MM_TILE_OF[0][R][P]) P--;
+        MM_TILE_OF[m->streamed][R][P](out + (size_t)i * PANEL, os, x, (size_t)m->n, panel_at(m, i), m->n, p1 - i - P);
     }
 }
 
@@ -2723,7 +2742,7 @@ static void matmul_panels_f32(float *out, const float *x, int T, const Matrix *m
         float buf[MM_MAX_ROWS * PANEL];
         for (int t = 0; t < T; t += MM_MAX_ROWS) {
             int rows = T - t < MM_MAX_ROWS ? T - t : MM_MAX_ROWS;
-            MM_TILE_OF[rows][1](buf, PANEL, x + (size_t)t * m->n, (size_t)m->n, panel_at(m, i), m->n, 0);
+            MM_TILE_OF[m->streamed][rows][1](buf, PANEL, x + (size_t)t * m->n, (size_t)m->n, panel_at(m, i), m->n, 0);
             for (int r = 0; r < rows; r++)
                 for (int j = 0; j < PANEL && i * PANEL + j < m->d; j++)
                     out[(size_t)(t + r) * os + (size_t)i * PANEL + j] = buf[r * PANEL + j];

@@ -29,16 +29,18 @@ static void random_matrix(Matrix *m, float **w, float **packed, int d, int n, Rn
 
 // A matmul's result o (T, d) over x (T, n) must equal, bit for bit, its
 // definition def, the portable path's os, T one-row calls (also as a streamed
-// matrix's, one panel wide), and the panels split 3 ways as three threads would
-// compute them. what: "matmul" or "int8 matmul"
+// matrix's, one panel wide), the streamed matrix's T rows (its DRAM tiles), and
+// the panels split 3 ways as three threads would compute them. what: "matmul" or "int8 matmul"
 static void check_matmul_paths(const char *what, const Matrix *m, const float *x, int T, int n,
                                int d, const float *o, const float *def, const float *os) {
     size_t bytes = (size_t)T * d * 4;
     float *o1 = xmalloc(bytes, "o1"), *osplit = xmalloc(bytes, "osplit"), *ostream = xmalloc(bytes, "ostream");
+    float *odram = xmalloc(bytes, "odram");
     Matrix streamed = *m;
     streamed.streamed = 1;
     for (int t = 0; t < T; t++) matmul(o1 + (size_t)t * d, x + (size_t)t * n, m, 1);
     for (int t = 0; t < T; t++) matmul(ostream + (size_t)t * d, x + (size_t)t * n, &streamed, 1);
+    matmul(odram, x, &streamed, T);
     for (int th = 0; th < 3; th++) {
         int lo, hi;
         share(&lo, &hi, m->n_panels, th, 3);
@@ -48,8 +50,9 @@ static void check_matmul_paths(const char *what, const Matrix *m, const float *x
     CHECK(!memcmp(o, os, bytes), "%s n=%d d=%d T=%d: SIMD and scalar paths differ", what, n, d, T);
     CHECK(!memcmp(o, o1, bytes), "%s n=%d d=%d T=%d: differs from %d one-row calls", what, n, d, T, T);
     CHECK(!memcmp(o, ostream, bytes), "%s n=%d d=%d T=%d: differs from %d streamed one-row calls", what, n, d, T, T);
+    CHECK(!memcmp(o, odram, bytes), "%s n=%d d=%d T=%d: differs as a streamed matrix's", what, n, d, T);
     CHECK(!memcmp(o, osplit, bytes), "%s n=%d d=%d T=%d: a 3-way panel split differs", what, n, d, T);
-    xfree(o1); xfree(osplit); xfree(ostream);
+    xfree(o1); xfree(osplit); xfree(ostream); xfree(odram);
 }
 
 // matmul over T rows (every tile shape: T = 1..17 rows, panels in wide tiles
