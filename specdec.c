@@ -2692,9 +2692,9 @@ MM_TILES(MM_TILE)
 OUTER_TILES(OUTER_TILE)
 Q8_TILE(1) Q8_TILE(2)
 
-// ---- Dispatch: the tables the lists fill, [rows][panels] and [vectors][groups]
-// (NULL: no such tile), and the loops that walk a matmul or an attention
-// product through them.
+// ---- Dispatch: the tables the lists fill, [streamed][rows][panels] and
+// [vectors][groups] (NULL: no such tile), and the loops that walk a matmul or
+// an attention product through them.
 #define TILE_PANELS_MAX 8 // the widest tile, in panels or groups
 typedef void (*MmTile)(float *out, size_t os, const float *x, size_t xs, const float *w, int n,
                        int next);

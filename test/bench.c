@@ -885,18 +885,18 @@ static void write_lenience(const char *dir, const LenienceRow *r, int n) {
     fclose(f);
 }
 
-// Auto-K against fixed K head to head: H2H_PAIRS generations of each, the two
-// alternating (and which goes first alternating too) on the same prompts and
-// seeds, so both write the same text and a change in the machine's speed hits
-// both alike. Returns the median over H2H_PAIRS pairs of auto's tok/s over K's.
-static double auto_head_to_head(Pair *pr, float temp, int k) {
+// Two ways of speculating head to head (-k k[j] or --tree tree[j]): `pairs`
+// generations of each, the two alternating (and which goes first alternating
+// too) on the same prompts and seeds, so both write the same text and a change
+// in the machine's speed hits both alike. Returns the median over the pairs of
+// [0]'s tok/s over [1]'s.
+static double head_to_head(Pair *pr, float temp, const int k[2], const char *const tree[2], int pairs) {
     Sampler s;
     build_sampler(&s, pr->target->config.vocab_size, temp, 1.0f, 0);
-    Spec sc[2]; // [0] auto, [1] K
-    build_spec(&sc[0], pr->target, pr->draft, &s, 0, NULL);
-    build_spec(&sc[1], pr->target, pr->draft, &s, k, NULL);
+    Spec sc[2];
+    for (int j = 0; j < 2; j++) build_spec(&sc[j], pr->target, pr->draft, &s, k[j], tree[j]);
     double ratio[H2H_PAIRS], rate[2];
-    for (int i = 0; i < H2H_PAIRS; i++) {
+    for (int i = 0; i < pairs; i++) {
         for (int j = 0; j < 2; j++) {
             int which = (i + j) % 2, made;
             double t = run_once(pr, &sc[which], &s, i, 2000 + i, &made);
@@ -904,10 +904,16 @@ static double auto_head_to_head(Pair *pr, float temp, int k) {
         }
         ratio[i] = rate[0] / rate[1];
     }
-    free_speculator(&sc[0].sp);
-    free_speculator(&sc[1].sp);
+    for (int j = 0; j < 2; j++) free_speculator(&sc[j].sp);
     free_sampler(&s);
-    return median(ratio, H2H_PAIRS);
+    return median(ratio, pairs);
+}
+
+// auto-K against -k k, H2H_PAIRS pairs: auto's tok/s over K's
+static double auto_head_to_head(Pair *pr, float temp, int k) {
+    const int ks[2] = {0, k};
+    const char *const trees[2] = {NULL, NULL};
+    return head_to_head(pr, temp, ks, trees, H2H_PAIRS);
 }
 
 // Auto-K (e[0]) against the best fixed K (e[1..8]) at one temperature, by
@@ -1027,7 +1033,8 @@ static void compare_runc(const char *runc, const char *name, const char *ckpt, c
 // zero-padded, in dim 768 x 12 layers (DRAM-bound, the same logits to rounding).
 // Chains of K = 2..8 and static trees by the nodes a pass verifies (the node
 // budget), auto-K and --tree auto beside them; rows appended to trees.csv.
-static void compare_trees(Pair *pr, const char *name, FILE *csv) {
+// Then --tree auto against auto-K head to head (their rows ran minutes apart).
+static void compare_trees(Pair *pr, const char *name, FILE *csv, int pairs) {
     const char *trees[] = {"2,1", "2,1,1", "2,1,1,1", "3,1,1", "2,2,1,1", "3,2,1"};
     for (int t = 0; t < 2; t++) {
         for (int k = 0; k <= 8; k += 2) {
@@ -1044,6 +1051,14 @@ static void compare_trees(Pair *pr, const char *name, FILE *csv) {
             if (i >= 0) fprintf(csv, "%s,%d,tree,%d,%.4f,%.4f,%.4f\n", name, t, nodes, e.speedup, e.tokens_per_round, e.r);
         }
         pr->tree = NULL;
+    }
+    for (int t = 0; t < 2; t++) {
+        const int ks[2] = {0, 0};
+        const char *const trees[2] = {"auto", NULL};
+        printf("%-14s %dth t=%.2f --tree auto against auto-K head to head (%d pairs, alternating): "
+               "tree/chain %.3f (median of the pairs' ratios)\n", name, pr->threads, (double)t, pairs,
+               head_to_head(pr, (float)t, ks, trees, pairs));
+        fflush(stdout);
     }
 }
 
@@ -1160,11 +1175,11 @@ int main(int argc, char **argv) {
             }
             if (ti == 1 && !strcmp(o.what, "tree")) {
                 FILE *csv = open_csv(o.csv, "trees.csv", "target,temperature,kind,nodes,speedup,tokens_per_round,r");
-                compare_trees(&pr, "shipped", csv);
+                compare_trees(&pr, "shipped", csv, H2H_PAIRS);
                 Transformer big;
                 build_transformer(&big, pbig, MAX_ROWS, pool, N);
                 Pair bp = {.target = &big, .draft = &draft, .tok = &tok, .n_new = 96, .reps = 3, .threads = N};
-                compare_trees(&bp, "embedded 325MB", csv);
+                compare_trees(&bp, "embedded 325MB", csv, 32);
                 fclose(csv);
                 free_transformer(&big);
             }
