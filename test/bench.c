@@ -72,7 +72,7 @@ static int held_out_prompts(char store[N_PROMPTS][96]) {
 }
 
 #define MAX_REPS 16
-#define H2H_PAIRS 64 // auto-K against the best fixed K, head to head
+#define H2H_PAIRS 64 // pairs of a head to head (auto-K against the best fixed K)
 #define MAX_N (K_MAX + 1)
 
 static int cmp_double(const void *a, const void *b) {
@@ -888,9 +888,10 @@ static void write_lenience(const char *dir, const LenienceRow *r, int n) {
 // Two ways of speculating head to head (-k k[j] or --tree tree[j]): `pairs`
 // generations of each, the two alternating (and which goes first alternating
 // too) on the same prompts and seeds, so both write the same text and a change
-// in the machine's speed hits both alike. Returns the median over the pairs of
-// [0]'s tok/s over [1]'s.
+// in the machine's speed hits both alike. Returns the median over the pairs
+// (at most H2H_PAIRS) of [0]'s tok/s over [1]'s.
 static double head_to_head(Pair *pr, float temp, const int k[2], const char *const tree[2], int pairs) {
+    if (pairs > H2H_PAIRS) pairs = H2H_PAIRS;
     Sampler s;
     build_sampler(&s, pr->target->config.vocab_size, temp, 1.0f, 0);
     Spec sc[2];
@@ -907,13 +908,6 @@ static double head_to_head(Pair *pr, float temp, const int k[2], const char *con
     for (int j = 0; j < 2; j++) free_speculator(&sc[j].sp);
     free_sampler(&s);
     return median(ratio, pairs);
-}
-
-// auto-K against -k k, H2H_PAIRS pairs: auto's tok/s over K's
-static double auto_head_to_head(Pair *pr, float temp, int k) {
-    const int ks[2] = {0, k};
-    const char *const trees[2] = {NULL, NULL};
-    return head_to_head(pr, temp, ks, trees, H2H_PAIRS);
 }
 
 // Auto-K (e[0]) against the best fixed K (e[1..8]) at one temperature, by
@@ -952,9 +946,10 @@ static void auto_against_best(Pair *pr, E2E *e) {
         int seen = 0;
         for (int j = 0; j < c; j++) seen |= cand[j] == cand[c];
         if (seen) continue;
-        int h = e[0].n_h2h++;
+        int h = e[0].n_h2h++, ks[2] = {0, e[cand[c]].k}; // auto-K against K
+        const char *const chains[2] = {NULL, NULL};
         e[0].h2h_k[h] = e[cand[c]].k;
-        e[0].h2h_ratio[h] = auto_head_to_head(pr, e[0].temperature, e[cand[c]].k);
+        e[0].h2h_ratio[h] = head_to_head(pr, e[0].temperature, ks, chains, H2H_PAIRS);
         if (e[0].h2h_ratio[h] < e[0].h2h_ratio[*worst]) *worst = h;
         printf("%-14s %dth t=%.2f auto-K against K = %d head to head (%d pairs, alternating): "
                "auto/K %.3f (median of the pairs' ratios)\n", e[0].pair, e[0].threads,

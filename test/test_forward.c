@@ -210,9 +210,8 @@ static void test_file_changed_after_load(void) {
 // twos are the machine's hiccups: nothing changes. A third within STALL_WINDOW
 // (50 ms) of two others, or a third stalled pass in a row (another process
 // holds a core) sends the next 64 passes to one thread; a stall-free pass on
-// all threads halves the run. The
-// rule on a scripted sequence of passes and times, then the passes it sends to
-// one thread: the same logits.
+// all threads halves the run. The rule on a scripted sequence of passes and
+// times, then the passes it sends to one thread: the same logits.
 static void test_stall_goes_solo(void) {
     ThreadPool *pool = build_pool(2);
     Transformer tr;
