@@ -458,4 +458,234 @@ static inline double predicted_speedup(double a, int k, double c, double r) {
     return expected_tokens_per_round(a, k) / ((k + pow(a, k)) * c + r);
 }
 
+// ---------------------------------------------------------------------------
+// The files a run reads and writes (specdec and train alike; POSIX only)
+//
+// Inputs are never modified, and outputs are whole or absent. Every input is
+// registered when opened (note_input: its device and inode); every output is
+// planned before any work (plan_output): its links are resolved (we write
+// where a link points), it must be, or become, a regular file in a directory
+// we may write, and it may be no registered input and not where stdout or
+// stderr goes. Planned outputs are registered too, so an input opened after
+// the plan is checked against them: a new input kind is covered without new
+// code. The bytes go to a temp file beside the target (begin_output), which
+// is flushed, synced and renamed over it (commit_output), keeping an old
+// file's mode and owner; a signal during the write removes the temp file.
+#if defined(_POSIX_C_SOURCE) && _POSIX_C_SOURCE >= 200809L
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define IO_PATH_MAX 4096
+#define IO_FILES_MAX 64
+
+typedef struct {
+    dev_t dev;
+    ino_t ino;
+    int output;                // 1: a planned output, 0: an input
+    char name[IO_PATH_MAX];    // as the user named it
+} IoFile;
+
+typedef struct {
+    IoFile files[IO_FILES_MAX];
+    int n;
+} IoRegistry;
+
+static inline IoRegistry *io_registry(void) {
+    static IoRegistry r; // one per process
+    return &r;
+}
+
+// The temp file being written, removed by a signal before it is renamed.
+static inline char *io_pending(void) {
+    static char tmp[IO_PATH_MAX + 8];
+    return tmp;
+}
+
+static inline void io_on_signal(int sig) {
+    if (io_pending()[0]) unlink(io_pending()); // async-signal-safe
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+typedef struct {
+    char name[IO_PATH_MAX];    // the path the user gave
+    char path[IO_PATH_MAX];    // where the bytes go, links resolved
+    char tmp[IO_PATH_MAX + 8]; // path.XXXXXX while it is written
+    int existed;               // 1: path exists, with this mode and owner:
+    struct stat old;
+    FILE *f;
+} OutputFile;
+
+// Register (dev, ino) of `name`; refuse it if it is a file of the other kind
+// already registered (an input that is an output, or the reverse).
+static inline int io_register(dev_t dev, ino_t ino, int output, const char *name, char *msg, size_t len) {
+    IoRegistry *r = io_registry();
+    for (int i = 0; i < r->n; i++)
+        if (r->files[i].dev == dev && r->files[i].ino == ino && r->files[i].output != output) {
+            const IoFile *o = output ? &r->files[i] : NULL, *in = output ? NULL : &r->files[i];
+            snprintf(msg, len, "%s and %s are the same file: writing the output would replace an "
+                     "input of this run; name another output file", output ? name : in->name,
+                     output ? o->name : name);
+            return -1;
+        }
+    if (r->n == IO_FILES_MAX) {
+        snprintf(msg, len, "%s: more than %d files in one run", name, IO_FILES_MAX);
+        return -1;
+    }
+    r->files[r->n].dev = dev, r->files[r->n].ino = ino, r->files[r->n].output = output;
+    snprintf(r->files[r->n++].name, IO_PATH_MAX, "%s", name);
+    return 0;
+}
+
+// Register the input open at fd (named `name`).
+static inline int note_input(int fd, const char *name, char *msg, size_t len) {
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        snprintf(msg, len, "%s: cannot stat: %s", name, strerror(errno));
+        return -1;
+    }
+    return io_register(st.st_dev, st.st_ino, 0, name, msg, len);
+}
+
+// Follow a dangling link's chain to the path it names (at most 32 links).
+static inline int io_follow_links(char *path, char *msg, size_t len) {
+    for (int hops = 0; hops < 32; hops++) {
+        struct stat st;
+        char to[IO_PATH_MAX];
+        if (lstat(path, &st) != 0 || !S_ISLNK(st.st_mode)) return 0;
+        ssize_t n = readlink(path, to, sizeof(to) - 1);
+        if (n < 0) break;
+        to[n] = '\0';
+        char *slash = strrchr(path, '/');
+        size_t keep = to[0] != '/' && slash ? (size_t)(slash - path) + 1 : 0;
+        if (keep + (size_t)n >= IO_PATH_MAX) break;
+        memmove(path + keep, to, (size_t)n + 1);
+    }
+    snprintf(msg, len, "%s: a link that cannot be followed to a file", path);
+    return -1;
+}
+
+// The checks on an output before any work; 0, or -1 with the reason in msg.
+static inline int plan_output(OutputFile *o, const char *name, char *msg, size_t len) {
+    memset(o, 0, sizeof(*o));
+    if (!name || !name[0]) {
+        snprintf(msg, len, "an empty file name (an unset shell variable?)");
+        return -1;
+    }
+    if (strlen(name) >= IO_PATH_MAX) {
+        snprintf(msg, len, "%.40s...: a path of more than %d bytes", name, IO_PATH_MAX - 1);
+        return -1;
+    }
+    snprintf(o->name, sizeof(o->name), "%s", name);
+    struct stat st;
+    o->existed = stat(name, &o->old) == 0;
+    if (o->existed) {
+        if (!S_ISREG(o->old.st_mode)) {
+            snprintf(msg, len, "%s: not a regular file (a device, pipe or directory); outputs are "
+                     "written to regular files only", name);
+            return -1;
+        }
+        snprintf(o->path, sizeof(o->path), "%s", name);
+        if (io_follow_links(o->path, msg, len)) return -1;
+        for (int fd = 1; fd <= 2; fd++)
+            if (fstat(fd, &st) == 0 && st.st_dev == o->old.st_dev && st.st_ino == o->old.st_ino) {
+                snprintf(msg, len, "%s is where standard %s goes: one would overwrite the other",
+                         name, fd == 1 ? "output" : "error");
+                return -1;
+            }
+        if (io_register(o->old.st_dev, o->old.st_ino, 1, name, msg, len)) return -1;
+    } else {
+        snprintf(o->path, sizeof(o->path), "%s", name);
+        if (io_follow_links(o->path, msg, len)) return -1;
+    }
+    char dir[IO_PATH_MAX], *slash = strrchr(o->path, '/');
+    const char *base = slash ? slash + 1 : o->path;
+    snprintf(dir, sizeof(dir), "%.*s", slash ? (int)(slash - o->path) + (slash == o->path) : 1,
+             slash ? o->path : ".");
+    if (!base[0] || strlen(base) + 7 > 255) {
+        snprintf(msg, len, "%s: %s", name, base[0] ? "a file name of more than 248 bytes (the temp "
+                 "file beside it adds 7)" : "names a directory, not a file");
+        return -1;
+    }
+    errno = 0;
+    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode) || access(dir, W_OK | X_OK) != 0) {
+        snprintf(msg, len, "%s: cannot write in the directory %s: %s", name, dir,
+                 errno ? strerror(errno) : "not a directory");
+        return -1;
+    }
+    return 0;
+}
+
+// Open the temp file beside the planned output, with the old file's mode and
+// owner (a new file: 0666 less the umask); NULL with the reason in msg.
+static inline FILE *begin_output(OutputFile *o, char *msg, size_t len) {
+    static int handlers; // once: SIGINT, SIGTERM and SIGHUP remove the temp file
+    if (!handlers++) {
+        struct sigaction sa;
+        memset(&sa, 0, sizeof(sa));
+        sa.sa_handler = io_on_signal;
+        sigemptyset(&sa.sa_mask);
+        for (int i = 0; i < 3; i++) {
+            const int sig[3] = {SIGINT, SIGTERM, SIGHUP};
+            struct sigaction was;
+            if (sigaction(sig[i], NULL, &was) == 0 && was.sa_handler == SIG_DFL) sigaction(sig[i], &sa, NULL);
+        }
+    }
+    snprintf(o->tmp, sizeof(o->tmp), "%s.XXXXXX", o->path);
+    sigset_t block, old;
+    sigemptyset(&block), sigaddset(&block, SIGINT), sigaddset(&block, SIGTERM), sigaddset(&block, SIGHUP);
+    sigprocmask(SIG_BLOCK, &block, &old); // the temp file exists only once io_pending names it
+    int fd = mkstemp(o->tmp), err = errno;
+    if (fd >= 0) memcpy(io_pending(), o->tmp, sizeof(o->tmp));
+    sigprocmask(SIG_SETMASK, &old, NULL);
+    if (fd < 0) {
+        snprintf(msg, len, "%s: cannot create %s: %s", o->name, o->tmp, strerror(err));
+        return NULL;
+    }
+    mode_t mask = umask(0);
+    umask(mask);
+    // the old owner: only root may give a file away; a failure leaves the file ours
+    if (o->existed && fchown(fd, o->old.st_uid, o->old.st_gid) != 0) errno = 0;
+    if (fchmod(fd, o->existed ? o->old.st_mode & 07777 : 0666 & ~mask) != 0 || !(o->f = fdopen(fd, "w"))) {
+        snprintf(msg, len, "%s: cannot set up %s: %s", o->name, o->tmp, strerror(errno));
+        close(fd), unlink(o->tmp), io_pending()[0] = '\0';
+        return NULL;
+    }
+    return o->f;
+}
+
+// Give up the output: remove the temp file, leave the target as it was.
+static inline void abort_output(OutputFile *o) {
+    if (o->f) fclose(o->f), o->f = NULL;
+    if (o->tmp[0]) unlink(o->tmp), o->tmp[0] = '\0';
+    io_pending()[0] = '\0';
+}
+
+// Flush, sync and rename the temp file over the target, then sync its
+// directory (so a power loss leaves the old file or the whole new one);
+// 0, or -1 with the reason in msg and the target untouched.
+static inline int commit_output(OutputFile *o, char *msg, size_t len) {
+    int bad = fflush(o->f) != 0 || ferror(o->f) || fsync(fileno(o->f)) != 0, err = errno;
+    if (fclose(o->f) != 0 && !bad) bad = 1, err = errno;
+    o->f = NULL;
+    if (!bad && rename(o->tmp, o->path) != 0) bad = 1, err = errno;
+    if (bad) {
+        snprintf(msg, len, "%s: write failed: %s (disk full?); the file is left as it was", o->name,
+                 strerror(err));
+        abort_output(o);
+        return -1;
+    }
+    o->tmp[0] = io_pending()[0] = '\0';
+    char dir[IO_PATH_MAX], *slash = strrchr(o->path, '/');
+    snprintf(dir, sizeof(dir), "%.*s", slash ? (int)(slash - o->path) + (slash == o->path) : 1,
+             slash ? o->path : ".");
+    int dfd = open(dir, O_RDONLY);
+    if (dfd >= 0) fsync(dfd), close(dfd); // advice to the disk: the rename is done either way
+    return 0;
+}
+#endif
+
 #endif // SPECDEC_MODEL_H
