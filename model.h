@@ -525,10 +525,9 @@ static inline int io_register(dev_t dev, ino_t ino, int output, const char *name
     IoRegistry *r = io_registry();
     for (int i = 0; i < r->n; i++)
         if (r->files[i].dev == dev && r->files[i].ino == ino && r->files[i].output != output) {
-            const IoFile *o = output ? &r->files[i] : NULL, *in = output ? NULL : &r->files[i];
-            snprintf(msg, len, "%s and %s are the same file: writing the output would replace an "
-                     "input of this run; name another output file", output ? name : in->name,
-                     output ? o->name : name);
+            snprintf(msg, len, "%s (an output of this run) and %s are the same file: writing it would "
+                     "replace that input; name another output file", output ? name : r->files[i].name,
+                     output ? r->files[i].name : name);
             return -1;
         }
     if (r->n == IO_FILES_MAX) {
@@ -642,7 +641,7 @@ static inline FILE *begin_output(OutputFile *o, char *msg, size_t len) {
     if (fd >= 0) memcpy(io_pending(), o->tmp, sizeof(o->tmp));
     sigprocmask(SIG_SETMASK, &old, NULL);
     if (fd < 0) {
-        snprintf(msg, len, "%s: cannot create %s: %s", o->name, o->tmp, strerror(err));
+        snprintf(msg, len, "%s: cannot create a temp file beside it: %s", o->name, strerror(err));
         return NULL;
     }
     mode_t mask = umask(0);
@@ -650,7 +649,7 @@ static inline FILE *begin_output(OutputFile *o, char *msg, size_t len) {
     // the old owner: only root may give a file away; a failure leaves the file ours
     if (o->existed && fchown(fd, o->old.st_uid, o->old.st_gid) != 0) errno = 0;
     if (fchmod(fd, o->existed ? o->old.st_mode & 07777 : 0666 & ~mask) != 0 || !(o->f = fdopen(fd, "w"))) {
-        snprintf(msg, len, "%s: cannot set up %s: %s", o->name, o->tmp, strerror(errno));
+        snprintf(msg, len, "%s: cannot set up its temp file: %s", o->name, strerror(errno));
         close(fd), unlink(o->tmp), io_pending()[0] = '\0';
         return NULL;
     }

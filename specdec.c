@@ -43,16 +43,16 @@
 //  1040-1165  The speculative round
 //  1167-1435  Tree speculation
 //  1437-1498  Generation
-//  1500-1663  main
-//  1665-1791  Appendix A. Errors and memory
-//  1793-2180  Appendix B. Loading
-//  2182-2897  Appendix C. Math kernels
-//  2899-3186  Appendix D. Threads
-//  3188-3334  Appendix E. Tokenizer
-//  3336-3419  Appendix F. Auto-K (-k 0)
-//  3421-3760  Appendix G. Statistics
-//  3762-3807  Appendix H. The text on stdout
-//  3809-4022  Appendix I. Command line
+//  1500-1664  main
+//  1666-1804  Appendix A. Errors and memory
+//  1806-2251  Appendix B. Loading
+//  2253-2968  Appendix C. Math kernels
+//  2970-3271  Appendix D. Threads
+//  3273-3430  Appendix E. Tokenizer
+//  3432-3515  Appendix F. Auto-K (-k 0)
+//  3517-3826  Appendix G. Statistics
+//  3828-3873  Appendix H. The text on stdout
+//  3875-4088  Appendix I. Command line
 //
 // Build: cc -std=c11 -O3 -mavx2 -mfma -ffp-contract=off -pthread specdec.c -lm
 #define _POSIX_C_SOURCE 200809L
@@ -1577,7 +1577,7 @@ static int encode_prompt(Tokenizer *tok, int *tokens, const char *prompt, const 
 static void plan_rounds(Speculator *sp, SpecStats *st, const Options *o);
 static double time_target_step(Transformer *tr, Sampler *s, float *probs, int token, int pos);
 static void print_report(const Report *rp);
-static void write_json(const char *path, const Report *rp);
+static void write_json(const Report *rp);
 static void flush_text(void);
 
 #ifdef TESTING
@@ -1591,6 +1591,7 @@ int main(int argc, char **argv) {
         return 0;
     }
     int spec = !strcmp(opt.mode, "spec");
+    io_registry()->n = 0; // the run's files (model.h), inputs and outputs
     check_json_path(&opt); // now, so a bad -j fails before anything runs
     ThreadPool *pool = build_pool(opt.threads);
     Transformer target, draft;
@@ -1643,7 +1644,7 @@ int main(int argc, char **argv) {
     if (!opt.quiet) printf("\n");
     flush_text();
     print_report(&rp);
-    if (opt.json_path) write_json(opt.json_path, &rp);
+    if (opt.json_path) write_json(&rp);
 
     if (spec) free_speculator(&sp);
     if (drafter && drafter->model) free_transformer(&draft);
@@ -1673,7 +1674,13 @@ typedef struct Owned {
     struct Owned *prev, *next;
     void *base;                // what malloc returned
     void (*release)(void *);   // or a resource with its own release (the thread pool)
+    size_t bytes;              // what it holds (counted in `allocated`)
 } Owned;
+
+static size_t allocated;       // bytes owned now: every block counts against memory_limit()
+static size_t memory_limit(void);
+static double memory_max_in(const char *dir);
+static double cgroup_limit(const char *root, const char *self, const char *controller, double (*in)(const char *));
 
 static Owned owned = {.prev = &owned, .next = &owned}; // the list's sentinel
 
@@ -1692,6 +1699,7 @@ static void disown(Owned *o) {
 // Release one list entry: run its release, or free it.
 static void release(Owned *o) {
     disown(o);
+    allocated -= o->bytes;
     if (o->release) o->release(o->base), free(o);
     else free(o->base);
 }
@@ -1706,7 +1714,7 @@ static void release_all(void) {
 static jmp_buf *fuzz_on_error; // fuzz/ harnesses catch die() here instead of exiting
 #endif
 
-static const char *json_unwritten; // -j's file until write_json has replaced it
+static OutputFile json_out; // -j's file, planned before any work (model.h)
 
 static void die(const char *fmt, ...) {
     va_list ap;
@@ -1715,9 +1723,10 @@ static void die(const char *fmt, ...) {
     fprintf(stderr, "specdec: ");
     vfprintf(stderr, fmt, ap);
     fprintf(stderr, "\n");
-    if (json_unwritten) fprintf(stderr, "specdec: -j %s: not written (left as it was)\n", json_unwritten);
+    if (json_out.name[0]) fprintf(stderr, "specdec: -j %s: not written (left as it was)\n", json_out.name);
 #endif
-    json_unwritten = NULL;
+    abort_output(&json_out);
+    json_out.name[0] = '\0';
     va_end(ap);
     release_all();
 #ifdef SPECDEC_FUZZ
@@ -1736,7 +1745,10 @@ static void *xmalloc_aligned(size_t n, size_t align, const char *what) {
     int huge = n >= 2 * HUGE_PAGE;
     if (huge) align = HUGE_PAGE;
 #endif
-    size_t pad = sizeof(Owned) + align;
+    size_t pad = sizeof(Owned) + align, limit = memory_limit();
+    if (n > limit - allocated)
+        die("%s: %zu more bytes would pass the %.1f GB this run allows itself (half of the memory this "
+            "process may use, physical or its cgroup's)", what, n, (double)limit / 1e9);
     char *raw = n < SIZE_MAX - pad ? calloc(n + pad, 1) : NULL;
     if (!raw) die("out of memory allocating %zu bytes for %s", n, what);
     uintptr_t at = (uintptr_t)(raw + sizeof(Owned));
@@ -1745,8 +1757,9 @@ static void *xmalloc_aligned(size_t n, size_t align, const char *what) {
     if (huge) madvise((void *)at, n, MADV_HUGEPAGE); // advice: its failure changes nothing
 #endif
     Owned *o = (Owned *)at - 1;
-    *o = (Owned){NULL, NULL, raw, NULL};
+    *o = (Owned){NULL, NULL, raw, NULL, n};
     own(o);
+    allocated += n;
     return (void *)at;
 }
 
@@ -1769,7 +1782,7 @@ static Owned *own_resource(void *base, void (*fn)(void *)) {
         fn(base);
         die("out of memory");
     }
-    *o = (Owned){NULL, NULL, base, fn};
+    *o = (Owned){NULL, NULL, base, fn, 0};
     own(o);
     return o;
 }
@@ -1870,16 +1883,34 @@ static size_t memory_needed(const Config *c, int T, int threads) {
     return mul_size(n, sizeof(float));
 }
 
-// The limit on what one model may allocate: half of physical memory, so a
-// checkpoint whose header asks for a huge context or vocabulary is refused
-// at load instead of failing (or swapping) mid-run.
+// The limit on what the run may allocate, all models and buffers together:
+// half of the memory this process may use (physical, or its cgroup's
+// memory.max where lower), so a checkpoint whose header asks for a huge
+// context or vocabulary is refused at load instead of failing (or swapping)
+// mid-run.
 static size_t memory_limit(void) {
 #ifdef SPECDEC_MEMORY_LIMIT // the fuzz targets' smaller bound
     return SPECDEC_MEMORY_LIMIT;
 #endif
+    static size_t limit; // measured once
+    if (limit) return limit;
     long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
-    if (pages <= 0 || page <= 0) return SIZE_MAX;
-    return mul_size((size_t)pages, (size_t)page) / 2;
+    double bytes = pages > 0 && page > 0 ? (double)pages * (double)page : 0x1p62;
+    double cg = cgroup_limit("/sys/fs/cgroup", "/proc/self/cgroup", "memory", memory_max_in);
+    if (cg > 0 && cg < bytes) bytes = cg;
+    return limit = (size_t)(bytes / 2);
+}
+
+// Refuse a model whose file, packed weights and run state would pass the
+// limit with what the run holds already; 0, or -1 with the reason in msg
+static int check_memory(const Config *c, size_t bytes, int max_rows, int threads, char *msg, size_t len) {
+    size_t need = add_size(add_size(memory_needed(c, max_rows, threads), bytes), allocated), limit = memory_limit();
+    if (need <= limit) return 0;
+    snprintf(msg, len, "dim %d, %d layers, vocab %d, seq_len %d need %.1f GB for the file, packed weights, "
+             "activations and KV caches (with what the run holds already); specdec allows the whole run "
+             "half of the memory it may use, %.1f GB (is the header right?)", c->dim, c->n_layers,
+             c->vocab_size, c->seq_len, need == SIZE_MAX ? INFINITY : (double)need / 1e9, (double)limit / 1e9);
+    return -1;
 }
 
 // Every matrix of the checkpoint, packed into one allocation. qkv stacks wq,
@@ -2015,18 +2046,33 @@ enum { WEIGHTS_F32, WEIGHTS_INT8 };
 static const char *const WEIGHTS_NAME[] = {"f32", "int8"}; // as --draft-weights spells them
 #define DRAFT_WEIGHTS WEIGHTS_INT8 // the draft's, unless --draft-weights says otherwise
 
+// A check on a file's first bytes (at most HEAD_BYTES, zero-padded) and its
+// size, made before the body is read: 0, or -1 with the reason in msg.
+#define HEAD_BYTES 256
+typedef int (*HeadCheck)(const void *ctx, const unsigned char *head, size_t bytes, char *msg, size_t len);
+
 // Read a whole file (with a NUL after its n bytes); die naming it on any
-// error. O_NONBLOCK: opening a FIFO must not wait for a writer, so that
-// fstat can refuse it (and a device, a directory) before anything blocks.
-static unsigned char *read_file(const char *path, const char *what, size_t *n_out) {
+// error. The file is registered as an input of the run (model.h), and its
+// head and size pass `check` (NULL: none) before its body is read, so a
+// large file of the wrong kind costs neither memory nor time. O_NONBLOCK:
+// opening a FIFO must not wait for a writer, so that fstat can refuse it.
+static unsigned char *read_file_checked(const char *path, const char *what, size_t *n_out, HeadCheck check,
+                                        const void *ctx) {
     int fd = open(path, O_RDONLY | O_NONBLOCK);
     if (fd < 0) die("%s: cannot open %s: %s", path, what, strerror(errno));
     struct stat st;
+    char msg[2 * IO_PATH_MAX + 512];
     if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
         close(fd);
         die("%s: not a regular file (expected the %s)", path, what);
     }
+    char name[IO_PATH_MAX + 64]; // as the registry's messages name it: "the tokenizer (-z FILE) tok.bin"
+    snprintf(name, sizeof(name), "the %s %s", what, path);
+    if (note_input(fd, name, msg, sizeof(msg))) close(fd), die("%s", msg);
     size_t n = (size_t)st.st_size, got = 0;
+    unsigned char head[HEAD_BYTES] = {0};
+    ssize_t h = pread(fd, head, n < HEAD_BYTES ? n : HEAD_BYTES, 0);
+    if (check && (h < 0 || check(ctx, head, n, msg, sizeof(msg)))) close(fd), die("%s: %s", path, msg);
     unsigned char *buf = xmalloc(n + 1, path); // zeroed: a NUL after the n bytes
     while (got < n) {
         ssize_t r = read(fd, buf + got, n - got);
@@ -2042,6 +2088,24 @@ static unsigned char *read_file(const char *path, const char *what, size_t *n_ou
     return buf;
 }
 
+static UNUSED_OK unsigned char *read_file(const char *path, const char *what, size_t *n_out) {
+    return read_file_checked(path, what, n_out, NULL, NULL);
+}
+
+// The checkpoint's header and size (model.h), before its body is read
+// and the memory its model will need (ctx: its rows and threads)
+static int checkpoint_head(const void *ctx, const unsigned char *head, size_t bytes, char *msg, size_t len) {
+    Config c;
+    int shared;
+    int32_t h[7];
+    const int *rows_threads = ctx;
+    if (bytes < CONFIG_HEADER_BYTES)
+        return snprintf(msg, len, "file is %zu bytes, shorter than the 28-byte llama2.c header", bytes), -1;
+    memcpy(h, head, sizeof(h));
+    if (check_checkpoint(&c, &shared, h, bytes, msg, len)) return -1;
+    return check_memory(&c, bytes, rows_threads[0], rows_threads[1], msg, len);
+}
+
 // Read `path`, check it, pack its matrices (as `weights` says) and size the
 // run state for forwards of up to max_rows rows on up to `threads` threads of
 // `pool` (NULL: one). The file's bytes stay in memory: the embedding, the
@@ -2049,7 +2113,8 @@ static unsigned char *read_file(const char *path, const char *what, size_t *n_ou
 static void build_transformer_as(Transformer *t, const char *path, int max_rows, ThreadPool *pool,
                                  int threads, int weights) {
     size_t bytes;
-    unsigned char *file = read_file(path, "checkpoint (a llama2.c .bin)", &bytes);
+    int rows_threads[2] = {max_rows, threads};
+    unsigned char *file = read_file_checked(path, "checkpoint (a llama2.c .bin)", &bytes, checkpoint_head, rows_threads);
     load_checkpoint(t, file, bytes, path, max_rows, pool, threads, weights);
     t->file = file;
 }
@@ -2068,12 +2133,7 @@ static void load_checkpoint(Transformer *t, const void *file, size_t bytes, cons
     map_weights(&t->weights, &t->config, (float *)((char *)file + CONFIG_HEADER_BYTES), t->shared_classifier);
     if (check_finite_weights(&t->weights, &t->config, t->shared_classifier, msg, sizeof(msg)))
         die("%s: %s", path, msg);
-    size_t need = add_size(memory_needed(&t->config, max_rows, threads), bytes), limit = memory_limit();
-    if (need > limit)
-        die("%s: dim %d, %d layers, vocab %d, seq_len %d need %.1f GB for the file, packed weights, "
-            "activations and KV caches; specdec allows one model half of physical memory, %.1f GB "
-            "(is the header right?)", path, t->config.dim, t->config.n_layers, t->config.vocab_size,
-            t->config.seq_len, need == SIZE_MAX ? INFINITY : (double)need / 1e9, (double)limit / 1e9);
+    if (check_memory(&t->config, 0, max_rows, threads, msg, sizeof(msg))) die("%s: %s", path, msg);
     t->max_rows = max_rows;
     t->stalled_at[0] = t->stalled_at[1] = t->quiet_at = -INFINITY; // no pass yet
     t->pool = pool;
@@ -2105,15 +2165,26 @@ static void free_transformer(Transformer *t) {
 // against the target's dim and vocab_size, then floats) read into *file, dying
 // naming both files; returns check's count, *floats past the header.
 typedef int (*DrafterCheck)(const int32_t h[5], size_t bytes, int dim, int vocab_size, char *msg, size_t len);
+typedef struct {
+    DrafterCheck check;
+    const Transformer *target;
+} DrafterHead;
+static int drafter_head(const void *ctx, const unsigned char *head, size_t bytes, char *msg, size_t len) {
+    const DrafterHead *d = ctx;
+    int32_t h[5];
+    memcpy(h, head, sizeof(h));
+    if (d->check(h, bytes, d->target->config.dim, d->target->config.vocab_size, msg, len) >= 0) return 0;
+    return snprintf(msg + strlen(msg), len - strlen(msg), " (for %s)", d->target->path), -1;
+}
 static int read_drafter_file(unsigned char **file, const float **floats, const char *path, const char *what,
                              DrafterCheck check, const Transformer *target) {
     size_t bytes;
     int32_t h[5] = {0};
     char msg[512];
-    *file = read_file(path, what, &bytes);
+    DrafterHead ctx = {check, target};
+    *file = read_file_checked(path, what, &bytes, drafter_head, &ctx);
     memcpy(h, *file, bytes < sizeof(h) ? bytes : sizeof(h));
     int n = check(h, bytes, target->config.dim, target->config.vocab_size, msg, sizeof(msg));
-    if (n < 0) die("%s: %s (for %s)", path, msg, target->path);
     *floats = (const float *)(void *)(*file + sizeof(h));
     return n;
 }
@@ -3138,35 +3209,45 @@ static int numbers_in(const char *dir, const char *name, double v[2]) {
 // ceil(quota / period) set in one cgroup directory: cgroup v2's cpu.max ("max
 // 100000": none; "200000 100000": 2 CPUs) or v1's cpu.cfs_quota_us (-1: none)
 // over cpu.cfs_period_us; 0 where neither sets one
-static int quota_in(const char *dir) {
+static double quota_in(const char *dir) {
     double v[2], period[2];
     if (numbers_in(dir, "cpu.max", v) != 2) {
         if (numbers_in(dir, "cpu.cfs_quota_us", v) != 1 || numbers_in(dir, "cpu.cfs_period_us", period) != 1)
             return 0;
         v[1] = period[0];
     }
-    return v[0] > 0 && v[1] > 0 ? (int)fmin(ceil(v[0] / v[1]), MAX_THREADS) : 0;
+    return v[0] > 0 && v[1] > 0 ? fmin(ceil(v[0] / v[1]), MAX_THREADS) : 0;
 }
 
-// The tightest CPU quota on this process's cgroup and its parents; 0 if none.
-// `self` lists the cgroups ("0::/path" for v2, "N:cpu,cpuacct:/path" for v1's
-// cpu controller); their directories lie under `root` (v1's under root/cpu).
-// Inside a container the path may name the host's view while root shows the
-// container's own cgroup, so every prefix of the path is tried, "/" included.
-static int cpu_quota(const char *root, const char *self) {
-    char line[1024], controllers[1030], dir[1300];
+// The memory limit set in one cgroup directory (v2's memory.max, "max": none;
+// v1's memory.limit_in_bytes), in bytes; 0 where none is set
+static double memory_max_in(const char *dir) {
+    double v[2];
+    if (numbers_in(dir, "memory.max", v) == 1 || numbers_in(dir, "memory.limit_in_bytes", v) == 1) return v[0];
+    return 0;
+}
+
+// The tightest limit (`in` of a directory) on this process's cgroup and its
+// parents for `controller`; 0 if none. `self` lists the cgroups ("0::/path"
+// for v2, "N:cpu,cpuacct:/path" for v1's controllers); their directories lie
+// under `root` (v1's under root/controller). Inside a container the path may
+// name the host's view while root shows the container's own cgroup, so every
+// prefix of the path is tried, "/" included.
+static double cgroup_limit(const char *root, const char *self, const char *controller, double (*in)(const char *)) {
+    char line[1024], controllers[1030], want[64], dir[1300];
     FILE *f = fopen(self, "r");
-    int best = 0;
+    double best = 0;
     if (!f) return 0;
+    snprintf(want, sizeof want, ",%s,", controller);
     while (fgets(line, sizeof line, f)) {
         char *ctl = strchr(line, ':'), *cg = ctl ? strchr(ctl + 1, ':') : NULL;
         if (!cg) continue;
         *cg++ = '\0'; // ctl + 1: the controllers ("" in v2), cg: the path
         snprintf(controllers, sizeof controllers, ",%s,", ctl + 1);
-        if (ctl[1] && !strstr(controllers, ",cpu,")) continue;
+        if (ctl[1] && !strstr(controllers, want)) continue;
         for (size_t len = strcspn(cg, "\n");;) { // the path, then each parent
-            snprintf(dir, sizeof dir, "%s%s%.*s", root, ctl[1] ? "/cpu" : "", (int)len, cg);
-            int n = quota_in(dir);
+            snprintf(dir, sizeof dir, "%s%s%s%.*s", root, ctl[1] ? "/" : "", ctl[1] ? controller : "", (int)len, cg);
+            double n = in(dir);
             if (n > 0 && (best == 0 || n < best)) best = n;
             if (len == 0) break;
             while (len > 0 && cg[--len] != '/') continue; // back to the last '/'
@@ -3174,6 +3255,10 @@ static int cpu_quota(const char *root, const char *self) {
     }
     fclose(f);
     return best;
+}
+
+static int cpu_quota(const char *root, const char *self) {
+    return (int)cgroup_limit(root, self, "cpu", quota_in);
 }
 
 static int usable_cpus(void) {
@@ -3240,10 +3325,21 @@ static void parse_tokenizer(Tokenizer *t, const unsigned char *buf, size_t n, co
     index_tokenizer(t, path);
 }
 
+// The tokenizer's max_token_length, and a size that vocab_size tokens of at
+// most that length can fill (ctx: the vocab_size, <= 0: any), before the body
+static int tokenizer_head(const void *ctx, const unsigned char *head, size_t bytes, char *msg, size_t len) {
+    int32_t max_len, vocab = *(const int *)ctx;
+    if (walk_tokenizer(head, bytes < 4 ? bytes : 4, &max_len, NULL, NULL, msg, len) < 0) return -1;
+    size_t most = add_size(4, mul_size((size_t)vocab, 8 + (size_t)max_len));
+    if (vocab <= 0 || bytes <= most) return 0;
+    return snprintf(msg, len, "%zu bytes, more than %d tokens of at most %d bytes take (%zu); is this "
+                    "the tokenizer of this model?", bytes, (int)vocab, (int)max_len, most), -1;
+}
+
 // Read and parse the tokenizer file `path` for a model with vocab_size tokens.
 static void build_tokenizer(Tokenizer *t, const char *path, int vocab_size) {
     size_t n;
-    unsigned char *buf = read_file(path, "tokenizer (-z FILE)", &n);
+    unsigned char *buf = read_file_checked(path, "tokenizer (-z FILE)", &n, tokenizer_head, &vocab_size);
     parse_tokenizer(t, buf, n, path, vocab_size);
     xfree(buf);
 }
@@ -3697,45 +3793,23 @@ static void write_json_spec(FILE *f, const Report *rp) {
 
 // -j FILE, checked before anything runs: not a file the run reads (the same
 // device and inode: writing would destroy an input), not a FIFO or a device,
-// in a directory this process may write. The file is not touched until
-// write_json replaces it whole.
+// in a directory this process may write, and no input of the run (an input
+// opened later is checked against it: model.h's registry). The file is not
+// touched until write_json replaces it whole.
 static void check_json_path(const Options *o) {
-    const char *path = o->json_path, *dir_end = path ? strrchr(path, '/') : NULL;
-    int model = strcmp(o->mode, "target") && !o->lookup, target = !!strcmp(o->mode, "draft");
-    const char *inputs[3][2] = {{"the target checkpoint", target ? o->target_path : NULL},
-                                {"-d", model ? o->draft_path : NULL}, {"-z", o->tokenizer_path}};
-    struct stat js, in;
-    if (!path) return;
-    if (stat(path, &js) == 0) {
-        if (!S_ISREG(js.st_mode)) die("-j %s: not a regular file (-j writes a JSON file)", path);
-        for (int i = 0; i < 3; i++)
-            if (inputs[i][1] && stat(inputs[i][1], &in) == 0 && in.st_dev == js.st_dev && in.st_ino == js.st_ino)
-                die("-j %s and %s %s are the same file: the JSON would overwrite an input; name "
-                    "another -j file", path, inputs[i][0], inputs[i][1]);
-    }
-    char *dir = xmalloc(strlen(path) + 2, "-j");
-    if (dir_end) memcpy(dir, path, (size_t)(dir_end - path) + (dir_end == path));
-    else dir[0] = '.';
-    if (access(dir, W_OK | X_OK) != 0) die("-j %s: cannot write in %s: %s", path, dir, strerror(errno));
-    xfree(dir);
-    json_unwritten = path;
+    char msg[IO_PATH_MAX + 256];
+    if (o->json_path && plan_output(&json_out, o->json_path, msg, sizeof(msg)))
+        json_out.name[0] = '\0', die("-j %s", msg);
 }
 
-// The JSON object, written whole to a new file beside `path` (mode 0666 less
-// the umask) and renamed over it: an interrupted run, a full disk or an error
-// leaves what was at `path` as it was.
-static void write_json(const char *path, const Report *rp) {
+// The JSON object, written whole to a new file beside `path` and renamed
+// over it (model.h: begin_output, commit_output): an interrupted run, a full
+// disk or an error leaves what was at `path` as it was.
+static void write_json(const Report *rp) {
     const Output *o = rp->out;
-    char *tmp = xmalloc(strlen(path) + 8, "-j");
-    sprintf(tmp, "%s.XXXXXX", path);
-    int fd = mkstemp(tmp), err = errno;
-    mode_t mask = umask(0);
-    umask(mask);
-    FILE *f = fd >= 0 && fchmod(fd, 0666 & ~mask) == 0 ? fdopen(fd, "w") : NULL;
-    if (!f) {
-        if (fd >= 0) err = errno, close(fd), unlink(tmp);
-        die("-j %s: cannot create %s: %s", path, tmp, strerror(err));
-    }
+    char msg[IO_PATH_MAX + 256];
+    FILE *f = begin_output(&json_out, msg, sizeof(msg));
+    if (!f) die("-j %s", msg);
     fprintf(f, "{\"mode\": \"%s\", \"seed\": %llu, \"temperature\": %g, \"top_p\": %g, "
             "\"top_k\": %d, \"threads\": %d, \"prompt_tokens\": %d, \"generated_tokens\": %d, "
             "\"ended_by\": \"%s\", \"tokens\": [", rp->mode, rp->seed, rp->temperature, rp->top_p,
@@ -3746,16 +3820,8 @@ static void write_json(const char *path, const Report *rp) {
             rp->seconds > 0 ? o->n_generated / rp->seconds : 0.0);
     if (rp->sp) write_json_spec(f, rp);
     fprintf(f, "}\n");
-    int bad = fflush(f) != 0 || ferror(f);
-    err = errno;
-    if (fclose(f) != 0 && !bad) bad = 1, err = errno;
-    if (!bad && rename(tmp, path) != 0) bad = 1, err = errno;
-    if (bad) {
-        unlink(tmp);
-        die("-j %s: write failed: %s", path, strerror(err));
-    }
-    json_unwritten = NULL;
-    xfree(tmp);
+    if (commit_output(&json_out, msg, sizeof(msg))) die("-j %s", msg);
+    json_out.name[0] = '\0';
 }
 
 // ----------------------------------------------------------------------------

@@ -337,7 +337,7 @@ expect_fail "needs more than 2^64 bytes" $D/ovf.bin -d $D/ovf.bin -n 4
 expect_fail "vocab_size = -2147483648" $D/intmin.bin -z $D/tok.bin -m target
 expect_fail "weight token_embedding (layer 0, row 78, column 8) is NaN" $D/nan.bin -z $D/tok.bin -m target
 expect_fail "weight rms_att (layer 1, row 0, column 36) is infinite" $D/inf.bin -z $D/tok.bin -m target
-expect_fail "half of physical memory" $D/kv16g.bin -z $D/tok.bin -m target -n 4
+expect_fail "half of the memory it may use" $D/kv16g.bin -z $D/tok.bin -m target -n 4
 expect_fail "at least 1e-6" $M -t 1.2e-38
 expect_fail "not a regular file" $M -z $D/adir
 expect_fail "-j /dev/full: not a regular file" $M -j /dev/full -n 5
@@ -369,11 +369,24 @@ $RANDCKPT $D/wide_ffn.bin 16 4100 1 2 1 400 16 --seed 3 || exit 1
 expect_fail "--draft-weights int8 takes dim and hidden_dim up to 4096, not 16 and 4100" $M -d $D/wide_ffn.bin
 # issue 30: an output that names an input is refused, the input intact
 cp $D/target.bin $D/victim.bin; cp $D/tok.bin $D/victim.tok; cp $D/draft.bin $D/victim_d.bin
-expect_fail "-j $D/victim.bin and the target checkpoint $D/victim.bin are the same file" $D/victim.bin -z $D/tok.bin -m target -n 5 -j $D/victim.bin
-expect_fail "-j $D/victim.tok and -z $D/victim.tok are the same file" $D/target.bin -z $D/victim.tok -m target -n 5 -j $D/victim.tok
-expect_fail "-j $D/victim_d.bin and -d $D/victim_d.bin are the same file" $M -d $D/victim_d.bin -n 5 -j $D/victim_d.bin
+expect_fail "$D/victim.bin (an output of this run) and the checkpoint (a llama2.c .bin) $D/victim.bin are the same file" $D/victim.bin -z $D/tok.bin -m target -n 5 -j $D/victim.bin
+expect_fail "$D/victim.tok (an output of this run) and the tokenizer (-z FILE) $D/victim.tok are the same file" $D/target.bin -z $D/victim.tok -m target -n 5 -j $D/victim.tok
+expect_fail "$D/victim_d.bin (an output of this run) and the checkpoint (a llama2.c .bin) $D/victim_d.bin are the same file" $M -d $D/victim_d.bin -n 5 -j $D/victim_d.bin
 if cmp -s $D/victim.bin $D/target.bin && cmp -s $D/victim.tok $D/tok.bin && cmp -s $D/victim_d.bin $D/draft.bin; then ok
 else bad "-j naming an input changed the input"; fi
+# -j naming the Medusa or EAGLE file the run reads (the registry covers every input kind);
+# -j through a link writes where the link points; a device, stdout's file, "" are refused first
+cp $D/medusa.bin $D/victim_m.bin; cp $D/eagle.bin $D/victim_e.bin
+expect_fail "$D/victim_m.bin (an output of this run) and the Medusa heads" $M -d medusa:$D/victim_m.bin -n 5 -j $D/victim_m.bin
+expect_fail "$D/victim_e.bin (an output of this run) and the EAGLE drafter" $M -d eagle:$D/victim_e.bin -n 5 -j $D/victim_e.bin
+if cmp -s $D/victim_m.bin $D/medusa.bin && cmp -s $D/victim_e.bin $D/eagle.bin; then ok; else bad "-j naming a drafter file changed it"; fi
+echo '{}' > $D/data.json; rm -f $D/link.json; ln -s data.json $D/link.json
+$SPECDEC $M -m target -n 5 -q -j $D/link.json 2>/dev/null
+if [ -L $D/link.json ] && grep -q '"generated_tokens": 5' $D/data.json; then ok; else bad "-j through a link: the link replaced or its file not written"; fi
+expect_fail "-j /dev/null: not a regular file" $M -m target -n 5 -q -j /dev/null
+expect_fail "-j an empty file name" $M -m target -n 5 -q -j ""
+$SPECDEC $M -m target -n 5 -j $D/same.log > $D/same.log 2> $D/same.err
+if grep -q "is where standard output goes" $D/same.err; then ok; else bad "-j FILE > FILE not refused: $(cat $D/same.err)"; fi
 # a failed run leaves the previous JSON as it was, and says so; no temporary file stays behind
 echo '{"previous": 1}' > $D/keep.json
 expect_fail "-j $D/keep.json: not written (left as it was)" $M -d $D/missing.bin -n 5 -j $D/keep.json
