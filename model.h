@@ -534,8 +534,10 @@ static inline int io_register(dev_t dev, ino_t ino, int output, const char *name
         snprintf(msg, len, "%s: more than %d files in one run", name, IO_FILES_MAX);
         return -1;
     }
-    r->files[r->n].dev = dev, r->files[r->n].ino = ino, r->files[r->n].output = output;
-    snprintf(r->files[r->n++].name, IO_PATH_MAX, "%s", name);
+    IoFile *f = &r->files[r->n++];
+    size_t n = strlen(name) < IO_PATH_MAX ? strlen(name) : IO_PATH_MAX - 1; // a long name, cut for messages
+    f->dev = dev, f->ino = ino, f->output = output;
+    memcpy(f->name, name, n), f->name[n] = '\0';
     return 0;
 }
 
