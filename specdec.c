@@ -34,25 +34,25 @@
 // docs/PORTING.md gives every rule a port needs.
 //
 // CONTENTS (line numbers; test/cli.sh checks them)
-//   123-211   The data
-//   213-261   The kernel contract
-//   263-496   Forward
-//   498-657   Sampler
-//   659-745   The speculative step
-//   747-1038  Drafters
-//  1040-1165  The speculative round
-//  1167-1435  Tree speculation
-//  1437-1498  Generation
-//  1500-1664  main
-//  1666-1804  Appendix A. Errors and memory
-//  1806-2251  Appendix B. Loading
-//  2253-2968  Appendix C. Math kernels
-//  2970-3271  Appendix D. Threads
-//  3273-3430  Appendix E. Tokenizer
-//  3432-3515  Appendix F. Auto-K (-k 0)
-//  3517-3826  Appendix G. Statistics
-//  3828-3873  Appendix H. The text on stdout
-//  3875-4088  Appendix I. Command line
+//   124-212   The data
+//   214-262   The kernel contract
+//   264-497   Forward
+//   499-658   Sampler
+//   660-746   The speculative step
+//   748-1039  Drafters
+//  1041-1166  The speculative round
+//  1168-1436  Tree speculation
+//  1438-1515  Generation
+//  1517-1679  main
+//  1681-1819  Appendix A. Errors and memory
+//  1821-2266  Appendix B. Loading
+//  2268-2983  Appendix C. Math kernels
+//  2985-3286  Appendix D. Threads
+//  3288-3445  Appendix E. Tokenizer
+//  3447-3530  Appendix F. Auto-K (-k 0)
+//  3532-3883  Appendix G. Statistics
+//  3885-3930  Appendix H. The text on stdout
+//  3932-4145  Appendix I. Command line
 //
 // Build: cc -std=c11 -O3 -mavx2 -mfma -ffp-contract=off -pthread specdec.c -lm
 #define _POSIX_C_SOURCE 200809L
@@ -66,6 +66,7 @@
 #include <stddef.h>
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -1445,9 +1446,18 @@ typedef struct {
     int done;         // BOS/EOS seen or max_new reached
     int ended_by;     // why it stopped: END_* below
     double shown_at;  // when the text last went out (show_output)
+    double prompt_seconds; // the prefill's (all prompt tokens but the last)
 } Output;
 
-enum { END_LENGTH, END_TOKEN, END_CONTEXT }; // -n reached, BOS/EOS, seq_len full
+enum { END_LENGTH, END_TOKEN, END_CONTEXT, END_INTERRUPT }; // -n reached, BOS/EOS, seq_len full, Ctrl-C
+
+// Ctrl-C while generating stops it at the end of the step or round, and the
+// statistics of what was generated are printed; a second Ctrl-C ends the process.
+static volatile sig_atomic_t interrupted;
+static void on_interrupt(int sig) {
+    if (interrupted) signal(sig, SIG_DFL), raise(sig);
+    interrupted = 1;
+}
 
 static void start_output(Output *o, const int *tokens, int n);
 static void emit(Output *o, int token);
@@ -1458,14 +1468,16 @@ static void show_output(Output *o);
 // for seq_len. Returns the number of committed tokens.
 static int generate_plain(Transformer *tr, Sampler *s, const Rng *rng, int *tokens, int n, Output *o) {
     float *probs = xmalloc((size_t)tr->config.vocab_size * sizeof(float), "probs");
+    double t0 = now_seconds();
     if (n > 1) forward_chunked(tr, tokens, n - 1, 0); // prefill all but the last prompt token
-    for (; !o->done && n < tr->config.seq_len; n++) {
+    o->prompt_seconds = now_seconds() - t0;
+    for (; !o->done && !interrupted && n < tr->config.seq_len; n++) {
         if (!probs_from_logits(s, probs, forward(tr, &tokens[n - 1], 1, n - 1))) die_logits(tr, n, s->temperature);
         tokens[n] = sample(probs, tr->config.vocab_size, coin_at(rng, n, COIN_DRAW));
         emit(o, tokens[n]);
         show_output(o);
     }
-    if (!o->done) o->ended_by = END_CONTEXT;
+    if (!o->done) o->ended_by = interrupted ? END_INTERRUPT : END_CONTEXT;
     xfree(probs);
     return n;
 }
@@ -1478,21 +1490,26 @@ static int generate_plain(Transformer *tr, Sampler *s, const Rng *rng, int *toke
 typedef struct SpecStats SpecStats;
 static int start_round(SpecStats *st, Speculator *sp, int n, int want);
 static void end_round(SpecStats *st, const Speculator *sp, const Round *rd, int n);
+static void trim_round(Round *rd, const Speculator *sp, int used);
 
 static int generate_spec(Speculator *sp, SpecStats *st, int *tokens, int n, Output *o) {
     Drafter *d = sp->drafter;
+    double t0 = now_seconds();
     if (n > 1) forward_chunked(sp->target, tokens, n - 1, 0);
+    o->prompt_seconds = now_seconds() - t0;
     if (d->rewind) d->rewind(d, 0); // it catches up in round 1
     if (d->observe) d->observe(d, n > 1 ? (n - 2) % sp->target->max_rows : -1, n - 2); // the prefill's last row
-    while (!o->done && n < sp->target->config.seq_len) {
+    while (!o->done && !interrupted && n < sp->target->config.seq_len) {
         int k = start_round(st, sp, n, o->max_new - o->n_generated);
         Round rd = sp->tree_depth ? tree_step(sp, tokens, n, k) : speculative_step(sp, tokens, n, k);
+        int used = 0; // positions up to -n or the end of the text: the statistics count only those
+        while (used < rd.committed && !o->done) emit(o, tokens[n + used++]);
+        trim_round(&rd, sp, used);
         end_round(st, sp, &rd, n);
-        for (int i = 0; i < rd.committed; i++) emit(o, tokens[n + i]);
         show_output(o);
         n += rd.committed;
     }
-    if (!o->done) o->ended_by = END_CONTEXT;
+    if (!o->done) o->ended_by = interrupted ? END_INTERRUPT : END_CONTEXT;
     return n;
 }
 
@@ -1532,21 +1549,18 @@ struct SpecStats {
     long round_f0[2];
 };
 
+typedef struct Options Options;
 typedef struct {
-    const char *mode;
-    int threads, draft_threads;
-    float temperature, top_p;
-    int top_k;
-    unsigned long long seed;
+    const Options *opt;      // the run's flags, as parsed
     int prompt_tokens;
     const Output *out;
-    double seconds;          // generation only (prefill + decoding), not loading
+    double seconds;          // generation only (decoding after the prefill), not loading
     const Speculator *sp;    // spec mode only
     const SpecStats *st;     // spec mode only
     double target_step;      // spec: seconds of one target-alone step (timed after generating)
 } Report;
 
-typedef struct {
+struct Options {
     const char *target_path, *draft_path, *tokenizer_path, *mode, *prompt, *json_path, *weights_name, *tree;
     int tree_depth, branch[K_MAX]; // --tree B1,B2,...: children per node at each depth
     int tree_auto;                 // --tree auto
@@ -1558,7 +1572,7 @@ typedef struct {
     int help;            // -h: print the usage and exit
     float temperature, top_p;
     unsigned long long seed;
-} Options;
+};
 
 // What main calls from the appendices: the command line (I), loading (B), the
 // thread pool (D), the tokenizer (E), statistics and the report (F, G).
@@ -1627,20 +1641,21 @@ int main(int argc, char **argv) {
     start_output(&out, tokens, n);
 
     // generate; the clock covers prefill and decoding, not loading
-    Report rp = {.mode = opt.mode, .threads = opt.threads, .draft_threads = opt.draft_threads,
-                 .temperature = opt.temperature, .top_p = opt.top_p, .top_k = opt.top_k,
-                 .seed = opt.seed, .prompt_tokens = n, .out = &out};
+    Report rp = {.opt = &opt, .prompt_tokens = n, .out = &out};
     double t0 = now_seconds();
+    interrupted = 0;
+    signal(SIGINT, on_interrupt);
     if (spec) {
         n = generate_spec(&sp, &st, tokens, n, &out);
-        rp.seconds = now_seconds() - t0;
+        rp.seconds = now_seconds() - t0 - out.prompt_seconds;
         rp.sp = &sp;
         rp.st = &st;
         if (out.n_generated) rp.target_step = time_target_step(&target, &sampler, probs, tokens[n - 1], n - 1);
     } else {
         n = generate_plain(model, &sampler, &rng, tokens, n, &out);
-        rp.seconds = now_seconds() - t0;
+        rp.seconds = now_seconds() - t0 - out.prompt_seconds;
     }
+    signal(SIGINT, SIG_DFL);
     if (!opt.quiet) printf("\n");
     flush_text();
     print_report(&rp);
@@ -3553,14 +3568,16 @@ static double drafter_clock(const Drafter *d, long *steps) {
 }
 
 // This round's K: -k or auto-K's, within what -n still wants (k + 1 tokens at
-// most) and the target's context (verify rows n-1..n+k-1). Notes the models'
-// clocks, so end_round can charge the round's costs.
+// most) and the target's context (verify rows n-1..n+k-1). A static tree is
+// not cut by -n: a cut level would decide its position as a chain leaf, with
+// other coins, and a short run would not be a prefix of a longer one. Notes
+// the models' clocks, so end_round can charge the round's costs.
 static int start_round(SpecStats *st, Speculator *sp, int n, int want) {
     if (sp->tree_auto) sp->tree_depth = tree_round_next(st) ? K_MAX : 0;
     st->first_round = st->rounds == 0 || n <= st->last_n, st->last_n = n;
     int k = st->k ? st->k : sp->tree_depth ? K_MAX : next_auto_k(&st->autok);
     int room = sp->target->config.seq_len - 1 - n;
-    if (k > want - 1) k = want - 1;
+    if (k > want - 1 && (!sp->tree_depth || sp->tree_auto)) k = want - 1;
     if (k > room) k = room;
     st->round_t0[0] = sp->target->seconds, st->round_f0[0] = sp->target->forwards;
     st->round_t0[1] = drafter_clock(sp->drafter, &st->round_f0[1]);
@@ -3569,6 +3586,16 @@ static int start_round(SpecStats *st, Speculator *sp, int n, int want) {
 }
 
 static void print_trace(const SpecStats *st, const Speculator *sp, const Round *rd, int n);
+
+// A round that decided positions past -n or the text's end keeps only the
+// first `used`: those were never emitted, so neither the statistics nor the
+// -v trace count them (a static tree decides all its levels: see start_round)
+static void trim_round(Round *rd, const Speculator *sp, int used) {
+    if (used >= rd->committed) return;
+    rd->accepted = rd->plain = 0;
+    for (int i = 0; i < used; i++) rd->accepted += sp->verdicts[i].accepted;
+    rd->committed = used;
+}
 
 static void end_round(SpecStats *st, const Speculator *sp, const Round *rd, int n) {
     long steps;
@@ -3681,7 +3708,7 @@ typedef struct {
     int k;                  // K of the formulas: -k, or the one used most (auto-K, -d medusa)
     double acceptance_rate, a, c, r;
     double tokens_per_round, expected_per_round; // measured, and (1-a^(K+1))/(1-a) at each round's K
-    double predicted, measured;
+    double predicted, estimated; // the theory's speedup; this run's tok/s x one target step
 } SpecSummary;
 
 static double per_position(const SpecStats *st, int i) {
@@ -3690,10 +3717,9 @@ static double per_position(const SpecStats *st, int i) {
 
 static SpecSummary summarize(const Report *rp) {
     const SpecStats *st = rp->st;
-    SpecSummary m = {.k = st->k};
+    SpecSummary m = {.k = st->k ? st->k : 1};
     for (int k = 1; k <= K_MAX && (st->k == 0 || st->k > st->k_hi); k++) // auto-K; a drafter that stopped short
-        if (st->k_used[k] > st->k_used[m.k]) m.k = k;
-    if (m.k == 0) m.k = 1;
+        if (st->k_used[k] > st->k_used[m.k] || (m.k == st->k && st->k_used[m.k] == 0)) m.k = k;
     m.acceptance_rate = st->drafted ? (double)st->accepted / (double)st->drafted : 0;
     m.a = st->examined ? (double)st->accepted / (double)st->examined : 0;
     if (st->draft_forwards && rp->target_step > 0)
@@ -3708,13 +3734,14 @@ static SpecSummary summarize(const Report *rp) {
     }
     if (st->rounds) m.expected_per_round = tokens / (double)st->rounds;
     if (st->rounds && m.r > 0) m.predicted = m.expected_per_round / (steps / (double)st->rounds * m.c + m.r);
-    m.measured = rp->seconds > 0 ? rp->out->n_generated / rp->seconds * rp->target_step : 0;
+    m.estimated = rp->seconds > 0 ? rp->out->n_generated / rp->seconds * rp->target_step : 0;
     return m;
 }
 
 static const char *end_reason(const Output *o) {
     return o->ended_by == END_TOKEN ? "the model ended the text"
-         : o->ended_by == END_CONTEXT ? "the context (seq_len) is full" : "-n reached";
+         : o->ended_by == END_CONTEXT ? "the context (seq_len) is full"
+         : o->ended_by == END_INTERRUPT ? "interrupted by Ctrl-C" : "-n reached";
 }
 
 static void print_spec_report(const Report *rp) {
@@ -3723,16 +3750,18 @@ static void print_spec_report(const Report *rp) {
     if (rp->sp->lenience < 1.0f)
         fprintf(stderr, "  LOSSY: --lenience %g accepts with min(1, p/(%g q)); this text is NOT "
                 "distributed as the target's\n", rp->sp->lenience, rp->sp->lenience);
-    fprintf(stderr, "  %ld rounds, K = %d", st->rounds, m.k);
-    if (st->k == 0) {
+    if (rp->opt->tree) fprintf(stderr, "  %ld rounds, --tree %s", st->rounds, rp->opt->tree);
+    else fprintf(stderr, "  %ld rounds, K = %d", st->rounds, m.k);
+    if (st->k == 0 && !rp->opt->tree) {
         fprintf(stderr, " (auto-K's most used; rounds per K = 0..%d:", st->k_hi);
         for (int k = 0; k <= st->k_hi; k++) fprintf(stderr, " %ld", st->k_used[k]);
         fprintf(stderr, ")");
     }
     fprintf(stderr, "\n  %ld proposals, %ld examined, %ld accepted: a = %.3f per examined proposal\n",
             st->drafted, st->examined, st->accepted, m.a);
-    fprintf(stderr, "  tokens per round %.2f; theory (1-a^(K+1))/(1-a) at the rounds' K: %.2f\n", m.tokens_per_round,
-            m.expected_per_round);
+    fprintf(stderr, "  tokens per round %.2f", m.tokens_per_round);
+    if (!rp->opt->tree) fprintf(stderr, "; theory (1-a^(K+1))/(1-a) at the rounds' K: %.2f", m.expected_per_round);
+    fprintf(stderr, "\n");
     fprintf(stderr, "  acceptance at the round's position 1..%d:", st->k_hi + 1);
     for (int i = 0; i <= st->k_hi; i++)
         fprintf(stderr, st->reached[i] ? " %.3f" : " -", per_position(st, i)); // -: never reached
@@ -3742,18 +3771,23 @@ static void print_spec_report(const Report *rp) {
         fprintf(stderr, "\n  %ld positions had no proposal (lookup found no n-gram, past the draft's "
                 "context or past the last Medusa head): drawn from the target alone", st->plain_tokens);
     fprintf(stderr, "\n  timed (varies with the machine's load): draft %.3f s on %d thread%s, verify %.3f s, "
-            "other %.3f s\n", st->draft_seconds, rp->draft_threads, rp->draft_threads == 1 ? "" : "s",
+            "other %.3f s\n", st->draft_seconds, rp->opt->draft_threads, rp->opt->draft_threads == 1 ? "" : "s",
             st->verify_seconds, rp->seconds - st->draft_seconds - st->verify_seconds);
-    fprintf(stderr, "  timed: in target steps of %.3f ms, c = %.3f per draft step, r = %.3f per verify pass; "
-            "speedup predicted %.2fx, measured %.2fx\n", 1e3 * rp->target_step, m.c, m.r, m.predicted,
-            m.measured);
+    fprintf(stderr, "  timed: in target steps of %.3f ms (timed after the run), c = %.3f per draft step, r = %.3f "
+            "per verify pass\n  speedup estimated %.2fx (tokens per second x one target step)", 1e3 * rp->target_step,
+            m.c, m.r, m.estimated);
+    if (!rp->opt->tree) fprintf(stderr, ", predicted %.2fx (the theory at the a, c and r above)", m.predicted);
+    fprintf(stderr, "; only a target-only run measures it\n");
 }
 
 static void print_report(const Report *rp) {
     const Output *o = rp->out;
-    fprintf(stderr, "%s: %d tokens in %.3f s, %.1f tok/s, %d thread%s (%s)\n", rp->mode,
+    if (rp->prompt_tokens > 1) // BOS and the prompt; the prefill reads all but the last
+        fprintf(stderr, "prompt: %d tokens, prefilled in %.3f s, %.1f tok/s\n", rp->prompt_tokens,
+                o->prompt_seconds, o->prompt_seconds > 0 ? (rp->prompt_tokens - 1) / o->prompt_seconds : 0.0);
+    fprintf(stderr, "%s: %d tokens in %.3f s, %.1f tok/s, %d thread%s (%s)\n", rp->opt->mode,
             o->n_generated, rp->seconds, rp->seconds > 0 ? o->n_generated / rp->seconds : 0.0,
-            rp->threads, rp->threads == 1 ? "" : "s", end_reason(o));
+            rp->opt->threads, rp->opt->threads == 1 ? "" : "s", end_reason(o));
     if (o->ended_by == END_CONTEXT && o->n_generated < o->max_new)
         fprintf(stderr, "specdec: note: stopped after %d of the %d tokens asked for (-n): the "
                 "context of %d positions is full\n", o->n_generated, o->max_new,
@@ -3774,21 +3808,21 @@ static void write_json_spec(FILE *f, const Report *rp) {
             rp->sp->lenience < 1.0f ? "true" : "false");
     fprintf(f, ", \"k\": %d, \"auto_k\": %s, \"target_forwards\": %ld, \"draft_forwards\": %ld, "
             "\"drafted\": %ld, \"examined\": %ld, \"accepted\": %ld, \"acceptance_rate\": %.6f, "
-            "\"alpha\": %.6f, \"tokens_per_round\": %.6f", m.k, st->k ? "false" : "true",
+            "\"alpha\": %.6f, \"tokens_per_round\": %.6f", rp->opt->tree ? 0 : m.k, st->k || rp->opt->tree ? "false" : "true",
             st->target_forwards, st->draft_forwards, st->drafted, st->examined, st->accepted,
             m.acceptance_rate, m.a, m.tokens_per_round);
     fprintf(f, ", \"per_position_acceptance\": [");
     for (int i = 0; i <= st->k_hi; i++) fprintf(f, "%s%.6f", i ? ", " : "", per_position(st, i));
     fputc(']', f);
     json_longs(f, "accepted_histogram", st->histogram, st->k_hi + 2);
-    json_longs(f, "rounds_per_k", st->k_used + 1, K_MAX);
+    json_longs(f, "rounds_per_k", st->k_used, K_MAX + 1); // K = 0 .. K_MAX, as the text's
     fprintf(f, ", \"rounds\": %ld, \"draft_seconds\": %.6f, \"verify_seconds\": %.6f, "
             "\"plain_target_tokens\": %ld, \"target_step_seconds\": %.6f, \"c\": %.6f, \"r\": %.6f, "
             "\"expected_tokens_per_round\": %.6f, \"predicted_speedup\": %.6f, "
-            "\"measured_speedup\": %.6f, \"calibration_seconds\": %.6f, \"draft_threads\": %d",
+            "\"estimated_speedup\": %.6f, \"calibration_seconds\": %.6f, \"draft_threads\": %d",
             st->rounds, st->draft_seconds, st->verify_seconds, st->plain_tokens, rp->target_step, m.c,
-            m.r, m.expected_per_round, m.predicted, m.measured, st->autok.calibration_seconds,
-            rp->draft_threads);
+            m.r, m.expected_per_round, m.predicted, m.estimated, st->autok.calibration_seconds,
+            rp->opt->draft_threads);
 }
 
 // -j FILE, checked before anything runs: not a file the run reads (the same
@@ -3805,16 +3839,39 @@ static void check_json_path(const Options *o) {
 // The JSON object, written whole to a new file beside `path` and renamed
 // over it (model.h: begin_output, commit_output): an interrupted run, a full
 // disk or an error leaves what was at `path` as it was.
+// ", "key": "value" with the value escaped for JSON (null for NULL)
+static void json_string(FILE *f, const char *key, const char *v) {
+    fprintf(f, ", \"%s\": ", key);
+    if (!v) { fputs("null", f); return; }
+    fputc('"', f);
+    for (const unsigned char *c = (const unsigned char *)v; *c; c++)
+        if (*c == '"' || *c == '\\') fprintf(f, "\\%c", *c);
+        else if (*c < 0x20) fprintf(f, "\\u%04x", *c);
+        else fputc(*c, f);
+    fputc('"', f);
+}
+
 static void write_json(const Report *rp) {
     const Output *o = rp->out;
+    const Options *op = rp->opt;
+    int model_draft = rp->sp ? rp->sp->drafter->model != NULL : !strcmp(op->mode, "draft");
     char msg[IO_PATH_MAX + 256];
     FILE *f = begin_output(&json_out, msg, sizeof(msg));
     if (!f) die("-j %s", msg);
-    fprintf(f, "{\"mode\": \"%s\", \"seed\": %llu, \"temperature\": %g, \"top_p\": %g, "
-            "\"top_k\": %d, \"threads\": %d, \"prompt_tokens\": %d, \"generated_tokens\": %d, "
-            "\"ended_by\": \"%s\", \"tokens\": [", rp->mode, rp->seed, rp->temperature, rp->top_p,
-            rp->top_k, rp->threads, rp->prompt_tokens, o->n_generated,
-            o->ended_by == END_TOKEN ? "eos" : o->ended_by == END_CONTEXT ? "context" : "length");
+    fprintf(f, "{\"mode\": \"%s\"", op->mode);
+    json_string(f, "target", strcmp(op->mode, "draft") ? op->target_path : NULL);
+    json_string(f, "drafter", !rp->sp ? NULL : op->lookup ? "lookup" : op->medusa ? "medusa" : op->eagle ? "eagle" : "model");
+    json_string(f, "draft", model_draft ? op->draft_path : op->medusa ? op->medusa : op->eagle);
+    json_string(f, "draft_weights", model_draft ? WEIGHTS_NAME[op->draft_weights] : NULL);
+    json_string(f, "tokenizer", op->tokenizer_path);
+    json_string(f, "prompt", op->prompt);
+    json_string(f, "tree", rp->sp ? op->tree : NULL);
+    fprintf(f, ", \"n\": %d, \"seed\": %llu, \"temperature\": %g, \"top_p\": %g, \"top_k\": %d, "
+            "\"threads\": %d, \"prompt_tokens\": %d, \"prompt_seconds\": %.6f, \"generated_tokens\": %d, "
+            "\"ended_by\": \"%s\", \"tokens\": [", op->n_new, op->seed, op->temperature, op->top_p, op->top_k,
+            op->threads, rp->prompt_tokens, o->prompt_seconds, o->n_generated,
+            o->ended_by == END_TOKEN ? "eos" : o->ended_by == END_CONTEXT ? "context"
+            : o->ended_by == END_INTERRUPT ? "interrupt" : "length");
     for (int i = 0; i < o->n_generated; i++) fprintf(f, "%s%d", i ? ", " : "", o->generated[i]);
     fprintf(f, "], \"seconds\": %.6f, \"tokens_per_second\": %.3f", rp->seconds,
             rp->seconds > 0 ? o->n_generated / rp->seconds : 0.0);

@@ -231,13 +231,52 @@ echo "lenience: --lenience 0.5 says LOSSY on stderr and \"lossy\": true in the J
 # ---- -j JSON keys
 for mode in spec target draft; do
     $SPECDEC $M $(draft_for $mode) -m $mode -n 30 -q -j $D/s.json 2>/dev/null || bad "-j run failed"
-    keys="mode seed temperature top_p top_k threads prompt_tokens generated_tokens ended_by tokens seconds tokens_per_second"
-    [ $mode = spec ] && keys="$keys lenience lossy k auto_k target_forwards draft_forwards drafted examined accepted acceptance_rate alpha tokens_per_round per_position_acceptance accepted_histogram rounds_per_k rounds draft_seconds verify_seconds plain_target_tokens target_step_seconds c r expected_tokens_per_round predicted_speedup measured_speedup calibration_seconds draft_threads"
+    keys="mode target drafter draft draft_weights tokenizer prompt tree n seed temperature top_p top_k threads prompt_tokens prompt_seconds generated_tokens ended_by tokens seconds tokens_per_second"
+    [ $mode = spec ] && keys="$keys lenience lossy k auto_k target_forwards draft_forwards drafted examined accepted acceptance_rate alpha tokens_per_round per_position_acceptance accepted_histogram rounds_per_k rounds draft_seconds verify_seconds plain_target_tokens target_step_seconds c r expected_tokens_per_round predicted_speedup estimated_speedup calibration_seconds draft_threads"
     for key in $keys; do
         if grep -q "\"$key\":" $D/s.json; then ok; else bad "-m $mode -j: key $key missing"; fi
     done
 done
 echo "json: every promised key present in spec, target and draft modes"
+
+# ---- the JSON records the run, and its counts agree with the text's: rounds_per_k
+# from K = 0 sums to rounds; the positions counted are the ones generated (none
+# past -n or the end of the text); -k 0 is auto-K; a tree says so, not K
+jv() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))" "$@" 2>/dev/null; }
+for args in "-k 0 -t 1 -n 37" "-k 5 -t 0 -n 41" "--tree 3,2,1 -t 1 -n 23" "-d lookup -k 3 -t 0.8 -n 50 -i x_x_x_x_x"; do
+    $SPECDEC $M -d $D/draft.bin $args -q -j $D/c.json 2> $D/c.err
+    got=$(jv $D/c.json "sum(d['rounds_per_k']) == d['rounds'] and len(d['rounds_per_k']) == 17 and d['examined'] + d['plain_target_tokens'] == d['generated_tokens'] and d['prompt'] is not None and d['n'] > 0")
+    if [ "$got" = True ]; then ok; else bad "-j $args: rounds_per_k, counted positions or the run's record disagree: $(head -c 400 $D/c.json)"; fi
+done
+if [ "$(jv $D/c.json "d['drafter']")" = lookup ]; then ok; else bad "-d lookup: the JSON's drafter is $(jv $D/c.json "d['drafter']")"; fi
+$SPECDEC $M -d $D/draft.bin -k 0 -n 30 -q -j $D/c.json 2>/dev/null
+if [ "$(jv $D/c.json "d['auto_k']")" = True ]; then ok; else bad "-k 0: auto_k is not true"; fi
+$SPECDEC $M -d $D/draft.bin --tree 3,2,1 -n 30 -q -j $D/c.json 2> $D/c.err
+if [ "$(jv $D/c.json "(d['tree'], d['auto_k'], d['k'])")" = "('3,2,1', False, 0)" ] && grep -q "rounds, --tree 3,2,1" $D/c.err && ! grep -q "K = " $D/c.err; then ok
+else bad "--tree 3,2,1: the JSON or the report reads like a chain: $(jv $D/c.json "(d['tree'], d['auto_k'], d['k'])") $(grep rounds $D/c.err)"; fi
+# a run that ends on the end-of-text token counts no position after it (-v shows none)
+$SPECDEC $M -d $D/draft.bin -k 8 -t 0 -n 150 -q -j $D/c.json 2>/dev/null
+if [ "$(jv $D/c.json "d['examined'] + d['plain_target_tokens'] == d['generated_tokens']")" = True ]; then ok
+else bad "-k 8: counted positions past the end of the text ($(jv $D/c.json "d['ended_by'], d['examined'], d['generated_tokens']"))"; fi
+echo "json: the run recorded; counts agree with the generated tokens; auto-K and trees labelled"
+
+# ---- a static tree at t = 1 is not cut by -n: any -n is a prefix of a longer run
+$SPECDEC $M -d $D/draft.bin --tree 3,3 -t 1 -s 1 -n 10 -i "Once upon" > $D/t10.txt 2>/dev/null
+$SPECDEC $M -d $D/draft.bin --tree 3,3 -t 1 -s 1 -n 11 -i "Once upon" > $D/t11.txt 2>/dev/null
+$SPECDEC $M -d $D/draft.bin --tree 3,3 -t 1 -s 1 -n 40 -i "Once upon" > $D/t40.txt 2>/dev/null
+a=$(tr -d '\n' < $D/t10.txt); b=$(tr -d '\n' < $D/t11.txt); c=$(tr -d '\n' < $D/t40.txt)
+if [ "${b#"$a"}" != "$b" ] && [ "${c#"$b"}" != "$c" ]; then ok; else bad "--tree 3,3 -t 1: -n 10 / 11 / 40 are not prefixes: '$a' / '$b' / '$c'"; fi
+echo "trees: at t = 1, -n 10 and 11 are prefixes of -n 40"
+
+# ---- Ctrl-C stops the generation and prints the statistics of what was generated
+$RANDCKPT $D/ctrlc.bin 128 344 4 4 4 400 8192 --seed 9 || exit 1
+$SPECDEC $D/ctrlc.bin -z $D/tok.bin -d $D/ctrlc.bin -t 0 -k 1 -n 8000 -q -j $D/int.json 2> $D/int.err &
+pid=$!; sleep 2; kill -INT $pid 2>/dev/null; wait $pid; rc=$?
+if grep -q "(interrupted by Ctrl-C)" $D/int.err && grep -q "rounds, K = " $D/int.err && [ $rc = 0 ] &&
+   [ "$(jv $D/int.json "d['ended_by']")" = interrupt ]; then ok
+elif grep -q "(-n reached)\|(the model ended the text)" $D/int.err; then echo "ctrl-c: SKIPPED (the run ended within 2 s)"
+else bad "Ctrl-C: exit $rc, no statistics: $(head -c 300 $D/int.err)"; fi
+echo "ctrl-c: the run stops, prints its statistics and writes its JSON (ended_by: interrupt)"
 
 # ---- the draft's threads: as given, else 1 (a small draft runs fastest alone); never a different text
 $SPECDEC $M -d $D/draft.bin --threads 2 --draft-threads 2 -t 0.8 -n 40 -j $D/dt2.json > $D/dt2.txt 2>/dev/null
