@@ -530,6 +530,8 @@ static inline int io_register(dev_t dev, ino_t ino, int output, const char *name
                      output ? r->files[i].name : name);
             return -1;
         }
+    for (int i = 0; i < r->n; i++)
+        if (r->files[i].dev == dev && r->files[i].ino == ino) return 0; // read again
     if (r->n == IO_FILES_MAX) {
         snprintf(msg, len, "%s: more than %d files in one run", name, IO_FILES_MAX);
         return -1;
