@@ -43,7 +43,9 @@
 //      ((b & 7) % 6), and bit 3 flips its draft weights
 //   14 the second run's threads: 1 if the first had more, else 2; 3 (or 2 after 3)
 //      if b % 8 == 7. More threads than the 2 cores of a small machine are slow:
-//      spinning barriers wait for a thread that has no core
+//      spinning barriers wait for a thread that has no core. With -j, (b >> 4) & 3:
+//      2 names a link to the JSON file (written where it points, the link kept),
+//      3 a link to the tokenizer (an input: refused, the tokenizer unchanged)
 //   15.. the prompt, at most 112 bytes (printable ASCII, newlines, a few UTF-8 letters):
 //      one longer than the decoding model's context must be refused
 #include "fuzz.h"
@@ -58,6 +60,8 @@ static const char *MODE_NAME[] = {"spec", "target", "draft"};
 enum { N_TARGETS = 2, N_DRAFT_MODELS = 3, SELF = 3, LOOKUP = 4, MEDUSA = 5, N_DRAFTERS = 6 };
 
 static char dir[64], tok_path[96], json_path[96], target_path[N_TARGETS][96], draft_path[N_DRAFT_MODELS][96];
+static char json_link[96], input_link[96]; // -j through links: to the JSON file, to the tokenizer
+static off_t tok_size;
 static char medusa_arg[N_TARGETS][104]; // "medusa:" + the heads' file for target i
 static int out_fd = -1, saved_stdout = -1;
 static FILE *err_file;
@@ -132,7 +136,7 @@ static int open_fds(void) {
 static void remove_files(void) {
     const char *paths[] = {target_path[0], target_path[1], draft_path[0], draft_path[1], draft_path[2],
                            medusa_arg[0] + 7, medusa_arg[1] + 7,
-                           tok_path, json_path};
+                           tok_path, json_path, json_link, input_link};
     for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) unlink(paths[i]);
     char p[128];
     snprintf(p, sizeof p, "%s/stdout", dir); unlink(p);
@@ -151,6 +155,12 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
     }
     snprintf(tok_path, sizeof tok_path, "%s/tok.bin", dir);
     snprintf(json_path, sizeof json_path, "%s/stats.json", dir);
+    snprintf(json_link, sizeof json_link, "%s/link.json", dir);
+    snprintf(input_link, sizeof input_link, "%s/input.json", dir);
+    if (symlink("stats.json", json_link) != 0 || symlink("tok.bin", input_link) != 0) {
+        perror("fuzz_e2e: symlink");
+        exit(1);
+    }
     for (int i = 0; i < N_TARGETS; i++) snprintf(target_path[i], 96, "%s/target%d.bin", dir, i);
     for (int i = 0; i < N_DRAFT_MODELS; i++) snprintf(draft_path[i], 96, "%s/draft%d.bin", dir, i);
     // target 0 (shared classifier, seq_len 96); its draft 0 is it plus noise (agrees
@@ -165,6 +175,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
     write_model(target_path[1], &t1, 0, 4, 0, 0, 1);
     write_model(draft_path[2], &t1, 0, 4, 5, 0.3f, 1);
     write_tokenizer(tok_path, VOCAB);
+    struct stat tok_st;
+    tok_size = stat(tok_path, &tok_st) == 0 ? tok_st.st_size : -1;
     for (int i = 0; i < N_TARGETS; i++) {
         snprintf(medusa_arg[i], sizeof medusa_arg[i], "medusa:%s/medusa%d.bin", dir, i);
         write_heads(medusa_arg[i] + 7, i ? &t1 : &t0, 7 + (uint64_t)i);
@@ -249,7 +261,7 @@ static void build_argv(const Run *r, Argv *a) {
     arg_i(a, "-s", r->seed);
     arg(a, "-i"); arg(a, r->prompt);
     if (r->verbose) arg(a, "-v");
-    if (r->json) { arg(a, "-j"); arg(a, json_path); }
+    if (r->json) { arg(a, "-j"); arg(a, r->json == 3 ? input_link : r->json == 2 ? json_link : json_path); }
     if (r->quiet) arg(a, "-q");
     if (r->tree) { arg(a, "--tree"); arg(a, r->tree); }
 }
@@ -279,7 +291,7 @@ static int refused(const Run *r) {
     int no_model = (r->drafter == LOOKUP || r->drafter == MEDUSA) && r->mode == DRAFT; // nothing to run alone
     return lo > hi || no_model || (r->mode != SPEC && ((r->lenience > 0 && r->lenience < 1) || r->give_k ||
                                                        r->verbose)) ||
-           r->prompt_tokens > seq_len_of(r);
+           r->prompt_tokens > seq_len_of(r) || r->json == 3;
 }
 
 // the command line, pasteable into a shell (./specdec for specdec)
@@ -496,7 +508,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
              .draft_weights = b[7] % 3 - 1, .threads = (b[7] >> 2) % 4 == 3 && !(b[7] & 0x40) ? 1 : (b[7] >> 2) % 4,
              .draft_threads = (b[7] >> 4) % 4,
              .n = b[8] % 41, .seed = (unsigned)b[9] | (unsigned)b[10] << 8,
-             .verbose = b[11] & 1, .json = (b[11] >> 1) & 1, .prompt = prompt,
+             .verbose = b[11] & 1, .json = (b[11] >> 1) & 1 ? (((b[14] >> 4) & 3) < 2 ? 1 : (b[14] >> 4) & 3) : 0,
+             .prompt = prompt,
              .prompt_tokens = prompt_tokens(prompt)};
     int misplaced = (b[11] >> 3) & 1;
     static const char *TREES[] = {"1,1,1", "3,2,1", "2,2,2,2", "8,3"};
@@ -515,6 +528,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         if (!misplaced && (r.drafter == LOOKUP || r.drafter == MEDUSA)) r.drafter = SELF;
     }
     run(&r, &res_a);
+    struct stat st;
+    if ((r.json == 3 && (stat(tok_path, &st) != 0 || st.st_size != tok_size)) ||
+        (r.json == 2 && (lstat(json_link, &st) != 0 || !S_ISLNK(st.st_mode)))) {
+        fprintf(stderr, "fuzz_e2e: -j through a link %s:\n", r.json == 3 ? "changed the input it names"
+                                                                         : "replaced the link");
+        print_command(stderr, &r);
+        abort();
+    }
     if (res_a.died) goto done;
     if (r.json) check_json(&r);
 
