@@ -52,7 +52,7 @@
 //  3447-3530  Appendix F. Auto-K (-k 0)
 //  3532-3883  Appendix G. Statistics
 //  3885-3930  Appendix H. The text on stdout
-//  3932-4145  Appendix I. Command line
+//  3932-4146  Appendix I. Command line
 //
 // Build: cc -std=c11 -O3 -mavx2 -mfma -ffp-contract=off -pthread specdec.c -lm
 #define _POSIX_C_SOURCE 200809L
@@ -3949,6 +3949,7 @@ static void usage(void) {
            "  --tree B1,B2,...  draft a tree: B_d candidates under each node at depth d, all\n"
            "            verified in one pass (e.g. 3,2,1; 1,1,1 is the chain -k 3); --tree auto\n"
            "            grows it where the draft is sure, or runs the chain when that is faster\n"
+           "            (timed: at t > 0 the text of --tree auto can differ from run to run)\n"
            "  -t T      temperature, >= 0; 0 is greedy (default 1.0)\n"
            "  -p P      top-p in (0, 1]; 1 is off (default 1.0)\n"
            "  --top-k N keep the N most likely tokens; 0 is off (default 0)\n"
