@@ -303,6 +303,21 @@ static void test_cpu_count(void) {
         CHECK(got == q[i].n, "cpu_quota(%s) = %d, expected %d", root, got, q[i].n);
     }
     CHECK(cpu_quota("build/test/cg0", "build/test/cg0/absent") == 0, "cpu_quota without a cgroup list");
+    // the memory limit: cgroup v2's memory.max ("max": none), the tightest of the path's
+    // directories; v1's memory.limit_in_bytes under root/memory
+    mkdir("build/test/cgm", 0755), mkdir("build/test/cgm/a", 0755), mkdir("build/test/cgm/a/b", 0755);
+    mkdir("build/test/cgm/memory", 0755), mkdir("build/test/cgm/memory/d", 0755);
+    write_text("build/test/cgm/self", "0::/a/b\n");
+    write_text("build/test/cgm/a/b/memory.max", "max\n");
+    write_text("build/test/cgm/a/memory.max", "3000000000\n");
+    write_text("build/test/cgm/memory.max", "8000000000\n");
+    double mem = cgroup_limit("build/test/cgm", "build/test/cgm/self", "memory", memory_max_in);
+    CHECK(mem == 3e9, "cgroup v2 memory.max: %.0f, expected the parent's 3000000000", mem);
+    write_text("build/test/cgm/self1", "4:memory:/d\n3:cpu:/\n");
+    write_text("build/test/cgm/memory/d/memory.limit_in_bytes", "2000000000\n");
+    mem = cgroup_limit("build/test/cgm", "build/test/cgm/self1", "memory", memory_max_in);
+    CHECK(mem == 2e9, "cgroup v1 memory.limit_in_bytes: %.0f, expected 2000000000", mem);
+    CHECK(memory_limit() > 0 && memory_limit() < SIZE_MAX, "memory_limit() = %zu", memory_limit());
     long online = sysconf(_SC_NPROCESSORS_ONLN);
     int n = usable_cpus();
     CHECK(n >= 1 && n <= MAX_THREADS && n <= (online > 0 ? online : 1), "usable_cpus() = %d, online %ld", n, online);
