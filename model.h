@@ -570,7 +570,7 @@ static inline int io_register(dev_t dev, ino_t ino, const char *base, int output
         return -1;
     }
     r->files[r->n].dev = dev, r->files[r->n].ino = ino, r->files[r->n].output = output;
-    snprintf(r->files[r->n].base, sizeof(r->files[r->n].base), "%s", base);
+    snprintf(r->files[r->n].base, sizeof(r->files[r->n].base), "%.255s", base);
     snprintf(r->files[r->n].name, IO_PATH_MAX, "%s", name);
     return r->n++;
 }
