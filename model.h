@@ -659,14 +659,14 @@ static inline int plan_output(OutputFile *o, const char *name, char *msg, size_t
 // Open the temp file beside the planned output, with the old file's mode and
 // owner (a new file: 0666 less the umask); NULL with the reason in msg.
 static inline FILE *begin_output(OutputFile *o, char *msg, size_t len) {
-    static int handlers; // once: SIGINT, SIGTERM and SIGHUP remove the temp file
+    static int handlers; // once: SIGINT, SIGTERM, SIGHUP and SIGXFSZ (past ulimit -f) remove the temp file
     if (!handlers++) {
         struct sigaction sa;
         memset(&sa, 0, sizeof(sa));
         sa.sa_handler = io_on_signal;
         sigemptyset(&sa.sa_mask);
-        for (int i = 0; i < 3; i++) {
-            const int sig[3] = {SIGINT, SIGTERM, SIGHUP};
+        for (int i = 0; i < 4; i++) {
+            const int sig[4] = {SIGINT, SIGTERM, SIGHUP, SIGXFSZ};
             struct sigaction was;
             if (sigaction(sig[i], NULL, &was) == 0 && was.sa_handler == SIG_DFL) sigaction(sig[i], &sa, NULL);
         }
@@ -674,6 +674,7 @@ static inline FILE *begin_output(OutputFile *o, char *msg, size_t len) {
     snprintf(o->tmp, sizeof(o->tmp), "%s.XXXXXX", o->path);
     sigset_t block, old;
     sigemptyset(&block), sigaddset(&block, SIGINT), sigaddset(&block, SIGTERM), sigaddset(&block, SIGHUP);
+    sigaddset(&block, SIGXFSZ);
     sigprocmask(SIG_BLOCK, &block, &old); // the temp file exists only once io_pending names it
     int fd = mkstemp(o->tmp), err = errno;
     if (fd >= 0) memcpy(io_pending(), o->tmp, sizeof(o->tmp));
