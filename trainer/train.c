@@ -1002,8 +1002,9 @@ static void check_finite_run(long step, const float *const *arr, const char *con
     for (int i = 0; i < k; i++) {
         size_t at = first_non_finite(arr[i], n);
         if (at < n)
-            die("step %ld: %s: element %zu is %s: the run diverged (a lower -lr?); nothing saved, %s holds the "
-                "last checkpoint", step, names[i], at, isnan(arr[i][at]) ? "NaN" : "infinite", dir);
+            die("step %ld: %s: element %zu is %s: the run diverged (a lower -lr?); nothing saved, the files in %s "
+                "are as the last checkpoint left them", step, names[i], at, isnan(arr[i][at]) ? "NaN" : "infinite",
+                dir);
     }
 }
 
@@ -1279,9 +1280,9 @@ static void save_run(Run *r, const TrainOpts *o, RunFiles *f) {
 // Exit at a step whose loss or gradient norm is not finite: the run diverged.
 static void check_finite_step(long step, double loss, double norm, const char *dir) {
     if (!isfinite(loss) || !isfinite(norm))
-        die("step %ld: the %s is %s: the run diverged (a lower -lr?); nothing saved, %s holds the last checkpoint",
-            step, isfinite(loss) ? "gradient norm" : "training loss", isnan(isfinite(loss) ? norm : loss) ? "NaN" :
-            "infinite", dir);
+        die("step %ld: the %s is %s: the run diverged (a lower -lr?); nothing saved, the files in %s are as the "
+            "last checkpoint left them", step, isfinite(loss) ? "gradient norm" : "training loss",
+            isnan(isfinite(loss) ? norm : loss) ? "NaN" : "infinite", dir);
 }
 
 // The fields of CSV_HEADER, no newline; NAN fields (no loss yet, no eval this
