@@ -5,6 +5,9 @@
 #                then the same suite again built with -fsanitize=address,undefined
 #   make clean
 SHELL   := /bin/bash
+# a recipe that fails or is interrupted leaves no target behind that a later
+# make would take as up to date (./train's outputs are whole or absent anyway)
+.DELETE_ON_ERROR:
 CC      ?= cc
 OPT     ?= -O3
 CFLAGS  ?= $(OPT) -Wall -Wextra -pedantic

@@ -256,21 +256,30 @@ static inline int write_config(FILE *f, const Config *c, int shared) {
 
 // Write a file of `n_header` int32s h, then n floats p (a medusa.bin or an
 // eagle.bin). Returns 0 on success, -1 on error.
+// The _to variants write to an open f (an output's temp file) and leave it open.
+static inline int write_ints_floats_to(FILE *f, const int32_t *h, size_t n_header, const float *p, size_t n) {
+    return fwrite(h, sizeof(*h), n_header, f) != n_header || fwrite(p, sizeof(float), n, f) != n ? -1 : 0;
+}
+
 static inline int write_ints_floats(const char *path, const int32_t *h, size_t n_header, const float *p, size_t n) {
     FILE *f = fopen(path, "wb");
     if (!f) return -1;
-    int bad = fwrite(h, sizeof(*h), n_header, f) != n_header || fwrite(p, sizeof(float), n, f) != n;
+    int bad = write_ints_floats_to(f, h, n_header, p, n);
     if (fclose(f) != 0) bad = 1;
     return bad ? -1 : 0;
 }
 
 // Write a whole checkpoint: header then the flat array `p` (checkpoint_n_floats
 // floats, laid out as map_weights expects). Returns 0 on success, -1 on error.
+static inline int write_checkpoint_to(FILE *f, const Config *c, const float *p, int shared) {
+    size_t n = checkpoint_n_floats(c, shared);
+    return write_config(f, c, shared) != 0 || fwrite(p, sizeof(float), n, f) != n ? -1 : 0;
+}
+
 static inline int write_checkpoint(const char *path, const Config *c, const float *p, int shared) {
     FILE *f = fopen(path, "wb");
     if (!f) return -1;
-    size_t n = checkpoint_n_floats(c, shared);
-    int bad = write_config(f, c, shared) != 0 || fwrite(p, sizeof(float), n, f) != n;
+    int bad = write_checkpoint_to(f, c, p, shared);
     if (fclose(f) != 0) bad = 1;
     return bad ? -1 : 0;
 }
@@ -325,6 +334,11 @@ static inline int write_medusa(const char *path, int n_heads, int dim, int vocab
     return write_ints_floats(path, h, 5, heads, medusa_n_floats(n_heads, dim));
 }
 
+static inline int write_medusa_to(FILE *f, int n_heads, int dim, int vocab_size, const float *heads) {
+    int32_t h[5] = {MEDUSA_MAGIC, 1, n_heads, dim, vocab_size};
+    return write_ints_floats_to(f, h, 5, heads, medusa_n_floats(n_heads, dim));
+}
+
 // ---------------------------------------------------------------------------
 // eagle.bin: an EAGLE-style feature drafter for one target (Li et al. 2024,
 // arXiv 2401.15077, with one MLP in place of their decoder layer), trained by
@@ -374,6 +388,11 @@ static inline int check_eagle(const int32_t h[5], size_t file_bytes, int dim, in
 static inline int write_eagle(const char *path, int dim, int vocab_size, int hidden, const float *w) {
     int32_t h[5] = {EAGLE_MAGIC, 1, dim, vocab_size, hidden};
     return write_ints_floats(path, h, 5, w, eagle_n_floats(dim, hidden));
+}
+
+static inline int write_eagle_to(FILE *f, int dim, int vocab_size, int hidden, const float *w) {
+    int32_t h[5] = {EAGLE_MAGIC, 1, dim, vocab_size, hidden};
+    return write_ints_floats_to(f, h, 5, w, eagle_n_floats(dim, hidden));
 }
 
 // ---------------------------------------------------------------------------
@@ -483,7 +502,8 @@ static inline double predicted_speedup(double a, int k, double c, double r) {
 
 typedef struct {
     dev_t dev;
-    ino_t ino;
+    ino_t ino;                 // the file's; for an output not yet there, its directory's
+    char base[256];            // "" ; for an output not yet there, its name in that directory
     int output;                // 1: a planned output, 0: an input
     char name[IO_PATH_MAX];    // as the user named it
 } IoFile;
@@ -517,30 +537,45 @@ typedef struct {
     int existed;               // 1: path exists, with this mode and owner:
     struct stat old;
     FILE *f;
+    int reg;                   // its slot in the registry (commit_output moves it to the new file)
 } OutputFile;
 
-// Register (dev, ino) of `name`; refuse it if it is a file of the other kind
-// already registered (an input that is an output, or the reverse).
-static inline int io_register(dev_t dev, ino_t ino, int output, const char *name, char *msg, size_t len) {
+// Forget every registered file: a process that makes several runs (the
+// trainer's tests) starts each with an empty registry.
+static inline void io_forget(void) { io_registry()->n = 0; }
+
+// Register the file (dev, ino) of `name` (base "": a file that exists), or
+// the output `base` not yet in the directory (dev, ino); refuse it if it is
+// registered already as a file of the other kind (an input that is an
+// output, or the reverse) or as another output (two outputs of one run, one
+// renamed over the other). An input opened again is registered once.
+// Returns its slot in the registry, or -1 with the reason in msg.
+static inline int io_register(dev_t dev, ino_t ino, const char *base, int output, const char *name, char *msg,
+                              size_t len) {
     IoRegistry *r = io_registry();
-    for (int i = 0; i < r->n; i++)
-        if (r->files[i].dev == dev && r->files[i].ino == ino && r->files[i].output != output) {
+    for (int i = 0; i < r->n; i++) {
+        const IoFile *f = &r->files[i];
+        if (f->dev != dev || f->ino != ino || strcmp(f->base, base)) continue;
+        if (!f->output && !output) return i; // an input opened again
+        if (f->output && output)
+            snprintf(msg, len, "%s and %s are the same file: two outputs of this run would replace each "
+                     "other; name another output file", f->name, name);
+        else
             snprintf(msg, len, "%s (an output of this run) and %s are the same file: writing it would "
-                     "replace that input; name another output file", output ? name : r->files[i].name,
-                     output ? r->files[i].name : name);
-            return -1;
-        }
-    for (int i = 0; i < r->n; i++)
-        if (r->files[i].dev == dev && r->files[i].ino == ino) return 0; // read again
+                     "replace that input; name another output file", output ? name : f->name,
+                     output ? f->name : name);
+        return -1;
+    }
     if (r->n == IO_FILES_MAX) {
         snprintf(msg, len, "%s: more than %d files in one run", name, IO_FILES_MAX);
         return -1;
     }
-    IoFile *f = &r->files[r->n++];
+    IoFile *f = &r->files[r->n];
     size_t n = strlen(name) < IO_PATH_MAX ? strlen(name) : IO_PATH_MAX - 1; // a long name, cut for messages
     f->dev = dev, f->ino = ino, f->output = output;
+    snprintf(f->base, sizeof(f->base), "%.255s", base);
     memcpy(f->name, name, n), f->name[n] = '\0';
-    return 0;
+    return r->n++;
 }
 
 // Register the input open at fd (named `name`).
@@ -550,7 +585,7 @@ static inline int note_input(int fd, const char *name, char *msg, size_t len) {
         snprintf(msg, len, "%s: cannot stat: %s", name, strerror(errno));
         return -1;
     }
-    return io_register(st.st_dev, st.st_ino, 0, name, msg, len);
+    return io_register(st.st_dev, st.st_ino, "", 0, name, msg, len) < 0 ? -1 : 0;
 }
 
 // Follow a dangling link's chain to the path it names (at most 32 links).
@@ -574,6 +609,7 @@ static inline int io_follow_links(char *path, char *msg, size_t len) {
 // The checks on an output before any work; 0, or -1 with the reason in msg.
 static inline int plan_output(OutputFile *o, const char *name, char *msg, size_t len) {
     memset(o, 0, sizeof(*o));
+    o->reg = -1;
     if (!name || !name[0]) {
         snprintf(msg, len, "an empty file name (an unset shell variable?)");
         return -1;
@@ -599,7 +635,7 @@ static inline int plan_output(OutputFile *o, const char *name, char *msg, size_t
                          name, fd == 1 ? "output" : "error");
                 return -1;
             }
-        if (io_register(o->old.st_dev, o->old.st_ino, 1, name, msg, len)) return -1;
+        if ((o->reg = io_register(o->old.st_dev, o->old.st_ino, "", 1, name, msg, len)) < 0) return -1;
     } else {
         snprintf(o->path, sizeof(o->path), "%s", name);
         if (io_follow_links(o->path, msg, len)) return -1;
@@ -619,20 +655,21 @@ static inline int plan_output(OutputFile *o, const char *name, char *msg, size_t
                  errno ? strerror(errno) : "not a directory");
         return -1;
     }
+    if (!o->existed && (o->reg = io_register(st.st_dev, st.st_ino, base, 1, name, msg, len)) < 0) return -1;
     return 0;
 }
 
 // Open the temp file beside the planned output, with the old file's mode and
 // owner (a new file: 0666 less the umask); NULL with the reason in msg.
 static inline FILE *begin_output(OutputFile *o, char *msg, size_t len) {
-    static int handlers; // once: SIGINT, SIGTERM and SIGHUP remove the temp file
+    static int handlers; // once: SIGINT, SIGTERM, SIGHUP and SIGXFSZ (past ulimit -f) remove the temp file
     if (!handlers++) {
         struct sigaction sa;
         memset(&sa, 0, sizeof(sa));
         sa.sa_handler = io_on_signal;
         sigemptyset(&sa.sa_mask);
-        for (int i = 0; i < 3; i++) {
-            const int sig[3] = {SIGINT, SIGTERM, SIGHUP};
+        for (int i = 0; i < 4; i++) {
+            const int sig[4] = {SIGINT, SIGTERM, SIGHUP, SIGXFSZ};
             struct sigaction was;
             if (sigaction(sig[i], NULL, &was) == 0 && was.sa_handler == SIG_DFL) sigaction(sig[i], &sa, NULL);
         }
@@ -640,6 +677,7 @@ static inline FILE *begin_output(OutputFile *o, char *msg, size_t len) {
     snprintf(o->tmp, sizeof(o->tmp), "%s.XXXXXX", o->path);
     sigset_t block, old;
     sigemptyset(&block), sigaddset(&block, SIGINT), sigaddset(&block, SIGTERM), sigaddset(&block, SIGHUP);
+    sigaddset(&block, SIGXFSZ);
     sigprocmask(SIG_BLOCK, &block, &old); // the temp file exists only once io_pending names it
     int fd = mkstemp(o->tmp), err = errno;
     if (fd >= 0) memcpy(io_pending(), o->tmp, sizeof(o->tmp));
@@ -671,7 +709,9 @@ static inline void abort_output(OutputFile *o) {
 // directory (so a power loss leaves the old file or the whole new one);
 // 0, or -1 with the reason in msg and the target untouched.
 static inline int commit_output(OutputFile *o, char *msg, size_t len) {
-    int bad = fflush(o->f) != 0 || ferror(o->f) || fsync(fileno(o->f)) != 0, err = errno;
+    struct stat st;
+    int bad = fflush(o->f) != 0 || ferror(o->f) || fsync(fileno(o->f)) != 0 || fstat(fileno(o->f), &st) != 0;
+    int err = errno;
     if (fclose(o->f) != 0 && !bad) bad = 1, err = errno;
     o->f = NULL;
     if (!bad && rename(o->tmp, o->path) != 0) bad = 1, err = errno;
@@ -682,6 +722,9 @@ static inline int commit_output(OutputFile *o, char *msg, size_t len) {
         return -1;
     }
     o->tmp[0] = io_pending()[0] = '\0';
+    IoRegistry *r = io_registry(); // the registered output is the new file now (the old one's inode may be reused)
+    if (o->reg >= 0 && o->reg < r->n && r->files[o->reg].output && !strcmp(r->files[o->reg].name, o->name))
+        r->files[o->reg].dev = st.st_dev, r->files[o->reg].ino = st.st_ino, r->files[o->reg].base[0] = '\0';
     char dir[IO_PATH_MAX], *slash = strrchr(o->path, '/');
     snprintf(dir, sizeof(dir), "%.*s", slash ? (int)(slash - o->path) + (slash == o->path) : 1,
              slash ? o->path : ".");

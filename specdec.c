@@ -1605,7 +1605,7 @@ int main(int argc, char **argv) {
         return 0;
     }
     int spec = !strcmp(opt.mode, "spec");
-    io_registry()->n = 0; // the run's files (model.h), inputs and outputs
+    io_forget(); // the run's files (model.h), inputs and outputs
     check_json_path(&opt); // now, so a bad -j fails before anything runs
     ThreadPool *pool = build_pool(opt.threads);
     Transformer target, draft;

@@ -13,6 +13,10 @@
 #endif
 #include "../trainer/train.c"
 #include "train_check.h"
+#include <dirent.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
 
 
 static void fill_normal(float *x, size_t n, float std, Rng *r) {
@@ -416,7 +420,38 @@ static void test_overfit(void) {
 // ----------------------------------------------------------------------------
 // training runs: deterministic, and a killed run resumes to the same bytes
 
-static char *slurp(const char *path, size_t *n) { return read_file(path, n); }
+// A file's bytes (*n), NUL-terminated; not registered as an input of a run.
+static char *slurp(const char *path, size_t *n) {
+    FILE *f = xfopen(path, "rb");
+    char *buf = NULL;
+    size_t cap = 0;
+    *n = 0;
+    for (size_t got = 1; got > 0; *n += got) {
+        grow((void **)&buf, &cap, *n + 4097, 1);
+        got = fread(buf + *n, 1, 4096, f);
+    }
+    fclose(f);
+    buf[*n] = '\0';
+    return buf;
+}
+
+// The test's outputs, written whole (the trainer's write_model_output and
+// write_tokens_to), each planned in a registry of its own (and forgotten).
+static void save_checkpoint(const Model *m, const char *path) {
+    OutputFile o;
+    io_forget();
+    plan_or_die(&o, path);
+    write_model_output(&o, m);
+    io_forget();
+}
+
+static void write_tokens(const char *path, const IntBuf *t, int vocab_size) {
+    OutputFile o;
+    io_forget();
+    plan_or_die(&o, path);
+    write_tokens_to(&o, t, vocab_size);
+    io_forget();
+}
 
 static int same_file(const char *a, const char *b) {
     size_t na, nb;
@@ -513,6 +548,230 @@ static void test_resume(void) {
 }
 
 // ----------------------------------------------------------------------------
+// what a run writes: never a worse model, never a torn or replaced file
+
+#define CHILD_ERR "build/test/train/child.err"
+
+// fn(arg) in a child process (stdout to /dev/null, stderr to CHILD_ERR, at
+// most fsize bytes a file: 0 none, else SIGXFSZ ignored so a write past it
+// fails); its stderr into err (len). Returns its exit status, or 128 + the
+// signal that ended it.
+static int in_child(void (*fn)(void *), void *arg, long fsize, char *err, size_t len) {
+    fflush(stdout);
+    fflush(stderr);
+    remove(CHILD_ERR);
+    pid_t pid = fork();
+    if (pid < 0) die("fork: %s", strerror(errno));
+    if (pid == 0) {
+        if (!freopen(CHILD_ERR, "w", stderr) || !freopen("/dev/null", "w", stdout)) _exit(99);
+        setvbuf(stderr, NULL, _IONBF, 0);
+        if (fsize) {
+            struct rlimit rl = {(rlim_t)fsize, (rlim_t)fsize};
+            signal(SIGXFSZ, SIG_IGN);
+            if (setrlimit(RLIMIT_FSIZE, &rl) != 0) _exit(98);
+        }
+        fn(arg);
+        _exit(0);
+    }
+    int status;
+    if (waitpid(pid, &status, 0) != pid) die("waitpid: %s", strerror(errno));
+    err[0] = '\0';
+    FILE *f = fopen(CHILD_ERR, "r");
+    if (f) {
+        size_t n = fread(err, 1, len - 1, f);
+        err[n] = '\0';
+        fclose(f);
+    }
+    err[strcspn(err, "\n")] = '\0';
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+static void child_train_model(void *o) { train_model(o); }
+static void child_build_run(void *o) {
+    Run r;
+    build_run(&r, o);
+    free_run(&r);
+}
+
+static void copy_file(const char *from, const char *to) {
+    size_t n;
+    char *b = slurp(from, &n);
+    FILE *f = xfopen(to, "wb");
+    xfwrite(b, 1, n, f, to);
+    if (fclose(f) != 0) die("%s: close failed", to);
+    free(b);
+}
+
+// A run of run_out's options that stops with exit status 1 and `want` in
+// its message; every file in keep (NULL-ended) unchanged.
+static void expect_refused(const char *what, void (*fn)(void *), void *arg, long fsize, const char *want,
+                           const char *const *keep) {
+    char saved[8][96], err[1024];
+    int n = 0;
+    for (; keep && keep[n]; n++) {
+        snprintf(saved[n], sizeof(saved[n]), "build/test/train/keep%d", n);
+        copy_file(keep[n], saved[n]);
+    }
+    int rc = in_child(fn, arg, fsize, err, sizeof(err));
+    int same = 1;
+    for (int i = 0; i < n; i++) same &= same_file(keep[i], saved[i]);
+    check(rc == 1 && strstr(err, want) && same, "%s: exit status %d (want 1), \"%s\" (want \"%s\")%s", what, rc,
+          err, want, n ? (same ? ", the files it would have replaced unchanged" : ", A FILE CHANGED") : "");
+}
+
+// The temp files (NAME.XXXXXX) left in dir
+static int temp_files(const char *dir) {
+    DIR *d = opendir(dir);
+    if (!d) die("%s: cannot list: %s", dir, strerror(errno));
+    int n = 0;
+    for (struct dirent *e; (e = readdir(d));) {
+        const char *dot = strrchr(e->d_name, '.');
+        n += dot && strlen(dot) == 7; // mkstemp's 6 letters and digits
+    }
+    closedir(d);
+    return n;
+}
+
+// the files committed, in order (commit_hook), and a crash after the first
+// one at step crash_step (crash_after: the outputs committed so far)
+static char committed[16][256];
+static int n_committed, crash_after;
+
+static void record_commit(const char *path) {
+    if (n_committed < 16) snprintf(committed[n_committed], sizeof(committed[0]), "%s", path);
+    if (++n_committed == crash_after) _exit(3); // killed right after this rename
+}
+
+static void crash_at_last_checkpoint(void *o) {
+    n_committed = 0;
+    crash_after = 1 + 3; // step 4's three files, then the first of step 8's
+    commit_hook = record_commit;
+    train_model(o);
+}
+
+// the bytes of path with byte `at` (from the end if < 0) xor'ed with x
+static void flip_byte(const char *path, long at, int x) {
+    size_t n;
+    char *b = slurp(path, &n);
+    size_t i = at < 0 ? n - (size_t)-at : (size_t)at;
+    b[i] ^= (char)x;
+    FILE *f = xfopen(path, "wb");
+    xfwrite(b, 1, n, f, path);
+    if (fclose(f) != 0) die("%s: close failed", path);
+    free(b);
+}
+
+// state.bin with the float at index i of its parameters NaN and a checksum
+// that matches (a state saved from a NaN run)
+static void nan_state(const char *path, size_t i) {
+    size_t n;
+    char *b = slurp(path, &n);
+    float nan = NAN;
+    memcpy(b + sizeof(StateHeader) + i * sizeof(float), &nan, sizeof(nan));
+    uint64_t h = fnv1a(b, n - 8);
+    memcpy(b + n - 8, &h, 8);
+    FILE *f = xfopen(path, "wb");
+    xfwrite(b, 1, n, f, path);
+    if (fclose(f) != 0) die("%s: close failed", path);
+    free(b);
+}
+
+static void child_save_nan(void *o) {
+    Run r;
+    RunFiles files;
+    plan_run_files(&files, ((TrainOpts *)o)->out_dir, "model.bin", NULL);
+    build_run(&r, o);
+    r.model.params[7] = NAN;
+    save_run(&r, o, &files);
+}
+
+static void child_read_tokens(void *path) { read_tokens(path); }
+
+static void test_run_files(void) {
+    const char *dir = "build/test/train/f", *state = "build/test/train/f/state.bin",
+               *model = "build/test/train/f/model.bin", *csv = "build/test/train/f.csv";
+    remove(state);
+    // a crash right after the first file of the last checkpoint: the re-run
+    // ends with the model of the straight run (build/test/train/a, test_resume)
+    TrainOpts o = tiny_opts(dir, csv);
+    char err[1024];
+    int rc = in_child(crash_at_last_checkpoint, &o, 0, err, sizeof(err));
+    o.stop_at = 0;
+    train_model(&o);
+    check(rc == 3 && same_file(model, "build/test/train/a/model.bin"),
+          "a crash after the first file of the step-8 checkpoint (exit %d), then a re-run: model.bin == 8 steps "
+          "straight (model.bin first, state.bin last)", rc);
+    n_committed = crash_after = 0;
+    commit_hook = record_commit;
+    remove(state);
+    o.stop_at = 4;
+    train_model(&o);
+    commit_hook = NULL;
+    check(n_committed == 3 && !strcmp(committed[0], model) && !strcmp(committed[1], csv) &&
+          !strcmp(committed[2], state), "a checkpoint commits model.bin, the CSV, state.bin, in that order (%d: "
+          "%s, %s, %s)", n_committed, committed[0], committed[1], committed[2]);
+    // a damaged state.bin (of the right size, or longer) is refused, model.bin kept
+    const char *keep[] = {model, state, NULL};
+    o.stop_at = 0;
+    copy_file(state, "build/test/train/f_state.bin");
+    flip_byte(state, 1000, 0x10);
+    expect_refused("state.bin with one byte flipped", child_build_run, &o, 0, "checksum mismatch", keep);
+    copy_file("build/test/train/f_state.bin", state);
+    flip_byte(state, 20, 0x01); // a header field (config): the checksum still says so
+    expect_refused("state.bin with a header byte flipped", child_build_run, &o, 0, "checksum mismatch", keep);
+    copy_file("build/test/train/f_state.bin", state);
+    FILE *f = xfopen(state, "ab");
+    fputc(0, f);
+    fclose(f);
+    expect_refused("state.bin with a byte appended", child_build_run, &o, 0, "bytes after the state", keep);
+    copy_file("build/test/train/f_state.bin", state);
+    nan_state(state, 5);
+    expect_refused("state.bin with a NaN parameter (checksum right)", child_build_run, &o, 0,
+                   "the parameters: element 5 is NaN", keep);
+    // a NaN in the weights is never saved; a diverging run stops, model.bin kept
+    copy_file("build/test/train/f_state.bin", state);
+    expect_refused("a checkpoint of NaN weights", child_save_nan, &o, 0, "step 4: the parameters: element 7 is NaN",
+                   keep);
+    TrainOpts wild = o;
+    wild.lr = wild.lr_min = 1e30f;
+    expect_refused("resumed at -lr 1e30", child_train_model, &wild, 0, "the run diverged", keep);
+    // the CSV of a resumed run that fails before its next checkpoint (here:
+    // files of at most 100 bytes) is the one it had
+    const char *keep_csv[] = {csv, model, state, NULL};
+    expect_refused("a resumed run whose writes fail", child_train_model, &o, 100, "write failed", keep_csv);
+    check(temp_files(dir) == 0 && temp_files("build/test/train") == 0, "no temp file left behind in %s", dir);
+    // -csv naming an input or another output of the run: refused before any work
+    TrainOpts bad = o;
+    bad.csv = "build/test/train/data/train.bin";
+    const char *keep_data[] = {"build/test/train/data/train.bin", model, state, NULL};
+    expect_refused("-csv runs/data/train.bin", child_train_model, &bad, 0, "replace an input", keep_data);
+    bad = o;
+    bad.init = bad.csv = "build/test/train/a/model.bin";
+    remove("build/test/train/g/state.bin");
+    bad.out_dir = "build/test/train/g";
+    const char *keep_a[] = {"build/test/train/a/model.bin", NULL};
+    expect_refused("-init I.bin -csv I.bin", child_train_model, &bad, 0, "replace an input", keep_a);
+    bad.init = NULL;
+    bad.teacher = "build/test/train/a/model.bin";
+    expect_refused("-teacher T.bin -csv T.bin", child_train_model, &bad, 0, "replace an input", keep_a);
+    bad = o;
+    bad.csv = model;
+    expect_refused("-csv the run's model.bin", child_train_model, &bad, 0, "two outputs", keep);
+    // a token file whose count is 2^63 + 1 (size_t arithmetic would wrap)
+    f = xfopen("build/test/train/huge.bin", "wb");
+    int32_t hdr[2] = {300, 0};
+    uint64_t n = (1ull << 63) + 1;
+    uint16_t tok[4] = {1, 2, 3, 4};
+    xfwrite("SDTOKENS", 1, 8, f, "huge.bin");
+    xfwrite(hdr, sizeof(hdr), 1, f, "huge.bin");
+    xfwrite(&n, sizeof(n), 1, f, "huge.bin");
+    xfwrite(tok, sizeof(tok), 1, f, "huge.bin");
+    fclose(f);
+    expect_refused("a token file that says 2^63 + 1 tokens", child_read_tokens, "build/test/train/huge.bin", 0,
+                   "truncated or not this format", NULL);
+}
+
+// ----------------------------------------------------------------------------
 // drafters on a frozen target (./train medusa, ./train eagle): what the tests
 // of both share
 
@@ -605,8 +864,9 @@ static void drafter_learn(const DrafterKind *k, DrafterOpts *d, DrafterRun *r, D
     *v0 = drafter_evaluate(r, d->t.eval_batches);
     while (r->step < d->t.steps) drafter_step(r, &d->t, lr_at(&d->t, (int)r->step));
     *v1 = drafter_evaluate(r, d->t.eval_batches);
-    make_dir(dir);
-    save_drafter_run(r, &d->t);
+    RunFiles files;
+    plan_run_files(&files, dir, k->name[0] == 'm' ? "medusa.bin" : "eagle.bin", NULL);
+    save_drafter_run(r, &d->t, &files);
     d->t.out_dir = NULL; // dir is gone with this frame
 }
 
@@ -659,6 +919,38 @@ static void test_drafter_resume(const DrafterKind *k, size_t header_bytes, size_
     check(rows == 1 + 1 + 8 && !strncmp(text, want, strlen(want)),
           "%s: resumed CSV has the header (with %s) + step 0 + 8 step rows (got %d lines)", k->name, cols + 1, rows);
     free(text);
+}
+
+static void child_train_medusa(void *d) { train_drafter(&MEDUSA_KIND, d); }
+static void child_build_medusa(void *d) {
+    DrafterRun r;
+    build_drafter_run(&r, &MEDUSA_KIND, d);
+    free_drafter_run(&r);
+}
+
+// ./train medusa's files: medusa.bin, the CSV, state.bin in that order; a
+// damaged state refused; -m target.bin -csv target.bin refused
+static void test_drafter_files(void) {
+    const char *dir = "build/test/train/medusa_f", *csv = "build/test/train/medusa_f.csv",
+               *state = "build/test/train/medusa_f/state.bin", *heads = "build/test/train/medusa_f/medusa.bin";
+    remove(state);
+    DrafterOpts d = tiny_drafter_opts(dir, csv);
+    d.t.stop_at = 4;
+    n_committed = crash_after = 0;
+    commit_hook = record_commit;
+    train_drafter(&MEDUSA_KIND, &d);
+    commit_hook = NULL;
+    check(n_committed == 3 && !strcmp(committed[0], heads) && !strcmp(committed[1], csv) &&
+          !strcmp(committed[2], state), "medusa: a checkpoint commits medusa.bin, the CSV, state.bin, in that order "
+          "(%d: %s, %s, %s)", n_committed, committed[0], committed[1], committed[2]);
+    const char *keep[] = {heads, state, NULL};
+    d.t.stop_at = 0;
+    flip_byte(state, -100, 0x40);
+    expect_refused("medusa: state.bin with one byte flipped", child_build_medusa, &d, 0, "checksum mismatch", keep);
+    d.t.csv = MEDUSA_TARGET;
+    const char *keep_target[] = {MEDUSA_TARGET, NULL};
+    expect_refused("./train medusa -m target.bin -csv target.bin", child_train_medusa, &d, 0, "replace an input",
+                   keep_target);
 }
 
 // ----------------------------------------------------------------------------
@@ -936,7 +1228,7 @@ static void test_eagle(Rng *rng) {
 static void write_text(const char *path, const char *text) {
     FILE *f = xfopen(path, "wb");
     xfwrite(text, 1, strlen(text), f, path);
-    xfclose(f, path);
+    if (fclose(f) != 0) die("%s: close failed", path);
 }
 
 static void test_corpus(void) {
@@ -1044,7 +1336,10 @@ static void test_tokenizer(void) {
     check(strtable_find(&v.str, "\n<s>\n", 5) == 1 && strtable_find(&v.str, "<0x00>", 6) == 3 &&
           strtable_find(&v.str, "<0xFF>", 6) == 258 && strtable_find(&v.str, "\xe2\x80\x99", 3) > 258,
           "fixed tokens: BOS \"\\n<s>\\n\", <0x00>..<0xFF> at 3..258; curly quote is a token");
-    write_tokenizer("build/test/tok.bin", &v, 420);
+    OutputFile tok_out;
+    plan_or_die(&tok_out, "build/test/tok.bin");
+    write_tokenizer(&tok_out, &v, 420);
+    io_forget(); // read back below
     Vocab back = {0};
     read_tokenizer(&back, "build/test/tok.bin");
     int same = back.str.n == 420;
@@ -1119,7 +1414,9 @@ int main(void) {
     test_dropout();
     test_overfit();
     test_resume();
+    test_run_files();
     test_medusa(&rng);
+    test_drafter_files();
     test_eagle(&rng);
     test_corpus();
     test_tokenizer();

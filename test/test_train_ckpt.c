@@ -12,6 +12,7 @@
 #endif
 #include "../specdec.c"
 #include "train_check.h"
+#include <glob.h>
 #include <sys/wait.h>
 
 #define DIR "build/train/ckpt"
@@ -212,6 +213,44 @@ static void test_bad_sources(void) {
     }
 }
 
+// The temp files (NAME.XXXXXX: mkstemp's 6 letters and digits) left in dir
+static int temp_files(const char *dir) {
+    char pattern[256];
+    snprintf(pattern, sizeof(pattern), "%s/*.??????", dir);
+    glob_t g;
+    int n = glob(pattern, 0, NULL, &g) == 0 ? (int)g.gl_pathc : 0;
+    if (n) globfree(&g);
+    return n;
+}
+
+// ./train data and ./train tokenizer killed while they write (a file-size
+// limit of 1 KB: SIGXFSZ) leave their outputs as they were, whole, and no
+// temp file behind.
+static void test_killed_writes(void) {
+    const char *files[3] = {DIR "/data/train.bin", DIR "/data/val.bin", DIR "/tok.bin"};
+    unsigned char *before[3];
+    size_t n[3];
+    for (int i = 0; i < 3; i++) before[i] = read_file(files[i], "an output", &n[i]);
+    const char *cmds[2] = {"ulimit -f 1; exec ./train data -d " DIR "/corpus -z " DIR "/tok.bin -o " DIR "/data "
+                           "-mix children=1,tinystories=1 > /dev/null 2> " DIR "/err.txt",
+                           "ulimit -f 1; exec ./train tokenizer -d " DIR "/corpus -v 400 -o " DIR "/tok.bin "
+                           "-mix children=1,tinystories=1 > /dev/null 2> " DIR "/err.txt"};
+    for (int c = 0; c < 2; c++) {
+        int rc = system(cmds[c]), same = 1;
+        for (int i = 0; i < 3; i++) {
+            size_t m;
+            unsigned char *now = read_file(files[i], "an output", &m);
+            same &= m == n[i] && !memcmp(now, before[i], m);
+            xfree(now);
+        }
+        int left = temp_files(DIR "/data") + temp_files(DIR);
+        check(rc != 0 && same && left == 0, "./train %s past ulimit -f 1: status %d (want not 0), train.bin, "
+              "val.bin, tok.bin %s, %d temp files left", c ? "tokenizer" : "data", rc, same ? "unchanged" :
+              "CHANGED", left);
+    }
+    for (int i = 0; i < 3; i++) xfree(before[i]);
+}
+
 int main(void) {
     run("mkdir -p " DIR "/corpus && rm -rf " DIR "/run " DIR "/distill");
     write_corpus();
@@ -225,5 +264,6 @@ int main(void) {
     test_distill();
     test_bpb();
     test_bad_sources();
+    test_killed_writes();
     return check_exit("test_train_ckpt passed");
 }

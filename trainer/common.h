@@ -26,8 +26,11 @@
 // ----------------------------------------------------------------------------
 // utilities: fatal errors, checked allocation and I/O, clock, growable arrays
 
+// Prints "train: " and the message, removes the output being written (its
+// temp file: the file it would replace is left as it was) and exits 1.
 static void die(const char *fmt, ...) {
     va_list ap;
+    if (io_pending()[0]) unlink(io_pending()), io_pending()[0] = '\0';
     va_start(ap, fmt);
     fputs("train: ", stderr);
     vfprintf(stderr, fmt, ap);
@@ -67,6 +70,42 @@ static FILE *xfopen(const char *path, const char *mode) {
     return f;
 }
 
+// ----------------------------------------------------------------------------
+// the files of a run (model.h's registry): every input registered when it is
+// opened, every output planned before any work, then written to a temp file
+// that is synced and renamed over it (outputs are whole or absent)
+
+#define IO_MSG (2 * IO_PATH_MAX + 256) // a registry message: two paths and words
+
+// Open an input for reading and register it (exit if it is one of the run's outputs).
+static FILE *xfopen_in(const char *path) {
+    FILE *f = xfopen(path, "rb");
+    char msg[IO_MSG];
+    if (note_input(fileno(f), path, msg, sizeof(msg))) die("%s", msg);
+    return f;
+}
+
+// plan_output, begin_output, commit_output or exit with their message.
+static void plan_or_die(OutputFile *o, const char *path) {
+    char msg[IO_MSG];
+    if (plan_output(o, path, msg, sizeof(msg))) die("%s", msg);
+}
+
+static FILE *begin_or_die(OutputFile *o) {
+    char msg[IO_MSG];
+    FILE *f = begin_output(o, msg, sizeof(msg));
+    if (!f) die("%s", msg);
+    return f;
+}
+
+static void (*commit_hook)(const char *path); // tests: called after each commit, with the output's name
+
+static void commit_or_die(OutputFile *o) {
+    char msg[IO_MSG];
+    if (commit_output(o, msg, sizeof(msg))) die("%s", msg);
+    if (commit_hook) commit_hook(o->name);
+}
+
 static void xfread(void *p, size_t size, size_t n, FILE *f, const char *path, const char *what) {
     if (fread(p, size, n, f) != n)
         die("%s: file ends or fails while reading %s (truncated or not this format?)", path, what);
@@ -76,13 +115,9 @@ static void xfwrite(const void *p, size_t size, size_t n, FILE *f, const char *p
     if (fwrite(p, size, n, f) != n) die("%s: write failed: %s (disk full?)", path, strerror(errno));
 }
 
-static void xfclose(FILE *f, const char *path) {
-    if (fclose(f) != 0) die("%s: close failed: %s (disk full?)", path, strerror(errno));
-}
-
 // Whole file into memory, NUL-terminated; *len = its size in bytes.
 static char *read_file(const char *path, size_t *len) {
-    FILE *f = xfopen(path, "rb");
+    FILE *f = xfopen_in(path);
     if (fseek(f, 0, SEEK_END) != 0) die("%s: cannot seek: %s", path, strerror(errno));
     long n = ftell(f);
     if (n < 0) die("%s: cannot tell its size: %s", path, strerror(errno));
@@ -120,12 +155,16 @@ static double now_seconds(void) {
 
 // FNV-1a: a cheap fingerprint of the training tokens, so a resumed run can
 // tell that its data changed underneath it.
-static uint64_t fnv1a(const void *p, size_t n) {
+// fnv1a_more: the hash h (FNV1A_BASIS at the start) continued over p (n)
+#define FNV1A_BASIS 14695981039346656037ull // FNV-1a offset basis
+
+static uint64_t fnv1a_more(uint64_t h, const void *p, size_t n) {
     const unsigned char *s = p;
-    uint64_t h = 14695981039346656037ull; // FNV-1a offset basis
     for (size_t i = 0; i < n; i++) h = (h ^ s[i]) * 1099511628211ull;
     return h;
 }
+
+static uint64_t fnv1a(const void *p, size_t n) { return fnv1a_more(FNV1A_BASIS, p, n); }
 
 typedef struct { char *p; size_t n, cap; } CharBuf;
 typedef struct { int *p; size_t n, cap; } IntBuf;

@@ -330,19 +330,20 @@ static void vocab_add_special(Vocab *v) {
 
 // llama2.c's tokenizer.bin: int32 max_token_length, then per token float
 // score, int32 length, bytes. Only the first n_vocab tokens are written.
-static void write_tokenizer(const char *path, const Vocab *v, int n_vocab) {
+// Written to the planned output o, whole or not at all.
+static void write_tokenizer(OutputFile *o, const Vocab *v, int n_vocab) {
     int32_t max_len = 0;
     for (int i = 0; i < n_vocab; i++)
         if (strtable_len(&v->str, i) > max_len) max_len = strtable_len(&v->str, i);
-    FILE *f = xfopen(path, "wb");
-    xfwrite(&max_len, sizeof(max_len), 1, f, path);
+    FILE *f = begin_or_die(o);
+    xfwrite(&max_len, sizeof(max_len), 1, f, o->name);
     for (int i = 0; i < n_vocab; i++) {
         int32_t len = strtable_len(&v->str, i);
-        xfwrite(&v->score[i], sizeof(float), 1, f, path);
-        xfwrite(&len, sizeof(len), 1, f, path);
-        xfwrite(strtable_str(&v->str, i), 1, (size_t)len, f, path);
+        xfwrite(&v->score[i], sizeof(float), 1, f, o->name);
+        xfwrite(&len, sizeof(len), 1, f, o->name);
+        xfwrite(strtable_str(&v->str, i), 1, (size_t)len, f, o->name);
     }
-    xfclose(f, path);
+    commit_or_die(o);
 }
 
 // walk_tokenizer's visit: add token i to the vocabulary
@@ -833,30 +834,42 @@ typedef struct {
     int vocab_size;
 } Tokens;
 
-static void write_tokens(const char *path, const IntBuf *t, int vocab_size) {
-    FILE *f = xfopen(path, "wb");
+// A token file (./train data): "SDTOKENS", int32 vocab_size, int32 0, uint64
+// n, then n uint16 tokens; written to the planned output o, whole or not at all.
+static void write_tokens_to(OutputFile *o, const IntBuf *t, int vocab_size) {
+    FILE *f = begin_or_die(o);
     int32_t hdr[2] = {vocab_size, 0};
     uint64_t n = t->n;
-    xfwrite("SDTOKENS", 1, 8, f, path);
-    xfwrite(hdr, sizeof(hdr), 1, f, path);
-    xfwrite(&n, sizeof(n), 1, f, path);
+    xfwrite("SDTOKENS", 1, 8, f, o->name);
+    xfwrite(hdr, sizeof(hdr), 1, f, o->name);
+    xfwrite(&n, sizeof(n), 1, f, o->name);
     uint16_t *u = xmalloc(t->n * sizeof(uint16_t));
     for (size_t i = 0; i < t->n; i++) u[i] = (uint16_t)t->p[i];
-    xfwrite(u, sizeof(uint16_t), t->n, f, path);
+    xfwrite(u, sizeof(uint16_t), t->n, f, o->name);
     free(u);
-    xfclose(f, path);
+    commit_or_die(o);
 }
 
+#define TOKENS_HEADER_BYTES 24
+
+// Read a token file, checked: its count against the file's size before
+// anything is sized by it, and every token < vocab_size.
 static Tokens read_tokens(const char *path) {
-    FILE *f = xfopen(path, "rb");
+    FILE *f = xfopen_in(path);
     char magic[8];
     int32_t hdr[2];
     uint64_t n;
+    struct stat st;
+    if (fstat(fileno(f), &st) != 0) die("%s: cannot stat: %s", path, strerror(errno));
     xfread(magic, 1, 8, f, path, "the magic");
     if (memcmp(magic, "SDTOKENS", 8)) die("%s: not a token file (made by ./train data)", path);
     xfread(hdr, sizeof(hdr), 1, f, path, "the header");
     xfread(&n, sizeof(n), 1, f, path, "the token count");
     if (hdr[0] < 259 || hdr[0] > 65536) die("%s: vocab_size %d out of range", path, (int)hdr[0]);
+    uint64_t body = (uint64_t)st.st_size - TOKENS_HEADER_BYTES; // >= 0: the header was read
+    if (n != body / sizeof(uint16_t) || body % sizeof(uint16_t))
+        die("%s: its header says %llu tokens, but %llu bytes follow the %d-byte header: truncated or not this "
+            "format", path, (unsigned long long)n, (unsigned long long)body, TOKENS_HEADER_BYTES);
     Tokens t = {.tok = xmalloc((size_t)n * sizeof(uint16_t)), .n = (size_t)n, .vocab_size = hdr[0]};
     xfread(t.tok, sizeof(uint16_t), t.n, f, path, "the tokens");
     fclose(f);
@@ -920,6 +933,8 @@ static int cmd_tokenizer(int argc, char **argv) {
     int most = 0;
     for (size_t i = 0; i < sz.n; i++) most = sz.p[i] > most ? sz.p[i] : most;
     if (most > 65536) die("-v/-sizes: at most 65536 tokens (uint16 token files)");
+    OutputFile o;
+    plan_or_die(&o, out);
     Corpus c = {0};
     Sources src = read_sources(sources);
     read_corpus(&c, data, mix, &src);
@@ -928,7 +943,7 @@ static int cmd_tokenizer(int argc, char **argv) {
     train_tokenizer(&v, &c, most);
     printf("tokenizer: %zu tokens trained in %.1f s\n", v.str.n, now_seconds() - t0);
     if ((size_t)vocab > v.str.n) vocab = (int)v.str.n;
-    write_tokenizer(out, &v, vocab);
+    write_tokenizer(&o, &v, vocab);
     printf("wrote %s (%d tokens)\n", out, vocab);
     for (size_t i = 0; i < sz.n; i++) if ((size_t)sz.p[i] <= v.str.n) report_compression(&v, &c, sz.p[i]);
     free(sz.p);
@@ -956,6 +971,11 @@ static int cmd_data(int argc, char **argv) {
     };
     parse_opts(argc, argv, "data", "corpus -> token streams for ./train model", opts, sizeof(opts) / sizeof(opts[0]));
     if (!(paragraphs >= 0 && paragraphs <= 1)) die("data: -paragraphs %g: expected a fraction 0..1", (double)paragraphs);
+    make_dir(out);
+    char *tp = join_path(out, "train.bin"), *vp = join_path(out, "val.bin");
+    OutputFile to, vo;
+    plan_or_die(&to, tp);
+    plan_or_die(&vo, vp);
     Vocab v = {0};
     read_tokenizer(&v, tok);
     Corpus c = {0};
@@ -978,10 +998,8 @@ static int cmd_data(int argc, char **argv) {
             bytes[doc->is_val] += (double)doc->len;
         }
     }
-    make_dir(out);
-    char *tp = join_path(out, "train.bin"), *vp = join_path(out, "val.bin");
-    write_tokens(tp, &train, (int)v.str.n);
-    write_tokens(vp, &val, (int)v.str.n);
+    write_tokens_to(&to, &train, (int)v.str.n);
+    write_tokens_to(&vo, &val, (int)v.str.n);
     printf("%s: %zu tokens (%.2f bytes/token)\n%s: %zu tokens (%.2f bytes/token)\n", tp, train.n,
            bytes[0] / (double)train.n, vp, val.n, bytes[1] / (double)val.n);
     free(tp); free(vp); free(train.p); free(val.p); free(one.p);

@@ -797,30 +797,18 @@ static void model_backward(Model *m, const int *targets, const float *soft, floa
 // ----------------------------------------------------------------------------
 // checkpoints: llama2.c files in, llama2.c files out
 
-// Files are written to path.tmp and then renamed over path, so a run killed
-// mid-write never leaves a torn checkpoint.
-static char *tmp_path(const char *path) {
-    size_t n = strlen(path) + 5;
-    char *tmp = xmalloc(n);
-    snprintf(tmp, n, "%s.tmp", path);
-    return tmp;
-}
-
-static void commit_file(char *tmp, const char *path) {
-    if (rename(tmp, path) != 0) die("cannot rename %s to %s: %s", tmp, path, strerror(errno));
-    free(tmp);
-}
-
-static void save_checkpoint(const Model *m, const char *path) {
-    char *tmp = tmp_path(path);
-    if (write_checkpoint(tmp, &m->c, m->params, 1) != 0) die("%s: write failed (disk full?)", tmp);
-    commit_file(tmp, path);
+// Write m's checkpoint to the planned output o (common.h: a temp file, synced
+// and renamed over it), whole or not at all.
+static void write_model_output(OutputFile *o, const Model *m) {
+    FILE *f = begin_or_die(o);
+    if (write_checkpoint_to(f, &m->c, m->params, 1) != 0) die("%s: write failed: %s (disk full?)", o->name, strerror(errno));
+    commit_or_die(o);
 }
 
 // A llama2.c checkpoint with a shared classifier, activations for B x T
 // (T = 0: the checkpoint's seq_len). Its own RoPE tables are used.
 static void load_model(Model *m, const char *path, int B, int T, int train) {
-    FILE *f = xfopen(path, "rb");
+    FILE *f = xfopen_in(path);
     int32_t h[7];
     xfread(h, sizeof(int32_t), 7, f, path, "the 28-byte config header");
     Config c;
@@ -837,6 +825,7 @@ static void load_model(Model *m, const char *path, int B, int T, int train) {
     fseek(f, (long)CONFIG_HEADER_BYTES, SEEK_SET);
     xfread(m->params, sizeof(float), m->n_params, f, path, "the weights");
     fclose(f);
+    if (check_finite_weights(&m->w, &m->c, 1, msg, sizeof(msg))) die("%s: %s", path, msg);
     m->wt_fresh = 0;
 }
 
@@ -912,13 +901,14 @@ static void adamw_update(Model *m, float *mom, float *vel, const TrainOpts *o, d
 
 // ----------------------------------------------------------------------------
 // training state: everything a killed run needs to continue exactly
-//   StateHeader, then params, Adam m, Adam v (n_params floats each)
+//   StateHeader, then params, Adam m, Adam v (n_params floats each), then the
+//   checksum (state_file below)
 
 typedef struct {
-    char magic[8];        // "SDSTATE1"
+    char magic[8];        // "SDSTATE2" (SDSTATE1: the same without the checksum)
     int32_t config[7];    // as in the checkpoint header
     int32_t batch, seq, accum;
-    float dropout;        // -dropout (older states: 0 bits, which is 0.0f)
+    float dropout;        // -dropout
     int64_t step;         // optimizer steps done
     uint64_t rng;         // the batch sampler's state after them
     uint64_t data_hash;   // fingerprint of the training tokens
@@ -928,7 +918,7 @@ typedef struct {
 static StateHeader state_header(const Model *m, const TrainOpts *o) {
     StateHeader h;
     memset(&h, 0, sizeof(h));
-    memcpy(h.magic, "SDSTATE1", 8);
+    memcpy(h.magic, "SDSTATE2", 8);
     const Config *c = &m->c;
     int32_t cfg[7] = {c->dim, c->hidden_dim, c->n_layers, c->n_heads, c->n_kv_heads, c->vocab_size, c->seq_len};
     memcpy(h.config, cfg, sizeof(cfg));
@@ -939,54 +929,184 @@ static StateHeader state_header(const Model *m, const TrainOpts *o) {
     return h;
 }
 
-static void save_state(const char *path, const StateHeader *h, const Model *m, const float *mom, const float *vel) {
-    char *tmp = tmp_path(path);
-    FILE *f = xfopen(tmp, "wb");
-    xfwrite(h, sizeof(*h), 1, f, tmp);
-    xfwrite(m->params, sizeof(float), m->n_params, f, tmp);
-    xfwrite(mom, sizeof(float), m->n_params, f, tmp);
-    xfwrite(vel, sizeof(float), m->n_params, f, tmp);
-    xfclose(f, tmp);
-    commit_file(tmp, path);
+// A state file (./train model, medusa, eagle): a header of hb bytes, then
+// STATE_ARRAYS arrays of n floats (the weights, Adam's first and second
+// moments), then 8 bytes: the 64-bit FNV-1a of everything before them. It is
+// read back only whole, with that checksum, finite floats and second
+// moments >= 0; it is written last at a checkpoint (its rename is the
+// commit), after the weights' file.
+#define STATE_ARRAYS 3
+
+static size_t state_file_bytes(size_t hb, size_t n) {
+    return add_size(add_size(hb, mul_size(mul_size(STATE_ARRAYS, n), sizeof(float))), sizeof(uint64_t));
 }
 
-// Load a state saved by the same run setup (shape, batch, data); else exit.
-static StateHeader load_state(const char *path, const StateHeader *want, Model *m, float *mom, float *vel) {
+static void write_state_file(OutputFile *o, const void *head, size_t hb, const float *const *arr, size_t n) {
+    FILE *f = begin_or_die(o);
+    uint64_t h = fnv1a(head, hb);
+    xfwrite(head, 1, hb, f, o->name);
+    for (int i = 0; i < STATE_ARRAYS; i++) {
+        xfwrite(arr[i], sizeof(float), n, f, o->name);
+        h = fnv1a_more(h, arr[i], n * sizeof(float));
+    }
+    xfwrite(&h, sizeof(h), 1, f, o->name);
+    commit_or_die(o);
+}
+
+// Open a state file and read its header (hb bytes) into head; *size: the
+// file's bytes. It is the run's own output (planned, not an input).
+static FILE *open_state_file(const char *path, void *head, size_t hb, size_t *size) {
     FILE *f = xfopen(path, "rb");
-    StateHeader h;
-    xfread(&h, sizeof(h), 1, f, path, "the header");
-    if (memcmp(h.magic, "SDSTATE1", 8)) die("%s: not a training state file", path);
-    if (memcmp(h.config, want->config, sizeof(h.config)) || h.batch != want->batch || h.seq != want->seq ||
-        h.accum != want->accum)
+    struct stat st;
+    if (fstat(fileno(f), &st) != 0) die("%s: cannot stat: %s", path, strerror(errno));
+    *size = (size_t)st.st_size;
+    xfread(head, hb, 1, f, path, "the header");
+    return f;
+}
+
+// The rest of a state file of size bytes after its header (head, hb bytes):
+// the arrays into arr (names: what they hold), checked; else exit naming it.
+static void read_state_body(FILE *f, const char *path, size_t size, const void *head, size_t hb, float *const *arr,
+                            const char *const *names, size_t n) {
+    size_t want = state_file_bytes(hb, n);
+    if (size != want)
+        die("%s: %zu bytes, but this run's state is %zu: %s; delete %s to start over", path, size, want,
+            size < want ? "truncated" : "bytes after the state's end (damaged?)", path);
+    uint64_t h = fnv1a(head, hb), saved;
+    for (int i = 0; i < STATE_ARRAYS; i++) {
+        xfread(arr[i], sizeof(float), n, f, path, names[i]);
+        h = fnv1a_more(h, arr[i], n * sizeof(float));
+    }
+    xfread(&saved, sizeof(saved), 1, f, path, "the checksum");
+    if (fgetc(f) != EOF) die("%s: bytes after the state's checksum (damaged?); delete %s to start over", path, path);
+    fclose(f);
+    if (saved != h)
+        die("%s: checksum mismatch: the file is damaged (a disk error, or written over); delete %s to start over",
+            path, path);
+    for (int i = 0; i < STATE_ARRAYS; i++) {
+        size_t at = first_non_finite(arr[i], n);
+        if (at < n)
+            die("%s: %s: element %zu is %s (saved from a run that diverged?); delete %s to start over", path,
+                names[i], at, isnan(arr[i][at]) ? "NaN" : "infinite", path);
+    }
+    for (size_t j = 0; j < n; j++)
+        if (arr[STATE_ARRAYS - 1][j] < 0.0f)
+            die("%s: %s: element %zu is negative (%g); delete %s to start over", path, names[STATE_ARRAYS - 1], j,
+                (double)arr[STATE_ARRAYS - 1][j], path);
+}
+
+// Exit unless every float of the arrays of a run (names: what they hold) is
+// finite: nothing non-finite is ever saved (the last checkpoint stays).
+static void check_finite_run(long step, const float *const *arr, const char *const *names, int k, size_t n,
+                             const char *dir) {
+    for (int i = 0; i < k; i++) {
+        size_t at = first_non_finite(arr[i], n);
+        if (at < n)
+            die("step %ld: %s: element %zu is %s: the run diverged (a lower -lr?); nothing saved, the files in %s "
+                "are as the last checkpoint left them", step, names[i], at, isnan(arr[i][at]) ? "NaN" : "infinite",
+                dir);
+    }
+}
+
+// Exit unless a saved header h is one of this run's (want): shape, batch,
+// dropout, data.
+static void check_state_header(const StateHeader *h, const StateHeader *want, const char *path) {
+    if (memcmp(h->config, want->config, sizeof(h->config)) || h->batch != want->batch || h->seq != want->seq ||
+        h->accum != want->accum)
         die("%s: saved by a run with another shape, batch, seq or accum (dim %d layers %d vocab %d, batch %d "
-            "seq %d accum %d); use the same options, or delete %s to start over", path, h.config[0],
-            h.config[2], h.config[5], h.batch, h.seq, h.accum, path);
-    if (h.dropout != want->dropout)
+            "seq %d accum %d); use the same options, or delete %s to start over", path, h->config[0],
+            h->config[2], h->config[5], h->batch, h->seq, h->accum, path);
+    if (h->dropout != want->dropout)
         die("%s: saved by a run with -dropout %g, this one has %g; use the same -dropout, or delete %s to start "
-            "over", path, h.dropout, want->dropout, path);
-    if (h.data_hash != want->data_hash)
+            "over", path, h->dropout, want->dropout, path);
+    if (h->data_hash != want->data_hash)
         die("%s: the training tokens changed since this run started (retokenized?); delete %s to start over",
             path, path);
-    xfread(m->params, sizeof(float), m->n_params, f, path, "the parameters");
-    xfread(mom, sizeof(float), m->n_params, f, path, "Adam's first moments");
-    xfread(vel, sizeof(float), m->n_params, f, path, "Adam's second moments");
-    fclose(f);
+}
+
+static const char *const STATE_NAMES[STATE_ARRAYS] = {"the parameters", "Adam's first moments",
+                                                      "Adam's second moments"};
+
+// Load a state saved by the same run setup (shape, batch, data), whole and
+// checked; else exit.
+static StateHeader load_state(const char *path, const StateHeader *want, Model *m, float *mom, float *vel) {
+    StateHeader h;
+    size_t size;
+    FILE *f = open_state_file(path, &h, sizeof(h), &size);
+    if (!memcmp(h.magic, "SDSTATE1", 8))
+        die("%s: saved by an older ./train, without a checksum; delete %s to start over", path, path);
+    if (memcmp(h.magic, "SDSTATE2", 8)) die("%s: not a training state file", path);
+    if (size != state_file_bytes(sizeof(h), m->n_params)) check_state_header(&h, want, path);
+    float *arr[STATE_ARRAYS] = {m->params, mom, vel};
+    read_state_body(f, path, size, &h, sizeof(h), arr, STATE_NAMES, m->n_params);
+    check_state_header(&h, want, path);
+    if (h.step < 0 || !isfinite(h.seconds)) die("%s: step %lld, %g s: damaged; delete %s to start over", path,
+                                                (long long)h.step, h.seconds, path);
     m->wt_fresh = 0;
     return h;
 }
 
-// Keep the CSV's header and its rows up to `step` (a resumed run rewrites the rest).
-static void csv_keep_through(const char *path, long step) {
-    size_t n;
-    char *text = read_file(path, &n), *line = text;
-    FILE *f = xfopen(path, "wb");
-    for (char *end; *line; line = end) {
-        end = strchr(line, '\n');
-        end = end ? end + 1 : line + strlen(line);
-        if (line == text || atol(line) <= step) xfwrite(line, 1, (size_t)(end - line), f, path);
+// The files a run writes (planned before any work: model.h's registry): its
+// checkpoint (model.bin, or the drafter's NAME.bin) and state.bin in the run
+// directory, and -csv. The CSV's text is kept in memory (rows) and written
+// whole at each checkpoint, before the state: on disk it always holds the
+// rows up to the last checkpoint (or more), never a torn or emptied file.
+typedef struct {
+    OutputFile model, state, csv;
+    int has_csv;
+    FILE *rows;       // the CSV's text (open_memstream), NULL without -csv
+    char *rows_buf;   // its bytes (rows_len)
+    size_t rows_len;
+} RunFiles;
+
+// A run's registry starts empty (a test makes several runs in one process):
+// plan dir/model_file, dir/state.bin and csv (NULL: none).
+static void plan_run_files(RunFiles *f, const char *dir, const char *model_file, const char *csv) {
+    memset(f, 0, sizeof(*f));
+    io_forget();
+    make_dir(dir);
+    char *mp = join_path(dir, model_file), *sp = join_path(dir, "state.bin");
+    plan_or_die(&f->model, mp);
+    plan_or_die(&f->state, sp);
+    if (csv) plan_or_die(&f->csv, csv), f->has_csv = 1;
+    free(mp); free(sp);
+}
+
+// The CSV's text to start from (NULL without -csv): a resumed run (step > 0)
+// keeps the header and the rows up to its step of the file there; a fresh
+// one starts with `header` and a newline.
+static FILE *csv_start(RunFiles *f, long step, const char *header) {
+    if (!f->has_csv) return NULL;
+    f->rows = open_memstream(&f->rows_buf, &f->rows_len);
+    if (!f->rows) die("%s: cannot keep its rows in memory: %s", f->csv.name, strerror(errno));
+    if (step > 0 && file_exists(f->csv.path)) {
+        FILE *in = xfopen(f->csv.path, "rb"); // the run's own output, not an input
+        char *line = NULL;
+        size_t cap = 0;
+        for (int first = 1; getline(&line, &cap, in) > 0; first = 0)
+            if (first || atol(line) <= step) fputs(line, f->rows);
+        if (ferror(in)) die("%s: read failed: %s", f->csv.name, strerror(errno));
+        free(line);
+        fclose(in);
+    } else {
+        fprintf(f->rows, "%s\n", header);
     }
-    xfclose(f, path);
-    free(text);
+    return f->rows;
+}
+
+// Write the CSV's text so far over -csv (whole or not at all).
+static void csv_commit(RunFiles *f) {
+    if (!f->has_csv) return;
+    if (fflush(f->rows) != 0) die("%s: cannot keep its rows in memory: %s", f->csv.name, strerror(errno));
+    FILE *out = begin_or_die(&f->csv);
+    xfwrite(f->rows_buf, 1, f->rows_len, out, f->csv.name);
+    commit_or_die(&f->csv);
+}
+
+static void free_run_files(RunFiles *f) {
+    if (f->rows) fclose(f->rows);
+    free(f->rows_buf);
+    f->rows = NULL, f->rows_buf = NULL;
 }
 
 // ----------------------------------------------------------------------------
@@ -1141,29 +1261,28 @@ static double train_step(Run *r, const TrainOpts *o, double lr) {
     return loss;
 }
 
-static void save_run(Run *r, const TrainOpts *o) {
-    char *sp = join_path(o->out_dir, "state.bin"), *mp = join_path(o->out_dir, "model.bin");
+// A checkpoint, in this order: model.bin, the CSV, state.bin last (its
+// rename commits the checkpoint: a run stopped before it resumes from the
+// previous state, whatever model.bin holds); nothing non-finite is written.
+static void save_run(Run *r, const TrainOpts *o, RunFiles *f) {
+    const float *arr[STATE_ARRAYS] = {r->model.params, r->mom, r->vel};
+    check_finite_run(r->step, arr, STATE_NAMES, STATE_ARRAYS, r->model.n_params, o->out_dir);
     r->header.step = r->step;
     r->header.rng = r->rng.state;
     r->header.seconds = r->seconds;
-    save_state(sp, &r->header, &r->model, r->mom, r->vel);
-    save_checkpoint(&r->model, mp);
-    free(sp); free(mp);
+    write_model_output(&f->model, &r->model);
+    csv_commit(f);
+    write_state_file(&f->state, &r->header, sizeof(r->header), arr, r->model.n_params);
 }
 
 #define CSV_HEADER "step,tokens,lr,train_loss,val_loss,seconds"
 
-// The progress CSV (NULL without -csv): a resumed run (step > 0) keeps the
-// rows up to its step and appends; a fresh one writes `header` and a newline.
-static FILE *open_csv(const char *path, long step, const char *header) {
-    if (!path) return NULL;
-    if (step > 0 && file_exists(path)) {
-        csv_keep_through(path, step);
-        return xfopen(path, "ab");
-    }
-    FILE *f = xfopen(path, "wb");
-    fprintf(f, "%s\n", header);
-    return f;
+// Exit at a step whose loss or gradient norm is not finite: the run diverged.
+static void check_finite_step(long step, double loss, double norm, const char *dir) {
+    if (!isfinite(loss) || !isfinite(norm))
+        die("step %ld: the %s is %s: the run diverged (a lower -lr?); nothing saved, the files in %s are as the "
+            "last checkpoint left them", step, isfinite(loss) ? "gradient norm" : "training loss",
+            isnan(isfinite(loss) ? norm : loss) ? "NaN" : "infinite", dir);
 }
 
 // The fields of CSV_HEADER, no newline; NAN fields (no loss yet, no eval this
@@ -1212,12 +1331,13 @@ static void print_progress(const Run *r, const TrainOpts *o, double loss, double
 }
 
 static void train_model(const TrainOpts *o) {
-    make_dir(o->out_dir);
+    RunFiles files;
+    plan_run_files(&files, o->out_dir, "model.bin", o->csv);
     Run r;
     build_run(&r, o);
     double tok_per_step = (double)o->batch * o->seq * o->accum;
     print_header(&r, o, tok_per_step);
-    FILE *csv = open_csv(o->csv, r.step, CSV_HEADER);
+    FILE *csv = csv_start(&files, r.step, CSV_HEADER);
     if (r.step == 0) {
         double val = evaluate(&r.model, &r.val, o->eval_batches, r.inputs, r.targets);
         printf("step     0 | val %.4f\n", val);
@@ -1228,6 +1348,7 @@ static void train_model(const TrainOpts *o) {
     while (r.step < o->steps && (o->stop_at == 0 || r.step < o->stop_at)) {
         double lr = lr_at(o, (int)r.step), t0 = now_seconds();
         double loss = train_step(&r, o, lr), val = NAN, t1 = now_seconds();
+        check_finite_step(r.step, loss, r.grad_norm, o->out_dir);
         if (r.step % o->eval_every == 0 || r.step == o->steps)
             val = evaluate(&r.model, &r.val, o->eval_batches, r.inputs, r.targets);
         train_sec += t1 - t0;
@@ -1239,9 +1360,9 @@ static void train_model(const TrainOpts *o) {
             step_log = r.step;
             train_sec = 0.0;
         }
-        if (r.step % o->ckpt_every == 0 || r.step == o->steps || r.step == o->stop_at) save_run(&r, o);
+        if (r.step % o->ckpt_every == 0 || r.step == o->steps || r.step == o->stop_at) save_run(&r, o, &files);
     }
-    if (csv) xfclose(csv, o->csv);
+    free_run_files(&files);
     printf("%s: %s/model.bin after %ld of %d steps, %.0f s of training\n", r.step == o->steps ? "done" : "stopped",
            o->out_dir, r.step, o->steps, r.seconds);
     free_run(&r);
@@ -1295,7 +1416,7 @@ typedef struct {
     double (*loss)(void *d, int backward, DraftEval *sums); // on that batch; grads added; eval's sums added
     int (*state_fields)(const void *d, int32_t *own);     // its state header's words; returns how many
     void (*check_state)(const int32_t *saved, const int32_t *want, const char *path); // exit unless they match
-    int (*write)(const void *d, const char *path);        // name.bin; 0 when written
+    int (*write)(const void *d, FILE *f);                 // name.bin's bytes to f; 0 when written
     void (*print_header)(const void *d, const char *target); // the first line of a run
     void (*print_eval)(const void *d, long step, const DraftEval *v);
 } DrafterKind;
@@ -1560,7 +1681,7 @@ static double medusa_loss(void *d, int backward, DraftEval *sums) {
     return medusa_heads(d, backward, sums ? sums->agree : NULL);
 }
 
-// state.bin's own words: heads, batch, seq, hard, then 0 (where SDMEDUS1
+// state.bin's own words: heads, batch, seq, hard, then 0 (where SDMEDUS2
 // has padding before the step)
 static int medusa_state_fields(const void *d, int32_t *own) {
     const Medusa *m = d;
@@ -1577,9 +1698,9 @@ static void medusa_check_state(const int32_t *h, const int32_t *w, const char *p
             w[0], w[1], w[2], w[3] ? " -hard" : "", path);
 }
 
-static int medusa_write(const void *d, const char *path) {
+static int medusa_write(const void *d, FILE *f) {
     const Medusa *m = d;
-    return write_medusa(path, m->H, m->target.c.dim, m->target.c.vocab_size, m->params);
+    return write_medusa_to(f, m->H, m->target.c.dim, m->target.c.vocab_size, m->params);
 }
 
 static void medusa_print_header(const void *d, const char *target) {
@@ -1605,7 +1726,7 @@ static void medusa_print_eval(const void *d, long step, const DraftEval *v) {
 }
 
 static const DrafterKind MEDUSA_KIND = {
-    .name = "medusa", .title = "a Medusa", .params_name = "the heads", .magic = "SDMEDUS1",
+    .name = "medusa", .title = "a Medusa", .params_name = "the heads", .magic = "SDMEDUS2",
     .agree_col = "agree_h", .csv_help = "progress CSV: step,tokens,lr,train_loss,val_loss,seconds,agree_h1..H",
     .wd_help = "AdamW weight decay (the W_h, not the b_h)", .seed_help = "seed of the batch sampler",
     .size = sizeof(Medusa), .build = medusa_build, .free = medusa_free, .refresh = medusa_refresh,
@@ -1912,9 +2033,9 @@ static void eagle_check_state(const int32_t *h, const int32_t *w, const char *pa
             h[0], h[1], h[2], h[3], hf, w[0], w[1], w[2], w[3], wf, path);
 }
 
-static int eagle_write(const void *d, const char *path) {
+static int eagle_write(const void *d, FILE *f) {
     const Eagle *e = d;
-    return write_eagle(path, e->target.c.dim, e->target.c.vocab_size, e->Hd, e->params);
+    return write_eagle_to(f, e->target.c.dim, e->target.c.vocab_size, e->Hd, e->params);
 }
 
 static void eagle_print_header(const void *d, const char *target) {
@@ -1934,7 +2055,7 @@ static void eagle_print_eval(const void *d, long step, const DraftEval *v) {
 }
 
 static const DrafterKind EAGLE_KIND = {
-    .name = "eagle", .title = "an EAGLE", .params_name = "the drafter", .magic = "SDEAGLE1",
+    .name = "eagle", .title = "an EAGLE", .params_name = "the drafter", .magic = "SDEAGLE2",
     .agree_col = "agree_s", .csv_help = "progress CSV: step,tokens,lr,train_loss,val_loss,seconds,agree_s1..U",
     .wd_help = "AdamW weight decay (W1, W2; not the biases)", .seed_help = "seed of the batch sampler and of W1's init",
     .size = sizeof(Eagle), .build = eagle_build, .free = eagle_free, .refresh = eagle_refresh,
@@ -1965,7 +2086,7 @@ typedef struct {
 } DrafterState;
 
 // Copy h's file fields to buf (to_file) or from it, in file order with no
-// padding (SDMEDUS1's and SDEAGLE1's own words hold theirs); returns the
+// padding (SDMEDUS2's and SDEAGLE2's own words hold theirs); returns the
 // bytes (at most 108).
 static size_t state_io(DrafterState *h, unsigned char *buf, int to_file) {
     struct { void *p; size_t n; } f[] = {
@@ -2008,28 +2129,39 @@ static DrafterState drafter_state_header(const DrafterRun *r) {
     return h;
 }
 
-// Continue from a state saved by the same setup (kind, target, its words, data); else exit.
+// Exit unless a saved header h is one of this run's (want): target, the
+// kind's words, data.
+static void check_drafter_header(const DrafterKind *k, const DrafterState *h, const DrafterState *want,
+                                 const char *path) {
+    if (memcmp(h->config, want->config, sizeof(h->config)) || h->target_hash != want->target_hash)
+        die("%s: saved for another target (dim %d layers %d vocab %d, or other weights); delete %s to start over",
+            path, h->config[0], h->config[2], h->config[5], path);
+    k->check_state(h->own, want->own, path);
+    if (h->data_hash != want->data_hash)
+        die("%s: the training tokens changed since this run started (retokenized?); delete %s to start over",
+            path, path);
+}
+
+// Continue from a state saved by the same setup (kind, target, its words,
+// data), whole and checked (read_state_body); else exit.
 static void load_drafter_state(DrafterRun *r, const char *path) {
     const DrafterKind *k = r->kind;
     const DrafterState *want = &r->header;
     DrafterState h = {.n_own = want->n_own};
     unsigned char buf[128];
-    size_t bytes = state_io(&h, buf, 1); // the header's size (h is blank yet)
-    FILE *f = xfopen(path, "rb");
-    xfread(buf, bytes, 1, f, path, "the header");
+    size_t bytes = state_io(&h, buf, 1), size; // the header's size (h is blank yet)
+    FILE *f = open_state_file(path, buf, bytes, &size);
     state_io(&h, buf, 0);
+    if (!memcmp(h.magic, k->magic, 7) && h.magic[7] == '1')
+        die("%s: saved by an older ./train %s, without a checksum; delete %s to start over", path, k->name, path);
     if (memcmp(h.magic, k->magic, 8)) die("%s: not %s training state (./train %s writes one)", path, k->title, k->name);
-    if (memcmp(h.config, want->config, sizeof(h.config)) || h.target_hash != want->target_hash)
-        die("%s: saved for another target (dim %d layers %d vocab %d, or other weights); delete %s to start over",
-            path, h.config[0], h.config[2], h.config[5], path);
-    k->check_state(h.own, want->own, path);
-    if (h.data_hash != want->data_hash)
-        die("%s: the training tokens changed since this run started (retokenized?); delete %s to start over",
-            path, path);
-    xfread(r->v.params, sizeof(float), r->v.n_params, f, path, k->params_name);
-    xfread(r->mom, sizeof(float), r->v.n_params, f, path, "Adam's first moments");
-    xfread(r->vel, sizeof(float), r->v.n_params, f, path, "Adam's second moments");
-    fclose(f);
+    if (size != state_file_bytes(bytes, r->v.n_params)) check_drafter_header(k, &h, want, path);
+    float *arr[STATE_ARRAYS] = {r->v.params, r->mom, r->vel};
+    const char *names[STATE_ARRAYS] = {k->params_name, STATE_NAMES[1], STATE_NAMES[2]};
+    read_state_body(f, path, size, buf, bytes, arr, names, r->v.n_params);
+    check_drafter_header(k, &h, want, path);
+    if (h.step < 0 || !isfinite(h.seconds)) die("%s: step %lld, %g s: damaged; delete %s to start over", path,
+                                                (long long)h.step, h.seconds, path);
     r->step = (long)h.step;
     r->rng.state = h.rng;
     r->seconds = h.seconds;
@@ -2113,26 +2245,21 @@ static DraftEval drafter_evaluate(DrafterRun *r, int n_batches) {
     return v;
 }
 
-// state.bin (to resume) and name.bin (the drafter), each written whole or not at all
-static void save_drafter_run(DrafterRun *r, const TrainOpts *o) {
-    char file[32];
-    snprintf(file, sizeof(file), "%s.bin", r->kind->name);
-    char *sp = join_path(o->out_dir, "state.bin"), *dp = join_path(o->out_dir, file), *tmp = tmp_path(sp);
+// A checkpoint, in save_run's order: NAME.bin (the drafter), the CSV,
+// state.bin last; each written whole or not at all, nothing non-finite.
+static void save_drafter_run(DrafterRun *r, const TrainOpts *o, RunFiles *f) {
+    const float *arr[STATE_ARRAYS] = {r->v.params, r->mom, r->vel};
+    const char *names[STATE_ARRAYS] = {r->kind->params_name, STATE_NAMES[1], STATE_NAMES[2]};
+    check_finite_run(r->step, arr, names, STATE_ARRAYS, r->v.n_params, o->out_dir);
     r->header.step = r->step;
     r->header.rng = r->rng.state;
     r->header.seconds = r->seconds;
+    FILE *out = begin_or_die(&f->model);
+    if (r->kind->write(r->d, out) != 0) die("%s: write failed: %s (disk full?)", f->model.name, strerror(errno));
+    commit_or_die(&f->model);
+    csv_commit(f);
     unsigned char head[128];
-    FILE *f = xfopen(tmp, "wb");
-    xfwrite(head, state_io(&r->header, head, 1), 1, f, tmp);
-    xfwrite(r->v.params, sizeof(float), r->v.n_params, f, tmp);
-    xfwrite(r->mom, sizeof(float), r->v.n_params, f, tmp);
-    xfwrite(r->vel, sizeof(float), r->v.n_params, f, tmp);
-    xfclose(f, tmp);
-    commit_file(tmp, sp);
-    tmp = tmp_path(dp);
-    if (r->kind->write(r->d, tmp) != 0) die("%s: write failed (disk full?)", tmp);
-    commit_file(tmp, dp);
-    free(sp); free(dp);
+    write_state_file(&f->state, head, state_io(&r->header, head, 1), arr, r->v.n_params);
 }
 
 // CSV_HEADER, then col1 .. colK: each head's or step's top-1 agreement at an eval
@@ -2179,7 +2306,10 @@ static void print_drafter_progress(const DrafterRun *r, const TrainOpts *o, doub
 // train_model (re-run the same options; -stop-at N ends after step N as if killed).
 static void train_drafter(const DrafterKind *k, const DrafterOpts *d) {
     const TrainOpts *o = &d->t;
-    make_dir(o->out_dir);
+    char file[32];
+    snprintf(file, sizeof(file), "%s.bin", k->name);
+    RunFiles files;
+    plan_run_files(&files, o->out_dir, file, o->csv);
     DrafterRun r;
     build_drafter_run(&r, k, d);
     int K = r.v.outputs;
@@ -2187,7 +2317,7 @@ static void train_drafter(const DrafterKind *k, const DrafterOpts *d) {
     print_drafter_header(&r, d);
     char header[512];
     drafter_csv_header(header, sizeof(header), k->agree_col, K);
-    FILE *csv = open_csv(o->csv, r.step, header);
+    FILE *csv = csv_start(&files, r.step, header);
     DraftEval v;
     if (r.step == 0) {
         v = drafter_evaluate(&r, o->eval_batches);
@@ -2199,6 +2329,7 @@ static void train_drafter(const DrafterKind *k, const DrafterOpts *d) {
     while (r.step < o->steps && (o->stop_at == 0 || r.step < o->stop_at)) {
         double lr = lr_at(o, (int)r.step), t0 = now_seconds();
         double loss = drafter_step(&r, o, lr), t1 = now_seconds();
+        check_finite_step(r.step, loss, r.grad_norm, o->out_dir);
         int eval = r.step % o->eval_every == 0 || r.step == o->steps;
         if (eval) v = drafter_evaluate(&r, o->eval_batches);
         train_sec += t1 - t0;
@@ -2212,9 +2343,10 @@ static void train_drafter(const DrafterKind *k, const DrafterOpts *d) {
             train_sec = 0.0;
         }
         if (eval) k->print_eval(r.d, r.step, &v);
-        if (r.step % o->ckpt_every == 0 || r.step == o->steps || r.step == o->stop_at) save_drafter_run(&r, o);
+        if (r.step % o->ckpt_every == 0 || r.step == o->steps || r.step == o->stop_at)
+            save_drafter_run(&r, o, &files);
     }
-    if (csv) xfclose(csv, o->csv);
+    free_run_files(&files);
     printf("%s: %s/%s.bin after %ld of %d steps, %.0f s of training\n", r.step == o->steps ? "done" : "stopped",
            o->out_dir, k->name, r.step, o->steps, r.seconds);
     free_drafter_run(&r);
@@ -2500,17 +2632,19 @@ static int cmd_dump_logits(int argc, char **argv) {
     if (!ckpt || !out || !list) die("dump-logits: -m, -o and -tokens are required");
     IntBuf toks = {0};
     parse_int_list(&toks, list, "-tokens");
+    OutputFile o;
+    plan_or_die(&o, out);
     Model m;
     load_model(&m, ckpt, 1, (int)toks.n, 0);
     for (size_t i = 0; i < toks.n; i++)
         if (toks.p[i] < 0 || toks.p[i] >= m.c.vocab_size) die("-tokens: %d is not in 0..%d", toks.p[i], m.c.vocab_size - 1);
     model_forward(&m, toks.p);
-    FILE *f = xfopen(out, "wb");
+    FILE *f = begin_or_die(&o);
     int32_t hdr[2] = {(int32_t)toks.n, m.c.vocab_size};
     xfwrite(hdr, sizeof(hdr), 1, f, out);
     xfwrite(toks.p, sizeof(int), toks.n, f, out);
     xfwrite(m.a.logits, sizeof(float), toks.n * (size_t)m.c.vocab_size, f, out);
-    xfclose(f, out);
+    commit_or_die(&o);
     free(toks.p);
     free_model(&m);
     return 0;
