@@ -562,7 +562,7 @@ static inline int io_register(dev_t dev, ino_t ino, const char *base, int output
                      "other; name another output file", f->name, name);
         else
             snprintf(msg, len, "%s (an output of this run) and %s are the same file: writing it would "
-                     "replace that input; name another output file", output ? name : f->name,
+                     "replace an input of this run; name another output file", output ? name : f->name,
                      output ? f->name : name);
         return -1;
     }

@@ -522,8 +522,7 @@ static E2E bench_spec(Pair *pr, const char *name, float temp, int k, float lenie
     e.spec_tok_s = median(ts, pr->reps);
     e.speedup = e.spec_tok_s / e.target_tok_s;
     Output o = {0};
-    Report rp = {.mode = "spec", .threads = pr->threads, .temperature = temp,
-                 .top_p = 1.0f, .out = &o, .sp = &sc.sp, .st = &sc.st, .target_step = step};
+    Report rp = {.out = &o, .sp = &sc.sp, .st = &sc.st, .target_step = step};
     SpecSummary sm = summarize(&rp);
     e.alpha = sm.a; e.acceptance_rate = sm.acceptance_rate; e.c = sm.c; e.r = sm.r;
     e.k = sm.k; e.predicted = sm.predicted; e.tokens_per_round = sm.tokens_per_round;

@@ -132,6 +132,24 @@ same_text() {
 same_text "$M -d $D/draft.bin" 100 0.8 "Once upon a time"
 same_text "$M -d $D/draft.bin" 100 1 "the little dog"
 same_text "$M -d lookup --ngram-max 4" 100 1 "the little dog the little dog"
+# a busy machine (a spinning process on each core: the stall rule sends passes to one
+# thread, auto-K sees other costs) and any -n: the same text, a prefix of the longer one
+if [ $QUICK = 0 ]; then
+    $SPECDEC $M -d $D/draft.bin -t 0.9 -s 11 --threads 2 -n 100 -i "Once upon" > $D/quiet.txt 2>/dev/null
+    spin() { local end=$((SECONDS + 20)); while [ $SECONDS -lt $end ]; do :; done; }
+    spin & s1=$!; spin & s2=$!
+    for th in 1 2 3; do
+        $SPECDEC $M -d $D/draft.bin -t 0.9 -s 11 --threads $th -n 100 -i "Once upon" > $D/busy.txt 2>/dev/null
+        if cmp -s $D/quiet.txt $D/busy.txt; then ok; else bad "a busy machine, --threads $th: the text changed"; fi
+    done
+    kill $s1 $s2 2>/dev/null; wait $s1 $s2 2>/dev/null
+    for n in 7 33 64; do
+        $SPECDEC $M -d $D/draft.bin -t 0.9 -s 11 --threads 2 -n $n -i "Once upon" > $D/short.txt 2>/dev/null
+        a=$(tr -d '\n' < $D/short.txt); b=$(tr -d '\n' < $D/quiet.txt)
+        if [ "${b#"$a"}" != "$b" ]; then ok; else bad "auto-K at t = 0.9: -n $n is not a prefix of -n 100"; fi
+    done
+    echo "busy machine: 1, 2, 3 threads beside two spinning processes print the quiet run's text; -n 7, 33, 64 are its prefixes"
+fi
 
 # ---- the scalar build prints the same text as the AVX2 build
 if [ -n "$SCALAR" ]; then

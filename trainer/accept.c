@@ -79,8 +79,7 @@ static double draft_acceptance(Transformer *target, const char *draft_path, Toke
             generate_spec(&sp, &st, tokens, n, &o);
         }
         Output none = {0};
-        Report rp = {.mode = "spec", .threads = 1, .temperature = (float)ti, .top_p = 1.0f,
-                     .out = &none, .sp = &sp, .st = &st, .target_step = 1.0};
+        Report rp = {.out = &none, .sp = &sp, .st = &st, .target_step = 1.0};
         SpecSummary m = summarize(&rp);
         printf("%-34s t=%d K=4: a = %.3f per examined draft, accepted/drafted = %.3f, "
                "tokens per round %.2f (%ld rounds)\n", draft_path, ti, m.a, m.acceptance_rate,
