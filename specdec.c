@@ -35,24 +35,24 @@
 //
 // CONTENTS (line numbers; test/cli.sh checks them)
 //   124-212   The data
-//   214-262   The kernel contract
-//   264-497   Forward
-//   499-658   Sampler
-//   660-746   The speculative step
-//   748-1039  Drafters
-//  1041-1166  The speculative round
-//  1168-1436  Tree speculation
-//  1438-1515  Generation
-//  1517-1679  main
-//  1681-1819  Appendix A. Errors and memory
-//  1821-2266  Appendix B. Loading
-//  2268-2983  Appendix C. Math kernels
-//  2985-3286  Appendix D. Threads
-//  3288-3445  Appendix E. Tokenizer
-//  3447-3530  Appendix F. Auto-K (-k 0)
-//  3532-3883  Appendix G. Statistics
-//  3885-3930  Appendix H. The text on stdout
-//  3932-4146  Appendix I. Command line
+//   214-263   The kernel contract
+//   265-498   Forward
+//   500-659   Sampler
+//   661-747   The speculative step
+//   749-1040  Drafters
+//  1042-1167  The speculative round
+//  1169-1437  Tree speculation
+//  1439-1516  Generation
+//  1518-1680  main
+//  1682-1820  Appendix A. Errors and memory
+//  1822-2267  Appendix B. Loading
+//  2269-2984  Appendix C. Math kernels
+//  2986-3287  Appendix D. Threads
+//  3289-3446  Appendix E. Tokenizer
+//  3448-3531  Appendix F. Auto-K (-k 0)
+//  3533-3884  Appendix G. Statistics
+//  3886-3931  Appendix H. The text on stdout
+//  3933-4147  Appendix I. Command line
 //
 // Build: cc -std=c11 -O3 -mavx2 -mfma -ffp-contract=off -pthread specdec.c -lm
 #define _POSIX_C_SOURCE 200809L
@@ -224,11 +224,12 @@ typedef struct {
 static void matmul_panels(float *out, const float *x, int T, const Matrix *m, int p0, int p1);
 // silu(v) = v * (1 / (1 + exp(-v))), exp by a fixed polynomial (Appendix C)
 static float silu(float v);
-// x (T,n), weight (n) -> out (T,n) = weight * x / sqrt(mean(x^2) + 1e-5)
+// x (T,n), weight (n) -> out (T,n): s = 1 / sqrtf(dot(x, x) / n + 1e-5), out = weight * (s * x),
+// each product rounded in that order (dot: the 8-lane sum)
 static void rmsnorm(float *out, const float *x, const float *weight, int T, int n);
 // v (n_heads*hs) in place: each pair (v[2i], v[2i+1]) rotated by the position's angle
 static void rope(float *v, const float *cos_row, const float *sin_row, int n_heads, int hs);
-// h1, h3 (n) -> out (n) = silu(h1) * h3, silu(v) = v / (1 + exp(-v))
+// h1, h3 (n) -> out (n) = silu(h1) * h3, silu as above
 static void swiglu(float *out, const float *h1, const float *h3, int n);
 // query (Q <= 6) pointers to (hs), kc (n_blocks, hs, LANES) -> s (Q) pointers to (LANES n_blocks):
 // s[i][t] = query[i] . key_t
@@ -241,7 +242,7 @@ static void attention_values(float *const *out, const float *const *e, int Q, co
 static float exp_and_sum(float *x, int n, float max);
 // the largest of x (n)
 static float max_of(const float *x, int n);
-// x (n) in place: exp(x - max) / sum
+// x (n) in place: x[i] = exp(x[i] - max) / sum (a division, not a product by 1 / sum)
 static void softmax(float *x, int n);
 
 // Threads (Appendix D): run job(arg, tid, n) for tid = 0..n-1, the caller as 0;
@@ -2944,7 +2945,7 @@ static UNUSED_OK void softmax(float *x, int n) {
     for (int i = 0; i < n; i++) x[i] /= sum;
 }
 
-// RMSNorm: out = weight * x / sqrt(mean(x^2) + 1e-5), for T rows of n.
+// RMSNorm for T rows of n: s = 1 / sqrtf(dot(x, x) / n + 1e-5), out = weight * (s * x).
 // x (T,n), weight (n) -> out (T,n)
 static void rmsnorm(float *out, const float *x, const float *weight, int T, int n) {
     for (int t = 0; t < T; t++) {
@@ -2971,7 +2972,7 @@ static void rope(float *v, const float *cos_row, const float *sin_row, int n_hea
 static float silu(float v) { return v * (1.0f / (1.0f + exp_canonical(-v))); }
 
 // SwiGLU on one 16-column block pair: out[j] = silu(h1[j]) * h3[j] for j < n,
-// silu(v) = v * sigmoid(v) = v / (1 + exp(-v)). h1, h3 (n) -> out (n)
+// silu(v) = v * (1 / (1 + exp(-v))), rounded in that order. h1, h3 (n) -> out (n)
 static void swiglu(float *out, const float *h1, const float *h3, int n) {
     int j = 0;
     for (; j + VL <= n; j += VL) {
