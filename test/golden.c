@@ -166,7 +166,8 @@ static void write_run(FILE *f, FILE *pq, const char *target, const char *draft, 
 
 // A tree run (--tree 4,2,1, t = 0.8, top-k 3: q holds at most 3 tokens, so the
 // root's fourth candidate is the best remaining draft logit): round by round
-// the tree's nodes, then each decided position's last tested candidate.
+// the tree's nodes, then each decided position's last tested candidate, up to
+// the 40th new token (the last round's tree is whole, as specdec builds it).
 static void write_tree_run(FILE *f, const char *target, const char *draft, Tokenizer *tok) {
     Transformer tg, dr;
     build_transformer(&tg, target, MAX_ROWS, NULL, 1);
@@ -184,14 +185,14 @@ static void write_tree_run(FILE *f, const char *target, const char *draft, Token
             "(%d ids), %d new tokens, draft in %s\n", s.temperature, n, RUN_NEW, WEIGHTS_NAME[DRAFT_WEIGHTS]);
     forward_chunked(&tg, tokens, n - 1, 0);
     for (int round = 1; n - start < RUN_NEW; round++) {
-        int want = RUN_NEW - (n - start), k = 3 < want - 1 ? 3 : want - 1;
+        int k = 3; // a static tree is never cut by -n (start_round): the last round decides past it
         Round rd = tree_step(&sp, tokens, n, k);
         const Tree *t = &sp.tree;
         fprintf(f, "round %d at position %d, depth %d, %d nodes\n", round, n, k, t->n);
         for (int v = 1; v < t->n; v++)
             fprintf(f, "  node %d: under %d, token %d, %s\n", v, t->parent[v], t->token[v],
                     t->onehot[v] ? "best logit" : "drawn");
-        for (int i = 0; i < rd.committed; i++) {
+        for (int i = 0; i < rd.committed && n + i - start < RUN_NEW; i++) { // what specdec prints
             const Verdict *v = &sp.verdicts[i];
             int node = i ? sp.path[i - 1] : 0;
             fprintf(f, "  position %d: ", n + i);

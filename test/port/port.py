@@ -683,7 +683,7 @@ def tree_run(target, draft, tok, memo_t, memo_d, branch=(4, 2, 1), seed=42, n_ne
     rnd = 0
     while len(tokens) - n0 < n_new:
         n = len(tokens)
-        k = min(len(branch), n_new - (n - n0) - 1)
+        k = min(len(branch), target.seq_len - 1 - n)     # never cut by -n (8.2a)
         rnd += 1
         # the tree: node 0 the root; (token, parent, depth, onehot); q and logits per node
         nodes = [(tokens[-1], -1, 0, False)]
@@ -720,6 +720,7 @@ def tree_run(target, draft, tok, memo_t, memo_d, branch=(4, 2, 1), seed=42, n_ne
         for v in range(1, len(nodes)):
             x, u, _, onehot = nodes[v]
             lines.append('  node %d: under %d, token %d, %s' % (v, u, x, 'best logit' if onehot else 'drawn'))
+        walk = []                       # the decided positions' lines
         v = 0
         while True:
             pos = n + nodes[v][2]
@@ -735,7 +736,7 @@ def tree_run(target, draft, tok, memo_t, memo_d, branch=(4, 2, 1), seed=42, n_ne
                     q = sampler.probs(logits(draft, memo_d, seq))
                 else:
                     t = sample(p, d)
-                    lines.append('  position %d: no proposal d %s -> token %d' % (pos, g9(d), t))
+                    walk.append('  position %d: no proposal d %s -> token %d' % (pos, g9(d), t))
                     path_of[v] = path_of[v] + [t]
                     break
                 x = sample(q, d)
@@ -744,11 +745,11 @@ def tree_run(target, draft, tok, memo_t, memo_d, branch=(4, 2, 1), seed=42, n_ne
                     pos, x, g9(d), g9(q[x]), g9(p[x]), g9(ratio), g9(u))
                 if u < ratio:
                     t = x
-                    lines.append(head + ' accept -> token %d' % t)
+                    walk.append(head + ' accept -> token %d' % t)
                 else:
                     res, mass = residual(p, q)
                     t = sample(res, r)
-                    lines.append(head + ' reject residual_mass %s r %s -> token %d' % (g9(mass), g9(r), t))
+                    walk.append(head + ' reject residual_mass %s r %s -> token %d' % (g9(mass), g9(r), t))
                 path_of[v] = path_of[v] + [t]
                 break
             q = list(qs[v])
@@ -765,17 +766,18 @@ def tree_run(target, draft, tok, memo_t, memo_d, branch=(4, 2, 1), seed=42, n_ne
                     pos, j + 1, len(kids[v]), x, g9(dj), g9(qj[x]), g9(p[x]), g9(ratio), g9(uj))
                 if uj < ratio:
                     child = c
-                    lines.append(head + ' accept -> token %d' % x)
+                    walk.append(head + ' accept -> token %d' % x)
                     break
                 p, mass = residual(p, qj)
                 if not onehot:
                     q, _ = remove_candidate(q, x)
             if child is None:
                 t = sample(p, r)
-                lines.append(head + ' reject residual_mass %s r %s -> token %d' % (g9(mass), g9(r), t))
+                walk.append(head + ' reject residual_mass %s r %s -> token %d' % (g9(mass), g9(r), t))
                 path_of[v] = path_of[v] + [t]
                 break
             v = child
+        lines += walk[:n0 + n_new - n]   # positions past -n are decided, not printed
         tokens = tokens + path_of[v]
     return lines
 
