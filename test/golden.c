@@ -16,6 +16,11 @@
 //                       residual mass and resample coin, the committed token
 //     pq_MODEL_S.txt    for the same run, p and q in full at the positions decided
 //                       by a residual draw (every entry where p or q is nonzero)
+//     tree_random.txt   a --tree 4,2,1 run: each round's nodes and decided positions
+//     run_random_D_S.txt  spec runs with -d lookup, medusa, eagle (random heads and
+//                       drafter, written here too) and the f32 draft at --lenience 0.5
+//     plain_random_M_S.txt  -m target, -m draft (f32): each position's coin and token
+//     text_random.txt   what specdec prints for the -m target run's ids and the hard strings'
 // Every float is printed exactly (%a, or %.9g, which reads back to the same float).
 #define TESTING
 #include "../specdec.c"
