@@ -16,6 +16,11 @@
 //                       residual mass and resample coin, the committed token
 //     pq_MODEL_S.txt    for the same run, p and q in full at the positions decided
 //                       by a residual draw (every entry where p or q is nonzero)
+//     tree_random.txt   a --tree 4,2,1 run: each round's nodes and decided positions
+//     run_random_D_S.txt  spec runs with -d lookup, medusa, eagle (random heads and
+//                       drafter, written here too) and the f32 draft at --lenience 0.5
+//     plain_random_M_S.txt  -m target, -m draft (f32): each position's coin and token
+//     text_random.txt   what specdec prints for the -m target run's ids and the hard strings'
 // Every float is printed exactly (%a, or %.9g, which reads back to the same float).
 #define TESTING
 #include "../specdec.c"
@@ -166,7 +171,8 @@ static void write_run(FILE *f, FILE *pq, const char *target, const char *draft, 
 
 // A tree run (--tree 4,2,1, t = 0.8, top-k 3: q holds at most 3 tokens, so the
 // root's fourth candidate is the best remaining draft logit): round by round
-// the tree's nodes, then each decided position's last tested candidate.
+// the tree's nodes, then each decided position's last tested candidate, up to
+// the 40th new token (the last round's tree is whole, as specdec builds it).
 static void write_tree_run(FILE *f, const char *target, const char *draft, Tokenizer *tok) {
     Transformer tg, dr;
     build_transformer(&tg, target, MAX_ROWS, NULL, 1);
@@ -184,14 +190,14 @@ static void write_tree_run(FILE *f, const char *target, const char *draft, Token
             "(%d ids), %d new tokens, draft in %s\n", s.temperature, n, RUN_NEW, WEIGHTS_NAME[DRAFT_WEIGHTS]);
     forward_chunked(&tg, tokens, n - 1, 0);
     for (int round = 1; n - start < RUN_NEW; round++) {
-        int want = RUN_NEW - (n - start), k = 3 < want - 1 ? 3 : want - 1;
+        int k = 3; // a static tree is never cut by -n (start_round): the last round decides past it
         Round rd = tree_step(&sp, tokens, n, k);
         const Tree *t = &sp.tree;
         fprintf(f, "round %d at position %d, depth %d, %d nodes\n", round, n, k, t->n);
         for (int v = 1; v < t->n; v++)
             fprintf(f, "  node %d: under %d, token %d, %s\n", v, t->parent[v], t->token[v],
                     t->onehot[v] ? "best logit" : "drawn");
-        for (int i = 0; i < rd.committed; i++) {
+        for (int i = 0; i < rd.committed && n + i - start < RUN_NEW; i++) { // what specdec prints
             const Verdict *v = &sp.verdicts[i];
             int node = i ? sp.path[i - 1] : 0;
             fprintf(f, "  position %d: ", n + i);
@@ -208,6 +214,205 @@ static void write_tree_run(FILE *f, const char *target, const char *draft, Token
     free_sampler(&s);
     free_transformer(&tg);
     free_transformer(&dr);
+}
+
+// ---- the drafters, lenience, plain decoding and the decoded text (files of
+// their own, all on the random model, none on the int8 draft: a model draft runs
+// its f32 weights, as --draft-weights f32)
+
+// One decided position of a round, as run_M_S.txt prints it (lenience l: the
+// ratio min(1, p/(l q)); a position without a proposal: drawn from p alone)
+static void write_verdict(FILE *f, const Verdict *v, int pos, float l) {
+    fprintf(f, "  position %d: ", pos);
+    if (v->x < 0) {
+        fprintf(f, "no proposal d %.9g -> token %d\n", v->d, v->token);
+        return;
+    }
+    fprintf(f, "x %d d %.9g q %.9g p %.9g ratio %.9g u %.9g %s", v->x, v->d, v->q, v->p,
+            acceptance_ratio(v->p, v->q, l), v->u, v->accepted ? "accept" : "reject");
+    if (!v->accepted) fprintf(f, " residual_mass %.9g r %.9g", v->residual_mass, v->r);
+    fprintf(f, " -> token %d\n", v->token);
+}
+
+// A spec run with sp's drafter as generate_spec runs it (the prefill, the
+// drafter rewound and shown the prefill's last row, then rounds of up to K
+// proposals: a drafter may make fewer), RUN_NEW new tokens, every decided
+// position printed. tokens holds the prompt's n ids.
+static void write_rounds(FILE *f, Speculator *sp, int *tokens, int n, int K) {
+    Drafter *d = sp->drafter;
+    int start = n;
+    forward_chunked(sp->target, tokens, n - 1, 0);
+    if (d->rewind) d->rewind(d, 0);
+    if (d->observe) d->observe(d, n > 1 ? (n - 2) % sp->target->max_rows : -1, n - 2);
+    for (int round = 1; n - start < RUN_NEW; round++) {
+        int want = RUN_NEW - (n - start), k = K < want - 1 ? K : want - 1;
+        Round rd = speculative_step(sp, tokens, n, k);
+        fprintf(f, "round %d at position %d, K = %d\n", round, n, k);
+        for (int i = 0; i < rd.committed; i++) {
+            write_verdict(f, &sp->verdicts[i], n + i, sp->lenience);
+            if (tokens[n + i] == TOKEN_BOS || tokens[n + i] == TOKEN_EOS) die("golden: a run met BOS or EOS");
+        }
+        n += rd.committed;
+    }
+}
+
+// The sampling settings of the files below, and the random model's paths
+static const Setting T1 = {"t1", 1, 1, 0, 0}, T08 = {"t0.8_p0.9_k40", 0.8f, 0.9f, 40, 0};
+#define GOLDEN_TARGET "build/test/golden_target.bin"
+#define GOLDEN_DRAFT "build/test/golden_draft.bin"
+#define GOLDEN_MEDUSA "build/test/golden_medusa.bin"
+#define GOLDEN_EAGLE "build/test/golden_eagle.bin"
+
+// run_random_DRAFTER_S.txt: -d lookup (n-grams 1..3, K = 4), -d medusa (3 heads, K = 3),
+// -d eagle (K = 4) or the f32 draft model with --lenience l < 1 (K = 4)
+static void write_drafter_run(FILE *f, const char *drafter, float lenience, Tokenizer *tok, const Setting *st) {
+    Transformer tg, dr;
+    build_transformer(&tg, GOLDEN_TARGET, MAX_ROWS, NULL, 1);
+    int V = tg.config.vocab_size, K = 4;
+    Sampler s;
+    build_sampler(&s, V, st->t, st->top_p, st->top_k);
+    Rng rng;
+    rng_seed(&rng, 42);
+    ModelDrafter md;
+    LookupDrafter lk;
+    MedusaDrafter mh;
+    EagleDrafter ed;
+    Drafter *d;
+    if (!strcmp(drafter, "lookup")) d = lookup_drafter(&lk, 1, 3, V);
+    else if (!strcmp(drafter, "medusa")) d = medusa_drafter(&mh, GOLDEN_MEDUSA, &tg, &s), K = mh.n_heads;
+    else if (!strcmp(drafter, "eagle")) d = eagle_drafter(&ed, GOLDEN_EAGLE, &tg, &s);
+    else {
+        build_transformer_as(&dr, GOLDEN_DRAFT, MAX_ROWS, NULL, 1, WEIGHTS_F32);
+        d = model_drafter(&md, &dr, &s);
+    }
+    Speculator sp;
+    build_speculator(&sp, &tg, d, &s, &rng);
+    sp.lenience = lenience;
+    int tokens[512], n = encode(tok, tokens, "Once upon a time", 1, 0);
+    fprintf(f, "spec run: -d %s, K = %d, t = %.9g, top-p %.9g, top-k %d, seed 42, prompt \"Once upon a time\" "
+            "(%d ids), %d new tokens", d->model ? "model (f32)" : drafter, K, st->t, st->top_p, st->top_k, n,
+            RUN_NEW);
+    if (lenience < 1.0f) fprintf(f, ", lenience %.9g", lenience);
+    fprintf(f, "\n");
+    if (!strcmp(drafter, "medusa")) write_file_hash(f, "medusa", GOLDEN_MEDUSA);
+    if (!strcmp(drafter, "eagle")) write_file_hash(f, "eagle", GOLDEN_EAGLE);
+    write_rounds(f, &sp, tokens, n, K);
+    free_speculator(&sp);
+    if (d->model) free_transformer(&dr);
+    if (d->free) d->free(d);
+    free_sampler(&s);
+    free_transformer(&tg);
+}
+
+// plain_random_MODEL_S.txt: -m target or -m draft (f32), generate_plain's tokens and
+// their draw coins; the run's ids (the prompt's, then the new) into ids, their count returned
+static int write_plain_run(FILE *f, const char *mode, Tokenizer *tok, const Setting *st, int *ids) {
+    Transformer tr;
+    int draft = !strcmp(mode, "draft");
+    build_transformer_as(&tr, draft ? GOLDEN_DRAFT : GOLDEN_TARGET, MAX_ROWS, NULL, 1, WEIGHTS_F32);
+    Sampler s;
+    build_sampler(&s, tr.config.vocab_size, st->t, st->top_p, st->top_k);
+    Rng rng;
+    rng_seed(&rng, 42);
+    int tokens[512], generated[RUN_NEW + 1], n = encode(tok, tokens, "Once upon a time", 1, 0), start = n;
+    Output o = {.tok = tok, .quiet = 1, .generated = generated, .max_new = RUN_NEW};
+    start_output(&o, tokens, n);
+    n = generate_plain(&tr, &s, &rng, tokens, n, &o);
+    if (o.n_generated != RUN_NEW) die("golden: the plain run met BOS, EOS or the context's end");
+    fprintf(f, "plain run: -m %s%s, t = %.9g, top-p %.9g, top-k %d, seed 42, prompt \"Once upon a time\" "
+            "(%d ids), %d new tokens\n", mode, draft ? " (f32)" : "", st->t, st->top_p, st->top_k, start, RUN_NEW);
+    for (int i = start; i < start + RUN_NEW; i++)
+        fprintf(f, "  position %d: d %.9g -> token %d\n", i, coin_at(&rng, i, COIN_DRAW), tokens[i]);
+    memcpy(ids, tokens, (size_t)(start + RUN_NEW) * sizeof(int));
+    free_sampler(&s);
+    free_transformer(&tr);
+    return start + RUN_NEW;
+}
+
+// What print_piece writes for piece (at most room bytes), caught from stdout
+static size_t printed_bytes(const char *piece, unsigned char *out, size_t room) {
+    FILE *tmp = tmpfile();
+    fflush(stdout);
+    int saved = dup(1);
+    if (!tmp || saved < 0 || dup2(fileno(tmp), 1) < 0) die("golden: cannot catch stdout");
+    print_piece(piece);
+    fflush(stdout);
+    dup2(saved, 1);
+    close(saved);
+    rewind(tmp);
+    size_t n = fread(out, 1, room, tmp);
+    fclose(tmp);
+    return n;
+}
+
+static void write_hex(FILE *f, const unsigned char *b, size_t n) {
+    for (size_t i = 0; i < n; i++) fprintf(f, "%02x", b[i]);
+}
+
+// The text specdec prints for ids (BOS first): each id after the first as
+// decode_piece(previous id, id) through print_piece; per id when `each`
+static void write_text(FILE *f, const Tokenizer *tok, const int *ids, int n, int each) {
+    unsigned char text[4096], b[64];
+    size_t len = 0;
+    for (int i = 1; i < n; i++) {
+        const char *piece = decode_piece(tok, ids[i - 1], ids[i]);
+        size_t m = printed_bytes(piece, b, sizeof(b));
+        if (each) {
+            fprintf(f, "  position %d: id %d after %d: piece ", i, ids[i], ids[i - 1]);
+            write_hex(f, (const unsigned char *)piece, strlen(piece));
+            fprintf(f, strlen(piece) ? " -> printed " : "(empty) -> printed ");
+            write_hex(f, b, m);
+            fprintf(f, m ? "\n" : "(nothing)\n");
+        }
+        if (len + m > sizeof(text)) die("golden: text too long");
+        memcpy(text + len, b, m);
+        len += m;
+    }
+    fprintf(f, "text: %zu bytes ", len);
+    write_hex(f, text, len);
+    fprintf(f, "\n");
+}
+
+// text_random.txt: the plain target run's ids, then each hard string's, decoded
+static void write_text_file(FILE *f, Tokenizer *tok, const int *ids, int n) {
+    fprintf(f, "decoded text of plain_random_target_t1.txt (the prompt's ids after BOS, then the %d new)\n",
+            RUN_NEW);
+    write_text(f, tok, ids, n, 1);
+    for (size_t i = 0; i < sizeof(HARD) / sizeof(HARD[0]); i++) {
+        int hard[256], m = encode(tok, hard, HARD[i], 1, 0);
+        fprintf(f, "decoded ids %zu of tokens_random.txt: ", i);
+        write_text(f, tok, hard, m, 0);
+    }
+}
+
+static void write_random_extras(const char *dir) {
+    write_random_medusa(GOLDEN_MEDUSA, 3, 64, 400, 7, 0.05f);
+    write_random_eagle(GOLDEN_EAGLE, 64, 400, 96, 8, 0.05f);
+    Tokenizer tok;
+    build_tokenizer(&tok, "build/test/golden_tok.bin", 0);
+    FILE *f = open_out(dir, "run_random_lookup_t0.8_p0.9_k40.txt");
+    write_drafter_run(f, "lookup", 1.0f, &tok, &T08);
+    fclose(f);
+    f = open_out(dir, "run_random_medusa_t1.txt");
+    write_drafter_run(f, "medusa", 1.0f, &tok, &T1);
+    fclose(f);
+    f = open_out(dir, "run_random_eagle_t1.txt");
+    write_drafter_run(f, "eagle", 1.0f, &tok, &T1);
+    fclose(f);
+    f = open_out(dir, "run_random_lenience0.5_t1.txt");
+    write_drafter_run(f, "model", 0.5f, &tok, &T1);
+    fclose(f);
+    int ids[512], n;
+    f = open_out(dir, "plain_random_draft_t0.8_p0.9_k40.txt");
+    write_plain_run(f, "draft", &tok, &T08, ids);
+    fclose(f);
+    f = open_out(dir, "plain_random_target_t1.txt");
+    n = write_plain_run(f, "target", &tok, &T1, ids);
+    fclose(f);
+    f = open_out(dir, "text_random.txt");
+    write_text_file(f, &tok, ids, n);
+    fclose(f);
+    free_tokenizer(&tok);
 }
 
 static void write_model(const char *dir, const char *name, const char *target, const char *draft,
@@ -263,6 +468,7 @@ int main(int argc, char **argv) {
     write_tree_run(f, "build/test/golden_target.bin", "build/test/golden_draft.bin", &rtok);
     fclose(f);
     free_tokenizer(&rtok);
+    write_random_extras(dir);
     if (access("weights/target.bin", R_OK) == 0 && access("weights/draft.bin", R_OK) == 0 &&
         access("tokenizer.bin", R_OK) == 0)
         write_model(dir, "shipped", "weights/target.bin", "weights/draft.bin", "tokenizer.bin", shipped, 3);

@@ -34,15 +34,8 @@ int main(int argc, char **argv) {
     if (argc == 6 && !strcmp(argv[1], "--medusa")) {
         Transformer t;
         build_transformer(&t, argv[2], 1, NULL, 1);
-        int H = atoi(argv[4]), dim = t.config.dim;
-        size_t n = medusa_n_floats(H, dim), per = (size_t)dim * dim + (size_t)dim;
-        float *w = xmalloc(n * sizeof(float), "heads");
-        Rng r;
-        rng_seed(&r, strtoull(argv[5], NULL, 10));
-        for (size_t i = 0; i < n; i++) w[i] = i % per < (size_t)dim * dim ? uniform(&r, 0.05f) : 0.0f;
-        if (H < 1 || H > MEDUSA_MAX_HEADS || write_medusa(argv[3], H, dim, t.config.vocab_size, w))
-            die("%s: cannot write %d heads", argv[3], H);
-        xfree(w);
+        write_random_medusa(argv[3], atoi(argv[4]), t.config.dim, t.config.vocab_size, strtoull(argv[5], NULL, 10),
+                            0.05f);
         free_transformer(&t);
         return 0;
     }

@@ -251,6 +251,18 @@ static void write_embedded_medusa(const char *path, const char *in, int scale) {
     xfree(file);
 }
 
+// H random Medusa heads for a target of dim and vocab (W uniform in +-a, b zero)
+static void write_random_medusa(const char *path, int H, int dim, int vocab, uint64_t seed, float a) {
+    size_t n = medusa_n_floats(H, dim), per = (size_t)dim * dim + (size_t)dim;
+    float *w = xmalloc(n * sizeof(float), "heads"); // zeroed
+    Rng r;
+    rng_seed(&r, seed);
+    for (size_t i = 0; i < n; i++)
+        if (i % per < (size_t)dim * dim) w[i] = uniform(&r, a);
+    if (H < 1 || H > MEDUSA_MAX_HEADS || write_medusa(path, H, dim, vocab, w)) die("%s: cannot write %d heads", path, H);
+    xfree(w);
+}
+
 // A random EAGLE drafter for a target of dim and vocab (W1, W2 uniform in +-a, b zero)
 static void write_random_eagle(const char *path, int dim, int vocab, int hidden, uint64_t seed, float a) {
     size_t n = eagle_n_floats(dim, hidden), H = (size_t)hidden, D = (size_t)dim;

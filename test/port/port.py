@@ -683,7 +683,7 @@ def tree_run(target, draft, tok, memo_t, memo_d, branch=(4, 2, 1), seed=42, n_ne
     rnd = 0
     while len(tokens) - n0 < n_new:
         n = len(tokens)
-        k = min(len(branch), n_new - (n - n0) - 1)
+        k = min(len(branch), target.seq_len - 1 - n)     # never cut by -n (8.2a)
         rnd += 1
         # the tree: node 0 the root; (token, parent, depth, onehot); q and logits per node
         nodes = [(tokens[-1], -1, 0, False)]
@@ -720,6 +720,7 @@ def tree_run(target, draft, tok, memo_t, memo_d, branch=(4, 2, 1), seed=42, n_ne
         for v in range(1, len(nodes)):
             x, u, _, onehot = nodes[v]
             lines.append('  node %d: under %d, token %d, %s' % (v, u, x, 'best logit' if onehot else 'drawn'))
+        walk = []                       # the decided positions' lines
         v = 0
         while True:
             pos = n + nodes[v][2]
@@ -735,7 +736,7 @@ def tree_run(target, draft, tok, memo_t, memo_d, branch=(4, 2, 1), seed=42, n_ne
                     q = sampler.probs(logits(draft, memo_d, seq))
                 else:
                     t = sample(p, d)
-                    lines.append('  position %d: no proposal d %s -> token %d' % (pos, g9(d), t))
+                    walk.append('  position %d: no proposal d %s -> token %d' % (pos, g9(d), t))
                     path_of[v] = path_of[v] + [t]
                     break
                 x = sample(q, d)
@@ -744,11 +745,11 @@ def tree_run(target, draft, tok, memo_t, memo_d, branch=(4, 2, 1), seed=42, n_ne
                     pos, x, g9(d), g9(q[x]), g9(p[x]), g9(ratio), g9(u))
                 if u < ratio:
                     t = x
-                    lines.append(head + ' accept -> token %d' % t)
+                    walk.append(head + ' accept -> token %d' % t)
                 else:
                     res, mass = residual(p, q)
                     t = sample(res, r)
-                    lines.append(head + ' reject residual_mass %s r %s -> token %d' % (g9(mass), g9(r), t))
+                    walk.append(head + ' reject residual_mass %s r %s -> token %d' % (g9(mass), g9(r), t))
                 path_of[v] = path_of[v] + [t]
                 break
             q = list(qs[v])
@@ -765,19 +766,297 @@ def tree_run(target, draft, tok, memo_t, memo_d, branch=(4, 2, 1), seed=42, n_ne
                     pos, j + 1, len(kids[v]), x, g9(dj), g9(qj[x]), g9(p[x]), g9(ratio), g9(uj))
                 if uj < ratio:
                     child = c
-                    lines.append(head + ' accept -> token %d' % x)
+                    walk.append(head + ' accept -> token %d' % x)
                     break
                 p, mass = residual(p, qj)
                 if not onehot:
                     q, _ = remove_candidate(q, x)
             if child is None:
                 t = sample(p, r)
-                lines.append(head + ' reject residual_mass %s r %s -> token %d' % (g9(mass), g9(r), t))
+                walk.append(head + ' reject residual_mass %s r %s -> token %d' % (g9(mass), g9(r), t))
                 path_of[v] = path_of[v] + [t]
                 break
             v = child
+        lines += walk[:n0 + n_new - n]   # positions past -n are decided, not printed
         tokens = tokens + path_of[v]
     return lines
+
+
+# ---- the other drafters, lenience, plain decoding, the text (8.1-8.3, 9.2, 11) ---------
+
+DRAFT_A = f32(0.05)
+
+
+def random_medusa_bytes(H=3, dim=64, V=400, seed=7):
+    """Section 11: every W element uniform(r7, 0.05) in file order, b zero."""
+    r = Stream(seed)
+    vals = []
+    for _ in range(H):
+        vals += [f32((2.0 * r.coin() - 1.0) * DRAFT_A) for _ in range(dim * dim)]
+        vals += [0.0] * dim
+    return struct.pack('<5i', 0x5355444d, 1, H, dim, V) + array('f', vals).tobytes()
+
+
+def random_eagle_bytes(dim=64, V=400, hidden=96, seed=8):
+    """Section 11: W1's then W2's elements uniform(r8, 0.05), b1 and b2 zero."""
+    r = Stream(seed)
+    w1 = [f32((2.0 * r.coin() - 1.0) * DRAFT_A) for _ in range(hidden * 2 * dim)]
+    w2 = [f32((2.0 * r.coin() - 1.0) * DRAFT_A) for _ in range(dim * hidden)]
+    vals = w1 + [0.0] * hidden + w2 + [0.0] * dim
+    return struct.pack('<5i', 0x4c474145, 1, dim, V, hidden) + array('f', vals).tobytes()
+
+
+def floats_of(data, at):
+    a = array('f')
+    a.frombytes(data[at:])
+    if sys.byteorder != 'little':
+        a.byteswap()
+    return a.tolist()
+
+
+def silu_vec(u):
+    """u * (1 / (1 + exp_canonical(-u))), each step rounded (4.5)."""
+    e = exp_vec([-a for a in u])
+    sig = r32([1.0 / d for d in r32([1.0 + a for a in e])])
+    return r32([a * s for a, s in zip(u, sig)])
+
+
+def hidden_state(target, memo, seq):
+    """z: the final rmsnorm(x) of the row that ran position len(seq)-1 (8.2b)."""
+    Session(target, memo).advance(seq)
+    return memo[tuple(seq)].xn
+
+
+class MedusaDraft:
+    """8.2b: head h's q for position t + 1 + h from the z of the row at t."""
+
+    def __init__(self, data, target, memo, sampler):
+        _, _, H, dim, _ = struct.unpack_from('<5i', data, 0)
+        w = floats_of(data, 20)
+        per = dim * dim + dim
+        self.heads = [(Model.columns(w[h * per:h * per + dim * dim], dim), w[h * per + dim * dim:(h + 1) * per])
+                      for h in range(H)]
+        self.t, self.memo, self.sampler = target, memo, sampler
+
+    def propose(self, tokens, m, n):
+        h = m - (n - 2) - 1                       # z from the row that ran position n-2
+        if n < 2 or not 1 <= h <= len(self.heads):
+            return None
+        z = hidden_state(self.t, self.memo, tokens[:n - 1])
+        cols, b = self.heads[h - 1]
+        u = r32([a + c for a, c in zip(matvec_cols(cols, z), b)])
+        y = r32([a + s for a, s in zip(z, silu_vec(u))])
+        return self.sampler.probs(self.t.matvec(self.t.cls, y))
+
+
+class EagleDraft:
+    """8.2c: feature 1 = step(z, token n-1), feature j = step(feature j-1, token n-2+j)."""
+
+    def __init__(self, data, target, memo, sampler):
+        _, _, dim, _, hid = struct.unpack_from('<5i', data, 0)
+        w = floats_of(data, 20)
+        self.w1 = Model.columns(w[:hid * 2 * dim], 2 * dim)
+        self.b1 = w[hid * 2 * dim:hid * 2 * dim + hid]
+        at = hid * 2 * dim + hid
+        self.w2 = Model.columns(w[at:at + dim * hid], hid)
+        self.b2 = w[at + dim * hid:at + dim * hid + dim]
+        self.dim, self.t, self.memo, self.sampler = dim, target, memo, sampler
+
+    def step(self, f, x):
+        fe = f + self.t.emb[x * self.dim:(x + 1) * self.dim]
+        h = silu_vec(r32([a + b for a, b in zip(matvec_cols(self.w1, fe), self.b1)]))
+        o = matvec_cols(self.w2, h)
+        return r32([a + c for a, c in zip(f, r32([a + b for a, b in zip(o, self.b2)]))])
+
+    def propose(self, tokens, m, n):
+        j = m - (n - 2) - 1
+        if n < 2 or j < 1:
+            return None
+        f = hidden_state(self.t, self.memo, tokens[:n - 1])
+        for i in range(1, j + 1):
+            f = self.step(f, tokens[n - 2 + i])
+        return self.sampler.probs(self.t.matvec(self.t.cls, f))
+
+
+class LookupDraft:
+    """8.2d: the token after the latest earlier occurrence of the last g tokens; q one-hot."""
+
+    def __init__(self, V, ngram_min=1, ngram_max=3):
+        self.V, self.lo, self.hi = V, ngram_min, ngram_max
+
+    def propose(self, tokens, m, n):
+        for g in range(min(self.hi, m - 1), self.lo - 1, -1):
+            for j in range(m - g - 1, -1, -1):
+                if tokens[j:j + g] == tokens[m - g:m]:
+                    q = [0.0] * self.V
+                    q[tokens[j + g]] = 1.0
+                    return q
+        return None
+
+
+class ModelDraft:
+    def __init__(self, draft, memo, sampler):
+        self.d, self.memo, self.sampler = draft, memo, sampler
+
+    def propose(self, tokens, m, n):
+        if m > self.d.seq_len:
+            return None
+        return self.sampler.probs(Session(self.d, self.memo).logits(tokens[:m]))
+
+
+def decide_lenient(p, q, x, u, r, l):
+    """8.1 with lenience l: (ratio, accepted, mass, token)."""
+    lq = f32(l * q[x])
+    ratio = 1.0 if lq <= 0 else ratio_of(p[x], lq)
+    if u < ratio:
+        return ratio, True, None, x
+    res, mass = [], 0.0
+    for a, b in zip(p, q):
+        b = f32(l * b)
+        v = f32(a - b) if a > b else 0.0
+        res.append(v)
+        mass = f32(mass + v)
+    res = p if mass <= 0 else r32([v / mass for v in res])
+    return ratio, False, mass, sample(res, r)
+
+
+def drafter_run(target, tok, sampler, drafter, K, memo_t, lenience=1.0, seed=42, n_new=40):
+    """Rounds as 8.2 and 8.3 run them, any drafter: the run file's position lines."""
+    tokens = tok.encode(PROMPT)
+    n0 = len(tokens)
+    key = key_of(seed)
+    lines, rnd = [], 0
+    while len(tokens) - n0 < n_new:
+        n = len(tokens)
+        k = max(0, min(K, n_new - (n - n0) - 1, target.seq_len - 1 - n))
+        rnd += 1
+        lines.append('round %d at position %d, K = %d' % (rnd, n, k))
+        drafts, ctx = [], list(tokens)
+        for i in range(k):                      # 1. draft, until a position has no proposal
+            q = drafter.propose(ctx, n + i, n)
+            if q is None:
+                break
+            x = sample(q, coin_of(element(key, 4 * (n + i) + DRAW)))
+            drafts.append((q, x))
+            ctx.append(x)
+        for i in range(len(drafts) + 1):        # 3. decide, position by position
+            m = n + i
+            d, u, r = (coin_of(element(key, 4 * m + c)) for c in (DRAW, ACCEPT, RESAMPLE))
+            p = sampler.probs(Session(target, memo_t).logits(tokens))
+            if i < len(drafts):
+                q, x = drafts[i]
+            else:
+                q = drafter.propose(tokens, m, n)
+                if q is None:
+                    t = sample(p, d)
+                    lines.append('  position %d: no proposal d %s -> token %d' % (m, g9(d), t))
+                    tokens.append(t)
+                    break
+                x = sample(q, d)
+            ratio, ok, mass, t = decide_lenient(p, q, x, u, r, lenience)
+            head = '  position %d: x %d d %s q %s p %s ratio %s u %s' % (
+                m, x, g9(d), g9(q[x]), g9(p[x]), g9(ratio), g9(u))
+            lines.append(head + (' accept -> token %d' % t if ok else
+                                 ' reject residual_mass %s r %s -> token %d' % (g9(mass), g9(r), t)))
+            if t in (1, 2):
+                raise ValueError('a golden run met BOS or EOS')
+            tokens.append(t)
+            if not ok:
+                break
+    return lines
+
+
+def drafter_file(target, tok, memo_t, which, setting, data=None, path=None, draft=None, memo_d=None):
+    label, T, top_p, top_k = setting
+    sampler = Sampler(T, top_p, top_k)
+    K, lenience, extra = 4, 1.0, []
+    if which == 'lookup':
+        drafter = LookupDraft(target.V)
+    elif which == 'medusa':
+        drafter = MedusaDraft(data, target, memo_t, sampler)
+        K = len(drafter.heads)
+    elif which == 'eagle':
+        drafter = EagleDraft(data, target, memo_t, sampler)
+    else:
+        drafter, lenience = ModelDraft(draft, memo_d, sampler), 0.5
+    if data is not None:
+        extra = ['%s %s: %d bytes, fnv1a %016x' % (which, path, len(data), fnv1a(data))]
+    head = ('spec run: -d %s, K = %d, t = %s, top-p %s, top-k %d, seed 42, prompt "Once upon a time" '
+            '(%d ids), 40 new tokens%s' % ('model (f32)' if draft else which, K, g9(sampler.T),
+                                           g9(sampler.top_p), top_k, len(tok.encode(PROMPT)),
+                                           ', lenience %s' % g9(lenience) if lenience < 1 else ''))
+    return [head] + extra + drafter_run(target, tok, sampler, drafter, K, memo_t, lenience)
+
+
+def plain_file(model, tok, memo, mode, setting, seed=42, n_new=40):
+    """8.3's plain decoding; returns the file's lines and the run's ids."""
+    label, T, top_p, top_k = setting
+    sampler = Sampler(T, top_p, top_k)
+    tokens = tok.encode(PROMPT)
+    n0 = len(tokens)
+    lines = ['plain run: -m %s%s, t = %s, top-p %s, top-k %d, seed 42, prompt "Once upon a time" '
+             '(%d ids), %d new tokens' % (mode, ' (f32)' if mode == 'draft' else '', g9(sampler.T),
+                                          g9(sampler.top_p), top_k, n0, n_new)]
+    for m in range(n0, n0 + n_new):
+        d = coin(seed, m, DRAW)
+        t = sample(sampler.probs(Session(model, memo).logits(tokens)), d)
+        lines.append('  position %d: d %s -> token %d' % (m, g9(d), t))
+        tokens.append(t)
+    return lines, tokens
+
+
+def piece_text(tok, prev, t):
+    """9.2: the decoded text of t after prev."""
+    if 3 <= t < 259:
+        return bytes([t - 3]) if t > 3 else b''
+    piece = tok.pieces[t].split(b'\0')[0]
+    if prev == 1 and piece[:1] == b' ':
+        piece = piece[1:]
+    return piece
+
+
+def printed(piece):
+    if len(piece) == 1 and (piece[0] <= 0x08 or 0x0e <= piece[0] <= 0x1f or piece[0] == 0x7f):
+        return b''
+    return piece
+
+
+def text_lines(tok, ids, each):
+    out, text = [], b''
+    for i in range(1, len(ids)):
+        piece = piece_text(tok, ids[i - 1], ids[i])
+        b = printed(piece)
+        if each:
+            out.append('  position %d: id %d after %d: piece %s -> printed %s' % (
+                i, ids[i], ids[i - 1], piece.hex() if piece else '(empty)', b.hex() if b else '(nothing)'))
+        text += b
+    return out, 'text: %d bytes %s' % (len(text), text.hex())
+
+
+def text_file(tok, ids):
+    lines, total = text_lines(tok, ids, True)
+    out = ['decoded text of plain_random_target_t1.txt (the prompt\'s ids after BOS, then the 40 new)']
+    out += lines + [total]
+    for i, s in enumerate(HARD):
+        out.append('decoded ids %d of tokens_random.txt: %s' % (i, text_lines(tok, tok.encode(s), False)[1]))
+    return out
+
+
+def drafter_files(check, target, ddata, rtok, memo_t):
+    """The random model's files for the drafters, lenience, plain decoding, the text."""
+    t1, t08 = SETTINGS[1], SETTINGS[2]
+    check('run_random_lookup_t0.8_p0.9_k40.txt', drafter_file(target, rtok, memo_t, 'lookup', t08))
+    check('run_random_medusa_t1.txt', drafter_file(target, rtok, memo_t, 'medusa', t1, random_medusa_bytes(),
+                                                   'build/test/golden_medusa.bin'))
+    check('run_random_eagle_t1.txt', drafter_file(target, rtok, memo_t, 'eagle', t1, random_eagle_bytes(),
+                                                  'build/test/golden_eagle.bin'))
+    draft32, memo_d32 = Model(ddata), {}           # the draft's f32 weights (--draft-weights f32)
+    check('run_random_lenience0.5_t1.txt', drafter_file(target, rtok, memo_t, 'model', t1, draft=draft32,
+                                                        memo_d=memo_d32))
+    check('plain_random_draft_t0.8_p0.9_k40.txt', plain_file(draft32, rtok, memo_d32, 'draft', t08)[0])
+    lines, ids = plain_file(target, rtok, memo_t, 'target', t1)
+    check('plain_random_target_t1.txt', lines)
+    check('text_random.txt', text_file(rtok, ids))
 
 
 # ---- a self-test of the exact fma ---------------------------------------------
@@ -934,6 +1213,7 @@ def main(argv):
         check('run_random_%s.txt' % s[0], run)
         check('pq_random_%s.txt' % s[0], pq)
     check('tree_random.txt', tree_run(target, draft, rtok, memo_t, memo_d))
+    drafter_files(check, target, ddata, rtok, memo_t)
 
     # the shipped pair
     with open(os.path.join(ROOT, 'tokenizer.bin'), 'rb') as f:
