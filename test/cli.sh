@@ -414,12 +414,12 @@ python3 -c "import sys;b=bytearray(open(sys.argv[1],'rb').read());b[0:4]=(1024).
 long24k=$(head -c 24000 /dev/zero | tr '\0' 'a')
 err=$(timeout 10 $SPECDEC $D/target.bin -z $D/tok1024.bin -m target -n 5 -i "$long24k" 2>&1 >/dev/null); rc=$?
 if [ $rc -eq 1 ] && grep -q "the prompt is 24000 bytes, at least" <<<"$err"; then ok; else bad "a 24,000-byte prompt, max_token_length 1024: exit $rc (124: over 10 s), $err"; fi
-expect_fail "--tree 0: expected auto, or children per level" $M --tree 0
-expect_fail "--tree 9,1: expected auto, or children per level" $M --tree 9,1
-expect_fail "--tree 8,8: expected auto, or children per level" $M --tree 8,8
-expect_fail "--tree 2,x: expected auto, or children per level" $M --tree 2,x
-expect_fail "--tree: a model draft in spec mode" $M -d lookup --tree 2,2
-expect_fail "--tree: a model draft in spec mode" $M --tree 2,2 -k 3
+expect_fail "--tree 0: expected auto, or 1..8 children per level" $M --tree 0
+expect_fail "--tree 9,1: expected auto, or 1..8 children per level" $M --tree 9,1
+expect_fail "--tree 8,8: expected auto, or 1..8 children per level" $M --tree 8,8
+expect_fail "--tree 2,x: expected auto, or 1..8 children per level" $M --tree 2,x
+expect_fail "--tree 2,2 with -d lookup: a tree needs spec mode, a draft model, -d medusa or -d eagle" $M -d lookup --tree 2,2
+expect_fail "--tree 2,2 with -k: a tree needs" $M --tree 2,2 -k 3
 echo "bad input: 67 cases, each exit 1 with a message naming the file or flag"
 
 # a prompt that (nearly) fills the context: it says so, on stderr and in the JSON
