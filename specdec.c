@@ -4056,7 +4056,8 @@ static int header_vocab(const char *path, int must) {
     int opened = f != NULL, ok = opened && fread(h, sizeof(h), 1, f) == 1, e = errno;
     if (opened) fclose(f);
     if (!ok && must)
-        die("%s: cannot read a checkpoint's header: %s", path, opened ? "shorter than 28 bytes" : strerror(e));
+        die("%s: cannot open checkpoint: %s (-m draft checks the draft against this target)", path,
+            opened ? "shorter than its 28-byte header" : strerror(e));
     return ok && h[5] != INT32_MIN ? abs(h[5]) : 0;
 }
 
