@@ -52,7 +52,7 @@
 //  3343-3426  Appendix F. Auto-K (-k 0)
 //  3428-3767  Appendix G. Statistics
 //  3769-3814  Appendix H. The text on stdout
-//  3816-4141  Appendix I. Command line
+//  3816-4144  Appendix I. Command line
 //
 // Build: cc -std=c11 -O3 -mavx2 -mfma -ffp-contract=off -pthread specdec.c -lm
 #define _POSIX_C_SOURCE 200809L
@@ -1646,7 +1646,7 @@ int main(int argc, char **argv) {
         n = generate_plain(model, &sampler, &rng, tokens, n, &out);
         rp.seconds = now_seconds() - t0;
     }
-    if (!given(&opt, "-n") && out.ended_by == END_LENGTH) out.ended_by = END_CONTEXT; // as asked: no note
+    if (!given(&opt, "-n") && out.ended_by == END_LENGTH) out.ended_by = END_CONTEXT; // the default -n: the context
     if (!opt.quiet) printf("\n");
     flush_text();
     print_report(&rp);
@@ -3931,7 +3931,8 @@ static void set_flag(Options *o, const Flag *f, const char *v) {
     unsigned long long u = 0;
     double x = f->kind == 'f' ? strtod(v, &end) : f->kind == 'i' ? (double)(n = strtoll(v, &end, 10))
              : (double)(u = strtoull(v, &end, 10)); // which would take -1 as 2^64 - 1
-    if (end == v || *end != '\0' || errno || !isfinite(x) || x < f->lo || x > f->hi || (f->kind == 'u' && strchr(v, '-')))
+    if (end == v || *end != '\0' || errno || !isfinite(x) || x < f->lo || x > f->hi ||
+        (f->kind == 'u' && strchr(v, '-')))
         bad_flag(f->flag, v, f->expected);
     if (f->kind == 'i') *(int *)(void *)at = (int)n;
     else if (f->kind == 'f') *(float *)(void *)at = (float)x;
@@ -3941,12 +3942,12 @@ static void set_flag(Options *o, const Flag *f, const char *v) {
 // --tree B1,B2,...: B_d children (1..8) under every node of depth d-1, at most
 // K_MAX levels and TREE_MAX - 1 nodes; model drafts only, the exact rule only.
 static void parse_tree(Options *o, int spec) {
+    long nodes = 0, level = 1; // refused as soon as they pass TREE_MAX - 1: no overflow
     if (!strcmp(o->tree, "auto")) o->tree_auto = 1, o->tree_depth = K_MAX;
-    else for (const char *c = o->tree;; c++) { // digits, then ',' or the end; nodes counted as they come
+    else for (const char *c = o->tree;; c++) { // digits, then ',' and more, or the end
         char *end = NULL;
-        long b = isdigit((unsigned char)*c) ? strtol(c, &end, 10) : 0, nodes = 0, level = 1;
-        for (int d = 0; d < o->tree_depth; d++) nodes += level *= o->branch[d];
-        if (b < 1 || b > 8 || (*end && *end != ',') || o->tree_depth == K_MAX || nodes + level * b > TREE_MAX - 1)
+        long b = isdigit((unsigned char)*c) ? strtol(c, &end, 10) : 0;
+        if (b < 1 || b > 8 || (*end && *end != ',') || o->tree_depth == K_MAX || (nodes += level *= b) > TREE_MAX - 1)
             die("--tree %s: expected auto, or 1..8 children per level like 3,2,1 (3 + 6 + 6 = 15 nodes), "
                 "at most %d levels and %d nodes (see specdec -h)", o->tree, K_MAX, TREE_MAX - 1);
         o->branch[o->tree_depth++] = (int)b;
@@ -4113,7 +4114,8 @@ static char *read_prompt(const Options *o) {
     if (f != stdin) fclose(f);
     if (failed) die("-f %s: cannot read the prompt: %s", path, strerror(e));
     if (n > PROMPT_MAX) die("-f %s: more than %d MB; expected a prompt that fits a context", path, PROMPT_MAX >> 20);
-    if ((nul = memchr(text, '\0', n))) die("-f %s: a NUL byte at offset %zu; expected text", path, (size_t)(nul - text));
+    if ((nul = memchr(text, '\0', n)))
+        die("-f %s: a NUL byte at offset %zu; expected text", path, (size_t)(nul - text));
     if (n && text[n - 1] == '\n') text[n - 1] = '\0';
     return text;
 }
