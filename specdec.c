@@ -4050,15 +4050,12 @@ static void parse_options(Options *o, int argc, char **argv) {
             given(o, "-k") ? "-k" : "-v", o->mode);
 }
 
-// The vocab_size in a checkpoint's header, or 0 if it cannot be read (must: die naming the file)
-static int header_vocab(const char *path, int must) {
+// The vocab_size in a checkpoint's header, or 0 if it cannot be read
+static int header_vocab(const char *path) {
     int32_t h[7];
     FILE *f = fopen(path, "rb");
-    int opened = f != NULL, ok = opened && fread(h, sizeof(h), 1, f) == 1, e = errno;
-    if (opened) fclose(f);
-    if (!ok && must)
-        die("%s: cannot open checkpoint: %s (-m draft checks the draft against this target)", path,
-            opened ? "shorter than its 28-byte header" : strerror(e));
+    int ok = f && fread(h, sizeof(h), 1, f) == 1;
+    if (f) fclose(f);
     return ok && h[5] != INT32_MIN ? abs(h[5]) : 0;
 }
 
@@ -4067,19 +4064,22 @@ static int header_vocab(const char *path, int must) {
 // and the default draft does not fit the target: the target alone (-m target),
 // as llama2.c's run.c would decode it; a draft the user named must fit.
 static Transformer *load_models(Transformer *target, Transformer *draft, Options *o, ThreadPool *pool) {
-    int draft_mode = !strcmp(o->mode, "draft"), v = draft_mode ? header_vocab(o->target_path, o->target_named) : 0;
-    if (draft_mode) { // the draft as spec mode uses it, so it must fit the target
+    int draft_mode = !strcmp(o->mode, "draft"), v = draft_mode && o->target_named ? header_vocab(o->target_path) : 0;
+    if (draft_mode) { // the draft as spec mode uses it, so it must fit the target named
+        if (o->target_named && !v)
+            die("%s: cannot open checkpoint, or no header (-m draft checks the draft against the target named)",
+                o->target_path);
         build_transformer_as(draft, o->draft_path, MAX_ROWS, pool, o->draft_threads, o->draft_weights);
-        if (v && v != draft->config.vocab_size)
-            die("%s: vocab_size %d differs from the target's %d (%s); -m draft runs the draft spec mode would use "
-                "(-d, default weights/draft.bin): name one with the target's vocabulary", o->draft_path,
+        if (v != draft->config.vocab_size && o->target_named)
+            die("%s: vocab_size %d differs from the target's %d (%s); -m draft runs the draft (-d, default "
+                "weights/draft.bin) that would speculate for it: name one with its vocabulary", o->draft_path,
                 draft->config.vocab_size, v, o->target_path);
         return draft;
     }
     build_transformer(target, o->target_path, MAX_ROWS, pool, o->threads);
     int V = target->config.vocab_size;
     if (strcmp(o->mode, "spec") || o->lookup || o->medusa || o->eagle) return target;
-    if (!given(o, "-d") && (v = header_vocab(o->draft_path, 0)) != V) {
+    if (!given(o, "-d") && (v = header_vocab(o->draft_path)) != V) {
         char why[64] = "is missing or unreadable";
         if (v) snprintf(why, sizeof(why), "has vocab_size %d, not %d", v, V);
         const char *asked = given(o, "-k") ? "-k" : o->tree ? "--tree" : o->verbose ? "-v" : o->lenience < 1.0f
