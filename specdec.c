@@ -52,7 +52,7 @@
 //  3343-3426  Appendix F. Auto-K (-k 0)
 //  3428-3767  Appendix G. Statistics
 //  3769-3814  Appendix H. The text on stdout
-//  3816-4144  Appendix I. Command line
+//  3816-4147  Appendix I. Command line
 //
 // Build: cc -std=c11 -O3 -mavx2 -mfma -ffp-contract=off -pthread specdec.c -lm
 #define _POSIX_C_SOURCE 200809L
@@ -3855,7 +3855,10 @@ static void usage(void) {
 
 // Other programs' flags (llama.cpp's, mostly) and what they are here: each error names it
 static const char *const HABITS[][2] = {
-    {" -m ", "-m is the mode; the model is the first argument: specdec MODEL.bin [options]"},
+    {" -m ", "-m is the mode, run.c's generate is spec or target, no chat; the model is the first argument: "
+             "specdec MODEL.bin [options]"},
+    {" -n ", "without -n it decodes until the context is full, as llama.cpp's -n -1"},
+    {" -s ", "llama.cpp's -s -1, a random seed, is -s $RANDOM here"},
     {" --model ", "the model is the first argument: specdec MODEL.bin [options]"},
     {" -p ", "-p is top-p, as in llama2.c; the prompt is -i TEXT or -f FILE"},
     {" --prompt --file ", "the prompt is -i TEXT or -f FILE"},

@@ -442,6 +442,9 @@ fi
 expect_fail "-m $D/target.bin: expected a mode: spec, target or draft (-m is the mode; the model is the first argument" -m $D/target.bin -z $D/tok.bin
 expect_fail "-p Once upon a time: expected a number in (0, 1] (-p is top-p, as in llama2.c; the prompt is -i TEXT or -f FILE" $M -p "Once upon a time"
 expect_fail "unknown flag --temp (the temperature is -t T" $M --temp 0.7
+expect_fail "-m generate: expected a mode: spec, target or draft (-m is the mode, run.c's generate is spec or target" $M -m generate
+expect_fail "-n -1: expected an integer in 0..16777216 (without -n it decodes until the context is full" $M -n -1
+expect_fail "-s -1: expected an integer in 0..18446744073709551615 (llama.cpp's -s -1, a random seed, is -s \$RANDOM here" $M -s -1
 expect_fail "unknown flag -md (the draft is -d FILE" $M -md $D/draft.bin
 expect_fail "unknown flag -c (the context is the checkpoint's seq_len" $M -c 512
 expect_fail "unknown flag -ngl (specdec runs on the CPU" $M -ngl 99
@@ -467,7 +470,6 @@ expect_fail "-f $D/nul.txt: a NUL byte at offset 1" $M -n 5 -f $D/nul.txt
 expect_fail "-n 20000000: expected an integer in 0..16777216" $M -n 20000000
 expect_fail "-t 1e7: expected a number in 0..1e6" $M -t 1e7
 expect_fail "-s 18446744073709551616: expected an integer in 0..18446744073709551615" $M -s 18446744073709551616
-expect_fail "-s -1: expected an integer in 0..18446744073709551615" $M -s -1
 $SPECDEC $M -n 3 -q -s 18446744073709551615 -j $D/seed.json 2>/dev/null
 if grep -q '"seed": 18446744073709551615,' $D/seed.json; then ok; else bad "-s 2^64-1 not taken: $(grep -o '"seed": [0-9]*' $D/seed.json)"; fi
 for tr in 20 7,7,7,7,7,7,7,7,7,7,7 3,2,1, " 3" +3 2,,2 "" 1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1; do
