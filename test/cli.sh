@@ -439,7 +439,7 @@ if [ -f $R/stories260K.bin ] && [ -f $R/tok512.bin ]; then # llama2.c's own comm
     [ -f weights/draft.bin ] && expect_fail "weights/draft.bin: vocab_size 2048 differs from the target's 512" $R/stories260K.bin -z $R/tok512.bin -m draft -n 5
 fi
 # 2. llama.cpp's flags: what they probably meant
-expect_fail "-m $D/target.bin: expected a mode: spec, target or draft (-m is the mode; the model is the first argument" -m $D/target.bin -z $D/tok.bin
+expect_fail "-m $D/target.bin: expected a mode: spec, target or draft (-m is the mode, run.c's generate is spec or target, no chat; the model is the first argument" -m $D/target.bin -z $D/tok.bin
 expect_fail "-p Once upon a time: expected a number in (0, 1] (-p is top-p, as in llama2.c; the prompt is -i TEXT or -f FILE" $M -p "Once upon a time"
 expect_fail "unknown flag --temp (the temperature is -t T" $M --temp 0.7
 expect_fail "-m generate: expected a mode: spec, target or draft (-m is the mode, run.c's generate is spec or target" $M -m generate
