@@ -4105,18 +4105,18 @@ static Transformer *load_models(Transformer *target, Transformer *draft, Options
 }
 
 // -f FILE (- for stdin): the prompt, whole, less one final newline (as llama.cpp's -f); NULL without -f
-#define PROMPT_MAX (1 << 24)
+#define PROMPT_FILE_MAX (1 << 24)
 static char *read_prompt(const Options *o) {
     const char *path = o->prompt_file;
     if (!path) return NULL;
     FILE *f = strcmp(path, "-") ? fopen(path, "rb") : stdin;
     if (!f) die("-f %s: cannot open the prompt file: %s", path, strerror(errno));
-    char *text = xmalloc(PROMPT_MAX + 2, "prompt"), *nul;
-    size_t n = fread(text, 1, PROMPT_MAX + 1, f);
+    char *text = xmalloc(PROMPT_FILE_MAX + 2, "prompt"), *nul;
+    size_t n = fread(text, 1, PROMPT_FILE_MAX + 1, f);
     int failed = ferror(f), e = errno;
     if (f != stdin) fclose(f);
     if (failed) die("-f %s: cannot read the prompt: %s", path, strerror(e));
-    if (n > PROMPT_MAX) die("-f %s: more than %d MB; expected a prompt that fits a context", path, PROMPT_MAX >> 20);
+    if (n > PROMPT_FILE_MAX) die("-f %s: more than %d MB; expected a prompt that fits a context", path, PROMPT_FILE_MAX >> 20);
     if ((nul = memchr(text, '\0', n)))
         die("-f %s: a NUL byte at offset %zu; expected text", path, (size_t)(nul - text));
     if (n && text[n - 1] == '\n') text[n - 1] = '\0';
