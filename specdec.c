@@ -4116,7 +4116,7 @@ static char *read_prompt(const Options *o) {
     int failed = ferror(f), e = errno;
     if (f != stdin) fclose(f);
     if (failed) die("-f %s: cannot read the prompt: %s", path, strerror(e));
-    if (n > PROMPT_FILE_MAX) die("-f %s: more than %d MB; expected a prompt a context holds", path, PROMPT_FILE_MAX >> 20);
+    if (n > PROMPT_FILE_MAX) die("-f %s: more than %d MB; expected a prompt", path, PROMPT_FILE_MAX >> 20);
     if ((nul = memchr(text, '\0', n)))
         die("-f %s: a NUL byte at offset %zu; expected text", path, (size_t)(nul - text));
     if (n && text[n - 1] == '\n') text[n - 1] = '\0';
