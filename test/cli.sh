@@ -4,7 +4,8 @@
 #   same seed -> same output, different seeds -> different output;
 #   the AVX2 and scalar builds print the same text;
 #   llama2.c's stories260K reproduces its known output (skipped if ../shared is absent);
-#   -j writes the promised keys; every kind of bad input: exit 1, one clear message.
+#   -j writes the promised keys; every kind of bad input: exit 1, one clear message;
+#   a llama2.c user's command lines work, a llama.cpp user's habits get a hint (issue 44).
 # usage: test/cli.sh SPECDEC [SCALAR_SPECDEC] [RANDCKPT]
 # CLI_QUICK=1 (the sanitizer pass): fewer K values and no repeat of the
 # same-text runs, which test determinism, already checked by the optimised pass.
@@ -461,6 +462,9 @@ if [ -s $D/pi.txt ] && cmp -s $D/pi.txt $D/pf.txt && cmp -s $D/pi.txt $D/ps.txt;
 head -c 300000 /dev/zero | tr '\0' 'a' > $D/long_prompt.txt
 expect_fail "-f -: the prompt is 300000 bytes, at least" $M -m target -n 5 -f - < $D/long_prompt.txt
 expect_fail "-f $D/long_prompt.txt: the prompt is 300000 bytes" $M -m target -n 5 -f $D/long_prompt.txt
+head -c 17000000 /dev/zero | tr '\0' a > $D/huge_prompt.txt
+expect_fail "-f -: more than 16 MB; expected a prompt" $M -m target -n 5 -f - < $D/huge_prompt.txt
+rm -f $D/huge_prompt.txt
 expect_fail "-f $D/nosuch.txt: cannot open the prompt file" $M -n 5 -f $D/nosuch.txt
 expect_fail "-f $D: cannot read the prompt: Is a directory" $M -n 5 -f $D
 expect_fail "-i and -f both give the prompt" $M -n 5 -i hi -f $D/prompt.txt
