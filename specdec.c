@@ -3930,8 +3930,8 @@ static void set_flag(Options *o, const Flag *f, const char *v) {
         return;
     }
     errno = 0;
-    long long n = 0; // exact for seeds past 2^53, up to 2^64 - 1
-    unsigned long long u = 0;
+    long long n = 0;          // 'i'
+    unsigned long long u = 0; // 'u': seeds, exact past 2^53, up to 2^64 - 1
     double x = f->kind == 'f' ? strtod(v, &end) : f->kind == 'i' ? (double)(n = strtoll(v, &end, 10))
              : (double)(u = strtoull(v, &end, 10)); // which would take -1 as 2^64 - 1
     if (end == v || *end != '\0' || errno || !isfinite(x) || x < f->lo || x > f->hi ||
@@ -3987,7 +3987,7 @@ static void parse_options(Options *o, int argc, char **argv) {
     *o = (Options){.target_path = "weights/target.bin", .draft_path = "weights/draft.bin",
                    .tokenizer_path = "tokenizer.bin", .mode = "spec", .prompt = "", .weights_name = "int8",
                    .n_new = 1 << 24, .k = 0, .threads = usable, .draft_threads = 1, .ngram_min = 1, .ngram_max = 3,
-                   .lenience = 1.0f, .temperature = 1.0f, .top_p = 1.0f, .seed = 42}; // -n: main sets the context's
+                   .lenience = 1.0f, .temperature = 1.0f, .top_p = 1.0f, .seed = 42}; // no -n: main sets what fits
     int i = 1;
     if (argc > 1 && argv[1][0] != '-') o->target_path = argv[i++], o->target_named = 1;
     for (; i < argc; i++) {
