@@ -1,5 +1,6 @@
 # specdec - speculative decoding in one C file.
-#   make         build ./specdec (AVX2+FMA) and ./train
+#   make         build ./specdec (with the host's SIMD: AVX-512 + VNNI, AVX-512, AVX2+FMA or
+#                plain C, see SIMD below) and ./train
 #   make run     sample from the shipped weights
 #   make test    every test: kernels, forward, tokenizer, spec step, CLI, trainer;
 #                then the same suite again built with -fsanitize=address,undefined

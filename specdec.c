@@ -43,16 +43,16 @@
 //  1042-1167  The speculative round
 //  1169-1437  Tree speculation
 //  1439-1516  Generation
-//  1518-1680  main
-//  1682-1820  Appendix A. Errors and memory
-//  1822-2267  Appendix B. Loading
-//  2269-2984  Appendix C. Math kernels
-//  2986-3287  Appendix D. Threads
-//  3289-3446  Appendix E. Tokenizer
-//  3448-3531  Appendix F. Auto-K (-k 0)
-//  3533-3884  Appendix G. Statistics
-//  3886-3931  Appendix H. The text on stdout
-//  3933-4147  Appendix I. Command line
+//  1518-1688  main
+//  1690-1828  Appendix A. Errors and memory
+//  1830-2275  Appendix B. Loading
+//  2277-2992  Appendix C. Math kernels
+//  2994-3295  Appendix D. Threads
+//  3297-3454  Appendix E. Tokenizer
+//  3456-3539  Appendix F. Auto-K (-k 0)
+//  3541-3892  Appendix G. Statistics
+//  3894-3939  Appendix H. The text on stdout
+//  3941-4273  Appendix I. Command line
 //
 // Build: cc -std=c11 -O3 -mavx2 -mfma -ffp-contract=off -pthread specdec.c -lm
 #define _POSIX_C_SOURCE 200809L
@@ -1563,6 +1563,8 @@ typedef struct {
 
 struct Options {
     const char *target_path, *draft_path, *tokenizer_path, *mode, *prompt, *json_path, *weights_name, *tree;
+    const char *prompt_file;       // -f FILE (- for stdin), read by main
+    int target_named;              // 1: the target is the first argument, not the default
     int tree_depth, branch[K_MAX]; // --tree B1,B2,...: children per node at each depth
     int tree_auto;                 // --tree auto
     int n_new, k, top_k, quiet, verbose, threads, draft_threads, draft_weights;
@@ -1582,13 +1584,15 @@ static void usage(void);
 static void check_json_path(const Options *o);
 static ThreadPool *build_pool(int n);
 static void free_pool(ThreadPool *pool);
-static Transformer *load_models(Transformer *target, Transformer *draft, const Options *o, ThreadPool *pool);
+static Transformer *load_models(Transformer *target, Transformer *draft, Options *o, ThreadPool *pool);
 static Drafter *medusa_drafter(MedusaDrafter *md, const char *path, Transformer *target, Sampler *s);
 static Drafter *eagle_drafter(EagleDrafter *ed, const char *path, Transformer *target, Sampler *s);
 static void free_transformer(Transformer *t);
 static void build_tokenizer(Tokenizer *t, const char *path, int vocab_size);
 static void free_tokenizer(Tokenizer *t);
-static int encode_prompt(Tokenizer *tok, int *tokens, const char *prompt, const Transformer *tr);
+static char *read_prompt(const Options *o);
+static int encode_prompt(Tokenizer *tok, int *tokens, const char *prompt, const char *file, const Transformer *tr);
+static int given(const Options *o, const char *flag);
 static void plan_rounds(Speculator *sp, SpecStats *st, const Options *o);
 static double time_target_step(Transformer *tr, Sampler *s, float *probs, int token, int pos);
 static void print_report(const Report *rp);
@@ -1605,12 +1609,14 @@ int main(int argc, char **argv) {
         usage();
         return 0;
     }
-    int spec = !strcmp(opt.mode, "spec");
     io_forget(); // the run's files (model.h), inputs and outputs
     check_json_path(&opt); // now, so a bad -j fails before anything runs
+    char *prompt_file = read_prompt(&opt); // -f's, or NULL
+    if (prompt_file) opt.prompt = prompt_file; // as the JSON records it
     ThreadPool *pool = build_pool(opt.threads);
     Transformer target, draft;
-    Transformer *model = load_models(&target, &draft, &opt, pool);
+    Transformer *model = load_models(&target, &draft, &opt, pool); // may turn spec into target
+    int spec = !strcmp(opt.mode, "spec");
     int V = model->config.vocab_size;
     Tokenizer tok;
     build_tokenizer(&tok, opt.tokenizer_path, V);
@@ -1627,6 +1633,9 @@ int main(int argc, char **argv) {
                      : opt.medusa ? medusa_drafter(&mh, opt.medusa, &target, &sampler)
                      : opt.eagle ? eagle_drafter(&ed, opt.eagle, &target, &sampler)
                                  : model_drafter(&md, &draft, &sampler);
+    int *tokens = xmalloc((size_t)model->config.seq_len * sizeof(int), "tokens");
+    int n = encode_prompt(&tok, tokens, prompt_file ? prompt_file : opt.prompt, opt.prompt_file, model);
+    if (!given(&opt, "-n")) opt.n_new = model->config.seq_len - n; // the default: until the context is full
     Speculator sp;
     SpecStats st;
     if (spec) {
@@ -1635,8 +1644,6 @@ int main(int argc, char **argv) {
         plan_rounds(&sp, &st, &opt);
         if (opt.verbose) st.trace = &tok;
     }
-    int *tokens = xmalloc((size_t)model->config.seq_len * sizeof(int), "tokens");
-    int n = encode_prompt(&tok, tokens, opt.prompt, model);
     Output out = {.tok = &tok, .quiet = opt.quiet, .max_new = opt.n_new,
                   .generated = xmalloc((size_t)opt.n_new * sizeof(int) + 1, "output")};
     start_output(&out, tokens, n);
@@ -1657,6 +1664,7 @@ int main(int argc, char **argv) {
         rp.seconds = now_seconds() - t0 - out.prompt_seconds;
     }
     signal(SIGINT, SIG_DFL);
+    if (!given(&opt, "-n") && out.ended_by == END_LENGTH) out.ended_by = END_CONTEXT; // the default -n: the context
     if (!opt.quiet) printf("\n");
     flush_text();
     print_report(&rp);
@@ -1665,7 +1673,7 @@ int main(int argc, char **argv) {
     if (spec) free_speculator(&sp);
     if (drafter && drafter->model) free_transformer(&draft);
     if (drafter && drafter->free) drafter->free(drafter);
-    xfree(probs); xfree(out.generated); xfree(tokens);
+    xfree(probs); xfree(out.generated); xfree(tokens); xfree(prompt_file);
     free_sampler(&sampler);
     free_tokenizer(&tok);
     free_transformer(model);
@@ -3933,28 +3941,32 @@ static void show_output(Output *o) {
 // Appendix I. Command line
 
 static void usage(void) {
-    printf("usage: specdec [target.bin] [options]\n"
-           "  -d FILE   draft checkpoint (default weights/draft.bin), or -d lookup: propose what\n"
-           "            followed the context's last n-gram earlier on (no draft model), or\n"
-           "            -d medusa[:FILE], -d eagle[:FILE]: drafters on the target's hidden state\n"
-           "            (default weights/medusa.bin, weights/eagle.bin; K fixed unless -k 0)\n"
+    printf("usage: specdec [target.bin] [options]   (llama2.c's run.c flags, and the draft's)\n"
+           "  -d FILE   draft checkpoint (default weights/draft.bin; when that one does not fit\n"
+           "            the target and -d is not given, the target decodes alone), or -d lookup:\n"
+           "            propose what followed the context's last n-gram earlier on (no draft\n"
+           "            model), or -d medusa[:FILE], -d eagle[:FILE]: drafters on the target's\n"
+           "            hidden state (default weights/medusa.bin, weights/eagle.bin)\n"
            "  --ngram-max N, --ngram-min N  n-gram lengths -d lookup tries, longest first\n"
            "            (default 3 and 1)\n"
            "  --lenience L  LOSSY below 1: accept with min(1, p/(L q)), so the output is NOT\n"
            "            the target's distribution (default 1: exact)\n"
-           "  -z FILE   tokenizer (default tokenizer.bin)\n"
-           "  -m MODE   spec | target | draft (default spec)\n"
-           "  -i TEXT   prompt (default \"\")\n"
-           "  -n N      new tokens, >= 0 (default 256)\n"
-           "  -k K      drafts per round, 1..%d; 0 chooses K as it goes (default 0)\n"
+           "  -z FILE   tokenizer (default tokenizer.bin: the shipped models'; stories260K's\n"
+           "            is tok512.bin, llama2.c's models' is llama2.c's tokenizer.bin)\n"
+           "  -m MODE   spec | target | draft (default spec); the model is the first argument\n"
+           "  -i TEXT   prompt (default \"\")      -f FILE  the prompt from a file, - for stdin\n"
+           "  -n N      new tokens, 0..%d (default: until the context is full)\n"
+           "  -k K      drafts per round, 1..%d; 0 chooses K as it goes (default 0, but -d medusa\n"
+           "            uses every head and -d eagle 4: their text depends on K)\n"
            "  --tree B1,B2,...  draft a tree: B_d candidates under each node at depth d, all\n"
            "            verified in one pass (e.g. 3,2,1; 1,1,1 is the chain -k 3); --tree auto\n"
-           "            grows it where the draft is sure, or runs the chain when that is faster\n"
-           "            (timed: at t > 0 the text of --tree auto can differ from run to run)\n"
-           "  -t T      temperature, >= 0; 0 is greedy (default 1.0)\n"
+           "            grows it where the draft is sure, or runs the chain when that is faster;\n"
+           "            a model draft, medusa or eagle, the exact rule, no -k (depth is K);\n"
+           "            timed: at t > 0 the text of --tree auto can differ from run to run\n"
+           "  -t T      temperature, 0..1e6; 0 is greedy (default 1.0)\n"
            "  -p P      top-p in (0, 1]; 1 is off (default 1.0)\n"
            "  --top-k N keep the N most likely tokens; 0 is off (default 0)\n"
-           "  -s SEED   random seed (default 42)\n"
+           "  -s SEED   random seed, 0..2^64-1 (default 42)\n"
            "  --threads N        threads, 1..%d (default: the CPUs this process may use, here %d)\n"
            "  --draft-threads N  threads for the draft model, up to --threads (default 1: its\n"
            "                     forwards are too short to share; never changes the text)\n"
@@ -3962,12 +3974,41 @@ static void usage(void) {
            "                     load (a quarter of the bytes to read; inputs quantised per row,\n"
            "                     products summed exactly), or kept as in the file (default int8)\n"
            "  -j FILE   write statistics as one JSON object\n"
-           "  -q        no text on stdout     -v  teaching trace of every round on stderr\n",
-           K_MAX, MAX_THREADS, usable_cpus());
+           "  -q        no text on stdout     -v  teaching trace of every round on stderr\n"
+           "Default files missing from the working directory are taken from beside the binary.\n",
+           1 << 24, K_MAX, MAX_THREADS, usable_cpus());
+}
+
+// Other programs' flags (llama.cpp's, mostly) and what they are here: each error names it
+static const char *const HABITS[][2] = {
+    {" -m ", "-m is the mode, run.c's generate is spec or target, no chat; the model is the first argument: "
+             "specdec MODEL.bin [options]"},
+    {" -n ", "without -n it decodes until the context is full, as llama.cpp's -n -1"},
+    {" -s ", "llama.cpp's -s -1, a random seed, is -s $RANDOM here"},
+    {" --model ", "the model is the first argument: specdec MODEL.bin [options]"},
+    {" -p ", "-p is top-p, as in llama2.c; the prompt is -i TEXT or -f FILE"},
+    {" --prompt --file ", "the prompt is -i TEXT or -f FILE"},
+    {" --temp ", "the temperature is -t T"},
+    {" -md --model-draft ", "the draft is -d FILE"},
+    {" --draft --draft-max ", "drafts per round are -k K"},
+    {" -c --ctx-size ", "the context is the checkpoint's seq_len; -n N caps the new tokens"},
+    {" -ngl --n-gpu-layers -ngld ", "specdec runs on the CPU"},
+    {" -tb --threads-batch ", "threads are --threads N"},
+    {" --top-p --seed --n-predict ", "top-p, seed and new tokens are -p, -s and -n"},
+};
+
+// what `flag`, another program's, means here, or ""
+static const char *habit(const char *flag) {
+    char key[40];
+    snprintf(key, sizeof(key), " %.30s ", flag);
+    for (size_t i = 0; i < sizeof(HABITS) / sizeof(HABITS[0]); i++)
+        if (strstr(HABITS[i][0], key)) return HABITS[i][1];
+    return "";
 }
 
 static void bad_flag(const char *flag, const char *value, const char *expected) {
-    die("%s %s: expected %s (see specdec -h)", flag, value, expected);
+    const char *h = habit(flag);
+    die("%s %s: expected %s (%s%ssee specdec -h)", flag, value, expected, h, *h ? "; " : "");
 }
 
 // The flags that take a value: the field it sets ('s' string, 'i' int, 'f'
@@ -3980,13 +4021,14 @@ static const Flag FLAGS[] = {
     {"-z", 's', offsetof(Options, tokenizer_path), 0, 0, NULL},
     {"-m", 's', offsetof(Options, mode), 0, 0, NULL},
     {"-i", 's', offsetof(Options, prompt), 0, 0, NULL},
+    {"-f", 's', offsetof(Options, prompt_file), 0, 0, NULL},
     {"-j", 's', offsetof(Options, json_path), 0, 0, NULL},
-    {"-n", 'i', offsetof(Options, n_new), 0, 1 << 24, "an integer >= 0"},
-    {"-k", 'i', offsetof(Options, k), 0, K_MAX, "an integer in 0.." STR(K_MAX) " (0: auto)"},
-    {"-t", 'f', offsetof(Options, temperature), 0, 1e6, "a number >= 0"},
+    {"-n", 'i', offsetof(Options, n_new), 0, 1 << 24, "an integer in 0..16777216"},
+    {"-k", 'i', offsetof(Options, k), 0, K_MAX, "an integer in 0.." STR(K_MAX) ", 0 for auto"},
+    {"-t", 'f', offsetof(Options, temperature), 0, 1e6, "a number in 0..1e6, 0 for greedy"},
     {"-p", 'f', offsetof(Options, top_p), FLT_MIN, 1, "a number in (0, 1]"},
-    {"-s", 'u', offsetof(Options, seed), 0, 1e19, "an integer >= 0"}, // up to LLONG_MAX
-    {"--top-k", 'i', offsetof(Options, top_k), 0, 1 << 24, "an integer >= 0"},
+    {"-s", 'u', offsetof(Options, seed), 0, 0x1p64, "an integer in 0..18446744073709551615"},
+    {"--top-k", 'i', offsetof(Options, top_k), 0, 1 << 24, "an integer in 0..16777216, 0 for off"},
     {"--threads", 'i', offsetof(Options, threads), 1, MAX_THREADS, "an integer in 1.." STR(MAX_THREADS)},
     {"--draft-threads", 'i', offsetof(Options, draft_threads), 1, MAX_THREADS, "an integer in 1.." STR(MAX_THREADS)},
     {"--draft-weights", 's', offsetof(Options, weights_name), 0, 0, NULL},
@@ -4014,48 +4056,66 @@ static void set_flag(Options *o, const Flag *f, const char *v) {
         return;
     }
     errno = 0;
-    long long n = strtoll(v, &end, 10); // exact for seeds past 2^53
-    double x = f->kind == 'f' ? strtod(v, &end) : (double)n;
-    if (end == v || *end != '\0' || errno || !isfinite(x) || x < f->lo || x > f->hi) bad_flag(f->flag, v, f->expected);
+    long long n = 0;          // 'i'
+    unsigned long long u = 0; // 'u': seeds, exact past 2^53, up to 2^64 - 1
+    double x = f->kind == 'f' ? strtod(v, &end) : f->kind == 'i' ? (double)(n = strtoll(v, &end, 10))
+             : (double)(u = strtoull(v, &end, 10)); // which would take -1 as 2^64 - 1
+    if (end == v || *end != '\0' || errno || !isfinite(x) || x < f->lo || x > f->hi ||
+        (f->kind == 'u' && strchr(v, '-')))
+        bad_flag(f->flag, v, f->expected);
     if (f->kind == 'i') *(int *)(void *)at = (int)n;
     else if (f->kind == 'f') *(float *)(void *)at = (float)x;
-    else *(unsigned long long *)(void *)at = (unsigned long long)n;
+    else *(unsigned long long *)(void *)at = u;
 }
 
 // --tree B1,B2,...: B_d children (1..8) under every node of depth d-1, at most
 // K_MAX levels and TREE_MAX - 1 nodes; model drafts only, the exact rule only.
 static void parse_tree(Options *o, int spec) {
-    const char *c = o->tree;
-    int nodes = 0, level = 1;
-    if (!strcmp(c, "auto")) c = "", o->tree_auto = 1, o->tree_depth = K_MAX;
-    for (char *end; *c && o->tree_depth < K_MAX; c = *end == ',' ? end + 1 : end) {
-        long b = strtol(c, &end, 10);
-        if (end == c || b < 1 || b > 8 || (*end && *end != ',')) break;
+    long nodes = 0, level = 1; // refused as soon as they pass TREE_MAX - 1: no overflow
+    if (!strcmp(o->tree, "auto")) o->tree_auto = 1, o->tree_depth = K_MAX;
+    else for (const char *c = o->tree;; c++) { // digits, then ',' and more, or the end
+        char *end = NULL;
+        long b = isdigit((unsigned char)*c) ? strtol(c, &end, 10) : 0;
+        if (b < 1 || b > 8 || (*end && *end != ',') || o->tree_depth == K_MAX || (nodes += level *= b) > TREE_MAX - 1)
+            die("--tree %s: expected auto, or 1..8 children per level like 3,2,1 (3 + 6 + 6 = 15 nodes), "
+                "at most %d levels and %d nodes (see specdec -h)", o->tree, K_MAX, TREE_MAX - 1);
         o->branch[o->tree_depth++] = (int)b;
-        nodes += level *= (int)b;
+        if (!*(c = end)) break;
     }
-    if (*c || !o->tree_depth || nodes > TREE_MAX - 1)
-        bad_flag("--tree", o->tree, "auto, or children per level, each 1..8, like 3,2,1 (at most " STR(K_MAX)
-                 " levels and " STR(TREE_MAX) " - 1 nodes)");
-    if (!spec || o->lookup || given(o, "-k") || o->lenience < 1.0f)
-        die("--tree: a model draft in spec mode, the exact rule, and no -k (the tree's depth is its K)");
+    const char *with = !spec ? o->mode : o->lookup ? "-d lookup" : given(o, "-k") ? "-k"
+                     : o->lenience < 1.0f ? "--lenience" : NULL;
+    if (with)
+        die("--tree %s with %s%s: a tree needs spec mode, a draft model, -d medusa or -d eagle, the exact rule "
+            "(no --lenience) and no -k (the tree's depth is its K)", o->tree, spec ? "" : "-m ", with);
+}
+
+// A default file (not named on the command line): the working directory's, else the one
+// beside the binary (slot: a buffer of its own for each default that can be in use at once)
+static const char *beside_binary(const char *path, int slot) {
+    static char found[3][4096];
+    char *at = found[slot];
+    ssize_t n = access(path, F_OK) ? readlink("/proc/self/exe", at, sizeof(found[0]) - 1) : -1;
+    char *slash = n > 0 ? (at[n] = '\0', strrchr(at, '/')) : NULL;
+    if (!slash || (size_t)(slash + 1 - at) + strlen(path) >= sizeof(found[0])) return path;
+    strcpy(slash + 1, path);
+    return access(at, F_OK) ? path : at;
 }
 
 // -d NAME:FILE -> FILE, -d NAME -> its default file, anything else -> NULL
 static const char *drafter_file(const char *d, const char *name, const char *default_file) {
     size_t n = strlen(name);
     if (strncmp(d, name, n) || (d[n] && d[n] != ':')) return NULL;
-    return d[n] ? d + n + 1 : default_file;
+    return d[n] ? d + n + 1 : beside_binary(default_file, 1);
 }
 
 static void parse_options(Options *o, int argc, char **argv) {
     int usable = usable_cpus();
     *o = (Options){.target_path = "weights/target.bin", .draft_path = "weights/draft.bin",
                    .tokenizer_path = "tokenizer.bin", .mode = "spec", .prompt = "", .weights_name = "int8",
-                   .n_new = 256, .k = 0, .threads = usable, .draft_threads = 1, .ngram_min = 1, .ngram_max = 3,
-                   .lenience = 1.0f, .temperature = 1.0f, .top_p = 1.0f, .seed = 42};
+                   .n_new = 1 << 24, .k = 0, .threads = usable, .draft_threads = 1, .ngram_min = 1, .ngram_max = 3,
+                   .lenience = 1.0f, .temperature = 1.0f, .top_p = 1.0f, .seed = 42}; // no -n: main sets what fits
     int i = 1;
-    if (argc > 1 && argv[1][0] != '-') o->target_path = argv[i++];
+    if (argc > 1 && argv[1][0] != '-') o->target_path = argv[i++], o->target_named = 1;
     for (; i < argc; i++) {
         const char *f = argv[i];
         if (!strcmp(f, "-q")) { o->quiet = 1; continue; }
@@ -4065,18 +4125,23 @@ static void parse_options(Options *o, int argc, char **argv) {
             die("%s: a file name among the options; the target checkpoint goes first "
                 "(specdec TARGET.bin [options], see specdec -h)", f);
         int at = flag_index(f);
-        if (at < 0) die("unknown flag %s (see specdec -h)", f);
+        const char *h = habit(f);
+        if (at < 0) die("unknown flag %s (%s%ssee specdec -h)", f, h, *h ? "; " : "");
         if (i + 1 >= argc) bad_flag(f, "(missing)", "a value after the flag");
         set_flag(o, &FLAGS[at], argv[++i]);
         o->given |= 1u << at;
     }
     if (strcmp(o->mode, "spec") && strcmp(o->mode, "target") && strcmp(o->mode, "draft"))
         bad_flag("-m", o->mode, "a mode: spec, target or draft");
+    if (given(o, "-i") && given(o, "-f")) die("-i and -f both give the prompt: use one (see specdec -h)");
     for (o->draft_weights = WEIGHTS_F32; strcmp(o->weights_name, WEIGHTS_NAME[o->draft_weights]);)
         if (++o->draft_weights > WEIGHTS_INT8) bad_flag("--draft-weights", o->weights_name, "int8 or f32");
     if (o->temperature > 0.0f && o->temperature < 1e-6f)
         die("-t %g: expected 0 (greedy) or at least 1e-6: a smaller temperature makes logits / t "
             "overflow float32", o->temperature);
+    if (o->temperature > 2.0f)
+        fprintf(stderr, "specdec: warning: -t %g is the temperature, as in llama2.c (above 2 the text is close "
+                "to noise); threads are --threads N\n", o->temperature);
     if (o->threads > usable)
         fprintf(stderr, "specdec: warning: --threads %d, but this process may use %d CPU%s: the threads "
                 "beyond that wait for each other at every barrier, which is slow\n", o->threads, usable,
@@ -4086,6 +4151,9 @@ static void parse_options(Options *o, int argc, char **argv) {
                 o->draft_threads, o->threads, o->threads);
         o->draft_threads = o->threads;
     }
+    if (!o->target_named) o->target_path = beside_binary(o->target_path, 0);
+    if (!given(o, "-d")) o->draft_path = beside_binary(o->draft_path, 1);
+    if (!given(o, "-z")) o->tokenizer_path = beside_binary(o->tokenizer_path, 2);
     int spec = !strcmp(o->mode, "spec"), target = !strcmp(o->mode, "target");
     o->lookup = !strcmp(o->draft_path, "lookup");
     o->medusa = drafter_file(o->draft_path, "medusa", "weights/medusa.bin");
@@ -4111,34 +4179,92 @@ static void parse_options(Options *o, int argc, char **argv) {
             given(o, "-k") ? "-k" : "-v", o->mode);
 }
 
+// The vocab_size in a checkpoint's header, or 0 if it cannot be read
+static int header_vocab(const char *path) {
+    int32_t h[7];
+    FILE *f = fopen(path, "rb");
+    int ok = f && fread(h, sizeof(h), 1, f) == 1;
+    if (f) fclose(f);
+    return ok && h[5] != INT32_MIN ? abs(h[5]) : 0;
+}
+
 // Load what the mode needs: the decoding model (the target, or the draft alone
-// for -m draft) and, for spec, the draft; returns the decoding model.
-static Transformer *load_models(Transformer *target, Transformer *draft, const Options *o,
-                                ThreadPool *pool) {
-    if (!strcmp(o->mode, "draft")) { // the draft as spec mode uses it
+// for -m draft) and, for spec, the draft; returns the decoding model. No -d,
+// and the default draft does not fit the target: the target alone (-m target),
+// as llama2.c's run.c would decode it; a draft the user named must fit.
+static Transformer *load_models(Transformer *target, Transformer *draft, Options *o, ThreadPool *pool) {
+    int draft_mode = !strcmp(o->mode, "draft"), v = draft_mode && o->target_named ? header_vocab(o->target_path) : 0;
+    if (draft_mode) { // the draft as spec mode uses it, so it must fit the target named
+        if (o->target_named && !v)
+            die("%s: cannot open checkpoint, or no header (-m draft checks the draft against the target named)",
+                o->target_path);
         build_transformer_as(draft, o->draft_path, MAX_ROWS, pool, o->draft_threads, o->draft_weights);
+        if (v != draft->config.vocab_size && o->target_named)
+            die("%s: vocab_size %d differs from the target's %d (%s); -m draft runs the draft (-d, default "
+                "weights/draft.bin) that would speculate for it: name one with its vocabulary", o->draft_path,
+                draft->config.vocab_size, v, o->target_path);
         return draft;
     }
     build_transformer(target, o->target_path, MAX_ROWS, pool, o->threads);
-    if (!strcmp(o->mode, "spec") && !o->lookup && !o->medusa && !o->eagle)
-        build_transformer_as(draft, o->draft_path, MAX_ROWS, pool, o->draft_threads, o->draft_weights);
+    int V = target->config.vocab_size;
+    if (strcmp(o->mode, "spec") || o->lookup || o->medusa || o->eagle) return target;
+    if (!given(o, "-d") && (v = header_vocab(o->draft_path)) != V) {
+        char why[64] = "is missing or unreadable";
+        if (v) snprintf(why, sizeof(why), "has vocab_size %d, not %d", v, V);
+        const char *asked = given(o, "-k") ? "-k" : o->tree ? "--tree" : o->verbose ? "-v" : o->lenience < 1.0f
+                          ? "--lenience" : NULL; // these ask for speculation: no quiet fallback
+        if (asked)
+            die("%s: the default draft %s %s; name a draft with %s's vocabulary (-d FILE) or -d lookup", asked,
+                o->draft_path, why, o->target_path);
+        fprintf(stderr, "specdec: note: the default draft %s %s, so %s decodes alone (-m target); to speculate, "
+                "name a draft with its vocabulary (-d FILE) or -d lookup\n", o->draft_path, why, o->target_path);
+        o->mode = "target";
+        return target;
+    }
+    build_transformer_as(draft, o->draft_path, MAX_ROWS, pool, o->draft_threads, o->draft_weights);
+    struct stat ts, ds; // sizes on disk, both float32: a bigger draft is probably the two swapped
+    if (!stat(o->target_path, &ts) && !stat(o->draft_path, &ds) && ds.st_size > ts.st_size)
+        fprintf(stderr, "specdec: warning: the draft %s (%.1f MB) is larger than the target %s (%.1f MB): drafting "
+                "costs more than it saves; swapped? (specdec TARGET.bin -d DRAFT.bin)\n", o->draft_path,
+                (double)ds.st_size / 1e6, o->target_path, (double)ts.st_size / 1e6);
     return target;
+}
+
+// -f FILE (- for stdin): the prompt, whole, less one final newline (as llama.cpp's -f); NULL without -f
+#define PROMPT_FILE_MAX (1 << 24)
+static char *read_prompt(const Options *o) {
+    const char *path = o->prompt_file;
+    if (!path) return NULL;
+    FILE *f = strcmp(path, "-") ? fopen(path, "rb") : stdin;
+    if (!f) die("-f %s: cannot open the prompt file: %s", path, strerror(errno));
+    char *text = xmalloc(PROMPT_FILE_MAX + 2, "prompt"), *nul;
+    size_t n = fread(text, 1, PROMPT_FILE_MAX + 1, f);
+    int failed = ferror(f), e = errno;
+    if (f != stdin) fclose(f);
+    if (failed) die("-f %s: cannot read the prompt: %s", path, strerror(e));
+    if (n > PROMPT_FILE_MAX) die("-f %s: more than %d MB; expected a prompt", path, PROMPT_FILE_MAX >> 20);
+    if ((nul = memchr(text, '\0', n)))
+        die("-f %s: a NUL byte at offset %zu; expected text", path, (size_t)(nul - text));
+    if (n && text[n - 1] == '\n') text[n - 1] = '\0';
+    return text;
 }
 
 // BOS then the prompt's tokens into tokens (room for seq_len); returns the count.
 // A token covers at most max_token_length bytes (the longest piece there is),
 // so a prompt that cannot fit is refused before the (quadratic) merge loop runs.
-static int encode_prompt(Tokenizer *tok, int *tokens, const char *prompt, const Transformer *tr) {
+// file: -f's (named in the errors), or NULL for -i.
+static int encode_prompt(Tokenizer *tok, int *tokens, const char *prompt, const char *file, const Transformer *tr) {
     size_t len = strlen(prompt), at_least = 1 + (len + 1 + (size_t)tok->max_token_length - 1) /
                                                     (size_t)tok->max_token_length;
+    const char *flag = file ? "-f " : "-i", *name = file ? file : "";
     if (len > 0 && at_least > (size_t)tr->config.seq_len)
-        die("-i: the prompt is %zu bytes, at least %zu tokens, but %s has seq_len %d; shorten the "
-            "prompt", len, at_least, tr->path, tr->config.seq_len);
+        die("%s%s: the prompt is %zu bytes, at least %zu tokens, but %s has seq_len %d; shorten the "
+            "prompt", flag, name, len, at_least, tr->path, tr->config.seq_len);
     int *buf = xmalloc((len + 3) * sizeof(int), "prompt tokens");
     int n = encode(tok, buf, prompt, 1, 0);
     if (n > tr->config.seq_len) {
         xfree(buf);
-        die("-i: the prompt is %d tokens but %s has seq_len %d; shorten the prompt", n, tr->path,
+        die("%s%s: the prompt is %d tokens but %s has seq_len %d; shorten the prompt", flag, name, n, tr->path,
             tr->config.seq_len);
     }
     memcpy(tokens, buf, (size_t)n * sizeof(int));

@@ -4,7 +4,8 @@
 #   same seed -> same output, different seeds -> different output;
 #   the AVX2 and scalar builds print the same text;
 #   llama2.c's stories260K reproduces its known output (skipped if ../shared is absent);
-#   -j writes the promised keys; every kind of bad input: exit 1, one clear message.
+#   -j writes the promised keys; every kind of bad input: exit 1, one clear message;
+#   a llama2.c user's command lines work, a llama.cpp user's habits get a hint (issue 44).
 # usage: test/cli.sh SPECDEC [SCALAR_SPECDEC] [RANDCKPT]
 # CLI_QUICK=1 (the sanitizer pass): fewer K values and no repeat of the
 # same-text runs, which test determinism, already checked by the optimised pass.
@@ -484,13 +485,100 @@ python3 -c "import sys;b=bytearray(open(sys.argv[1],'rb').read());b[0:4]=(1024).
 long24k=$(head -c 24000 /dev/zero | tr '\0' 'a')
 err=$(timeout 10 $SPECDEC $D/target.bin -z $D/tok1024.bin -m target -n 5 -i "$long24k" 2>&1 >/dev/null); rc=$?
 if [ $rc -eq 1 ] && grep -q "the prompt is 24000 bytes, at least" <<<"$err"; then ok; else bad "a 24,000-byte prompt, max_token_length 1024: exit $rc (124: over 10 s), $err"; fi
-expect_fail "--tree 0: expected auto, or children per level" $M --tree 0
-expect_fail "--tree 9,1: expected auto, or children per level" $M --tree 9,1
-expect_fail "--tree 8,8: expected auto, or children per level" $M --tree 8,8
-expect_fail "--tree 2,x: expected auto, or children per level" $M --tree 2,x
-expect_fail "--tree: a model draft in spec mode" $M -d lookup --tree 2,2
-expect_fail "--tree: a model draft in spec mode" $M --tree 2,2 -k 3
+expect_fail "--tree 0: expected auto, or 1..8 children per level" $M --tree 0
+expect_fail "--tree 9,1: expected auto, or 1..8 children per level" $M --tree 9,1
+expect_fail "--tree 8,8: expected auto, or 1..8 children per level" $M --tree 8,8
+expect_fail "--tree 2,x: expected auto, or 1..8 children per level" $M --tree 2,x
+expect_fail "--tree 2,2 with -d lookup: a tree needs spec mode, a draft model, -d medusa or -d eagle" $M -d lookup --tree 2,2
+expect_fail "--tree 2,2 with -k: a tree needs" $M --tree 2,2 -k 3
 echo "bad input: 67 cases, each exit 1 with a message naming the file or flag"
+
+# ---- issue 44: a llama2.c user's files and habits work; a llama.cpp user's habits get a hint
+# 1. no -d and a default draft that does not fit the target (vocab 500 here, 2048 or missing
+# in weights/): the target decodes alone, with one note; a -d the user named must fit
+$SPECDEC $D/vocab500.bin -z $D/tok500.bin -m target -t 0 -n 30 > $D/v500_ref.txt 2>/dev/null
+$SPECDEC $D/vocab500.bin -z $D/tok500.bin -t 0 -n 30 > $D/v500.txt 2> $D/v500.err; rc=$?
+if [ $rc -eq 0 ] && cmp -s $D/v500_ref.txt $D/v500.txt && [ "$(grep -c 'specdec:' $D/v500.err)" = 1 ] &&
+   grep -q "note: the default draft .* so $D/vocab500.bin decodes alone (-m target); to speculate, name a draft" $D/v500.err
+then ok; else bad "no -d, a default draft that does not fit: exit $rc, $(head -c 400 $D/v500.err)"; fi
+expect_fail "-k: the default draft" $D/vocab500.bin -z $D/tok500.bin -k 3 -n 5
+expect_fail "$D/draft.bin: vocab_size 400 differs from the target's 500 ($D/vocab500.bin); -m draft runs the draft" $D/vocab500.bin -z $D/tok500.bin -m draft -d $D/draft.bin -n 5
+expect_fail "$D/nosuch.bin: cannot open checkpoint" $D/nosuch.bin -z $D/tok.bin -m draft -d $D/draft.bin -n 5
+if [ -f $R/stories260K.bin ] && [ -f $R/tok512.bin ]; then # llama2.c's own command line
+    out=$($SPECDEC $R/stories260K.bin -z $R/tok512.bin -i "Once upon a time" -t 0 -n 60 2> $D/s260.err)
+    case "$out" in "$want"*) ok ;; *) bad "stories260K, no -d: got '$out' $(head -c 300 $D/s260.err)" ;; esac
+    [ -f weights/draft.bin ] && expect_fail "weights/draft.bin: vocab_size 2048 differs from the target's 512" $R/stories260K.bin -z $R/tok512.bin -m draft -n 5
+fi
+# 2. llama.cpp's flags: what they probably meant
+expect_fail "-m $D/target.bin: expected a mode: spec, target or draft (-m is the mode, run.c's generate is spec or target, no chat; the model is the first argument" -m $D/target.bin -z $D/tok.bin
+expect_fail "-p Once upon a time: expected a number in (0, 1] (-p is top-p, as in llama2.c; the prompt is -i TEXT or -f FILE" $M -p "Once upon a time"
+expect_fail "unknown flag --temp (the temperature is -t T" $M --temp 0.7
+expect_fail "-m generate: expected a mode: spec, target or draft (-m is the mode, run.c's generate is spec or target" $M -m generate
+expect_fail "-n -1: expected an integer in 0..16777216 (without -n it decodes until the context is full" $M -n -1
+expect_fail "-s -1: expected an integer in 0..18446744073709551615 (llama.cpp's -s -1, a random seed, is -s \$RANDOM here" $M -s -1
+expect_fail "unknown flag -md (the draft is -d FILE" $M -md $D/draft.bin
+expect_fail "unknown flag -c (the context is the checkpoint's seq_len" $M -c 512
+expect_fail "unknown flag -ngl (specdec runs on the CPU" $M -ngl 99
+$SPECDEC $M -m target -t 4 -n 3 -q 2> $D/t4.err
+if grep -q "warning: -t 4 is the temperature, as in llama2.c (above 2 the text is close to noise); threads are --threads N" $D/t4.err; then ok
+else bad "-t 4: no warning naming --threads: $(head -c 300 $D/t4.err)"; fi
+# 3. -f FILE and -f - (stdin): the same text as -i, one final newline dropped; a prompt too long for a shell line
+p3="the little dog said hello to the big cat and the cat said hello back"
+printf '%s\n' "$p3" > $D/prompt.txt
+$SPECDEC $M -m target -t 0 -n 20 -i "$p3" > $D/pi.txt 2>/dev/null
+$SPECDEC $M -m target -t 0 -n 20 -f $D/prompt.txt > $D/pf.txt 2>/dev/null
+$SPECDEC $M -m target -t 0 -n 20 -f - < $D/prompt.txt > $D/ps.txt 2>/dev/null
+if [ -s $D/pi.txt ] && cmp -s $D/pi.txt $D/pf.txt && cmp -s $D/pi.txt $D/ps.txt; then ok; else bad "-f FILE / -f - print other text than -i"; fi
+head -c 300000 /dev/zero | tr '\0' 'a' > $D/long_prompt.txt
+expect_fail "-f -: the prompt is 300000 bytes, at least" $M -m target -n 5 -f - < $D/long_prompt.txt
+expect_fail "-f $D/long_prompt.txt: the prompt is 300000 bytes" $M -m target -n 5 -f $D/long_prompt.txt
+head -c 17000000 /dev/zero | tr '\0' a > $D/huge_prompt.txt
+expect_fail "-f -: more than 16 MB; expected a prompt" $M -m target -n 5 -f - < $D/huge_prompt.txt
+rm -f $D/huge_prompt.txt
+expect_fail "-f $D/nosuch.txt: cannot open the prompt file" $M -n 5 -f $D/nosuch.txt
+expect_fail "-f $D: cannot read the prompt: Is a directory" $M -n 5 -f $D
+expect_fail "-i and -f both give the prompt" $M -n 5 -i hi -f $D/prompt.txt
+printf 'a\0b' > $D/nul.txt
+expect_fail "-f $D/nul.txt: a NUL byte at offset 1" $M -n 5 -f $D/nul.txt
+# 7. the real limits; trees: no overflow, no trailing comma, sign or space; what --tree needs
+expect_fail "-n 20000000: expected an integer in 0..16777216" $M -n 20000000
+expect_fail "-t 1e7: expected a number in 0..1e6" $M -t 1e7
+expect_fail "-s 18446744073709551616: expected an integer in 0..18446744073709551615" $M -s 18446744073709551616
+$SPECDEC $M -n 3 -q -s 18446744073709551615 -j $D/seed.json 2>/dev/null
+if grep -q '"seed": 18446744073709551615,' $D/seed.json; then ok; else bad "-s 2^64-1 not taken: $(grep -o '"seed": [0-9]*' $D/seed.json)"; fi
+for tr in 20 7,7,7,7,7,7,7,7,7,7,7 3,2,1, " 3" +3 2,,2 "" 1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1; do
+    expect_fail "--tree $tr: expected auto, or 1..8 children per level like 3,2,1 (3 + 6 + 6 = 15 nodes), at most 16 levels and 32 nodes" $M -d $D/draft.bin --tree "$tr"
+done
+expect_fail "--tree 3,1 with -d lookup: a tree needs spec mode, a draft model, -d medusa or -d eagle, the exact rule (no --lenience) and no -k" $M -d lookup --tree 3,1
+expect_fail "--tree 3,1 with --lenience: a tree needs" $M -d $D/draft.bin --tree 3,1 --lenience 0.5
+expect_fail "--tree 2 with -m target: a tree needs" $M -m target --tree 2
+$SPECDEC $D/draft_small.bin -z $D/tok.bin -d $D/target.bin -t 0 -n 5 > /dev/null 2> $D/swap.err
+if grep -q "warning: the draft $D/target.bin (.* MB) is larger than the target $D/draft_small.bin (.* MB)" $D/swap.err &&
+   [ "$(grep -n 'warning: the draft' $D/swap.err | cut -d: -f1)" = 1 ]; then ok
+else bad "a draft larger than the target: no warning before the run: $(head -c 300 $D/swap.err)"; fi
+# 8. -n's default: until the context is full, said without alarm; default files beside the binary; -h says so
+$SPECDEC $D/short.bin -z $D/tok.bin -m target -t 0 -j $D/ndef.json > /dev/null 2> $D/ndef.err
+if ! grep -q "note: stopped" $D/ndef.err && grep -q "the context (seq_len) is full" $D/ndef.err &&
+   grep -q '"generated_tokens": 15,' $D/ndef.json && grep -q '"ended_by": "context"' $D/ndef.json; then ok
+else bad "the default -n on a 16-position model: $(head -c 300 $D/ndef.err)"; fi
+rm -rf $D/beside $D/elsewhere; mkdir -p $D/beside/weights $D/elsewhere
+cp $SPECDEC $D/beside/specdec && cp $D/target.bin $D/beside/weights/target.bin && cp $D/draft.bin $D/beside/weights/draft.bin && cp $D/tok.bin $D/beside/tokenizer.bin
+(cd $D/elsewhere && ../beside/specdec -t 0 -n 30 > out.txt 2> err.txt); rc=$?
+$SPECDEC $M -d $D/draft.bin -t 0 -n 30 > $D/beside_ref.txt 2>/dev/null
+if [ $rc -eq 0 ] && cmp -s $D/beside_ref.txt $D/elsewhere/out.txt && ! grep -q note $D/elsewhere/err.txt; then ok
+else bad "default files beside the binary: exit $rc, $(head -c 300 $D/elsewhere/err.txt)"; fi
+$SPECDEC -h > $D/help.txt
+for w in "until the context is full" "taken from beside the binary" "-d medusa" "uses every head and -d eagle 4" "-f FILE" "0..2^64-1"; do
+    if grep -qF -- "$w" $D/help.txt; then ok; else bad "-h does not say '$w'"; fi
+done
+# 9. the docs say what the build and the files are
+if [ -f weights/draft.bin ]; then
+    mb=$(awk -v b=$(wc -c < weights/draft.bin) 'BEGIN { printf "%.1f", b / 1e6 }')
+    if grep -q "$mb MB on disk" README.md && grep -q "^#   make .*AVX-512 + VNNI, AVX-512, AVX2+FMA" Makefile &&
+       ! grep -q "the next run goes on" README.md && grep -q "with llama2.c's \`tokenizer.bin\`" README.md; then ok
+    else bad "README/Makefile: the draft's $mb MB on disk, make's SIMD, the stall rule or the tokenizers misstated"; fi
+fi
+echo "issue 44: default draft fallback, -m draft's check, llama.cpp hints, -f, true limits, trees, swapped pair, -n and paths"
 
 # a prompt that (nearly) fills the context: it says so, on stderr and in the JSON
 prompt14=$(printf 'a %.0s' $(seq 12)) # 13 tokens with BOS: 3 positions left of 16
