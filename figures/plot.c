@@ -1272,8 +1272,12 @@ static void group_sums(double *sum, size_t *count, const Group *g, int k_col, do
 // Figures: each reads its CSVs' columns by name and fills a Figure
 
 // The K at which the sweep records acceptance per position and the histogram
-// of accepted drafts per round (columns pos1..pos8, hist0..hist8).
+// of accepted proposals per round: after K acceptances the drafter proposes
+// position K + 1 too (specdec's round), so a K = 8 row has positions
+// pos1..pos9 and rounds that accepted 0..9 proposals, hist0..hist9
+// (DETAIL_LAST = K + 1 either way).
 #define K_DETAIL 8
+#define DETAIL_LAST (K_DETAIL + 1)
 #define MAX_INPUTS 4 // the most CSVs one figure reads
 
 // model.h's predicted_speedup (the formula specdec prints) at a K read from a
@@ -1381,13 +1385,13 @@ static Series *add_curve(Figure *f, const char *label, size_t g, Error *e) {
 typedef int (*DetailGroup)(Figure *f, const double *sum, const size_t *count, const char *key,
                            size_t g, Error *e);
 
-// The columns a detail figure reads: temperature, k, then prefix<from>..prefix8
-// (spelled out in store); returns how many.
+// The columns a detail figure reads: temperature, k, then
+// prefix<from>..prefix<DETAIL_LAST> (spelled out in store); returns how many.
 static size_t detail_columns(const char **names, char (*store)[16], const char *prefix, int from) {
     size_t n = 0;
     names[n++] = "temperature";
     names[n++] = "k";
-    for (int i = from; i <= K_DETAIL; i++) {
+    for (int i = from; i <= DETAIL_LAST; i++) {
         char *name = store[i - from];
         snprintf(name, sizeof(store[0]), "%s%d", prefix, i);
         names[n++] = name;
@@ -1396,14 +1400,15 @@ static size_t detail_columns(const char **names, char (*store)[16], const char *
 }
 
 // The figures drawn from sweep_k.csv's K = 8 rows: per temperature, columns
-// prefix<from>..prefix8 summed over those rows and handed to add_group.
+// prefix<from>..prefix<DETAIL_LAST> summed over those rows and handed to
+// add_group (sum[0] is prefix<from>'s).
 static int detail_figure(Figure *f, const Table *t, const char *prefix, int from,
                          DetailGroup add_group, Error *e) {
-    char store[K_DETAIL + 1][16];
-    const char *names[3 + K_DETAIL], *keys[MAX_GROUPS];
-    int col[3 + K_DETAIL];
-    size_t n, n_cols = detail_columns(names, store, prefix, from), count[K_DETAIL + 1];
-    double sum[K_DETAIL + 1];
+    char store[DETAIL_LAST + 1][16];
+    const char *names[3 + DETAIL_LAST], *keys[MAX_GROUPS];
+    int col[3 + DETAIL_LAST];
+    size_t n, n_cols = detail_columns(names, store, prefix, from), count[DETAIL_LAST + 1];
+    double sum[DETAIL_LAST + 1];
     if (require_numbers(col, t, names, n_cols, e) || group_keys(keys, &n, t, col[0], e)) return -1;
     for (size_t g = 0; g < n; g++) {
         Group rows = {.t = t, .key_col = col[0], .key = keys[g]};
@@ -1412,21 +1417,22 @@ static int detail_figure(Figure *f, const Table *t, const char *prefix, int from
     }
     if (f->n_series == 0)
         return fail(e, "%s: no rows with k = %d and %s%d..%s%d filled in", t->path, K_DETAIL,
-                    prefix, from, prefix, K_DETAIL);
+                    prefix, from, prefix, DETAIL_LAST);
     return 0;
 }
 
-// One temperature's mean acceptance at each position (none: no K = 8 rows).
+// One temperature's mean acceptance at each position 1..K + 1 (none: no K = 8
+// rows); sum[i] is position i + 1's.
 static int acceptance_group(Figure *f, const double *sum, const size_t *count, const char *key,
                             size_t g, Error *e) {
     size_t rows = 0;
-    for (int i = 0; i < K_DETAIL; i++) rows += count[i];
+    for (int i = 0; i < DETAIL_LAST; i++) rows += count[i];
     if (rows == 0) return 0;
     char label[96];
     snprintf(label, sizeof(label), "T = %s", key);
     Series *s = add_curve(f, label, g, e);
     if (!s) return -1;
-    for (int i = 0; i < K_DETAIL; i++)
+    for (int i = 0; i < DETAIL_LAST; i++)
         if (count[i] && add_point(s, i + 1, sum[i] / (double)count[i], e)) return -1;
     return 0;
 }
@@ -1434,35 +1440,43 @@ static int acceptance_group(Figure *f, const double *sum, const size_t *count, c
 static int figure_acceptance_by_position(Figure *f, const Table *tables, size_t n_tables,
                                          Error *e) {
     (void)n_tables;
-    build_figure(f, "Acceptance by draft position (K = 8)", "draft position i",
+    build_figure(f, "Acceptance by draft position (K = 8)",
+                 "draft position i (9: proposed after all 8 were accepted)",
                  "P(draft i accepted | drafts before it accepted)");
     f->y_unit = 1;
     return detail_figure(f, &tables[0], "pos", 1, acceptance_group, e);
 }
 
-// One temperature's histogram as fractions of its rounds, labelled with the
-// mean number of tokens a round committed (j accepted drafts commit j + 1).
+// Tokens a K = 8 round commits when it accepted j proposals: j + 1 (the
+// target's draw at the first rejection, or at position K + 1 when nothing
+// was proposed there), and K + 1 when it accepted all K + 1.
+static double tokens_committed(int j) { return j <= K_DETAIL ? j + 1 : K_DETAIL + 1; }
+
+// One temperature's histogram, every bin 0..K + 1 as a fraction of its rounds,
+// labelled with the mean number of tokens a round committed over all of them.
 static int histogram_group(Figure *f, const double *sum, const size_t *count, const char *key,
                            size_t g, Error *e) {
     double total = 0, tokens = 0;
     (void)count;
-    for (int j = 0; j <= K_DETAIL; j++) {
+    for (int j = 0; j <= DETAIL_LAST; j++) {
         total += sum[j];
-        tokens += (j + 1) * sum[j];
+        tokens += tokens_committed(j) * sum[j];
     }
     if (total <= 0) return 0;
     char label[96];
-    snprintf(label, sizeof(label), "T = %s (mean %.2f tokens per round)", key, tokens / total);
+    snprintf(label, sizeof(label), "T = %s (%.0f rounds, mean %.2f tokens per round)", key, total,
+             tokens / total);
     Series *s = add_series(f, label, PALETTE[g], SERIES_BARS, e);
     if (!s) return -1;
-    for (int j = 0; j <= K_DETAIL; j++)
-        if (add_point(s, j + 1, sum[j] / total, e)) return -1;
+    for (int j = 0; j <= DETAIL_LAST; j++)
+        if (add_point(s, j, sum[j] / total, e)) return -1;
     return 0;
 }
 
 static int figure_tokens_per_round(Figure *f, const Table *tables, size_t n_tables, Error *e) {
     (void)n_tables;
-    build_figure(f, "Tokens committed per round (K = 8)", "tokens committed in one round",
+    build_figure(f, "Proposals accepted per round (K = 8)",
+                 "proposals accepted in one round (j commits j + 1 tokens; 9 commits 9)",
                  "fraction of rounds");
     return detail_figure(f, &tables[0], "hist", 0, histogram_group, e);
 }

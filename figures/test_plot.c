@@ -26,27 +26,36 @@ static int write_text(const char *path, const char *text) {
 // ----------------------------------------------------------------------------
 // Fixtures: small CSVs shaped like the ones specdec, bench and train write
 
-// sweep_k.csv: T = 0 and 1, K = 1..8, per-position acceptance and the
-// accepted-drafts histogram on the K = 8 rows only; columns in an unusual
-// order, plus one the plotter does not know.
+// sweep_k.csv: T = 0 and 1, K = 1..8, per-position acceptance (pos1..pos9)
+// and the accepted-proposals histogram (hist0..hist9: after 8 acceptances
+// position 9 is proposed too) on the K = 8 rows only, whose tokens_per_round
+// is the histogram's mean; columns in an unusual order, plus one the plotter
+// does not know.
 static int write_sweep_k(const char *path) {
     FILE *fp = fopen(path, "w");
     if (!fp) return -1;
     fprintf(fp, "k,temperature,notes,alpha,tokens_per_round,c,r,target_tok_s,spec_tok_s,speedup,"
-                "predicted_speedup,pos1,pos2,pos3,pos4,pos5,pos6,pos7,pos8,"
-                "hist0,hist1,hist2,hist3,hist4,hist5,hist6,hist7,hist8\n");
+                "predicted_speedup,pos1,pos2,pos3,pos4,pos5,pos6,pos7,pos8,pos9,"
+                "hist0,hist1,hist2,hist3,hist4,hist5,hist6,hist7,hist8,hist9\n");
     for (int temp = 0; temp <= 1; temp++)
         for (int k = 1; k <= 8; k++) {
             double a = temp ? 0.65 : 0.8, c = 0.08, r = 1 + 0.03 * k;
             double pred = theory_speedup(a, k, c, r), meas = pred * (0.93 + 0.01 * (k % 3));
-            fprintf(fp, "%d,%d,\"run %d, seed 1\",%.4f,%.3f,%.3f,%.3f,50.0,%.1f,%.4f,%.4f", k, temp,
-                    k, a, pred * (k * c + r), c, r, 50 * meas, meas, pred);
-            for (int i = 1; i <= 8; i++) {
+            int h[10];
+            double rounds = 0, tokens = 0;
+            for (int j = 0; j <= 9; j++) {
+                h[j] = temp ? 300 - 25 * j : 60 + 10 * j + (j == 9) * 250;
+                rounds += h[j];
+                tokens += (j < 9 ? j + 1 : 9) * h[j];
+            }
+            fprintf(fp, "%d,%d,\"run %d, seed 1\",%.4f,%.4f,%.3f,%.3f,50.0,%.1f,%.4f,%.4f", k, temp,
+                    k, a, k == 8 ? tokens / rounds : pred * (k * c + r), c, r, 50 * meas, meas, pred);
+            for (int i = 1; i <= 9; i++) {
                 if (k == 8) fprintf(fp, ",%.3f", (temp ? 0.72 : 0.88) - 0.015 * i);
                 else fprintf(fp, ",");
             }
-            for (int j = 0; j <= 8; j++) {
-                if (k == 8) fprintf(fp, ",%d", temp ? 300 - 25 * j : 60 + 10 * j + (j == 8) * 250);
+            for (int j = 0; j <= 9; j++) {
+                if (k == 8) fprintf(fp, ",%d", h[j]);
                 else fprintf(fp, ",");
             }
             fprintf(fp, "\n");
@@ -588,6 +597,137 @@ static void test_note_placement(void) {
 }
 
 // ----------------------------------------------------------------------------
+// What is drawn against the CSV it is drawn from: counts and means computed
+// here from the file's own columns, for the fixtures and for the committed
+// docs/*.csv (the figures in docs/ are drawn from those)
+
+// Draws figure `name` from the CSVs paths[0..n) into *c, *ax, *f (freed by the caller).
+static int render_paths(Canvas *c, Axes *ax, Figure *f, const char *name, const char *const *paths,
+                        size_t n) {
+    Error e = {.msg = ""};
+    int rc = render_from_files(c, ax, f, find_figure(name), paths, n, &e);
+    CHECK(rc == 0, "%s from %s: %s", name, paths[0], e.msg);
+    return rc;
+}
+
+// The series labelled exactly `label`, or (prefix) whose label starts with it; NULL if none.
+static const Series *series_labelled(const Figure *f, const char *label, int prefix) {
+    for (size_t i = 0; i < f->n_series; i++)
+        if (prefix ? !strncmp(f->series[i].label, label, strlen(label)) : !strcmp(f->series[i].label, label))
+            return &f->series[i];
+    return NULL;
+}
+
+// Whether row r of a sweep is a fixed-K row with K = 8 (the detail figures' rows).
+static int detail_row(const Table *t, size_t r) {
+    int k = find_column(t, "k"), a = find_column(t, "auto");
+    return num(t, r, k) == 8 && !(a >= 0 && num(t, r, a) == 1);
+}
+
+// tokens_per_round: per temperature, one bar per filled histogram bin of the
+// K = 8 row (hist0, hist1, ... as many as the file has), each its share of
+// the rounds, and the legend's mean (j accepted commit j + 1 tokens, 9
+// accepted 9) equal to the bins' mean and, within 0.02 (a round cut short by
+// -n commits fewer), to the row's tokens_per_round.
+static void test_histogram_matches(const char *csv) {
+    Table t = {0};
+    Error e = {.msg = ""};
+    Canvas c;
+    Axes ax;
+    Figure f;
+    const char *p[1] = {csv};
+    if (read_table(&t, csv, &e) || render_paths(&c, &ax, &f, "tokens_per_round", p, 1)) {
+        CHECK(0, "tokens_per_round from %s: %s", csv, e.msg);
+        free_table(&t);
+        return;
+    }
+    int tc = find_column(&t, "temperature"), tpr = find_column(&t, "tokens_per_round");
+    size_t rows = 0;
+    for (size_t r = 0; r < t.n_rows; r++) {
+        if (!detail_row(&t, r)) continue;
+        double h[32], rounds = 0, tokens = 0;
+        size_t bins = 0;
+        for (int j = 0; j < 32; j++) {
+            char name[16];
+            snprintf(name, sizeof(name), "hist%d", j);
+            int col = find_column(&t, name);
+            if (col < 0) break;
+            h[j] = num(&t, r, col);
+            if (isnan(h[j])) continue;
+            bins++;
+            rounds += h[j];
+            tokens += (j <= 8 ? j + 1 : 9) * h[j];
+        }
+        char label[64];
+        snprintf(label, sizeof(label), "T = %s (", cell(&t, r, tc));
+        const Series *s = series_labelled(&f, label, 1);
+        const char *m = s ? strstr(s->label, "mean ") : NULL;
+        double legend = m ? strtod(m + 5, NULL) : NAN, want = tokens / rounds;
+        CHECK(s && s->n == bins, "%s T = %s: %zu bars drawn, the CSV has %zu histogram bins", csv,
+              cell(&t, r, tc), s ? s->n : 0, bins);
+        CHECK(fabs(legend - want) < 0.006 && fabs(legend - num(&t, r, tpr)) < 0.02,
+              "%s T = %s: legend mean %.2f, the bins' mean %.3f, the row's tokens_per_round %.3f", csv,
+              cell(&t, r, tc), legend, want, num(&t, r, tpr));
+        double worst = 0;
+        for (size_t j = 0; s && j < s->n && j < bins; j++)
+            worst = fmax(worst, fabs(s->pts[j].y - h[(size_t)s->pts[j].x] / rounds));
+        CHECK(worst < 1e-12, "%s T = %s: bar heights off their bins' shares by up to %g", csv,
+              cell(&t, r, tc), worst);
+        printf("%s T = %s: %zu bars for %zu bins (%.0f rounds); legend mean %.2f, bins' %.3f, "
+               "tokens_per_round %.3f\n", csv, cell(&t, r, tc), s ? s->n : 0, bins, rounds, legend, want,
+               num(&t, r, tpr));
+        rows++;
+    }
+    CHECK(rows > 0, "%s: no K = 8 rows", csv);
+    free_canvas(&c);
+    free_figure(&f);
+    free_table(&t);
+}
+
+// acceptance_by_position: per temperature, one point per filled pos<i> of the
+// K = 8 row (pos1, pos2, ... as many as the file has), at x = i, y = its value.
+static void test_acceptance_matches(const char *csv) {
+    Table t = {0};
+    Error e = {.msg = ""};
+    Canvas c;
+    Axes ax;
+    Figure f;
+    const char *p[1] = {csv};
+    if (read_table(&t, csv, &e) || render_paths(&c, &ax, &f, "acceptance_by_position", p, 1)) {
+        CHECK(0, "acceptance_by_position from %s: %s", csv, e.msg);
+        free_table(&t);
+        return;
+    }
+    int tc = find_column(&t, "temperature");
+    for (size_t r = 0; r < t.n_rows; r++) {
+        if (!detail_row(&t, r)) continue;
+        char label[64];
+        snprintf(label, sizeof(label), "T = %s", cell(&t, r, tc));
+        const Series *s = series_labelled(&f, label, 0);
+        size_t filled = 0, wrong = 0;
+        for (int i = 1; i < 32; i++) {
+            char name[16];
+            snprintf(name, sizeof(name), "pos%d", i);
+            int col = find_column(&t, name);
+            if (col < 0) break;
+            if (isnan(num(&t, r, col))) continue;
+            int found = 0;
+            for (size_t j = 0; s && j < s->n; j++)
+                found |= s->pts[j].x == i && s->pts[j].y == num(&t, r, col);
+            wrong += !found;
+            filled++;
+        }
+        CHECK(s && s->n == filled && wrong == 0, "%s T = %s: %zu points drawn, the CSV has %zu positions, "
+              "%zu of them not drawn at their value", csv, cell(&t, r, tc), s ? s->n : 0, filled, wrong);
+        printf("%s T = %s: %zu positions drawn of %zu in the CSV\n", csv, cell(&t, r, tc), s ? s->n : 0,
+               filled);
+    }
+    free_canvas(&c);
+    free_figure(&f);
+    free_table(&t);
+}
+
+// ----------------------------------------------------------------------------
 // Errors and `plot all`
 
 static void expect_error(const char *name, const char *input, const char *want1, const char *want2) {
@@ -622,9 +762,9 @@ static void test_file_errors(void) {
 
 static void test_errors(void) {
     write_text(DIR "/no_alpha.csv", "temperature,k,c,r,speedup\n0,1,0.1,1,1.5\n");
-    write_text(DIR "/no_k8.csv", "temperature,k,pos1,pos2,pos3,pos4,pos5,pos6,pos7,pos8,"
-                                 "hist0,hist1,hist2,hist3,hist4,hist5,hist6,hist7,hist8\n"
-                                 "0,4,0.9,0.8,0.7,0.6,,,,,1,2,3,4,5,,,,\n");
+    write_text(DIR "/no_k8.csv", "temperature,k,pos1,pos2,pos3,pos4,pos5,pos6,pos7,pos8,pos9,"
+                                 "hist0,hist1,hist2,hist3,hist4,hist5,hist6,hist7,hist8,hist9\n"
+                                 "0,4,0.9,0.8,0.7,0.6,0.5,,,,,1,2,3,4,5,6,,,,\n");
     write_text(DIR "/bad_number.csv", "model,n,r\nx,1,1\nx,two,1.1\n");
     write_text(DIR "/no_tv.csv", "lenience,lossy,threads,speedup,a,tokens_per_round\n"
                                  "1.00,0,2,1.3,0.6,2\n");
@@ -734,6 +874,10 @@ int main(void) {
     test_figure("trees_speedup", trees, 1, 24);
     test_figure("trees_tokens", trees, 1, 24);
     test_tree_lines();
+    test_histogram_matches(DIR "/sweep_k.csv");
+    test_histogram_matches("docs/sweep_k.csv");
+    test_acceptance_matches(DIR "/sweep_k.csv");
+    test_acceptance_matches("docs/sweep_k.csv");
     test_theory_curve();
     test_lenience_curve();
     test_drafter_bars();
