@@ -694,14 +694,23 @@ static void shown_range(Range *r, const Figure *f) {
 #define NOTE_GAP 5 // pixels between a note and its point (or its marker's edge)
 #define NOTE_PAD 2 // white around a note's text
 
-// The pixels the tallest note above a bar needs, with its gap and padding.
-static int bar_note_room(const Figure *f) {
-    int room = 0;
+// The pixels the notes above bars need, with their gap and padding: the
+// tallest note's, times how many stack (bar_note_boxes) where a note is wider
+// than a bar of a plot w pixels wide (less the widest left margin) over r's x range.
+static int bar_note_room(const Figure *f, const Range *r, int w) {
+    int room = 0, widest = 0, n_bars = 0;
     for (size_t i = 0; i < f->n_notes; i++) {
         int h = block_height(f->notes[i].text) + NOTE_GAP + 2 * NOTE_PAD;
-        if (f->series[f->notes[i].series].kind == SERIES_BARS && h > room) room = h;
+        if (f->series[f->notes[i].series].kind != SERIES_BARS) continue;
+        if (h > room) room = h;
+        if (block_width(f->notes[i].text) > widest) widest = block_width(f->notes[i].text);
     }
-    return room;
+    for (size_t i = 0; i < f->n_series; i++) n_bars += f->series[i].kind == SERIES_BARS;
+    if (room == 0 || n_bars == 0) return room;
+    double bar_px = 0.8 * bar_spacing(f) / n_bars / (r->xmax - r->xmin) * (w - 24 - 90);
+    int stack = (int)ceil((widest + 2 * NOTE_PAD + 1) / fmax(bar_px, 1));
+    if (stack > n_bars) stack = n_bars; // notes of one category's bars stack; the next category's are clear
+    return room * (stack > 1 ? stack : 1);
 }
 
 // Chooses ranges and ticks from the data, then the plot area inside a w x h
@@ -709,11 +718,12 @@ static int bar_note_room(const Figure *f) {
 // several lines) and axis labels left and below, and for the notes above bars.
 static void layout_axes(Axes *ax, const Figure *f, int w, int h) {
     Range r;
-    int lines = 1, top = 46, bottom, room = bar_note_room(f);
+    int lines = 1, top = 46, bottom, room;
     for (size_t i = 0; i < f->n_categories; i++)
         if (count_lines(f->categories[i]) > lines) lines = count_lines(f->categories[i]);
     bottom = h - 50 - (lines - 1) * LINE_ADVANCE;
     shown_range(&r, f);
+    room = bar_note_room(f, &r, w);
     if (room > 0 && room < (bottom - top) / 2) // raise the top: the room stays free of data
         r.ymax += (r.ymax - r.ymin) * room / (bottom - top - room);
     *ax = (Axes){.xmin = r.xmin, .xmax = r.xmax, .ymin = r.ymin, .ymax = r.ymax,
@@ -940,19 +950,46 @@ static void place_beside(int *x, int *y, const Canvas *c, const Axes *ax, double
     }
 }
 
-// A note on a white ground, in a darker shade of its series' colour:
-// centred above its bar, or beside its marker.
-static void draw_note(Canvas *c, const Axes *ax, const Figure *f, const Note *n) {
+// Where each note that belongs to a bar goes (box[i]: x, y of the text's
+// top left, w, h; w = 0 for a note beside a marker): centred above its bar,
+// kept in the plot; one that would overlap an earlier bar's note (bars
+// narrower than their notes) goes above that note instead.
+static void bar_note_boxes(int (*box)[4], const Axes *ax, const Figure *f) {
+    for (size_t i = 0; i < f->n_notes; i++) {
+        const Note *n = &f->notes[i];
+        const Series *s = &f->series[n->series];
+        int *b = box[i], w = block_width(n->text), h = block_height(n->text), m = 2 * NOTE_PAD + 1;
+        double px, py, x0, x1;
+        b[0] = b[1] = b[2] = b[3] = 0;
+        if (s->kind != SERIES_BARS) continue;
+        bar_span(&x0, &x1, f, n->series, s->pts[n->point].x);
+        data_to_pixel(&px, &py, ax, (x0 + x1) / 2, s->pts[n->point].y);
+        b[0] = (int)lround(px - w / 2.0);
+        b[1] = (int)lround(py) - NOTE_GAP - NOTE_PAD - h;
+        b[2] = w;
+        b[3] = h;
+        clamp_box(&b[0], &b[1], ax, w, h);
+        for (size_t j = 0; j < i; j++) { // each move is upward: this ends
+            const int *o = box[j];
+            if (o[2] && b[0] < o[0] + o[2] + m && o[0] < b[0] + w + m && b[1] < o[1] + o[3] + m &&
+                o[1] < b[1] + h + m) {
+                b[1] = o[1] - m - h;
+                j = (size_t)-1; // and look again from the first
+            }
+        }
+    }
+}
+
+// A note on a white ground, in a darker shade of its series' colour: at its
+// place above its bar (bar_note_boxes), or beside its marker.
+static void draw_note(Canvas *c, const Axes *ax, const Figure *f, const Note *n, const int *bar_box) {
     const Series *s = &f->series[n->series];
     Color ink = shade(s->color, 0.3);
     int w = block_width(n->text), h = block_height(n->text), x = ax->left, y = ax->top;
-    double px, py, x0, x1;
+    double px, py;
     if (s->kind == SERIES_BARS) {
-        bar_span(&x0, &x1, f, n->series, s->pts[n->point].x);
-        data_to_pixel(&px, &py, ax, (x0 + x1) / 2, s->pts[n->point].y);
-        x = (int)lround(px - w / 2.0);
-        y = (int)lround(py) - NOTE_GAP - NOTE_PAD - h;
-        clamp_box(&x, &y, ax, w, h);
+        x = bar_box[0];
+        y = bar_box[1];
     } else {
         data_to_pixel(&px, &py, ax, s->pts[n->point].x, s->pts[n->point].y);
         place_beside(&x, &y, c, ax, px, py, w, h, marker_reach(s->marker) + NOTE_GAP);
@@ -969,7 +1006,9 @@ static int render_figure(Canvas *c, Axes *ax, const Figure *f, Error *e) {
     layout_axes(ax, f, c->w, c->h);
     draw_grid(c, ax, f);
     draw_data(c, ax, f);
-    for (size_t i = 0; i < f->n_notes; i++) draw_note(c, ax, f, &f->notes[i]); // after all data
+    int box[MAX_NOTES][4];
+    bar_note_boxes(box, ax, f);
+    for (size_t i = 0; i < f->n_notes; i++) draw_note(c, ax, f, &f->notes[i], box[i]); // after all data
     draw_ticks(c, ax, f);
     draw_titles(c, ax, f);
     draw_legend(c, ax, f);
@@ -1723,16 +1762,17 @@ static int drafter_categories(Figure *f, size_t *first, const Table *t, const in
     return 0;
 }
 
-// What a bar's run measured, one per line, empty fields left out:
-// "a 0.63\nn 2.10\nc 0.14".
+// What a bar's run measured, one per line, an empty field as "-": a, tokens
+// per round, c ("0.63\n2.10\n0.14"; the x axis's label says which is which).
+// Numbers alone: with tags the notes of two neighbouring bars were wider than
+// the bars and overlapped.
 static void drafter_note(char *out, size_t cap, const Table *t, const int *col, size_t r) {
-    static const char *const tag[3] = {"a", "n", "c"};
     size_t len = 0;
     out[0] = '\0';
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < 3 && len < cap; i++) {
         double v = num(t, r, col[DR_A + i]);
-        if (isnan(v) || len >= cap) continue;
-        len += (size_t)snprintf(out + len, cap - len, "%s%s %.2f", len ? "\n" : "", tag[i], v);
+        len += (size_t)(isnan(v) ? snprintf(out + len, cap - len, "%s-", i ? "\n" : "")
+                                 : snprintf(out + len, cap - len, "%s%.2f", i ? "\n" : "", v));
     }
 }
 
@@ -1766,7 +1806,8 @@ static int drafters_figure(Figure *f, const Table *t, const char *title, Error *
         group_keys(keys, &n, t, col[DR_TEMP], e))
         return -1;
     speedup_label(ylabel, sizeof(ylabel), t);
-    build_figure(f, title, "above each bar: a, n = tokens per round, c = draft step / target step", ylabel);
+    build_figure(f, title, "above each bar, top to bottom: a; tokens per round; c = draft step / target step",
+                 ylabel);
     if (drafter_categories(f, first, t, col, e)) return -1;
     for (size_t g = 0; g < n; g++)
         if (drafter_bars(f, first, t, col, keys[g], g, e)) return -1;

@@ -135,6 +135,19 @@ static int write_drafters(const char *path) {
     return fclose(fp);
 }
 
+// crowded_drafters.csv: the most configurations a figure shows (12) at two
+// temperatures: bars far narrower than their notes
+static int write_crowded_drafters(const char *path) {
+    FILE *fp = fopen(path, "w");
+    if (!fp) return -1;
+    fprintf(fp, "drafter,threads,temperature,k,k_used,target_tok_s,spec_tok_s,speedup,a,c,tokens_per_round\n");
+    for (int t = 0; t < 2; t++)
+        for (int k = 1; k <= MAX_CATEGORIES; k++)
+            fprintf(fp, "lookup,2,%d,%d,%d,100,120,%.4f,%.4f,0.0000,%.4f\n", t, k, k, 1.2 - 0.02 * k - 0.1 * t,
+                    0.6 - 0.01 * k, 1.5 + 0.1 * k);
+    return fclose(fp);
+}
+
 // trees.csv: two targets x two temperatures, chains of K = 2..8 and trees of
 // 4..15 nodes, rows of one series not in x order
 static int write_trees(const char *path) {
@@ -163,7 +176,7 @@ static int write_fixtures(void) {
            write_train(DIR "/train_draft.csv", 2.3, 0) |
            write_train(DIR "/train_base.csv", 2.9, 100) |
            write_verify_cost(DIR "/verify_cost.csv") | write_lenience(DIR "/lenience.csv") |
-           write_drafters(DIR "/drafters.csv") | write_trees(DIR "/trees.csv") |
+           write_drafters(DIR "/drafters.csv") | write_crowded_drafters(DIR "/crowded_drafters.csv") | write_trees(DIR "/trees.csv") |
            write_sweep_temp(DIR "/partial/sweep_temp.csv") |
            write_text(DIR "/broken/verify_cost.csv", "model,n,rr\nx,1,1\n");
 }
@@ -557,7 +570,7 @@ static void test_drafter_bars(void) {
         CHECK(!strcmp(f.categories[0], "draft model\nauto-K") &&
                   !strcmp(f.categories[4], "lookup\nK = 8"),
               "categories \"%s\" .. \"%s\"", f.categories[0], f.categories[4]);
-        CHECK(!strcmp(f.notes[0].text, "a 0.78\nn 2.95\nc 0.14") && f.notes[5].series == 1,
+        CHECK(!strcmp(f.notes[0].text, "0.78\n2.95\n0.14") && f.notes[5].series == 1,
               "the first bar's note \"%s\" (want a, n, c); note 5 on series %zu (want T = 1)",
               f.notes[0].text, f.notes[5].series);
         for (size_t j = 0; j < 5; j++)
@@ -727,6 +740,76 @@ static void test_acceptance_matches(const char *csv) {
     free_table(&t);
 }
 
+// Whether any two of the figure's bar notes (padding included) overlap, or
+// one leaves the plot area; says which.
+static int bar_notes_clash(const char *what, const Axes *ax, const Figure *f) {
+    int box[MAX_NOTES][4], clash = 0;
+    bar_note_boxes(box, ax, f);
+    for (size_t i = 0; i < f->n_notes; i++) {
+        const int *a = box[i];
+        if (!a[2]) continue;
+        if (a[1] - NOTE_PAD <= ax->top || a[0] - NOTE_PAD <= ax->left || a[0] + a[2] + NOTE_PAD >= ax->right) {
+            printf("%s: note %zu \"%s\" leaves the plot area at (%d, %d)\n", what, i, f->notes[i].text, a[0], a[1]);
+            clash = 1;
+        }
+        for (size_t j = 0; j < i; j++) {
+            const int *b = box[j];
+            int m = 2 * NOTE_PAD;
+            if (b[2] && a[0] < b[0] + b[2] + m && b[0] < a[0] + a[2] + m && a[1] < b[1] + b[3] + m &&
+                b[1] < a[1] + a[3] + m) {
+                printf("%s: note %zu at (%d, %d) overlaps note %zu at (%d, %d)\n", what, i, a[0], a[1], j, b[0], b[1]);
+                clash = 1;
+            }
+        }
+    }
+    return clash;
+}
+
+// drafters and drafters_dram: a bar per row that names a drafter, at its
+// speedup, in its temperature's series, with the row's a, tokens per round
+// and c noted above it; no two notes overlap (they did: each temperature's
+// notes were wider than its bar).
+static void test_drafters_match(const char *name, const char *csv) {
+    Table t = {0};
+    Error e = {.msg = ""};
+    Canvas c;
+    Axes ax;
+    Figure f;
+    const char *p[1] = {csv};
+    if (read_table(&t, csv, &e) || render_paths(&c, &ax, &f, name, p, 1)) {
+        CHECK(0, "%s from %s: %s", name, csv, e.msg);
+        free_table(&t);
+        return;
+    }
+    int dc = find_column(&t, "drafter"), tc = find_column(&t, "temperature"), sc = find_column(&t, "speedup"),
+        vc[3] = {find_column(&t, "a"), find_column(&t, "tokens_per_round"), find_column(&t, "c")};
+    size_t rows = 0, found = 0, bars = 0;
+    for (size_t i = 0; i < f.n_series; i++) bars += f.series[i].kind == SERIES_BARS ? f.series[i].n : 0;
+    for (size_t r = 0; r < t.n_rows; r++) {
+        if (!cell(&t, r, dc)[0]) continue;
+        char label[64], want[64];
+        snprintf(label, sizeof(label), "T = %s", cell(&t, r, tc));
+        snprintf(want, sizeof(want), "%.2f\n%.2f\n%.2f", num(&t, r, vc[0]), num(&t, r, vc[1]), num(&t, r, vc[2]));
+        const Series *s = series_labelled(&f, label, 0);
+        int hit = 0;
+        for (size_t i = 0; s && i < f.n_notes; i++) {
+            const Note *n = &f.notes[i];
+            hit |= &f.series[n->series] == s && s->pts[n->point].y == num(&t, r, sc) && !strcmp(n->text, want);
+        }
+        CHECK(hit, "%s from %s: row %zu (%s, T = %s): no bar at speedup %s noted \"%s\"", name, csv, r + 1,
+              cell(&t, r, dc), cell(&t, r, tc), cell(&t, r, sc), want);
+        found += (size_t)hit;
+        rows++;
+    }
+    CHECK(bars == rows, "%s from %s: %zu bars drawn for %zu rows", name, csv, bars, rows);
+    CHECK(!bar_notes_clash(csv, &ax, &f), "%s from %s: bar notes overlap or leave the plot area", name, csv);
+    printf("%s from %s: %zu bars for %zu rows, %zu at their speedup with their a, n, c; notes apart\n", name, csv,
+           bars, rows, found);
+    free_canvas(&c);
+    free_figure(&f);
+    free_table(&t);
+}
+
 // ----------------------------------------------------------------------------
 // Errors and `plot all`
 
@@ -878,6 +961,10 @@ int main(void) {
     test_histogram_matches("docs/sweep_k.csv");
     test_acceptance_matches(DIR "/sweep_k.csv");
     test_acceptance_matches("docs/sweep_k.csv");
+    test_drafters_match("drafters", DIR "/drafters.csv");
+    test_drafters_match("drafters", DIR "/crowded_drafters.csv");
+    test_drafters_match("drafters", "docs/drafters.csv");
+    test_drafters_match("drafters_dram", "docs/drafters_dram.csv");
     test_theory_curve();
     test_lenience_curve();
     test_drafter_bars();
