@@ -1826,8 +1826,43 @@ static int figure_drafters_dram(Figure *f, const Table *tables, size_t n_tables,
 }
 
 // trees.csv (make bench-tree): target, temperature, kind ("chain" or "tree"),
-// nodes (verified per pass: K for a chain), then the measurements.
+// nodes (verified per pass: K for a chain), then the measurements; where the
+// file has it, shape (--tree's argument, "2,1,1") names each tree.
 enum { TR_TARGET, TR_TEMP, TR_KIND, TR_NODES, TR_Y, N_TREE_COLS };
+
+// Each tree shape of column `shape` named once, beside the highest of its
+// points (all trees of one shape have one node count, so one x).
+static int tree_shape_notes(Figure *f, const Table *t, const int *col, int shape, Error *e) {
+    for (size_t r = 0; r < t->n_rows; r++) {
+        const char *name = cell(t, r, shape);
+        size_t top = r, seen = 0;
+        if (strcmp(cell(t, r, col[TR_KIND]), "tree") || !name[0] || isnan(num(t, r, col[TR_Y]))) continue;
+        for (size_t q = 0; q < t->n_rows; q++) {
+            if (strcmp(cell(t, q, col[TR_KIND]), "tree") || strcmp(cell(t, q, shape), name) ||
+                isnan(num(t, q, col[TR_Y])))
+                continue;
+            seen |= q < r;
+            if (num(t, q, col[TR_Y]) > num(t, top, col[TR_Y])) top = q;
+        }
+        if (seen) continue; // named at its first row
+        char label[80];
+        snprintf(label, sizeof(label), "%.24s, T = %.8s, tree", cell(t, top, col[TR_TARGET]), cell(t, top, col[TR_TEMP]));
+        for (size_t i = 0; i < f->n_series; i++) {
+            const Series *s = &f->series[i];
+            for (size_t j = 0; !strcmp(s->label, label) && j < s->n; j++) {
+                if (s->pts[j].x != num(t, top, col[TR_NODES]) || s->pts[j].y != num(t, top, col[TR_Y])) continue;
+                if (f->n_notes == MAX_NOTES)
+                    return fail(e, "figure \"%s\": more than %d notes", f->title, MAX_NOTES);
+                Note *n = &f->notes[f->n_notes++];
+                *n = (Note){.series = i, .point = j};
+                snprintf(n->text, sizeof(n->text), "%s", name);
+                j = s->n;
+                i = f->n_series - 1;
+            }
+        }
+    }
+    return 0;
+}
 
 // Column ycol of trees.csv against the node budget: a line per (target,
 // temperature, kind), a colour per (target, temperature), trees dashed.
@@ -1854,7 +1889,8 @@ static int tree_lines(Figure *f, const Table *t, const char *ycol, Error *e) {
         if (add_point(s, num(t, r, col[TR_NODES]), num(t, r, col[TR_Y]), e)) return -1;
     }
     for (size_t i = 0; i < f->n_series; i++) sort_by_x(&f->series[i]);
-    return 0;
+    int shape = find_column(t, "shape");
+    return shape >= 0 ? tree_shape_notes(f, t, col, shape, e) : 0;
 }
 
 static int figure_trees_speedup(Figure *f, const Table *tables, size_t n_tables, Error *e) {

@@ -152,15 +152,18 @@ static int write_crowded_drafters(const char *path) {
 // 4..15 nodes, rows of one series not in x order
 static int write_trees(const char *path) {
     static const int chain[4] = {2, 4, 6, 8}, tree[4] = {15, 4, 8, 14};
+    static const char *const shape[4] = {"3,2,1", "2,1", "2,1,1,1", "2,2,1,1"};
+    static const char *const ones[4] = {"1,1", "1,1,1,1", "1,1,1,1,1,1", "1,1,1,1,1,1,1,1"};
     FILE *fp = fopen(path, "w");
     if (!fp) return -1;
-    fprintf(fp, "target,temperature,kind,nodes,speedup,tokens_per_round,r\n");
+    fprintf(fp, "target,temperature,kind,shape,nodes,speedup,tokens_per_round,r\n");
     for (int m = 0; m < 2; m++)
         for (int t = 0; t < 2; t++)
             for (int i = 0; i < 8; i++) {
                 int tr = i >= 4, n = tr ? tree[i - 4] : chain[i];
-                fprintf(fp, "%s,%d,%s,%d,%.4f,%.4f,%.4f\n", m ? "embedded 325MB" : "shipped", t, tr ? "tree" : "chain",
-                        n, (m ? 3.4 : 2.6) + 0.4 * t - 0.15 * n - 0.3 * tr, 1 + (0.3 - 0.1 * t) * n + 2.5 * m,
+                fprintf(fp, "%s,%d,%s,\"%s\",%d,%.4f,%.4f,%.4f\n", m ? "embedded 325MB" : "shipped", t,
+                        tr ? "tree" : "chain", tr ? shape[i - 4] : ones[i], n,
+                        (m ? 3.4 : 2.6) + 0.4 * t - 0.15 * n - 0.3 * tr, 1 + (0.3 - 0.1 * t) * n + 2.5 * m,
                         1 + 0.1 * n);
             }
     return fclose(fp);
@@ -810,6 +813,49 @@ static void test_drafters_match(const char *name, const char *csv) {
     free_table(&t);
 }
 
+// trees_speedup and trees_tokens: a point per row (its line's), and each tree
+// shape the CSV names noted once, on a tree's point at the shape's node count.
+static void test_trees_match(const char *name, const char *csv) {
+    Table t = {0};
+    Error e = {.msg = ""};
+    Canvas c;
+    Axes ax;
+    Figure f;
+    const char *p[1] = {csv};
+    if (read_table(&t, csv, &e) || render_paths(&c, &ax, &f, name, p, 1)) {
+        CHECK(0, "%s from %s: %s", name, csv, e.msg);
+        free_table(&t);
+        return;
+    }
+    int kc = find_column(&t, "kind"), sc = find_column(&t, "shape"), nc = find_column(&t, "nodes");
+    size_t points = 0, shapes = 0;
+    for (size_t i = 0; i < f.n_series; i++) points += f.series[i].kind == SERIES_XY ? f.series[i].n : 0;
+    CHECK(points == t.n_rows, "%s from %s: %zu points drawn for %zu rows", name, csv, points, t.n_rows);
+    CHECK(sc >= 0, "%s: no shape column", csv);
+    for (size_t r = 0; sc >= 0 && r < t.n_rows; r++) {
+        int first = strcmp(cell(&t, r, kc), "tree") == 0;
+        for (size_t q = 0; first && q < r; q++)
+            first = strcmp(cell(&t, q, kc), "tree") || strcmp(cell(&t, q, sc), cell(&t, r, sc));
+        if (!first) continue;
+        size_t hits = 0, placed = 0;
+        for (size_t i = 0; i < f.n_notes; i++) {
+            const Series *s = &f.series[f.notes[i].series];
+            if (strcmp(f.notes[i].text, cell(&t, r, sc))) continue;
+            hits++;
+            placed += s->pattern == DASHED && s->pts[f.notes[i].point].x == num(&t, r, nc);
+        }
+        CHECK(hits == 1 && placed == 1, "%s from %s: tree %s noted %zu times (%zu at a tree's point at %s nodes), "
+              "want once", name, csv, cell(&t, r, sc), hits, placed, cell(&t, r, nc));
+        shapes++;
+    }
+    CHECK(f.n_notes == shapes, "%s from %s: %zu notes for %zu tree shapes", name, csv, f.n_notes, shapes);
+    printf("%s from %s: %zu points for %zu rows; %zu tree shapes, each named once at its node count\n", name, csv,
+           points, t.n_rows, shapes);
+    free_canvas(&c);
+    free_figure(&f);
+    free_table(&t);
+}
+
 // ----------------------------------------------------------------------------
 // Errors and `plot all`
 
@@ -965,6 +1011,10 @@ int main(void) {
     test_drafters_match("drafters", DIR "/crowded_drafters.csv");
     test_drafters_match("drafters", "docs/drafters.csv");
     test_drafters_match("drafters_dram", "docs/drafters_dram.csv");
+    test_trees_match("trees_speedup", DIR "/trees.csv");
+    test_trees_match("trees_tokens", DIR "/trees.csv");
+    test_trees_match("trees_speedup", "docs/trees.csv");
+    test_trees_match("trees_tokens", "docs/trees.csv");
     test_theory_curve();
     test_lenience_curve();
     test_drafter_bars();

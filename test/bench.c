@@ -1034,7 +1034,10 @@ static void compare_trees(Pair *pr, const char *name, FILE *csv, int pairs) {
     for (int t = 0; t < 2; t++) {
         for (int k = 0; k <= 8; k += 2) {
             E2E e = bench_pair(pr, name, (float)t, k);
-            if (k) fprintf(csv, "%s,%d,chain,%d,%.4f,%.4f,%.4f\n", name, t, k, e.speedup, e.tokens_per_round, e.r);
+            char ones[2 * K_MAX + 1] = "";
+            for (int i = 0; i < k; i++) strcat(ones, i ? ",1" : "1"); // a chain of K is the tree 1,1,...
+            if (k) fprintf(csv, "%s,%d,chain,\"%s\",%d,%.4f,%.4f,%.4f\n", name, t, ones, k, e.speedup,
+                           e.tokens_per_round, e.r);
         }
         for (int i = -1; i < (int)(sizeof(trees) / sizeof(trees[0])); i++) {
             pr->tree = i < 0 ? "auto" : trees[i];
@@ -1043,7 +1046,8 @@ static void compare_trees(Pair *pr, const char *name, FILE *csv, int pairs) {
             parse_tree(&o, 1);
             int nodes = 0;
             for (int d = 0, level = 1; i >= 0 && d < o.tree_depth; d++) nodes += level *= o.branch[d];
-            if (i >= 0) fprintf(csv, "%s,%d,tree,%d,%.4f,%.4f,%.4f\n", name, t, nodes, e.speedup, e.tokens_per_round, e.r);
+            if (i >= 0) fprintf(csv, "%s,%d,tree,\"%s\",%d,%.4f,%.4f,%.4f\n", name, t, trees[i], nodes, e.speedup,
+                                e.tokens_per_round, e.r);
         }
         pr->tree = NULL;
     }
@@ -1169,7 +1173,7 @@ int main(int argc, char **argv) {
                 memcpy(PROMPTS, fixed, sizeof(fixed));
             }
             if (ti == 1 && !strcmp(o.what, "tree")) {
-                FILE *csv = open_csv(o.csv, "trees.csv", "target,temperature,kind,nodes,speedup,tokens_per_round,r");
+                FILE *csv = open_csv(o.csv, "trees.csv", "target,temperature,kind,shape,nodes,speedup,tokens_per_round,r");
                 compare_trees(&pr, "shipped", csv, H2H_PAIRS);
                 Transformer big;
                 build_transformer(&big, pbig, MAX_ROWS, pool, N);
