@@ -857,6 +857,66 @@ static void test_trees_match(const char *name, const char *csv) {
     free_table(&t);
 }
 
+// A figure's points against its CSVs' rows: the points of the series whose
+// label contains `series` (every measured series: "", theory curves and
+// reference lines left out) number the rows with a value in column `col`,
+// summed over the CSVs, and (compare_mean) their mean y is those values' mean.
+static void test_points_match(const char *name, const char *const *paths, size_t n, const char *series,
+                              const char *col, int compare_mean) {
+    Canvas c;
+    Axes ax;
+    Figure f;
+    size_t rows = 0, points = 0;
+    double sum_csv = 0, sum_drawn = 0;
+    for (size_t i = 0; i < n; i++) {
+        Table t = {0};
+        Error e = {.msg = ""};
+        int k = read_table(&t, paths[i], &e) ? -1 : find_column(&t, col);
+        CHECK(k >= 0, "%s: %s: column %s: %s", name, paths[i], col, e.msg);
+        for (size_t r = 0; k >= 0 && r < t.n_rows; r++)
+            if (!isnan(num(&t, r, k))) rows++, sum_csv += num(&t, r, k);
+        free_table(&t);
+    }
+    if (render_paths(&c, &ax, &f, name, paths, n)) return;
+    for (size_t i = 0; i < f.n_series; i++)
+        if (f.series[i].kind != SERIES_HLINE && f.series[i].scales && strstr(f.series[i].label, series) &&
+            !strstr(f.series[i].label, "theory"))
+            for (size_t j = 0; j < f.series[i].n; j++) points++, sum_drawn += f.series[i].pts[j].y;
+    CHECK(points == rows, "%s from %s: %zu points in series \"%s\", %zu rows with %s", name, paths[0], points,
+          series, rows, col);
+    if (compare_mean)
+        CHECK(rows && fabs(sum_drawn / rows - sum_csv / rows) < 1e-9, "%s from %s: mean drawn %g, mean %s %g",
+              name, paths[0], points ? sum_drawn / points : NAN, col, rows ? sum_csv / rows : NAN);
+    printf("%s from %s%s: %zu points for %zu rows with %s%s\n", name, paths[0], n > 1 ? " ..." : "", points, rows,
+           col, compare_mean ? ", the same mean" : "");
+    free_canvas(&c);
+    free_figure(&f);
+}
+
+// test_points_match on each figure not compared above, from the fixtures and docs/
+static void test_more_points_match(void) {
+    static const char *const dirs[2] = {DIR, "docs"};
+    for (int d = 0; d < 2; d++) {
+        char p[4][256];
+        const char *pp[4] = {p[0], p[1], p[2], p[3]};
+        snprintf(p[0], sizeof(p[0]), "%s/sweep_k.csv", dirs[d]);
+        test_points_match("speedup_vs_k", pp, 1, "", "speedup", 1); // fixed-K and auto-K rows
+        snprintf(p[0], sizeof(p[0]), "%s/sweep_temp.csv", dirs[d]);
+        test_points_match("alpha_vs_temperature", pp, 1, "", "alpha", 1);
+        snprintf(p[0], sizeof(p[0]), "%s/verify_cost.csv", dirs[d]);
+        test_points_match("verify_cost", pp, 1, "", "r", 1);
+        snprintf(p[0], sizeof(p[0]), "%s/lenience.csv", dirs[d]);
+        test_points_match("lenience", pp, 1, "closed form", "speedup", 1);
+        snprintf(p[0], sizeof(p[0]), "%s/train_target.csv", dirs[d]);
+        snprintf(p[1], sizeof(p[1]), "%s/train_base.csv", dirs[d]);
+        snprintf(p[2], sizeof(p[2]), "%s/train_draft.csv", dirs[d]);
+        test_points_match("training_loss", pp, 3, "validation", "val_loss", 1);
+        test_points_match("training_loss", pp, 3, ": train", "train_loss", 1);
+        snprintf(p[1], sizeof(p[1]), "%s/train_target_dropout.csv", dirs[d]);
+        test_points_match("finetune_loss", pp, 2, "validation", "val_loss", 1);
+    }
+}
+
 // Every figure `plot all docs` draws, from the committed CSVs: each series of
 // markers shows at least half of them in its own colour, a filled marker at
 // its centre, a ring (drawn where a filled one would hide an earlier
@@ -1087,6 +1147,7 @@ int main(void) {
     test_trees_match("trees_tokens", "docs/trees.csv");
     test_docs_markers_visible();
     test_figures_linked();
+    test_more_points_match();
     test_theory_curve();
     test_lenience_curve();
     test_drafter_bars();
