@@ -1146,10 +1146,13 @@ static void auto_against_best(Pair *pr, E2E *e) {
     int cand[3] = {best, first, best_speedup(e, first)}, *worst = &e[0].h2h_worst;
     double pooled = median(target, 9);
     e[0].auto_over_best = e[0].spec_tok_s / e[best].spec_tok_s;
+    double step = e[0].target_tok_s / e[best].target_tok_s; // the two rows' machines, compared
     printf("%-14s %dth t=%.2f auto-K %.1f spec tok/s, best fixed K by spec tok/s = %d %.1f: auto/best "
-           "%.3f; over the nine rows' target-only (median %.1f tok/s): auto %.2fx, K = %d %.2fx\n",
+           "%.3f; over the nine rows' target-only (median %.1f tok/s): auto %.2fx, K = %d %.2fx%s\n",
            e[0].pair, e[0].threads, e[0].temperature, e[0].spec_tok_s, e[best].k, e[best].spec_tok_s,
-           e[0].auto_over_best, pooled, e[0].spec_tok_s / pooled, e[best].k, e[best].spec_tok_s / pooled);
+           e[0].auto_over_best, pooled, e[0].spec_tok_s / pooled, e[best].k, e[best].spec_tok_s / pooled,
+           step > STATE_GAP || step < 1 / STATE_GAP ? " (the two rows ran in different bandwidth states: "
+                                                      "read the head to head below)" : "");
     for (int c = 0; c < 3; c++) {
         int seen = 0;
         for (int j = 0; j < c; j++) seen |= cand[j] == cand[c];
