@@ -1350,10 +1350,59 @@ static void test_options(void) {
     printf("selftest: CSVs go to " SCRATCH_CSV "/ unless --publish (" PUBLISHED_CSV "/) or --csv\n");
 }
 
+// Fields of one CSV line, quotes respected ("2,1" is one field).
+static int csv_fields(const char *line) {
+    int n = 1, quoted = 0;
+    for (; *line && *line != '\n'; line++) {
+        if (*line == '"') quoted = !quoted;
+        else if (*line == ',' && !quoted) n++;
+    }
+    return n;
+}
+
+// The CSV writers on made-up rows (one flagged, one not): each data line has
+// the header's fields, and the check column says ok or the flags.
+static void test_csv_writers(void) {
+    const char *dir = "build/test/bench_selftest";
+    mkdir("build", 0755);
+    mkdir("build/test", 0755);
+    mkdir(dir, 0755);
+    E2E e[2] = {{.k = 8, .tokens_per_round = 3.57, .r = 1.0, .r_measured = 0.886, .speedup = 4.14, .bound = 3.11,
+                 .flags = ROW_OVER_BOUND | ROW_R_BELOW_1},
+                {.k = 4, .is_auto = 1, .tokens_per_round = 3.1, .r = 1.5, .speedup = 1.6, .bound = 1.84}};
+    snprintf(e[0].pair, sizeof(e[0].pair), "lookup");
+    snprintf(e[1].pair, sizeof(e[1].pair), "draft model");
+    snprintf(e[1].tree, sizeof(e[1].tree), "3,1");
+    LenienceRow lr[1] = {{.lenience = 0.5, .e = e[0]}};
+    ModelResult m = {.name = "model", .r = {{0, 1, 0.9, 1.2, 1.3, 1.4, 1.5, 1.6, 1.7, 1.8}}};
+    write_sweep_k(dir, e, 2);
+    write_drafters(dir, "drafters.csv", e, 2, 0);
+    write_lenience(dir, lr, 1);
+    write_verify_cost(dir, &m, 1);
+    static const char *const files[4] = {"sweep_k.csv", "drafters.csv", "lenience.csv", "verify_cost.csv"};
+    for (int i = 0; i < 4; i++) {
+        char path[256], line[4][1024];
+        snprintf(path, sizeof(path), "%s/%s", dir, files[i]);
+        FILE *f = fopen(path, "r");
+        int n = 0;
+        while (f && n < 4 && fgets(line[n], sizeof(line[n]), f)) n++;
+        if (f) fclose(f);
+        int rows = i == 2 ? 1 : i == 3 ? 9 : 2, ok = n >= (rows < 3 ? rows + 1 : 3);
+        for (int j = 1; ok && j < n; j++) ok = csv_fields(line[j]) == csv_fields(line[0]);
+        CHECK(ok && strstr(line[0], ",check\n"), "%s: %d lines, every line as many fields as the header (%d) "
+              "and a check column", path, n, n ? csv_fields(line[0]) : 0);
+        const char *want = i == 3 ? ",r_below_1\n" : ",over_bound+r_below_1\n";
+        CHECK(n >= 2 && strstr(line[i == 3 ? 2 : 1], want) && (rows != 2 || strstr(line[2], ",ok\n")),
+              "%s: the flagged row ends with %.*s, the other with ok", path, (int)strlen(want) - 2, want + 1);
+    }
+    printf("selftest: the CSV writers' rows match their headers, with bound and check\n");
+}
+
 static int selftest(void) {
     test_check_row();
     test_states();
     test_options();
+    test_csv_writers();
     return check_summary("bench selftest");
 }
 
