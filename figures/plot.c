@@ -1821,7 +1821,17 @@ static void drafter_note(char *out, size_t cap, const Table *t, const int *col, 
     }
 }
 
-// One temperature's bars: each configuration's speedup, its note above it.
+// Whether row r failed the bench's check of what its own numbers allow (a
+// column "check" that is neither empty nor "ok": bench.c's check_row).
+static int row_flagged(const Table *t, size_t r) {
+    int col = find_column(t, "check");
+    return col >= 0 && cell(t, r, col)[0] && strcmp(cell(t, r, col), "ok");
+}
+
+#define FLAG_MARK "!" // a note's last line on a flagged row
+
+// One temperature's bars: each configuration's speedup, its note above it
+// (ending in FLAG_MARK where the bench flagged the row).
 static int drafter_bars(Figure *f, const size_t *first, const Table *t, const int *col,
                         const char *key, size_t g, Error *e) {
     Group rows = {.t = t, .key_col = col[DR_TEMP], .key = key};
@@ -1833,6 +1843,7 @@ static int drafter_bars(Figure *f, const size_t *first, const Table *t, const in
         size_t i = config_of(f, first, t, col, r);
         if (!in_group(&rows, r) || i == f->n_categories) continue;
         drafter_note(note, sizeof(note), t, col, r);
+        if (row_flagged(t, r)) strncat(note, "\n" FLAG_MARK, sizeof(note) - strlen(note) - 1);
         if (add_noted_point(f, s, (double)(i + 1), num(t, r, col[DR_SPEEDUP]), note, e)) return -1;
     }
     return 0;
@@ -1856,6 +1867,10 @@ static int drafters_figure(Figure *f, const Table *t, const char *title, Error *
     if (drafter_categories(f, first, t, col, e)) return -1;
     for (size_t g = 0; g < n; g++)
         if (drafter_bars(f, first, t, col, keys[g], g, e)) return -1;
+    size_t flagged = 0;
+    for (size_t r = 0; r < t->n_rows; r++) flagged += row_flagged(t, r);
+    if (flagged && !add_series(f, FLAG_MARK ": flagged by the bench (CSV column check)", INK, SERIES_XY, e))
+        return -1; // a legend line, no data
     return add_hline(f, 1, "speedup = 1 (break-even)", e);
 }
 

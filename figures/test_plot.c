@@ -136,15 +136,16 @@ static int write_drafters(const char *path) {
 }
 
 // crowded_drafters.csv: the most configurations a figure shows (12) at two
-// temperatures: bars far narrower than their notes
+// temperatures: bars far narrower than their notes; one row flagged by the
+// bench's check
 static int write_crowded_drafters(const char *path) {
     FILE *fp = fopen(path, "w");
     if (!fp) return -1;
-    fprintf(fp, "drafter,threads,temperature,k,k_used,target_tok_s,spec_tok_s,speedup,a,c,tokens_per_round\n");
+    fprintf(fp, "drafter,threads,temperature,k,k_used,target_tok_s,spec_tok_s,speedup,a,c,tokens_per_round,check\n");
     for (int t = 0; t < 2; t++)
         for (int k = 1; k <= MAX_CATEGORIES; k++)
-            fprintf(fp, "lookup,2,%d,%d,%d,100,120,%.4f,%.4f,0.0000,%.4f\n", t, k, k, 1.2 - 0.02 * k - 0.1 * t,
-                    0.6 - 0.01 * k, 1.5 + 0.1 * k);
+            fprintf(fp, "lookup,2,%d,%d,%d,100,120,%.4f,%.4f,0.0000,%.4f,%s\n", t, k, k, 1.2 - 0.02 * k - 0.1 * t,
+                    0.6 - 0.01 * k, 1.5 + 0.1 * k, t == 1 && k == 3 ? "over_bound" : "ok");
     return fclose(fp);
 }
 
@@ -787,13 +788,16 @@ static void test_drafters_match(const char *name, const char *csv) {
     }
     int dc = find_column(&t, "drafter"), tc = find_column(&t, "temperature"), sc = find_column(&t, "speedup"),
         vc[3] = {find_column(&t, "a"), find_column(&t, "tokens_per_round"), find_column(&t, "c")};
-    size_t rows = 0, found = 0, bars = 0;
+    size_t rows = 0, found = 0, bars = 0, flags = 0;
     for (size_t i = 0; i < f.n_series; i++) bars += f.series[i].kind == SERIES_BARS ? f.series[i].n : 0;
     for (size_t r = 0; r < t.n_rows; r++) {
         if (!cell(&t, r, dc)[0]) continue;
         char label[64], want[64];
         snprintf(label, sizeof(label), "T = %s", cell(&t, r, tc));
-        snprintf(want, sizeof(want), "%.2f\n%.2f\n%.2f", num(&t, r, vc[0]), num(&t, r, vc[1]), num(&t, r, vc[2]));
+        int ck = find_column(&t, "check"), flagged = ck >= 0 && cell(&t, r, ck)[0] && strcmp(cell(&t, r, ck), "ok");
+        snprintf(want, sizeof(want), "%.2f\n%.2f\n%.2f%s", num(&t, r, vc[0]), num(&t, r, vc[1]), num(&t, r, vc[2]),
+                 flagged ? "\n!" : "");
+        flags += flagged;
         const Series *s = series_labelled(&f, label, 0);
         int hit = 0;
         for (size_t i = 0; s && i < f.n_notes; i++) {
@@ -806,6 +810,8 @@ static void test_drafters_match(const char *name, const char *csv) {
         rows++;
     }
     CHECK(bars == rows, "%s from %s: %zu bars drawn for %zu rows", name, csv, bars, rows);
+    CHECK(!flags == !series_labelled(&f, "!: flagged", 1), "%s from %s: %zu rows flagged in column check, the "
+          "legend %s them", name, csv, flags, series_labelled(&f, "!: flagged", 1) ? "explains" : "does not explain");
     CHECK(!bar_notes_clash(csv, &ax, &f), "%s from %s: bar notes overlap or leave the plot area", name, csv);
     printf("%s from %s: %zu bars for %zu rows, %zu at their speedup with their a, n, c; notes apart\n", name, csv,
            bars, rows, found);
