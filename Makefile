@@ -109,21 +109,52 @@ build/bin/bench: test/bench.c $(TEST_DEPS)
 	@mkdir -p build/bin
 	$(CC) $(TFLAGS) $(SIMD) -o $@ $< $(LDLIBS)
 
+# Every mode writes its CSVs into build/bench/ and leaves docs/ (tracked: the
+# figures' sources) alone; PUBLISH=1 writes them into docs/ (bench MODE
+# --publish), then make plots redraws the figures. build/bin/bench --help: the modes.
+BENCH_PUBLISH = $(if $(filter 1,$(PUBLISH)),--publish)
+
 # bandwidth, single-row forward, verify cost r(n), end to end (shipped pair and
-# the shipped target embedded in a 325 MB one) -> bench.json and docs/*.csv; about 5 minutes. With
+# the shipped target embedded in a 325 MB one) -> bench.json and build/bench/*.csv
+# (docs/*.csv with PUBLISH=1); about 5 minutes. With
 # RUNC=path/to/run (llama2.c's run.c, -Ofast -march=native -fopenmp) it also
 # compares target-only decoding with it (bench runc: that comparison alone)
 bench: build/bin/bench
-	RUNC="$(RUNC)" build/bin/bench all
+	RUNC="$(RUNC)" build/bin/bench all $(BENCH_PUBLISH)
 
 # the shipped pair only: K = 1..8 and auto at t = 0, 1; a vs temperature
 sweep: build/bin/bench
-	build/bin/bench sweep
+	build/bin/bench sweep $(BENCH_PUBLISH)
 
 # trees against the chain at t = 0, 1: the shipped pair, then the shipped target
-# embedded, zero-padded, in dim 768 x 12 layers (325 MB, DRAM-bound); about a minute; writes docs/trees.csv
+# embedded, zero-padded, in dim 768 x 12 layers (325 MB, DRAM-bound); about a minute; writes trees.csv
 bench-tree: build/bin/bench
-	build/bin/bench tree
+	build/bin/bench tree $(BENCH_PUBLISH)
+
+.PHONY: help
+help:
+	@echo "make targets (README.md and docs/ say more):"
+	@echo "  all          ./specdec and ./train (the default)"
+	@echo "  specdec      ./specdec, with the host's SIMD (override: make SIMD=...)"
+	@echo "  train        ./train, the trainer (trainer/)"
+	@echo "  run          sample a story from the shipped weights"
+	@echo "  test         every test: test-core test-train test-plot test-arm64 test-port"
+	@echo "  test-core    kernels, forward, tokenizer, spec step, CLI; again under ASan+UBSan"
+	@echo "  test-train   the trainer's tests"
+	@echo "  test-plot    the figures against their CSVs; bench selftest and bench's usage"
+	@echo "  test-arm64   the NEON build under qemu (skipped without the cross compiler)"
+	@echo "  test-port    the Python port reproduces the golden files (needs python3)"
+	@echo "  golden       rewrite test/golden (the files a port checks itself against)"
+	@echo "  fuzz         build and run the fuzzers"
+	@echo "  bench        the whole benchmark, about 5 min: bench.json, build/bench/*.csv (PUBLISH=1: docs/)"
+	@echo "  sweep        K = 1..8 and auto-K, a over temperature, about 1 min (PUBLISH=1: docs/)"
+	@echo "  bench-tree   trees against chains, about 1 min (PUBLISH=1: docs/trees.csv)"
+	@echo "  plots        draw docs/*.png from docs/*.csv (./plot all DIR for another folder)"
+	@echo "  weights      train the shipped weights from ../shared/data (hours; docs/TRAINING.md)"
+	@echo "  medusa       Medusa heads for weights/target.bin (about 13 min)"
+	@echo "  eagle        the EAGLE-style drafter for weights/target.bin (about 11 min)"
+	@echo "  clean        remove the binaries and build/"
+	@echo "  help         this list"
 
 # --- trainer/ (./train; keep edits inside this block) ---
 # make weights [DATA=dir] [THREADS=n]: tokenizer -> token streams -> base
@@ -348,7 +379,9 @@ build/plot/asan/test_plot: figures/test_plot.c test/check.h $(PLOT_DEPS)
 	@mkdir -p build/plot/asan
 	$(CC) $(ASAN) -I$(STB_INCLUDE) -o $@ figures/test_plot.c -lm
 
-test-plot:
+test-plot: build/bin/bench
+	build/bin/bench selftest
+	bash test/bench_cli.sh build/bin/bench
 	@if [ -n "$(STB_INCLUDE)" ]; then \
 	  $(MAKE) --no-print-directory build/plot/test_plot build/plot/asan/test_plot && ./build/plot/test_plot && \
 	  echo "test-plot: again under ASan+UBSan" && \

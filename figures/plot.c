@@ -694,14 +694,23 @@ static void shown_range(Range *r, const Figure *f) {
 #define NOTE_GAP 5 // pixels between a note and its point (or its marker's edge)
 #define NOTE_PAD 2 // white around a note's text
 
-// The pixels the tallest note above a bar needs, with its gap and padding.
-static int bar_note_room(const Figure *f) {
-    int room = 0;
+// The pixels the notes above bars need, with their gap and padding: the
+// tallest note's, times how many stack (bar_note_boxes) where a note is wider
+// than a bar of a plot w pixels wide (less the widest left margin) over r's x range.
+static int bar_note_room(const Figure *f, const Range *r, int w) {
+    int room = 0, widest = 0, n_bars = 0;
     for (size_t i = 0; i < f->n_notes; i++) {
         int h = block_height(f->notes[i].text) + NOTE_GAP + 2 * NOTE_PAD;
-        if (f->series[f->notes[i].series].kind == SERIES_BARS && h > room) room = h;
+        if (f->series[f->notes[i].series].kind != SERIES_BARS) continue;
+        if (h > room) room = h;
+        if (block_width(f->notes[i].text) > widest) widest = block_width(f->notes[i].text);
     }
-    return room;
+    for (size_t i = 0; i < f->n_series; i++) n_bars += f->series[i].kind == SERIES_BARS;
+    if (room == 0 || n_bars == 0) return room;
+    double bar_px = 0.8 * bar_spacing(f) / n_bars / (r->xmax - r->xmin) * (w - 24 - 90);
+    int stack = (int)ceil((widest + 2 * NOTE_PAD + 1) / fmax(bar_px, 1));
+    if (stack > n_bars) stack = n_bars; // notes of one category's bars stack; the next category's are clear
+    return room * (stack > 1 ? stack : 1);
 }
 
 // Chooses ranges and ticks from the data, then the plot area inside a w x h
@@ -709,11 +718,12 @@ static int bar_note_room(const Figure *f) {
 // several lines) and axis labels left and below, and for the notes above bars.
 static void layout_axes(Axes *ax, const Figure *f, int w, int h) {
     Range r;
-    int lines = 1, top = 46, bottom, room = bar_note_room(f);
+    int lines = 1, top = 46, bottom, room;
     for (size_t i = 0; i < f->n_categories; i++)
         if (count_lines(f->categories[i]) > lines) lines = count_lines(f->categories[i]);
     bottom = h - 50 - (lines - 1) * LINE_ADVANCE;
     shown_range(&r, f);
+    room = bar_note_room(f, &r, w);
     if (room > 0 && room < (bottom - top) / 2) // raise the top: the room stays free of data
         r.ymax += (r.ymax - r.ymin) * room / (bottom - top - room);
     *ax = (Axes){.xmin = r.xmin, .xmax = r.xmax, .ymin = r.ymin, .ymax = r.ymax,
@@ -814,6 +824,25 @@ static void draw_series_line(Canvas *c, const Axes *ax, const Series *s) {
     }
 }
 
+// The marker series i's point j is drawn with: its series' own, or a ring
+// (open, around what is there) where a filled marker of an earlier series
+// would be hidden under it, so both show: the target's validation curve
+// hid under the dropout run's, a 110M shape's r(n) under the 325 MB target's.
+static int marker_drawn(const Figure *f, const Axes *ax, size_t i, size_t j) {
+    const Series *s = &f->series[i];
+    double px, py, qx, qy, near = RING_R - RING_WIDTH / 2 - 0.5; // the ring clears the centre within
+    if (s->marker == MARK_NONE || s->marker == MARK_RING) return s->marker;
+    data_to_pixel(&px, &py, ax, s->pts[j].x, s->pts[j].y);
+    for (size_t a = 0; a < i; a++) {
+        const Series *o = &f->series[a];
+        for (size_t b = 0; o->kind == SERIES_XY && o->marker && b < o->n; b++) {
+            data_to_pixel(&qx, &qy, ax, o->pts[b].x, o->pts[b].y);
+            if (hypot(px - qx, py - qy) < near) return MARK_RING;
+        }
+    }
+    return s->marker;
+}
+
 // All data, clipped to the plot area: bars first, then lines, then markers on
 // top, so no line hides a measured point.
 static void draw_data(Canvas *c, const Axes *ax, const Figure *f) {
@@ -827,7 +856,7 @@ static void draw_data(Canvas *c, const Axes *ax, const Figure *f) {
         for (size_t j = 0; s->marker && j < s->n; j++) {
             double px, py;
             data_to_pixel(&px, &py, ax, s->pts[j].x, s->pts[j].y);
-            draw_marker(c, px, py, s->marker, s->color);
+            draw_marker(c, px, py, marker_drawn(f, ax, i, j), s->color);
         }
     }
     set_clip(c, 0, 0, c->w, c->h);
@@ -940,19 +969,46 @@ static void place_beside(int *x, int *y, const Canvas *c, const Axes *ax, double
     }
 }
 
-// A note on a white ground, in a darker shade of its series' colour:
-// centred above its bar, or beside its marker.
-static void draw_note(Canvas *c, const Axes *ax, const Figure *f, const Note *n) {
+// Where each note that belongs to a bar goes (box[i]: x, y of the text's
+// top left, w, h; w = 0 for a note beside a marker): centred above its bar,
+// kept in the plot; one that would overlap an earlier bar's note (bars
+// narrower than their notes) goes above that note instead.
+static void bar_note_boxes(int (*box)[4], const Axes *ax, const Figure *f) {
+    for (size_t i = 0; i < f->n_notes; i++) {
+        const Note *n = &f->notes[i];
+        const Series *s = &f->series[n->series];
+        int *b = box[i], w = block_width(n->text), h = block_height(n->text), m = 2 * NOTE_PAD + 1;
+        double px, py, x0, x1;
+        b[0] = b[1] = b[2] = b[3] = 0;
+        if (s->kind != SERIES_BARS) continue;
+        bar_span(&x0, &x1, f, n->series, s->pts[n->point].x);
+        data_to_pixel(&px, &py, ax, (x0 + x1) / 2, s->pts[n->point].y);
+        b[0] = (int)lround(px - w / 2.0);
+        b[1] = (int)lround(py) - NOTE_GAP - NOTE_PAD - h;
+        b[2] = w;
+        b[3] = h;
+        clamp_box(&b[0], &b[1], ax, w, h);
+        for (size_t j = 0; j < i; j++) { // each move is upward: this ends
+            const int *o = box[j];
+            if (o[2] && b[0] < o[0] + o[2] + m && o[0] < b[0] + w + m && b[1] < o[1] + o[3] + m &&
+                o[1] < b[1] + h + m) {
+                b[1] = o[1] - m - h;
+                j = (size_t)-1; // and look again from the first
+            }
+        }
+    }
+}
+
+// A note on a white ground, in a darker shade of its series' colour: at its
+// place above its bar (bar_note_boxes), or beside its marker.
+static void draw_note(Canvas *c, const Axes *ax, const Figure *f, const Note *n, const int *bar_box) {
     const Series *s = &f->series[n->series];
     Color ink = shade(s->color, 0.3);
     int w = block_width(n->text), h = block_height(n->text), x = ax->left, y = ax->top;
-    double px, py, x0, x1;
+    double px, py;
     if (s->kind == SERIES_BARS) {
-        bar_span(&x0, &x1, f, n->series, s->pts[n->point].x);
-        data_to_pixel(&px, &py, ax, (x0 + x1) / 2, s->pts[n->point].y);
-        x = (int)lround(px - w / 2.0);
-        y = (int)lround(py) - NOTE_GAP - NOTE_PAD - h;
-        clamp_box(&x, &y, ax, w, h);
+        x = bar_box[0];
+        y = bar_box[1];
     } else {
         data_to_pixel(&px, &py, ax, s->pts[n->point].x, s->pts[n->point].y);
         place_beside(&x, &y, c, ax, px, py, w, h, marker_reach(s->marker) + NOTE_GAP);
@@ -969,7 +1025,9 @@ static int render_figure(Canvas *c, Axes *ax, const Figure *f, Error *e) {
     layout_axes(ax, f, c->w, c->h);
     draw_grid(c, ax, f);
     draw_data(c, ax, f);
-    for (size_t i = 0; i < f->n_notes; i++) draw_note(c, ax, f, &f->notes[i]); // after all data
+    int box[MAX_NOTES][4];
+    bar_note_boxes(box, ax, f);
+    for (size_t i = 0; i < f->n_notes; i++) draw_note(c, ax, f, &f->notes[i], box[i]); // after all data
     draw_ticks(c, ax, f);
     draw_titles(c, ax, f);
     draw_legend(c, ax, f);
@@ -1272,8 +1330,12 @@ static void group_sums(double *sum, size_t *count, const Group *g, int k_col, do
 // Figures: each reads its CSVs' columns by name and fills a Figure
 
 // The K at which the sweep records acceptance per position and the histogram
-// of accepted drafts per round (columns pos1..pos8, hist0..hist8).
+// of accepted proposals per round: after K acceptances the drafter proposes
+// position K + 1 too (specdec's round), so a K = 8 row has positions
+// pos1..pos9 and rounds that accepted 0..9 proposals, hist0..hist9
+// (DETAIL_LAST = K + 1 either way).
 #define K_DETAIL 8
+#define DETAIL_LAST (K_DETAIL + 1)
 #define MAX_INPUTS 4 // the most CSVs one figure reads
 
 // model.h's predicted_speedup (the formula specdec prints) at a K read from a
@@ -1381,13 +1443,13 @@ static Series *add_curve(Figure *f, const char *label, size_t g, Error *e) {
 typedef int (*DetailGroup)(Figure *f, const double *sum, const size_t *count, const char *key,
                            size_t g, Error *e);
 
-// The columns a detail figure reads: temperature, k, then prefix<from>..prefix8
-// (spelled out in store); returns how many.
+// The columns a detail figure reads: temperature, k, then
+// prefix<from>..prefix<DETAIL_LAST> (spelled out in store); returns how many.
 static size_t detail_columns(const char **names, char (*store)[16], const char *prefix, int from) {
     size_t n = 0;
     names[n++] = "temperature";
     names[n++] = "k";
-    for (int i = from; i <= K_DETAIL; i++) {
+    for (int i = from; i <= DETAIL_LAST; i++) {
         char *name = store[i - from];
         snprintf(name, sizeof(store[0]), "%s%d", prefix, i);
         names[n++] = name;
@@ -1396,14 +1458,15 @@ static size_t detail_columns(const char **names, char (*store)[16], const char *
 }
 
 // The figures drawn from sweep_k.csv's K = 8 rows: per temperature, columns
-// prefix<from>..prefix8 summed over those rows and handed to add_group.
+// prefix<from>..prefix<DETAIL_LAST> summed over those rows and handed to
+// add_group (sum[0] is prefix<from>'s).
 static int detail_figure(Figure *f, const Table *t, const char *prefix, int from,
                          DetailGroup add_group, Error *e) {
-    char store[K_DETAIL + 1][16];
-    const char *names[3 + K_DETAIL], *keys[MAX_GROUPS];
-    int col[3 + K_DETAIL];
-    size_t n, n_cols = detail_columns(names, store, prefix, from), count[K_DETAIL + 1];
-    double sum[K_DETAIL + 1];
+    char store[DETAIL_LAST + 1][16];
+    const char *names[3 + DETAIL_LAST], *keys[MAX_GROUPS];
+    int col[3 + DETAIL_LAST];
+    size_t n, n_cols = detail_columns(names, store, prefix, from), count[DETAIL_LAST + 1];
+    double sum[DETAIL_LAST + 1];
     if (require_numbers(col, t, names, n_cols, e) || group_keys(keys, &n, t, col[0], e)) return -1;
     for (size_t g = 0; g < n; g++) {
         Group rows = {.t = t, .key_col = col[0], .key = keys[g]};
@@ -1412,21 +1475,22 @@ static int detail_figure(Figure *f, const Table *t, const char *prefix, int from
     }
     if (f->n_series == 0)
         return fail(e, "%s: no rows with k = %d and %s%d..%s%d filled in", t->path, K_DETAIL,
-                    prefix, from, prefix, K_DETAIL);
+                    prefix, from, prefix, DETAIL_LAST);
     return 0;
 }
 
-// One temperature's mean acceptance at each position (none: no K = 8 rows).
+// One temperature's mean acceptance at each position 1..K + 1 (none: no K = 8
+// rows); sum[i] is position i + 1's.
 static int acceptance_group(Figure *f, const double *sum, const size_t *count, const char *key,
                             size_t g, Error *e) {
     size_t rows = 0;
-    for (int i = 0; i < K_DETAIL; i++) rows += count[i];
+    for (int i = 0; i < DETAIL_LAST; i++) rows += count[i];
     if (rows == 0) return 0;
     char label[96];
     snprintf(label, sizeof(label), "T = %s", key);
     Series *s = add_curve(f, label, g, e);
     if (!s) return -1;
-    for (int i = 0; i < K_DETAIL; i++)
+    for (int i = 0; i < DETAIL_LAST; i++)
         if (count[i] && add_point(s, i + 1, sum[i] / (double)count[i], e)) return -1;
     return 0;
 }
@@ -1434,35 +1498,43 @@ static int acceptance_group(Figure *f, const double *sum, const size_t *count, c
 static int figure_acceptance_by_position(Figure *f, const Table *tables, size_t n_tables,
                                          Error *e) {
     (void)n_tables;
-    build_figure(f, "Acceptance by draft position (K = 8)", "draft position i",
+    build_figure(f, "Acceptance by draft position (K = 8)",
+                 "draft position i (9: proposed after all 8 were accepted)",
                  "P(draft i accepted | drafts before it accepted)");
     f->y_unit = 1;
     return detail_figure(f, &tables[0], "pos", 1, acceptance_group, e);
 }
 
-// One temperature's histogram as fractions of its rounds, labelled with the
-// mean number of tokens a round committed (j accepted drafts commit j + 1).
+// Tokens a K = 8 round commits when it accepted j proposals: j + 1 (the
+// target's draw at the first rejection, or at position K + 1 when nothing
+// was proposed there), and K + 1 when it accepted all K + 1.
+static double tokens_committed(int j) { return j <= K_DETAIL ? j + 1 : K_DETAIL + 1; }
+
+// One temperature's histogram, every bin 0..K + 1 as a fraction of its rounds,
+// labelled with the mean number of tokens a round committed over all of them.
 static int histogram_group(Figure *f, const double *sum, const size_t *count, const char *key,
                            size_t g, Error *e) {
     double total = 0, tokens = 0;
     (void)count;
-    for (int j = 0; j <= K_DETAIL; j++) {
+    for (int j = 0; j <= DETAIL_LAST; j++) {
         total += sum[j];
-        tokens += (j + 1) * sum[j];
+        tokens += tokens_committed(j) * sum[j];
     }
     if (total <= 0) return 0;
     char label[96];
-    snprintf(label, sizeof(label), "T = %s (mean %.2f tokens per round)", key, tokens / total);
+    snprintf(label, sizeof(label), "T = %s (%.0f rounds, mean %.2f tokens per round)", key, total,
+             tokens / total);
     Series *s = add_series(f, label, PALETTE[g], SERIES_BARS, e);
     if (!s) return -1;
-    for (int j = 0; j <= K_DETAIL; j++)
-        if (add_point(s, j + 1, sum[j] / total, e)) return -1;
+    for (int j = 0; j <= DETAIL_LAST; j++)
+        if (add_point(s, j, sum[j] / total, e)) return -1;
     return 0;
 }
 
 static int figure_tokens_per_round(Figure *f, const Table *tables, size_t n_tables, Error *e) {
     (void)n_tables;
-    build_figure(f, "Tokens committed per round (K = 8)", "tokens committed in one round",
+    build_figure(f, "Proposals accepted per round (K = 8)",
+                 "proposals accepted in one round (j commits j + 1 tokens; 9 commits 9)",
                  "fraction of rounds");
     return detail_figure(f, &tables[0], "hist", 0, histogram_group, e);
 }
@@ -1553,6 +1625,32 @@ static int figure_training_loss(Figure *f, const Table *tables, size_t n_tables,
         if (!(val[i] = loss_series(f, &tables[i], i, 1, e))) return -1;
     for (size_t i = 0; i < n_tables; i++)
         if (loss_curves(train[i], val[i], &tables[i], col[i], e)) return -1;
+    return 0;
+}
+
+// Stage 2 with and without residual dropout (train_target.csv,
+// train_target_dropout.csv): their validation losses alone, on an axis of
+// their own. In training_loss's, which spans the base's 7.7 nats, the two
+// lie 0.004-0.03 apart (1-3 pixels) and the later hid the earlier.
+static int figure_finetune_loss(Figure *f, const Table *tables, size_t n_tables, Error *e) {
+    static const char *const names[] = {"tokens", "val_loss"};
+    int col[MAX_INPUTS][2];
+    for (size_t i = 0; i < n_tables; i++)
+        if (require_numbers(col[i], &tables[i], names, 2, e)) return -1;
+    build_figure(f, "Stage 2 validation loss, with and without dropout", "tokens seen in stage 2 (millions)",
+                 "validation loss (nats per token)");
+    for (size_t i = 0; i < n_tables; i++) {
+        const Table *t = &tables[i];
+        char name[64], label[96];
+        model_name(name, sizeof(name), t->path);
+        snprintf(label, sizeof(label), "%s: validation", name);
+        Series *s = add_curve(f, label, i, e);
+        if (!s) return -1;
+        for (size_t r = 0; r < t->n_rows; r++)
+            if (add_point(s, num(t, r, col[i][0]) / 1e6, num(t, r, col[i][1]), e)) return -1;
+        sort_by_x(s);
+        if (s->n == 0) return fail(e, "%s: no rows with a validation loss", t->path);
+    }
     return 0;
 }
 
@@ -1709,20 +1807,31 @@ static int drafter_categories(Figure *f, size_t *first, const Table *t, const in
     return 0;
 }
 
-// What a bar's run measured, one per line, empty fields left out:
-// "a 0.63\nn 2.10\nc 0.14".
+// What a bar's run measured, one per line, an empty field as "-": a, tokens
+// per round, c ("0.63\n2.10\n0.14"; the x axis's label says which is which).
+// Numbers alone: with tags the notes of two neighbouring bars were wider than
+// the bars and overlapped.
 static void drafter_note(char *out, size_t cap, const Table *t, const int *col, size_t r) {
-    static const char *const tag[3] = {"a", "n", "c"};
     size_t len = 0;
     out[0] = '\0';
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < 3 && len < cap; i++) {
         double v = num(t, r, col[DR_A + i]);
-        if (isnan(v) || len >= cap) continue;
-        len += (size_t)snprintf(out + len, cap - len, "%s%s %.2f", len ? "\n" : "", tag[i], v);
+        len += (size_t)(isnan(v) ? snprintf(out + len, cap - len, "%s-", i ? "\n" : "")
+                                 : snprintf(out + len, cap - len, "%s%.2f", i ? "\n" : "", v));
     }
 }
 
-// One temperature's bars: each configuration's speedup, its note above it.
+// Whether row r failed the bench's check of what its own numbers allow (a
+// column "check" that is neither empty nor "ok": bench.c's check_row).
+static int row_flagged(const Table *t, size_t r) {
+    int col = find_column(t, "check");
+    return col >= 0 && cell(t, r, col)[0] && strcmp(cell(t, r, col), "ok");
+}
+
+#define FLAG_MARK "!" // a note's last line on a flagged row
+
+// One temperature's bars: each configuration's speedup, its note above it
+// (ending in FLAG_MARK where the bench flagged the row).
 static int drafter_bars(Figure *f, const size_t *first, const Table *t, const int *col,
                         const char *key, size_t g, Error *e) {
     Group rows = {.t = t, .key_col = col[DR_TEMP], .key = key};
@@ -1734,6 +1843,7 @@ static int drafter_bars(Figure *f, const size_t *first, const Table *t, const in
         size_t i = config_of(f, first, t, col, r);
         if (!in_group(&rows, r) || i == f->n_categories) continue;
         drafter_note(note, sizeof(note), t, col, r);
+        if (row_flagged(t, r)) strncat(note, "\n" FLAG_MARK, sizeof(note) - strlen(note) - 1);
         if (add_noted_point(f, s, (double)(i + 1), num(t, r, col[DR_SPEEDUP]), note, e)) return -1;
     }
     return 0;
@@ -1752,10 +1862,15 @@ static int drafters_figure(Figure *f, const Table *t, const char *title, Error *
         group_keys(keys, &n, t, col[DR_TEMP], e))
         return -1;
     speedup_label(ylabel, sizeof(ylabel), t);
-    build_figure(f, title, "above each bar: a, n = tokens per round, c = draft step / target step", ylabel);
+    build_figure(f, title, "above each bar, top to bottom: a; tokens per round; c = draft step / target step",
+                 ylabel);
     if (drafter_categories(f, first, t, col, e)) return -1;
     for (size_t g = 0; g < n; g++)
         if (drafter_bars(f, first, t, col, keys[g], g, e)) return -1;
+    size_t flagged = 0;
+    for (size_t r = 0; r < t->n_rows; r++) flagged += row_flagged(t, r);
+    if (flagged && !add_series(f, FLAG_MARK ": flagged by the bench (CSV column check)", INK, SERIES_XY, e))
+        return -1; // a legend line, no data
     return add_hline(f, 1, "speedup = 1 (break-even)", e);
 }
 
@@ -1771,8 +1886,43 @@ static int figure_drafters_dram(Figure *f, const Table *tables, size_t n_tables,
 }
 
 // trees.csv (make bench-tree): target, temperature, kind ("chain" or "tree"),
-// nodes (verified per pass: K for a chain), then the measurements.
+// nodes (verified per pass: K for a chain), then the measurements; where the
+// file has it, shape (--tree's argument, "2,1,1") names each tree.
 enum { TR_TARGET, TR_TEMP, TR_KIND, TR_NODES, TR_Y, N_TREE_COLS };
+
+// Each tree shape of column `shape` named once, beside the highest of its
+// points (all trees of one shape have one node count, so one x).
+static int tree_shape_notes(Figure *f, const Table *t, const int *col, int shape, Error *e) {
+    for (size_t r = 0; r < t->n_rows; r++) {
+        const char *name = cell(t, r, shape);
+        size_t top = r, seen = 0;
+        if (strcmp(cell(t, r, col[TR_KIND]), "tree") || !name[0] || isnan(num(t, r, col[TR_Y]))) continue;
+        for (size_t q = 0; q < t->n_rows; q++) {
+            if (strcmp(cell(t, q, col[TR_KIND]), "tree") || strcmp(cell(t, q, shape), name) ||
+                isnan(num(t, q, col[TR_Y])))
+                continue;
+            seen |= q < r;
+            if (num(t, q, col[TR_Y]) > num(t, top, col[TR_Y])) top = q;
+        }
+        if (seen) continue; // named at its first row
+        char label[80];
+        snprintf(label, sizeof(label), "%.24s, T = %.8s, tree", cell(t, top, col[TR_TARGET]), cell(t, top, col[TR_TEMP]));
+        for (size_t i = 0; i < f->n_series; i++) {
+            const Series *s = &f->series[i];
+            for (size_t j = 0; !strcmp(s->label, label) && j < s->n; j++) {
+                if (s->pts[j].x != num(t, top, col[TR_NODES]) || s->pts[j].y != num(t, top, col[TR_Y])) continue;
+                if (f->n_notes == MAX_NOTES)
+                    return fail(e, "figure \"%s\": more than %d notes", f->title, MAX_NOTES);
+                Note *n = &f->notes[f->n_notes++];
+                *n = (Note){.series = i, .point = j};
+                snprintf(n->text, sizeof(n->text), "%s", name);
+                j = s->n;
+                i = f->n_series - 1;
+            }
+        }
+    }
+    return 0;
+}
 
 // Column ycol of trees.csv against the node budget: a line per (target,
 // temperature, kind), a colour per (target, temperature), trees dashed.
@@ -1799,7 +1949,8 @@ static int tree_lines(Figure *f, const Table *t, const char *ycol, Error *e) {
         if (add_point(s, num(t, r, col[TR_NODES]), num(t, r, col[TR_Y]), e)) return -1;
     }
     for (size_t i = 0; i < f->n_series; i++) sort_by_x(&f->series[i]);
-    return 0;
+    int shape = find_column(t, "shape");
+    return shape >= 0 ? tree_shape_notes(f, t, col, shape, e) : 0;
 }
 
 static int figure_trees_speedup(Figure *f, const Table *tables, size_t n_tables, Error *e) {
@@ -1839,9 +1990,10 @@ static const FigureSpec FIGURES[] = {
      .build = figure_tokens_per_round},
     {.name = "alpha_vs_temperature", .inputs = {"sweep_temp.csv"}, .n_required = 1,
      .build = figure_alpha_vs_temperature},
-    {.name = "training_loss",
-     .inputs = {"train_target.csv", "train_base.csv", "train_draft.csv", "train_target_dropout.csv"},
+    {.name = "training_loss", .inputs = {"train_target.csv", "train_base.csv", "train_draft.csv"},
      .n_required = 1, .build = figure_training_loss},
+    {.name = "finetune_loss", .inputs = {"train_target.csv", "train_target_dropout.csv"}, .n_required = 2,
+     .build = figure_finetune_loss},
     {.name = "verify_cost", .inputs = {"verify_cost.csv"}, .n_required = 1,
      .build = figure_verify_cost},
     {.name = "lenience", .inputs = {"lenience.csv"}, .n_required = 1, .build = figure_lenience},

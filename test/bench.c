@@ -36,6 +36,7 @@
 #define TESTING
 #include "../specdec.c"
 #include "random_model.h"
+#include "check.h"
 
 #define N_PROMPTS 4
 static const char *PROMPTS[N_PROMPTS] = {"Once upon a time", "The little dog", "One day, Lily",
@@ -427,6 +428,11 @@ typedef struct {
     int n_h2h, h2h_k[3], h2h_worst;
     double h2h_ratio[3];
     char tree[24]; // --tree's shape, or ""
+    // what the row's own numbers allow (check_row): the speedup bound, the
+    // flags it raised (ROW_*), r as measured where it was clamped to 1, and
+    // how many of the alternating pairs ran in one bandwidth state
+    double bound, r_measured, steps_per_round;
+    int flags, pairs, clean_pairs;
 } E2E;
 
 typedef struct {
@@ -495,10 +501,84 @@ static double run_once(Pair *pr, Spec *sc, Sampler *s, int prompt, uint64_t seed
     return t;
 }
 
-// target-only and spec runs alternate (rep by rep) so drifts in the machine's
-// speed hit both; medians over pr->reps; a, c, r from the spec runs' stats with the
-// target step measured by the target-only runs.
-static E2E bench_spec(Pair *pr, const char *name, float temp, int k, float lenience) {
+// ---- what a row's own numbers allow ------------------------------------------------
+//
+// A round commits tokens_per_round tokens for one verify pass (r target steps)
+// and its draft steps (steps_per_round, c target steps each); the target alone
+// commits one token a step. Whatever else a round does (sampling, the
+// acceptance test) only adds time, so
+//     speedup <= tokens_per_round / (max(r, 1) + steps_per_round * c),
+// and r itself cannot be below 1: a pass over K + 1 rows reads every weight a
+// one-row pass reads. A row past either by more than its medians' noise was
+// timed across a change in the machine's speed, not measured (README's 3.41x
+// on the 325 MB target at t = 1 against the 3.21x its 3.57 tokens per round,
+// r 1.101 and c 0.002 allow; lookup's 1.59x with 1.05 tokens per round): the
+// bench measures such a row again, and flags it (stdout, CSV) if it stays so.
+#define BOUND_NOISE 0.05 // a speedup may pass its bound by this fraction
+#define R_NOISE 0.05     // r may fall below 1 by this much
+#define REMEASURE 2      // further tries of a row that fails the check
+enum { ROW_OVER_BOUND = 1, ROW_R_BELOW_1 = 2, ROW_TWO_STATES = 4 };
+
+static double speedup_bound(double tokens_per_round, double r, double c, double steps_per_round) {
+    double cost = fmax(r, 1.0) + steps_per_round * c;
+    return tokens_per_round / cost;
+}
+
+// The ROW_* flags a row's speedup, tokens per round, r, c and draft steps per
+// round raise; *bound gets the bound. A row without rounds (r 0) raises none.
+static int check_row(double speedup, double tokens_per_round, double r, double c, double steps_per_round,
+                     double *bound) {
+    int flags = 0;
+    *bound = r > 0 ? speedup_bound(tokens_per_round, r, c, steps_per_round) : 0;
+    if (r > 0 && speedup > *bound * (1 + BOUND_NOISE)) flags |= ROW_OVER_BOUND;
+    if (r > 0 && r < 1 - R_NOISE) flags |= ROW_R_BELOW_1;
+    return flags;
+}
+
+// "ok", or the flags joined by '+', for stdout and the CSVs' check column
+static const char *flags_text(int flags, char *buf, size_t cap) {
+    snprintf(buf, cap, "%s%s%s%s", flags ? "" : "ok", flags & ROW_OVER_BOUND ? "over_bound" : "",
+             flags & ROW_R_BELOW_1 ? (flags & ROW_OVER_BOUND ? "+r_below_1" : "r_below_1") : "",
+             flags & ROW_TWO_STATES ? (flags & (ROW_OVER_BOUND | ROW_R_BELOW_1) ? "+two_states" : "two_states") : "");
+    return buf;
+}
+
+// The VM hands a process one of two memory-bandwidth states, a DRAM-bound
+// target decoding about 1.7 times faster in one than in the other
+// (PERFORMANCE.md: 88-175 tok/s on the 325 MB target within one run). The
+// target-alone rates rate[0..n) into state[] (0 slow, 1 fast): where the
+// fastest is more than STATE_GAP times the slowest, split at the widest
+// ratio between neighbours in sorted order. Returns how many states (1, 2).
+#define STATE_GAP 1.3
+static int bandwidth_states(const double *rate, int n, int *state) {
+    double sorted[MAX_REPS + 1], cut = INFINITY, widest = 1;
+    for (int i = 0; i < n; i++) sorted[i] = rate[i];
+    qsort(sorted, (size_t)n, sizeof(double), cmp_double);
+    if (n > 1 && sorted[0] > 0 && sorted[n - 1] / sorted[0] > STATE_GAP)
+        for (int i = 1; i < n; i++)
+            if (sorted[i] / sorted[i - 1] > widest) widest = sorted[i] / sorted[i - 1], cut = sqrt(sorted[i] * sorted[i - 1]);
+    for (int i = 0; i < n; i++) state[i] = rate[i] > cut;
+    return isfinite(cut) ? 2 : 1;
+}
+
+// Spec run i ran between target-alone runs i and i + 1 (n spec runs, n + 1
+// target runs): it is paired with them only where both ran in one state
+// (clean[i]); returns how many pairs are.
+static int clean_pairs(const double *target_rate, int n, int *clean) {
+    int state[MAX_REPS + 1], m = 0;
+    bandwidth_states(target_rate, n + 1, state);
+    for (int i = 0; i < n; i++) m += clean[i] = state[i] == state[i + 1];
+    return m;
+}
+
+// target-only and spec runs alternate (rep by rep, a target-only run last too,
+// so each spec run lies between two) and a drift in the machine's speed hits
+// both; the speedup is the median over the pairs of spec tok/s over its two
+// target runs' mean, only pairs whose target runs ran in one bandwidth state
+// counted (all if too few did: the row is flagged two_states); a, c, r from
+// the spec runs' stats, c and r from those pairs' runs, in target steps those
+// pairs' target runs measured.
+static E2E measure_spec(Pair *pr, const char *name, float temp, int k, float lenience) {
     E2E e = {.temperature = temp, .k = k, .is_auto = k == 0 && !pr->medusa && !pr->tree, .threads = pr->threads,
              .lenience = lenience};
     snprintf(e.pair, sizeof(e.pair), "%s", name);
@@ -508,24 +588,58 @@ static E2E bench_spec(Pair *pr, const char *name, float temp, int k, float lenie
     Spec sc;
     build_spec_as(&sc, pr->target, pr, &s, k, pr->tree);
     sc.sp.lenience = lenience;
-    double tt[MAX_REPS], ts[MAX_REPS], step = 0;
-    long made_t = 0;
-    for (int rep = 0; rep < pr->reps; rep++) {
+    double tt[MAX_REPS + 1] = {0}, ts[MAX_REPS] = {0}, spt[MAX_REPS + 1] = {0}; // tok/s; target s/token
+    double verify_s[MAX_REPS], draft_s[MAX_REPS];
+    long rounds[MAX_REPS], forwards[MAX_REPS], made_t = 0;
+    int n = pr->reps;
+    for (int rep = 0; rep <= n; rep++) {
         int m;
         double t = run_once(pr, NULL, &s, rep, 1000 + rep, &m);
-        tt[rep] = m / t; made_t += m; step += t;
+        tt[rep] = m / t; spt[rep] = t / m; made_t += rep < n ? m : 0;
+        if (rep == n) break;
+        SpecStats before = sc.st;
         t = run_once(pr, &sc, &s, rep, 1000 + rep, &m);
         ts[rep] = m / t;
+        verify_s[rep] = sc.st.verify_seconds - before.verify_seconds;
+        draft_s[rep] = sc.st.draft_seconds - before.draft_seconds;
+        rounds[rep] = sc.st.rounds - before.rounds;
+        forwards[rep] = sc.st.draft_forwards - before.draft_forwards;
     }
-    step /= (double)made_t; // seconds per target-alone token
-    e.target_tok_s = median(tt, pr->reps);
-    e.spec_tok_s = median(ts, pr->reps);
-    e.speedup = e.spec_tok_s / e.target_tok_s;
+    int clean[MAX_REPS];
+    e.pairs = n;
+    e.clean_pairs = clean_pairs(tt, n, clean);
+    if (e.clean_pairs < (n + 1) / 2 || e.clean_pairs < 2) { // too few in one state: every pair, flagged
+        e.flags |= ROW_TWO_STATES;
+        for (int i = 0; i < n; i++) clean[i] = 1;
+    }
+    double ratio[MAX_REPS], target[MAX_REPS], spec[MAX_REPS], step = 0, v = 0, d = 0;
+    long cr = 0, cf = 0;
+    int m = 0;
+    for (int i = 0; i < n; i++) {
+        if (!clean[i]) continue;
+        target[m] = (tt[i] + tt[i + 1]) / 2;
+        spec[m] = ts[i];
+        ratio[m++] = ts[i] / ((tt[i] + tt[i + 1]) / 2);
+        step += (spt[i] + spt[i + 1]) / 2;
+        v += verify_s[i]; d += draft_s[i]; cr += rounds[i]; cf += forwards[i];
+    }
+    step /= m; // seconds per target-alone token
+    e.target_tok_s = median(target, m);
+    e.spec_tok_s = median(spec, m);
+    e.speedup = median(ratio, m);
+    // the summary's c and r from those pairs' spec runs: their draft and
+    // verify seconds scaled up to every round and draft step the stats count
+    SpecStats st = sc.st;
+    if (cr > 0) st.verify_seconds = v * (double)st.rounds / (double)cr;
+    if (cf > 0) st.draft_seconds = d * (double)st.draft_forwards / (double)cf;
     Output o = {0};
-    Report rp = {.out = &o, .sp = &sc.sp, .st = &sc.st, .target_step = step};
+    Report rp = {.out = &o, .sp = &sc.sp, .st = &st, .target_step = step};
     SpecSummary sm = summarize(&rp);
     e.alpha = sm.a; e.acceptance_rate = sm.acceptance_rate; e.c = sm.c; e.r = sm.r;
     e.k = sm.k; e.predicted = sm.predicted; e.tokens_per_round = sm.tokens_per_round;
+    e.steps_per_round = sc.st.rounds ? (double)sc.st.draft_forwards / (double)sc.st.rounds : 0;
+    e.r_measured = e.r;
+    e.flags |= check_row(e.speedup, e.tokens_per_round, e.r, e.c, e.steps_per_round, &e.bound);
     for (int i = 0; i <= sc.st.k_hi; i++) e.pos[i] = per_position(&sc.st, i);
     for (int i = 0; i <= sc.st.k_hi + 1; i++) e.hist[i] = (double)sc.st.histogram[i];
     e.no_match = (double)sc.st.plain_tokens / (double)(made_t > 0 ? made_t : 1);
@@ -534,13 +648,38 @@ static E2E bench_spec(Pair *pr, const char *name, float temp, int k, float lenie
     else if (pr->medusa && !k) snprintf(kname, sizeof(kname), "heads(%d)", e.k);
     else if (k) snprintf(kname, sizeof(kname), "%d", k);
     else snprintf(kname, sizeof(kname), "auto(%d)", e.k);
+    char check[48];
     printf("%-14s %dth t=%.2f K=%-8s target %7.1f tok/s  spec %7.1f tok/s  speedup %5.2fx  "
-           "a %.3f  c %.3f  r %.3f  predicted %5.2fx  tokens/round %.2f%s\n", name, pr->threads, temp, kname,
-           e.target_tok_s, e.spec_tok_s, e.speedup, e.alpha, e.c, e.r, e.predicted, e.tokens_per_round,
-           lenience < 1.0f ? "  LOSSY" : "");
+           "a %.3f  c %.3f  r %.3f  predicted %5.2fx  tokens/round %.2f%s  bound %.2fx, %d of %d pairs: %s\n",
+           name, pr->threads, temp, kname, e.target_tok_s, e.spec_tok_s, e.speedup, e.alpha, e.c, e.r, e.predicted,
+           e.tokens_per_round, lenience < 1.0f ? "  LOSSY" : "", e.bound, e.clean_pairs, e.pairs,
+           flags_text(e.flags, check, sizeof(check)));
     fflush(stdout);
     free_spec(&sc);
     free_sampler(&s);
+    return e;
+}
+
+// measure_spec, again (at most REMEASURE more times) while the row fails
+// check_row or ran across bandwidth states; the first clean measurement, else
+// the one with the fewest flags (the latest of those). A row still flagged
+// keeps its flags, and an r below 1 is published as 1 (r_measured keeps it).
+static E2E bench_spec(Pair *pr, const char *name, float temp, int k, float lenience) {
+    E2E e = measure_spec(pr, name, temp, k, lenience);
+    for (int again = 0; again < REMEASURE && e.flags; again++) {
+        char check[48];
+        printf("%-14s %dth t=%.2f measuring again (%s)\n", name, pr->threads, temp,
+               flags_text(e.flags, check, sizeof(check)));
+        E2E next = measure_spec(pr, name, temp, k, lenience);
+        int bits = 0, next_bits = 0;
+        for (int b = 1; b <= ROW_TWO_STATES; b <<= 1) bits += !!(e.flags & b), next_bits += !!(next.flags & b);
+        if (next_bits <= bits) e = next;
+    }
+    if (e.flags & ROW_R_BELOW_1) {
+        printf("%-14s %dth t=%.2f r %.3f measured, below one step: published as 1 (flagged r_below_1)\n", name,
+               pr->threads, temp, e.r_measured);
+        e.r = 1.0;
+    }
     return e;
 }
 
@@ -581,12 +720,16 @@ static void write_bench_json(const char *path, double peak, double peak512, doub
     }
     fprintf(f, "],\n \"e2e\": [");
     for (int i = 0; i < n_e2e; i++) {
+        char check[48];
         fprintf(f, "%s\n  {\"pair\": \"%s\", \"threads\": %d, \"temperature\": %.2f, \"k\": %d, "
                 "\"auto_k\": %s, \"target_tok_s\": %.3f, \"spec_tok_s\": %.3f, \"speedup\": %.4f, "
-                "\"alpha\": %.4f, \"c\": %.4f, \"r\": %.4f, \"predicted_speedup\": %.4f",
+                "\"alpha\": %.4f, \"c\": %.4f, \"r\": %.4f, \"predicted_speedup\": %.4f, "
+                "\"r_measured\": %.4f, \"speedup_bound\": %.4f, \"pairs\": %d, \"pairs_one_state\": %d, "
+                "\"check\": \"%s\"",
                 i ? "," : "", e[i].pair, e[i].threads, e[i].temperature, e[i].k,
                 e[i].is_auto ? "true" : "false", e[i].target_tok_s, e[i].spec_tok_s, e[i].speedup,
-                e[i].alpha, e[i].c, e[i].r, e[i].predicted);
+                e[i].alpha, e[i].c, e[i].r, e[i].predicted, e[i].r_measured, e[i].bound, e[i].pairs,
+                e[i].clean_pairs, flags_text(e[i].flags, check, sizeof(check)));
         if (e[i].n_h2h) // auto rows of the K sweep
             fprintf(f, ", \"best_fixed_k\": %d, \"auto_over_best_sweep\": %.4f, "
                     "\"auto_over_best_head_to_head\": %.4f", e[i].h2h_k[e[i].h2h_worst],
@@ -616,7 +759,7 @@ static void write_sweep_k(const char *dir, const E2E *e, int n) {
     FILE *f = open_csv(dir, "sweep_k.csv", "temperature,k,auto,threads,alpha,acceptance_rate,"
                        "tokens_per_round,c,r,target_tok_s,spec_tok_s,speedup,predicted_speedup,"
                        "pos1,pos2,pos3,pos4,pos5,pos6,pos7,pos8,pos9,"
-                       "hist0,hist1,hist2,hist3,hist4,hist5,hist6,hist7,hist8,hist9");
+                       "hist0,hist1,hist2,hist3,hist4,hist5,hist6,hist7,hist8,hist9,bound,check");
     for (int i = 0; i < n; i++) {
         fprintf(f, "%.2f,%d,%d,%d,%.4f,%.4f,%.4f,%.4f,%.4f,%.2f,%.2f,%.4f,%.4f", e[i].temperature,
                 e[i].k, e[i].is_auto, e[i].threads, e[i].alpha, e[i].acceptance_rate,
@@ -624,7 +767,8 @@ static void write_sweep_k(const char *dir, const E2E *e, int n) {
                 e[i].speedup, e[i].predicted);
         for (int j = 0; j < 9; j++) j <= e[i].k ? fprintf(f, ",%.4f", e[i].pos[j]) : fprintf(f, ",");
         for (int j = 0; j <= 9; j++) j <= e[i].k + 1 ? fprintf(f, ",%.0f", e[i].hist[j]) : fprintf(f, ",");
-        fprintf(f, "\n");
+        char check[48];
+        fprintf(f, ",%.4f,%s\n", e[i].bound, flags_text(e[i].flags, check, sizeof(check)));
     }
     fclose(f);
 }
@@ -637,10 +781,18 @@ static void write_sweep_temp(const char *dir, const E2E *e, int n) {
     fclose(f);
 }
 
+// r(n) on one thread; an n-row pass timed below one row's by more than
+// R_NOISE is published as 1 and flagged (check_row's rule)
 static void write_verify_cost(const char *dir, const ModelResult *m, int n) {
-    FILE *f = open_csv(dir, "verify_cost.csv", "model,n,r");
+    FILE *f = open_csv(dir, "verify_cost.csv", "model,n,r,check");
     for (int i = 0; i < n; i++)
-        for (int j = 1; j <= 9; j++) fprintf(f, "%s,%d,%.4f\n", m[i].name, j, m[i].r[0][j]);
+        for (int j = 1; j <= 9; j++) {
+            double r = m[i].r[0][j], bound;
+            int below = check_row(0, 0, r, 0, 0, &bound) & ROW_R_BELOW_1;
+            if (below) printf("verify_cost.csv: %s r(%d) %.3f measured, below one row's pass: published as 1, "
+                              "flagged r_below_1\n", m[i].name, j, r);
+            fprintf(f, "%s,%d,%.4f,%s\n", m[i].name, j, below ? 1.0 : r, below ? "r_below_1" : "ok");
+        }
     fclose(f);
 }
 
@@ -648,35 +800,88 @@ static void write_verify_cost(const char *dir, const ModelResult *m, int n) {
 
 typedef struct {
     const char *what, *target, *draft, *tokenizer, *json, *csv, *medusa, *eagle;
-    int threads;
+    int threads, publish;
 } BenchOptions;
 
+#define PUBLISHED_CSV "docs"       // the tracked CSVs the figures are drawn from: --publish
+#define SCRATCH_CSV "build/bench"  // where the CSVs go otherwise
+
+static const char *const MODES[] = {"all", "sweep", "drafters", "lenience", "tree", "runc", "selftest"};
+
+static void bench_usage(FILE *out) {
+    fprintf(out,
+        "usage: bench MODE [--publish | --csv DIR] [--json F] [--threads N] [--target F] [--draft F]\n"
+        "                  [--tokenizer F] [--medusa F] [--eagle F]\n"
+        "       bench --help\n"
+        "Modes (about how long on the 2-core VM of docs/PERFORMANCE.md, both cores busy), what they write:\n"
+        "  all       ~5 min   the machine (FMA peak, read bandwidth); per model one-row tok/s, r(n),\n"
+        "                     matmul GFLOP/s; end to end: the sweep on 1 and N threads, drafters,\n"
+        "                     lenience, the 325 MB target (make bench). bench.json, verify_cost.csv,\n"
+        "                     sweep_k.csv, sweep_temp.csv, drafters.csv, drafters_dram.csv, lenience.csv\n"
+        "  sweep     ~1 min   the shipped pair: K = 1..8 and auto-K at t = 0, 1, auto-K head to head,\n"
+        "                     a over temperature (make sweep). sweep_k.csv, sweep_temp.csv\n"
+        "  drafters  ~1-2 min draft model, lookup, Medusa, EAGLE on the shipped and the 325 MB target.\n"
+        "                     drafters.csv, drafters_dram.csv\n"
+        "  lenience  ~1-2 min the lossy --lenience knob: speedup against distance from p. lenience.csv\n"
+        "  tree      ~1 min   trees against chains, both targets (make bench-tree). trees.csv\n"
+        "  runc      ~1 min   with RUNC=path/to/run (llama2.c's run.c): target-only against it; prints only\n"
+        "  selftest  <1 s     the bench's own checks (the speedup bound, bandwidth states, options);\n"
+        "                     writes nothing (make test-plot runs it)\n"
+        "CSVs go to " SCRATCH_CSV "/ and docs/ is left alone; --publish writes them into " PUBLISHED_CSV "/\n"
+        "(make bench PUBLISH=1), where make plots draws the figures from; --csv DIR into DIR.\n"
+        "bench.json (--json F) is not tracked. Every end-to-end row is checked against the speedup its\n"
+        "own tokens per round, r and c allow, measured again if it fails, flagged (CSV column check) if\n"
+        "it still does.\n");
+}
+
+// usage on stderr after a message, exit 1: nothing is run
+static void usage_error(const char *fmt, const char *arg) {
+    fprintf(stderr, "bench: ");
+    fprintf(stderr, fmt, arg);
+    fprintf(stderr, "\n");
+    bench_usage(stderr);
+    exit(1);
+}
+
 static void parse_bench(BenchOptions *o, int argc, char **argv) {
-    *o = (BenchOptions){.what = "all", .target = "weights/target.bin", .draft = "weights/draft.bin",
-                        .tokenizer = "tokenizer.bin", .json = "bench.json", .csv = "docs",
+    *o = (BenchOptions){.target = "weights/target.bin", .draft = "weights/draft.bin",
+                        .tokenizer = "tokenizer.bin", .json = "bench.json",
                         .medusa = "weights/medusa.bin", .eagle = "weights/eagle.bin",
                         .threads = usable_cpus()};
-    int i = 1;
-    if (argc > 1 && argv[1][0] != '-') o->what = argv[i++];
-    for (; i + 1 < argc; i += 2) {
-        if (!strcmp(argv[i], "--target")) o->target = argv[i + 1];
-        else if (!strcmp(argv[i], "--draft")) o->draft = argv[i + 1];
-        else if (!strcmp(argv[i], "--tokenizer")) o->tokenizer = argv[i + 1];
-        else if (!strcmp(argv[i], "--json")) o->json = argv[i + 1];
-        else if (!strcmp(argv[i], "--csv")) o->csv = argv[i + 1];
-        else if (!strcmp(argv[i], "--medusa")) o->medusa = argv[i + 1];
-        else if (!strcmp(argv[i], "--eagle")) o->eagle = argv[i + 1];
-        else if (!strcmp(argv[i], "--threads")) {
+    for (int j = 1; j < argc; j++)
+        if (!strcmp(argv[j], "--help") || !strcmp(argv[j], "-h")) {
+            bench_usage(stdout);
+            exit(0);
+        }
+    if (argc < 2) usage_error("%sname a mode; nothing was run (make bench runs `bench all`, about 5 minutes)", "");
+    if (argv[1][0] == '-') usage_error("the first argument is the mode, not %s", argv[1]);
+    o->what = argv[1];
+    size_t m = 0;
+    while (m < sizeof(MODES) / sizeof(MODES[0]) && strcmp(MODES[m], o->what)) m++;
+    if (m == sizeof(MODES) / sizeof(MODES[0])) usage_error("unknown mode \"%s\"", o->what);
+    for (int i = 2; i < argc; i++) {
+        const char **value = !strcmp(argv[i], "--target") ? &o->target
+                           : !strcmp(argv[i], "--draft") ? &o->draft
+                           : !strcmp(argv[i], "--tokenizer") ? &o->tokenizer
+                           : !strcmp(argv[i], "--json") ? &o->json
+                           : !strcmp(argv[i], "--csv") ? &o->csv
+                           : !strcmp(argv[i], "--medusa") ? &o->medusa
+                           : !strcmp(argv[i], "--eagle") ? &o->eagle : NULL;
+        if (!strcmp(argv[i], "--publish")) {
+            o->publish = 1;
+            continue;
+        }
+        if (!value && strcmp(argv[i], "--threads")) usage_error("unknown option %s", argv[i]);
+        if (i + 1 == argc) usage_error("%s needs a value", argv[i]);
+        if (value) *value = argv[++i];
+        else {
             Options opt = {0};
-            set_flag(&opt, &FLAGS[flag_index("--threads")], argv[i + 1]);
+            set_flag(&opt, &FLAGS[flag_index("--threads")], argv[++i]);
             o->threads = opt.threads;
         }
-        else die("bench: unknown option %s", argv[i]);
     }
-    if (i < argc) die("bench: %s needs a value", argv[i]);
-    if (strcmp(o->what, "all") && strcmp(o->what, "sweep") && strcmp(o->what, "drafters") &&
-        strcmp(o->what, "lenience") && strcmp(o->what, "tree") && strcmp(o->what, "runc"))
-        die("bench: unknown mode %s (all, sweep, drafters, lenience, tree or runc)", o->what);
+    if (o->publish && o->csv) usage_error("%s--publish writes " PUBLISHED_CSV "/: give it or --csv DIR, not both", "");
+    if (!o->csv) o->csv = o->publish ? PUBLISHED_CSV : SCRATCH_CSV;
 }
 
 // ---- drafters compared: the draft model and the lookup drafter -----------------
@@ -723,16 +928,17 @@ static int compare_drafters(Pair *pr, E2E *e, const char *medusa, const char *ea
 // characters (the target's prefix); k: "auto", K, or "tree SHAPE"
 static void write_drafters(const char *dir, const char *name, const E2E *e, int n, size_t skip) {
     FILE *f = open_csv(dir, name, "drafter,threads,temperature,k,k_used,target_tok_s,spec_tok_s,"
-                                            "speedup,a,c,tokens_per_round,no_match");
+                                            "speedup,a,c,tokens_per_round,no_match,r,bound,check");
     for (int i = 0; i < n; i++) {
         char k[40];
         if (e[i].is_auto) snprintf(k, sizeof(k), "auto");
         else if (e[i].tree[0]) snprintf(k, sizeof(k), "tree %s", e[i].tree);
         else snprintf(k, sizeof(k), "%d", e[i].k);
-        fprintf(f, "\"%s\",%d,%.2f,\"%s\",%d,%.2f,%.2f,%.4f,%.4f,%.4f,%.4f,%.4f\n", e[i].pair + skip, e[i].threads,
-                e[i].temperature, k, e[i].k,
+        char check[48];
+        fprintf(f, "\"%s\",%d,%.2f,\"%s\",%d,%.2f,%.2f,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%s\n", e[i].pair + skip,
+                e[i].threads, e[i].temperature, k, e[i].k,
                 e[i].target_tok_s, e[i].spec_tok_s, e[i].speedup, e[i].alpha, e[i].c, e[i].tokens_per_round,
-                e[i].no_match);
+                e[i].no_match, e[i].r, e[i].bound, flags_text(e[i].flags, check, sizeof(check)));
     }
     fclose(f);
 }
@@ -876,11 +1082,13 @@ static int sweep_lenience(Pair *pr, LenienceRow *rows) {
 
 static void write_lenience(const char *dir, const LenienceRow *r, int n) {
     FILE *f = open_csv(dir, "lenience.csv", "lenience,lossy,threads,speedup,a,tokens_per_round,tv_first_token,"
-                                            "tv_measured,bpb_generated");
-    for (int i = 0; i < n; i++)
-        fprintf(f, "%.2f,%d,%d,%.4f,%.4f,%.4f,%.5f,%.5f,%.4f\n", r[i].lenience, r[i].lenience < 1,
+                                            "tv_measured,bpb_generated,bound,check");
+    for (int i = 0; i < n; i++) {
+        char check[48];
+        fprintf(f, "%.2f,%d,%d,%.4f,%.4f,%.4f,%.5f,%.5f,%.4f,%.4f,%s\n", r[i].lenience, r[i].lenience < 1,
                 r[i].e.threads, r[i].e.speedup, r[i].e.alpha, r[i].e.tokens_per_round, r[i].tv, r[i].tv_measured,
-                r[i].bpb);
+                r[i].bpb, r[i].e.bound, flags_text(r[i].e.flags, check, sizeof(check)));
+    }
     fclose(f);
 }
 
@@ -937,10 +1145,13 @@ static void auto_against_best(Pair *pr, E2E *e) {
     int cand[3] = {best, first, best_speedup(e, first)}, *worst = &e[0].h2h_worst;
     double pooled = median(target, 9);
     e[0].auto_over_best = e[0].spec_tok_s / e[best].spec_tok_s;
+    double step = e[0].target_tok_s / e[best].target_tok_s; // the two rows' machines, compared
     printf("%-14s %dth t=%.2f auto-K %.1f spec tok/s, best fixed K by spec tok/s = %d %.1f: auto/best "
-           "%.3f; over the nine rows' target-only (median %.1f tok/s): auto %.2fx, K = %d %.2fx\n",
+           "%.3f; over the nine rows' target-only (median %.1f tok/s): auto %.2fx, K = %d %.2fx%s\n",
            e[0].pair, e[0].threads, e[0].temperature, e[0].spec_tok_s, e[best].k, e[best].spec_tok_s,
-           e[0].auto_over_best, pooled, e[0].spec_tok_s / pooled, e[best].k, e[best].spec_tok_s / pooled);
+           e[0].auto_over_best, pooled, e[0].spec_tok_s / pooled, e[best].k, e[best].spec_tok_s / pooled,
+           step > STATE_GAP || step < 1 / STATE_GAP ? " (the two rows ran in different bandwidth states: "
+                                                      "read the head to head below)" : "");
     for (int c = 0; c < 3; c++) {
         int seen = 0;
         for (int j = 0; j < c; j++) seen |= cand[j] == cand[c];
@@ -1033,7 +1244,10 @@ static void compare_trees(Pair *pr, const char *name, FILE *csv, int pairs) {
     for (int t = 0; t < 2; t++) {
         for (int k = 0; k <= 8; k += 2) {
             E2E e = bench_pair(pr, name, (float)t, k);
-            if (k) fprintf(csv, "%s,%d,chain,%d,%.4f,%.4f,%.4f\n", name, t, k, e.speedup, e.tokens_per_round, e.r);
+            char ones[2 * K_MAX + 1] = "", check[48];
+            for (int i = 0; i < k; i++) strcat(ones, i ? ",1" : "1"); // a chain of K is the tree 1,1,...
+            if (k) fprintf(csv, "%s,%d,chain,\"%s\",%d,%.4f,%.4f,%.4f,%.4f,%s\n", name, t, ones, k, e.speedup,
+                           e.tokens_per_round, e.r, e.bound, flags_text(e.flags, check, sizeof(check)));
         }
         for (int i = -1; i < (int)(sizeof(trees) / sizeof(trees[0])); i++) {
             pr->tree = i < 0 ? "auto" : trees[i];
@@ -1042,7 +1256,9 @@ static void compare_trees(Pair *pr, const char *name, FILE *csv, int pairs) {
             parse_tree(&o, 1);
             int nodes = 0;
             for (int d = 0, level = 1; i >= 0 && d < o.tree_depth; d++) nodes += level *= o.branch[d];
-            if (i >= 0) fprintf(csv, "%s,%d,tree,%d,%.4f,%.4f,%.4f\n", name, t, nodes, e.speedup, e.tokens_per_round, e.r);
+            char check[48];
+            if (i >= 0) fprintf(csv, "%s,%d,tree,\"%s\",%d,%.4f,%.4f,%.4f,%.4f,%s\n", name, t, trees[i], nodes,
+                                e.speedup, e.tokens_per_round, e.r, e.bound, flags_text(e.flags, check, sizeof(check)));
         }
         pr->tree = NULL;
     }
@@ -1056,12 +1272,150 @@ static void compare_trees(Pair *pr, const char *name, FILE *csv, int pairs) {
     }
 }
 
+// ---- bench selftest: the checks above on numbers whose answers are known ----------
+
+static void test_check_row(void) {
+    double b;
+    char t[48];
+    // README's 325 MB row at t = 1 (auto-K, ran K = 6): 3.41x, 3.57 tokens per round, r 1.101, c 0.002
+    int f = check_row(3.41, 3.57, 1.101, 0.002, 6, &b);
+    CHECK(f == ROW_OVER_BOUND && fabs(b - 3.57 / (1.101 + 0.012)) < 1e-9,
+          "3.41x with 3.57 tokens/round, r 1.101, c 0.002 x 6: bound %.3f, %s (want 3.208, over_bound)", b,
+          flags_text(f, t, sizeof(t)));
+    // drafters_dram.csv's lookup at t = 1: 1.59x with 1.05 tokens per round, c 0 (no r in that CSV:
+    // any r allows at most 1.05x; with r below 1 the bound uses 1)
+    f = check_row(1.5917, 1.0529, 1.0, 0, 0, &b);
+    CHECK(f == ROW_OVER_BOUND && fabs(b - 1.0529) < 1e-9, "lookup 1.59x at 1.05 tokens/round: bound %.3f, %s", b,
+          flags_text(f, t, sizeof(t)));
+    f = check_row(1.5917, 1.0529, 0.8, 0, 0, &b);
+    CHECK(f == (ROW_OVER_BOUND | ROW_R_BELOW_1) && fabs(b - 1.0529) < 1e-9,
+          "lookup 1.59x with r 0.8: bound %.3f (r taken as 1), %s", b, flags_text(f, t, sizeof(t)));
+    // PERFORMANCE.md's 325 MB t = 1 K = 4 row: 4.14x, 3.14 tokens per round, r 0.886, c 0.002
+    f = check_row(4.14, 3.14, 0.886, 0.002, 4, &b);
+    CHECK(f == (ROW_OVER_BOUND | ROW_R_BELOW_1), "4.14x at 3.14 tokens/round, r 0.886: %s",
+          flags_text(f, t, sizeof(t)));
+    // trees.csv's 325 MB chain K = 2 at t = 0: 2.17x, 2.45 tokens per round, r 0.917: r alone
+    f = check_row(2.174, 2.4533, 0.9168, 0.003, 2, &b);
+    CHECK(f == ROW_R_BELOW_1, "2.17x at 2.45 tokens/round, r 0.917: %s (want r_below_1 only)",
+          flags_text(f, t, sizeof(t)));
+    // rows that are possible: the shipped pair at K = 3 (1.63x; bound 1.84x) and one just inside the noise
+    f = check_row(1.6325, 3.1377, 1.5101, 0.0656, 3, &b);
+    CHECK(f == 0 && b > 1.8 && b < 1.9, "1.63x at 3.14 tokens/round, r 1.51, c 0.066 x 3: bound %.3f, %s", b,
+          flags_text(f, t, sizeof(t)));
+    f = check_row(2.0 * (1 + BOUND_NOISE) - 1e-6, 2.0, 1.0, 0, 0, &b);
+    CHECK(f == 0, "a speedup %.0f%% over its bound of 2: %s (want ok: noise)", 100 * BOUND_NOISE,
+          flags_text(f, t, sizeof(t)));
+    f = check_row(1.2, 2.0, 1 - R_NOISE + 1e-6, 0, 0, &b);
+    CHECK(f == 0, "r %.3f: %s (want ok: within noise of 1)", 1 - R_NOISE + 1e-6, flags_text(f, t, sizeof(t)));
+    f = check_row(0, 0, 0, 0, 0, &b);
+    CHECK(f == 0 && b == 0, "a row without rounds: %s, bound %g", flags_text(f, t, sizeof(t)), b);
+    CHECK(!strcmp(flags_text(7, t, sizeof(t)), "over_bound+r_below_1+two_states") &&
+              !strcmp(flags_text(ROW_TWO_STATES, t, sizeof(t)), "two_states"),
+          "flags as text: \"%s\"", flags_text(7, t, sizeof(t)));
+    printf("selftest: check_row on the issue's rows and on possible ones\n");
+}
+
+static void test_states(void) {
+    // target-alone tok/s of the 325 MB target swinging between the VM's states (PERFORMANCE.md: 88-175)
+    const double two[6] = {100, 170, 98, 172, 101, 99}, one[5] = {5700, 5800, 5650, 5900, 5500};
+    int st[6], clean[5];
+    int n = bandwidth_states(two, 6, st);
+    CHECK(n == 2 && !st[0] && st[1] && !st[2] && st[3] && !st[4] && !st[5],
+          "100 170 98 172 101 99 tok/s: %d states, %d%d%d%d%d%d (want 2, 010100)", n, st[0], st[1], st[2], st[3],
+          st[4], st[5]);
+    n = bandwidth_states(one, 5, st);
+    CHECK(n == 1 && !st[0] && !st[3], "5500-5900 tok/s (a cache-resident target's noise): %d states", n);
+    // spec runs between target runs 100|102 170|168 99: pairs 0 and 2 clean, 1 and 3 across a change
+    const double runs[5] = {100, 102, 170, 168, 99};
+    int m = clean_pairs(runs, 4, clean);
+    CHECK(m == 2 && clean[0] && !clean[1] && clean[2] && !clean[3],
+          "target runs 100 102 170 168 99: %d clean pairs, %d%d%d%d (want 2, 1010)", m, clean[0], clean[1], clean[2],
+          clean[3]);
+    printf("selftest: bandwidth states split where the rates jump, pairs across a jump left out\n");
+}
+
+static void test_options(void) {
+    BenchOptions o;
+    char *all[] = {"bench", "all", NULL}, *pub[] = {"bench", "sweep", "--publish", "--threads", "1", NULL},
+         *dir[] = {"bench", "tree", "--csv", "elsewhere", NULL};
+    parse_bench(&o, 2, all);
+    CHECK(!strcmp(o.what, "all") && !strcmp(o.csv, SCRATCH_CSV) && !o.publish,
+          "bench all: CSVs into %s (want " SCRATCH_CSV ": docs/ untouched)", o.csv);
+    parse_bench(&o, 5, pub);
+    CHECK(!strcmp(o.what, "sweep") && !strcmp(o.csv, PUBLISHED_CSV) && o.publish && o.threads == 1,
+          "bench sweep --publish --threads 1: CSVs into %s, threads %d", o.csv, o.threads);
+    parse_bench(&o, 4, dir);
+    CHECK(!strcmp(o.csv, "elsewhere"), "bench tree --csv elsewhere: CSVs into %s", o.csv);
+    printf("selftest: CSVs go to " SCRATCH_CSV "/ unless --publish (" PUBLISHED_CSV "/) or --csv\n");
+}
+
+// Fields of one CSV line, quotes respected ("2,1" is one field).
+static int csv_fields(const char *line) {
+    int n = 1, quoted = 0;
+    for (; *line && *line != '\n'; line++) {
+        if (*line == '"') quoted = !quoted;
+        else if (*line == ',' && !quoted) n++;
+    }
+    return n;
+}
+
+// The CSV writers on made-up rows (one flagged, one not): each data line has
+// the header's fields, and the check column says ok or the flags.
+static void test_csv_writers(void) {
+    const char *dir = "build/test/bench_selftest";
+    mkdir("build", 0755);
+    mkdir("build/test", 0755);
+    mkdir(dir, 0755);
+    E2E e[2] = {{.k = 8, .tokens_per_round = 3.57, .r = 1.0, .r_measured = 0.886, .speedup = 4.14, .bound = 3.11,
+                 .flags = ROW_OVER_BOUND | ROW_R_BELOW_1},
+                {.k = 4, .is_auto = 1, .tokens_per_round = 3.1, .r = 1.5, .speedup = 1.6, .bound = 1.84}};
+    snprintf(e[0].pair, sizeof(e[0].pair), "lookup");
+    snprintf(e[1].pair, sizeof(e[1].pair), "draft model");
+    snprintf(e[1].tree, sizeof(e[1].tree), "3,1");
+    LenienceRow lr[1] = {{.lenience = 0.5, .e = e[0]}};
+    ModelResult m = {.name = "model", .r = {{0, 1, 0.9, 1.2, 1.3, 1.4, 1.5, 1.6, 1.7, 1.8}}};
+    write_sweep_k(dir, e, 2);
+    write_drafters(dir, "drafters.csv", e, 2, 0);
+    write_lenience(dir, lr, 1);
+    write_verify_cost(dir, &m, 1);
+    static const char *const files[4] = {"sweep_k.csv", "drafters.csv", "lenience.csv", "verify_cost.csv"};
+    for (int i = 0; i < 4; i++) {
+        char path[256], line[4][1024];
+        snprintf(path, sizeof(path), "%s/%s", dir, files[i]);
+        FILE *f = fopen(path, "r");
+        int n = 0;
+        while (f && n < 4 && fgets(line[n], sizeof(line[n]), f)) n++;
+        if (f) fclose(f);
+        int rows = i == 2 ? 1 : i == 3 ? 9 : 2, ok = n >= (rows < 3 ? rows + 1 : 3);
+        for (int j = 1; ok && j < n; j++) ok = csv_fields(line[j]) == csv_fields(line[0]);
+        CHECK(ok && strstr(line[0], ",check\n"), "%s: %d lines, every line as many fields as the header (%d) "
+              "and a check column", path, n, n ? csv_fields(line[0]) : 0);
+        const char *want = i == 3 ? ",r_below_1\n" : ",over_bound+r_below_1\n";
+        CHECK(n >= 2 && strstr(line[i == 3 ? 2 : 1], want) && (rows != 2 || strstr(line[2], ",ok\n")),
+              "%s: the flagged row ends with %.*s, the other with ok", path, (int)strlen(want) - 2, want + 1);
+    }
+    printf("selftest: the CSV writers' rows match their headers, with bound and check\n");
+}
+
+static int selftest(void) {
+    test_check_row();
+    test_states();
+    test_options();
+    test_csv_writers();
+    return check_summary("bench selftest");
+}
+
 static char pbig[512]; // the large target's file while the bench runs
 static void remove_big(void) { remove(pbig); }
 
 int main(int argc, char **argv) {
     BenchOptions o;
     parse_bench(&o, argc, argv);
+    if (!strcmp(o.what, "selftest")) return selftest();
+    if (!o.publish && !strcmp(o.csv, SCRATCH_CSV)) {
+        mkdir("build", 0755);
+        mkdir(SCRATCH_CSV, 0755);
+    }
     int full = !strcmp(o.what, "all"), sweep = !strcmp(o.what, "sweep"), N = o.threads;
     const char *tmp = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
     char p15[512], p110[512];
@@ -1168,7 +1522,7 @@ int main(int argc, char **argv) {
                 memcpy(PROMPTS, fixed, sizeof(fixed));
             }
             if (ti == 1 && !strcmp(o.what, "tree")) {
-                FILE *csv = open_csv(o.csv, "trees.csv", "target,temperature,kind,nodes,speedup,tokens_per_round,r");
+                FILE *csv = open_csv(o.csv, "trees.csv", "target,temperature,kind,shape,nodes,speedup,tokens_per_round,r,bound,check");
                 compare_trees(&pr, "shipped", csv, H2H_PAIRS);
                 Transformer big;
                 build_transformer(&big, pbig, MAX_ROWS, pool, N);
@@ -1212,5 +1566,8 @@ int main(int argc, char **argv) {
         if (with_big) compare_runc(runc, "embedded 325MB", pbig, o.tokenizer, pool, N);
     }
     free_pool(pool);
+    if (!o.publish && strcmp(o.what, "runc"))
+        printf("CSVs in %s/, %s/ unchanged: make bench PUBLISH=1 (bench %s --publish) writes them there; "
+               "./plot all %s draws these\n", o.csv, PUBLISHED_CSV, o.what, o.csv);
     return 0;
 }
