@@ -26,33 +26,39 @@
 //   4. commit 1 .. K+1 tokens; both KV caches are indexed by position, so a
 //      rejected position is simply overwritten next round
 //
-// HOW TO READ. The method comes first and is a complete description of the
-// program: the data, the contract of the kernels it calls, the forward pass,
-// the sampler, the speculative step, the drafters, the round, the generation
-// loop and main. The implementations follow as appendices A-I. Every result is
-// defined by a reduction order (Appendix C), so every build gives the same bits;
+// HOW TO READ. Part I is the chain, a complete program: the data, the
+// contract of the kernels it calls, the forward pass, the sampler, the
+// speculative step, the draft model, the round, the generation loop and main.
+// Part II adds the extensions, each built on Part I: drafters without a second
+// model (prompt lookup, Medusa heads, EAGLE features) and draft trees. The
+// implementations follow as appendices A-I. Every result is defined by a
+// reduction order (Appendix C), so every build gives the same bits;
 // docs/PORTING.md gives every rule a port needs.
 //
 // CONTENTS (line numbers; test/cli.sh checks them)
-//   124-212   The data
-//   214-263   The kernel contract
-//   265-498   Forward
-//   500-659   Sampler
-//   661-747   The speculative step
-//   749-1040  Drafters
-//  1042-1167  The speculative round
-//  1169-1437  Tree speculation
-//  1439-1516  Generation
-//  1518-1688  main
-//  1690-1828  Appendix A. Errors and memory
-//  1830-2275  Appendix B. Loading
-//  2277-2992  Appendix C. Math kernels
-//  2994-3295  Appendix D. Threads
-//  3297-3454  Appendix E. Tokenizer
-//  3456-3539  Appendix F. Auto-K (-k 0)
-//  3541-3892  Appendix G. Statistics
-//  3894-3939  Appendix H. The text on stdout
-//  3941-4273  Appendix I. Command line
+// Part I. The chain
+//   130-218   The data
+//   220-269   The kernel contract
+//   271-504   Forward
+//   506-665   Sampler
+//   667-753   The speculative step
+//   755-840   Drafters
+//   842-967   The speculative round
+//   969-1047  Generation
+//  1049-1211  main
+// Part II. The extensions
+//  1213-1439  Drafters without a second model
+//  1441-1714  Tree speculation
+// Appendices
+//  1716-1854  Appendix A. Errors and memory
+//  1856-2301  Appendix B. Loading
+//  2303-3018  Appendix C. Math kernels
+//  3020-3321  Appendix D. Threads
+//  3323-3480  Appendix E. Tokenizer
+//  3482-3565  Appendix F. Auto-K (-k 0)
+//  3567-3918  Appendix G. Statistics
+//  3920-3965  Appendix H. The text on stdout
+//  3967-4299  Appendix I. Command line
 //
 // Build: cc -std=c11 -O3 -mavx2 -mfma -ffp-contract=off -pthread specdec.c -lm
 #define _POSIX_C_SOURCE 200809L
@@ -751,8 +757,9 @@ static int decide(Verdict *v, const float *p, const float *q, float *residual, i
 // A drafter gets the context tokens[0..pos) (this round's earlier proposals
 // included) and writes its q for position pos, or says it has none (the
 // position is then drawn from p alone). The round draws x ~ q with the
-// position's coin. Four drafters: a smaller model, n-gram lookup, and two that
-// read the target's own hidden state: Medusa heads and an EAGLE-style MLP.
+// position's coin. Here the draft model, a smaller transformer; Part II adds
+// n-gram lookup and two that read the target's own hidden state: Medusa heads
+// and an EAGLE-style MLP.
 
 // A draft tree of a round from n committed tokens (Tree speculation, below):
 // node 0 is the root, the last committed token (at position n-1); a node of
@@ -830,6 +837,384 @@ static Drafter *model_drafter(ModelDrafter *md, Transformer *draft, Sampler *s) 
                                   .propose_tree = propose_tree_model, .model = draft}, .sampler = s};
     return &md->base;
 }
+
+// ----------------------------------------------------------------------------
+// The speculative round: draft K, verify K+1 positions in one pass, commit
+//
+// Both KV caches are indexed by absolute position, so nothing is ever copied
+// or rolled back: a rejected position is simply overwritten by the next round.
+// With n committed tokens t_0..t_{n-1} at the start of a round:
+//
+//   position:   ...  n-1    n    n+1  ...  n+K-1   n+K
+//   draft runs:      t_last x_1  x_2  ...  x_{K-1}       -> q_1..q_K, x_i ~ q_i
+//   target runs (ONE pass, K+1 rows): t_last x_1 ... x_K -> p_1 ... p_{K+1}
+//
+//   j < K drafts accepted: commit x_1..x_j and y ~ norm(max(0, p_{j+1} - q_{j+1})).
+//   all K accepted: position n+K is proposed (the draft runs x_K) and decided
+//       against p_{K+1} like any other, where the classic algorithm draws a
+//       "bonus" token from p: K+1 tokens.
+//
+// Every position m is decided by the same rule with the same coins (draw
+// coin_at(m, DRAW), accept coin_at(m, ACCEPT), resample coin_at(m, RESAMPLE))
+// from p_m and q_m, which batch invariance makes independent of how many rows
+// computed them: so the text is a function of the seed, the prompt, the models
+// and the sampling flags, the same for every K and every thread count.
+// A position with no proposal is drawn from p_m alone with coin_at(m, DRAW).
+
+typedef struct {
+    Transformer *target;
+    Drafter *drafter;
+    Sampler *sampler;
+    const Rng *rng;
+    float lenience;            // 1: the exact rule; < 1: LOSSY (--lenience)
+    float *q;                  // (MAX_ROWS, V) the drafter's distributions this round
+    float *p;                  // (MAX_ROWS, V) the target's
+    float *residual;           // (V) scratch
+    Verdict verdicts[K_MAX + 1];
+    int tree_depth;            // > 0: draft trees (--tree), branch[d] children under each node of depth d
+    int branch[K_MAX];
+    int tree_auto;             // --tree auto: grown by the draft's confidence (grow_level)
+    double conf_seen, accepted_seen; // auto: decayed sums over tested candidates of conf and acceptance
+    const double *verify_s;    // auto: seconds of a verify pass by rows (auto-K's calibration)
+    const double *draft_s;     // auto: seconds of a draft step
+    float *ql, *work;          // trees: (MAX_ROWS, V) the drafter's logits per node; (3, V) scratch
+    Tree tree;                 // the last round's tree, as verified (the -v trace draws it)
+    int path[K_MAX + 1];       // ... and the nodes it accepted
+} Speculator;
+
+// What a round did: the statistics and auto-K read this.
+typedef struct {
+    int k;         // proposals verified (a drafter may propose fewer than asked); a tree: its depth
+    int drafted;   // proposals made (a tree: its nodes, the root not counted)
+    int accepted;  // proposals accepted (the position after K's included)
+    int committed; // tokens appended: positions decided, 1..k+1
+    int plain;     // 1: the last position had no proposal and was drawn from p
+} Round;
+
+static void build_speculator(Speculator *sp, Transformer *target, Drafter *drafter, Sampler *sampler,
+                             const Rng *rng) {
+    size_t V = (size_t)target->config.vocab_size;
+    const Transformer *d = drafter->model;
+    if (d && d->config.vocab_size != target->config.vocab_size)
+        die("%s: vocab_size %d differs from the target's %d (%s); draft and target must share "
+            "one vocabulary", d->path, d->config.vocab_size, target->config.vocab_size, target->path);
+    *sp = (Speculator){.target = target, .drafter = drafter, .sampler = sampler, .rng = rng,
+                       .lenience = 1.0f};
+    sp->q = xmalloc(MAX_ROWS * V * sizeof(float), "draft distributions");
+    sp->p = xmalloc(MAX_ROWS * V * sizeof(float), "target distributions");
+    sp->residual = xmalloc(V * sizeof(float), "residual");
+    sp->ql = xmalloc(MAX_ROWS * V * sizeof(float), "draft logits");
+    sp->work = xmalloc(3 * V * sizeof(float), "tree scratch");
+}
+
+static void free_speculator(Speculator *sp) {
+    xfree(sp->q); xfree(sp->p); xfree(sp->residual); xfree(sp->ql); xfree(sp->work);
+}
+
+// Propose position pos, slot i of the round: q_i from the drafter, then
+// x_i ~ q_i drawn with the position's coin, into tokens[pos]. 0: no proposal.
+static int propose(Speculator *sp, int *tokens, int pos, int i) {
+    int V = sp->target->config.vocab_size;
+    float *q = sp->q + (size_t)i * V;
+    Verdict *v = &sp->verdicts[i];
+    *v = (Verdict){.x = -1, .d = coin_at(sp->rng, pos, COIN_DRAW),
+                   .u = coin_at(sp->rng, pos, COIN_ACCEPT), .r = coin_at(sp->rng, pos, COIN_RESAMPLE)};
+    if (!sp->drafter->propose(sp->drafter, q, tokens, pos)) return 0;
+    v->x = tokens[pos] = sample(q, V, v->d);
+    return 1;
+}
+
+// One round from n committed tokens with up to k drafts (0 <= k <= K_MAX):
+// Leviathan et al. 2022, Algorithm 1. tokens (n, room for n+k+1); appends
+// the round's tokens (1..k+1) and returns what happened.
+static Round speculative_step(Speculator *sp, int *tokens, int n, int k) {
+    int V = sp->target->config.vocab_size;
+    Round rd = {0};
+
+    // 1. draft: x_i ~ q_i at positions n..n+k-1, into tokens (a drafter may stop early)
+    while (rd.k < k && propose(sp, tokens, n + rd.k, rd.k)) rd.k++;
+    rd.drafted = rd.k;
+
+    // 2. verify: ONE target pass over [t_last, x_1..x_k] at positions n-1..n+k-1 -> p_1..p_{k+1}
+    const float *logits = forward(sp->target, tokens + n - 1, rd.k + 1, n - 1);
+
+    // 3. accept or reject position by position, each with its own coins; stop
+    // at the first rejection. p_i is made from its row only when reached.
+    // After k acceptances, position n+k is proposed and decided the same way.
+    for (int i = 0; i <= rd.k; i++) {
+        float *p = sp->p + (size_t)i * V;
+        if (!probs_from_logits(sp->sampler, p, logits + (size_t)i * V))
+            die_logits(sp->target, n + i, sp->sampler->temperature);
+        rd.committed = i + 1;
+        if (i == rd.k && !propose(sp, tokens, n + i, i)) { // no proposal: draw from p alone
+            Verdict *v = &sp->verdicts[i];
+            tokens[n + i] = v->token = sample(p, V, v->d);
+            rd.plain = 1;
+            break;
+        }
+        rd.drafted += i == rd.k;
+        tokens[n + i] = decide(&sp->verdicts[i], p, sp->q + (size_t)i * V, sp->residual, V, sp->lenience);
+        if (!sp->verdicts[i].accepted) break;
+        rd.accepted++;
+    }
+
+    // 4. the drafter's state is valid up to the last accepted proposal; row
+    // committed - 1 decided the last token
+    if (sp->drafter->rewind) sp->drafter->rewind(sp->drafter, n + rd.accepted);
+    if (sp->drafter->observe) sp->drafter->observe(sp->drafter, rd.committed - 1, n + rd.committed - 2);
+    return rd;
+}
+
+// ----------------------------------------------------------------------------
+// Generation: prompt, then plain or speculative decoding, streamed out
+
+typedef struct {
+    const Tokenizer *tok;
+    int quiet;        // -q: no text on stdout
+    int *generated;   // (max_new) the generated ids
+    int n_generated, max_new;
+    int prev;         // last token printed, for the leading-space rule
+    int done;         // BOS/EOS seen or max_new reached
+    int ended_by;     // why it stopped: END_* below
+    double shown_at;  // when the text last went out (show_output)
+    double prompt_seconds; // the prefill's (all prompt tokens but the last)
+} Output;
+
+enum { END_LENGTH, END_TOKEN, END_CONTEXT, END_INTERRUPT }; // -n reached, BOS/EOS, seq_len full, Ctrl-C
+
+// Ctrl-C while generating stops it at the end of the step or round, and the
+// statistics of what was generated are printed; a second Ctrl-C ends the process.
+static volatile sig_atomic_t interrupted;
+static void on_interrupt(int sig) {
+    if (interrupted) signal(sig, SIG_DFL), raise(sig);
+    interrupted = 1;
+}
+
+static void start_output(Output *o, const int *tokens, int n);
+static void emit(Output *o, int token);
+static void show_output(Output *o);
+
+// Plain decoding with one model from n committed tokens (the prompt): the
+// token at position n drawn from p_n with coin_at(n, DRAW). tokens has room
+// for seq_len. Returns the number of committed tokens.
+static int generate_plain(Transformer *tr, Sampler *s, const Rng *rng, int *tokens, int n, Output *o) {
+    float *probs = xmalloc((size_t)tr->config.vocab_size * sizeof(float), "probs");
+    double t0 = now_seconds();
+    if (n > 1) forward_chunked(tr, tokens, n - 1, 0); // prefill all but the last prompt token
+    o->prompt_seconds = now_seconds() - t0;
+    for (; !o->done && !interrupted && n < tr->config.seq_len; n++) {
+        if (!probs_from_logits(s, probs, forward(tr, &tokens[n - 1], 1, n - 1))) die_logits(tr, n, s->temperature);
+        tokens[n] = sample(probs, tr->config.vocab_size, coin_at(rng, n, COIN_DRAW));
+        emit(o, tokens[n]);
+        show_output(o);
+    }
+    if (!o->done) o->ended_by = interrupted ? END_INTERRUPT : END_CONTEXT;
+    xfree(probs);
+    return n;
+}
+
+// Speculative decoding: rounds until -n, BOS/EOS or the target's context.
+// start_round picks the round's K (-k, or auto-K) and end_round records what
+// the round did (statistics, auto-K's estimates, the -v trace): both in the
+// appendix. A round never decides more tokens than -n still wants (that
+// changes no token: positions do not depend on rounds).
+typedef struct SpecStats SpecStats;
+static int start_round(SpecStats *st, Speculator *sp, int n, int want);
+static void end_round(SpecStats *st, const Speculator *sp, const Round *rd, int n);
+static void trim_round(Round *rd, const Speculator *sp, int used);
+static Round tree_step(Speculator *sp, int *tokens, int n, int depth); // Part II
+
+static int generate_spec(Speculator *sp, SpecStats *st, int *tokens, int n, Output *o) {
+    Drafter *d = sp->drafter;
+    double t0 = now_seconds();
+    if (n > 1) forward_chunked(sp->target, tokens, n - 1, 0);
+    o->prompt_seconds = now_seconds() - t0;
+    if (d->rewind) d->rewind(d, 0); // it catches up in round 1
+    if (d->observe) d->observe(d, n > 1 ? (n - 2) % sp->target->max_rows : -1, n - 2); // the prefill's last row
+    while (!o->done && !interrupted && n < sp->target->config.seq_len) {
+        int k = start_round(st, sp, n, o->max_new - o->n_generated);
+        Round rd = sp->tree_depth ? tree_step(sp, tokens, n, k) : speculative_step(sp, tokens, n, k);
+        int used = 0; // positions up to -n or the end of the text: the statistics count only those
+        while (used < rd.committed && !o->done) emit(o, tokens[n + used++]);
+        trim_round(&rd, sp, used);
+        end_round(st, sp, &rd, n);
+        show_output(o);
+        n += rd.committed;
+    }
+    if (!o->done) o->ended_by = interrupted ? END_INTERRUPT : END_CONTEXT;
+    return n;
+}
+
+// ----------------------------------------------------------------------------
+// main: load, generate, report
+//
+// What main holds; the appendices fill them in (auto-K F, statistics G, command line I).
+
+typedef struct {
+    double accepted, examined;  // decayed counts; a = accepted / examined
+    double draft_step;          // decayed mean seconds of one draft step
+    double calib[MAX_ROWS + 1]; // seconds of an n-row verify pass at start-up
+    double scale;               // decayed measured / calibrated verify cost
+    double calibration_seconds; // what measuring took (once, before generating)
+    int last_k;
+} AutoK;
+
+struct SpecStats {
+    int k;                       // -k: drafts per round, or 0: auto-K
+    AutoK autok;
+    const Tokenizer *trace;      // non-NULL: print the -v teaching trace to stderr
+    long rounds, drafted, accepted, examined;
+    long plain_tokens;           // positions without a proposal (drawn from p alone)
+    long reached[K_MAX + 2];     // rounds that examined position i of the round
+    long accepted_at[K_MAX + 2]; // ... and accepted the proposal there
+    long histogram[K_MAX + 2];   // rounds that accepted j proposals
+    long k_used[K_MAX + 1];      // rounds run with each K
+    int k_hi;                    // the largest K any round used
+    long target_forwards, draft_forwards; // in the rounds (prefill not counted)
+    double draft_seconds;        // the draft model's forwards in the rounds
+    double verify_seconds;       // the target's verify passes
+    double round_t0[2];          // the models' clocks when the round started
+    double round_start;          // ... and the wall clock
+    double mode_tokens[2], mode_seconds[2]; // --tree auto: decayed tokens and seconds of chain, tree rounds
+    int retries;                 // ... and the rounds that tried the slower one
+    int last_n, first_round;     // the last round's position; 1: this round starts a generation
+    long round_f0[2];
+};
+
+typedef struct Options Options;
+typedef struct {
+    const Options *opt;      // the run's flags, as parsed
+    int prompt_tokens;
+    const Output *out;
+    double seconds;          // generation only (decoding after the prefill), not loading
+    const Speculator *sp;    // spec mode only
+    const SpecStats *st;     // spec mode only
+    double target_step;      // spec: seconds of one target-alone step (timed after generating)
+} Report;
+
+struct Options {
+    const char *target_path, *draft_path, *tokenizer_path, *mode, *prompt, *json_path, *weights_name, *tree;
+    const char *prompt_file;       // -f FILE (- for stdin), read by main
+    int target_named;              // 1: the target is the first argument, not the default
+    int tree_depth, branch[K_MAX]; // --tree B1,B2,...: children per node at each depth
+    int tree_auto;                 // --tree auto
+    int n_new, k, top_k, quiet, verbose, threads, draft_threads, draft_weights;
+    unsigned given;      // bit i: FLAGS[i] was on the command line
+    int lookup, ngram_min, ngram_max; // -d lookup: the n-gram drafter
+    const char *medusa, *eagle;       // -d medusa[:FILE], -d eagle[:FILE]: the drafter's file, or NULL
+    float lenience;                   // 1: exact; < 1: LOSSY
+    int help;            // -h: print the usage and exit
+    float temperature, top_p;
+    unsigned long long seed;
+};
+
+// What main calls from the appendices: the command line (I), loading (B), the
+// thread pool (D), the tokenizer (E), statistics and the report (F, G).
+static void parse_options(Options *o, int argc, char **argv);
+static void usage(void);
+static void check_json_path(const Options *o);
+static ThreadPool *build_pool(int n);
+static void free_pool(ThreadPool *pool);
+static Transformer *load_models(Transformer *target, Transformer *draft, Options *o, ThreadPool *pool);
+static Drafter *build_drafter(const Options *o, Transformer *target, Transformer *draft, Sampler *s);
+static void free_transformer(Transformer *t);
+static void build_tokenizer(Tokenizer *t, const char *path, int vocab_size);
+static void free_tokenizer(Tokenizer *t);
+static char *read_prompt(const Options *o);
+static int encode_prompt(Tokenizer *tok, int *tokens, const char *prompt, const char *file, const Transformer *tr);
+static int given(const Options *o, const char *flag);
+static void plan_rounds(Speculator *sp, SpecStats *st, const Options *o);
+static double time_target_step(Transformer *tr, Sampler *s, float *probs, int token, int pos);
+static void print_report(const Report *rp);
+static void write_json(const Report *rp);
+static void flush_text(void);
+
+#ifdef TESTING
+#define main specdec_main // tests and fuzz/ run the whole program as specdec_main
+#endif
+int main(int argc, char **argv) {
+    Options opt;
+    parse_options(&opt, argc, argv);
+    if (opt.help) {
+        usage();
+        return 0;
+    }
+    io_forget(); // the run's files (model.h), inputs and outputs
+    check_json_path(&opt); // now, so a bad -j fails before anything runs
+    char *prompt_file = read_prompt(&opt); // -f's, or NULL
+    if (prompt_file) opt.prompt = prompt_file; // as the JSON records it
+    ThreadPool *pool = build_pool(opt.threads);
+    Transformer target, draft;
+    Transformer *model = load_models(&target, &draft, &opt, pool); // may turn spec into target
+    int spec = !strcmp(opt.mode, "spec");
+    int V = model->config.vocab_size;
+    Tokenizer tok;
+    build_tokenizer(&tok, opt.tokenizer_path, V);
+    Sampler sampler;
+    build_sampler(&sampler, V, opt.temperature, opt.top_p, opt.top_k);
+    Rng rng;
+    rng_seed(&rng, opt.seed);
+    float *probs = xmalloc((size_t)V * sizeof(float), "probs");
+    Drafter *drafter = spec ? build_drafter(&opt, &target, &draft, &sampler) : NULL;
+    int *tokens = xmalloc((size_t)model->config.seq_len * sizeof(int), "tokens");
+    int n = encode_prompt(&tok, tokens, prompt_file ? prompt_file : opt.prompt, opt.prompt_file, model);
+    if (!given(&opt, "-n")) opt.n_new = model->config.seq_len - n; // the default: until the context is full
+    Speculator sp;
+    SpecStats st;
+    if (spec) {
+        build_speculator(&sp, &target, drafter, &sampler, &rng);
+        sp.lenience = opt.lenience;
+        plan_rounds(&sp, &st, &opt);
+        if (opt.verbose) st.trace = &tok;
+    }
+    Output out = {.tok = &tok, .quiet = opt.quiet, .max_new = opt.n_new,
+                  .generated = xmalloc((size_t)opt.n_new * sizeof(int) + 1, "output")};
+    start_output(&out, tokens, n);
+
+    // generate; the clock covers prefill and decoding, not loading
+    Report rp = {.opt = &opt, .prompt_tokens = n, .out = &out};
+    double t0 = now_seconds();
+    interrupted = 0;
+    signal(SIGINT, on_interrupt);
+    if (spec) {
+        n = generate_spec(&sp, &st, tokens, n, &out);
+        rp.seconds = now_seconds() - t0 - out.prompt_seconds;
+        rp.sp = &sp;
+        rp.st = &st;
+        if (out.n_generated) rp.target_step = time_target_step(&target, &sampler, probs, tokens[n - 1], n - 1);
+    } else {
+        n = generate_plain(model, &sampler, &rng, tokens, n, &out);
+        rp.seconds = now_seconds() - t0 - out.prompt_seconds;
+    }
+    signal(SIGINT, SIG_DFL);
+    if (!given(&opt, "-n") && out.ended_by == END_LENGTH) out.ended_by = END_CONTEXT; // the default -n: the context
+    if (!opt.quiet) printf("\n");
+    flush_text();
+    print_report(&rp);
+    if (opt.json_path) write_json(&rp);
+
+    if (spec) free_speculator(&sp);
+    if (drafter && drafter->model) free_transformer(&draft);
+    if (drafter && drafter->free) drafter->free(drafter);
+    xfree(probs); xfree(out.generated); xfree(tokens); xfree(prompt_file);
+    free_sampler(&sampler);
+    free_tokenizer(&tok);
+    free_transformer(model);
+    free_pool(pool);
+    return 0;
+}
+#undef main
+
+// ============================================================================
+// PART II. THE EXTENSIONS: other drafters and trees, each built on Part I
+// ============================================================================
+
+// ----------------------------------------------------------------------------
+// Drafters without a second model: prompt lookup, Medusa heads, EAGLE features
+//
+// Each is a Drafter (Part I) that the round calls as it calls the draft
+// model; the step's exactness argument holds unchanged, since it only asks
+// that x_i was drawn from the q_i the drafter wrote.
 
 // Prompt lookup (Saxena 2023): the proposal is what followed the most recent
 // earlier occurrence of the context's last g tokens, g from ngram_max down to
@@ -1038,131 +1423,18 @@ static void observe_eagle(Drafter *d, int row, int pos) {
     if (row >= 0) memcpy(ed->chain, ed->target->state.xn + (size_t)row * dim, (size_t)dim * sizeof(float));
 }
 
-// ----------------------------------------------------------------------------
-// The speculative round: draft K, verify K+1 positions in one pass, commit
-//
-// Both KV caches are indexed by absolute position, so nothing is ever copied
-// or rolled back: a rejected position is simply overwritten by the next round.
-// With n committed tokens t_0..t_{n-1} at the start of a round:
-//
-//   position:   ...  n-1    n    n+1  ...  n+K-1   n+K
-//   draft runs:      t_last x_1  x_2  ...  x_{K-1}       -> q_1..q_K, x_i ~ q_i
-//   target runs (ONE pass, K+1 rows): t_last x_1 ... x_K -> p_1 ... p_{K+1}
-//
-//   j < K drafts accepted: commit x_1..x_j and y ~ norm(max(0, p_{j+1} - q_{j+1})).
-//   all K accepted: position n+K is proposed (the draft runs x_K) and decided
-//       against p_{K+1} like any other, where the classic algorithm draws a
-//       "bonus" token from p: K+1 tokens.
-//
-// Every position m is decided by the same rule with the same coins (draw
-// coin_at(m, DRAW), accept coin_at(m, ACCEPT), resample coin_at(m, RESAMPLE))
-// from p_m and q_m, which batch invariance makes independent of how many rows
-// computed them: so the text is a function of the seed, the prompt, the models
-// and the sampling flags, the same for every K and every thread count.
-// A position with no proposal is drawn from p_m alone with coin_at(m, DRAW).
+static Drafter *medusa_drafter(MedusaDrafter *md, const char *path, Transformer *target, Sampler *s);
+static Drafter *eagle_drafter(EagleDrafter *ed, const char *path, Transformer *target, Sampler *s);
 
-typedef struct {
-    Transformer *target;
-    Drafter *drafter;
-    Sampler *sampler;
-    const Rng *rng;
-    float lenience;            // 1: the exact rule; < 1: LOSSY (--lenience)
-    float *q;                  // (MAX_ROWS, V) the drafter's distributions this round
-    float *p;                  // (MAX_ROWS, V) the target's
-    float *residual;           // (V) scratch
-    Verdict verdicts[K_MAX + 1];
-    int tree_depth;            // > 0: draft trees (--tree), branch[d] children under each node of depth d
-    int branch[K_MAX];
-    int tree_auto;             // --tree auto: grown by the draft's confidence (grow_level)
-    double conf_seen, accepted_seen; // auto: decayed sums over tested candidates of conf and acceptance
-    const double *verify_s;    // auto: seconds of a verify pass by rows (auto-K's calibration)
-    const double *draft_s;     // auto: seconds of a draft step
-    float *ql, *work;          // trees: (MAX_ROWS, V) the drafter's logits per node; (3, V) scratch
-    Tree tree;                 // the last round's tree, as verified (the -v trace draws it)
-    int path[K_MAX + 1];       // ... and the nodes it accepted
-} Speculator;
-
-// What a round did: the statistics and auto-K read this.
-typedef struct {
-    int k;         // proposals verified (a drafter may propose fewer than asked); a tree: its depth
-    int drafted;   // proposals made (a tree: its nodes, the root not counted)
-    int accepted;  // proposals accepted (the position after K's included)
-    int committed; // tokens appended: positions decided, 1..k+1
-    int plain;     // 1: the last position had no proposal and was drawn from p
-} Round;
-
-static void build_speculator(Speculator *sp, Transformer *target, Drafter *drafter, Sampler *sampler,
-                             const Rng *rng) {
-    size_t V = (size_t)target->config.vocab_size;
-    const Transformer *d = drafter->model;
-    if (d && d->config.vocab_size != target->config.vocab_size)
-        die("%s: vocab_size %d differs from the target's %d (%s); draft and target must share "
-            "one vocabulary", d->path, d->config.vocab_size, target->config.vocab_size, target->path);
-    *sp = (Speculator){.target = target, .drafter = drafter, .sampler = sampler, .rng = rng,
-                       .lenience = 1.0f};
-    sp->q = xmalloc(MAX_ROWS * V * sizeof(float), "draft distributions");
-    sp->p = xmalloc(MAX_ROWS * V * sizeof(float), "target distributions");
-    sp->residual = xmalloc(V * sizeof(float), "residual");
-    sp->ql = xmalloc(MAX_ROWS * V * sizeof(float), "draft logits");
-    sp->work = xmalloc(3 * V * sizeof(float), "tree scratch");
-}
-
-static void free_speculator(Speculator *sp) {
-    xfree(sp->q); xfree(sp->p); xfree(sp->residual); xfree(sp->ql); xfree(sp->work);
-}
-
-// Propose position pos, slot i of the round: q_i from the drafter, then
-// x_i ~ q_i drawn with the position's coin, into tokens[pos]. 0: no proposal.
-static int propose(Speculator *sp, int *tokens, int pos, int i) {
-    int V = sp->target->config.vocab_size;
-    float *q = sp->q + (size_t)i * V;
-    Verdict *v = &sp->verdicts[i];
-    *v = (Verdict){.x = -1, .d = coin_at(sp->rng, pos, COIN_DRAW),
-                   .u = coin_at(sp->rng, pos, COIN_ACCEPT), .r = coin_at(sp->rng, pos, COIN_RESAMPLE)};
-    if (!sp->drafter->propose(sp->drafter, q, tokens, pos)) return 0;
-    v->x = tokens[pos] = sample(q, V, v->d);
-    return 1;
-}
-
-// One round from n committed tokens with up to k drafts (0 <= k <= K_MAX):
-// Leviathan et al. 2022, Algorithm 1. tokens (n, room for n+k+1); appends
-// the round's tokens (1..k+1) and returns what happened.
-static Round speculative_step(Speculator *sp, int *tokens, int n, int k) {
-    int V = sp->target->config.vocab_size;
-    Round rd = {0};
-
-    // 1. draft: x_i ~ q_i at positions n..n+k-1, into tokens (a drafter may stop early)
-    while (rd.k < k && propose(sp, tokens, n + rd.k, rd.k)) rd.k++;
-    rd.drafted = rd.k;
-
-    // 2. verify: ONE target pass over [t_last, x_1..x_k] at positions n-1..n+k-1 -> p_1..p_{k+1}
-    const float *logits = forward(sp->target, tokens + n - 1, rd.k + 1, n - 1);
-
-    // 3. accept or reject position by position, each with its own coins; stop
-    // at the first rejection. p_i is made from its row only when reached.
-    // After k acceptances, position n+k is proposed and decided the same way.
-    for (int i = 0; i <= rd.k; i++) {
-        float *p = sp->p + (size_t)i * V;
-        if (!probs_from_logits(sp->sampler, p, logits + (size_t)i * V))
-            die_logits(sp->target, n + i, sp->sampler->temperature);
-        rd.committed = i + 1;
-        if (i == rd.k && !propose(sp, tokens, n + i, i)) { // no proposal: draw from p alone
-            Verdict *v = &sp->verdicts[i];
-            tokens[n + i] = v->token = sample(p, V, v->d);
-            rd.plain = 1;
-            break;
-        }
-        rd.drafted += i == rd.k;
-        tokens[n + i] = decide(&sp->verdicts[i], p, sp->q + (size_t)i * V, sp->residual, V, sp->lenience);
-        if (!sp->verdicts[i].accepted) break;
-        rd.accepted++;
-    }
-
-    // 4. the drafter's state is valid up to the last accepted proposal; row
-    // committed - 1 decided the last token
-    if (sp->drafter->rewind) sp->drafter->rewind(sp->drafter, n + rd.accepted);
-    if (sp->drafter->observe) sp->drafter->observe(sp->drafter, rd.committed - 1, n + rd.committed - 2);
-    return rd;
+// The drafter -d names (main, spec mode): the draft model, lookup, Medusa or EAGLE
+static Drafter *build_drafter(const Options *o, Transformer *target, Transformer *draft, Sampler *s) {
+    static ModelDrafter md; // the run's one drafter
+    static LookupDrafter lk;
+    static MedusaDrafter mh;
+    static EagleDrafter ed;
+    return o->lookup ? lookup_drafter(&lk, o->ngram_min, o->ngram_max, target->config.vocab_size)
+         : o->medusa ? medusa_drafter(&mh, o->medusa, target, s)
+         : o->eagle  ? eagle_drafter(&ed, o->eagle, target, s) : model_drafter(&md, draft, s);
 }
 
 // ----------------------------------------------------------------------------
@@ -1435,252 +1707,6 @@ static Round tree_step(Speculator *sp, int *tokens, int n, int depth) {
     return rd;
 }
 
-// ----------------------------------------------------------------------------
-// Generation: prompt, then plain or speculative decoding, streamed out
-
-typedef struct {
-    const Tokenizer *tok;
-    int quiet;        // -q: no text on stdout
-    int *generated;   // (max_new) the generated ids
-    int n_generated, max_new;
-    int prev;         // last token printed, for the leading-space rule
-    int done;         // BOS/EOS seen or max_new reached
-    int ended_by;     // why it stopped: END_* below
-    double shown_at;  // when the text last went out (show_output)
-    double prompt_seconds; // the prefill's (all prompt tokens but the last)
-} Output;
-
-enum { END_LENGTH, END_TOKEN, END_CONTEXT, END_INTERRUPT }; // -n reached, BOS/EOS, seq_len full, Ctrl-C
-
-// Ctrl-C while generating stops it at the end of the step or round, and the
-// statistics of what was generated are printed; a second Ctrl-C ends the process.
-static volatile sig_atomic_t interrupted;
-static void on_interrupt(int sig) {
-    if (interrupted) signal(sig, SIG_DFL), raise(sig);
-    interrupted = 1;
-}
-
-static void start_output(Output *o, const int *tokens, int n);
-static void emit(Output *o, int token);
-static void show_output(Output *o);
-
-// Plain decoding with one model from n committed tokens (the prompt): the
-// token at position n drawn from p_n with coin_at(n, DRAW). tokens has room
-// for seq_len. Returns the number of committed tokens.
-static int generate_plain(Transformer *tr, Sampler *s, const Rng *rng, int *tokens, int n, Output *o) {
-    float *probs = xmalloc((size_t)tr->config.vocab_size * sizeof(float), "probs");
-    double t0 = now_seconds();
-    if (n > 1) forward_chunked(tr, tokens, n - 1, 0); // prefill all but the last prompt token
-    o->prompt_seconds = now_seconds() - t0;
-    for (; !o->done && !interrupted && n < tr->config.seq_len; n++) {
-        if (!probs_from_logits(s, probs, forward(tr, &tokens[n - 1], 1, n - 1))) die_logits(tr, n, s->temperature);
-        tokens[n] = sample(probs, tr->config.vocab_size, coin_at(rng, n, COIN_DRAW));
-        emit(o, tokens[n]);
-        show_output(o);
-    }
-    if (!o->done) o->ended_by = interrupted ? END_INTERRUPT : END_CONTEXT;
-    xfree(probs);
-    return n;
-}
-
-// Speculative decoding: rounds until -n, BOS/EOS or the target's context.
-// start_round picks the round's K (-k, or auto-K) and end_round records what
-// the round did (statistics, auto-K's estimates, the -v trace): both in the
-// appendix. A round never decides more tokens than -n still wants (that
-// changes no token: positions do not depend on rounds).
-typedef struct SpecStats SpecStats;
-static int start_round(SpecStats *st, Speculator *sp, int n, int want);
-static void end_round(SpecStats *st, const Speculator *sp, const Round *rd, int n);
-static void trim_round(Round *rd, const Speculator *sp, int used);
-
-static int generate_spec(Speculator *sp, SpecStats *st, int *tokens, int n, Output *o) {
-    Drafter *d = sp->drafter;
-    double t0 = now_seconds();
-    if (n > 1) forward_chunked(sp->target, tokens, n - 1, 0);
-    o->prompt_seconds = now_seconds() - t0;
-    if (d->rewind) d->rewind(d, 0); // it catches up in round 1
-    if (d->observe) d->observe(d, n > 1 ? (n - 2) % sp->target->max_rows : -1, n - 2); // the prefill's last row
-    while (!o->done && !interrupted && n < sp->target->config.seq_len) {
-        int k = start_round(st, sp, n, o->max_new - o->n_generated);
-        Round rd = sp->tree_depth ? tree_step(sp, tokens, n, k) : speculative_step(sp, tokens, n, k);
-        int used = 0; // positions up to -n or the end of the text: the statistics count only those
-        while (used < rd.committed && !o->done) emit(o, tokens[n + used++]);
-        trim_round(&rd, sp, used);
-        end_round(st, sp, &rd, n);
-        show_output(o);
-        n += rd.committed;
-    }
-    if (!o->done) o->ended_by = interrupted ? END_INTERRUPT : END_CONTEXT;
-    return n;
-}
-
-// ----------------------------------------------------------------------------
-// main: load, generate, report
-//
-// What main holds; the appendices fill them in (auto-K F, statistics G, command line I).
-
-typedef struct {
-    double accepted, examined;  // decayed counts; a = accepted / examined
-    double draft_step;          // decayed mean seconds of one draft step
-    double calib[MAX_ROWS + 1]; // seconds of an n-row verify pass at start-up
-    double scale;               // decayed measured / calibrated verify cost
-    double calibration_seconds; // what measuring took (once, before generating)
-    int last_k;
-} AutoK;
-
-struct SpecStats {
-    int k;                       // -k: drafts per round, or 0: auto-K
-    AutoK autok;
-    const Tokenizer *trace;      // non-NULL: print the -v teaching trace to stderr
-    long rounds, drafted, accepted, examined;
-    long plain_tokens;           // positions without a proposal (drawn from p alone)
-    long reached[K_MAX + 2];     // rounds that examined position i of the round
-    long accepted_at[K_MAX + 2]; // ... and accepted the proposal there
-    long histogram[K_MAX + 2];   // rounds that accepted j proposals
-    long k_used[K_MAX + 1];      // rounds run with each K
-    int k_hi;                    // the largest K any round used
-    long target_forwards, draft_forwards; // in the rounds (prefill not counted)
-    double draft_seconds;        // the draft model's forwards in the rounds
-    double verify_seconds;       // the target's verify passes
-    double round_t0[2];          // the models' clocks when the round started
-    double round_start;          // ... and the wall clock
-    double mode_tokens[2], mode_seconds[2]; // --tree auto: decayed tokens and seconds of chain, tree rounds
-    int retries;                 // ... and the rounds that tried the slower one
-    int last_n, first_round;     // the last round's position; 1: this round starts a generation
-    long round_f0[2];
-};
-
-typedef struct Options Options;
-typedef struct {
-    const Options *opt;      // the run's flags, as parsed
-    int prompt_tokens;
-    const Output *out;
-    double seconds;          // generation only (decoding after the prefill), not loading
-    const Speculator *sp;    // spec mode only
-    const SpecStats *st;     // spec mode only
-    double target_step;      // spec: seconds of one target-alone step (timed after generating)
-} Report;
-
-struct Options {
-    const char *target_path, *draft_path, *tokenizer_path, *mode, *prompt, *json_path, *weights_name, *tree;
-    const char *prompt_file;       // -f FILE (- for stdin), read by main
-    int target_named;              // 1: the target is the first argument, not the default
-    int tree_depth, branch[K_MAX]; // --tree B1,B2,...: children per node at each depth
-    int tree_auto;                 // --tree auto
-    int n_new, k, top_k, quiet, verbose, threads, draft_threads, draft_weights;
-    unsigned given;      // bit i: FLAGS[i] was on the command line
-    int lookup, ngram_min, ngram_max; // -d lookup: the n-gram drafter
-    const char *medusa, *eagle;       // -d medusa[:FILE], -d eagle[:FILE]: the drafter's file, or NULL
-    float lenience;                   // 1: exact; < 1: LOSSY
-    int help;            // -h: print the usage and exit
-    float temperature, top_p;
-    unsigned long long seed;
-};
-
-// What main calls from the appendices: the command line (I), loading (B), the
-// thread pool (D), the tokenizer (E), statistics and the report (F, G).
-static void parse_options(Options *o, int argc, char **argv);
-static void usage(void);
-static void check_json_path(const Options *o);
-static ThreadPool *build_pool(int n);
-static void free_pool(ThreadPool *pool);
-static Transformer *load_models(Transformer *target, Transformer *draft, Options *o, ThreadPool *pool);
-static Drafter *medusa_drafter(MedusaDrafter *md, const char *path, Transformer *target, Sampler *s);
-static Drafter *eagle_drafter(EagleDrafter *ed, const char *path, Transformer *target, Sampler *s);
-static void free_transformer(Transformer *t);
-static void build_tokenizer(Tokenizer *t, const char *path, int vocab_size);
-static void free_tokenizer(Tokenizer *t);
-static char *read_prompt(const Options *o);
-static int encode_prompt(Tokenizer *tok, int *tokens, const char *prompt, const char *file, const Transformer *tr);
-static int given(const Options *o, const char *flag);
-static void plan_rounds(Speculator *sp, SpecStats *st, const Options *o);
-static double time_target_step(Transformer *tr, Sampler *s, float *probs, int token, int pos);
-static void print_report(const Report *rp);
-static void write_json(const Report *rp);
-static void flush_text(void);
-
-#ifdef TESTING
-#define main specdec_main // tests and fuzz/ run the whole program as specdec_main
-#endif
-int main(int argc, char **argv) {
-    Options opt;
-    parse_options(&opt, argc, argv);
-    if (opt.help) {
-        usage();
-        return 0;
-    }
-    io_forget(); // the run's files (model.h), inputs and outputs
-    check_json_path(&opt); // now, so a bad -j fails before anything runs
-    char *prompt_file = read_prompt(&opt); // -f's, or NULL
-    if (prompt_file) opt.prompt = prompt_file; // as the JSON records it
-    ThreadPool *pool = build_pool(opt.threads);
-    Transformer target, draft;
-    Transformer *model = load_models(&target, &draft, &opt, pool); // may turn spec into target
-    int spec = !strcmp(opt.mode, "spec");
-    int V = model->config.vocab_size;
-    Tokenizer tok;
-    build_tokenizer(&tok, opt.tokenizer_path, V);
-    Sampler sampler;
-    build_sampler(&sampler, V, opt.temperature, opt.top_p, opt.top_k);
-    Rng rng;
-    rng_seed(&rng, opt.seed);
-    float *probs = xmalloc((size_t)V * sizeof(float), "probs");
-    ModelDrafter md;
-    LookupDrafter lk;
-    MedusaDrafter mh;
-    EagleDrafter ed;
-    Drafter *drafter = !spec ? NULL : opt.lookup ? lookup_drafter(&lk, opt.ngram_min, opt.ngram_max, V)
-                     : opt.medusa ? medusa_drafter(&mh, opt.medusa, &target, &sampler)
-                     : opt.eagle ? eagle_drafter(&ed, opt.eagle, &target, &sampler)
-                                 : model_drafter(&md, &draft, &sampler);
-    int *tokens = xmalloc((size_t)model->config.seq_len * sizeof(int), "tokens");
-    int n = encode_prompt(&tok, tokens, prompt_file ? prompt_file : opt.prompt, opt.prompt_file, model);
-    if (!given(&opt, "-n")) opt.n_new = model->config.seq_len - n; // the default: until the context is full
-    Speculator sp;
-    SpecStats st;
-    if (spec) {
-        build_speculator(&sp, &target, drafter, &sampler, &rng);
-        sp.lenience = opt.lenience;
-        plan_rounds(&sp, &st, &opt);
-        if (opt.verbose) st.trace = &tok;
-    }
-    Output out = {.tok = &tok, .quiet = opt.quiet, .max_new = opt.n_new,
-                  .generated = xmalloc((size_t)opt.n_new * sizeof(int) + 1, "output")};
-    start_output(&out, tokens, n);
-
-    // generate; the clock covers prefill and decoding, not loading
-    Report rp = {.opt = &opt, .prompt_tokens = n, .out = &out};
-    double t0 = now_seconds();
-    interrupted = 0;
-    signal(SIGINT, on_interrupt);
-    if (spec) {
-        n = generate_spec(&sp, &st, tokens, n, &out);
-        rp.seconds = now_seconds() - t0 - out.prompt_seconds;
-        rp.sp = &sp;
-        rp.st = &st;
-        if (out.n_generated) rp.target_step = time_target_step(&target, &sampler, probs, tokens[n - 1], n - 1);
-    } else {
-        n = generate_plain(model, &sampler, &rng, tokens, n, &out);
-        rp.seconds = now_seconds() - t0 - out.prompt_seconds;
-    }
-    signal(SIGINT, SIG_DFL);
-    if (!given(&opt, "-n") && out.ended_by == END_LENGTH) out.ended_by = END_CONTEXT; // the default -n: the context
-    if (!opt.quiet) printf("\n");
-    flush_text();
-    print_report(&rp);
-    if (opt.json_path) write_json(&rp);
-
-    if (spec) free_speculator(&sp);
-    if (drafter && drafter->model) free_transformer(&draft);
-    if (drafter && drafter->free) drafter->free(drafter);
-    xfree(probs); xfree(out.generated); xfree(tokens); xfree(prompt_file);
-    free_sampler(&sampler);
-    free_tokenizer(&tok);
-    free_transformer(model);
-    free_pool(pool);
-    return 0;
-}
-#undef main
 
 // ============================================================================
 // APPENDICES: the implementations the method above calls
