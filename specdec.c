@@ -45,20 +45,20 @@
 //   755-840   Drafters
 //   842-967   The speculative round
 //   969-1047  Generation
-//  1049-1211  main
+//  1049-1180  main
 // Part II. The extensions
-//  1213-1439  Drafters without a second model
-//  1441-1714  Tree speculation
+//  1182-1408  Drafters without a second model
+//  1410-1683  Tree speculation
 // Appendices
-//  1716-1854  Appendix A. Errors and memory
-//  1856-2301  Appendix B. Loading
-//  2303-3018  Appendix C. Math kernels
-//  3020-3321  Appendix D. Threads
-//  3323-3480  Appendix E. Tokenizer
-//  3482-3565  Appendix F. Auto-K (-k 0)
-//  3567-3918  Appendix G. Statistics
-//  3920-3965  Appendix H. The text on stdout
-//  3967-4299  Appendix I. Command line
+//  1685-1823  Appendix A. Errors and memory
+//  1825-2270  Appendix B. Loading
+//  2272-2987  Appendix C. Math kernels
+//  2989-3290  Appendix D. Threads
+//  3292-3449  Appendix E. Tokenizer
+//  3451-3566  Appendix F. Auto-K (-k 0)
+//  3568-3922  Appendix G. Statistics
+//  3924-3969  Appendix H. The text on stdout
+//  3971-4303  Appendix I. Command line
 //
 // Build: cc -std=c11 -O3 -mavx2 -mfma -ffp-contract=off -pthread specdec.c -lm
 #define _POSIX_C_SOURCE 200809L
@@ -1048,38 +1048,7 @@ static int generate_spec(Speculator *sp, SpecStats *st, int *tokens, int n, Outp
 // ----------------------------------------------------------------------------
 // main: load, generate, report
 //
-// What main holds; the appendices fill them in (auto-K F, statistics G, command line I).
-
-typedef struct {
-    double accepted, examined;  // decayed counts; a = accepted / examined
-    double draft_step;          // decayed mean seconds of one draft step
-    double calib[MAX_ROWS + 1]; // seconds of an n-row verify pass at start-up
-    double scale;               // decayed measured / calibrated verify cost
-    double calibration_seconds; // what measuring took (once, before generating)
-    int last_k;
-} AutoK;
-
-struct SpecStats {
-    int k;                       // -k: drafts per round, or 0: auto-K
-    AutoK autok;
-    const Tokenizer *trace;      // non-NULL: print the -v teaching trace to stderr
-    long rounds, drafted, accepted, examined;
-    long plain_tokens;           // positions without a proposal (drawn from p alone)
-    long reached[K_MAX + 2];     // rounds that examined position i of the round
-    long accepted_at[K_MAX + 2]; // ... and accepted the proposal there
-    long histogram[K_MAX + 2];   // rounds that accepted j proposals
-    long k_used[K_MAX + 1];      // rounds run with each K
-    int k_hi;                    // the largest K any round used
-    long target_forwards, draft_forwards; // in the rounds (prefill not counted)
-    double draft_seconds;        // the draft model's forwards in the rounds
-    double verify_seconds;       // the target's verify passes
-    double round_t0[2];          // the models' clocks when the round started
-    double round_start;          // ... and the wall clock
-    double mode_tokens[2], mode_seconds[2]; // --tree auto: decayed tokens and seconds of chain, tree rounds
-    int retries;                 // ... and the rounds that tried the slower one
-    int last_n, first_round;     // the last round's position; 1: this round starts a generation
-    long round_f0[2];
-};
+// What main holds; the appendices fill them in (statistics G, command line I).
 
 typedef struct Options Options;
 typedef struct {
@@ -1123,7 +1092,8 @@ static void free_tokenizer(Tokenizer *t);
 static char *read_prompt(const Options *o);
 static int encode_prompt(Tokenizer *tok, int *tokens, const char *prompt, const char *file, const Transformer *tr);
 static int given(const Options *o, const char *flag);
-static void plan_rounds(Speculator *sp, SpecStats *st, const Options *o);
+static SpecStats *new_spec_stats(void);
+static void plan_rounds(Speculator *sp, SpecStats *st, const Options *o, const Tokenizer *trace);
 static double time_target_step(Transformer *tr, Sampler *s, float *probs, int token, int pos);
 static void print_report(const Report *rp);
 static void write_json(const Report *rp);
@@ -1160,12 +1130,11 @@ int main(int argc, char **argv) {
     int n = encode_prompt(&tok, tokens, prompt_file ? prompt_file : opt.prompt, opt.prompt_file, model);
     if (!given(&opt, "-n")) opt.n_new = model->config.seq_len - n; // the default: until the context is full
     Speculator sp;
-    SpecStats st;
+    SpecStats *st = spec ? new_spec_stats() : NULL;
     if (spec) {
         build_speculator(&sp, &target, drafter, &sampler, &rng);
         sp.lenience = opt.lenience;
-        plan_rounds(&sp, &st, &opt);
-        if (opt.verbose) st.trace = &tok;
+        plan_rounds(&sp, st, &opt, opt.verbose ? &tok : NULL); // -v: the trace
     }
     Output out = {.tok = &tok, .quiet = opt.quiet, .max_new = opt.n_new,
                   .generated = xmalloc((size_t)opt.n_new * sizeof(int) + 1, "output")};
@@ -1177,10 +1146,10 @@ int main(int argc, char **argv) {
     interrupted = 0;
     signal(SIGINT, on_interrupt);
     if (spec) {
-        n = generate_spec(&sp, &st, tokens, n, &out);
+        n = generate_spec(&sp, st, tokens, n, &out);
         rp.seconds = now_seconds() - t0 - out.prompt_seconds;
         rp.sp = &sp;
-        rp.st = &st;
+        rp.st = st;
         if (out.n_generated) rp.target_step = time_target_step(&target, &sampler, probs, tokens[n - 1], n - 1);
     } else {
         n = generate_plain(model, &sampler, &rng, tokens, n, &out);
@@ -1196,7 +1165,7 @@ int main(int argc, char **argv) {
     if (spec) free_speculator(&sp);
     if (drafter && drafter->model) free_transformer(&draft);
     if (drafter && drafter->free) drafter->free(drafter);
-    xfree(probs); xfree(out.generated); xfree(tokens); xfree(prompt_file);
+    xfree(probs); xfree(out.generated); xfree(tokens); xfree(prompt_file); xfree(st);
     free_sampler(&sampler);
     free_tokenizer(&tok);
     free_transformer(model);
@@ -3493,6 +3462,38 @@ static void print_piece(const char *piece) {
 #define AUTO_DECAY_A 0.97    // a's running counts (~30 rounds: at t = 0 acceptance comes in streaks)
 #define AUTO_CALIBRATE_ROWS 9 // verify passes of 1..9 rows are timed, then every 4th row count
 
+typedef struct {
+    double accepted, examined;  // decayed counts; a = accepted / examined
+    double draft_step;          // decayed mean seconds of one draft step
+    double calib[MAX_ROWS + 1]; // seconds of an n-row verify pass at start-up
+    double scale;               // decayed measured / calibrated verify cost
+    double calibration_seconds; // what measuring took (once, before generating)
+    int last_k;
+} AutoK;
+
+// The statistics of a spec run (Appendix G), auto-K's estimates among them
+struct SpecStats {
+    int k;                       // -k: drafts per round, or 0: auto-K
+    AutoK autok;
+    const Tokenizer *trace;      // non-NULL: print the -v teaching trace to stderr
+    long rounds, drafted, accepted, examined;
+    long plain_tokens;           // positions without a proposal (drawn from p alone)
+    long reached[K_MAX + 2];     // rounds that examined position i of the round
+    long accepted_at[K_MAX + 2]; // ... and accepted the proposal there
+    long histogram[K_MAX + 2];   // rounds that accepted j proposals
+    long k_used[K_MAX + 1];      // rounds run with each K
+    int k_hi;                    // the largest K any round used
+    long target_forwards, draft_forwards; // in the rounds (prefill not counted)
+    double draft_seconds;        // the draft model's forwards in the rounds
+    double verify_seconds;       // the target's verify passes
+    double round_t0[2];          // the models' clocks when the round started
+    double round_start;          // ... and the wall clock
+    double mode_tokens[2], mode_seconds[2]; // --tree auto: decayed tokens and seconds of chain, tree rounds
+    int retries;                 // ... and the rounds that tried the slower one
+    int last_n, first_round;     // the last round's position; 1: this round starts a generation
+    long round_f0[2];
+};
+
 // argmax over K = 1..k_max of tokens per second; ties go to the smaller K.
 // verify (k_max+2) seconds by row count.
 static int choose_k(double a, double draft_step, const double *verify, int k_max) {
@@ -3574,12 +3575,15 @@ static void build_spec_stats(SpecStats *st, int k, Transformer *target, Drafter 
 // sp's rounds and st from the options: -k (0: auto-K) or --tree (a shape, or
 // auto). Auto-K and --tree auto time the target's passes first (--tree auto up
 // to MAX_ROWS rows: it reads those costs as it grows); -n 0 times nothing.
-static void plan_rounds(Speculator *sp, SpecStats *st, const Options *o) {
+static SpecStats *new_spec_stats(void) { return xmalloc(sizeof(SpecStats), "statistics"); }
+
+static void plan_rounds(Speculator *sp, SpecStats *st, const Options *o, const Tokenizer *trace) {
     sp->tree_depth = o->tree_depth, sp->tree_auto = o->tree_auto;
     memcpy(sp->branch, o->branch, sizeof(sp->branch));
     int k = o->tree_auto ? 0 : o->tree ? o->tree_depth : o->k;
     build_spec_stats(st, o->n_new ? k : 1, sp->target, sp->drafter, o->tree_auto ? MAX_ROWS : K_MAX + 1);
     if (o->tree_auto) sp->verify_s = st->autok.calib, sp->draft_s = &st->autok.draft_step;
+    st->trace = trace;
 }
 
 // --tree auto: a tree round, or a chain round at auto-K's K, whichever has

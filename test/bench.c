@@ -465,7 +465,7 @@ static void build_spec_as(Spec *sc, Transformer *target, const Pair *pr, Sampler
     build_speculator(&sc->sp, target, d, s, NULL);
     Options o = {.tree = tree, .k = medusa && !tree && !k ? K_MAX : k, .n_new = 1, .lenience = 1.0f};
     if (tree) parse_tree(&o, 1); // as --tree: the shape, or auto
-    plan_rounds(&sc->sp, &sc->st, &o);
+    plan_rounds(&sc->sp, &sc->st, &o, NULL);
 }
 
 static void build_spec(Spec *sc, Transformer *target, Transformer *draft, Sampler *s, int k, const char *tree) {
