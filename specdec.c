@@ -39,26 +39,26 @@
 // Part I. The chain
 //   130-218   The data
 //   220-269   The kernel contract
-//   271-504   Forward
-//   506-665   Sampler
-//   667-753   The speculative step
-//   755-840   Drafters
-//   842-967   The speculative round
-//   969-1047  Generation
-//  1049-1180  main
+//   271-470   Forward
+//   472-631   Sampler
+//   633-719   The speculative step
+//   721-806   Drafters
+//   808-933   The speculative round
+//   935-1013  Generation
+//  1015-1146  main
 // Part II. The extensions
-//  1182-1408  Drafters without a second model
-//  1410-1683  Tree speculation
+//  1148-1374  Drafters without a second model
+//  1376-1691  Tree speculation
 // Appendices
-//  1685-1823  Appendix A. Errors and memory
-//  1825-2270  Appendix B. Loading
-//  2272-2987  Appendix C. Math kernels
-//  2989-3290  Appendix D. Threads
-//  3292-3449  Appendix E. Tokenizer
-//  3451-3566  Appendix F. Auto-K (-k 0)
-//  3568-3922  Appendix G. Statistics
-//  3924-3969  Appendix H. The text on stdout
-//  3971-4303  Appendix I. Command line
+//  1693-1831  Appendix A. Errors and memory
+//  1833-2278  Appendix B. Loading
+//  2280-2995  Appendix C. Math kernels
+//  2997-3298  Appendix D. Threads
+//  3300-3457  Appendix E. Tokenizer
+//  3459-3574  Appendix F. Auto-K (-k 0)
+//  3576-3930  Appendix G. Statistics
+//  3932-3977  Appendix H. The text on stdout
+//  3979-4311  Appendix I. Command line
 //
 // Build: cc -std=c11 -O3 -mavx2 -mfma -ffp-contract=off -pthread specdec.c -lm
 #define _POSIX_C_SOURCE 200809L
@@ -273,8 +273,11 @@ static double now_seconds(void);
 typedef struct {
     Transformer *tr;
     int T, pos, first;         // rows, the first row's position; a tree: row i is node first + i
-    const int *parent, *depth; // a tree's nodes (NULL: a chain)
+    const int *parent, *depth; // a tree's nodes (Part II), NULL: a chain, row i at pos + i
 } ForwardJob;
+
+static void tree_attention(Transformer *tr, int l, int g, const ForwardJob *job); // Part II
+static float *forward_tree(Transformer *tr, const int *tokens, int first, const int *parent, int n_rows, int pos);
 
 // Node `node`'s key (after RoPE) and value in layer l, kv head g: (2, hs) at node_kv
 static float *node_kv(const Transformer *tr, int l, int g, int node) {
@@ -337,47 +340,26 @@ static void attend(Transformer *tr, int l, int g, int first, int T, int pos) {
 
 // Grouped-query attention of the pass's T rows for key/value head g. RoPE
 // turns the head's queries and key at each row's position; keys and values
-// are kept by node (node_kv) for later passes and commit_path. A chain
-// (parent NULL: row i at pos + i) puts every row's key and value into the
-// caches, then attends all rows in one pass. A tree (row i is node first+i at
-// pos + depth, parent[] by node, ancestors from this pass or earlier ones)
-// attends row by row, each after writing its path, itself and its ancestors,
-// into the caches at their positions: the cache then holds exactly what a
-// plain forward over the context and that path would: every node gets its bits.
+// are kept by node (node_kv) for later passes. A chain puts every row's key
+// and value into the caches, then attends all rows in one pass; a tree
+// (Part II) attends through its ancestors instead.
 static void attention_head(Transformer *tr, int l, int g, const ForwardJob *job) {
     const Config *c = &tr->config;
     RunState *s = &tr->state;
-    int T = job->T, pos = job->pos, first = job->first;
-    const int *parent = job->parent, *depth = job->depth;
     int hs = c->dim / c->n_heads, kv_dim = c->n_kv_heads * hs, group = c->n_heads / c->n_kv_heads;
-    for (int i = 0; i < T; i++) {
-        size_t at = (size_t)(pos + (depth ? depth[first + i] : i));
-        float *row = s->qkv + (size_t)i * s->qkv_stride, *k = node_kv(tr, l, g, first + i);
+    for (int i = 0; i < job->T; i++) {
+        size_t at = (size_t)(job->pos + (job->depth ? job->depth[job->first + i] : i));
+        float *row = s->qkv + (size_t)i * s->qkv_stride, *k = node_kv(tr, l, g, job->first + i);
         const float *cr = tr->weights.rope_cos + at * hs / 2, *sr = tr->weights.rope_sin + at * hs / 2;
         rope(row + (size_t)g * group * hs, cr, sr, group, hs);
         memcpy(k, row + c->dim + g * hs, (size_t)hs * sizeof(float));
         rope(k, cr, sr, 1, hs);
         memcpy(k + hs, row + c->dim + kv_dim + g * hs, (size_t)hs * sizeof(float));
-        if (!parent) put_kv(tr, l, g, at, i);
+        if (!job->parent) put_kv(tr, l, g, at, i);
     }
-    if (!parent) {
-        attend(tr, l, g, 0, T, pos);
-        return;
-    }
-    for (int i = 0; i < T; i++) {
-        for (int u = first + i; u >= 0; u = parent[u]) put_kv(tr, l, g, (size_t)(pos + depth[u]), u);
-        attend(tr, l, g, i, 1, pos + depth[first + i]);
-    }
+    if (job->parent) tree_attention(tr, l, g, job);
+    else attend(tr, l, g, 0, job->T, job->pos);
 }
-
-// After tree passes: the keys and values of nodes path[0..count) go into the
-// caches at positions pos.. (the path the round accepted), in every layer.
-static void commit_path(Transformer *tr, const int *path, int count, int pos) {
-    for (int l = 0; l < tr->config.n_layers; l++)
-        for (int g = 0; g < tr->config.n_kv_heads; g++)
-            for (int j = 0; j < count; j++) put_kv(tr, l, g, (size_t)(pos + j), path[j]);
-}
-
 
 // x[t][lo..hi) += y[t][lo..hi) for T rows of width n: a thread's residual add
 static void add_columns(float *x, const float *y, int T, int n, int lo, int hi) {
@@ -443,38 +425,18 @@ static void forward_job(void *arg, int tid, int nth) {
     matmul_panels(s->logits, xn, T, &tr->wcls, lo, hi);
 }
 
-// Runs nodes first..first+n_rows-1 of a tree (tokens: theirs) through the
-// model: node v (parent[v] < v, or -1) at position pos + its depth, attending
-// to the cache below pos and to its ancestors, run in this pass or an earlier
-// one since the last chain pass (Miao et al. 2023, SpecInfer's tree
-// attention). Returns logits (n_rows, vocab_size), valid until the next call;
-// each row's equal, bit for bit, those of a plain forward over the context and
-// its path. The caches past pos hold whatever the last row's path left there.
-// parent NULL: a chain, row i at pos + i.
-static float *forward_tree(Transformer *tr, const int *tokens, int first, const int *parent, int n_rows,
-                           int pos) {
-    const Config *c = &tr->config;
+// One pass of job's rows (tokens: theirs) through the model, on all threads
+// unless passes keep stalling (note_stall): any thread count gives the same
+// bits. Returns logits (T, vocab_size), valid until the next pass.
+static float *run_pass(Transformer *tr, const int *tokens, ForwardJob *job) {
     RunState *s = &tr->state;
-    int T = n_rows, dim = c->dim, depth[MAX_ROWS], deepest = T - 1;
-    for (int v = 0; parent && v < first + T && first + T <= tr->max_rows; v++) {
-        if (parent[v] >= v) die("%s: tree node %d has parent %d, not an earlier node", tr->path, v, parent[v]);
-        depth[v] = parent[v] < 0 ? 0 : depth[parent[v]] + 1;
-        deepest = v == 0 || depth[v] > deepest ? depth[v] : deepest;
-    }
-    if (T < 1 || first < 0 || first + T > tr->max_rows || pos < 0 || pos + deepest >= c->seq_len)
-        die("%s: forward(%d rows at pos %d) outside 1..%d rows and seq_len %d", tr->path, T, pos,
-            tr->max_rows, c->seq_len);
-
-    // embed: x[i] = token_embedding[tokens[i]]
-    for (int i = 0; i < T; i++)
+    int dim = tr->config.dim;
+    for (int i = 0; i < job->T; i++) // embed: x[i] = token_embedding[tokens[i]]
         memcpy(s->x + (size_t)i * dim, tr->weights.token_embedding + (size_t)tokens[i] * dim,
                (size_t)dim * sizeof(float));
-    // threads: all, unless passes keep stalling (note_stall). Any thread
-    // count gives the same bits.
     double t0 = now_seconds();
-    ForwardJob job = {.tr = tr, .T = T, .pos = pos, .first = first, .parent = parent, .depth = parent ? depth : NULL};
     int threads = tr->solo_left > 0 ? (tr->solo_left--, 1) : tr->n_threads;
-    int stalled = pool_run(tr->pool, threads, forward_job, &job);
+    int stalled = pool_run(tr->pool, threads, forward_job, job);
     double t1 = now_seconds();
     note_stall(tr, threads, stalled, t1);
     tr->seconds += t1 - t0;
@@ -487,7 +449,11 @@ static float *forward_tree(Transformer *tr, const int *tokens, int first, const 
 // row's arithmetic is independent of n_rows and of the thread count, so the
 // result equals n_rows single-row calls bit for bit (batch invariance).
 static float *forward(Transformer *tr, const int *tokens, int n_rows, int pos) {
-    return forward_tree(tr, tokens, 0, NULL, n_rows, pos);
+    if (n_rows < 1 || n_rows > tr->max_rows || pos < 0 || pos + n_rows > tr->config.seq_len)
+        die("%s: forward(%d rows at pos %d) outside 1..%d rows and seq_len %d", tr->path, n_rows, pos,
+            tr->max_rows, tr->config.seq_len);
+    ForwardJob job = {.tr = tr, .T = n_rows, .pos = pos};
+    return run_pass(tr, tokens, &job);
 }
 
 // Feed tokens[0..n) at positions start.. in chunks of max_rows rows (prompt
@@ -1432,6 +1398,48 @@ static Drafter *build_drafter(const Options *o, Transformer *target, Transformer
 // q costs nothing.) By induction the node emits a token distributed as p, and
 // descending repeats the argument at the next position. With one candidate per
 // node this is the chain's rule, with the chain's coins: the same text.
+
+// Tree attention (Miao et al. 2023, SpecInfer), forward's hook: row i (node
+// first+i at pos + its depth) attends after writing its path, itself and its
+// ancestors from this pass or earlier ones, into the caches at their
+// positions: the cache then holds exactly what a plain forward over the
+// context and that path would, so every node gets its bits.
+static void tree_attention(Transformer *tr, int l, int g, const ForwardJob *job) {
+    for (int i = 0; i < job->T; i++) {
+        for (int u = job->first + i; u >= 0; u = job->parent[u])
+            put_kv(tr, l, g, (size_t)(job->pos + job->depth[u]), u);
+        attend(tr, l, g, i, 1, job->pos + job->depth[job->first + i]);
+    }
+}
+
+// Runs nodes first..first+n_rows-1 of a tree (tokens: theirs) through the
+// model: node v (parent[v] < v, or -1) at position pos + its depth, attending
+// to the cache below pos and to its ancestors, run in this pass or an earlier
+// one since the last chain pass. Returns logits (n_rows, vocab_size); each
+// row's equal, bit for bit, those of a plain forward over the context and its
+// path. The caches past pos hold whatever the last row's path left there.
+static float *forward_tree(Transformer *tr, const int *tokens, int first, const int *parent, int n_rows,
+                           int pos) {
+    int depth[MAX_ROWS], deepest = 0;
+    for (int v = 0; v < first + n_rows && first + n_rows <= tr->max_rows; v++) {
+        if (parent[v] >= v) die("%s: tree node %d has parent %d, not an earlier node", tr->path, v, parent[v]);
+        depth[v] = parent[v] < 0 ? 0 : depth[parent[v]] + 1;
+        deepest = depth[v] > deepest ? depth[v] : deepest;
+    }
+    if (n_rows < 1 || first < 0 || first + n_rows > tr->max_rows || pos < 0 || pos + deepest >= tr->config.seq_len)
+        die("%s: forward(%d rows at pos %d) outside 1..%d rows and seq_len %d", tr->path, n_rows, pos,
+            tr->max_rows, tr->config.seq_len);
+    ForwardJob job = {.tr = tr, .T = n_rows, .pos = pos, .first = first, .parent = parent, .depth = depth};
+    return run_pass(tr, tokens, &job);
+}
+
+// After tree passes: the keys and values of nodes path[0..count) go into the
+// caches at positions pos.. (the path the round accepted), in every layer.
+static void commit_path(Transformer *tr, const int *path, int count, int pos) {
+    for (int l = 0; l < tr->config.n_layers; l++)
+        for (int g = 0; g < tr->config.n_kv_heads; g++)
+            for (int j = 0; j < count; j++) put_kv(tr, l, g, (size_t)(pos + j), path[j]);
+}
 
 // Candidate j's coin for `purpose` at position pos: candidate 0 uses the
 // chain's coin_at; later ones an element of their own (4 pos + 3 keys them).
