@@ -139,8 +139,8 @@ static inline int check_config_fields(const Config *c, char *msg, size_t len) {
 static inline int check_checkpoint(Config *c, int *shared, const int32_t h[7], size_t file_bytes,
                                    char *msg, size_t len) {
     if (h[0] == 0x616b3432) { // "ak42": llama2.c's versioned export
-        snprintf(msg, len, "this is a versioned llama2.c export (magic \"ak42\"); the legacy format "
-                 "is read (export with --version 0)");
+        snprintf(msg, len, "this is a versioned llama2.c export (magic \"ak42\") of version %d; the legacy "
+                 "format and version 2 (int8) are read (export with --version 0 or 2)", (int)h[1]);
         return -1;
     }
     long long vocab = h[5] < 0 ? -(long long)h[5] : h[5]; // < 0: unshared classifier

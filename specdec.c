@@ -34,25 +34,25 @@
 // docs/PORTING.md gives every rule a port needs.
 //
 // CONTENTS (line numbers; test/cli.sh checks them)
-//   123-211   The data
-//   213-261   The kernel contract
-//   263-496   Forward
-//   498-657   Sampler
-//   659-745   The speculative step
-//   747-1038  Drafters
-//  1040-1165  The speculative round
-//  1167-1435  Tree speculation
-//  1437-1498  Generation
-//  1500-1663  main
-//  1665-1791  Appendix A. Errors and memory
-//  1793-2180  Appendix B. Loading
-//  2182-2897  Appendix C. Math kernels
-//  2899-3186  Appendix D. Threads
-//  3188-3334  Appendix E. Tokenizer
-//  3336-3419  Appendix F. Auto-K (-k 0)
-//  3421-3760  Appendix G. Statistics
-//  3762-3807  Appendix H. The text on stdout
-//  3809-4022  Appendix I. Command line
+//   123-212   The data
+//   214-262   The kernel contract
+//   264-497   Forward
+//   499-658   Sampler
+//   660-746   The speculative step
+//   748-1039  Drafters
+//  1041-1166  The speculative round
+//  1168-1436  Tree speculation
+//  1438-1499  Generation
+//  1501-1665  main
+//  1667-1793  Appendix A. Errors and memory
+//  1795-2183  Appendix B. Loading
+//  2185-2909  Appendix C. Math kernels
+//  2911-3198  Appendix D. Threads
+//  3200-3346  Appendix E. Tokenizer
+//  3348-3431  Appendix F. Auto-K (-k 0)
+//  3433-3772  Appendix G. Statistics
+//  3774-3819  Appendix H. The text on stdout
+//  3821-4040  Appendix I. Command line
 //
 // Build: cc -std=c11 -O3 -mavx2 -mfma -ffp-contract=off -pthread specdec.c -lm
 #define _POSIX_C_SOURCE 200809L
