@@ -231,7 +231,12 @@ if [ -f $R/stories260K.bin ] && [ -f $R/tok512.bin ]; then
         out=$($SPECDEC $R/stories260K.bin $d -z $R/tok512.bin -m $mode -t 0 -n 60 -i "Once upon a time" 2>/dev/null)
         case "$out" in "$want"*) ok ;; *) bad "stories260K -m $mode: got '$out'" ;; esac
     done
-    echo "stories260K: greedy output starts with llama2.c's known text (target and spec)"
+    $RANDCKPT --q80 $R/stories260K.bin $D/s260q80.bin || exit 1 # its version-2 export (groups of 4)
+    for d in "-m target" "-d $R/stories260K.bin"; do
+        out=$($SPECDEC $D/s260q80.bin $d -z $R/tok512.bin -t 0 -n 60 -i "Once upon a time" 2>/dev/null)
+        case "$out" in "$want"*) ok ;; *) bad "stories260K in int8 ($d): got '$out'" ;; esac
+    done
+    echo "stories260K: greedy output starts with llama2.c's known text (target and spec; its version-2 export too)"
 else
     echo "SKIP stories260K: $R absent"
 fi
