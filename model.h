@@ -300,8 +300,9 @@ static inline int write_checkpoint(const char *path, const Config *c, const floa
 static inline void q80_sizes(const Config *c, int shared, size_t n[Q80_MATRICES]) {
     size_t dim = (size_t)c->dim, hid = (size_t)c->hidden_dim, L = (size_t)c->n_layers;
     size_t kv = (size_t)c->n_kv_heads * (dim / (size_t)c->n_heads), V = (size_t)c->vocab_size;
-    size_t v[Q80_MATRICES] = {V * dim, L * dim * dim, L * kv * dim, L * kv * dim, L * dim * dim,
-                              L * hid * dim, L * dim * hid, L * hid * dim, shared ? 0 : V * dim};
+    size_t ld = mul_size(L, dim), v[Q80_MATRICES] = {mul_size(V, dim), mul_size(ld, dim), mul_size(ld, kv),
+        mul_size(ld, kv), mul_size(ld, dim), mul_size(ld, hid), mul_size(ld, hid), mul_size(ld, hid),
+        shared ? 0 : mul_size(V, dim)}; // SIZE_MAX: too many
     memcpy(n, v, sizeof(v));
 }
 static const char *const Q80_NAMES[Q80_MATRICES] = {"token_embedding", "wq", "wk", "wv", "wo",
