@@ -368,9 +368,9 @@ static inline void q80_export(unsigned char *dst, const Config *c, const Transfo
     }
 }
 
-// A version-2 file's header (file, bytes >= 8 with magic and version checked by
-// the caller) and size, checked: fills c, *shared and *gs. Returns 0, or -1 with
-// a message in msg naming the field.
+// A version-2 file (file, bytes; magic and version checked by the caller),
+// checked: its header, its size, its norms finite, its scales finite and >= 0.
+// Fills c, *shared and *gs. Returns 0, or -1 with a message in msg naming the field.
 static inline int check_q80(Config *c, int *shared, int *gs, const unsigned char *file, size_t bytes,
                             char *msg, size_t len) {
     int32_t h[7];
@@ -396,8 +396,25 @@ static inline int check_q80(Config *c, int *shared, int *gs, const unsigned char
                  c->vocab_size, c->seq_len, *gs, *shared, q80_file_bytes(c, *shared, *gs),
                  bytes == other ? "that size with the other shared_classifier (is the flag wrong?)"
                  : bytes < q80_file_bytes(c, *shared, *gs) ? "truncated (or its header is wrong)" : "too long");
-    } else
+    } else { // the norms finite, every scale finite and >= 0
+        size_t dim = (size_t)c->dim, L = (size_t)c->n_layers, n[Q80_MATRICES], at = Q80_HEADER_BYTES;
+        float v;
+        for (size_t k = 0; k < (2 * L + 1) * dim; k++, at += 4)
+            if (memcpy(&v, file + at, 4), !isfinite(v)) {
+                snprintf(msg, len, "weight %s, element %zu, is not finite", k < L * dim ? "rms_att" : k < 2 * L * dim
+                         ? "rms_ffn" : "rms_final", k % (L * dim));
+                return -1;
+            }
+        q80_sizes(c, *shared, n);
+        for (int i = 0; i < Q80_MATRICES; i++)
+            for (size_t g = 0, at0 = (at += n[i]); g < n[i] / (size_t)*gs; g++, at += 4)
+                if (memcpy(&v, file + at, 4), !(v >= 0.0f && isfinite(v))) {
+                    snprintf(msg, len, "%s's scale %zu (of values %zu..) is %g; a scale must be finite and >= 0",
+                             Q80_NAMES[i], (at - at0) / 4, g * (size_t)*gs, (double)v);
+                    return -1;
+                }
         return 0;
+    }
     return -1;
 }
 

@@ -45,14 +45,14 @@
 //  1438-1499  Generation
 //  1501-1665  main
 //  1667-1793  Appendix A. Errors and memory
-//  1795-2183  Appendix B. Loading
-//  2185-2909  Appendix C. Math kernels
-//  2911-3198  Appendix D. Threads
-//  3200-3346  Appendix E. Tokenizer
-//  3348-3431  Appendix F. Auto-K (-k 0)
-//  3433-3772  Appendix G. Statistics
-//  3774-3819  Appendix H. The text on stdout
-//  3821-4040  Appendix I. Command line
+//  1795-2172  Appendix B. Loading
+//  2174-2882  Appendix C. Math kernels
+//  2884-3171  Appendix D. Threads
+//  3173-3319  Appendix E. Tokenizer
+//  3321-3404  Appendix F. Auto-K (-k 0)
+//  3406-3745  Appendix G. Statistics
+//  3747-3792  Appendix H. The text on stdout
+//  3794-4013  Appendix I. Command line
 //
 // Build: cc -std=c11 -O3 -mavx2 -mfma -ffp-contract=off -pthread specdec.c -lm
 #define _POSIX_C_SOURCE 200809L
@@ -1922,12 +1922,12 @@ static const void *row_of(const Transformer *t, int i, size_t r, int n, const fl
 #define STREAMED_BYTES ((size_t)32 << 20) // a desktop's last-level cache
 static void pack_weights(Transformer *t) {
     const Config *c = &t->config;
-    int streamed = packed_bytes(c, t->gs) > STREAMED_BYTES, rows_max = c->vocab_size;
+    int streamed = packed_bytes(c, t->gs) > STREAMED_BYTES;
     size_t dim = (size_t)c->dim, hid = (size_t)c->hidden_dim;
     int kv = c->n_kv_heads * (c->dim / c->n_heads), h13 = 2 * (int)panels_of(c->hidden_dim) * PANEL;
-    if (rows_max < c->dim + 2 * kv + h13) rows_max = c->dim + 2 * kv + h13;
-    const void **rows = xmalloc((size_t)rows_max * sizeof(*rows), "rows");
-    const float **sc = xmalloc((size_t)rows_max * sizeof(*sc), "rows");
+    size_t rows_max = (size_t)c->vocab_size + (size_t)(c->dim + 2 * kv + h13); // the most rows of a matrix
+    const void **rows = xmalloc(rows_max * sizeof(*rows), "rows");
+    const float **sc = xmalloc(rows_max * sizeof(*sc), "rows");
     void *dst = t->packed = xmalloc_aligned(packed_bytes(c, t->gs), 64, "packed weights");
     t->layers = xmalloc((size_t)c->n_layers * sizeof(Layer), "layers");
     for (size_t l = 0; l < (size_t)c->n_layers; l++) {
@@ -1956,9 +1956,8 @@ static void pack_weights(Transformer *t) {
 }
 
 // An int8 model: the version-2 image at img (bytes), checked (model.h's
-// check_q80, then every norm weight finite and every scale finite and >= 0),
-// its norms and int8 matrices mapped, the embedding dequantised (value * its
-// group's scale) and the RoPE tables computed into t->tables.
+// check_q80), its norms and int8 matrices mapped, the embedding dequantised
+// (value * its group's scale) and the RoPE tables computed into t->tables.
 static void map_q80(Transformer *t, unsigned char *img, size_t bytes) {
     char msg[512];
     if (check_q80(&t->config, &t->shared_classifier, &t->gs, img, bytes, msg, sizeof(msg)))
@@ -1971,20 +1970,10 @@ static void map_q80(Transformer *t, unsigned char *img, size_t bytes) {
     TransformerWeights *w = &t->weights;
     w->rms_att = (float *)(void *)(img + Q80_HEADER_BYTES);
     w->rms_ffn = w->rms_att + L * dim, w->rms_final = w->rms_ffn + L * dim;
-    size_t bad = first_non_finite(w->rms_att, (2 * L + 1) * dim);
-    if (bad < (2 * L + 1) * dim)
-        die("%s: weight %s, element %zu, is not finite", t->path, bad < 2 * L * dim ? bad < L * dim ? "rms_att"
-            : "rms_ffn" : "rms_final", bad % (L * dim));
     unsigned char *p = img + Q80_HEADER_BYTES + (2 * L + 1) * dim * sizeof(float);
     q80_sizes(c, t->shared_classifier, n);
-    for (int i = 0; i < Q80_MATRICES; p += n[i] + n[i] / (size_t)t->gs * sizeof(float), i++) {
-        t->q8[i] = (const int8_t *)p;
-        t->q8s[i] = (const float *)(void *)(p + n[i]);
-        for (size_t g = 0; g < n[i] / (size_t)t->gs; g++)
-            if (!(t->q8s[i][g] >= 0.0f && t->q8s[i][g] <= FLT_MAX))
-                die("%s: %s's scale %zu (of values %zu..) is %g; a scale must be finite and >= 0", t->path,
-                    Q80_NAMES[i], g, g * (size_t)t->gs, (double)t->q8s[i][g]);
-    }
+    for (int i = 0; i < Q80_MATRICES; p += n[i] + n[i] / (size_t)t->gs * sizeof(float), i++)
+        t->q8[i] = (const int8_t *)p, t->q8s[i] = (const float *)(void *)(p + n[i]);
     if (t->shared_classifier) t->q8[8] = t->q8[0], t->q8s[8] = t->q8s[0];
     size_t emb = (size_t)c->vocab_size * dim, rope = (size_t)c->seq_len * hs / 2;
     w->token_embedding = t->tables = xmalloc_floats_aligned(emb + 2 * rope, "embedding and RoPE tables");
@@ -2316,12 +2305,8 @@ static void outer_scalar(float *const *out, const float *const *a, int Q, const 
 //       out[r] += ((float)isum_g * s_w[r][g]) * s_x[g]      (runq.c's order)
 // isum_g the group's sum of w_q x_q, exact in int32, so how a kernel orders or
 // splits it cannot change a bit; the float sum over groups is one chain.
-typedef struct {
-    int8_t *q;    // (R, n) values
-    float *s;     // (R, n/gs) scales
-    int32_t *c;   // (R, n/gs) Q8_BIAS times the group's sum of values (see q8_step)
-    int n, groups;
-} Q8Rows;
+typedef struct { int8_t *q; float *s; int32_t *c; int n, groups; } Q8Rows; // R rows: values (R, n),
+// scales and Q8_BIAS x the groups' sums (R, n/gs)
 
 // ---- The vocabulary, defined once per ISA. Floats: VF, a vector of VL
 // floats (16 with AVX-512, 8 with AVX2, 4 with NEON; plain C's is one float, so
@@ -2338,9 +2323,14 @@ typedef struct {
 //     issued 20 loads for 16 FMAs, and 4 rows ran slower than 5)
 // int8: Q8Acc, a panel's 16 integer sums; Q8W, a quad of its weights (64
 // bytes: 16 outputs x 4 steps) as the step takes them; Q8In, a row's input quad
-// x_q[k..k+3]; Q8F, the panel's 16 float outputs; q8_w(p), q8_in(x),
-// q8_step(acc, x, w): the 16 x 4 products added in (plus Q8_BIAS times the
-// quad's x sum); q8_fold(f, acc, s, sx, c): f + ((float)(acc - c) * s) * sx.
+// x_q[k..k+3] (the int32 quad_at(x)); Q8F, the panel's 16 float outputs (64
+// bytes); q8_w(p), q8_in(x), q8_step(acc, x, w): the 16 x 4 products added in (plus
+// Q8_BIAS times the quad's x sum); q8_fold(f, acc, s, sx, c): f + ((float)(acc - c) * s) * sx.
+static inline int32_t quad_at(const int8_t *x) {
+    int32_t x4;
+    memcpy(&x4, x, sizeof(x4));
+    return x4;
+}
 #if HAVE_AVX512
 typedef __m512 VF;
 #define VL 16
@@ -2423,19 +2413,13 @@ typedef __m512i Q8In;
 typedef __m512 Q8F;
 #define Q8_BIAS 128
 static inline Q8Acc q8_zero(void) { return _mm512_setzero_si512(); }
-static inline Q8F q8_fzero(void) { return _mm512_setzero_ps(); }
 static inline Q8W q8_w(const int8_t *p) { return _mm512_xor_si512(_mm512_loadu_si512(p), _mm512_set1_epi32((int)0x80808080u)); }
-static inline Q8In q8_in(const int8_t *x) {
-    int32_t x4;
-    memcpy(&x4, x, sizeof(x4));
-    return _mm512_set1_epi32(x4);
-}
+static inline Q8In q8_in(const int8_t *x) { return _mm512_set1_epi32(quad_at(x)); }
 static inline Q8Acc q8_step(Q8Acc acc, Q8In x, Q8W w) { return _mm512_dpbusd_epi32(acc, w, x); }
 static inline Q8F q8_fold(Q8F f, Q8Acc acc, const float *s, float sx, int32_t c) {
     __m512 v = _mm512_cvtepi32_ps(_mm512_sub_epi32(acc, _mm512_set1_epi32(c)));
     return _mm512_add_ps(f, _mm512_mul_ps(_mm512_mul_ps(v, _mm512_loadu_ps(s)), _mm512_set1_ps(sx)));
 }
-static inline void q8_store(float *out, Q8F f) { _mm512_storeu_ps(out, f); }
 #elif HAVE_AVX2
 // AVX2: vpmaddubsw multiplies unsigned by signed bytes into int16 pairs: |w|
 // by x_q with w's sign (no pair passes 2 x 127 x 127), vpmaddwd adds the pairs
@@ -2445,8 +2429,7 @@ typedef struct { __m256i a[2], w[2]; } Q8W;
 typedef __m256i Q8In;
 typedef struct { __m256 v[2]; } Q8F;
 #define Q8_BIAS 0
-static inline Q8Acc q8_zero(void) { return (Q8Acc){{_mm256_setzero_si256(), _mm256_setzero_si256()}}; }
-static inline Q8F q8_fzero(void) { return (Q8F){{_mm256_setzero_ps(), _mm256_setzero_ps()}}; }
+static inline Q8Acc q8_zero(void) { return (Q8Acc){0}; }
 static inline Q8W q8_w(const int8_t *p) {
     Q8W w;
     for (int h = 0; h < 2; h++) {
@@ -2455,11 +2438,7 @@ static inline Q8W q8_w(const int8_t *p) {
     }
     return w;
 }
-static inline Q8In q8_in(const int8_t *x) {
-    int32_t x4;
-    memcpy(&x4, x, sizeof(x4));
-    return _mm256_set1_epi32(x4);
-}
+static inline Q8In q8_in(const int8_t *x) { return _mm256_set1_epi32(quad_at(x)); }
 static inline Q8Acc q8_step(Q8Acc acc, Q8In x, Q8W w) {
     for (int h = 0; h < 2; h++) {
         __m256i p = _mm256_maddubs_epi16(w.a[h], _mm256_sign_epi8(x, w.w[h]));
@@ -2474,10 +2453,6 @@ static inline Q8F q8_fold(Q8F f, Q8Acc acc, const float *s, float sx, int32_t c)
     }
     return f;
 }
-static inline void q8_store(float *out, Q8F f) {
-    _mm256_storeu_ps(out, f.v[0]);
-    _mm256_storeu_ps(out + 8, f.v[1]);
-}
 #else
 // plain C (and NEON): the 16 sums one by one
 typedef struct { int32_t s[PANEL]; } Q8Acc;
@@ -2486,7 +2461,6 @@ typedef const int8_t *Q8In;
 typedef struct { float f[PANEL]; } Q8F;
 #define Q8_BIAS 0
 static inline Q8Acc q8_zero(void) { return (Q8Acc){{0}}; }
-static inline Q8F q8_fzero(void) { return (Q8F){{0}}; }
 static inline Q8W q8_w(const int8_t *p) { return p; }
 static inline Q8In q8_in(const int8_t *x) { return x; }
 static inline Q8Acc q8_step(Q8Acc acc, Q8In x, Q8W w) {
@@ -2498,7 +2472,6 @@ static inline Q8F q8_fold(Q8F f, Q8Acc acc, const float *s, float sx, int32_t c)
     for (int j = 0; j < PANEL; j++) f.f[j] = f.f[j] + ((float)(acc.s[j] - c) * s[j]) * sx;
     return f;
 }
-static inline void q8_store(float *out, Q8F f) { memcpy(out, f.f, sizeof(f.f)); }
 #endif
 
 // ---- The tile bodies, once for every ISA.
@@ -2618,7 +2591,7 @@ static inline size_t prefetch_step(int v, int k, size_t n, int P, int ahead, int
 #define Q8_TILE(R, P)                                                                       \
     static void q8_##R##x##P(float *out, size_t os, const Q8Rows *x, const int8_t *w, size_t ps, int gs) { \
         Q8F f[R][P];                                                                        \
-        UNROLL for (int r = 0; r < R; r++) UNROLL for (int p = 0; p < P; p++) f[r][p] = q8_fzero(); \
+        memset(f, 0, sizeof(f));                                                            \
         for (int g = 0; g < x->groups; g++, w += q8_group_bytes(gs)) {                       \
             Q8Acc acc[R][P];                                                                \
             UNROLL for (int r = 0; r < R; r++) UNROLL for (int p = 0; p < P; p++) acc[r][p] = q8_zero(); \
@@ -2635,7 +2608,7 @@ static inline size_t prefetch_step(int v, int k, size_t n, int P, int ahead, int
                                   x->s[r * x->groups + g], x->c[r * x->groups + g]);        \
         }                                                                                   \
         UNROLL for (int r = 0; r < R; r++) UNROLL for (int p = 0; p < P; p++)               \
-            q8_store(out + r * os + (size_t)p * PANEL, f[r][p]);                            \
+            memcpy(out + r * os + (size_t)p * PANEL, &f[r][p], sizeof(f[r][p]));           \
     }
 
 // ---- The tile shapes, one list per ISA: X(R, P, S), a tile of R rows x P
