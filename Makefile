@@ -13,7 +13,7 @@ CFLAGS  ?= $(OPT) -Wall -Wextra -pedantic
 # exactly where the code says and matches the SIMD paths bit for bit).
 REQUIRED = -std=c11 -ffp-contract=off
 # SIMD: what the host's CPU has. AVX-512 adds 16-lane matmul tiles (and VNNI
-# the int8 draft's byte dot products), AVX2+FMA the 8-lane kernels; without
+# int8 models' byte dot products), AVX2+FMA the 8-lane kernels; without
 # either the portable C path runs. All give the same bits. Override with make SIMD="-mavx2 -mfma" (or SIMD= for plain C).
 HOST_FLAGS := $(shell $(CC) -march=native -dM -E -x c /dev/null 2>/dev/null)
 ifneq ($(findstring __AVX512VNNI__,$(HOST_FLAGS)),)
