@@ -2326,7 +2326,7 @@ typedef struct { int8_t *q; float *s; int32_t *c; int n, groups; } Q8Rows; // R 
 // x_q[k..k+3] (the int32 quad_at(x)); Q8F, the panel's 16 float outputs (64
 // bytes); q8_w(p), q8_in(x), q8_step(acc, x, w): the 16 x 4 products added in (plus
 // Q8_BIAS times the quad's x sum); q8_fold(f, acc, s, sx, c): f + ((float)(acc - c) * s) * sx.
-static inline int32_t quad_at(const int8_t *x) {
+static UNUSED_OK inline int32_t quad_at(const int8_t *x) { // (plain C reads the bytes)
     int32_t x4;
     memcpy(&x4, x, sizeof(x4));
     return x4;

@@ -1126,6 +1126,7 @@ static void test_quantize(void) {
     check(worst <= 0.5 / 127 + 1e-6, "dequantised weights within %g of the floats (half a step: 1/254)", worst);
     check(!memcmp(a.w.rms_att, b.w.rms_att, 4 * (size_t)c.dim * c.n_layers) && !memcmp(a.w.rope_cos, b.w.rope_cos, 4 * rope),
           "norms and RoPE tables exact");
+    free_model(&b);
     check(load_q80_model(&b, "build/test/train/q_f32.bin") == 0, "a legacy file is not version 2");
     printf("quantize: version 2 in groups of 64 == q80_export's bytes; read back within %.4f (half a step: %.4f)\n",
            worst, 0.5 / 127);
