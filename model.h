@@ -282,11 +282,12 @@ static inline int write_checkpoint(const char *path, const Config *c, const floa
 //   offset 0    uint32 magic Q80_MAGIC ("ak42"), int32 version 2, the 7 Config
 //               ints (vocab_size positive), uint8 shared_classifier (1: wcls is the
 //               embedding), int32 group_size GS at offset 37; zeros to offset 256
-//   offset 256  rms_att (L, dim), rms_ffn (L, dim), rms_final (dim), fp32; then each
-//               matrix as its int8 values (row-major, shapes as above) followed by
-//               one fp32 scale per GS of them: token_embedding, wq, wk, wv, wo, w1,
-//               w2, w3 (each over all L layers), wcls when not shared. No RoPE
-//               tables: readers compute rope_tables().
+//   offset 256  rms_att (L, dim), rms_ffn (L, dim), rms_final (dim), fp32; then
+//               token_embedding, wq, wk, wv, wo, w1, w2, w3, wcls when not shared
+//               (shapes as above), each layer's matrix as its int8 values
+//               (row-major) followed by one fp32 scale per GS of them: wq of layer
+//               0, its scales, wq of layer 1, ... No RoPE tables: readers compute
+//               rope_tables().
 //
 // A group's values are q * s: s = max|w| / 127, q = rint(w / s) (ties to even,
 // torch.round's rule; 0 where s is 0), so |q| <= 127. GS must divide dim and
@@ -296,7 +297,9 @@ static inline int write_checkpoint(const char *path, const Config *c, const floa
 #define Q80_HEADER_BYTES 256
 #define Q80_MATRICES 9
 
-// The matrices in file order: their names and sizes in values (0: wcls, shared)
+// The matrices in file order: their names and sizes in values over all layers
+// (0: wcls, shared); L blocks of n / L values and their scales each but for the
+// embedding and wcls (one block)
 static inline void q80_sizes(const Config *c, int shared, size_t n[Q80_MATRICES]) {
     size_t dim = (size_t)c->dim, hid = (size_t)c->hidden_dim, L = (size_t)c->n_layers;
     size_t kv = (size_t)c->n_kv_heads * (dim / (size_t)c->n_heads), V = (size_t)c->vocab_size;
@@ -307,6 +310,14 @@ static inline void q80_sizes(const Config *c, int shared, size_t n[Q80_MATRICES]
 }
 static const char *const Q80_NAMES[Q80_MATRICES] = {"token_embedding", "wq", "wk", "wv", "wo",
                                                      "w1", "w2", "w3", "wcls"};
+
+// Where value e (of the n over all layers) of matrix i sits, in bytes from the
+// matrix's start; *scale_at: its group's scale
+static inline size_t q80_at(const Config *c, int i, size_t n, size_t e, int gs, size_t *scale_at) {
+    size_t each = i == 0 || i == 8 ? n : n / (size_t)c->n_layers, w = e % each, block = each + each / (size_t)gs * 4;
+    *scale_at = e / each * block + each + w / (size_t)gs * 4;
+    return e / each * block + w;
+}
 
 // Bytes of a version-2 file (SIZE_MAX: too many), with gs > 0 dividing dim
 static inline size_t q80_file_bytes(const Config *c, int shared, int gs) {
@@ -358,14 +369,12 @@ static inline void q80_export(unsigned char *dst, const Config *c, const Transfo
     memcpy(dst + 2 * L * dim * 4, w->rms_final, dim * sizeof(float));
     dst += (2 * L + 1) * dim * 4;
     q80_sizes(c, shared, n);
-    for (int i = 0; i < Q80_MATRICES; i++) {
-        unsigned char *scales = dst + n[i];
-        for (size_t g = 0; g < n[i] / (size_t)gs; g++) {
-            float s = q80_group((int8_t *)dst + g * (size_t)gs, m[i] + g * (size_t)gs, gs);
-            memcpy(scales + g * sizeof(float), &s, sizeof(s));
+    for (int i = 0; i < Q80_MATRICES; dst += n[i] + n[i] / (size_t)gs * sizeof(float), i++)
+        for (size_t g = 0, sat; g < n[i] / (size_t)gs; g++) {
+            size_t at = q80_at(c, i, n[i], g * (size_t)gs, gs, &sat);
+            float s = q80_group((int8_t *)dst + at, m[i] + g * (size_t)gs, gs);
+            memcpy(dst + sat, &s, sizeof(s));
         }
-        dst = scales + n[i] / (size_t)gs * sizeof(float);
-    }
 }
 
 // A version-2 file (file, bytes; magic and version checked by the caller),
@@ -406,11 +415,12 @@ static inline int check_q80(Config *c, int *shared, int *gs, const unsigned char
                 return -1;
             }
         q80_sizes(c, *shared, n);
-        for (int i = 0; i < Q80_MATRICES; i++)
-            for (size_t g = 0, at0 = (at += n[i]); g < n[i] / (size_t)*gs; g++, at += 4)
-                if (memcpy(&v, file + at, 4), !(v >= 0.0f && isfinite(v))) {
+        for (int i = 0; i < Q80_MATRICES; at += n[i] + n[i] / (size_t)*gs * 4, i++)
+            for (size_t g = 0, sat; g < n[i] / (size_t)*gs; g++)
+                if (q80_at(c, i, n[i], g * (size_t)*gs, *gs, &sat), memcpy(&v, file + at + sat, 4),
+                    !(v >= 0.0f && isfinite(v))) {
                     snprintf(msg, len, "%s's scale %zu (of values %zu..) is %g; a scale must be finite and >= 0",
-                             Q80_NAMES[i], (at - at0) / 4, g * (size_t)*gs, (double)v);
+                             Q80_NAMES[i], g, g * (size_t)*gs, (double)v);
                     return -1;
                 }
         return 0;
@@ -433,10 +443,11 @@ static inline void q80_dequantize(float *p, const Config *c, int shared, int gs,
     img += (2 * L + 1) * dim * 4;
     q80_sizes(c, shared, n);
     for (int i = 0; i < Q80_MATRICES; img += n[i] + n[i] / (size_t)gs * sizeof(float), i++)
-        for (size_t k = 0; k < n[i]; k++) {
+        for (size_t k = 0, sat; k < n[i]; k++) {
             float s;
-            memcpy(&s, img + n[i] + k / (size_t)gs * sizeof(float), sizeof(s));
-            m[i][k] = (float)(int8_t)img[k] * s;
+            size_t at = q80_at(c, i, n[i], k, gs, &sat);
+            memcpy(&s, img + sat, sizeof(s));
+            m[i][k] = (float)(int8_t)img[at] * s;
         }
     rope_tables(w.rope_cos, w.rope_sin, c->seq_len, c->dim / c->n_heads);
 }

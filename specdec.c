@@ -45,14 +45,14 @@
 //  1438-1499  Generation
 //  1501-1665  main
 //  1667-1793  Appendix A. Errors and memory
-//  1795-2172  Appendix B. Loading
-//  2174-2882  Appendix C. Math kernels
-//  2884-3171  Appendix D. Threads
-//  3173-3319  Appendix E. Tokenizer
-//  3321-3404  Appendix F. Auto-K (-k 0)
-//  3406-3745  Appendix G. Statistics
-//  3747-3792  Appendix H. The text on stdout
-//  3794-4013  Appendix I. Command line
+//  1795-2174  Appendix B. Loading
+//  2176-2884  Appendix C. Math kernels
+//  2886-3173  Appendix D. Threads
+//  3175-3321  Appendix E. Tokenizer
+//  3323-3406  Appendix F. Auto-K (-k 0)
+//  3408-3747  Appendix G. Statistics
+//  3749-3794  Appendix H. The text on stdout
+//  3796-4015  Appendix I. Command line
 //
 // Build: cc -std=c11 -O3 -mavx2 -mfma -ffp-contract=off -pthread specdec.c -lm
 #define _POSIX_C_SOURCE 200809L
@@ -177,8 +177,8 @@ typedef struct {
     Matrix wcls;                // the classifier (vocab, dim), packed
     void *packed;               // the one allocation behind every Matrix
     int gs;                     // 0: float; else an int8 model (version 2) in groups of gs
-    const int8_t *q8[Q80_MATRICES]; // its matrices' values and scales, by Q80_NAMES
-    const float *q8s[Q80_MATRICES];
+    const int8_t *q8[Q80_MATRICES]; // where its matrices start (by Q80_NAMES; model.h's q80_at)
+    size_t q8n[Q80_MATRICES];       // ... and their values
     float *tables;              // its embedding, dequantised, and RoPE tables (model.h's)
     unsigned char *image;       // an f32 file's version-2 image (int8 at load)
     RunState state;
@@ -1910,8 +1910,9 @@ static size_t memory_limit(void) {
 static const void *row_of(const Transformer *t, int i, size_t r, int n, const float **scale) {
     const TransformerWeights *w = &t->weights;
     const float *f[Q80_MATRICES] = {w->token_embedding, w->wq, w->wk, w->wv, w->wo, w->w1, w->w2, w->w3, w->wcls};
-    if (t->gs) *scale = t->q8s[i] + r * (size_t)(n / t->gs);
-    return t->gs ? (const void *)(t->q8[i] + r * (size_t)n) : (const void *)(f[i] + r * (size_t)n);
+    size_t sat, at = t->gs ? q80_at(&t->config, i, t->q8n[i], r * (size_t)n, t->gs, &sat) : 0;
+    if (t->gs) *scale = (const float *)(const void *)(t->q8[i] + sat);
+    return t->gs ? (const void *)(t->q8[i] + at) : (const void *)(f[i] + r * (size_t)n);
 }
 
 // Every matrix of the checkpoint, packed into one allocation. qkv stacks wq,
@@ -1973,11 +1974,12 @@ static void map_q80(Transformer *t, unsigned char *img, size_t bytes) {
     unsigned char *p = img + Q80_HEADER_BYTES + (2 * L + 1) * dim * sizeof(float);
     q80_sizes(c, t->shared_classifier, n);
     for (int i = 0; i < Q80_MATRICES; p += n[i] + n[i] / (size_t)t->gs * sizeof(float), i++)
-        t->q8[i] = (const int8_t *)p, t->q8s[i] = (const float *)(void *)(p + n[i]);
-    if (t->shared_classifier) t->q8[8] = t->q8[0], t->q8s[8] = t->q8s[0];
+        t->q8[i] = (const int8_t *)p, t->q8n[i] = n[i];
+    if (t->shared_classifier) t->q8[8] = t->q8[0], t->q8n[8] = n[0];
     size_t emb = (size_t)c->vocab_size * dim, rope = (size_t)c->seq_len * hs / 2;
+    const float *es = (const float *)(const void *)(t->q8[0] + emb); // one block: values, then scales
     w->token_embedding = t->tables = xmalloc_floats_aligned(emb + 2 * rope, "embedding and RoPE tables");
-    for (size_t k = 0; k < emb; k++) w->token_embedding[k] = (float)t->q8[0][k] * t->q8s[0][k / (size_t)t->gs];
+    for (size_t k = 0; k < emb; k++) w->token_embedding[k] = (float)t->q8[0][k] * es[k / (size_t)t->gs];
     w->rope_cos = w->token_embedding + emb, w->rope_sin = w->rope_cos + rope;
     rope_tables(w->rope_cos, w->rope_sin, c->seq_len, (int)hs);
 }

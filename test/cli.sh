@@ -222,6 +222,18 @@ if [ -f specdec.c ]; then
     echo "contents: specdec.c's $n_toc section line numbers are where its sections start"
 fi
 
+# ---- llama2.c's runq.c (RUNQ=path/to/runq, built from llama2.c) on the shipped target's
+# version-2 file: specdec's greedy text starts with runq's (its -n counts the prompt too)
+if [ -n "${RUNQ:-}" ] && [ -x "${RUNQ:-}" ] && [ -f weights/target.bin ] && [ -f tokenizer.bin ]; then
+    $RANDCKPT --q80 weights/target.bin $D/shipped_q80.bin || exit 1
+    want=$("$RUNQ" $D/shipped_q80.bin -z tokenizer.bin -t 0 -n 80 -i "Once upon a time" 2>/dev/null)
+    got=$($SPECDEC $D/shipped_q80.bin -z tokenizer.bin -m target -t 0 -n 80 -i "Once upon a time" 2>/dev/null)
+    if [ -n "$want" ] && [ "${got#"$want"}" != "$got" ]; then ok; else bad "runq.c: '$want' is not where specdec's '$got' starts"; fi
+    echo "runq.c: the shipped target's version-2 file decodes runq.c's greedy text"
+else
+    echo "SKIP runq.c: give RUNQ=path/to/runq (llama2.c's runq.c, built)"
+fi
+
 # ---- llama2.c's stories260K
 R=../shared/data/ref
 if [ -f $R/stories260K.bin ] && [ -f $R/tok512.bin ]; then

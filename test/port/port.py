@@ -235,12 +235,15 @@ def q80_export(data):
         out.append(array('f', t[name]).tobytes())
     for name in ('emb', 'wq', 'wk', 'wv', 'wo', 'w1', 'w2', 'w3', 'wcls'):
         m = t[name].tolist()
-        qs, ss = [], []
-        for g in range(0, len(m), gs):
-            q, sc = q80_group(m[g:g + gs])
-            qs += q
-            ss.append(sc)
-        out.append(struct.pack('<%db' % len(qs), *qs) + array('f', ss).tobytes())
+        count = 1 if name in ('emb', 'wcls') else L    # a block per layer: its values, its scales
+        each = len(m) // count if m else 0
+        for l in range(count if m else 0):
+            qs, ss = [], []
+            for g in range(l * each, (l + 1) * each, gs):
+                q, sc = q80_group(m[g:g + gs])
+                qs += q
+                ss.append(sc)
+            out.append(struct.pack('<%db' % len(qs), *qs) + array('f', ss).tobytes())
     return b''.join(out)
 
 
@@ -271,19 +274,22 @@ class Model:
             self.rms_final = norms[2 * L * dim:]
             pos = [256 + (2 * L + 1) * dim * 4]
 
-            def take_q(n):              # (ints, per-group scales) of n values
-                q = list(struct.unpack_from('<%db' % n, data, pos[0]))
-                sc = array('f')
-                sc.frombytes(data[pos[0] + n:pos[0] + n + n // gs * 4])
-                if sys.byteorder != 'little':
-                    sc.byteswap()
-                pos[0] += n + n // gs * 4
-                return q, sc.tolist()
-            emb = take_q(V * dim)
-            wq, wk, wv, wo = (take_q(L * dim * dim), take_q(L * kv_dim * dim), take_q(L * kv_dim * dim),
-                              take_q(L * dim * dim))
-            w1, w2, w3 = take_q(L * hid * dim), take_q(L * dim * hid), take_q(L * hid * dim)
-            wcls = emb if shared else take_q(V * dim)
+            def take_q(n, count):       # (ints, per-group scales) of count blocks of n values
+                q, scs = [], []
+                for _ in range(count):
+                    q += struct.unpack_from('<%db' % n, data, pos[0])
+                    sc = array('f')
+                    sc.frombytes(data[pos[0] + n:pos[0] + n + n // gs * 4])
+                    if sys.byteorder != 'little':
+                        sc.byteswap()
+                    scs += sc.tolist()
+                    pos[0] += n + n // gs * 4
+                return q, scs
+            emb = take_q(V * dim, 1)
+            wq, wk, wv, wo = (take_q(dim * dim, L), take_q(kv_dim * dim, L), take_q(kv_dim * dim, L),
+                              take_q(dim * dim, L))
+            w1, w2, w3 = take_q(hid * dim, L), take_q(dim * hid, L), take_q(hid * dim, L)
+            wcls = emb if shared else take_q(V * dim, 1)
             if pos[0] != len(data):
                 raise ValueError('version-2 file size does not match its header')
             self.emb = r32([q * emb[1][k // gs] for k, q in enumerate(emb[0])])
