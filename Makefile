@@ -108,9 +108,10 @@ build/bin/bench: test/bench.c $(TEST_DEPS)
 # bandwidth, single-row forward, verify cost r(n), end to end (shipped pair and
 # the shipped target embedded in a 325 MB one) -> bench.json and docs/*.csv; about 5 minutes. With
 # RUNC=path/to/run (llama2.c's run.c, -Ofast -march=native -fopenmp) it also
-# compares target-only decoding with it (bench runc: that comparison alone)
+# compares target-only decoding with it (bench runc: that comparison alone); RUNQ=path/to/runq
+# (llama2.c's runq.c) compares int8 target-only on the 325 MB target's version-2 export
 bench: build/bin/bench
-	RUNC="$(RUNC)" build/bin/bench all
+	RUNC="$(RUNC)" RUNQ="$(RUNQ)" build/bin/bench all
 
 # the shipped pair only: K = 1..8 and auto at t = 0, 1; a vs temperature
 sweep: build/bin/bench

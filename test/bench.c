@@ -1076,10 +1076,10 @@ int main(int argc, char **argv) {
     // the large target, written once for every block that reads it (all, drafters, tree, runc):
     // the shipped target embedded, zero-padded, in dim 768 x 12 layers (81M parameters,
     // 325 MB; the same logits, so the shipped draft speculates for it)
-    const char *runc = getenv("RUNC");
+    const char *runc = getenv("RUNC"), *runq = getenv("RUNQ"); // runq: llama2.c's int8 runq.c
     int runc_mode = full || !strcmp(o.what, "runc");
     int with_big = have_pair && (full || !strcmp(o.what, "drafters") || !strcmp(o.what, "tree") ||
-                                 (runc_mode && runc && *runc));
+                                 (runc_mode && ((runc && *runc) || (runq && *runq))));
     ThreadPool *pool = build_pool(N);
     printf("specdec bench: %s path, 1 and %d threads\n", SIMD_NAME, N);
 
@@ -1219,6 +1219,13 @@ int main(int argc, char **argv) {
         remove(p110);
         remove(ptok);
         if (with_big) compare_runc(runc, "embedded 325MB", pbig, o.tokenizer, pool, N);
+    }
+    if (runc_mode && runq && *runq && with_big) { // its version-2 export, read by both (int8 target-only)
+        char pq[600];
+        snprintf(pq, sizeof(pq), "%s.q80", pbig);
+        write_q80_checkpoint(pbig, pq);
+        compare_runc(runq, "325MB int8 (runq.c)", pq, o.tokenizer, pool, N);
+        remove(pq);
     }
     free_pool(pool);
     return 0;
