@@ -35,24 +35,24 @@
 //
 // CONTENTS (line numbers; test/cli.sh checks them)
 //   123-212   The data
-//   214-262   The kernel contract
-//   264-497   Forward
-//   499-658   Sampler
-//   660-746   The speculative step
-//   748-1039  Drafters
-//  1041-1166  The speculative round
-//  1168-1436  Tree speculation
-//  1438-1499  Generation
-//  1501-1665  main
-//  1667-1793  Appendix A. Errors and memory
-//  1795-2174  Appendix B. Loading
-//  2176-2884  Appendix C. Math kernels
-//  2886-3173  Appendix D. Threads
-//  3175-3321  Appendix E. Tokenizer
-//  3323-3406  Appendix F. Auto-K (-k 0)
-//  3408-3747  Appendix G. Statistics
-//  3749-3794  Appendix H. The text on stdout
-//  3796-4015  Appendix I. Command line
+//   214-263   The kernel contract
+//   265-498   Forward
+//   500-659   Sampler
+//   661-747   The speculative step
+//   749-1040  Drafters
+//  1042-1167  The speculative round
+//  1169-1437  Tree speculation
+//  1439-1500  Generation
+//  1502-1666  main
+//  1668-1794  Appendix A. Errors and memory
+//  1796-2175  Appendix B. Loading
+//  2177-2885  Appendix C. Math kernels
+//  2887-3174  Appendix D. Threads
+//  3176-3322  Appendix E. Tokenizer
+//  3324-3407  Appendix F. Auto-K (-k 0)
+//  3409-3748  Appendix G. Statistics
+//  3750-3795  Appendix H. The text on stdout
+//  3797-4016  Appendix I. Command line
 //
 // Build: cc -std=c11 -O3 -mavx2 -mfma -ffp-contract=off -pthread specdec.c -lm
 #define _POSIX_C_SOURCE 200809L
@@ -220,7 +220,8 @@ typedef struct {
 // AVX2, NEON and plain C paths, any number of rows and any number of threads
 // give the same bits, and a (K+1)-row verify pass equals K+1 one-row steps.
 
-// W (d,n) @ x (T,n) -> out (T,d): output panels [p0, p1) of m (16 rows each)
+// W (d,n) @ x (T,n) -> out (T,d): output panels [p0, p1) of m (16 rows each); an int8
+// model's W and x are int8 groups, summed exactly within a group (Appendix C, int8 matmul)
 static void matmul_panels(float *out, const float *x, int T, const Matrix *m, int p0, int p1);
 // silu(v) = v * (1 / (1 + exp(-v))), exp by a fixed polynomial (Appendix C)
 static float silu(float v);
