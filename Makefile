@@ -17,7 +17,7 @@ CFLAGS  ?= $(OPT) -Wall -Wextra -pedantic
 # exactly where the code says and matches the SIMD paths bit for bit).
 REQUIRED = -std=c11 -ffp-contract=off
 # SIMD: what the host's CPU has. AVX-512 adds 16-lane matmul tiles (and VNNI
-# the int8 draft's byte dot products), AVX2+FMA the 8-lane kernels; without
+# int8 models' byte dot products), AVX2+FMA the 8-lane kernels; without
 # either the portable C path runs. All give the same bits. Override with make SIMD="-mavx2 -mfma" (or SIMD= for plain C).
 HOST_FLAGS := $(shell $(CC) -march=native -dM -E -x c /dev/null 2>/dev/null)
 ifneq ($(findstring __AVX512VNNI__,$(HOST_FLAGS)),)
@@ -118,9 +118,10 @@ BENCH_PUBLISH = $(if $(filter 1,$(PUBLISH)),--publish)
 # the shipped target embedded in a 325 MB one) -> bench.json and build/bench/*.csv
 # (docs/*.csv with PUBLISH=1); about 5 minutes. With
 # RUNC=path/to/run (llama2.c's run.c, -Ofast -march=native -fopenmp) it also
-# compares target-only decoding with it (bench runc: that comparison alone)
+# compares target-only decoding with it (bench runc: that comparison alone); RUNQ=path/to/runq
+# (llama2.c's runq.c) compares int8 target-only on the 325 MB target's version-2 export
 bench: build/bin/bench
-	RUNC="$(RUNC)" build/bin/bench all $(BENCH_PUBLISH)
+	RUNC="$(RUNC)" RUNQ="$(RUNQ)" build/bin/bench all $(BENCH_PUBLISH)
 
 # the shipped pair only: K = 1..8 and auto at t = 0, 1; a vs temperature
 sweep: build/bin/bench

@@ -139,8 +139,8 @@ static inline int check_config_fields(const Config *c, char *msg, size_t len) {
 static inline int check_checkpoint(Config *c, int *shared, const int32_t h[7], size_t file_bytes,
                                    char *msg, size_t len) {
     if (h[0] == 0x616b3432) { // "ak42": llama2.c's versioned export
-        snprintf(msg, len, "this is a versioned llama2.c export (magic \"ak42\"); the legacy format "
-                 "is read (export with --version 0)");
+        snprintf(msg, len, "this is a versioned llama2.c export (magic \"ak42\") of version %d; the legacy "
+                 "format and version 2 (int8) are read (export with --version 0 or 2)", (int)h[1]);
         return -1;
     }
     long long vocab = h[5] < 0 ? -(long long)h[5] : h[5]; // < 0: unshared classifier
@@ -282,6 +282,190 @@ static inline int write_checkpoint(const char *path, const Config *c, const floa
     int bad = write_checkpoint_to(f, c, p, shared);
     if (fclose(f) != 0) bad = 1;
     return bad ? -1 : 0;
+}
+
+// ---------------------------------------------------------------------------
+// Version 2: llama2.c's int8 export (export.py --version 2, read by runq.c), the
+// same model with every matrix in groups of GS int8 values and one fp32 scale:
+//
+//   offset 0    uint32 magic Q80_MAGIC ("ak42"), int32 version 2, the 7 Config
+//               ints (vocab_size positive), uint8 shared_classifier (1: wcls is the
+//               embedding), int32 group_size GS at offset 37; zeros to offset 256
+//   offset 256  rms_att (L, dim), rms_ffn (L, dim), rms_final (dim), fp32; then
+//               token_embedding, wq, wk, wv, wo, w1, w2, w3, wcls when not shared
+//               (shapes as above), each layer's matrix as its int8 values
+//               (row-major) followed by one fp32 scale per GS of them: wq of layer
+//               0, its scales, wq of layer 1, ... No RoPE tables: readers compute
+//               rope_tables().
+//
+// A group's values are q * s: s = max|w| / 127, q = rint(w / s) (ties to even,
+// torch.round's rule; 0 where s is 0), so |q| <= 127. GS must divide dim and
+// hidden_dim (a row, of dim or hidden_dim values, is whole groups); specdec also
+// takes only multiples of 4.
+#define Q80_MAGIC 0x616b3432
+#define Q80_HEADER_BYTES 256
+#define Q80_MATRICES 9
+
+// The matrices in file order: their names and sizes in values over all layers
+// (0: wcls, shared); L blocks of n / L values and their scales each but for the
+// embedding and wcls (one block)
+static inline void q80_sizes(const Config *c, int shared, size_t n[Q80_MATRICES]) {
+    size_t dim = (size_t)c->dim, hid = (size_t)c->hidden_dim, L = (size_t)c->n_layers;
+    size_t kv = (size_t)c->n_kv_heads * (dim / (size_t)c->n_heads), V = (size_t)c->vocab_size;
+    size_t ld = mul_size(L, dim), v[Q80_MATRICES] = {mul_size(V, dim), mul_size(ld, dim), mul_size(ld, kv),
+        mul_size(ld, kv), mul_size(ld, dim), mul_size(ld, hid), mul_size(ld, hid), mul_size(ld, hid),
+        shared ? 0 : mul_size(V, dim)}; // SIZE_MAX: too many
+    memcpy(n, v, sizeof(v));
+}
+static const char *const Q80_NAMES[Q80_MATRICES] = {"token_embedding", "wq", "wk", "wv", "wo",
+                                                     "w1", "w2", "w3", "wcls"};
+
+// Where value e (of the n over all layers) of matrix i sits, in bytes from the
+// matrix's start; *scale_at: its group's scale
+static inline size_t q80_at(const Config *c, int i, size_t n, size_t e, int gs, size_t *scale_at) {
+    size_t each = i == 0 || i == 8 ? n : n / (size_t)c->n_layers, w = e % each, block = each + each / (size_t)gs * 4;
+    *scale_at = e / each * block + each + w / (size_t)gs * 4;
+    return e / each * block + w;
+}
+
+// Bytes of a version-2 file (SIZE_MAX: too many), with gs > 0 dividing dim
+static inline size_t q80_file_bytes(const Config *c, int shared, int gs) {
+    size_t n[Q80_MATRICES], bytes = Q80_HEADER_BYTES + (2 * (size_t)c->n_layers + 1) * (size_t)c->dim * 4;
+    q80_sizes(c, shared, n);
+    for (int i = 0; i < Q80_MATRICES; i++)
+        bytes = add_size(bytes, add_size(n[i], mul_size(n[i] / (size_t)gs, sizeof(float))));
+    return bytes;
+}
+
+// The group size for quantising c: export.py's rule (64, halved until it divides
+// dim), also dividing hidden_dim (runq.c's matmul needs that) and at least 4;
+// 0 if none
+static inline int q80_group_size(const Config *c) {
+    int gs = 64;
+    while (gs >= 4 && (c->dim % gs || c->hidden_dim % gs)) gs /= 2;
+    return gs >= 4 ? gs : 0;
+}
+
+// One group: x (gs) -> q (gs), returns s. A group holding a NaN or inf gets
+// s = NaN and zeros; an all-zero group (or one whose s rounds to 0) s = 0 and zeros.
+static inline float q80_group(int8_t *q, const float *x, int gs) {
+    float amax = 0.0f;
+    for (int i = 0; i < gs; i++) amax = fabsf(x[i]) > amax || x[i] != x[i] ? fabsf(x[i]) : amax;
+    float s = amax / 127.0f;
+    if (!(s <= 3.4e38f)) s = NAN; // NaN or inf in the group
+    for (int i = 0; i < gs; i++) {
+        float v = s > 0.0f ? rintf(x[i] / s) : 0.0f; // NaN s: 0
+        q[i] = (int8_t)(v > 127.0f ? 127.0f : v < -127.0f ? -127.0f : v); // s subnormal: w / s may pass 127
+    }
+    return s;
+}
+
+// The version-2 image of the float model (c, w, shared) in groups of gs, written
+// to dst (q80_file_bytes): what export.py --version 2 writes for the same floats.
+static inline void q80_export(unsigned char *dst, const Config *c, const TransformerWeights *w, int shared,
+                              int gs) {
+    int32_t h[9] = {Q80_MAGIC, 2, c->dim, c->hidden_dim, c->n_layers, c->n_heads, c->n_kv_heads,
+                    c->vocab_size, c->seq_len};
+    size_t n[Q80_MATRICES], dim = (size_t)c->dim, L = (size_t)c->n_layers;
+    memset(dst, 0, Q80_HEADER_BYTES);
+    memcpy(dst, h, sizeof(h));
+    dst[36] = (unsigned char)(shared != 0);
+    memcpy(dst + 37, &gs, sizeof(gs));
+    dst += Q80_HEADER_BYTES;
+    const float *m[Q80_MATRICES] = {w->token_embedding, w->wq, w->wk, w->wv, w->wo, w->w1, w->w2, w->w3, w->wcls};
+    memcpy(dst, w->rms_att, L * dim * sizeof(float));
+    memcpy(dst + L * dim * 4, w->rms_ffn, L * dim * sizeof(float));
+    memcpy(dst + 2 * L * dim * 4, w->rms_final, dim * sizeof(float));
+    dst += (2 * L + 1) * dim * 4;
+    q80_sizes(c, shared, n);
+    for (int i = 0; i < Q80_MATRICES; dst += n[i] + n[i] / (size_t)gs * sizeof(float), i++)
+        for (size_t g = 0, sat; g < n[i] / (size_t)gs; g++) {
+            size_t at = q80_at(c, i, n[i], g * (size_t)gs, gs, &sat);
+            float s = q80_group((int8_t *)dst + at, m[i] + g * (size_t)gs, gs);
+            memcpy(dst + sat, &s, sizeof(s));
+        }
+}
+
+// A version-2 file (file, bytes; magic and version checked by the caller),
+// checked: its header, its size, its norms finite, its scales finite and >= 0.
+// Fills c, *shared and *gs. Returns 0, or -1 with a message in msg naming the field.
+// The version-2 header (the file's first Q80_HEADER_BYTES) and the file's size
+static inline int check_q80_head(Config *c, int *shared, int *gs, const unsigned char *file, size_t bytes,
+                                 char *msg, size_t len) {
+    int32_t h[7];
+    if (bytes < Q80_HEADER_BYTES) {
+        snprintf(msg, len, "file is %zu bytes, shorter than the 256-byte version-2 header", bytes);
+        return -1;
+    }
+    memcpy(h, file + 8, sizeof(h));
+    memcpy(gs, file + 37, sizeof(*gs));
+    *c = (Config){h[0], h[1], h[2], h[3], h[4], h[5], h[6]};
+    *shared = file[36];
+    if (check_config_fields(c, msg, len)) return -1;
+    if (file[36] > 1)
+        snprintf(msg, len, "header field shared_classifier = %d, expected 0 or 1", file[36]);
+    else if (*gs <= 0 || c->dim % *gs || c->hidden_dim % *gs || *gs % 4)
+        snprintf(msg, len, "header field group_size = %d, expected a positive multiple of 4 dividing dim %d "
+                 "and hidden_dim %d", *gs, c->dim, c->hidden_dim);
+    else if (bytes != q80_file_bytes(c, *shared, *gs)) {
+        size_t other = q80_file_bytes(c, !*shared, *gs);
+        snprintf(msg, len, "file is %zu bytes but its version-2 header (dim %d, hidden_dim %d, n_layers %d, "
+                 "n_heads %d, n_kv_heads %d, vocab_size %d, seq_len %d, group_size %d, shared_classifier %d) "
+                 "needs %zu; the file is %s", bytes, c->dim, c->hidden_dim, c->n_layers, c->n_heads, c->n_kv_heads,
+                 c->vocab_size, c->seq_len, *gs, *shared, q80_file_bytes(c, *shared, *gs),
+                 bytes == other ? "that size with the other shared_classifier (is the flag wrong?)"
+                 : bytes < q80_file_bytes(c, *shared, *gs) ? "truncated (or its header is wrong)" : "too long");
+    } else
+        return 0;
+    return -1;
+}
+
+// The whole version-2 file: the header and size, the norms finite, every scale finite and >= 0
+static inline int check_q80(Config *c, int *shared, int *gs, const unsigned char *file, size_t bytes,
+                            char *msg, size_t len) {
+    if (check_q80_head(c, shared, gs, file, bytes, msg, len)) return -1;
+    size_t dim = (size_t)c->dim, L = (size_t)c->n_layers, n[Q80_MATRICES], at = Q80_HEADER_BYTES;
+    float v;
+    for (size_t k = 0; k < (2 * L + 1) * dim; k++, at += 4)
+        if (memcpy(&v, file + at, 4), !isfinite(v)) {
+            snprintf(msg, len, "weight %s, element %zu, is not finite", k < L * dim ? "rms_att" : k < 2 * L * dim
+                     ? "rms_ffn" : "rms_final", k % (L * dim));
+            return -1;
+        }
+    q80_sizes(c, *shared, n);
+    for (int i = 0; i < Q80_MATRICES; at += n[i] + n[i] / (size_t)*gs * 4, i++)
+        for (size_t g = 0, sat; g < n[i] / (size_t)*gs; g++)
+            if (q80_at(c, i, n[i], g * (size_t)*gs, *gs, &sat), memcpy(&v, file + at + sat, 4),
+                !(v >= 0.0f && isfinite(v))) {
+                snprintf(msg, len, "%s's scale %zu (of values %zu..) is %g; a scale must be finite and >= 0",
+                         Q80_NAMES[i], g, g * (size_t)*gs, (double)v);
+                return -1;
+            }
+    return 0;
+}
+
+// The float model a version-2 image (checked by check_q80) stands for: every
+// value times its group's scale, into p laid out as map_weights expects
+// (checkpoint_n_floats(c, shared)), RoPE tables from rope_tables()
+static inline void q80_dequantize(float *p, const Config *c, int shared, int gs, const unsigned char *img) {
+    TransformerWeights w;
+    size_t n[Q80_MATRICES], dim = (size_t)c->dim, L = (size_t)c->n_layers;
+    map_weights(&w, c, p, shared);
+    float *m[Q80_MATRICES] = {w.token_embedding, w.wq, w.wk, w.wv, w.wo, w.w1, w.w2, w.w3, w.wcls};
+    img += Q80_HEADER_BYTES;
+    memcpy(w.rms_att, img, L * dim * sizeof(float));
+    memcpy(w.rms_ffn, img + L * dim * 4, L * dim * sizeof(float));
+    memcpy(w.rms_final, img + 2 * L * dim * 4, dim * sizeof(float));
+    img += (2 * L + 1) * dim * 4;
+    q80_sizes(c, shared, n);
+    for (int i = 0; i < Q80_MATRICES; img += n[i] + n[i] / (size_t)gs * sizeof(float), i++)
+        for (size_t k = 0, sat; k < n[i]; k++) {
+            float s;
+            size_t at = q80_at(c, i, n[i], k, gs, &sat);
+            memcpy(&s, img + sat, sizeof(s));
+            m[i][k] = (float)(int8_t)img[at] * s;
+        }
+    rope_tables(w.rope_cos, w.rope_sin, c->seq_len, c->dim / c->n_heads);
 }
 
 // ---------------------------------------------------------------------------

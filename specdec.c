@@ -37,28 +37,28 @@
 //
 // CONTENTS (line numbers; test/cli.sh checks them)
 // Part I. The chain
-//   130-218   The data
-//   220-269   The kernel contract
-//   271-470   Forward
-//   472-631   Sampler
-//   633-719   The speculative step
-//   721-806   Drafters
-//   808-933   The speculative round
-//   935-1013  Generation
-//  1015-1146  main
+//   130-219   The data
+//   221-271   The kernel contract
+//   273-472   Forward
+//   474-633   Sampler
+//   635-721   The speculative step
+//   723-808   Drafters
+//   810-935   The speculative round
+//   937-1015  Generation
+//  1017-1150  main
 // Part II. The extensions
-//  1148-1374  Drafters without a second model
-//  1376-1691  Tree speculation
+//  1152-1378  Drafters without a second model
+//  1380-1695  Tree speculation
 // Appendices
-//  1693-1831  Appendix A. Errors and memory
-//  1833-2278  Appendix B. Loading
-//  2280-2995  Appendix C. Math kernels
-//  2997-3298  Appendix D. Threads
-//  3300-3457  Appendix E. Tokenizer
-//  3459-3574  Appendix F. Auto-K (-k 0)
-//  3576-3930  Appendix G. Statistics
-//  3932-3977  Appendix H. The text on stdout
-//  3979-4311  Appendix I. Command line
+//  1697-1835  Appendix A. Errors and memory
+//  1837-2282  Appendix B. Loading
+//  2284-2992  Appendix C. Math kernels
+//  2994-3295  Appendix D. Threads
+//  3297-3454  Appendix E. Tokenizer
+//  3456-3571  Appendix F. Auto-K (-k 0)
+//  3573-3928  Appendix G. Statistics
+//  3930-3975  Appendix H. The text on stdout
+//  3977-4316  Appendix I. Command line
 //
 // Build: cc -std=c11 -O3 -mavx2 -mfma -ffp-contract=off -pthread specdec.c -lm
 #define _POSIX_C_SOURCE 200809L
@@ -95,7 +95,7 @@
 #define HAVE_AVX512 0
 #endif
 #if HAVE_AVX512 && defined(__AVX512VNNI__)
-#define HAVE_VNNI 1 // int8 dot products for --draft-weights int8; the same bits
+#define HAVE_VNNI 1 // int8 dot products for int8 models; the same bits
 #else
 #define HAVE_VNNI 0
 #endif
@@ -144,9 +144,8 @@ typedef void (*Job)(void *arg, int tid, int n_threads);
 // reduction order (Appendix C), not by where the floats sit.
 typedef struct {
     float *w;     // (n_panels, n, PANEL)
-    int8_t *i8;    // or the same in int8 with steps in fours (see q8_at), or NULL, with per row
-    float *i8scale;  // (n_panels*PANEL) the scale s_r of row r: W[r][k] ~ s_r i8[r][k]
-    int32_t *i8sum;   // (n_panels*PANEL) sum over k of i8[r][k]
+    int8_t *q;    // or, in an int8 model, W in groups of gs steps with their scales (q8_group_at)
+    int gs;       // 0: float
     int d, n;     // the logical W (d, n)
     int n_panels; // ceil(d / PANEL)
     int streamed; // 1: its model outgrows the caches, so a one-row matmul reads one panel at a time
@@ -183,10 +182,12 @@ typedef struct {
     TransformerWeights weights; // pointers into the file (model.h)
     Layer *layers;              // (n_layers) the packed matrices
     Matrix wcls;                // the classifier (vocab, dim), packed
-    float *packed;              // the one allocation behind every Matrix
-    int8_t *packed_q8;          // ... or its int8 copy (use_int8), the float one freed, with the
-    float *q8_scales;           // rows' scales
-    int32_t *q8_sums;           // and sums
+    void *packed;               // the one allocation behind every Matrix
+    int gs;                     // 0: float; else an int8 model (version 2) in groups of gs
+    const int8_t *q8[Q80_MATRICES]; // where its matrices start (by Q80_NAMES; model.h's q80_at)
+    size_t q8n[Q80_MATRICES];       // ... and their values
+    float *tables;              // its embedding, dequantised, and RoPE tables (model.h's)
+    unsigned char *image;       // an f32 file's version-2 image (int8 at load)
     RunState state;
     int shared_classifier;      // 1: wcls is token_embedding
     int max_rows;               // rows one forward() may take
@@ -226,7 +227,8 @@ typedef struct {
 // AVX2, NEON and plain C paths, any number of rows and any number of threads
 // give the same bits, and a (K+1)-row verify pass equals K+1 one-row steps.
 
-// W (d,n) @ x (T,n) -> out (T,d): output panels [p0, p1) of m (16 rows each)
+// W (d,n) @ x (T,n) -> out (T,d): output panels [p0, p1) of m (16 rows each); an int8
+// model's W and x are int8 groups, summed exactly within a group (Appendix C, int8 matmul)
 static void matmul_panels(float *out, const float *x, int T, const Matrix *m, int p0, int p1);
 // silu(v) = v * (1 / (1 + exp(-v))), exp by a fixed polynomial (Appendix C)
 static float silu(float v);
@@ -1025,15 +1027,17 @@ typedef struct {
     const Speculator *sp;    // spec mode only
     const SpecStats *st;     // spec mode only
     double target_step;      // spec: seconds of one target-alone step (timed after generating)
+    int target_gs;           // the target's int8 groups (0: f32; -1: no target, -m draft)
 } Report;
 
 struct Options {
     const char *target_path, *draft_path, *tokenizer_path, *mode, *prompt, *json_path, *weights_name, *tree;
+    const char *target_weights_name; // --target-weights (weights_name: --draft-weights)
     const char *prompt_file;       // -f FILE (- for stdin), read by main
     int target_named;              // 1: the target is the first argument, not the default
     int tree_depth, branch[K_MAX]; // --tree B1,B2,...: children per node at each depth
     int tree_auto;                 // --tree auto
-    int n_new, k, top_k, quiet, verbose, threads, draft_threads, draft_weights;
+    int n_new, k, top_k, quiet, verbose, threads, draft_threads, draft_weights, target_weights;
     unsigned given;      // bit i: FLAGS[i] was on the command line
     int lookup, ngram_min, ngram_max; // -d lookup: the n-gram drafter
     const char *medusa, *eagle;       // -d medusa[:FILE], -d eagle[:FILE]: the drafter's file, or NULL
@@ -1107,7 +1111,7 @@ int main(int argc, char **argv) {
     start_output(&out, tokens, n);
 
     // generate; the clock covers prefill and decoding, not loading
-    Report rp = {.opt = &opt, .prompt_tokens = n, .out = &out};
+    Report rp = {.opt = &opt, .prompt_tokens = n, .out = &out, .target_gs = strcmp(opt.mode, "draft") ? target.gs : -1};
     double t0 = now_seconds();
     interrupted = 0;
     signal(SIGINT, on_interrupt);
@@ -1867,42 +1871,63 @@ static void free_run_state(RunState *s) {
     xfree(s->att); xfree(s->logits); xfree(s->key_cache); xfree(s->value_cache); xfree(s->node_kv);
 }
 
-// Pack W (d, n), row j read from rows[j] (NULL: zeros), as panels into dst
-// (zeroed, so rows past d stay 0); returns the end of what it wrote.
-static float *pack_rows(Matrix *m, float *dst, const float *const *rows, int d, int n) {
-    *m = (Matrix){.w = dst, .d = d, .n = n, .n_panels = (int)panels_of(d)};
-    for (int j = 0; j < d; j++)
-        for (int k = 0; rows[j] && k < n; k++)
-            dst[((size_t)(j / PANEL) * n + k) * PANEL + j % PANEL] = rows[j][k];
-    return dst + (size_t)m->n_panels * n * PANEL;
+// int8 (a version-2 model, Appendix C's q8 tiles): panel i of W holds its 16
+// rows group by group: group g is gs / 4 quads of 64 bytes, quad k/4 holding
+// W[16i + j][k..k+3] as word j, then the 16 rows' scales of the group (one
+// line), so a matmul streams values and scales front to back once.
+#define Q8_MAX_N 8192 // the longest row int8 takes (its quantised input lives on the stack)
+static size_t q8_group_bytes(int gs) { return (size_t)gs * PANEL + PANEL * sizeof(float); }
+static int8_t *q8_group_at(const Matrix *m, int i, int g) {
+    return m->q + ((size_t)i * (size_t)(m->n / m->gs) + (size_t)g) * q8_group_bytes(m->gs);
 }
 
-// W (d, n) row-major at w -> m, packed into dst; returns the end
+// Bytes of a packed W (d, n): floats, or int8 in groups of gs
+static size_t matrix_bytes(int d, int n, int gs) {
+    return mul_size(panels_of(d), gs ? (size_t)(n / gs) * q8_group_bytes(gs) : (size_t)n * PANEL * sizeof(float));
+}
+
+// Pack W (d, n), row j read from rows[j] (NULL: zeros; int8 with its group
+// scales at scales[j] when gs > 0), as panels into dst (zeroed, so rows past
+// d stay 0); returns the end of what it wrote.
+static void *pack_rows(Matrix *m, void *dst, const void *const *rows, const float *const *scales, int d, int n,
+                       int gs) {
+    *m = (Matrix){.w = gs ? NULL : dst, .q = gs ? dst : NULL, .gs = gs, .d = d, .n = n, .n_panels = (int)panels_of(d)};
+    for (int j = 0; j < d; j++)
+        for (int k = 0; rows[j] && k < n; k++)
+            if (gs) {
+                int8_t *g = q8_group_at(m, j / PANEL, k / gs);
+                g[k % gs / 4 * 4 * PANEL + j % PANEL * 4 + k % 4] = ((const int8_t *)rows[j])[k];
+                if (k % gs == 0) memcpy(g + gs * PANEL + j % PANEL * 4, scales[j] + k / gs, sizeof(float));
+            } else
+                m->w[((size_t)(j / PANEL) * n + k) * PANEL + j % PANEL] = ((const float *)rows[j])[k];
+    return (char *)dst + matrix_bytes(d, n, gs);
+}
+
+// W (d, n) row-major floats at w -> m, packed into dst; returns the end
 static float *pack_matrix(Matrix *m, float *dst, const float *w, int d, int n) {
-    const float **rows = xmalloc((size_t)d * sizeof(*rows), "rows");
+    const void **rows = xmalloc((size_t)d * sizeof(*rows), "rows");
     for (int j = 0; j < d; j++) rows[j] = w + (size_t)j * n;
-    dst = pack_rows(m, dst, rows, d, n);
+    dst = pack_rows(m, dst, rows, NULL, d, n, 0);
     xfree(rows);
     return dst;
 }
 
-// Floats of all packed matrices (SIZE_MAX: too many to count)
-static size_t packed_floats(const Config *c) {
-    size_t dim = (size_t)c->dim, hid = (size_t)c->hidden_dim;
-    int kv_dim = c->n_kv_heads * (c->dim / c->n_heads);
-    size_t per_layer = mul_size(panels_of(c->dim + 2 * kv_dim) + panels_of(c->dim), dim * PANEL);
-    per_layer = add_size(per_layer, mul_size(2 * panels_of(c->hidden_dim), dim * PANEL));
-    per_layer = add_size(per_layer, mul_size(panels_of(c->dim), hid * PANEL));
-    return add_size(mul_size((size_t)c->n_layers, per_layer),
-                    mul_size(panels_of(c->vocab_size), dim * PANEL));
+// Bytes of all packed matrices (SIZE_MAX: too many to count)
+static size_t packed_bytes(const Config *c, int gs) {
+    int dim = c->dim, kv_dim = c->n_kv_heads * (c->dim / c->n_heads);
+    size_t per_layer = add_size(matrix_bytes(dim + 2 * kv_dim, dim, gs), matrix_bytes(dim, dim, gs));
+    per_layer = add_size(per_layer, matrix_bytes(2 * (int)panels_of(c->hidden_dim) * PANEL, dim, gs));
+    per_layer = add_size(per_layer, matrix_bytes(dim, c->hidden_dim, gs));
+    return add_size(mul_size((size_t)c->n_layers, per_layer), matrix_bytes(c->vocab_size, dim, gs));
 }
 
 // Bytes build_transformer allocates for c: packed weights, activations for
 // T rows on `threads` threads, and both KV caches (SIZE_MAX: too many).
-static size_t memory_needed(const Config *c, int T, int threads) {
+static size_t memory_needed(const Config *c, int gs, int T, int threads) {
     size_t dim = (size_t)c->dim, t = (size_t)T, kv = (size_t)c->n_kv_heads * dim / c->n_heads;
     size_t seq = (size_t)(c->seq_len + LANES - 1) / LANES * LANES;
-    size_t n = packed_floats(c);
+    size_t n = packed_bytes(c, gs) / sizeof(float);
+    if (gs) n = add_size(n, add_size(mul_size((size_t)c->vocab_size, dim), seq * dim)); // embedding, RoPE
     n = add_size(n, mul_size(2 * (size_t)c->n_layers, mul_size(seq + t, kv))); // KV caches, node_kv
     n = add_size(n, mul_size(t, mul_size((size_t)c->n_heads, seq)));          // attention
     n = add_size(n, mul_size(t, (size_t)c->vocab_size + 4 * (size_t)c->hidden_dim + 6 * dim));
@@ -1928,16 +1953,27 @@ static size_t memory_limit(void) {
     return limit = (size_t)(bytes / 2);
 }
 
-// Refuse a model whose file, packed weights and run state would pass the
-// limit with what the run holds already; 0, or -1 with the reason in msg
-static int check_memory(const Config *c, size_t bytes, int max_rows, int threads, char *msg, size_t len) {
-    size_t need = add_size(add_size(memory_needed(c, max_rows, threads), bytes), allocated), limit = memory_limit();
+// Refuse a model (int8 in groups of gs, or 0: f32) whose packed weights, run
+// state and `bytes` more (its file, its version-2 image) would pass the limit
+// with what the run holds already; 0, or -1 with the reason in msg
+static int check_memory(const Config *c, int gs, size_t bytes, int max_rows, int threads, char *msg, size_t len) {
+    size_t need = add_size(add_size(memory_needed(c, gs, max_rows, threads), bytes), allocated), limit = memory_limit();
     if (need <= limit) return 0;
     snprintf(msg, len, "dim %d, %d layers, vocab %d, seq_len %d need %.1f GB for the file, packed weights, "
              "activations and KV caches (with what the run holds already); specdec allows the whole run "
              "half of the memory it may use, %.1f GB (is the header right?)", c->dim, c->n_layers,
              c->vocab_size, c->seq_len, need == SIZE_MAX ? INFINITY : (double)need / 1e9, (double)limit / 1e9);
     return -1;
+}
+
+// Row r of matrix i (Q80_NAMES' order) of t, n values: its floats, or its int8
+// values with *scale at their group scales
+static const void *row_of(const Transformer *t, int i, size_t r, int n, const float **scale) {
+    const TransformerWeights *w = &t->weights;
+    const float *f[Q80_MATRICES] = {w->token_embedding, w->wq, w->wk, w->wv, w->wo, w->w1, w->w2, w->w3, w->wcls};
+    size_t sat, at = t->gs ? q80_at(&t->config, i, t->q8n[i], r * (size_t)n, t->gs, &sat) : 0;
+    if (t->gs) *scale = (const float *)(const void *)(t->q8[i] + sat);
+    return t->gs ? (const void *)(t->q8[i] + at) : (const void *)(f[i] + r * (size_t)n);
 }
 
 // Every matrix of the checkpoint, packed into one allocation. qkv stacks wq,
@@ -1948,129 +1984,75 @@ static int check_memory(const Config *c, size_t bytes, int max_rows, int threads
 #define STREAMED_BYTES ((size_t)32 << 20) // a desktop's last-level cache
 static void pack_weights(Transformer *t) {
     const Config *c = &t->config;
-    const TransformerWeights *w = &t->weights;
-    int streamed = packed_floats(c) > STREAMED_BYTES / sizeof(float);
+    int streamed = packed_bytes(c, t->gs) > STREAMED_BYTES;
     size_t dim = (size_t)c->dim, hid = (size_t)c->hidden_dim;
     int kv = c->n_kv_heads * (c->dim / c->n_heads), h13 = 2 * (int)panels_of(c->hidden_dim) * PANEL;
-    const float **rows = xmalloc((size_t)(c->dim + 2 * kv + h13) * sizeof(*rows), "rows");
-    float *dst = t->packed = xmalloc_floats_aligned(packed_floats(c), "packed weights");
+    size_t rows_max = (size_t)c->vocab_size + (size_t)(c->dim + 2 * kv + h13); // the most rows of a matrix
+    const void **rows = xmalloc(rows_max * sizeof(*rows), "rows");
+    const float **sc = xmalloc(rows_max * sizeof(*sc), "rows");
+    void *dst = t->packed = xmalloc_aligned(packed_bytes(c, t->gs), 64, "packed weights");
     t->layers = xmalloc((size_t)c->n_layers * sizeof(Layer), "layers");
     for (size_t l = 0; l < (size_t)c->n_layers; l++) {
         Layer *ly = &t->layers[l];
         for (int j = 0; j < c->dim + 2 * kv; j++)
-            rows[j] = j < c->dim ? w->wq + (l * dim + (size_t)j) * dim
-                    : j < c->dim + kv ? w->wk + (l * kv + (size_t)(j - c->dim)) * dim
-                    : w->wv + (l * kv + (size_t)(j - c->dim - kv)) * dim;
-        dst = pack_rows(&ly->qkv, dst, rows, c->dim + 2 * kv, c->dim);
-        dst = pack_matrix(&ly->wo, dst, w->wo + l * dim * dim, c->dim, c->dim);
+            rows[j] = j < c->dim ? row_of(t, 1, l * dim + (size_t)j, c->dim, &sc[j])
+                    : j < c->dim + kv ? row_of(t, 2, l * (size_t)kv + (size_t)(j - c->dim), c->dim, &sc[j])
+                    : row_of(t, 3, l * (size_t)kv + (size_t)(j - c->dim - kv), c->dim, &sc[j]);
+        dst = pack_rows(&ly->qkv, dst, rows, sc, c->dim + 2 * kv, c->dim, t->gs);
+        for (int j = 0; j < c->dim; j++) rows[j] = row_of(t, 4, l * dim + (size_t)j, c->dim, &sc[j]);
+        dst = pack_rows(&ly->wo, dst, rows, sc, c->dim, c->dim, t->gs);
         for (int j = 0; j < h13; j++) { // panel i holds rows r of w1 (i even) or w3 (i odd)
             int i = j / PANEL, r = i / 2 * PANEL + j % PANEL;
-            rows[j] = r < c->hidden_dim ? (i % 2 ? w->w3 : w->w1) + (l * hid + (size_t)r) * dim : NULL;
+            rows[j] = r < c->hidden_dim ? row_of(t, i % 2 ? 7 : 5, l * hid + (size_t)r, c->dim, &sc[j]) : NULL;
         }
-        dst = pack_rows(&ly->w13, dst, rows, h13, c->dim);
-        dst = pack_matrix(&ly->w2, dst, w->w2 + l * dim * hid, c->dim, c->hidden_dim);
+        dst = pack_rows(&ly->w13, dst, rows, sc, h13, c->dim, t->gs);
+        for (int j = 0; j < c->dim; j++) rows[j] = row_of(t, 6, l * dim + (size_t)j, c->hidden_dim, &sc[j]);
+        dst = pack_rows(&ly->w2, dst, rows, sc, c->dim, c->hidden_dim, t->gs);
         ly->qkv.streamed = ly->wo.streamed = ly->w13.streamed = ly->w2.streamed = streamed;
     }
-    pack_matrix(&t->wcls, dst, w->wcls, c->vocab_size, c->dim);
+    for (int j = 0; j < c->vocab_size; j++) rows[j] = row_of(t, 8, (size_t)j, c->dim, &sc[j]);
+    pack_rows(&t->wcls, dst, rows, sc, c->vocab_size, c->dim, t->gs);
     t->wcls.streamed = streamed;
     xfree(rows);
+    xfree(sc);
 }
 
-// int8 (--draft-weights int8): each output row r of W gets a scale
-// s_r = max_k |W[r][k]| / 127 and integers i8[r][k] = rint(W[r][k] * (127 /
-// max_k |W[r][k]|)), in -127..127 (quantize); the matmul then multiplies them with an input row quantised the
-// same way (quantize_row) and sums the products exactly, in int32. A quarter
-// of the float bytes, and no rounding that depends on the order of the sum,
-// so every path gives the same bits by construction. Steps go in fours: in
-// panel i, the 32-bit word j of quad k/4 holds i8[16i + j][k..k+3], one byte
-// each (0 past n): one 64-byte load brings four steps of 16 outputs, the
-// operand of AVX-512 VNNI's four-products-per-lane instruction.
-#define Q8_MAX_N 4096 // the longest row int8 takes (the input row lives on the stack)
-
-static size_t quad_steps(int n) { return (size_t)(n + 3) / 4 * 4; }
-
-static size_t q8_at(const Matrix *m, int i, int k, int j) {
-    return ((size_t)i * quad_steps(m->n) + (size_t)(k & ~3)) * PANEL + 4 * (size_t)j + (size_t)(k & 3);
-}
-
-static size_t q8_size(const Matrix *m) { return (size_t)m->n_panels * quad_steps(m->n) * PANEL; }
-
-// x (n) -> i8 (n), integers in -127..127 with x[k] ~ s i8[k], s = max_k |x[k]| / 127;
-// returns s. A row whose max is 0, or so small (below 127 / FLT_MAX) that
-// 127 / max overflows, quantises to zeros with s = 0. The one quantiser:
-// weight rows at load, input rows at run time (quantize_row).
-static float quantize(int8_t *i8, const float *x, int n) {
-    float amax = 0.0f;
-    for (int k = 0; k < n; k++) amax = fabsf(x[k]) > amax ? fabsf(x[k]) : amax;
-    float inv = 127.0f / amax;
-    if (!(inv <= FLT_MAX)) inv = amax = 0.0f;
-    for (int k = 0; k < n; k++) i8[k] = (int8_t)rintf(x[k] * inv); // |x[k]| <= amax: |i8| <= 127
-    return amax / 127.0f;
-}
-
-// Quantise m's float panels into dst (q8_size(m)) and its rows' scales and
-// sums (n_panels*PANEL each, at *scale and *sum, which move past them); m then
-// reads those. Returns the end of dst.
-static int8_t *pack_int8(Matrix *m, int8_t *dst, float **scale, int32_t **sum) {
-    if (m->n > Q8_MAX_N) die("int8 weights: rows of %d inputs, more than %d", m->n, Q8_MAX_N);
-    memset(dst, 0, q8_size(m));
-    for (int i = 0; i < m->n_panels; i++)
-        for (int j = 0; j < PANEL; j++) {
-            float row[Q8_MAX_N]; // W[16i + j]
-            int8_t i8[Q8_MAX_N];
-            for (int k = 0; k < m->n; k++) row[k] = m->w[((size_t)i * m->n + k) * PANEL + j];
-            (*scale)[i * PANEL + j] = quantize(i8, row, m->n);
-            int32_t s = 0;
-            for (int k = 0; k < m->n; k++) {
-                dst[q8_at(m, i, k, j)] = i8[k];
-                s += i8[k];
-            }
-            (*sum)[i * PANEL + j] = s;
-        }
-    m->i8 = dst;
-    m->i8scale = *scale;
-    m->i8sum = *sum;
-    *scale += (size_t)m->n_panels * PANEL;
-    *sum += (size_t)m->n_panels * PANEL;
-    m->w = NULL;
-    return dst + q8_size(m);
-}
-
-// Quantise every packed matrix to int8 and drop the float copy: the draft's
-// step reads a quarter of the bytes of floats.
-static void use_int8(Transformer *t) {
+// An int8 model: the version-2 image at img (bytes), checked (model.h's
+// check_q80), its norms and int8 matrices mapped, the embedding dequantised
+// (value * its group's scale) and the RoPE tables computed into t->tables.
+static void map_q80(Transformer *t, unsigned char *img, size_t bytes) {
+    char msg[512];
+    if (check_q80(&t->config, &t->shared_classifier, &t->gs, img, bytes, msg, sizeof(msg)))
+        die("%s: %s", t->path, msg);
     const Config *c = &t->config;
     if (c->dim > Q8_MAX_N || c->hidden_dim > Q8_MAX_N)
-        die("%s: --draft-weights int8 takes dim and hidden_dim up to %d, not %d and %d (use --draft-weights f32)",
-            t->path, Q8_MAX_N, c->dim, c->hidden_dim);
-    size_t bytes = q8_size(&t->wcls), rows = (size_t)t->wcls.n_panels * PANEL;
-    for (int l = 0; l < c->n_layers; l++) {
-        const Layer *ly = &t->layers[l];
-        const Matrix *ms[4] = {&ly->qkv, &ly->wo, &ly->w13, &ly->w2};
-        for (int i = 0; i < 4; i++) bytes += q8_size(ms[i]), rows += (size_t)ms[i]->n_panels * PANEL;
-    }
-    t->packed_q8 = xmalloc_aligned(bytes + 64, 64, "int8 weights"); // whole lines
-    t->q8_scales = xmalloc(rows * sizeof(float), "int8 scales");
-    t->q8_sums = xmalloc(rows * sizeof(int32_t), "int8 sums");
-    int8_t *dst = t->packed_q8;
-    float *scale = t->q8_scales;
-    int32_t *sum = t->q8_sums;
-    for (int l = 0; l < c->n_layers; l++) {
-        Layer *ly = &t->layers[l];
-        Matrix *ms[4] = {&ly->qkv, &ly->wo, &ly->w13, &ly->w2};
-        for (int i = 0; i < 4; i++) dst = pack_int8(ms[i], dst, &scale, &sum);
-    }
-    pack_int8(&t->wcls, dst, &scale, &sum);
-    xfree(t->packed);
-    t->packed = NULL;
+        die("%s: int8 takes dim and hidden_dim up to %d, not %d and %d (use f32 weights)", t->path, Q8_MAX_N,
+            c->dim, c->hidden_dim);
+    size_t dim = (size_t)c->dim, L = (size_t)c->n_layers, hs = dim / (size_t)c->n_heads, n[Q80_MATRICES];
+    TransformerWeights *w = &t->weights;
+    w->rms_att = (float *)(void *)(img + Q80_HEADER_BYTES);
+    w->rms_ffn = w->rms_att + L * dim, w->rms_final = w->rms_ffn + L * dim;
+    unsigned char *p = img + Q80_HEADER_BYTES + (2 * L + 1) * dim * sizeof(float);
+    q80_sizes(c, t->shared_classifier, n);
+    for (int i = 0; i < Q80_MATRICES; p += n[i] + n[i] / (size_t)t->gs * sizeof(float), i++)
+        t->q8[i] = (const int8_t *)p, t->q8n[i] = n[i];
+    if (t->shared_classifier) t->q8[8] = t->q8[0], t->q8n[8] = n[0];
+    size_t emb = (size_t)c->vocab_size * dim, rope = (size_t)c->seq_len * hs / 2;
+    const float *es = (const float *)(const void *)(t->q8[0] + emb); // one block: values, then scales
+    w->token_embedding = t->tables = xmalloc_floats_aligned(emb + 2 * rope, "embedding and RoPE tables");
+    for (size_t k = 0; k < emb; k++) w->token_embedding[k] = (float)t->q8[0][k] * es[k / (size_t)t->gs];
+    w->rope_cos = w->token_embedding + emb, w->rope_sin = w->rope_cos + rope;
+    rope_tables(w->rope_cos, w->rope_sin, c->seq_len, (int)hs);
 }
 
 static void load_checkpoint(Transformer *t, const void *file, size_t bytes, const char *path,
                             int max_rows, ThreadPool *pool, int threads, int weights);
 
-// How a model keeps its matrices: as the file's floats, or rounded at load
+// How a model keeps an f32 file's matrices: as its floats, or as its version-2
+// export (model.h's q80_export, groups of q80_group_size) made at load. A
+// version-2 file is int8 either way.
 enum { WEIGHTS_F32, WEIGHTS_INT8 };
-static const char *const WEIGHTS_NAME[] = {"f32", "int8"}; // as --draft-weights spells them
+static const char *const WEIGHTS_NAME[] = {"f32", "int8"}; // as --target-weights/--draft-weights spell them
 #define DRAFT_WEIGHTS WEIGHTS_INT8 // the draft's, unless --draft-weights says otherwise
 
 // A check on a file's first bytes (at most HEAD_BYTES, zero-padded) and its
@@ -2120,17 +2102,24 @@ static UNUSED_OK unsigned char *read_file(const char *path, const char *what, si
 }
 
 // The checkpoint's header and size (model.h), before its body is read
-// and the memory its model will need (ctx: its rows and threads)
+// and the memory its model will need (ctx: its rows, threads and weights)
 static int checkpoint_head(const void *ctx, const unsigned char *head, size_t bytes, char *msg, size_t len) {
     Config c;
-    int shared;
+    int shared, gs = 0;
     int32_t h[7];
-    const int *rows_threads = ctx;
+    const int *rows_threads_weights = ctx;
+    size_t image = 0;
     if (bytes < CONFIG_HEADER_BYTES)
         return snprintf(msg, len, "file is %zu bytes, shorter than the 28-byte llama2.c header", bytes), -1;
     memcpy(h, head, sizeof(h));
-    if (check_checkpoint(&c, &shared, h, bytes, msg, len)) return -1;
-    return check_memory(&c, bytes, rows_threads[0], rows_threads[1], msg, len);
+    if (h[0] == Q80_MAGIC && h[1] == 2) {
+        if (check_q80_head(&c, &shared, &gs, head, bytes, msg, len)) return -1;
+    } else {
+        if (check_checkpoint(&c, &shared, h, bytes, msg, len)) return -1;
+        gs = rows_threads_weights[2] == WEIGHTS_INT8 ? q80_group_size(&c) : 0;
+        image = gs ? q80_file_bytes(&c, shared, gs) : 0;
+    }
+    return check_memory(&c, gs, add_size(bytes, image), rows_threads_weights[0], rows_threads_weights[1], msg, len);
 }
 
 // Read `path`, check it, pack its matrices (as `weights` says) and size the
@@ -2140,8 +2129,9 @@ static int checkpoint_head(const void *ctx, const unsigned char *head, size_t by
 static void build_transformer_as(Transformer *t, const char *path, int max_rows, ThreadPool *pool,
                                  int threads, int weights) {
     size_t bytes;
-    int rows_threads[2] = {max_rows, threads};
-    unsigned char *file = read_file_checked(path, "checkpoint (a llama2.c .bin)", &bytes, checkpoint_head, rows_threads);
+    int rows_threads_weights[3] = {max_rows, threads, weights};
+    unsigned char *file = read_file_checked(path, "checkpoint (a llama2.c .bin)", &bytes, checkpoint_head,
+                                            rows_threads_weights);
     load_checkpoint(t, file, bytes, path, max_rows, pool, threads, weights);
     t->file = file;
 }
@@ -2155,22 +2145,37 @@ static void load_checkpoint(Transformer *t, const void *file, size_t bytes, cons
     if (bytes < CONFIG_HEADER_BYTES)
         die("%s: file is %zu bytes, shorter than the 28-byte llama2.c header", path, bytes);
     char msg[512]; // the header, the file's size, then every weight (model.h)
-    if (check_checkpoint(&t->config, &t->shared_classifier, (const int32_t *)file, bytes, msg, sizeof(msg)))
+    const int32_t *h = file;
+    int q80 = h[0] == Q80_MAGIC && h[1] == 2, gs = 0;
+    size_t image = 0;
+    if (q80 && check_q80(&t->config, &t->shared_classifier, &gs, file, bytes, msg, sizeof(msg)))
         die("%s: %s", path, msg);
-    map_weights(&t->weights, &t->config, (float *)((char *)file + CONFIG_HEADER_BYTES), t->shared_classifier);
-    if (check_finite_weights(&t->weights, &t->config, t->shared_classifier, msg, sizeof(msg)))
-        die("%s: %s", path, msg);
-    if (check_memory(&t->config, 0, max_rows, threads, msg, sizeof(msg))) die("%s: %s", path, msg);
+    if (!q80) {
+        if (check_checkpoint(&t->config, &t->shared_classifier, h, bytes, msg, sizeof(msg))) die("%s: %s", path, msg);
+        map_weights(&t->weights, &t->config, (float *)((char *)file + CONFIG_HEADER_BYTES), t->shared_classifier);
+        if (check_finite_weights(&t->weights, &t->config, t->shared_classifier, msg, sizeof(msg)))
+            die("%s: %s", path, msg);
+        gs = weights == WEIGHTS_INT8 ? q80_group_size(&t->config) : 0;
+        if (weights == WEIGHTS_INT8 && !gs)
+            die("%s: int8 needs dim and hidden_dim multiples of 4, not %d and %d (use f32 weights)", path,
+                t->config.dim, t->config.hidden_dim);
+        image = gs ? q80_file_bytes(&t->config, t->shared_classifier, gs) : 0;
+    }
+    if (check_memory(&t->config, gs, image, max_rows, threads, msg, sizeof(msg))) die("%s: %s", path, msg);
+    if (image) {
+        t->image = xmalloc_aligned(image, 64, "the version-2 image");
+        q80_export(t->image, &t->config, &t->weights, t->shared_classifier, gs);
+    }
+    if (q80 || image) map_q80(t, q80 ? (unsigned char *)(uintptr_t)file : t->image, q80 ? bytes : image);
     t->max_rows = max_rows;
     t->stalled_at[0] = t->stalled_at[1] = t->quiet_at = -INFINITY; // no pass yet
     t->pool = pool;
     t->n_threads = pool && threads > 1 ? threads : 1;
     pack_weights(t);
-    if (weights == WEIGHTS_INT8) use_int8(t);
     build_run_state(&t->state, &t->config, max_rows, t->n_threads);
 }
 
-static void build_transformer(Transformer *t, const char *path, int max_rows, ThreadPool *pool,
+static UNUSED_OK void build_transformer(Transformer *t, const char *path, int max_rows, ThreadPool *pool,
                               int threads) {
     build_transformer_as(t, path, max_rows, pool, threads, WEIGHTS_F32);
 }
@@ -2178,9 +2183,8 @@ static void build_transformer(Transformer *t, const char *path, int max_rows, Th
 static void free_transformer(Transformer *t) {
     free_run_state(&t->state);
     xfree(t->packed);
-    xfree(t->packed_q8);
-    xfree(t->q8_scales);
-    xfree(t->q8_sums);
+    xfree(t->tables);
+    xfree(t->image);
     xfree(t->layers);
     xfree(t->file);
     t->file = NULL;
@@ -2404,50 +2408,15 @@ static void outer_scalar(float *const *out, const float *const *a, int Q, const 
             }
 }
 
-// int8 matmul (--draft-weights int8; weights as pack_int8 leaves them). An
-// input row x (n) is quantised as a weight row is (quantize: s_x and q_x), and
-// stored as u[k] = q_x[k] + 128, in 1..255 (unsigned, the operand VNNI takes;
-// 128, meaning 0, past n). Then output r is
-//   out[r] = (float)(sum_k i8[r][k] u[k] - 128 sum_k i8[r][k]) * (s_r * s_x),
-// its integer sum exact in any order (n <= Q8_MAX_N keeps it inside int32),
-// so how a kernel splits or orders the sum cannot change a bit. The scales
-// multiply first: their product overflows only where the float product of the
-// two largest elements would (sum * s_r first overflowed for weights ~1e38).
-
-// x (n) -> u (quad_steps(n)): quantize, then + 128 (the byte's sign bit
-// flipped); returns s_x (NaN if x holds a NaN or inf, so the outputs are NaN
-// as float weights would make them)
-static float quantize_row(uint8_t *u, const float *x, int n) {
-    if (first_non_finite(x, (size_t)n) < (size_t)n) {
-        memset(u, 128, quad_steps(n));
-        return NAN;
-    }
-    float sx = quantize((int8_t *)u, x, n);
-    for (int k = 0; k < n; k++) u[k] ^= 0x80;
-    memset(u + n, 128, quad_steps(n) - (size_t)n); // the quad's padding
-    return sx;
-}
-
-// Output r from its integer sum sum_k i8[r][k] u[k] (the formula above)
-static float q8_output(int32_t sum, const Matrix *m, int r, float sx) {
-    return (float)(sum - 128 * m->i8sum[r]) * (m->i8scale[r] * sx);
-}
-
-// The definition, portable C: int8 W panels [i, i+np) @ u (quad_steps(n)),
-// scale sx -> out (16 np)
-static UNUSED_OK void q8_tile_scalar(float *out, const uint8_t *u, float sx, const Matrix *m, int i,
-                                     int np) {
-    size_t n4 = quad_steps(m->n);
-    for (int v = 0; v < np; v++) {
-        const int8_t *i8 = m->i8 + q8_at(m, i + v, 0, 0);
-        for (int j = 0; j < PANEL; j++) {
-            int32_t acc = 0;
-            for (size_t k = 0; k < n4; k += 4)
-                for (int b = 0; b < 4; b++) acc += i8[k * PANEL + 4 * (size_t)j + (size_t)b] * u[k + (size_t)b];
-            out[v * PANEL + j] = q8_output(acc, m, (i + v) * PANEL + j, sx);
-        }
-    }
-}
+// int8 matmul (an int8 model; weights as pack_rows leaves them). Each input
+// row x (n) is quantised in groups of gs as the weights are (model.h's
+// q80_group: values x_q, scale s_x[g]); then output r is
+//   out[r] = 0; for g = 0, 1, ..., n/gs - 1:
+//       out[r] += ((float)isum_g * s_w[r][g]) * s_x[g]      (runq.c's order)
+// isum_g the group's sum of w_q x_q, exact in int32, so how a kernel orders or
+// splits it cannot change a bit; the float sum over groups is one chain.
+typedef struct { int8_t *q; float *s; int32_t *c; int n, groups; } Q8Rows; // R rows: values (R, n),
+// scales and Q8_BIAS x the groups' sums (R, n/gs)
 
 // ---- The vocabulary, defined once per ISA. Floats: VF, a vector of VL
 // floats (16 with AVX-512, 8 with AVX2, 4 with NEON; plain C's is one float, so
@@ -2462,11 +2431,16 @@ static UNUSED_OK void q8_tile_scalar(float *out, const uint8_t *u, float sx, con
 //   IN_REGISTER(v): an empty asm that keeps a loaded vector in a register for
 //     the rows that use it (gcc folded the load into every FMA: a 4x4 tile
 //     issued 20 loads for 16 FMAs, and 4 rows ran slower than 5)
-// int8: Q8Acc, one panel's 16 running integer sums; Q8In, a quad of the input
-// u[k..k+3] as the step takes it; q8_zero(), q8_in(u), q8_step(acc, x, i8): a
-// quad's 16 x 4 products (i8: the panel's 64 bytes of it) added in; q8_add;
-// q8_finish(out, acc, m, r, sx): the 16 outputs by q8_output's formula;
-// Q8_CHAINS: the independent sums a panel keeps, so their latencies overlap.
+// int8: Q8Acc, a panel's 16 integer sums; Q8W, a quad of its weights (64
+// bytes: 16 outputs x 4 steps) as the step takes them; Q8In, a row's input quad
+// x_q[k..k+3] (the int32 quad_at(x)); Q8F, the panel's 16 float outputs (64
+// bytes); q8_w(p), q8_in(x), q8_step(acc, x, w): the 16 x 4 products added in (plus
+// Q8_BIAS times the quad's x sum); q8_fold(f, acc, s, sx, c): f + ((float)(acc - c) * s) * sx.
+static UNUSED_OK inline int32_t quad_at(const int8_t *x) { // (plain C reads the bytes)
+    int32_t x4;
+    memcpy(&x4, x, sizeof(x4));
+    return x4;
+}
 #if HAVE_AVX512
 typedef __m512 VF;
 #define VL 16
@@ -2540,78 +2514,73 @@ static inline VF v_exp(VF x) {
 #endif
 
 #if HAVE_VNNI
-// AVX-512 VNNI: one vpdpbusd multiplies the four bytes of u[k..k+3] with the
-// four of each of 16 outputs and adds the four products into that output's lane.
+// AVX-512 VNNI: vpdpbusd multiplies 4 unsigned bytes by 4 signed ones and adds
+// the products into a lane: the weights + 128 (sign bit flipped) by x_q
+// broadcast, so a lane's sum is 128 sum x_q over its own, which q8_fold takes off.
 typedef __m512i Q8Acc;
+typedef __m512i Q8W;
 typedef __m512i Q8In;
-#define Q8_CHAINS 4
+typedef __m512 Q8F;
+#define Q8_BIAS 128
 static inline Q8Acc q8_zero(void) { return _mm512_setzero_si512(); }
-static inline Q8In q8_in(const uint8_t *u) {
-    int32_t x4;
-    memcpy(&x4, u, sizeof(x4));
-    return _mm512_set1_epi32(x4);
-}
-static inline Q8Acc q8_step(Q8Acc acc, Q8In x, const int8_t *i8) {
-    return _mm512_dpbusd_epi32(acc, x, _mm512_loadu_si512(i8));
-}
-static inline Q8Acc q8_add(Q8Acc a, Q8Acc b) { return _mm512_add_epi32(a, b); }
-static inline void q8_finish(float *out, Q8Acc acc, const Matrix *m, int r, float sx) {
-    __m512i sum = _mm512_sub_epi32(acc, _mm512_slli_epi32(_mm512_loadu_si512(m->i8sum + r), 7));
-    __m512 scale = _mm512_mul_ps(_mm512_loadu_ps(m->i8scale + r), _mm512_set1_ps(sx));
-    _mm512_storeu_ps(out, _mm512_mul_ps(_mm512_cvtepi32_ps(sum), scale));
+static inline Q8W q8_w(const int8_t *p) { return _mm512_xor_si512(_mm512_loadu_si512(p), _mm512_set1_epi32((int)0x80808080u)); }
+static inline Q8In q8_in(const int8_t *x) { return _mm512_set1_epi32(quad_at(x)); }
+static inline Q8Acc q8_step(Q8Acc acc, Q8In x, Q8W w) { return _mm512_dpbusd_epi32(acc, w, x); }
+static inline Q8F q8_fold(Q8F f, Q8Acc acc, const float *s, float sx, int32_t c) {
+    __m512 v = _mm512_cvtepi32_ps(_mm512_sub_epi32(acc, _mm512_set1_epi32(c)));
+    return _mm512_add_ps(f, _mm512_mul_ps(_mm512_mul_ps(v, _mm512_loadu_ps(s)), _mm512_set1_ps(sx)));
 }
 #elif HAVE_AVX2
-// AVX2: the weights widened to int16 (four outputs' quads per 16 bytes) and
-// multiplied with u[k..k+3] widened likewise by vpmaddwd, which adds pairs of
-// products into int32: c[g] collects outputs 4g..4g+3 as such pairs, and two
-// horizontal adds put each output's sum in its lane.
-typedef struct { __m256i c[4]; } Q8Acc;
+// AVX2: vpmaddubsw multiplies unsigned by signed bytes into int16 pairs: |w|
+// by x_q with w's sign (no pair passes 2 x 127 x 127), vpmaddwd adds the pairs
+// into int32; outputs 0..7 in v[0], 8..15 in v[1].
+typedef struct { __m256i v[2]; } Q8Acc;
+typedef struct { __m256i a[2], w[2]; } Q8W;
 typedef __m256i Q8In;
-#define Q8_CHAINS 1
+typedef struct { __m256 v[2]; } Q8F;
+#define Q8_BIAS 0
 static inline Q8Acc q8_zero(void) { return (Q8Acc){0}; }
-static inline Q8In q8_in(const uint8_t *u) {
-    int32_t x4;
-    memcpy(&x4, u, sizeof(x4));
-    return _mm256_broadcastq_epi64(_mm_cvtepu8_epi16(_mm_cvtsi32_si128(x4)));
+static inline Q8W q8_w(const int8_t *p) {
+    Q8W w;
+    for (int h = 0; h < 2; h++) {
+        w.w[h] = _mm256_loadu_si256((const __m256i *)(const void *)(p + 32 * h));
+        w.a[h] = _mm256_abs_epi8(w.w[h]);
+    }
+    return w;
 }
-static inline Q8Acc q8_step(Q8Acc acc, Q8In x, const int8_t *i8) {
-    for (int g = 0; g < 4; g++) {
-        __m128i w8 = _mm_loadu_si128((const __m128i *)(i8 + 16 * g));
-        acc.c[g] = _mm256_add_epi32(acc.c[g], _mm256_madd_epi16(_mm256_cvtepi8_epi16(w8), x));
+static inline Q8In q8_in(const int8_t *x) { return _mm256_set1_epi32(quad_at(x)); }
+static inline Q8Acc q8_step(Q8Acc acc, Q8In x, Q8W w) {
+    for (int h = 0; h < 2; h++) {
+        __m256i p = _mm256_maddubs_epi16(w.a[h], _mm256_sign_epi8(x, w.w[h]));
+        acc.v[h] = _mm256_add_epi32(acc.v[h], _mm256_madd_epi16(p, _mm256_set1_epi16(1)));
     }
     return acc;
 }
-static inline Q8Acc q8_add(Q8Acc a, Q8Acc b) {
-    for (int g = 0; g < 4; g++) a.c[g] = _mm256_add_epi32(a.c[g], b.c[g]);
-    return a;
-}
-static inline void q8_finish(float *out, Q8Acc acc, const Matrix *m, int r, float sx) {
-    for (int h = 0; h < 2; h++) { // outputs 8h..8h+7 from c[2h], c[2h+1]
-        __m256i sum = _mm256_hadd_epi32(acc.c[2 * h], acc.c[2 * h + 1]); // 0 1 4 5 | 2 3 6 7
-        sum = _mm256_permute4x64_epi64(sum, 0xD8);
-        sum = _mm256_sub_epi32(sum, _mm256_slli_epi32(_mm256_loadu_si256((const __m256i *)(m->i8sum + r + 8 * h)), 7));
-        __m256 scale = _mm256_mul_ps(_mm256_loadu_ps(m->i8scale + r + 8 * h), _mm256_set1_ps(sx));
-        _mm256_storeu_ps(out + 8 * h, _mm256_mul_ps(_mm256_cvtepi32_ps(sum), scale));
+static inline Q8F q8_fold(Q8F f, Q8Acc acc, const float *s, float sx, int32_t c) {
+    for (int h = 0; h < 2; h++) {
+        __m256 v = _mm256_cvtepi32_ps(_mm256_sub_epi32(acc.v[h], _mm256_set1_epi32(c)));
+        f.v[h] = _mm256_add_ps(f.v[h], _mm256_mul_ps(_mm256_mul_ps(v, _mm256_loadu_ps(s + 8 * h)), _mm256_set1_ps(sx)));
     }
+    return f;
 }
 #else
 // plain C (and NEON): the 16 sums one by one
 typedef struct { int32_t s[PANEL]; } Q8Acc;
-typedef const uint8_t *Q8In;
-#define Q8_CHAINS 1
-static inline Q8Acc q8_zero(void) { return (Q8Acc){0}; }
-static inline Q8In q8_in(const uint8_t *u) { return u; }
-static inline Q8Acc q8_step(Q8Acc acc, Q8In x, const int8_t *i8) {
+typedef const int8_t *Q8W;
+typedef const int8_t *Q8In;
+typedef struct { float f[PANEL]; } Q8F;
+#define Q8_BIAS 0
+static inline Q8Acc q8_zero(void) { return (Q8Acc){{0}}; }
+static inline Q8W q8_w(const int8_t *p) { return p; }
+static inline Q8In q8_in(const int8_t *x) { return x; }
+static inline Q8Acc q8_step(Q8Acc acc, Q8In x, Q8W w) {
     for (int j = 0; j < PANEL; j++)
-        for (int b = 0; b < 4; b++) acc.s[j] += i8[4 * j + b] * x[b];
+        for (int b = 0; b < 4; b++) acc.s[j] += w[4 * j + b] * x[b];
     return acc;
 }
-static inline Q8Acc q8_add(Q8Acc a, Q8Acc b) {
-    for (int j = 0; j < PANEL; j++) a.s[j] += b.s[j];
-    return a;
-}
-static inline void q8_finish(float *out, Q8Acc acc, const Matrix *m, int r, float sx) {
-    for (int j = 0; j < PANEL; j++) out[j] = q8_output(acc.s[j], m, r + j, sx);
+static inline Q8F q8_fold(Q8F f, Q8Acc acc, const float *s, float sx, int32_t c) {
+    for (int j = 0; j < PANEL; j++) f.f[j] = f.f[j] + ((float)(acc.s[j] - c) * s[j]) * sx;
+    return f;
 }
 #endif
 
@@ -2726,30 +2695,30 @@ static inline size_t prefetch_step(int v, int k, size_t n, int P, int ahead, int
             V_STORE(out[i] + VL * g, acc[i][g]);                                           \
     }
 
-// int8 tile: W (int8 panels [i, i+NP) of m) @ u (quad_steps(n)), scale sx ->
-// out (16 NP). Quad k/4 goes into chain k/4 mod Q8_CHAINS (the last few into
-// chain 0); the sums are exact, so neither order nor split changes a bit.
-#define Q8_TILE(NP)                                                                          \
-    static void q8_tile_##NP(float *out, const uint8_t *u, float sx, const Matrix *m, int i) { \
-        size_t n4 = quad_steps(m->n), k = 0;                                                 \
-        const int8_t *i8 = m->i8 + q8_at(m, i, 0, 0);                                          \
-        Q8Acc acc[NP][Q8_CHAINS];                                                            \
-        UNROLL for (int v = 0; v < NP; v++) UNROLL for (int c = 0; c < Q8_CHAINS; c++)      \
-            acc[v][c] = q8_zero();                                                           \
-        for (; k + 4 * Q8_CHAINS <= n4; k += 4 * Q8_CHAINS)                                  \
-            UNROLL for (int c = 0; c < Q8_CHAINS; c++) {                                     \
-                Q8In x = q8_in(u + k + 4 * c);                                               \
-                UNROLL for (int v = 0; v < NP; v++)                                          \
-                    acc[v][c] = q8_step(acc[v][c], x, i8 + (v * n4 + k + 4 * c) * PANEL);     \
-            }                                                                                \
-        for (; k < n4; k += 4) {                                                             \
-            Q8In x = q8_in(u + k);                                                           \
-            UNROLL for (int v = 0; v < NP; v++) acc[v][0] = q8_step(acc[v][0], x, i8 + (v * n4 + k) * PANEL); \
-        }                                                                                    \
-        UNROLL for (int v = 0; v < NP; v++) {                                                \
-            UNROLL for (int c = 1; c < Q8_CHAINS; c++) acc[v][0] = q8_add(acc[v][0], acc[v][c]); \
-            q8_finish(out + v * PANEL, acc[v][0], m, (i + v) * PANEL, sx);                   \
-        }                                                                                    \
+// int8 tile: W (P panels, ps bytes apart, from w) @ x (R quantised rows) ->
+// out (R rows, stride os, 16 P columns): per group, R x P integer sums over its
+// quads, then folded into the float outputs (matmul_panels_q8's formula).
+#define Q8_TILE(R, P)                                                                       \
+    static void q8_##R##x##P(float *out, size_t os, const Q8Rows *x, const int8_t *w, size_t ps, int gs) { \
+        Q8F f[R][P];                                                                        \
+        memset(f, 0, sizeof(f));                                                            \
+        for (int g = 0; g < x->groups; g++, w += q8_group_bytes(gs)) {                       \
+            Q8Acc acc[R][P];                                                                \
+            UNROLL for (int r = 0; r < R; r++) UNROLL for (int p = 0; p < P; p++) acc[r][p] = q8_zero(); \
+            for (int k = 0; k < gs; k += 4) {                                               \
+                Q8W wv[P];                                                                  \
+                UNROLL for (int p = 0; p < P; p++) wv[p] = q8_w(w + p * ps + (size_t)k * PANEL); \
+                UNROLL for (int r = 0; r < R; r++) {                                        \
+                    Q8In xr = q8_in(x->q + (size_t)r * x->n + (size_t)g * gs + k);          \
+                    UNROLL for (int p = 0; p < P; p++) acc[r][p] = q8_step(acc[r][p], xr, wv[p]); \
+                }                                                                           \
+            }                                                                               \
+            UNROLL for (int r = 0; r < R; r++) UNROLL for (int p = 0; p < P; p++)           \
+                f[r][p] = q8_fold(f[r][p], acc[r][p], (const float *)(const void *)(w + p * ps + (size_t)gs * PANEL), \
+                                  x->s[r * x->groups + g], x->c[r * x->groups + g]);        \
+        }                                                                                   \
+        UNROLL for (int r = 0; r < R; r++) UNROLL for (int p = 0; p < P; p++)               \
+            memcpy(out + r * os + (size_t)p * PANEL, &f[r][p], sizeof(f[r][p]));           \
     }
 
 // ---- The tile shapes, one list per ISA: X(R, P, S), a tile of R rows x P
@@ -2781,6 +2750,14 @@ static inline size_t prefetch_step(int v, int k, size_t n, int P, int ahead, int
 #define MM_MAX_ROWS 4
 #define MM_TILES(X) X(1, 1, A) X(2, 1, A) X(3, 1, A) X(4, 1, A)
 #endif
+// int8: R x P, every R up to Q8_MAX_ROWS, and one row over 2 and 4 panels
+#if HAVE_VNNI
+#define Q8_MAX_ROWS 9
+#define Q8_TILES(X) X(1, 4) X(1, 2) X(1, 1) X(2, 2) X(2, 1) X(3, 1) X(4, 1) X(5, 1) X(6, 1) X(7, 1) X(8, 1) X(9, 1)
+#else
+#define Q8_MAX_ROWS 4
+#define Q8_TILES(X) X(1, 2) X(1, 1) X(2, 1) X(3, 1) X(4, 1)
+#endif
 // attention: Q vectors x G groups, the same on every ISA
 #define OUTER_TILES(X)                                                                     \
     X(1, 4) X(2, 4) X(3, 3) X(4, 2) X(5, 2) X(6, 2) X(1, 3) X(1, 2) X(2, 3) X(2, 2) X(3, 2) \
@@ -2788,7 +2765,7 @@ static inline size_t prefetch_step(int v, int k, size_t n, int P, int ahead, int
 
 MM_TILES(MM_TILE)
 OUTER_TILES(OUTER_TILE)
-Q8_TILE(1) Q8_TILE(2)
+Q8_TILES(Q8_TILE)
 
 // ---- Dispatch: the tables the lists fill, [streamed][rows][panels] and
 // [vectors][groups] (NULL: no such tile), and the loops that walk a matmul or
@@ -2801,6 +2778,9 @@ typedef void (*OuterTile)(float *const *out, const float *const *a, const float 
 #define MM_ENTRY(R, P, S) [R][P] = mm_##R##x##P,
 #define MM_DRAM_ENTRY(R, P, S) [R][P] = mm_dram_##R##x##P,
 #define OUTER_ENTRY(Q, G) [Q][G] = outer_##Q##x##G,
+#define Q8_ENTRY(R, P) [R][P] = q8_##R##x##P,
+typedef void (*Q8Tile)(float *out, size_t os, const Q8Rows *x, const int8_t *w, size_t ps, int gs);
+static const Q8Tile Q8_TILE_OF[Q8_MAX_ROWS + 1][TILE_PANELS_MAX + 1] = {Q8_TILES(Q8_ENTRY)};
 static const MmTile MM_TILE_OF[2][MM_MAX_ROWS + 1][TILE_PANELS_MAX + 1] = {{MM_TILES(MM_ENTRY)},
                                                                           {MM_TILES(MM_DRAM_ENTRY)}};
 static const OuterTile OUTER_TILE_OF[7][TILE_PANELS_MAX + 1] = {OUTER_TILES(OUTER_ENTRY)};
@@ -2849,26 +2829,43 @@ static void matmul_panels_f32(float *out, const float *x, int T, const Matrix *m
     }
 }
 
-// int8 W (d,n) @ x (T,n) -> out (T,d), panels [p0, p1). Row by row (the
-// draft's forwards are one row but for catch-ups), panels in pairs; a panel
-// that straddles d goes through a buffer.
+// int8 W (d,n) @ x (T,n) -> out (T,d), panels [p0, p1): blocks of rows and
+// chunks of panels as in matmul_panels_f32, each block's rows quantised (again
+// in each chunk: a few hundred operations against its ~128 KB of weights). A
+// tile that holds the panel straddling d writes to a buffer.
 static void matmul_panels_q8(float *out, const float *x, int T, const Matrix *m, int p0, int p1) {
-    uint8_t u[Q8_MAX_N];
-    for (int t = 0; t < T; t++) {
-        float sx = quantize_row(u, x + (size_t)t * m->n, m->n), *o = out + (size_t)t * m->d;
-        int i = p0;
-        for (; i + 2 <= p1 && (i + 2) * PANEL <= m->d; i += 2) q8_tile_2(o + i * PANEL, u, sx, m, i);
-        for (; i < p1; i++) {
-            float buf[PANEL];
-            q8_tile_1(buf, u, sx, m, i);
-            for (int j = 0; j < PANEL && i * PANEL + j < m->d; j++) o[i * PANEL + j] = buf[j];
+    int8_t q[Q8_MAX_ROWS * Q8_MAX_N];
+    float s[Q8_MAX_ROWS * Q8_MAX_N / 4], buf[Q8_MAX_ROWS * TILE_PANELS_MAX * PANEL];
+    int32_t c[Q8_MAX_ROWS * Q8_MAX_N / 4];
+    int n = m->n, gs = m->gs, G = n / gs, blocks = (T + Q8_MAX_ROWS - 1) / Q8_MAX_ROWS;
+    Q8Rows xq = {q, s, c, n, G};
+    size_t ps = (size_t)G * q8_group_bytes(gs), os = (size_t)m->d;
+    int chunk = blocks == 1 ? p1 : (int)(131072 / ps) + 1;
+    for (int c0 = p0; c0 < p1; c0 += chunk) {
+        int c1 = c0 + chunk < p1 ? c0 + chunk : p1;
+        for (int b = 0, t = 0, R; b < blocks; b++, t += R) {
+            R = (T - t) / (blocks - b);
+            for (int r = 0; r < R * G; r++) {
+                s[r] = q80_group(q + (size_t)r * gs, x + (size_t)t * n + (size_t)r * gs, gs);
+                c[r] = 0;
+                for (int k = 0; k < gs; k++) c[r] += Q8_BIAS * q[(size_t)r * gs + k];
+            }
+            for (int i = c0, P = R == 1 && m->streamed ? 1 : TILE_PANELS_MAX; i < c1; i += P) {
+                if (P > c1 - i) P = c1 - i;
+                while (!Q8_TILE_OF[R][P]) P--;
+                float *o = out + (size_t)t * os + (size_t)i * PANEL;
+                int cut = (i + P) * PANEL > m->d;
+                Q8_TILE_OF[R][P](cut ? buf : o, cut ? (size_t)P * PANEL : os, &xq, q8_group_at(m, i, 0), ps, gs);
+                for (int r = 0; cut && r < R; r++)
+                    for (int j = 0; j < P * PANEL && i * PANEL + j < m->d; j++) o[r * os + (size_t)j] = buf[r * P * PANEL + j];
+            }
         }
     }
 }
 
 // W (d,n) @ x (T,n) -> out (T,d), panels [p0, p1) of m
 static void matmul_panels(float *out, const float *x, int T, const Matrix *m, int p0, int p1) {
-    if (m->i8) matmul_panels_q8(out, x, T, m, p0, p1);
+    if (m->q) matmul_panels_q8(out, x, T, m, p0, p1);
     else matmul_panels_f32(out, x, T, m, p0, p1);
 }
 
@@ -3910,6 +3907,7 @@ static void write_json(const Report *rp) {
     json_string(f, "drafter", !rp->sp ? NULL : op->lookup ? "lookup" : op->medusa ? "medusa" : op->eagle ? "eagle" : "model");
     json_string(f, "draft", model_draft ? op->draft_path : op->medusa ? op->medusa : op->eagle);
     json_string(f, "draft_weights", model_draft ? WEIGHTS_NAME[op->draft_weights] : NULL);
+    json_string(f, "target_weights", rp->target_gs < 0 ? NULL : rp->target_gs ? "int8" : "f32");
     json_string(f, "tokenizer", op->tokenizer_path);
     json_string(f, "prompt", op->prompt);
     json_string(f, "tree", rp->sp ? op->tree : NULL);
@@ -4008,9 +4006,11 @@ static void usage(void) {
            "  --threads N        threads, 1..%d (default: the CPUs this process may use, here %d)\n"
            "  --draft-threads N  threads for the draft model, up to --threads (default 1: its\n"
            "                     forwards are too short to share; never changes the text)\n"
-           "  --draft-weights W  int8 | f32: the draft's matrices quantised to int8 per row at\n"
-           "                     load (a quarter of the bytes to read; inputs quantised per row,\n"
-           "                     products summed exactly), or kept as in the file (default int8)\n"
+           "  --draft-weights W  int8 | f32: an f32 draft's matrices quantised at load in groups\n"
+           "                     as llama2.c's version-2 export does (about a quarter of the bytes\n"
+           "                     to read), or kept as in the file (default int8)\n"
+           "  --target-weights W f32 | int8: the same for the target (default f32); a version-2\n"
+           "                     file (llama2.c's export.py --version 2, ./train quantize) is int8\n"
            "  -j FILE   write statistics as one JSON object\n"
            "  -q        no text on stdout     -v  teaching trace of every round on stderr\n"
            "Default files missing from the working directory are taken from beside the binary.\n",
@@ -4070,6 +4070,7 @@ static const Flag FLAGS[] = {
     {"--threads", 'i', offsetof(Options, threads), 1, MAX_THREADS, "an integer in 1.." STR(MAX_THREADS)},
     {"--draft-threads", 'i', offsetof(Options, draft_threads), 1, MAX_THREADS, "an integer in 1.." STR(MAX_THREADS)},
     {"--draft-weights", 's', offsetof(Options, weights_name), 0, 0, NULL},
+    {"--target-weights", 's', offsetof(Options, target_weights_name), 0, 0, NULL},
     {"--ngram-max", 'i', offsetof(Options, ngram_max), 1, 64, "an integer in 1..64"},
     {"--ngram-min", 'i', offsetof(Options, ngram_min), 1, 64, "an integer in 1..64"},
     {"--tree", 's', offsetof(Options, tree), 0, 0, NULL},
@@ -4150,6 +4151,7 @@ static void parse_options(Options *o, int argc, char **argv) {
     int usable = usable_cpus();
     *o = (Options){.target_path = "weights/target.bin", .draft_path = "weights/draft.bin",
                    .tokenizer_path = "tokenizer.bin", .mode = "spec", .prompt = "", .weights_name = "int8",
+                   .target_weights_name = "f32",
                    .n_new = 1 << 24, .k = 0, .threads = usable, .draft_threads = 1, .ngram_min = 1, .ngram_max = 3,
                    .lenience = 1.0f, .temperature = 1.0f, .top_p = 1.0f, .seed = 42}; // no -n: main sets what fits
     int i = 1;
@@ -4174,6 +4176,8 @@ static void parse_options(Options *o, int argc, char **argv) {
     if (given(o, "-i") && given(o, "-f")) die("-i and -f both give the prompt: use one (see specdec -h)");
     for (o->draft_weights = WEIGHTS_F32; strcmp(o->weights_name, WEIGHTS_NAME[o->draft_weights]);)
         if (++o->draft_weights > WEIGHTS_INT8) bad_flag("--draft-weights", o->weights_name, "int8 or f32");
+    for (o->target_weights = WEIGHTS_F32; strcmp(o->target_weights_name, WEIGHTS_NAME[o->target_weights]);)
+        if (++o->target_weights > WEIGHTS_INT8) bad_flag("--target-weights", o->target_weights_name, "int8 or f32");
     if (o->temperature > 0.0f && o->temperature < 1e-6f)
         die("-t %g: expected 0 (greedy) or at least 1e-6: a smaller temperature makes logits / t "
             "overflow float32", o->temperature);
@@ -4219,11 +4223,12 @@ static void parse_options(Options *o, int argc, char **argv) {
 
 // The vocab_size in a checkpoint's header, or 0 if it cannot be read
 static int header_vocab(const char *path) {
-    int32_t h[7];
+    int32_t h[9];
     FILE *f = fopen(path, "rb");
     int ok = f && fread(h, sizeof(h), 1, f) == 1;
     if (f) fclose(f);
-    return ok && h[5] != INT32_MIN ? abs(h[5]) : 0;
+    int v = ok && h[0] == Q80_MAGIC && h[1] == 2 ? h[7] : h[5]; // a version-2 file: the config after 8 bytes
+    return ok && v != INT32_MIN ? abs(v) : 0;
 }
 
 // Load what the mode needs: the decoding model (the target, or the draft alone
@@ -4243,7 +4248,7 @@ static Transformer *load_models(Transformer *target, Transformer *draft, Options
                 draft->config.vocab_size, v, o->target_path);
         return draft;
     }
-    build_transformer(target, o->target_path, MAX_ROWS, pool, o->threads);
+    build_transformer_as(target, o->target_path, MAX_ROWS, pool, o->threads, o->target_weights);
     int V = target->config.vocab_size;
     if (strcmp(o->mode, "spec") || o->lookup || o->medusa || o->eagle) return target;
     if (!given(o, "-d") && (v = header_vocab(o->draft_path)) != V) {

@@ -1,6 +1,7 @@
-// fuzz_checkpoint.c - any bytes as a llama2.c checkpoint: load (header, size,
-// NaN/inf, memory bound), pack (floats or int8), then a 1-row and a 3-row forward, and the
-// logits must be finite. Built by `make fuzz`.
+// fuzz_checkpoint.c - any bytes as a llama2.c checkpoint, legacy or version 2
+// (int8; seeds/checkpoint/tiny_q80.bin): load (header, size, NaN/inf, scales,
+// memory bound), pack (floats or int8), then a 1-row and a 3-row forward.
+// Built by `make fuzz`.
 #include "fuzz.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {

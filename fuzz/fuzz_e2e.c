@@ -1,6 +1,6 @@
 // fuzz_e2e.c - the whole program, end to end. Any bytes become a command line
 // (mode, target, drafter, K, temperature, top-p, top-k, lenience, n-gram
-// lengths, draft weights, threads, -n, seed, prompt) for tiny random
+// lengths, draft and target weights, threads, -n, seed, prompt) for tiny random
 // checkpoints and a tokenizer written once at start-up; specdec_main runs it
 // with its stdout captured, and the text must keep the README's promises:
 //   t = 0: the speculative text is -m target's, byte for byte, and stays the
@@ -30,7 +30,8 @@
 //   5  --lenience: b < 192 not given, else (b - 191) / 64
 //   6  --ngram-min (low nibble: 0 not given, else 1..4), --ngram-max (high: 0 not given, else 1..6)
 //   7  --draft-weights (b % 3: none, f32, int8), --threads ((b >> 2) % 4, 0: not given;
-//      3 only if bit 6 is set, else 1), --draft-threads ((b >> 4) % 4, 0: not given)
+//      3 only if bit 6 is set, else 1), --draft-threads ((b >> 4) % 4, 0: not given);
+//      bit 7: --target-weights int8 (every run of the input)
 //   8  -n (b % 41)
 //   9, 10  -s (little endian)
 //   11 bit 0: -v; bit 1: -j FILE; bit 2: one more run with -q; bit 3 (target, draft
@@ -212,6 +213,7 @@ typedef struct {
     int top_k;                   // -1 not given
     int ngram_min, ngram_max;    // 0 not given
     int draft_weights;           // -1 not given, else WEIGHTS_F32 / WEIGHTS_INT8
+    int target_int8;             // --target-weights int8
     int threads, draft_threads;  // 0 not given
     int n, verbose, json, quiet, give_d;
     int prompt_tokens;           // BOS and the prompt's tokens
@@ -255,6 +257,7 @@ static void build_argv(const Run *r, Argv *a) {
     if (r->ngram_min) arg_i(a, "--ngram-min", r->ngram_min);
     if (r->ngram_max) arg_i(a, "--ngram-max", r->ngram_max);
     if (r->draft_weights >= 0) { arg(a, "--draft-weights"); arg(a, WEIGHTS_NAME[r->draft_weights]); }
+    if (r->target_int8) { arg(a, "--target-weights"); arg(a, "int8"); }
     if (r->threads) arg_i(a, "--threads", r->threads);
     if (r->draft_threads) arg_i(a, "--draft-threads", r->draft_threads);
     arg_i(a, "-n", r->n);
@@ -506,7 +509,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
              .ngram_min = b[6] & 15 ? 1 + ((b[6] & 15) - 1) % 4 : 0,
              .ngram_max = b[6] >> 4 ? 1 + ((b[6] >> 4) - 1) % 6 : 0,
              .draft_weights = b[7] % 3 - 1, .threads = (b[7] >> 2) % 4 == 3 && !(b[7] & 0x40) ? 1 : (b[7] >> 2) % 4,
-             .draft_threads = (b[7] >> 4) % 4,
+             .draft_threads = (b[7] >> 4) % 4, .target_int8 = b[7] >> 7,
              .n = b[8] % 41, .seed = (unsigned)b[9] | (unsigned)b[10] << 8,
              .verbose = b[11] & 1, .json = (b[11] >> 1) & 1 ? (((b[14] >> 4) & 3) < 2 ? 1 : (b[14] >> 4) & 3) : 0,
              .prompt = prompt,
@@ -557,7 +560,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     } else if (r.t == 0.0f) {
         // greedy: the target's own text, whatever drafts, K or threads (r2 varies the threads)
         Run rt = {.mode = TARGET, .target = r.target, .t = 0, .top_p = r.top_p, .top_k = r.top_k,
-                  .draft_weights = -1, .threads = r.threads, .n = r.n, .seed = r.seed, .prompt = prompt,
+                  .draft_weights = -1, .target_int8 = r.target_int8, .threads = r.threads, .n = r.n,
+                  .seed = r.seed, .prompt = prompt,
                   .prompt_tokens = r.prompt_tokens};
         run(&rt, &res_b);
         same_text("at t = 0 the speculative text must be -m target's", &r, &res_a, &rt, &res_b);

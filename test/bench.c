@@ -225,11 +225,12 @@ typedef struct {
 } ModelResult;
 
 // weights a single-row forward streams from memory: every matrix once and the
-// classifier (the embedding row and the RoPE rows are negligible)
+// classifier (the embedding row and the RoPE rows are negligible); int8: a byte
+// a weight and a 4-byte scale a group
 static double bytes_per_token(const Config *c, int weights) {
     double dim = c->dim, hid = c->hidden_dim, hs = dim / c->n_heads, kv = c->n_kv_heads * hs;
     double per_layer = 2 * dim * dim + 2 * kv * dim + 3 * hid * dim + 2 * dim;
-    double bytes = weights == WEIGHTS_INT8 ? 1.0 : 4.0;
+    double bytes = weights == WEIGHTS_INT8 ? 1.0 + 4.0 / q80_group_size(c) : 4.0;
     return bytes * (c->n_layers * per_layer + dim + (double)c->vocab_size * dim);
 }
 
@@ -389,7 +390,8 @@ static ModelResult bench_model(const char *name, const char *path, int weights, 
         for (int n = 2; n <= 9; n++) printf(" %.2f", m.r[ti][n]);
         printf("\n");
     }
-    printf("%-20s matmul GFLOP/s (%% of peak), 1 thread, rows 1..%d:", "", MAX_N);
+    printf("%-20s %s (%% of the f32 FMA peak), 1 thread, rows 1..%d:", "", weights == WEIGHTS_INT8 ?
+           "int8 matmul G multiply-adds x 2 /s" : "matmul GFLOP/s", MAX_N);
     for (int T = 1; T <= MAX_N; T++) printf(" %.0f(%.0f)", m.matmul_gflops[T], 100 * m.matmul_peak_fraction[T]);
     printf("\n");
     if (peak512 > 0 && peak_avx2 > 0) { // an AVX-512 build: the same rates against AVX2's peak
@@ -1427,15 +1429,15 @@ int main(int argc, char **argv) {
     // the large target, written once for every block that reads it (all, drafters, tree, runc):
     // the shipped target embedded, zero-padded, in dim 768 x 12 layers (81M parameters,
     // 325 MB; the same logits, so the shipped draft speculates for it)
-    const char *runc = getenv("RUNC");
+    const char *runc = getenv("RUNC"), *runq = getenv("RUNQ"); // runq: llama2.c's int8 runq.c
     int runc_mode = full || !strcmp(o.what, "runc");
     int with_big = have_pair && (full || !strcmp(o.what, "drafters") || !strcmp(o.what, "tree") ||
-                                 (runc_mode && runc && *runc));
+                                 (runc_mode && ((runc && *runc) || (runq && *runq))));
     ThreadPool *pool = build_pool(N);
     printf("specdec bench: %s path, 1 and %d threads\n", SIMD_NAME, N);
 
     double bw = 0, peak = 0, peak512 = 0;
-    ModelResult models[6];
+    ModelResult models[8];
     int n_models = 0;
     if (full) {
 #if HAVE_AVX2
@@ -1543,6 +1545,12 @@ int main(int argc, char **argv) {
                 for (int t2 = 0; t2 < 2; t2++)
                     for (int k = 0; k <= 8; k += 2) e[n_e++] = bench_pair(&big, "embedded 325MB", (float)t2, k);
                 free_transformer(&embedded);
+                // the same target in int8 (its version-2 export at load, groups of 64: 85 MB)
+                models[n_models++] = bench_model("embedded 325MB int8", pbig, WEIGHTS_INT8, pool, N, peak512, peak);
+                build_transformer_as(&embedded, pbig, MAX_ROWS, pool, N, WEIGHTS_INT8);
+                for (int t2 = 0; t2 < 2; t2++)
+                    for (int k = 0; k <= 4; k += 4) e[n_e++] = bench_pair(&big, "embedded 325MB int8", (float)t2, k);
+                free_transformer(&embedded);
             }
             free_tokenizer(&tok);
             free_transformer(&target);
@@ -1564,6 +1572,13 @@ int main(int argc, char **argv) {
         remove(p110);
         remove(ptok);
         if (with_big) compare_runc(runc, "embedded 325MB", pbig, o.tokenizer, pool, N);
+    }
+    if (runc_mode && runq && *runq && with_big) { // its version-2 export, read by both (int8 target-only)
+        char pq[600];
+        snprintf(pq, sizeof(pq), "%s.q80", pbig);
+        write_q80_checkpoint(pbig, pq);
+        compare_runc(runq, "325MB int8 (runq.c)", pq, o.tokenizer, pool, N);
+        remove(pq);
     }
     free_pool(pool);
     if (!o.publish && strcmp(o.what, "runc"))

@@ -99,6 +99,27 @@ hidden_state_drafter eagle:$D/eagle.bin 3 "-k_1 -k_5 -k_4 -k_0 --tree_2,2,1 --tr
 $SPECDEC $M -d medusa:$D/medusa.bin -t 0 -n 60 2> $D/md.err > /dev/null
 if grep -q "rounds, K = 4$" $D/md.err; then ok; else bad "-d medusa: K is not the 4 heads: $(grep rounds $D/md.err)"; fi
 
+# ---- an int8 target in groups of 64 (hidden 192): its version-2 file (randckpt --q80, what
+# ./train quantize writes) and --target-weights int8 on the f32 file give the same text; greedy
+# spec == int8 target-only with the draft model, the version-2 file as its own draft, lookup,
+# Medusa, EAGLE, chains, auto-K and trees
+$RANDCKPT $D/target192.bin 64 192 2 4 2 400 160 --seed 5 || exit 1
+$RANDCKPT --q80 $D/target192.bin $D/t192q80.bin || exit 1
+MQ="$D/t192q80.bin -z $D/tok.bin"
+$SPECDEC $D/target192.bin -z $D/tok.bin --target-weights int8 -m target -t 0 -n 120 -i "the little dog" > $D/q8flag.txt 2>/dev/null
+$SPECDEC $MQ -m target -t 0 -n 120 -i "the little dog" > $D/ref.txt 2>/dev/null
+if cmp -s $D/q8flag.txt $D/ref.txt && [ -s $D/ref.txt ]; then ok
+else bad "int8 target: the version-2 file and --target-weights int8 differ"; fi
+n=0
+for a in "-d_DRAFT_-k_0" "-d_DRAFT_-k_1" "-d_DRAFT_-k_4" "-d_DRAFT_-k_8" "-d_DRAFT_--tree_3,2,1" "-d_DRAFT_--tree_4" \
+         "-d_DRAFT_--draft-weights_f32_-k_3" "-d_$D/t192q80.bin_-k_4" "-d_lookup_-k_3" "-d_medusa:$D/medusa.bin_-k_3" \
+         "-d_medusa:$D/medusa.bin_--tree_2,2,1" "-d_eagle:$D/eagle.bin_-k_4" "-d_eagle:$D/eagle.bin_--tree_auto"; do
+    a=${a//_/ }; a=${a//DRAFT/$D/draft.bin}
+    $SPECDEC $MQ $a -t 0 -n 120 -i "the little dog" > $D/spec.txt 2>$D/spec.err
+    if cmp -s $D/ref.txt $D/spec.txt; then ok; n=$((n + 1)); else bad "int8 target: greedy $a != int8 target-only: $(head -c 300 $D/spec.err)"; fi
+done
+echo "int8 target (groups of 64): the version-2 file == --target-weights int8; $n greedy spec runs (draft model, itself, lookup, Medusa, EAGLE; chains, auto-K, trees) byte-identical to int8 target-only"
+
 # ---- contexts shorter than K_MAX+1: auto-K calibrates within them; greedy stays exact
 $SPECDEC $D/short.bin -z $D/tok.bin -m target -t 0 -n 20 > $D/ref.txt 2>/dev/null
 if $SPECDEC $D/short.bin -z $D/tok.bin -d $D/short.bin -k 0 -t 0 -n 20 > $D/spec.txt 2>$D/err.txt &&
@@ -133,6 +154,7 @@ same_text() {
 same_text "$M -d $D/draft.bin" 100 0.8 "Once upon a time"
 same_text "$M -d $D/draft.bin" 100 1 "the little dog"
 same_text "$M -d lookup --ngram-max 4" 100 1 "the little dog the little dog"
+same_text "$MQ -d $D/draft.bin" 100 1 "the little dog"
 # a busy machine (a spinning process on each core: the stall rule sends passes to one
 # thread, auto-K sees other costs) and any -n: the same text, a prefix of the longer one
 if [ $QUICK = 0 ]; then
@@ -158,8 +180,11 @@ if [ -n "$SCALAR" ]; then
         $SPECDEC $M -d $D/draft.bin -t $t -n 100 -i "Once" > $D/avx.txt 2>/dev/null
         $SCALAR $M -d $D/draft.bin -t $t -n 100 -i "Once" > $D/scalar.txt 2>/dev/null
         if cmp -s $D/avx.txt $D/scalar.txt; then ok; else bad "scalar and AVX2 builds differ at t=$t"; fi
+        $SPECDEC $MQ -d $D/draft.bin -t $t -n 100 -i "Once" > $D/avx.txt 2>/dev/null
+        $SCALAR $MQ -d $D/draft.bin -t $t -n 100 -i "Once" > $D/scalar.txt 2>/dev/null
+        if cmp -s $D/avx.txt $D/scalar.txt && [ -s $D/avx.txt ]; then ok; else bad "int8 target: scalar and AVX2 builds differ at t=$t"; fi
     done
-    echo "scalar build: same spec output as the AVX2 build at t=0 and t=1"
+    echo "scalar build: same spec output as the AVX2 build at t=0 and t=1 (f32 and int8 targets)"
 fi
 
 # ---- the shipped pair: greedy spec == greedy target; make run's command works
@@ -216,6 +241,18 @@ if [ -f specdec.c ]; then
     echo "contents: specdec.c's $n_toc section line numbers are where its sections start"
 fi
 
+# ---- llama2.c's runq.c (RUNQ=path/to/runq, built from llama2.c) on the shipped target's
+# version-2 file: specdec's greedy text starts with runq's (its -n counts the prompt too)
+if [ -n "${RUNQ:-}" ] && [ -x "${RUNQ:-}" ] && [ -f weights/target.bin ] && [ -f tokenizer.bin ]; then
+    $RANDCKPT --q80 weights/target.bin $D/shipped_q80.bin || exit 1
+    want=$("$RUNQ" $D/shipped_q80.bin -z tokenizer.bin -t 0 -n 80 -i "Once upon a time" 2>/dev/null)
+    got=$($SPECDEC $D/shipped_q80.bin -z tokenizer.bin -m target -t 0 -n 80 -i "Once upon a time" 2>/dev/null)
+    if [ -n "$want" ] && [ "${got#"$want"}" != "$got" ]; then ok; else bad "runq.c: '$want' is not where specdec's '$got' starts"; fi
+    echo "runq.c: the shipped target's version-2 file decodes runq.c's greedy text"
+else
+    echo "SKIP runq.c: give RUNQ=path/to/runq (llama2.c's runq.c, built)"
+fi
+
 # ---- llama2.c's stories260K
 R=../shared/data/ref
 if [ -f $R/stories260K.bin ] && [ -f $R/tok512.bin ]; then
@@ -225,7 +262,12 @@ if [ -f $R/stories260K.bin ] && [ -f $R/tok512.bin ]; then
         out=$($SPECDEC $R/stories260K.bin $d -z $R/tok512.bin -m $mode -t 0 -n 60 -i "Once upon a time" 2>/dev/null)
         case "$out" in "$want"*) ok ;; *) bad "stories260K -m $mode: got '$out'" ;; esac
     done
-    echo "stories260K: greedy output starts with llama2.c's known text (target and spec)"
+    $RANDCKPT --q80 $R/stories260K.bin $D/s260q80.bin || exit 1 # its version-2 export (groups of 4)
+    for d in "-m target" "-d $R/stories260K.bin"; do
+        out=$($SPECDEC $D/s260q80.bin $d -z $R/tok512.bin -t 0 -n 60 -i "Once upon a time" 2>/dev/null)
+        case "$out" in "$want"*) ok ;; *) bad "stories260K in int8 ($d): got '$out'" ;; esac
+    done
+    echo "stories260K: greedy output starts with llama2.c's known text (target and spec; its version-2 export too)"
 else
     echo "SKIP stories260K: $R absent"
 fi
@@ -250,7 +292,7 @@ echo "lenience: --lenience 0.5 says LOSSY on stderr and \"lossy\": true in the J
 # ---- -j JSON keys
 for mode in spec target draft; do
     $SPECDEC $M $(draft_for $mode) -m $mode -n 30 -q -j $D/s.json 2>/dev/null || bad "-j run failed"
-    keys="mode target drafter draft draft_weights tokenizer prompt tree n seed temperature top_p top_k threads prompt_tokens prompt_seconds generated_tokens ended_by tokens seconds tokens_per_second"
+    keys="mode target drafter draft draft_weights target_weights tokenizer prompt tree n seed temperature top_p top_k threads prompt_tokens prompt_seconds generated_tokens ended_by tokens seconds tokens_per_second"
     [ $mode = spec ] && keys="$keys lenience lossy k auto_k target_forwards draft_forwards drafted examined accepted acceptance_rate alpha tokens_per_round per_position_acceptance accepted_histogram rounds_per_k rounds draft_seconds verify_seconds plain_target_tokens target_step_seconds c r expected_tokens_per_round predicted_speedup estimated_speedup calibration_seconds draft_threads"
     for key in $keys; do
         if grep -q "\"$key\":" $D/s.json; then ok; else bad "-m $mode -j: key $key missing"; fi
@@ -423,8 +465,30 @@ expect_fail "--draft-threads 99" $M --draft-threads 99
 expect_fail "-j /nonexistent/x.json: cannot write" $M -j /nonexistent/x.json
 expect_fail "--draft-weights int4: expected int8 or f32" $M --draft-weights int4
 expect_fail "--draft-weights bf16: expected int8 or f32" $M --draft-weights bf16
-$RANDCKPT $D/wide_ffn.bin 16 4100 1 2 1 400 16 --seed 3 || exit 1
-expect_fail "--draft-weights int8 takes dim and hidden_dim up to 4096, not 16 and 4100" $M -d $D/wide_ffn.bin
+$RANDCKPT $D/wide_ffn.bin 16 8196 1 2 1 400 16 --seed 3 || exit 1
+expect_fail "$D/wide_ffn.bin: int8 takes dim and hidden_dim up to 8192, not 16 and 8196 (use f32 weights)" $M -d $D/wide_ffn.bin
+expect_fail "--target-weights int4: expected int8 or f32" $M --target-weights int4
+# a malformed version-2 file: exit 1, one message naming the file and the field
+q80poke() { python3 -c "import struct,sys; b=bytearray(open(sys.argv[1],'rb').read()); o=int(sys.argv[3]); b[o:o+len(bytes.fromhex(sys.argv[4]))]=bytes.fromhex(sys.argv[4]); open(sys.argv[2],'wb').write(b[:int(sys.argv[5])] if len(sys.argv) > 5 else b)" "$@"; }
+Q=$D/t192q80.bin; QS=$(stat -c %s $Q)
+S0=$((256 + 5 * 64 * 4 + 400 * 64)) # the embedding's first scale
+if command -v python3 > /dev/null; then
+    q80poke $Q $D/q_trunc.bin 0 "" $((QS - 3)); expect_fail "$D/q_trunc.bin: file is $((QS - 3)) bytes but its version-2 header" $D/q_trunc.bin -z $D/tok.bin -m target
+    q80poke $Q $D/q_trunc.bin 0 "" 100; expect_fail "$D/q_trunc.bin: file is 100 bytes, shorter than the 256-byte version-2 header" $D/q_trunc.bin -z $D/tok.bin -m target
+    q80poke $Q $D/q_gs0.bin 37 00000000; expect_fail "$D/q_gs0.bin: header field group_size = 0, expected a positive multiple of 4 dividing dim 64" $D/q_gs0.bin -z $D/tok.bin -m target
+    q80poke $Q $D/q_gs3.bin 37 30000000; expect_fail "$D/q_gs3.bin: header field group_size = 48" $D/q_gs3.bin -z $D/tok.bin -m target
+    q80poke $Q $D/q_gsneg.bin 37 f0ffffff; expect_fail "$D/q_gsneg.bin: header field group_size = -16" $D/q_gsneg.bin -z $D/tok.bin -m target
+    q80poke $Q $D/q_nan.bin $S0 0000c07f; expect_fail "$D/q_nan.bin: token_embedding's scale 0 (of values 0..) is nan; a scale must be finite and >= 0" $D/q_nan.bin -z $D/tok.bin -m target
+    q80poke $Q $D/q_inf.bin $((S0 + 8)) 0000807f; expect_fail "$D/q_inf.bin: token_embedding's scale 2 (of values 128..) is inf" $D/q_inf.bin -z $D/tok.bin -m target
+    q80poke $Q $D/q_neg.bin $((S0 + 4)) 000080bf; expect_fail "$D/q_neg.bin: token_embedding's scale 1 (of values 64..) is -1" $D/q_neg.bin -z $D/tok.bin -m target
+    q80poke $Q $D/q_shared.bin 36 00; expect_fail "that size with the other shared_classifier (is the flag wrong?)" $D/q_shared.bin -z $D/tok.bin -m target
+    q80poke $Q $D/q_flag.bin 36 07; expect_fail "$D/q_flag.bin: header field shared_classifier = 7, expected 0 or 1" $D/q_flag.bin -z $D/tok.bin -m target
+    q80poke $Q $D/q_v1.bin 4 01000000; expect_fail "$D/q_v1.bin: this is a versioned llama2.c export" $D/q_v1.bin -z $D/tok.bin -m target
+    q80poke $Q $D/q_v3.bin 4 03000000; expect_fail "$D/q_v3.bin: this is a versioned llama2.c export" $D/q_v3.bin -z $D/tok.bin -m target
+    q80poke $Q $D/q_dim.bin 8 41000000; expect_fail "$D/q_dim.bin: dim 65 is not a multiple of n_heads 4" $D/q_dim.bin -z $D/tok.bin -m target
+    q80poke $Q $D/q_norm.bin 300 0000c07f; expect_fail "$D/q_norm.bin: weight rms_att, element 11, is not finite" $D/q_norm.bin -z $D/tok.bin -m target
+    q80poke $Q $D/q_magic.bin 0 616b3433; expect_fail "$D/q_magic.bin: header field dim = 859073377" $D/q_magic.bin -z $D/tok.bin -m target
+fi
 # issue 30: an output that names an input is refused, the input intact
 cp $D/target.bin $D/victim.bin; cp $D/tok.bin $D/victim.tok; cp $D/draft.bin $D/victim_d.bin
 expect_fail "$D/victim.bin (an output of this run) and the checkpoint (a llama2.c .bin) $D/victim.bin are the same file" $D/victim.bin -z $D/tok.bin -m target -n 5 -j $D/victim.bin

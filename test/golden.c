@@ -467,6 +467,19 @@ int main(int argc, char **argv) {
     f = open_out(dir, "tree_random.txt");
     write_tree_run(f, "build/test/golden_target.bin", "build/test/golden_draft.bin", &rtok);
     fclose(f);
+    // a version-2 (int8) target: a random model of groups of 64, exported; greedy, with the int8 draft
+    write_random_checkpoint("build/test/golden_q80_f32.bin", &(Config){64, 192, 2, 4, 2, 400, 160}, 1, 5, 0, 0);
+    write_q80_checkpoint("build/test/golden_q80_f32.bin", "build/test/golden_q80.bin");
+    f = open_out(dir, "logits_q80.txt");
+    write_logits(f, "build/test/golden_q80.bin", "build/test/golden_draft.bin", &rtok);
+    fclose(f);
+    f = open_out(dir, "run_q80_t0.txt");
+    FILE *pq = open_out(dir, "pq_q80_t0.txt");
+    fprintf(pq, "p and q at the residual positions of run_q80_t0.txt (at most 1000): per position a line, "
+            "then \"index p q\" for every index where p or q is nonzero\n");
+    write_run(f, pq, "build/test/golden_q80.bin", "build/test/golden_draft.bin", &rtok, &random[0]);
+    fclose(f);
+    fclose(pq);
     free_tokenizer(&rtok);
     write_random_extras(dir);
     if (access("weights/target.bin", R_OK) == 0 && access("weights/draft.bin", R_OK) == 0 &&

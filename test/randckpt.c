@@ -15,6 +15,8 @@
 //       A random EAGLE drafter for TARGET (W1, W2 uniform in +-0.05, b zero).
 //   randckpt --embed-eagle IN.bin OUT.bin SCALE
 //       IN for the target --embed made SCALE x wider (zero-padded alike).
+//   randckpt --q80 IN.bin OUT.bin
+//       IN (f32) as llama2.c's version 2 (int8 groups), as ./train quantize writes it.
 //   randckpt --embed-medusa IN.bin OUT.bin SCALE
 //       IN's heads for the target --embed made SCALE x wider: W and b
 //       zero-padded, so the padded hidden state (z, 0) gives the same logits.
@@ -55,6 +57,10 @@ int main(int argc, char **argv) {
         write_embedded_medusa(argv[3], argv[2], atoi(argv[4]));
         return 0;
     }
+    if (argc == 4 && !strcmp(argv[1], "--q80")) {
+        write_q80_checkpoint(argv[2], argv[3]);
+        return 0;
+    }
     if (argc == 4 && !strcmp(argv[1], "--tokenizer")) {
         write_tokenizer(argv[2], atoi(argv[3]));
         return 0;
@@ -63,6 +69,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "usage: randckpt OUT.bin dim hidden n_layers n_heads n_kv_heads vocab seq_len "
                         "[--seed S] [--unshared] [--noise EPS --noise-seed S2]\n"
                         "       randckpt --tokenizer OUT.bin vocab\n"
+                        "       randckpt --q80 IN.bin OUT.bin  (IN as llama2.c's version 2, int8)\n"
                         "       randckpt --embed BASE.bin OUT.bin SCALE LAYERS  (BASE zero-padded, SCALE x wider)\n"
                         "       randckpt --medusa TARGET.bin OUT.bin H SEED\n"
                         "       randckpt --embed-medusa IN.bin OUT.bin SCALE\n"

@@ -101,6 +101,18 @@ static void write_random_checkpoint(const char *path, const Config *c, int share
     xfree(p);
 }
 
+// Write the version-2 (int8) export of the f32 checkpoint `in` to `out`: the
+// image specdec builds at load with int8 weights (model.h's q80_export,
+// groups of q80_group_size)
+static void write_q80_checkpoint(const char *in, const char *out) {
+    Transformer t;
+    build_transformer_as(&t, in, 1, NULL, 1, WEIGHTS_INT8);
+    size_t bytes = q80_file_bytes(&t.config, t.shared_classifier, t.gs);
+    FILE *f = fopen(out, "wb");
+    if (!f || fwrite(t.image, 1, bytes, f) != bytes || fclose(f) != 0) die("%s: write failed", out);
+    free_transformer(&t);
+}
+
 // ---- the emulated large target (make bench) -----------------------------------
 // base's layers, then `extra` layers whose output projections wo and w2 are zero:
 // each extra layer adds exactly 0 to the residual stream, so the logits are

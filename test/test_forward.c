@@ -325,6 +325,32 @@ static void test_cpu_count(void) {
            "this process may use %d of %ld online CPUs (%d in its affinity mask)\n", n, online, allowed);
 }
 
+// A version-2 file (the image q80_export makes of an f32 checkpoint, written
+// out) gives, bit for bit, that checkpoint's logits quantised at load
+// (WEIGHTS_INT8), whatever option it is loaded with
+static void test_q80_file(const char *name) {
+    char path[256], v2[256];
+    snprintf(path, sizeof(path), "build/test/forward_%s.bin", name);
+    snprintf(v2, sizeof(v2), "build/test/forward_%s_q80.bin", name);
+    Transformer a, b;
+    build_transformer_as(&a, path, MAX_ROWS, NULL, 1, WEIGHTS_INT8);
+    FILE *f = fopen(v2, "wb");
+    size_t bytes = q80_file_bytes(&a.config, a.shared_classifier, a.gs);
+    CHECK(f && fwrite(a.image, 1, bytes, f) == bytes && fclose(f) == 0, "writing %s", v2);
+    build_transformer_as(&b, v2, MAX_ROWS, NULL, 1, WEIGHTS_F32);
+    int V = a.config.vocab_size, bad = 0, tok[24];
+    for (int i = 0; i < 24; i++) tok[i] = (i * 37 + 5) % V;
+    for (int i = 0; i < 24; i++) {
+        float *la = forward(&a, tok + i, 1, i);
+        bad += memcmp(la, forward(&b, tok + i, 1, i), (size_t)V * sizeof(float)) != 0;
+    }
+    CHECK(b.gs == a.gs && bad == 0, "%s: its version-2 file (groups of %d) differs at %d of 24 positions", name, b.gs, bad);
+    printf("%s: the version-2 file (groups of %d) gives the bits of the f32 file quantised at load (24 positions)\n",
+           name, b.gs);
+    free_transformer(&a);
+    free_transformer(&b);
+}
+
 int main(void) {
     printf("batched forward vs single rows (%s path)\n", SIMD_NAME);
     test_cpu_count();
@@ -332,10 +358,13 @@ int main(void) {
     test_config("mha_shared", (Config){64, 172, 3, 4, 4, 400, 80}, 1, WEIGHTS_F32);
     test_config("odd_widths", (Config){36, 52, 1, 3, 1, 260, 40}, 1, WEIGHTS_F32);
     test_config("wide_heads", (Config){128, 200, 2, 2, 1, 272, 48}, 1, WEIGHTS_F32);
-    // the draft's int8 weights: batch and thread invariance hold for them too, and the
+    // int8 weights (groups of 4, 64): batch and thread invariance hold for them too, and the
     // fingerprint carries their logits into the builds' comparison
     test_config("gqa_unshared", (Config){48, 100, 2, 6, 2, 300, 64}, 0, WEIGHTS_INT8);
     test_config("odd_widths", (Config){36, 52, 1, 3, 1, 260, 40}, 1, WEIGHTS_INT8);
+    test_config("groups64", (Config){64, 192, 2, 4, 2, 300, 64}, 0, WEIGHTS_INT8); // groups of 64
+    test_q80_file("groups64");
+    test_q80_file("mha_shared");
     test_trees("gqa_unshared", WEIGHTS_F32);
     test_trees("mha_shared", WEIGHTS_F32);
     test_trees("odd_widths", WEIGHTS_INT8);

@@ -95,102 +95,81 @@ static void test_matmul(void) {
            "definition, the scalar path, one-row calls (streamed too) and a 3-way split\n", cases, MAX_ROWS);
 }
 
-// int8 quantisation of one row v (n) as specdec defines it: the scale
-// max|v| / 127 and q[k] = rint(v[k] * (127 / max|v|)), straight from the words
-static float q8_definition_row(int *q, const float *v, int n) {
+// int8 quantisation of one group v (gs) as version 2 defines it, from the
+// words: s = max|v| / 127, q[k] = rint(v[k] / s) (0 where s is 0)
+static float q8_definition_group(int *q, const float *v, int gs) {
     float amax = 0.0f;
-    for (int k = 0; k < n; k++) if (fabsf(v[k]) > amax) amax = fabsf(v[k]);
-    if (amax > 0.0f && isinf(127.0f / amax)) amax = 0.0f; // below 127 / FLT_MAX: zeros
-    for (int k = 0; k < n; k++) q[k] = amax > 0.0f ? (int)rintf(v[k] * (127.0f / amax)) : 0;
-    return amax / 127.0f;
+    for (int k = 0; k < gs; k++) if (fabsf(v[k]) > amax) amax = fabsf(v[k]);
+    float s = amax / 127.0f;
+    for (int k = 0; k < gs; k++) q[k] = s > 0.0f ? (int)rintf(v[k] / s) : 0;
+    return s;
 }
 
-// The int8 matmul's definition: out[t][j] = (float)(sum_k qw[j][k] qx[t][k]) * (s_j * s_t),
-// the sum in 64-bit integers, in order. W (d,n), x (T,n) -> out (T,d)
-static void q8_definition(float *out, const float *x, const float *w, int T, int n, int d) {
-    int *qw = xmalloc((size_t)n * sizeof(int), "qw"), *qx = xmalloc((size_t)n * sizeof(int), "qx");
-    for (int j = 0; j < d; j++) {
-        float sw = q8_definition_row(qw, w + (size_t)j * n, n);
+// The int8 matmul's definition: out[t][j] = 0, then for each group g in order
+// out += ((float)isum_g * s_w[j][g]) * s_x[t][g], isum_g in 64-bit integers.
+// W (d,n), x (T,n) -> out (T,d)
+static void q8_definition(float *out, const float *x, const float *w, int T, int n, int d, int gs) {
+    int qw[64], qx[64];
+    for (int j = 0; j < d; j++)
         for (int t = 0; t < T; t++) {
-            float sx = q8_definition_row(qx, x + (size_t)t * n, n);
-            long long sum = 0;
-            for (int k = 0; k < n; k++) sum += (long long)qw[k] * qx[k];
-            out[(size_t)t * d + j] = (float)sum * (sw * sx);
+            float acc = 0.0f;
+            for (int g = 0; g < n / gs; g++) {
+                float sw = q8_definition_group(qw, w + (size_t)j * n + (size_t)g * gs, gs);
+                float sx = q8_definition_group(qx, x + (size_t)t * n + (size_t)g * gs, gs);
+                long long sum = 0;
+                for (int k = 0; k < gs; k++) sum += (long long)qw[k] * qx[k];
+                acc = acc + ((float)sum * sw) * sx;
+            }
+            out[(size_t)t * d + j] = acc;
         }
-    }
-    xfree(qw); xfree(qx);
 }
 
-// The same checks for int8 weights (--draft-weights int8), whose panels keep
-// steps in fours (q8_at): == the definition above, the portable tile
-// (q8_tile_scalar, panel by panel), one-row calls and a 3-way split, for n not
-// a multiple of 4 and a last panel cut by d; within the quantisation's error
-// of the float product; zero and denormal rows give 0, a row holding NaN gives NaN.
-// Huge finite weights (~3e36) times a tiny input (~1e-30): the float result is
-// ~1e7; the int8 output must be finite and close, not inf (sum * s_r overflowed
-// before the scales were multiplied first).
-static void test_int8_extremes(void) {
-    int n = 64, d = 32;
-    Rng r;
-    rng_seed(&r, 3);
-    Matrix m;
-    float *w, *packed, x[64], o[32];
-    random_matrix(&m, &w, &packed, d, n, &r);
-    for (int i = 0; i < d * n; i++) w[i] *= 3e36f;
-    pack_matrix(&m, packed, w, d, n);
-    int8_t *q = xmalloc(q8_size(&m) + 64, "q8");
-    float *scales = xmalloc((size_t)m.n_panels * PANEL * sizeof(float), "scales"), *sc = scales;
-    int32_t *sums = xmalloc((size_t)m.n_panels * PANEL * sizeof(int32_t), "sums"), *su = sums;
-    pack_int8(&m, q, &sc, &su);
-    fill_random(x, (size_t)n, &r);
-    for (int k = 0; k < n; k++) x[k] *= 1e-30f;
-    matmul(o, x, &m, 1);
-    double worst = 0;
-    for (int j = 0; j < d; j++) {
-        double ref = 0, norm = 0;
-        for (int k = 0; k < n; k++) ref += (double)w[j * n + k] * x[k], norm += fabs((double)w[j * n + k] * x[k]);
-        worst = fmax(worst, isfinite(o[j]) ? fabs(o[j] - ref) / norm : INFINITY);
-    }
-    CHECK(worst < 0.05, "int8 with weights ~3e36 and inputs ~1e-30: worst error %g of the terms' size", worst);
-    printf("int8 extremes: weights ~3e36 x inputs ~1e-30 give finite outputs (worst error %.4f)\n", worst);
-    xfree(w); xfree(packed); xfree(q); xfree(scales); xfree(sums);
+// W (d, n) row-major floats -> m, quantised in groups of gs (q80_group) and
+// packed into a new allocation (returned)
+static void *pack_q8(Matrix *m, const float *w, int d, int n, int gs) {
+    int8_t *q = xmalloc((size_t)d * n, "q");
+    float *s = xmalloc((size_t)d * (n / gs) * sizeof(float), "s");
+    const void **rows = xmalloc((size_t)d * sizeof(*rows), "rows");
+    const float **sc = xmalloc((size_t)d * sizeof(*sc), "scales");
+    for (size_t g = 0; g < (size_t)d * (n / gs); g++) s[g] = q80_group(q + g * gs, w + g * gs, gs);
+    for (int j = 0; j < d; j++) rows[j] = q + (size_t)j * n, sc[j] = s + (size_t)j * (n / gs);
+    void *packed = xmalloc_aligned(matrix_bytes(d, n, gs), 64, "packed");
+    CHECK(pack_rows(m, packed, rows, sc, d, n, gs) == (char *)packed + matrix_bytes(d, n, gs) && m->q == packed,
+          "pack_rows int8 n=%d d=%d gs=%d", n, d, gs);
+    xfree(q); xfree(s); xfree(rows); xfree(sc);
+    return packed;
 }
 
+// The same checks for int8 weights (an int8 model: groups of gs with their
+// scales, q8_group_at): == the definition above, one-row calls (streamed too)
+// and a 3-way split, for group sizes 4..64 and a last panel cut by d; within
+// the quantisation's error of the float product; zero and denormal rows give
+// 0, a row holding NaN gives NaN; an all-zero weight group has scale 0.
 static void test_matmul_int8(void) {
-    int sizes[][2] = {{1, 1}, {7, 5}, {13, 9}, {64, 33}, {96, 112}, {97, 130}, {256, 96}, {40, 200}, {701, 48}};
+    int sizes[][3] = {{4, 1, 4}, {8, 5, 4}, {64, 33, 64}, {96, 112, 32}, {96, 130, 8}, {256, 96, 64},
+                      {40, 200, 8}, {704, 48, 64}, {172, 20, 4}};
     Rng r;
     rng_seed(&r, 9);
     int cases = 0;
     double worst_rel = 0;
     for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
-        int n = sizes[s][0], d = sizes[s][1];
+        int n = sizes[s][0], d = sizes[s][1], gs = sizes[s][2];
         Matrix m;
-        float *w, *packed;
-        random_matrix(&m, &w, &packed, d, n, &r);
-        int8_t *q = xmalloc(q8_size(&m) + 64, "q8");
-        float *scales = xmalloc((size_t)m.n_panels * PANEL * sizeof(float), "scales"), *sc = scales;
-        int32_t *sums = xmalloc((size_t)m.n_panels * PANEL * sizeof(int32_t), "sums"), *su = sums;
-        CHECK(pack_int8(&m, q, &sc, &su) == q + q8_size(&m) && m.w == NULL && m.i8 == q,
-              "pack_int8 n=%d d=%d", n, d);
+        float *w = xmalloc((size_t)d * n * 4, "w");
+        fill_random(w, (size_t)d * n, &r);
+        for (int k = 0; k < gs; k++) w[k] = 0.0f; // an all-zero group
+        void *packed = pack_q8(&m, w, d, n, gs);
+        CHECK(*(const float *)(const void *)(q8_group_at(&m, 0, 0) + gs * PANEL) == 0.0f, "an all-zero group's scale");
         for (int T = 1; T <= MAX_ROWS; T++, cases++) {
             size_t bytes = (size_t)T * d * 4;
             float *x = xmalloc((size_t)T * n * 4, "x"), *o = xmalloc(bytes, "o"), *def = xmalloc(bytes, "def");
-            float *os = xmalloc(bytes, "os");
             fill_random(x, (size_t)T * n, &r);
             if (T == 3) memset(x + n, 0, (size_t)n * 4); // a zero row
-            if (T == 4) // a row of denormals (127 / max overflows): quantised to zeros
-                for (int k = 0; k < n; k++) x[(size_t)2 * n + k] = 1e-40f * x[(size_t)2 * n + k];
+            if (T == 4) // a row of denormals (max / 127 underflows to 0): quantised to zeros
+                for (int k = 0; k < n; k++) x[(size_t)2 * n + k] = 1e-44f * x[(size_t)2 * n + k];
             matmul(o, x, &m, T);
-            q8_definition(def, x, w, T, n, d);
-            uint8_t u[Q8_MAX_N];
-            for (int t = 0; t < T; t++) {
-                float sx = quantize_row(u, x + (size_t)t * n, n), buf[PANEL];
-                for (int i = 0; i < m.n_panels; i++) {
-                    q8_tile_scalar(buf, u, sx, &m, i, 1);
-                    for (int j = 0; j < PANEL && i * PANEL + j < d; j++) os[(size_t)t * d + i * PANEL + j] = buf[j];
-                }
-            }
-            check_matmul_paths("int8 matmul", &m, x, T, n, d, o, def, os);
+            q8_definition(def, x, w, T, n, d, gs);
+            check_matmul_paths("int8 matmul", &m, x, T, n, d, o, def, def);
             for (int t = 0; t < T; t++)
                 for (int j = 0; j < d; j++) {
                     double ref = 0, norm = 0;
@@ -200,11 +179,11 @@ static void test_matmul_int8(void) {
                         norm += fabs(a * b);
                     }
                     double rel = fabs(ref - o[(size_t)t * d + j]) / (norm + 1e-30);
-                    if (norm > 0 && rel > worst_rel) worst_rel = rel;
+                    if (norm > 1e-30 && rel > worst_rel) worst_rel = rel;
                     if ((T == 3 && t == 1) || (T == 4 && t == 2))
                         CHECK(o[(size_t)t * d + j] == 0.0f, "int8: a zero or denormal row gave %g", o[(size_t)t * d + j]);
                 }
-            xfree(x); xfree(o); xfree(def); xfree(os);
+            xfree(x); xfree(o); xfree(def);
         }
         float *x = xmalloc((size_t)n * 4, "x"), *o = xmalloc((size_t)d * 4, "o");
         fill_random(x, (size_t)n, &r);
@@ -214,13 +193,13 @@ static void test_matmul_int8(void) {
         for (int j = 0; j < d; j++) nans += isnan(o[j]) != 0;
         CHECK(nans == d, "int8 matmul n=%d d=%d: a NaN input gave %d NaN outputs of %d", n, d, nans, d);
         xfree(x); xfree(o);
-        xfree(w); xfree(packed); xfree(q); xfree(scales); xfree(sums);
+        xfree(w); xfree(packed);
     }
-    // each product's error is at most half a step of each factor: |dq| <= 0.5/127 of the row's max
+    // each product's error is at most half a step of each factor: |dq| <= 0.5/127 of the group's max
     CHECK(worst_rel < 0.02, "int8 matmul: error %.4f of sum |w x| against the float product", worst_rel);
-    printf("int8 matmul: %d cases (n x d from 1x1 to 701x48, n %% 4 != 0 too, T = 1..%d rows) "
-           "memcmp-equal to the integer definition, the scalar tile, one-row calls and a 3-way split; "
-           "error at most %.4f of sum |w x|; zero and denormal rows -> 0, NaN -> NaN\n", cases, MAX_ROWS, worst_rel);
+    printf("int8 matmul: %d cases (n x d from 4x1 to 704x48, groups of 4..64, T = 1..%d rows) "
+           "memcmp-equal to the group definition, one-row calls and a 3-way split; error at most %.4f "
+           "of sum |w x|; zero and denormal rows -> 0, NaN -> NaN\n", cases, MAX_ROWS, worst_rel);
 }
 
 // a deterministic spread of values in [-1, 1] for test inputs
@@ -503,7 +482,6 @@ int main(void) {
     printf("specdec kernels (%s path)\n", SIMD_NAME);
     test_matmul();
     test_matmul_int8();
-    test_int8_extremes();
     test_exp();
     test_dot_rmsnorm_softmax();
     test_attention_kernels();

@@ -383,11 +383,12 @@ static void test_rollback(void) {
 
 // generate n_new tokens with spec decoding on `threads` threads (dpath NULL: the
 // lookup drafter); returns the stats
+static int target_weights = WEIGHTS_F32; // how run_spec keeps the target's matrices
 static SpecStats run_spec(const char *tpath, const char *dpath, float temp, float top_p, int k,
                           int threads, int n_new, int *generated, int *n_generated) {
     ThreadPool *pool = build_pool(threads);
     Transformer target, draft;
-    build_transformer(&target, tpath, MAX_ROWS, pool, threads);
+    build_transformer_as(&target, tpath, MAX_ROWS, pool, threads, target_weights);
     if (dpath) build_transformer(&draft, dpath, MAX_ROWS, pool, threads);
     Sampler s;
     build_sampler(&s, CFG.vocab_size, temp, top_p, 0);
@@ -520,6 +521,46 @@ static void test_lookup(void) {
            "(%ld positions had no match)\n", no_match);
 }
 
+// An int8 target (the f32 target quantised at load): greedy spec with the
+// draft model, the target's own f32 file and the lookup drafter == int8
+// target-only for K = 1..8 and auto; at t = 1 the text is K = 1's for every K
+// and 1..3 threads
+static void test_int8_target(void) {
+    int gen[128], ref[128], n, n_ref, bad = 0, runs = 0;
+    target_weights = WEIGHTS_INT8;
+    Transformer target;
+    build_transformer_as(&target, "build/test/spec_target.bin", MAX_ROWS, NULL, 1, WEIGHTS_INT8);
+    Sampler s;
+    build_sampler(&s, CFG.vocab_size, 0.0f, 1.0f, 0);
+    Rng rng;
+    rng_seed(&rng, 9);
+    int tokens[128] = {TOKEN_BOS, 50, 51, 52, 50, 51};
+    Output o = {.quiet = 1, .generated = ref, .max_new = 100};
+    start_output(&o, tokens, 6);
+    generate_plain(&target, &s, &rng, tokens, 6, &o);
+    n_ref = o.n_generated;
+    const char *drafts[3] = {"build/test/spec_draft.bin", "build/test/spec_target.bin", NULL};
+    for (int d = 0; d < 3; d++)
+        for (int k = 0; k <= 8; k++, runs++) {
+            run_spec("build/test/spec_target.bin", drafts[d], 0.0f, 1.0f, k, 1 + k % 2, 100, gen, &n);
+            bad += n != n_ref || memcmp(gen, ref, (size_t)n * sizeof(int));
+        }
+    CHECK(bad == 0, "int8 target: greedy spec differs from int8 target-only in %d of %d runs", bad, runs);
+    run_spec("build/test/spec_target.bin", drafts[0], 1.0f, 1.0f, 1, 1, 100, ref, &n_ref);
+    int differ = 0;
+    for (int k = 2; k <= 8; k += 3)
+        for (int th = 1; th <= 3; th++, runs++) {
+            run_spec("build/test/spec_target.bin", drafts[0], 1.0f, 1.0f, k, th, 100, gen, &n);
+            differ += n != n_ref || memcmp(gen, ref, (size_t)n * sizeof(int));
+        }
+    CHECK(differ == 0, "int8 target at t = 1: %d runs differ from K = 1", differ);
+    printf("int8 target: greedy spec (the draft model, the f32 target, lookup; K = auto, 1..8) == int8 "
+           "target-only; t = 1 text the same for K = 2, 5, 8 on 1..3 threads\n");
+    target_weights = WEIGHTS_F32;
+    free_sampler(&s);
+    free_transformer(&target);
+}
+
 int main(int argc, char **argv) {
     if (argc > 1 && !strcmp(argv[1], "--power")) { // the deliberately wrong build
         int failed = test_exactness();
@@ -543,5 +584,6 @@ int main(int argc, char **argv) {
     test_timing_step_cannot_fail();
     test_text_invariance();
     test_lookup();
+    test_int8_target();
     return check_summary("test_spec");
 }

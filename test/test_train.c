@@ -1395,6 +1395,40 @@ static void test_tokenizer(void) {
     free_corpus(&c);
 }
 
+// ./train quantize writes llama2.c's version 2 (int8 groups of 64 here), the
+// same bytes as model.h's q80_export; ./train bpb's reader (load_q80_model)
+// reads it back as floats within half a step of each group's scale of the
+// originals, the norms and RoPE tables exactly
+static void test_quantize(void) {
+    Config c = {64, 192, 2, 4, 2, 300, 32};
+    Model a, b;
+    build_model(&a, &c, 1, c.seq_len, 0);
+    Rng r = {77};
+    size_t rope = (size_t)c.seq_len * head_size(&c); // the two tables, left as build_model made them
+    for (size_t i = 0; i < a.n_params - rope; i++) a.params[i] = 2.0f * rng_uniform(&r) - 1.0f;
+    make_dir("build/test/train");
+    check(write_checkpoint("build/test/train/q_f32.bin", &c, a.params, 1) == 0, "writing the f32 model");
+    char *argv[] = {"train", "quantize", "build/test/train/q_f32.bin", "build/test/train/q80.bin", NULL};
+    check(cmd_quantize(4, argv) == 0, "./train quantize");
+    size_t n;
+    char *file = read_file("build/test/train/q80.bin", &n);
+    unsigned char *img = malloc(q80_file_bytes(&c, 1, 64));
+    q80_export(img, &c, &a.w, 1, 64);
+    check(n == q80_file_bytes(&c, 1, 64) && !memcmp(file, img, n), "quantize wrote %zu bytes, the same as q80_export", n);
+    check(load_q80_model(&b, "build/test/train/q80.bin") == 1 && b.n_params == a.n_params, "reading it back");
+    double worst = 0;
+    for (size_t i = 0; i < a.n_params; i++) worst = fmax(worst, fabs((double)a.params[i] - b.params[i]));
+    check(worst <= 0.5 / 127 + 1e-6, "dequantised weights within %g of the floats (half a step: 1/254)", worst);
+    check(!memcmp(a.w.rms_att, b.w.rms_att, 4 * (size_t)c.dim * c.n_layers) && !memcmp(a.w.rope_cos, b.w.rope_cos, 4 * rope),
+          "norms and RoPE tables exact");
+    free_model(&b);
+    check(load_q80_model(&b, "build/test/train/q_f32.bin") == 0, "a legacy file is not version 2");
+    printf("quantize: version 2 in groups of 64 == q80_export's bytes; read back within %.4f (half a step: %.4f)\n",
+           worst, 0.5 / 127);
+    free(file); free(img);
+    free_model(&a);
+}
+
 int main(void) {
     Rng rng = {12345};
     test_gemm();
@@ -1420,5 +1454,6 @@ int main(void) {
     test_eagle(&rng);
     test_corpus();
     test_tokenizer();
+    test_quantize();
     return check_exit("test_train passed");
 }

@@ -2353,6 +2353,62 @@ static void train_drafter(const DrafterKind *k, const DrafterOpts *d) {
 }
 
 // ----------------------------------------------------------------------------
+// ./train quantize, and the version-2 reader of ./train bpb (both in the tests too)
+
+// A version-2 (int8) checkpoint read as the float model it stands for
+// (model.h's q80_dequantize): returns 0, leaving m alone, if path is not one.
+static int load_q80_model(Model *m, const char *path) {
+    size_t n;
+    unsigned char *img = (unsigned char *)read_file(path, &n);
+    int32_t h[2] = {0};
+    memcpy(h, img, n < sizeof(h) ? n : sizeof(h));
+    Config c;
+    int shared, gs;
+    char msg[512];
+    if (h[0] != Q80_MAGIC || h[1] != 2) {
+        free(img);
+        return 0;
+    }
+    if (check_q80(&c, &shared, &gs, img, n, msg, sizeof(msg))) die("%s: %s", path, msg);
+    if (!shared) die("%s: an unshared classifier; the trainer reads shared ones", path);
+    build_model(m, &c, 1, c.seq_len, 0);
+    q80_dequantize(m->params, &c, shared, gs, img);
+    m->wt_fresh = 0;
+    free(img);
+    return 1;
+}
+
+// ./train quantize IN.bin OUT.bin [GS]: IN (legacy f32) as llama2.c's version 2
+// (int8 groups of GS, default q80_group_size's; model.h's q80_export), the
+// file export.py --version 2 writes for the same floats, and specdec reads
+static int cmd_quantize(int argc, char **argv) {
+    if (argc < 4 || argc > 5) die("usage: ./train quantize IN.bin OUT.bin [GS]  (f32 -> version-2 int8 groups)");
+    size_t n;
+    char *file = read_file(argv[2], &n), msg[512];
+    Config c;
+    int shared = 1;
+    TransformerWeights w;
+    if (n < CONFIG_HEADER_BYTES || check_checkpoint(&c, &shared, (const int32_t *)(void *)file, n, msg, sizeof(msg)))
+        die("%s: %s", argv[2], n < CONFIG_HEADER_BYTES ? "shorter than the 28-byte header" : msg);
+    map_weights(&w, &c, (float *)(void *)(file + CONFIG_HEADER_BYTES), shared);
+    if (check_finite_weights(&w, &c, shared, msg, sizeof(msg))) die("%s: %s", argv[2], msg);
+    int gs = argc == 5 ? atoi(argv[4]) : q80_group_size(&c);
+    if (gs <= 0 || gs % 4 || c.dim % gs || c.hidden_dim % gs)
+        die("quantize: group size %d: expected a positive multiple of 4 dividing dim %d and hidden_dim %d", gs,
+            c.dim, c.hidden_dim);
+    size_t bytes = q80_file_bytes(&c, shared, gs);
+    unsigned char *img = xmalloc(bytes);
+    q80_export(img, &c, &w, shared, gs);
+    FILE *f = xfopen(argv[3], "wb");
+    xfwrite(img, 1, bytes, f, argv[3]);
+    if (fclose(f) != 0) die("%s: write failed", argv[3]);
+    printf("%s: %zu bytes -> %s: %zu bytes, version 2, groups of %d\n", argv[2], n, argv[3], bytes, gs);
+    free(img);
+    free(file);
+    return 0;
+}
+
+// ----------------------------------------------------------------------------
 // ./train model, medusa, eagle, eval, bpb, dump-logits, bench (left out under TESTING)
 #ifndef TESTING
 
@@ -2590,7 +2646,7 @@ static int cmd_bpb(int argc, char **argv) {
     parse_opts(argc, argv, "bpb", "bits per byte of a checkpoint on a text", opts, sizeof(opts) / sizeof(opts[0]));
     if (!ckpt || !file) die("bpb: -m and -f are required");
     Model m;
-    load_model(&m, ckpt, 1, 0, 0);
+    if (!load_q80_model(&m, ckpt)) load_model(&m, ckpt, 1, 0, 0); // llama2.c version 2 (int8), or legacy
     m.threads = check_threads(threads);
     Vocab v = {0};
     read_tokenizer(&v, tok);
@@ -2720,11 +2776,12 @@ int main(int argc, char **argv) {
     if (!strcmp(cmd, "medusa")) return cmd_medusa(argc, argv);
     if (!strcmp(cmd, "eagle")) return cmd_eagle(argc, argv);
     if (!strcmp(cmd, "bpb")) return cmd_bpb(argc, argv);
+    if (!strcmp(cmd, "quantize")) return cmd_quantize(argc, argv);
     if (!strcmp(cmd, "dump-logits")) return cmd_dump_logits(argc, argv);
     if (!strcmp(cmd, "encode")) return cmd_encode(argc, argv);
     if (!strcmp(cmd, "eval")) return cmd_eval(argc, argv);
     if (!strcmp(cmd, "bench")) return cmd_bench(argc, argv);
-    fprintf(stderr, "usage: ./train tokenizer|data|model|medusa|eagle|eval|bpb|dump-logits|encode|bench [options]  "
+    fprintf(stderr, "usage: ./train tokenizer|data|model|medusa|eagle|eval|bpb|quantize|dump-logits|encode|bench [options]  "
                     "(-h: options)\n"
                     "  tokenizer    byte-level BPE over the corpus -> tokenizer.bin\n"
                     "  data         corpus -> runs/data/{train,val}.bin token streams\n"
@@ -2733,6 +2790,7 @@ int main(int argc, char **argv) {
                     "  eagle        train an EAGLE-style feature drafter on a frozen target -> eagle.bin\n"
                     "  eval         validation loss of a checkpoint on a token file\n"
                     "  bpb          bits per byte of a checkpoint + tokenizer on a text\n"
+                    "  quantize     IN.bin OUT.bin [GS]: llama2.c's version-2 int8 (groups of GS) of a checkpoint\n"
                     "  dump-logits  the trainer's logits for given tokens (tests)\n"
                     "  encode       token ids of a text file (tests)\n"
                     "  bench        matmul GFLOP/s and training tokens/s\n");

@@ -7,7 +7,7 @@ import os
 def seed(mode="spec", target=0, drafter=0, k=4, auto_k_omitted=False, t=0, top_p=None, top_k=None,
          lenience=None, ngram=0, draft_weights=0, threads=0, draft_threads=0, n=40, s=1,
          verbose=False, json=False, quiet=False, misplaced=False, k2=2, threads2_odd=False,
-         drafter2=4, flip_weights=False, draft_threads2=0, tree=0, prompt=""):
+         drafter2=4, flip_weights=False, draft_threads2=0, tree=0, target_int8=False, prompt=""):
     b = bytearray(15)
     b[0] = {"spec": 0, "target": 6, "draft": 7}[mode] | target << 3 | drafter << 4
     b[1] = k | (0x80 if auto_k_omitted else 0)
@@ -16,7 +16,7 @@ def seed(mode="spec", target=0, drafter=0, k=4, auto_k_omitted=False, t=0, top_p
     b[4] = 0 if top_k is None else 128 + top_k // 3
     b[5] = 0 if lenience is None else 191 + round(lenience * 64)
     b[6] = ngram
-    b[7] = draft_weights | threads << 2 | draft_threads << 4 | (threads == 3) << 6
+    b[7] = draft_weights | threads << 2 | draft_threads << 4 | (threads == 3) << 6 | target_int8 << 7
     b[8] = n
     b[9], b[10] = s & 255, s >> 8
     b[11] = verbose | json << 1 | quiet << 2 | misplaced << 3 | tree << 4  # tree 10..13 shapes, 14 auto
@@ -40,6 +40,8 @@ SEEDS = {
     "refused_ngram": seed(drafter=4, ngram=0x24, prompt="x"),
     "long_prompt_context_full": seed(target=1, drafter=2, k=6, t=1.5, json=True,
                                     prompt="Once upon a time there was a little dog and a cat."),
+    "greedy_int8_target": seed(k=3, target_int8=True, drafter2=4, threads=2, prompt="Once upon a time"),
+    "sampled_int8_target_tree": seed(target=1, t=1.0, n=30, tree=11, target_int8=True, prompt="Lily"),
     "greedy_tree": seed(k=0, tree=11, drafter2=0, prompt="Once upon a time"),
     "sampled_tree_short_draft": seed(target=0, drafter=1, t=1.0, n=40, tree=13, json=True, prompt="Lily"),
     "tree_auto": seed(t=0.7, n=30, tree=14, verbose=True, prompt="the cat"),

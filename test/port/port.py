@@ -119,12 +119,20 @@ def random_tokenizer_bytes(vocab=400):
     return b''.join(out)
 
 
+def rope_tables(S, hs):
+    """cos then sin (S, hs/2) of p * 10000^(-2i/hs), in double, rounded once (2.1)"""
+    half = hs // 2
+    theta = [math.pow(10000.0, -2.0 * i / hs) for i in range(half)]
+    return r32([math.cos(p * theta[i]) for p in range(S) for i in range(half)] +
+               [math.sin(p * theta[i]) for p in range(S) for i in range(half)])
+
+
 RANDOM_CONFIG = dict(dim=64, hidden_dim=172, n_layers=2, n_heads=4, n_kv_heads=2,
                      vocab_size=400, seq_len=160)
 
 
-def random_checkpoint_bytes(seed=5, noise_seed=6, eps=0.0):
-    c = RANDOM_CONFIG
+def random_checkpoint_bytes(seed=5, noise_seed=6, eps=0.0, hidden=172):
+    c = dict(RANDOM_CONFIG, hidden_dim=hidden)
     dim, hid, L, V, S = c['dim'], c['hidden_dim'], c['n_layers'], c['vocab_size'], c['seq_len']
     hs = dim // c['n_heads']
     kv_dim = c['n_kv_heads'] * hs
@@ -150,7 +158,7 @@ def random_checkpoint_bytes(seed=5, noise_seed=6, eps=0.0):
         return [f32(1.0 + uniform(r, a)) for _ in range(n)]
 
     a_in = f32(math.sqrt(f32(3.0 / 64.0)))
-    a_hid = f32(math.sqrt(f32(3.0 / 172.0)))
+    a_hid = f32(math.sqrt(f32(3.0 / hid)))
     a_emb = f32(4.0 / f32(math.sqrt(64.0)))
     emb = fill(V * dim, a_emb)
     milli = f32(1e-3)
@@ -168,10 +176,7 @@ def random_checkpoint_bytes(seed=5, noise_seed=6, eps=0.0):
     vals += fill(L * dim * hid, a_hid)
     vals += fill(L * hid * dim, a_in)
     vals += gain(dim)
-    half = hs // 2
-    theta = [math.pow(10000.0, -2.0 * i / hs) for i in range(half)]
-    vals += [math.cos(p * theta[i]) for p in range(S) for i in range(half)]
-    vals += [math.sin(p * theta[i]) for p in range(S) for i in range(half)]
+    vals += rope_tables(S, hs)
     header = struct.pack('<7i', dim, hid, L, c['n_heads'], c['n_kv_heads'], V, S)
     a = array('f', vals)
     if sys.byteorder != 'little':
@@ -181,98 +186,187 @@ def random_checkpoint_bytes(seed=5, noise_seed=6, eps=0.0):
 
 # ---- the checkpoint (2.1) and the model -------------------------------------
 
+Q80_MAGIC = 0x616b3432
+
+
+def q80_group(x):
+    """One group of floats -> (ints, scale) (section 5): s = max|x| / 127,
+    q = rint(x / s) ties to even, clamped to +-127; zeros where s is 0."""
+    amax = 0.0
+    for v in x:
+        if abs(v) > amax:
+            amax = abs(v)
+    s = f32(amax / 127.0)
+    if s == 0.0:
+        return [0] * len(x), s
+    return [max(-127, min(127, round(v))) for v in r32([v / s for v in x])], s
+
+
+def group_size(dim, hid):
+    gs = 64
+    while gs >= 4 and (dim % gs or hid % gs):
+        gs //= 2
+    return gs
+
+
+def q80_export(data):
+    """A legacy f32 checkpoint's bytes -> its version-2 file (section 2.3)."""
+    dim, hid, L, nh, nkv, V, S = struct.unpack_from('<7i', data, 0)
+    shared = V > 0
+    V = abs(V)
+    hs = dim // nh
+    kv = nkv * hs
+    w = array('f')
+    w.frombytes(data[28:])
+    if sys.byteorder != 'little':
+        w.byteswap()
+    sizes = [('emb', V * dim), ('rms_att', L * dim), ('wq', L * dim * dim), ('wk', L * kv * dim),
+             ('wv', L * kv * dim), ('wo', L * dim * dim), ('rms_ffn', L * dim), ('w1', L * hid * dim),
+             ('w2', L * dim * hid), ('w3', L * hid * dim), ('rms_final', dim), ('cos', S * hs // 2),
+             ('sin', S * hs // 2), ('wcls', 0 if shared else V * dim)]
+    t, pos = {}, 0
+    for name, n in sizes:
+        t[name] = w[pos:pos + n]
+        pos += n
+    gs = group_size(dim, hid)
+    head = struct.pack('<Ii7iBi', Q80_MAGIC, 2, dim, hid, L, nh, nkv, V, S, int(shared), gs)
+    out = [head + bytes(256 - len(head))]
+    for name in ('rms_att', 'rms_ffn', 'rms_final'):
+        out.append(array('f', t[name]).tobytes())
+    for name in ('emb', 'wq', 'wk', 'wv', 'wo', 'w1', 'w2', 'w3', 'wcls'):
+        m = t[name].tolist()
+        count = 1 if name in ('emb', 'wcls') else L    # a block per layer: its values, its scales
+        each = len(m) // count if m else 0
+        for l in range(count if m else 0):
+            qs, ss = [], []
+            for g in range(l * each, (l + 1) * each, gs):
+                q, sc = q80_group(m[g:g + gs])
+                qs += q
+                ss.append(sc)
+            out.append(struct.pack('<%db' % len(qs), *qs) + array('f', ss).tobytes())
+    return b''.join(out)
+
+
 class Model:
     def __init__(self, data, int8=False):
-        dim, hid, L, nh, nkv, V, S = struct.unpack_from('<7i', data, 0)
-        self.shared = V > 0
+        if int8 and struct.unpack_from('<I', data, 0)[0] != Q80_MAGIC:
+            data = q80_export(data)         # an f32 file in int8: its version-2 export
+        self.int8 = struct.unpack_from('<I', data, 0)[0] == Q80_MAGIC
+        if self.int8:
+            dim, hid, L, nh, nkv, V, S, shared, gs = struct.unpack_from('<7iBi', data, 8)
+            self.gs = gs
+        else:
+            dim, hid, L, nh, nkv, V, S = struct.unpack_from('<7i', data, 0)
+            shared = V > 0
+        self.shared = shared = bool(shared)
         V = abs(V)
         self.dim, self.hid, self.L, self.nh, self.nkv, self.V, self.seq_len = dim, hid, L, nh, nkv, V, S
         self.hs = hs = dim // nh
         self.kv_dim = kv_dim = nkv * hs
-        self.int8 = int8
-        w = array('f')
-        w.frombytes(data[28:])
-        if sys.byteorder != 'little':
-            w.byteswap()
-        w = w.tolist()
-        pos = [0]
-
-        def take(n):
-            t = w[pos[0]:pos[0] + n]
-            pos[0] += n
-            return t
-        self.emb = take(V * dim)
-        rms_att = take(L * dim)
-        wq = take(L * dim * dim)
-        wk = take(L * kv_dim * dim)
-        wv = take(L * kv_dim * dim)
-        wo = take(L * dim * dim)
-        rms_ffn = take(L * dim)
-        w1 = take(L * hid * dim)
-        w2 = take(L * dim * hid)
-        w3 = take(L * hid * dim)
-        self.rms_final = take(dim)
         half = hs // 2
-        self.cos = take(S * half)
-        self.sin = take(S * half)
-        wcls = self.emb if self.shared else take(V * dim)
-        if pos[0] != len(w):
-            raise ValueError('checkpoint size does not match its header')
+        if self.int8:
+            norms = array('f')
+            norms.frombytes(data[256:256 + (2 * L + 1) * dim * 4])
+            if sys.byteorder != 'little':
+                norms.byteswap()
+            norms = norms.tolist()
+            rms_att, rms_ffn = norms[:L * dim], norms[L * dim:2 * L * dim]
+            self.rms_final = norms[2 * L * dim:]
+            pos = [256 + (2 * L + 1) * dim * 4]
 
-        def rows(flat, l, n_out, n_in):
-            return flat[l * n_out * n_in:(l + 1) * n_out * n_in]
-        prep = self.quantize_matrix if int8 else self.columns
+            def take_q(n, count):       # (ints, per-group scales) of count blocks of n values
+                q, scs = [], []
+                for _ in range(count):
+                    q += struct.unpack_from('<%db' % n, data, pos[0])
+                    sc = array('f')
+                    sc.frombytes(data[pos[0] + n:pos[0] + n + n // gs * 4])
+                    if sys.byteorder != 'little':
+                        sc.byteswap()
+                    scs += sc.tolist()
+                    pos[0] += n + n // gs * 4
+                return q, scs
+            emb = take_q(V * dim, 1)
+            wq, wk, wv, wo = (take_q(dim * dim, L), take_q(kv_dim * dim, L), take_q(kv_dim * dim, L),
+                              take_q(dim * dim, L))
+            w1, w2, w3 = take_q(hid * dim, L), take_q(dim * hid, L), take_q(hid * dim, L)
+            wcls = emb if shared else take_q(V * dim, 1)
+            if pos[0] != len(data):
+                raise ValueError('version-2 file size does not match its header')
+            self.emb = r32([q * emb[1][k // gs] for k, q in enumerate(emb[0])])
+            tables = rope_tables(S, hs)
+            self.cos, self.sin = tables[:S * half], tables[S * half:]
+        else:
+            w = array('f')
+            w.frombytes(data[28:])
+            if sys.byteorder != 'little':
+                w.byteswap()
+            w = w.tolist()
+            pos = [0]
+
+            def take(n):
+                t = w[pos[0]:pos[0] + n]
+                pos[0] += n
+                return t
+            self.emb = take(V * dim)
+            rms_att = take(L * dim)
+            wq = take(L * dim * dim)
+            wk = take(L * kv_dim * dim)
+            wv = take(L * kv_dim * dim)
+            wo = take(L * dim * dim)
+            rms_ffn = take(L * dim)
+            w1 = take(L * hid * dim)
+            w2 = take(L * dim * hid)
+            w3 = take(L * hid * dim)
+            self.rms_final = take(dim)
+            self.cos = take(S * half)
+            self.sin = take(S * half)
+            wcls = self.emb if shared else take(V * dim)
+            if pos[0] != len(w):
+                raise ValueError('checkpoint size does not match its header')
+
+        def rows(m, l, n_out, n_in):        # layer l's rows (floats, or ints and scales)
+            a, b = l * n_out * n_in, (l + 1) * n_out * n_in
+            return (m[0][a:b], m[1][a // gs:b // gs]) if self.int8 else m[a:b]
+
+        def cat(*ms):
+            return (sum((m[0] for m in ms), []), sum((m[1] for m in ms), [])) if self.int8 else sum(ms, [])
+        prep = self.groups if self.int8 else self.columns
         self.layers = []
         for l in range(L):
             lay = {}
             lay['rms_att'] = rms_att[l * dim:(l + 1) * dim]
             lay['rms_ffn'] = rms_ffn[l * dim:(l + 1) * dim]
             # q, k, v as one stacked matrix, w1 and w3 likewise (every output its own chain)
-            lay['qkv'] = prep(rows(wq, l, dim, dim) + rows(wk, l, kv_dim, dim) +
-                              rows(wv, l, kv_dim, dim), dim)
+            lay['qkv'] = prep(cat(rows(wq, l, dim, dim), rows(wk, l, kv_dim, dim), rows(wv, l, kv_dim, dim)), dim)
             lay['wo'] = prep(rows(wo, l, dim, dim), dim)
-            lay['w13'] = prep(rows(w1, l, hid, dim) + rows(w3, l, hid, dim), dim)
+            lay['w13'] = prep(cat(rows(w1, l, hid, dim), rows(w3, l, hid, dim)), dim)
             lay['w2'] = prep(rows(w2, l, dim, hid), hid)
             self.layers.append(lay)
         self.cls = prep(wcls, dim)
-        self.matvec = self.matvec_int8 if int8 else matvec_cols
+        self.matvec = self.matvec_int8 if self.int8 else matvec_cols
 
     @staticmethod
     def columns(flat, n_in):
         # fresh float objects, allocated column by column (the matvec walks columns)
         return [array('f', flat[k::n_in]).tolist() for k in range(n_in)]
 
-    # -- the int8 draft (section 5)
-    @staticmethod
-    def quantize(x):
-        amax = 0.0
-        for v in x:
-            if abs(v) > amax:
-                amax = abs(v)
-        inv = f32(127.0 / amax) if amax != 0.0 else math.inf
-        if not (inv <= FLT_MAX):
-            inv = 0.0
-            amax = 0.0
-        q = [round(v) for v in array('f', [v * inv for v in x]).tolist()]
-        return q, f32(amax / 127.0)
-
-    def quantize_matrix(self, flat, n_in):
-        qrows, scales = [], []
-        for r in range(len(flat) // n_in):
-            q, s = self.quantize(flat[r * n_in:(r + 1) * n_in])
-            qrows.append(q)
-            scales.append(s)
-        return qrows, scales
+    # -- int8 (section 5)
+    def groups(self, m, n_in):
+        """(ints, scales) of a stacked matrix -> per group g: the rows' ints and scales"""
+        q, sc = m
+        gs, G, d = self.gs, n_in // self.gs, len(q) // n_in
+        return [([q[r * n_in + g * gs:r * n_in + (g + 1) * gs] for r in range(d)],
+                 [sc[r * G + g] for r in range(d)]) for g in range(G)]
 
     def matvec_int8(self, qm, x):
-        qrows, scales = qm
-        for v in x:
-            if v - v != 0.0:
-                return [math.nan] * len(qrows)
-        qx, sx = self.quantize(x)
-        isums = [float(sum(map(mul, row, qx))) for row in qrows]
-        ss = array('f', [s * sx for s in scales]).tolist()
-        return array('f', [i * s for i, s in zip(isums, ss)]).tolist()
+        gs = self.gs
+        acc = [0.0] * len(qm[0][1])
+        for g, (qrows, sw) in enumerate(qm):
+            qx, sx = q80_group(x[g * gs:(g + 1) * gs])
+            isums = [float(sum(map(mul, row, qx))) for row in qrows]
+            t = r32([v * sx for v in r32([i * s for i, s in zip(isums, sw)])])
+            acc = r32([a + b for a, b in zip(acc, t)])
+        return acc
 
     # -- the float pieces (section 4)
     def rmsnorm(self, x, w):
@@ -1214,6 +1308,16 @@ def main(argv):
         check('pq_random_%s.txt' % s[0], pq)
     check('tree_random.txt', tree_run(target, draft, rtok, memo_t, memo_d))
     drafter_files(check, target, ddata, rtok, memo_t)
+
+    # a version-2 (int8) target: the random model with hidden 192, exported
+    qdata = q80_export(random_checkpoint_bytes(5, 6, 0.0, hidden=192))
+    qtarget = Model(qdata)
+    memo_q = {}
+    check('logits_q80.txt', logits_file('build/test/golden_q80.bin', qdata, 'build/test/golden_draft.bin', ddata,
+                                        qtarget, rtok, memo_q))
+    run, pq = run_files('q80', qtarget, draft, rtok, memo_q, memo_d, SETTINGS[0], 1000)
+    check('run_q80_t0.txt', run)
+    check('pq_q80_t0.txt', pq)
 
     # the shipped pair
     with open(os.path.join(ROOT, 'tokenizer.bin'), 'rb') as f:
