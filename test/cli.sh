@@ -339,6 +339,18 @@ elif grep -q "(-n reached)\|(the model ended the text)" $D/int.err; then echo "c
 else bad "Ctrl-C: exit $rc, no statistics: $(head -c 300 $D/int.err)"; fi
 echo "ctrl-c: the run stops, prints its statistics and writes its JSON (ended_by: interrupt)"
 
+# ---- timing a user can compare (llama.cpp's habit): the prompt and the generation on
+# their own lines, each with its tokens per second; bench has a usage screen
+$SPECDEC $M -d $D/draft.bin -n 20 -i "Once upon a time" -q 2> $D/tl.err
+if grep -q "^prompt: [0-9]* tokens, prefilled in [0-9.]* s, [0-9.]* tok/s" $D/tl.err &&
+   grep -q "^spec: 20 tokens in [0-9.]* s, [0-9.]* tok/s" $D/tl.err; then ok
+else bad "the prompt and generation lines: $(head -c 300 $D/tl.err)"; fi
+if [ -x build/bin/bench ]; then
+    if build/bin/bench --help > $D/bh.txt 2>&1 && grep -q "usage" $D/bh.txt && grep -q "tree" $D/bh.txt; then ok
+    else bad "bench --help: $(head -c 200 $D/bh.txt)"; fi
+fi
+echo "timing: prompt and generation lines with their own tok/s; bench --help prints its usage"
+
 # ---- the draft's threads: as given, else 1 (a small draft runs fastest alone); never a different text
 $SPECDEC $M -d $D/draft.bin --threads 2 --draft-threads 2 -t 0.8 -n 40 -j $D/dt2.json > $D/dt2.txt 2>/dev/null
 $SPECDEC $M -d $D/draft.bin --threads 2 -t 0.8 -n 40 -j $D/dta.json > $D/dta.txt 2>/dev/null

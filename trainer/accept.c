@@ -70,7 +70,7 @@ static double draft_acceptance(Transformer *target, const char *draft_path, Toke
         build_speculator(&sp, target, model_drafter(&md, &draft, &s), &s, NULL);
         build_spec_stats(&st, 4, target, sp.drafter, K_MAX + 1);
         for (int i = 0; i < n_prompts; i++) {
-            int n = encode_prompt(tok, tokens, prompts[i], target);
+            int n = encode_prompt(tok, tokens, prompts[i], NULL, target);
             Output o = {.tok = tok, .quiet = 1, .generated = gen, .max_new = ACCEPT_TOKENS};
             start_output(&o, tokens, n);
             Rng rng;
