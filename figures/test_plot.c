@@ -642,23 +642,28 @@ static int detail_row(const Table *t, size_t r) {
     return num(t, r, k) == 8 && !(a >= 0 && num(t, r, a) == 1);
 }
 
+// Figure `name` drawn from csv alone, and csv read into t: 0, or -1 after a
+// failed CHECK naming both
+static int draw_from(Table *t, Canvas *c, Axes *ax, Figure *f, const char *name, const char *csv) {
+    Error e = {.msg = ""};
+    const char *p[1] = {csv};
+    if (!read_table(t, csv, &e) && !render_paths(c, ax, f, name, p, 1)) return 0;
+    CHECK(0, "%s from %s: %s", name, csv, e.msg);
+    free_table(t);
+    return -1;
+}
+
 // tokens_per_round: per temperature, one bar per filled histogram bin of the
 // K = 8 row (hist0, hist1, ... as many as the file has), each its share of
 // the rounds, and the legend's mean (j accepted commit j + 1 tokens, 9
-// accepted 9) equal to the bins' mean and, within 0.02 (a round cut short by
+// accepted 9) equal to the bins' mean and, within 0.06 (a round cut short by
 // -n commits fewer), to the row's tokens_per_round.
 static void test_histogram_matches(const char *csv) {
     Table t = {0};
-    Error e = {.msg = ""};
     Canvas c;
     Axes ax;
     Figure f;
-    const char *p[1] = {csv};
-    if (read_table(&t, csv, &e) || render_paths(&c, &ax, &f, "tokens_per_round", p, 1)) {
-        CHECK(0, "tokens_per_round from %s: %s", csv, e.msg);
-        free_table(&t);
-        return;
-    }
+    if (draw_from(&t, &c, &ax, &f, "tokens_per_round", csv)) return;
     int tc = find_column(&t, "temperature"), tpr = find_column(&t, "tokens_per_round");
     size_t rows = 0;
     for (size_t r = 0; r < t.n_rows; r++) {
@@ -708,16 +713,10 @@ static void test_histogram_matches(const char *csv) {
 // K = 8 row (pos1, pos2, ... as many as the file has), at x = i, y = its value.
 static void test_acceptance_matches(const char *csv) {
     Table t = {0};
-    Error e = {.msg = ""};
     Canvas c;
     Axes ax;
     Figure f;
-    const char *p[1] = {csv};
-    if (read_table(&t, csv, &e) || render_paths(&c, &ax, &f, "acceptance_by_position", p, 1)) {
-        CHECK(0, "acceptance_by_position from %s: %s", csv, e.msg);
-        free_table(&t);
-        return;
-    }
+    if (draw_from(&t, &c, &ax, &f, "acceptance_by_position", csv)) return;
     int tc = find_column(&t, "temperature");
     for (size_t r = 0; r < t.n_rows; r++) {
         if (!detail_row(&t, r)) continue;
@@ -778,16 +777,10 @@ static int bar_notes_clash(const char *what, const Axes *ax, const Figure *f) {
 // notes were wider than its bar).
 static void test_drafters_match(const char *name, const char *csv) {
     Table t = {0};
-    Error e = {.msg = ""};
     Canvas c;
     Axes ax;
     Figure f;
-    const char *p[1] = {csv};
-    if (read_table(&t, csv, &e) || render_paths(&c, &ax, &f, name, p, 1)) {
-        CHECK(0, "%s from %s: %s", name, csv, e.msg);
-        free_table(&t);
-        return;
-    }
+    if (draw_from(&t, &c, &ax, &f, name, csv)) return;
     int dc = find_column(&t, "drafter"), tc = find_column(&t, "temperature"), sc = find_column(&t, "speedup"),
         vc[3] = {find_column(&t, "a"), find_column(&t, "tokens_per_round"), find_column(&t, "c")};
     size_t rows = 0, found = 0, bars = 0, flags = 0;
@@ -826,16 +819,10 @@ static void test_drafters_match(const char *name, const char *csv) {
 // shape the CSV names noted once, on a tree's point at the shape's node count.
 static void test_trees_match(const char *name, const char *csv) {
     Table t = {0};
-    Error e = {.msg = ""};
     Canvas c;
     Axes ax;
     Figure f;
-    const char *p[1] = {csv};
-    if (read_table(&t, csv, &e) || render_paths(&c, &ax, &f, name, p, 1)) {
-        CHECK(0, "%s from %s: %s", name, csv, e.msg);
-        free_table(&t);
-        return;
-    }
+    if (draw_from(&t, &c, &ax, &f, name, csv)) return;
     int kc = find_column(&t, "kind"), sc = find_column(&t, "shape"), nc = find_column(&t, "nodes");
     size_t points = 0, shapes = 0;
     for (size_t i = 0; i < f.n_series; i++) points += f.series[i].kind == SERIES_XY ? f.series[i].n : 0;

@@ -426,14 +426,11 @@ static void test_identical_draft(void) {
     }
 }
 
-// a draft with seq_len 32 under a target with 128: greedy output continues past
-// position 32 and equals greedy target-only output
-static void test_short_draft(void) {
-    int gen[128], n, ref[128];
-    SpecStats st = run_spec("build/test/spec_target.bin", "build/test/spec_short.bin", 0.0f, 1.0f,
-                            4, 1, 100, gen, &n);
+// Greedy target-only output of the spec target (weights: f32 or int8) after
+// the prompt the spec runs use, 100 new tokens at most, into ref; its length
+static int greedy_reference(int *ref, int weights) {
     Transformer target;
-    build_transformer(&target, "build/test/spec_target.bin", MAX_ROWS, NULL, 1);
+    build_transformer_as(&target, "build/test/spec_target.bin", MAX_ROWS, NULL, 1, weights);
     Sampler s;
     build_sampler(&s, CFG.vocab_size, 0.0f, 1.0f, 0);
     Rng rng;
@@ -442,14 +439,24 @@ static void test_short_draft(void) {
     Output o = {.quiet = 1, .generated = ref, .max_new = 100};
     start_output(&o, tokens, 6);
     generate_plain(&target, &s, &rng, tokens, 6, &o);
+    free_sampler(&s);
+    free_transformer(&target);
+    return o.n_generated;
+}
+
+// a draft with seq_len 32 under a target with 128: greedy output continues past
+// position 32 and equals greedy target-only output
+static void test_short_draft(void) {
+    int gen[128], n, ref[128];
+    SpecStats st = run_spec("build/test/spec_target.bin", "build/test/spec_short.bin", 0.0f, 1.0f,
+                            4, 1, 100, gen, &n);
+    int n_ref = greedy_reference(ref, WEIGHTS_F32);
     CHECK(n == 100 && st.plain_tokens > 0, "short draft: generated %d of 100, %ld target-alone tokens", n,
           st.plain_tokens);
-    CHECK(o.n_generated == n && !memcmp(gen, ref, (size_t)n * sizeof(int)),
+    CHECK(n_ref == n && !memcmp(gen, ref, (size_t)n * sizeof(int)),
           "short draft: greedy spec output differs from greedy target output");
     printf("short draft (seq_len 32): %d tokens, %ld past its context drawn from the target alone; "
            "equal to target-only\n", n, st.plain_tokens);
-    free_sampler(&s);
-    free_transformer(&target);
 }
 
 // the timing step after generation cannot fail a finished run: a target whose
@@ -528,17 +535,7 @@ static void test_lookup(void) {
 static void test_int8_target(void) {
     int gen[128], ref[128], n, n_ref, bad = 0, runs = 0;
     target_weights = WEIGHTS_INT8;
-    Transformer target;
-    build_transformer_as(&target, "build/test/spec_target.bin", MAX_ROWS, NULL, 1, WEIGHTS_INT8);
-    Sampler s;
-    build_sampler(&s, CFG.vocab_size, 0.0f, 1.0f, 0);
-    Rng rng;
-    rng_seed(&rng, 9);
-    int tokens[128] = {TOKEN_BOS, 50, 51, 52, 50, 51};
-    Output o = {.quiet = 1, .generated = ref, .max_new = 100};
-    start_output(&o, tokens, 6);
-    generate_plain(&target, &s, &rng, tokens, 6, &o);
-    n_ref = o.n_generated;
+    n_ref = greedy_reference(ref, WEIGHTS_INT8);
     const char *drafts[3] = {"build/test/spec_draft.bin", "build/test/spec_target.bin", NULL};
     for (int d = 0; d < 3; d++)
         for (int k = 0; k <= 8; k++, runs++) {
@@ -557,8 +554,6 @@ static void test_int8_target(void) {
     printf("int8 target: greedy spec (the draft model, the f32 target, lookup; K = auto, 1..8) == int8 "
            "target-only; t = 1 text the same for K = 2, 5, 8 on 1..3 threads\n");
     target_weights = WEIGHTS_F32;
-    free_sampler(&s);
-    free_transformer(&target);
 }
 
 int main(int argc, char **argv) {
