@@ -339,6 +339,13 @@ elif grep -q "(-n reached)\|(the model ended the text)" $D/int.err; then echo "c
 else bad "Ctrl-C: exit $rc, no statistics: $(head -c 300 $D/int.err)"; fi
 echo "ctrl-c: the run stops, prints its statistics and writes its JSON (ended_by: interrupt)"
 
+# ---- make run prints README's story, word for word (its seed fixes it on every machine)
+if [ -f README.md ] && [ -f weights/target.bin ] && [ -f weights/draft.bin ] && [ "$QUICK" = 0 ]; then
+    $SPECDEC weights/target.bin -d weights/draft.bin -z tokenizer.bin -i "Once upon a time" -n 200 -t 0.8 -p 0.9 -s 6 \
+        > $D/story.txt 2>/dev/null
+    python3 -c "import sys; r=open('README.md').read(); c='-p 0.9 -s 6\n'; i=r.index(c)+len(c); s=open(sys.argv[1]).read(); sys.exit(0 if s.strip() and r[i:].startswith(s.rstrip()) else 1)" $D/story.txt 2>/dev/null
+    if [ $? = 0 ]; then ok; else bad "make run's story is not README's: $(head -c 200 $D/story.txt)"; fi
+fi
 # ---- timing a user can compare (llama.cpp's habit): the prompt and the generation on
 # their own lines, each with its tokens per second; bench has a usage screen
 $SPECDEC $M -d $D/draft.bin -n 20 -i "Once upon a time" -q 2> $D/tl.err
