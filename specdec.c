@@ -10,7 +10,7 @@
 // wrong, so the output is distributed EXACTLY as the target's; at temperature 0
 // it is the target's greedy output, bit for bit.
 //
-// NOTATION (careful: the seed explainers do not agree). p is the TARGET's
+// NOTATION (careful: the papers and explainers do not agree). p is the TARGET's
 // distribution, q is the DRAFT's; nowhere in this file do p and q mean anything
 // else. K: drafts per round. x_i ~ q_i: the i-th proposal. A position is a
 // token's index in the whole sequence, prompt included. a: the chance that an
@@ -1859,9 +1859,9 @@ static void build_run_state(RunState *s, const Config *c, int T, int threads) {
     s->value_cache = xmalloc(cache, "value cache");
     s->node_kv = xmalloc((size_t)c->n_layers * kv_dim * t * 2 * sizeof(float), "tree keys and values");
     // calloc hands out big blocks as pages the kernel maps on first write, so
-    // the caches would fault page by page as the positions advance: 250 faults
-    // (about 1 ms on this VM) inside `make run`'s 20 ms of generation. Writing
-    // them now maps them at load.
+    // the caches would fault page by page as the positions advance, inside the
+    // generation's clock; writing them now maps them at load (PERFORMANCE.md's
+    // mechanism table, "KV caches written at load").
     memset(s->key_cache, 0, cache);
     memset(s->value_cache, 0, cache);
 }
@@ -2318,8 +2318,8 @@ static float sum_lanes(const float l[8]) {
     return ((l[0] + l[4]) + (l[2] + l[6])) + ((l[1] + l[5]) + (l[3] + l[7]));
 }
 
-// x (n) . y (n) -> scalar, lanes8 order (rmsnorm's: a SIMD version saved 7 ns
-// a call, nothing measurable end to end)
+// x (n) . y (n) -> scalar, lanes8 order (rmsnorm's sum of squares; one call a
+// row, so plain C: nothing measurable to gain end to end)
 static float dot(const float *x, const float *y, int n) {
     float lane[8] = {0};
     int n8 = n & ~7;
@@ -2729,8 +2729,8 @@ static inline size_t prefetch_step(int v, int k, size_t n, int P, int ahead, int
 #if HAVE_AVX512
 // 32 registers: up to 9 rows (9 x 2 panels: 18 accumulators, so a 9-row
 // verify, K = 8, reads its weights once). Two rows take 2 x 4 panels: their
-// rest then never goes panel by panel. No 8 x 2: 8 x 1 tiles read the 325 MB
-// target faster (one thread, r(8) 1.47 -> 1.22), and the shipped one no slower.
+// rest then never goes panel by panel. Eight rows run as 8 x 1 tiles, which
+// read a model in DRAM faster than a wider tile (PERFORMANCE.md, register tiles).
 #define MM_MAX_ROWS 9
 #define MM_TILES(X)                                                                        \
     X(1, 8, A) X(1, 7, A) X(1, 6, A) X(1, 5, A) X(1, 4, A) X(1, 3, A) X(1, 2, A) X(1, 1, A) \
@@ -3202,7 +3202,7 @@ static void prefetch_shared(const float *x, size_t n, int nth) {
 // online CPUs are not the answer when the process is pinned (taskset, a
 // container's cpuset) or held to a CPU quota (docker --cpus): threads that
 // outnumber their CPUs spin at every barrier waiting for one that is not
-// running (16 threads pinned to 2 CPUs decoded 80x slower than 2 threads).
+// running (PERFORMANCE.md's mechanism table: 30-80x slower).
 // Linux states both limits; elsewhere the online count stands.
 #if defined(__linux__)
 #include <sys/syscall.h>
