@@ -100,9 +100,11 @@ test-port:
 
 # one after another: test-core and test-arm64 write the same fixtures in
 # build/test, so under make -j they would race (a checkpoint rewritten under a
-# running test's mapping)
+# running test's mapping); each one's binaries build in parallel (compiling is
+# most of the suite's time), its tests then run as its recipe says
+JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 test:
-	@for t in test-core test-train test-plot test-arm64 test-port; do $(MAKE) --no-print-directory $$t || exit 1; done
+	@for t in test-core test-train test-plot test-arm64 test-port; do $(MAKE) -j$(JOBS) --no-print-directory $$t || exit 1; done
 
 # ---- benchmarks (not tests: nothing asserted; numbers for README) -----------
 build/bin/bench: test/bench.c $(TEST_DEPS)
