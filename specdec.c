@@ -51,14 +51,14 @@
 //  1380-1695  Tree speculation
 // Appendices
 //  1697-1835  Appendix A. Errors and memory
-//  1837-2282  Appendix B. Loading
-//  2284-2992  Appendix C. Math kernels
-//  2994-3295  Appendix D. Threads
-//  3297-3454  Appendix E. Tokenizer
-//  3456-3571  Appendix F. Auto-K (-k 0)
-//  3573-3928  Appendix G. Statistics
-//  3930-3975  Appendix H. The text on stdout
-//  3977-4316  Appendix I. Command line
+//  1837-2287  Appendix B. Loading
+//  2289-2997  Appendix C. Math kernels
+//  2999-3300  Appendix D. Threads
+//  3302-3459  Appendix E. Tokenizer
+//  3461-3576  Appendix F. Auto-K (-k 0)
+//  3578-3933  Appendix G. Statistics
+//  3935-3980  Appendix H. The text on stdout
+//  3982-4321  Appendix I. Command line
 //
 // Build: cc -std=c11 -O3 -mavx2 -mfma -ffp-contract=off -pthread specdec.c -lm
 #define _POSIX_C_SOURCE 200809L
@@ -2057,7 +2057,7 @@ static const char *const WEIGHTS_NAME[] = {"f32", "int8"}; // as --target-weight
 
 // A check on a file's first bytes (at most HEAD_BYTES, zero-padded) and its
 // size, made before the body is read: 0, or -1 with the reason in msg.
-#define HEAD_BYTES 256
+#define HEAD_BYTES Q80_HEADER_BYTES // the longest header an input has (model.h)
 typedef int (*HeadCheck)(const void *ctx, const unsigned char *head, size_t bytes, char *msg, size_t len);
 
 // Read a whole file (with a NUL after its n bytes); die naming it on any
@@ -2101,6 +2101,13 @@ static UNUSED_OK unsigned char *read_file(const char *path, const char *what, si
     return read_file_checked(path, what, n_out, NULL, NULL);
 }
 
+// An f32 file loaded as `weights`: the int8 groups it is quantised in (*gs, 0:
+// none) and the bytes of its version-2 image (0: it stays f32)
+static size_t int8_image(const Config *c, int shared, int weights, int *gs) {
+    *gs = weights == WEIGHTS_INT8 ? q80_group_size(c) : 0;
+    return *gs ? q80_file_bytes(c, shared, *gs) : 0;
+}
+
 // The checkpoint's header and size (model.h), before its body is read
 // and the memory its model will need (ctx: its rows, threads and weights)
 static int checkpoint_head(const void *ctx, const unsigned char *head, size_t bytes, char *msg, size_t len) {
@@ -2116,8 +2123,7 @@ static int checkpoint_head(const void *ctx, const unsigned char *head, size_t by
         if (check_q80_head(&c, &shared, &gs, head, bytes, msg, len)) return -1;
     } else {
         if (check_checkpoint(&c, &shared, h, bytes, msg, len)) return -1;
-        gs = rows_threads_weights[2] == WEIGHTS_INT8 ? q80_group_size(&c) : 0;
-        image = gs ? q80_file_bytes(&c, shared, gs) : 0;
+        image = int8_image(&c, shared, rows_threads_weights[2], &gs);
     }
     return check_memory(&c, gs, add_size(bytes, image), rows_threads_weights[0], rows_threads_weights[1], msg, len);
 }
@@ -2155,11 +2161,10 @@ static void load_checkpoint(Transformer *t, const void *file, size_t bytes, cons
         map_weights(&t->weights, &t->config, (float *)((char *)file + CONFIG_HEADER_BYTES), t->shared_classifier);
         if (check_finite_weights(&t->weights, &t->config, t->shared_classifier, msg, sizeof(msg)))
             die("%s: %s", path, msg);
-        gs = weights == WEIGHTS_INT8 ? q80_group_size(&t->config) : 0;
+        image = int8_image(&t->config, t->shared_classifier, weights, &gs);
         if (weights == WEIGHTS_INT8 && !gs)
             die("%s: int8 needs dim and hidden_dim multiples of 4, not %d and %d (use f32 weights)", path,
                 t->config.dim, t->config.hidden_dim);
-        image = gs ? q80_file_bytes(&t->config, t->shared_classifier, gs) : 0;
     }
     if (check_memory(&t->config, gs, image, max_rows, threads, msg, sizeof(msg))) die("%s: %s", path, msg);
     if (image) {
