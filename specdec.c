@@ -37,28 +37,29 @@
 //
 // CONTENTS (line numbers; test/cli.sh checks them)
 // Part I. The chain
-//   130-219   The data
-//   221-271   The kernel contract
-//   273-472   Forward
-//   474-633   Sampler
-//   635-721   The speculative step
-//   723-808   Drafters
-//   810-935   The speculative round
-//   937-1015  Generation
-//  1017-1150  main
+//   112-180   The data
+//   182-240   The kernel contract
+//   242-437   Forward
+//   439-549   Sampler
+//   551-632   The speculative step
+//   634-695   Drafters
+//   697-812   The speculative round
+//   814-887   Generation
+//   889-997   main
 // Part II. The extensions
-//  1152-1378  Drafters without a second model
-//  1380-1695  Tree speculation
+//  1016-1242  Drafters without a second model
+//  1244-1252  Lenience
+//  1254-1606  Tree speculation
 // Appendices
-//  1697-1835  Appendix A. Errors and memory
-//  1837-2287  Appendix B. Loading
-//  2289-2997  Appendix C. Math kernels
-//  2999-3300  Appendix D. Threads
-//  3302-3459  Appendix E. Tokenizer
-//  3461-3576  Appendix F. Auto-K (-k 0)
-//  3578-3933  Appendix G. Statistics
-//  3935-3980  Appendix H. The text on stdout
-//  3982-4321  Appendix I. Command line
+//  1614-1763  Appendix A. Errors and memory
+//  1765-2215  Appendix B. Loading
+//  2217-2991  Appendix C. Math kernels
+//  2993-3305  Appendix D. Threads
+//  3307-3485  Appendix E. Tokenizer
+//  3487-3602  Appendix F. Auto-K (-k 0)
+//  3604-3962  Appendix G. Statistics
+//  3964-4016  Appendix H. The text on stdout
+//  4018-4357  Appendix I. Command line
 //
 // Build: cc -std=c11 -O3 -mavx2 -mfma -ffp-contract=off -pthread specdec.c -lm
 #define _POSIX_C_SOURCE 200809L
@@ -83,33 +84,14 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-#if defined(__AVX2__) && defined(__FMA__)
-#include <immintrin.h>
-#define HAVE_AVX2 1
-#else
-#define HAVE_AVX2 0
-#endif
-#if HAVE_AVX2 && defined(__AVX512F__)
-#define HAVE_AVX512 1 // 16-lane matmul tiles (a panel is one register); the same bits
-#else
-#define HAVE_AVX512 0
-#endif
-#if HAVE_AVX512 && defined(__AVX512VNNI__)
-#define HAVE_VNNI 1 // int8 dot products for int8 models; the same bits
-#else
-#define HAVE_VNNI 0
-#endif
-#if !HAVE_AVX2 && defined(__aarch64__) && defined(__ARM_NEON)
-#include <arm_neon.h>
-#define HAVE_NEON 1 // ARM64: 4-lane tiles of the same chains; the same bits
-#else
-#define HAVE_NEON 0
-#endif
-// Outputs per group of the attention kernels, and positions per block of the
-// key cache: 16 with AVX-512 (one register), else 8. Only the layout
+// Positions per block of the key cache, and outputs per group of the attention
+// kernels: 16 with AVX-512 (one register), else 8 (Appendix C). Only the layout
 // changes with it; every score and weighted sum is the same chain.
-#define LANES (HAVE_AVX512 ? 16 : 8)
-#define SIMD_NAME (HAVE_AVX512 ? "AVX-512 + AVX2" : HAVE_AVX2 ? "AVX2+FMA" : HAVE_NEON ? "NEON" : "plain C")
+#if defined(__AVX512F__) && defined(__AVX2__) && defined(__FMA__)
+#define LANES 16
+#else
+#define LANES 8
+#endif
 
 #include "model.h"
 
@@ -179,43 +161,22 @@ typedef struct {
 
 typedef struct {
     Config config;              // vocab_size is |vocab_size| here
-    TransformerWeights weights; // pointers into the file (model.h)
+    TransformerWeights weights; // the norms, embedding and RoPE tables it reads (model.h's pointers)
     Layer *layers;              // (n_layers) the packed matrices
     Matrix wcls;                // the classifier (vocab, dim), packed
-    void *packed;               // the one allocation behind every Matrix
     int gs;                     // 0: float; else an int8 model (version 2) in groups of gs
-    const int8_t *q8[Q80_MATRICES]; // where its matrices start (by Q80_NAMES; model.h's q80_at)
-    size_t q8n[Q80_MATRICES];       // ... and their values
-    float *tables;              // its embedding, dequantised, and RoPE tables (model.h's)
-    unsigned char *image;       // an f32 file's version-2 image (int8 at load)
-    RunState state;
     int shared_classifier;      // 1: wcls is token_embedding
+    RunState state;
     int max_rows;               // rows one forward() may take
+    ThreadPool *pool;           // NULL: one thread
     int n_threads;              // threads a forward() uses (<= the pool's)
-    int solo_left, solo_run;    // forwards left to run on one thread, and that run's length
-    double stalled_at[2];       // when the two latest stalled passes ended (note_stall)
-    double quiet_at;            // ... and the latest pass on all threads that did not stall
     long forwards;              // forward() calls so far, and their seconds (statistics, auto-K)
     double seconds;
-    ThreadPool *pool;           // NULL: one thread
     const char *path;
-    unsigned char *file;        // the checkpoint's bytes, read (not mapped) at load: a file
-} Transformer;                  // changed or truncated under a running process cannot touch it
+    void *held[4];              // what loading allocated: the file's bytes, an int8 image, the
+} Transformer;                  // packed matrices, the tables (Appendix B)
 
-typedef struct {
-    const char *str;
-    int id;
-} TokenIndex;
-
-typedef struct {
-    char **vocab;         // (vocab_size) NUL-terminated pieces
-    float *scores;        // (vocab_size) merge priority: higher merges first
-    int vocab_size;
-    int max_token_length; // the longest piece's bytes, measured (the header's field may be far larger)
-    TokenIndex *sorted;   // (vocab_size) pieces in strcmp order, for lookup
-    char *merge_buffer;   // (2 * max_token_length + 2) scratch for pair lookups
-    unsigned char byte_pieces[512]; // "\x00\0\x01\0..." the 256 one-byte strings
-} Tokenizer;
+typedef struct Tokenizer Tokenizer; // llama2.c's tokenizer.bin, BPE with byte fallback (Appendix E)
 
 // ----------------------------------------------------------------------------
 // The kernel contract: what the method calls, implemented in the appendices
@@ -252,21 +213,29 @@ static float exp_and_sum(float *x, int n, float max);
 static float max_of(const float *x, int n);
 // x (n) in place: x[i] = exp(x[i] - max) / sum (a division, not a product by 1 / sum)
 static void softmax(float *x, int n);
+typedef struct Sampler Sampler;
+typedef struct { float prob; int index; } ProbIndex;
+// probs (n) in place: all but the top_k most likely and the top_p nucleus zeroed, the
+// rest renormalised (Appendix C: the order, the sums)
+static void truncate_distribution(Sampler *s, float *probs);
 
 // Threads (Appendix D): run job(arg, tid, n) for tid = 0..n-1, the caller as 0;
 // threads meet at barriers; share splits n items by thread
 static int pool_run(ThreadPool *pool, int n, Job job, void *arg);
-// after a pass of tr on `threads` threads, stalled or not, ending at `now`: how many next
-// passes run on one thread
-static void note_stall(Transformer *tr, int threads, int stalled, double now);
+// pool_run for a forward pass: on one thread instead while passes keep stalling
+static void pool_run_pass(ThreadPool *pool, int n, Job job, void *arg);
 static void pool_barrier(ThreadPool *pool, int tid, int n);
 static void share(int *lo, int *hi, int n, int tid, int nth);
 static void prefetch_shared(const float *x, size_t n, int nth);
 
-// Errors and memory (Appendix A): die() prints one message, frees everything, exits 1
+// Errors and memory (Appendix A): die() prints one message, frees everything, exits 1;
+// every allocation is owned by one list: the blocks allocated since a mark go in one call
 static void die(const char *fmt, ...);
+static void die_logits(const Transformer *tr, int pos, float temperature); // not finite: die naming pos
 static void *xmalloc(size_t n, const char *what);
 static void xfree(void *block);
+static void *owned_mark(void);
+static void release_since(void *mark);
 static double now_seconds(void);
 
 // ----------------------------------------------------------------------------
@@ -279,7 +248,6 @@ typedef struct {
 } ForwardJob;
 
 static void tree_attention(Transformer *tr, int l, int g, const ForwardJob *job); // Part II
-static float *forward_tree(Transformer *tr, const int *tokens, int first, const int *parent, int n_rows, int pos);
 
 // Node `node`'s key (after RoPE) and value in layer l, kv head g: (2, hs) at node_kv
 static float *node_kv(const Transformer *tr, int l, int g, int node) {
@@ -437,11 +405,8 @@ static float *run_pass(Transformer *tr, const int *tokens, ForwardJob *job) {
         memcpy(s->x + (size_t)i * dim, tr->weights.token_embedding + (size_t)tokens[i] * dim,
                (size_t)dim * sizeof(float));
     double t0 = now_seconds();
-    int threads = tr->solo_left > 0 ? (tr->solo_left--, 1) : tr->n_threads;
-    int stalled = pool_run(tr->pool, threads, forward_job, job);
-    double t1 = now_seconds();
-    note_stall(tr, threads, stalled, t1);
-    tr->seconds += t1 - t0;
+    pool_run_pass(tr->pool, tr->n_threads, forward_job, job);
+    tr->seconds += now_seconds() - t0;
     tr->forwards++;
     return s->logits;
 }
@@ -519,17 +484,13 @@ static float coin_at(const Rng *r, int pos, int purpose) {
     return coin_of(rng_at(r, 4 * (uint64_t)pos + (uint64_t)purpose));
 }
 
-// The nucleus order: probability descending, then index ascending. A total
-// order, so the kept set and the sums over it never depend on the sort.
-typedef struct { float prob; int index; } ProbIndex;
-
-typedef struct {
+struct Sampler {
     int vocab_size;
     float temperature; // 0: greedy (one-hot argmax)
     float top_p;       // nucleus mass kept; 1 = off
     int top_k;         // keep the k most likely; 0 = off
     ProbIndex *order;  // (vocab) scratch for top-k/top-p
-} Sampler;
+};
 
 static void build_sampler(Sampler *s, int vocab_size, float temperature, float top_p, int top_k) {
     s->vocab_size = vocab_size;
@@ -539,7 +500,7 @@ static void build_sampler(Sampler *s, int vocab_size, float temperature, float t
     s->order = xmalloc((size_t)vocab_size * sizeof(*s->order), "sampler order");
 }
 
-static void free_sampler(Sampler *s) { xfree(s->order); }
+static UNUSED_OK void free_sampler(Sampler *s) { xfree(s->order); }
 
 // index of the largest value; ties go to the lowest index (a NaN at v[0]
 // wins, elsewhere never). v (n)
@@ -548,51 +509,6 @@ static int argmax(const float *v, int n) {
     for (int i = 1; i < n; i++)
         if (v[i] > v[best]) best = i;
     return best;
-}
-
-static int nucleus_order(const void *a, const void *b) {
-    const ProbIndex *x = a, *y = b;
-    if (x->prob != y->prob) return x->prob > y->prob ? -1 : 1;
-    return (x->index > y->index) - (x->index < y->index);
-}
-
-// The candidates are the tokens with probability >= (1 - top_p) / (n - 1)
-// (all the others together hold less than 1 - top_p, so they could only be in
-// the nucleus through rounding; the filter is part of the rule). Keep the
-// top_k most likely candidates, then the shortest prefix of them in nucleus
-// order whose running float sum reaches top_p (all of them if none does);
-// zero the rest and divide by the kept mass, summed in nucleus order.
-// probs (n) in place.
-static void truncate_distribution(Sampler *s, float *probs) {
-    int n = s->vocab_size, m = 0;
-    ProbIndex *o = s->order;
-    float cutoff = s->top_p < 1.0f ? (1.0f - s->top_p) / (float)(n - 1) : 0.0f;
-    for (int i = 0; i < n; i++)
-        if (probs[i] >= cutoff && probs[i] > 0.0f) o[m++] = (ProbIndex){probs[i], i};
-    if (m == 0) { // a tiny top_p on a flat distribution: keep the most likely token
-        int best = argmax(probs, n);
-        o[m++] = (ProbIndex){probs[best], best};
-    }
-    qsort(o, (size_t)m, sizeof(*o), nucleus_order);
-    int keep = s->top_k > 0 && s->top_k < m ? s->top_k : m;
-    float mass = 0.0f;
-    for (int i = 0; i < keep && s->top_p < 1.0f; i++)
-        if ((mass += o[i].prob) >= s->top_p) {
-            keep = i + 1;
-            break;
-        }
-    mass = 0.0f;
-    for (int i = 0; i < keep; i++) mass += o[i].prob;
-    memset(probs, 0, (size_t)n * sizeof(float));
-    for (int i = 0; i < keep; i++) probs[o[i].index] = o[i].prob / mass;
-}
-
-// Non-finite logits (finite weights whose activations overflow float32, or a
-// temperature so small that logits / T overflows) would sample garbage: the
-// target's end the run, naming the position; a draft's only cost its proposal.
-static void die_logits(const Transformer *tr, int pos, float temperature) {
-    die("%s: the logits at position %d are not finite (inf or NaN): its activations overflow "
-        "float32%s", tr->path, pos, temperature > 0 ? ", or -t is too small for its logits (-t 0 is greedy)" : "");
 }
 
 // THE function from logits to the distribution a token is drawn from. Target
@@ -644,13 +560,8 @@ static int sample(const float *probs, int n, float coin) {
 // same one the target would have seen, so the argument repeats position by
 // position. It needs nothing of q but that x was drawn from it: any drafter
 // (a smaller model, n-gram lookup, heads on the target) keeps the output
-// exact, as long as its q does not look at the target's p or coins.
-//
-// LOSSY, only with --lenience l < 1 (Leviathan et al. 2022, Appendix A.5):
-// q is replaced by l q in both rules, accept iff u < min(1, p(x) / (l q(x)))
-// and resample from norm(max(0, p - l q)). Proposals pass more often and the
-// output is no longer the target's distribution. l = 1 is the exact rule
-// (l q == q exactly, so the same bits).
+// exact, as long as its q does not look at the target's p or coins. The l
+// below is Part II's lenience (l = 1: the exact rule).
 
 // The accept test's threshold min(1, p(x) / (l q(x))); x ~ q, so q(x) > 0.
 static float acceptance_ratio(float p_x, float q_x, float lenience) {
@@ -729,18 +640,7 @@ static int decide(Verdict *v, const float *p, const float *q, float *residual, i
 // n-gram lookup and two that read the target's own hidden state: Medusa heads
 // and an EAGLE-style MLP.
 
-// A draft tree of a round from n committed tokens (Tree speculation, below):
-// node 0 is the root, the last committed token (at position n-1); a node of
-// depth d proposes position n-1+d; a node's parent comes before it.
-#define TREE_BRANCH 8 // the most candidates under one node
-typedef struct {
-    int n;                                    // nodes, the root included
-    int token[MAX_ROWS], parent[MAX_ROWS], depth[MAX_ROWS];
-    int count[MAX_ROWS], kids[MAX_ROWS][TREE_BRANCH]; // children, in the order they were drawn
-    int onehot[MAX_ROWS];                     // drawn as the best remaining logit: q_j one-hot
-    float conf[MAX_ROWS];                     // --tree auto: the draft's probability of the node's token
-} Tree;
-
+typedef struct Tree Tree; // a draft tree (Part II)
 typedef struct Drafter Drafter;
 struct Drafter {
     // q (V) for position pos from tokens[0..pos); 0: no proposal there
@@ -780,24 +680,11 @@ static int propose_model(Drafter *d, float *q, const int *tokens, int pos) {
     return 0;
 }
 
+static int propose_tree_model(Drafter *d, float *q, const Tree *t, int first, int pos); // Part II
+
 static void rewind_model(Drafter *d, int n) {
     ModelDrafter *md = (ModelDrafter *)d;
     if (md->cached > n) md->cached = n;
-}
-
-// A level of tree nodes in ONE masked draft pass; its cache keeps the context
-// only, so the root is not a row: its children's parent is the context (-1).
-static int propose_tree_model(Drafter *d, float *q, const Tree *t, int first, int pos) {
-    ModelDrafter *md = (ModelDrafter *)d;
-    int V = d->model->config.vocab_size, n_rows = t->n - first, parent[MAX_ROWS];
-    if (pos + t->depth[t->n - 1] - 1 >= d->model->config.seq_len) return 0; // the deepest node
-    for (int v = 0; v < t->n; v++) parent[v] = t->parent[v] > 0 ? t->parent[v] : -1;
-    const float *logits = forward_tree(d->model, t->token + first, first, parent, n_rows, pos);
-    md->cached = pos;
-    d->logits = logits;
-    for (int i = 0; i < n_rows; i++)
-        if (!probs_from_logits(md->sampler, q + (size_t)i * V, logits + (size_t)i * V)) return 0;
-    return 1;
 }
 
 static Drafter *model_drafter(ModelDrafter *md, Transformer *draft, Sampler *s) {
@@ -839,15 +726,7 @@ typedef struct {
     float *p;                  // (MAX_ROWS, V) the target's
     float *residual;           // (V) scratch
     Verdict verdicts[K_MAX + 1];
-    int tree_depth;            // > 0: draft trees (--tree), branch[d] children under each node of depth d
-    int branch[K_MAX];
-    int tree_auto;             // --tree auto: grown by the draft's confidence (grow_level)
-    double conf_seen, accepted_seen; // auto: decayed sums over tested candidates of conf and acceptance
-    const double *verify_s;    // auto: seconds of a verify pass by rows (auto-K's calibration)
-    const double *draft_s;     // auto: seconds of a draft step
-    float *ql, *work;          // trees: (MAX_ROWS, V) the drafter's logits per node; (3, V) scratch
-    Tree tree;                 // the last round's tree, as verified (the -v trace draws it)
-    int path[K_MAX + 1];       // ... and the nodes it accepted
+    struct Trees *trees;       // draft trees (--tree, Part II), or NULL
 } Speculator;
 
 // What a round did: the statistics and auto-K read this.
@@ -871,12 +750,10 @@ static void build_speculator(Speculator *sp, Transformer *target, Drafter *draft
     sp->q = xmalloc(MAX_ROWS * V * sizeof(float), "draft distributions");
     sp->p = xmalloc(MAX_ROWS * V * sizeof(float), "target distributions");
     sp->residual = xmalloc(V * sizeof(float), "residual");
-    sp->ql = xmalloc(MAX_ROWS * V * sizeof(float), "draft logits");
-    sp->work = xmalloc(3 * V * sizeof(float), "tree scratch");
 }
 
-static void free_speculator(Speculator *sp) {
-    xfree(sp->q); xfree(sp->p); xfree(sp->residual); xfree(sp->ql); xfree(sp->work);
+static UNUSED_OK void free_speculator(Speculator *sp) {
+    xfree(sp->q); xfree(sp->p); xfree(sp->residual); xfree(sp->trees);
 }
 
 // Propose position pos, slot i of the round: q_i from the drafter, then
@@ -950,14 +827,9 @@ typedef struct {
 
 enum { END_LENGTH, END_TOKEN, END_CONTEXT, END_INTERRUPT }; // -n reached, BOS/EOS, seq_len full, Ctrl-C
 
-// Ctrl-C while generating stops it at the end of the step or round, and the
-// statistics of what was generated are printed; a second Ctrl-C ends the process.
-static volatile sig_atomic_t interrupted;
-static void on_interrupt(int sig) {
-    if (interrupted) signal(sig, SIG_DFL), raise(sig);
-    interrupted = 1;
-}
 
+static volatile sig_atomic_t interrupted; // Ctrl-C: generation stops after the step (Appendix H)
+static void on_interrupt(int sig);
 static void start_output(Output *o, const int *tokens, int n);
 static void emit(Output *o, int token);
 static void show_output(Output *o);
@@ -1001,7 +873,7 @@ static int generate_spec(Speculator *sp, SpecStats *st, int *tokens, int n, Outp
     if (d->observe) d->observe(d, n > 1 ? (n - 2) % sp->target->max_rows : -1, n - 2); // the prefill's last row
     while (!o->done && !interrupted && n < sp->target->config.seq_len) {
         int k = start_round(st, sp, n, o->max_new - o->n_generated);
-        Round rd = sp->tree_depth ? tree_step(sp, tokens, n, k) : speculative_step(sp, tokens, n, k);
+        Round rd = sp->trees ? tree_step(sp, tokens, n, k) : speculative_step(sp, tokens, n, k);
         int used = 0; // positions up to -n or the end of the text: the statistics count only those
         while (used < rd.committed && !o->done) emit(o, tokens[n + used++]);
         trim_round(&rd, sp, used);
@@ -1035,8 +907,7 @@ struct Options {
     const char *target_weights_name; // --target-weights (weights_name: --draft-weights)
     const char *prompt_file;       // -f FILE (- for stdin), read by main
     int target_named;              // 1: the target is the first argument, not the default
-    int tree_depth, branch[K_MAX]; // --tree B1,B2,...: children per node at each depth
-    int tree_auto;                 // --tree auto
+    int tree_depth, branch[K_MAX], tree_auto; // --tree B1,B2,... (children per node at each depth), auto
     int n_new, k, top_k, quiet, verbose, threads, draft_threads, draft_weights, target_weights;
     unsigned given;      // bit i: FLAGS[i] was on the command line
     int lookup, ngram_min, ngram_max; // -d lookup: the n-gram drafter
@@ -1053,18 +924,15 @@ static void parse_options(Options *o, int argc, char **argv);
 static void usage(void);
 static void check_json_path(const Options *o);
 static ThreadPool *build_pool(int n);
-static void free_pool(ThreadPool *pool);
 static Transformer *load_models(Transformer *target, Transformer *draft, Options *o, ThreadPool *pool);
 static Drafter *build_drafter(const Options *o, Transformer *target, Transformer *draft, Sampler *s);
-static void free_transformer(Transformer *t);
-static void build_tokenizer(Tokenizer *t, const char *path, int vocab_size);
-static void free_tokenizer(Tokenizer *t);
+static Tokenizer *new_tokenizer(const char *path, int vocab_size);
 static char *read_prompt(const Options *o);
 static int encode_prompt(Tokenizer *tok, int *tokens, const char *prompt, const char *file, const Transformer *tr);
 static int given(const Options *o, const char *flag);
 static SpecStats *new_spec_stats(void);
 static void plan_rounds(Speculator *sp, SpecStats *st, const Options *o, const Tokenizer *trace);
-static double time_target_step(Transformer *tr, Sampler *s, float *probs, int token, int pos);
+static double time_target_step(Transformer *tr, Sampler *s, int token, int pos);
 static void print_report(const Report *rp);
 static void write_json(const Report *rp);
 static void flush_text(void);
@@ -1075,10 +943,8 @@ static void flush_text(void);
 int main(int argc, char **argv) {
     Options opt;
     parse_options(&opt, argc, argv);
-    if (opt.help) {
-        usage();
-        return 0;
-    }
+    if (opt.help) return usage(), 0;
+    void *start = owned_mark(); // what the run allocates from here (Appendix A)
     io_forget(); // the run's files (model.h), inputs and outputs
     check_json_path(&opt); // now, so a bad -j fails before anything runs
     char *prompt_file = read_prompt(&opt); // -f's, or NULL
@@ -1088,25 +954,23 @@ int main(int argc, char **argv) {
     Transformer *model = load_models(&target, &draft, &opt, pool); // may turn spec into target
     int spec = !strcmp(opt.mode, "spec");
     int V = model->config.vocab_size;
-    Tokenizer tok;
-    build_tokenizer(&tok, opt.tokenizer_path, V);
+    Tokenizer *tok = new_tokenizer(opt.tokenizer_path, V);
     Sampler sampler;
     build_sampler(&sampler, V, opt.temperature, opt.top_p, opt.top_k);
     Rng rng;
     rng_seed(&rng, opt.seed);
-    float *probs = xmalloc((size_t)V * sizeof(float), "probs");
     Drafter *drafter = spec ? build_drafter(&opt, &target, &draft, &sampler) : NULL;
     int *tokens = xmalloc((size_t)model->config.seq_len * sizeof(int), "tokens");
-    int n = encode_prompt(&tok, tokens, prompt_file ? prompt_file : opt.prompt, opt.prompt_file, model);
+    int n = encode_prompt(tok, tokens, prompt_file ? prompt_file : opt.prompt, opt.prompt_file, model);
     if (!given(&opt, "-n")) opt.n_new = model->config.seq_len - n; // the default: until the context is full
     Speculator sp;
     SpecStats *st = spec ? new_spec_stats() : NULL;
     if (spec) {
         build_speculator(&sp, &target, drafter, &sampler, &rng);
         sp.lenience = opt.lenience;
-        plan_rounds(&sp, st, &opt, opt.verbose ? &tok : NULL); // -v: the trace
+        plan_rounds(&sp, st, &opt, opt.verbose ? tok : NULL); // -v: the trace
     }
-    Output out = {.tok = &tok, .quiet = opt.quiet, .max_new = opt.n_new,
+    Output out = {.tok = tok, .quiet = opt.quiet, .max_new = opt.n_new,
                   .generated = xmalloc((size_t)opt.n_new * sizeof(int) + 1, "output")};
     start_output(&out, tokens, n);
 
@@ -1115,31 +979,19 @@ int main(int argc, char **argv) {
     double t0 = now_seconds();
     interrupted = 0;
     signal(SIGINT, on_interrupt);
-    if (spec) {
-        n = generate_spec(&sp, st, tokens, n, &out);
-        rp.seconds = now_seconds() - t0 - out.prompt_seconds;
-        rp.sp = &sp;
-        rp.st = st;
-        if (out.n_generated) rp.target_step = time_target_step(&target, &sampler, probs, tokens[n - 1], n - 1);
-    } else {
-        n = generate_plain(model, &sampler, &rng, tokens, n, &out);
-        rp.seconds = now_seconds() - t0 - out.prompt_seconds;
-    }
+    n = spec ? generate_spec(&sp, st, tokens, n, &out) : generate_plain(model, &sampler, &rng, tokens, n, &out);
+    rp.seconds = now_seconds() - t0 - out.prompt_seconds;
     signal(SIGINT, SIG_DFL);
+    if (spec) { // the speedup estimate needs one target-alone step, timed now
+        rp.sp = &sp, rp.st = st;
+        if (out.n_generated) rp.target_step = time_target_step(&target, &sampler, tokens[n - 1], n - 1);
+    }
     if (!given(&opt, "-n") && out.ended_by == END_LENGTH) out.ended_by = END_CONTEXT; // the default -n: the context
     if (!opt.quiet) printf("\n");
     flush_text();
     print_report(&rp);
     if (opt.json_path) write_json(&rp);
-
-    if (spec) free_speculator(&sp);
-    if (drafter && drafter->model) free_transformer(&draft);
-    if (drafter && drafter->free) drafter->free(drafter);
-    xfree(probs); xfree(out.generated); xfree(tokens); xfree(prompt_file); xfree(st);
-    free_sampler(&sampler);
-    free_tokenizer(&tok);
-    free_transformer(model);
-    free_pool(pool);
+    release_since(start); // everything the run allocated, the thread pool last
     return 0;
 }
 #undef main
@@ -1147,6 +999,18 @@ int main(int argc, char **argv) {
 // ============================================================================
 // PART II. THE EXTENSIONS: other drafters and trees, each built on Part I
 // ============================================================================
+
+// A draft tree of a round from n committed tokens (Tree speculation, below):
+// node 0 is the root, the last committed token (at position n-1); a node of
+// depth d proposes position n-1+d; a node's parent comes before it.
+#define TREE_BRANCH 8 // the most candidates under one node
+struct Tree {
+    int n;                                    // nodes, the root included
+    int token[MAX_ROWS], parent[MAX_ROWS], depth[MAX_ROWS];
+    int count[MAX_ROWS], kids[MAX_ROWS][TREE_BRANCH]; // children, in the order they were drawn
+    int onehot[MAX_ROWS];                     // drawn as the best remaining logit: q_j one-hot
+    float conf[MAX_ROWS];                     // --tree auto: the draft's probability of the node's token
+};
 
 // ----------------------------------------------------------------------------
 // Drafters without a second model: prompt lookup, Medusa heads, EAGLE features
@@ -1377,6 +1241,16 @@ static Drafter *build_drafter(const Options *o, Transformer *target, Transformer
 }
 
 // ----------------------------------------------------------------------------
+// Lenience: a lossy rule, for measuring what exactness costs
+//
+// What it adds to Part I: the l that acceptance_ratio and residual_distribution
+// take, set by --lenience l (Leviathan et al. 2022, Appendix A.5). q is replaced
+// by l q in both rules: accept iff u < min(1, p(x) / (l q(x))) and resample from
+// norm(max(0, p - l q)). Proposals pass more often and the output is no longer
+// the target's distribution. l = 1 is the exact rule (l q == q exactly, so the
+// same bits); trees take the exact rule only.
+
+// ----------------------------------------------------------------------------
 // Tree speculation: several candidates where the draft is unsure, ONE pass
 //
 // A chain commits position m+1 only if position m's one proposal passed. A
@@ -1402,6 +1276,28 @@ static Drafter *build_drafter(const Options *o, Transformer *target, Transformer
 // q costs nothing.) By induction the node emits a token distributed as p, and
 // descending repeats the argument at the next position. With one candidate per
 // node this is the chain's rule, with the chain's coins: the same text.
+
+// A Speculator's trees (--tree): the round's shape, or --tree auto's rule and
+// evidence, and the last round's tree for the -v trace
+typedef struct Trees {
+    int depth;                 // > 0: this round drafts a tree, branch[d] children under each node of depth d
+    int branch[K_MAX];
+    int grow;                  // --tree auto: grown by the draft's confidence (grow_level)
+    double conf_seen, accepted_seen; // auto: decayed sums over tested candidates of conf and acceptance
+    const double *verify_s;    // auto: seconds of a verify pass by rows (auto-K's calibration)
+    const double *draft_s;     // auto: seconds of a draft step
+    float *ql, *work;          // (MAX_ROWS, V) the drafter's logits per node; (3, V) scratch
+    Tree tree;                 // the last round's tree, as verified (the -v trace draws it)
+    int path[K_MAX + 1];       // ... and the nodes it accepted
+} Trees;
+
+// sp's trees, --tree B1,B2,... (depth levels of branch[d] children) or auto
+static void build_trees(Speculator *sp, const int *branch, int depth, int grow) {
+    size_t V = (size_t)sp->target->config.vocab_size;
+    Trees *ts = sp->trees = xmalloc(sizeof(Trees) + (MAX_ROWS + 3) * V * sizeof(float), "trees");
+    ts->depth = depth, ts->grow = grow, ts->ql = (float *)(ts + 1), ts->work = ts->ql + MAX_ROWS * V;
+    memcpy(ts->branch, branch, sizeof(ts->branch));
+}
 
 // Tree attention (Miao et al. 2023, SpecInfer), forward's hook: row i (node
 // first+i at pos + its depth) attends after writing its path, itself and its
@@ -1445,6 +1341,21 @@ static void commit_path(Transformer *tr, const int *path, int count, int pos) {
             for (int j = 0; j < count; j++) put_kv(tr, l, g, (size_t)(pos + j), path[j]);
 }
 
+// The draft model's tree hook: a level of tree nodes in ONE masked draft pass; its cache keeps the context
+// only, so the root is not a row: its children's parent is the context (-1).
+static int propose_tree_model(Drafter *d, float *q, const Tree *t, int first, int pos) {
+    ModelDrafter *md = (ModelDrafter *)d;
+    int V = d->model->config.vocab_size, n_rows = t->n - first, parent[MAX_ROWS];
+    if (pos + t->depth[t->n - 1] - 1 >= d->model->config.seq_len) return 0; // the deepest node
+    for (int v = 0; v < t->n; v++) parent[v] = t->parent[v] > 0 ? t->parent[v] : -1;
+    const float *logits = forward_tree(d->model, t->token + first, first, parent, n_rows, pos);
+    md->cached = pos;
+    d->logits = logits;
+    for (int i = 0; i < n_rows; i++)
+        if (!probs_from_logits(md->sampler, q + (size_t)i * V, logits + (size_t)i * V)) return 0;
+    return 1;
+}
+
 // Candidate j's coin for `purpose` at position pos: candidate 0 uses the
 // chain's coin_at; later ones an element of their own (4 pos + 3 keys them).
 static float candidate_coin(const Rng *r, int pos, int purpose, int j) {
@@ -1464,12 +1375,13 @@ static float remove_candidate(float *q, int n, int x) {
 
 // Candidates x[0..b) under node v of the tree, at position pos: drawn from
 // v's q (row v of sp->q) without replacement (candidate j with candidate_coin
-// j), then, once q is used up, by v's draft logits (row v of sp->ql), the best
-// remaining first (onehot[j] = 1). sp->work (V) is scratch.
+// j), then, once q is used up, by v's draft logits (row v of the trees' ql), the best
+// remaining first (onehot[j] = 1). Their work (V) is scratch.
 static void draw_candidates(const Speculator *sp, int *x, int *onehot, int b, int v, int pos) {
+    Trees *ts = sp->trees;
     int n = sp->target->config.vocab_size;
-    const float *logits = sp->ql + (size_t)v * n;
-    float mass = 1.0f, *qc = sp->work;
+    const float *logits = ts->ql + (size_t)v * n;
+    float mass = 1.0f, *qc = ts->work;
     memcpy(qc, sp->q + (size_t)v * n, (size_t)n * sizeof(float));
     for (int j = 0; j < b; j++) {
         onehot[j] = mass <= 0.0f;
@@ -1497,14 +1409,15 @@ static int add_child(Tree *t, int v, int x, int onehot) {
 
 // Recursive rejection sampling at node v of the tree, at position pos (the
 // rule above): its candidates against p (row v of sp->p, made the residual as
-// they fail) and q (row v of sp->q, copied to sp->work and made q_j as they
+// they fail) and q (row v of sp->q, copied to the trees' work and made q_j as they
 // fail). Returns the accepted child, or -1 with the token drawn from the final
 // residual in vd->token.
 static int decide_candidates(Speculator *sp, Verdict *vd, int v, int pos) {
-    const Tree *t = &sp->tree;
+    Trees *ts = sp->trees;
+    const Tree *t = &ts->tree;
     const Rng *rng = sp->rng;
     int n = sp->target->config.vocab_size;
-    float *p = sp->p + (size_t)v * n, *q = sp->work, *onehot = q + n, *residual = q + 2 * n;
+    float *p = sp->p + (size_t)v * n, *q = ts->work, *onehot = q + n, *residual = q + 2 * n;
     memcpy(q, sp->q + (size_t)v * n, (size_t)n * sizeof(float));
     *vd = (Verdict){.x = -1, .r = coin_at(rng, pos, COIN_RESAMPLE)};
     for (int j = 0; j < t->count[v]; j++) {
@@ -1549,13 +1462,14 @@ static int decide_candidates(Speculator *sp, Verdict *vd, int v, int pos) {
 // round from n_ctx committed tokens; score (t->n) holds the nodes' scores.
 // Returns the candidates added.
 static int grow_level(Speculator *sp, float *score, int first, int last, int n_ctx) {
-    Tree *t = &sp->tree;
+    Trees *ts = sp->trees;
+    Tree *t = &ts->tree;
     int x[MAX_ROWS][4], onehot[MAX_ROWS][4], added = 0, n = sp->target->config.vocab_size;
-    float prob[MAX_ROWS][4], gain[MAX_ROWS][4], *sm = sp->work + n, c = (float)(*sp->draft_s / sp->verify_s[1]);
-    float kappa = sp->conf_seen > 0 ? (float)(sp->accepted_seen / sp->conf_seen) : 1.0f;
+    float prob[MAX_ROWS][4], gain[MAX_ROWS][4], *sm = ts->work + n, c = (float)(*ts->draft_s / ts->verify_s[1]);
+    float kappa = ts->conf_seen > 0 ? (float)(ts->accepted_seen / ts->conf_seen) : 1.0f;
     for (int v = first; v < last; v++) { // 4 candidates under each node: the draft's probability, the score
         draw_candidates(sp, x[v], onehot[v], 4, v, n_ctx + t->depth[v]);
-        memcpy(sm, sp->ql + (size_t)v * n, (size_t)n * sizeof(float));
+        memcpy(sm, ts->ql + (size_t)v * n, (size_t)n * sizeof(float));
         softmax(sm, n);
         for (int j = 0; j < 4; j++) {
             prob[v][j] = sm[x[v][j]];
@@ -1580,18 +1494,19 @@ static int grow_level(Speculator *sp, float *score, int first, int last, int n_c
 // every such set is a tree whose sibling lists are prefixes. The nodes' q
 // (rows of sp->q) move with them.
 static void prune_tree(Speculator *sp, const float *score, int levels) {
-    Tree *t = &sp->tree;
+    Trees *ts = sp->trees;
+    Tree *t = &ts->tree;
     float *q = sp->q;
     size_t n = (size_t)sp->target->config.vocab_size;
     int order[MAX_ROWS], keep[MAX_ROWS] = {1}, map[MAX_ROWS], m = 0, best_n = 0;
-    double r1 = sp->verify_s[1], fixed = levels * *sp->draft_s / r1, tokens = 1, r = 1, best = 0;
+    double r1 = ts->verify_s[1], fixed = levels * *ts->draft_s / r1, tokens = 1, r = 1, best = 0;
     for (int v = 1; v < t->n; v++) { // insertion sort of the nodes by score, descending
         int i = m++;
         for (; i > 0 && score[order[i - 1]] < score[v]; i--) order[i] = order[i - 1];
         order[i] = v;
     }
     for (int i = 0; i <= m; i++) { // the best prefix; r made non-decreasing against timing noise
-        if (i) tokens += score[order[i - 1]], r = fmax(r, sp->verify_s[i + 1] / r1);
+        if (i) tokens += score[order[i - 1]], r = fmax(r, ts->verify_s[i + 1] / r1);
         if (tokens / (fixed + r) > best) best = tokens / (fixed + r), best_n = i;
     }
     for (int i = 0; i < best_n; i++) keep[order[i]] = 1;
@@ -1608,13 +1523,15 @@ static void prune_tree(Speculator *sp, const float *score, int levels) {
 }
 
 // One round with a draft tree of up to `depth` levels from n committed tokens
-// (sp->branch: the children per node at each depth; sp->tree_auto: grown as
+// (the trees' branch: the children per node at each depth; their grow: grown as
 // above). tokens (n, room for n+depth+1); appends the round's tokens.
 static Round tree_step(Speculator *sp, int *tokens, int n, int depth) {
-    int V = sp->target->config.vocab_size, *path = sp->path, n_path = 0;
+    Trees *ts = sp->trees;
+    if (!ts->depth) return speculative_step(sp, tokens, n, depth); // --tree auto's chain rounds
+    int V = sp->target->config.vocab_size, *path = ts->path, n_path = 0;
     size_t row = (size_t)V;
     Drafter *d = sp->drafter;
-    Tree *t = &sp->tree; // kept after the round for the -v trace
+    Tree *t = &ts->tree; // kept after the round for the -v trace
     *t = (Tree){.n = 1, .token = {tokens[n - 1]}, .parent = {-1}};
     Round rd = {0};
 
@@ -1622,22 +1539,22 @@ static Round tree_step(Speculator *sp, int *tokens, int n, int depth) {
     // new level's q from ONE masked draft pass over its nodes (their ancestors'
     // keys and values kept from the passes before)
     int ok = depth > 0 && d->propose(d, sp->q, tokens, n), root_q = ok;
-    if (ok) memcpy(sp->ql, d->logits, row * sizeof(float));
+    if (ok) memcpy(ts->ql, d->logits, row * sizeof(float));
     float score[MAX_ROWS] = {1.0f};
     for (int first = 0; ok && rd.k < depth; rd.k++) {
         int last = t->n, cx[TREE_BRANCH], oh[TREE_BRANCH];
-        for (int v = first; v < last && !sp->tree_auto; v++) {
-            int b = sp->branch[rd.k];
+        for (int v = first; v < last && !ts->grow; v++) {
+            int b = ts->branch[rd.k];
             draw_candidates(sp, cx, oh, b, v, n + t->depth[v]);
             for (int j = 0; j < b && t->n < MAX_ROWS; j++) add_child(t, v, cx[j], oh[j]);
         }
-        if (sp->tree_auto && !grow_level(sp, score, first, last, n)) break;
+        if (ts->grow && !grow_level(sp, score, first, last, n)) break;
         first = last;
         if (rd.k + 1 == depth || first == t->n) continue;
         ok = d->propose_tree(d, sp->q + first * row, t, first, n);
-        if (ok) memcpy(sp->ql + first * row, d->logits, (size_t)(t->n - first) * row * sizeof(float));
+        if (ok) memcpy(ts->ql + first * row, d->logits, (size_t)(t->n - first) * row * sizeof(float));
     }
-    if (sp->tree_auto) prune_tree(sp, score, rd.k + 1);
+    if (ts->grow) prune_tree(sp, score, rd.k + 1);
     for (int v = rd.k = 0; v < t->n; v++) rd.k = t->depth[v] > rd.k ? t->depth[v] : rd.k;
     rd.drafted = t->n - 1;
 
@@ -1648,7 +1565,7 @@ static Round tree_step(Speculator *sp, int *tokens, int n, int depth) {
     // a node without candidates is decided as the chain's last position
     for (int v = 0;;) {
         int i = t->depth[v], pos = n + i;
-        float *p = sp->p + v * row, *q = sp->work;
+        float *p = sp->p + v * row, *q = ts->work;
         if (!probs_from_logits(sp->sampler, p, logits + v * row))
             die_logits(sp->target, pos, sp->sampler->temperature);
         rd.committed = i + 1;
@@ -1670,9 +1587,9 @@ static Round tree_step(Speculator *sp, int *tokens, int n, int depth) {
         }
         int c = decide_candidates(sp, vd, v, pos);
         tokens[pos] = vd->token;
-        for (int j = 0; sp->tree_auto && j < vd->tested; j++) { // kappa's evidence (~30 rounds)
-            sp->conf_seen = 0.97 * sp->conf_seen + t->conf[t->kids[v][j]];
-            sp->accepted_seen = 0.97 * sp->accepted_seen + (j == vd->tested - 1 && c >= 0);
+        for (int j = 0; ts->grow && j < vd->tested; j++) { // kappa's evidence (~30 rounds)
+            ts->conf_seen = 0.97 * ts->conf_seen + t->conf[t->kids[v][j]];
+            ts->accepted_seen = 0.97 * ts->accepted_seen + (j == vd->tested - 1 && c >= 0);
         }
         if (c < 0) break;
         rd.accepted++;
@@ -1735,10 +1652,13 @@ static void release(Owned *o) {
     else free(o->base);
 }
 
-// Everything still owned, newest first (so the thread pool stops before its memory goes).
-static void release_all(void) {
-    while (owned.prev != &owned) release(owned.prev);
+// Everything owned since `mark` (owned_mark's), newest first (so the thread pool stops
+// before its memory goes); release_all: everything.
+static void *owned_mark(void) { return owned.prev; }
+static void release_since(void *mark) {
+    while (owned.prev != (Owned *)mark) release(owned.prev);
 }
+static void release_all(void) { release_since(&owned); }
 
 #ifdef SPECDEC_FUZZ
 #include <setjmp.h>
@@ -1795,6 +1715,14 @@ static void *xmalloc_aligned(size_t n, size_t align, const char *what) {
 }
 
 static void *xmalloc(size_t n, const char *what) { return xmalloc_aligned(n, 0, what); }
+
+// Non-finite logits (finite weights whose activations overflow float32, or a
+// temperature so small that logits / T overflows) would sample garbage: the
+// target's end the run, naming the position; a draft's only cost its proposal.
+static void die_logits(const Transformer *tr, int pos, float temperature) {
+    die("%s: the logits at position %d are not finite (inf or NaN): its activations overflow "
+        "float32%s", tr->path, pos, temperature > 0 ? ", or -t is too small for its logits (-t 0 is greedy)" : "");
+}
 
 // n floats, 64-byte aligned (a panel row is one cache line), zeroed
 static float *xmalloc_floats_aligned(size_t n, const char *what) {
@@ -1966,14 +1894,18 @@ static int check_memory(const Config *c, int gs, size_t bytes, int max_rows, int
     return -1;
 }
 
+// Where an int8 model's matrices start in its version-2 image (by Q80_NAMES;
+// model.h's q80_at), and their values
+typedef struct { const int8_t *at[Q80_MATRICES]; size_t n[Q80_MATRICES]; } Q80Map;
+
 // Row r of matrix i (Q80_NAMES' order) of t, n values: its floats, or its int8
-// values with *scale at their group scales
-static const void *row_of(const Transformer *t, int i, size_t r, int n, const float **scale) {
+// values (in q8) with *scale at their group scales
+static const void *row_of(const Transformer *t, const Q80Map *q8, int i, size_t r, int n, const float **scale) {
     const TransformerWeights *w = &t->weights;
     const float *f[Q80_MATRICES] = {w->token_embedding, w->wq, w->wk, w->wv, w->wo, w->w1, w->w2, w->w3, w->wcls};
-    size_t sat, at = t->gs ? q80_at(&t->config, i, t->q8n[i], r * (size_t)n, t->gs, &sat) : 0;
-    if (t->gs) *scale = (const float *)(const void *)(t->q8[i] + sat);
-    return t->gs ? (const void *)(t->q8[i] + at) : (const void *)(f[i] + r * (size_t)n);
+    size_t sat, at = t->gs ? q80_at(&t->config, i, q8->n[i], r * (size_t)n, t->gs, &sat) : 0;
+    if (t->gs) *scale = (const float *)(const void *)(q8->at[i] + sat);
+    return t->gs ? (const void *)(q8->at[i] + at) : (const void *)(f[i] + r * (size_t)n);
 }
 
 // Every matrix of the checkpoint, packed into one allocation. qkv stacks wq,
@@ -1982,7 +1914,7 @@ static const void *row_of(const Transformer *t, int i, size_t r, int n, const fl
 // at a time, one stream the hardware prefetcher follows (one row +10-18% on models
 // of 60-438 MB; -4% / -18% on one / two threads on the 20 MB shipped target).
 #define STREAMED_BYTES ((size_t)32 << 20) // a desktop's last-level cache
-static void pack_weights(Transformer *t) {
+static void pack_weights(Transformer *t, const Q80Map *q8) {
     const Config *c = &t->config;
     int streamed = packed_bytes(c, t->gs) > STREAMED_BYTES;
     size_t dim = (size_t)c->dim, hid = (size_t)c->hidden_dim;
@@ -1990,27 +1922,27 @@ static void pack_weights(Transformer *t) {
     size_t rows_max = (size_t)c->vocab_size + (size_t)(c->dim + 2 * kv + h13); // the most rows of a matrix
     const void **rows = xmalloc(rows_max * sizeof(*rows), "rows");
     const float **sc = xmalloc(rows_max * sizeof(*sc), "rows");
-    void *dst = t->packed = xmalloc_aligned(packed_bytes(c, t->gs), 64, "packed weights");
+    void *dst = t->held[2] = xmalloc_aligned(packed_bytes(c, t->gs), 64, "packed weights");
     t->layers = xmalloc((size_t)c->n_layers * sizeof(Layer), "layers");
     for (size_t l = 0; l < (size_t)c->n_layers; l++) {
         Layer *ly = &t->layers[l];
         for (int j = 0; j < c->dim + 2 * kv; j++)
-            rows[j] = j < c->dim ? row_of(t, 1, l * dim + (size_t)j, c->dim, &sc[j])
-                    : j < c->dim + kv ? row_of(t, 2, l * (size_t)kv + (size_t)(j - c->dim), c->dim, &sc[j])
-                    : row_of(t, 3, l * (size_t)kv + (size_t)(j - c->dim - kv), c->dim, &sc[j]);
+            rows[j] = j < c->dim ? row_of(t, q8, 1, l * dim + (size_t)j, c->dim, &sc[j])
+                    : j < c->dim + kv ? row_of(t, q8, 2, l * (size_t)kv + (size_t)(j - c->dim), c->dim, &sc[j])
+                    : row_of(t, q8, 3, l * (size_t)kv + (size_t)(j - c->dim - kv), c->dim, &sc[j]);
         dst = pack_rows(&ly->qkv, dst, rows, sc, c->dim + 2 * kv, c->dim, t->gs);
-        for (int j = 0; j < c->dim; j++) rows[j] = row_of(t, 4, l * dim + (size_t)j, c->dim, &sc[j]);
+        for (int j = 0; j < c->dim; j++) rows[j] = row_of(t, q8, 4, l * dim + (size_t)j, c->dim, &sc[j]);
         dst = pack_rows(&ly->wo, dst, rows, sc, c->dim, c->dim, t->gs);
         for (int j = 0; j < h13; j++) { // panel i holds rows r of w1 (i even) or w3 (i odd)
             int i = j / PANEL, r = i / 2 * PANEL + j % PANEL;
-            rows[j] = r < c->hidden_dim ? row_of(t, i % 2 ? 7 : 5, l * hid + (size_t)r, c->dim, &sc[j]) : NULL;
+            rows[j] = r < c->hidden_dim ? row_of(t, q8, i % 2 ? 7 : 5, l * hid + (size_t)r, c->dim, &sc[j]) : NULL;
         }
         dst = pack_rows(&ly->w13, dst, rows, sc, h13, c->dim, t->gs);
-        for (int j = 0; j < c->dim; j++) rows[j] = row_of(t, 6, l * dim + (size_t)j, c->hidden_dim, &sc[j]);
+        for (int j = 0; j < c->dim; j++) rows[j] = row_of(t, q8, 6, l * dim + (size_t)j, c->hidden_dim, &sc[j]);
         dst = pack_rows(&ly->w2, dst, rows, sc, c->dim, c->hidden_dim, t->gs);
         ly->qkv.streamed = ly->wo.streamed = ly->w13.streamed = ly->w2.streamed = streamed;
     }
-    for (int j = 0; j < c->vocab_size; j++) rows[j] = row_of(t, 8, (size_t)j, c->dim, &sc[j]);
+    for (int j = 0; j < c->vocab_size; j++) rows[j] = row_of(t, q8, 8, (size_t)j, c->dim, &sc[j]);
     pack_rows(&t->wcls, dst, rows, sc, c->vocab_size, c->dim, t->gs);
     t->wcls.streamed = streamed;
     xfree(rows);
@@ -2019,8 +1951,8 @@ static void pack_weights(Transformer *t) {
 
 // An int8 model: the version-2 image at img (bytes), checked (model.h's
 // check_q80), its norms and int8 matrices mapped, the embedding dequantised
-// (value * its group's scale) and the RoPE tables computed into t->tables.
-static void map_q80(Transformer *t, unsigned char *img, size_t bytes) {
+// (value * its group's scale) and the RoPE tables computed into t->held[3].
+static void map_q80(Transformer *t, Q80Map *q8, unsigned char *img, size_t bytes) {
     char msg[512];
     if (check_q80(&t->config, &t->shared_classifier, &t->gs, img, bytes, msg, sizeof(msg)))
         die("%s: %s", t->path, msg);
@@ -2032,15 +1964,15 @@ static void map_q80(Transformer *t, unsigned char *img, size_t bytes) {
     TransformerWeights *w = &t->weights;
     w->rms_att = (float *)(void *)(img + Q80_HEADER_BYTES);
     w->rms_ffn = w->rms_att + L * dim, w->rms_final = w->rms_ffn + L * dim;
-    unsigned char *p = img + Q80_HEADER_BYTES + (2 * L + 1) * dim * sizeof(float);
+    unsigned char *at = img + Q80_HEADER_BYTES + (2 * L + 1) * dim * sizeof(float);
     q80_sizes(c, t->shared_classifier, n);
-    for (int i = 0; i < Q80_MATRICES; p += n[i] + n[i] / (size_t)t->gs * sizeof(float), i++)
-        t->q8[i] = (const int8_t *)p, t->q8n[i] = n[i];
-    if (t->shared_classifier) t->q8[8] = t->q8[0], t->q8n[8] = n[0];
+    for (int i = 0; i < Q80_MATRICES; at += n[i] + n[i] / (size_t)t->gs * sizeof(float), i++)
+        q8->at[i] = (const int8_t *)at, q8->n[i] = n[i];
+    if (t->shared_classifier) q8->at[8] = q8->at[0], q8->n[8] = n[0];
     size_t emb = (size_t)c->vocab_size * dim, rope = (size_t)c->seq_len * hs / 2;
-    const float *es = (const float *)(const void *)(t->q8[0] + emb); // one block: values, then scales
-    w->token_embedding = t->tables = xmalloc_floats_aligned(emb + 2 * rope, "embedding and RoPE tables");
-    for (size_t k = 0; k < emb; k++) w->token_embedding[k] = (float)t->q8[0][k] * es[k / (size_t)t->gs];
+    const float *es = (const float *)(const void *)(q8->at[0] + emb); // one block: values, then scales
+    w->token_embedding = t->held[3] = xmalloc_floats_aligned(emb + 2 * rope, "embedding and RoPE tables");
+    for (size_t k = 0; k < emb; k++) w->token_embedding[k] = (float)q8->at[0][k] * es[k / (size_t)t->gs];
     w->rope_cos = w->token_embedding + emb, w->rope_sin = w->rope_cos + rope;
     rope_tables(w->rope_cos, w->rope_sin, c->seq_len, (int)hs);
 }
@@ -2139,7 +2071,7 @@ static void build_transformer_as(Transformer *t, const char *path, int max_rows,
     unsigned char *file = read_file_checked(path, "checkpoint (a llama2.c .bin)", &bytes, checkpoint_head,
                                             rows_threads_weights);
     load_checkpoint(t, file, bytes, path, max_rows, pool, threads, weights);
-    t->file = file;
+    t->held[0] = file;
 }
 
 // The checkpoint `path` held in memory at file (bytes, 4-byte aligned), checked
@@ -2168,15 +2100,15 @@ static void load_checkpoint(Transformer *t, const void *file, size_t bytes, cons
     }
     if (check_memory(&t->config, gs, image, max_rows, threads, msg, sizeof(msg))) die("%s: %s", path, msg);
     if (image) {
-        t->image = xmalloc_aligned(image, 64, "the version-2 image");
-        q80_export(t->image, &t->config, &t->weights, t->shared_classifier, gs);
+        t->held[1] = xmalloc_aligned(image, 64, "the version-2 image");
+        q80_export(t->held[1], &t->config, &t->weights, t->shared_classifier, gs);
     }
-    if (q80 || image) map_q80(t, q80 ? (unsigned char *)(uintptr_t)file : t->image, q80 ? bytes : image);
+    Q80Map q8;
+    if (q80 || image) map_q80(t, &q8, q80 ? (unsigned char *)(uintptr_t)file : t->held[1], q80 ? bytes : image);
     t->max_rows = max_rows;
-    t->stalled_at[0] = t->stalled_at[1] = t->quiet_at = -INFINITY; // no pass yet
     t->pool = pool;
     t->n_threads = pool && threads > 1 ? threads : 1;
-    pack_weights(t);
+    pack_weights(t, &q8);
     build_run_state(&t->state, &t->config, max_rows, t->n_threads);
 }
 
@@ -2185,14 +2117,10 @@ static UNUSED_OK void build_transformer(Transformer *t, const char *path, int ma
     build_transformer_as(t, path, max_rows, pool, threads, WEIGHTS_F32);
 }
 
-static void free_transformer(Transformer *t) {
+static UNUSED_OK void free_transformer(Transformer *t) {
     free_run_state(&t->state);
-    xfree(t->packed);
-    xfree(t->tables);
-    xfree(t->image);
     xfree(t->layers);
-    xfree(t->file);
-    t->file = NULL;
+    for (int i = 0; i < 4; i++) xfree(t->held[i]), t->held[i] = NULL;
 }
 
 // Medusa heads for `target` from path (model.h: medusa.bin), checked like a
@@ -2312,6 +2240,31 @@ static Drafter *eagle_drafter(EagleDrafter *ed, const char *path, Transformer *t
 // path to); each ISA's vocabulary (a float vector, a few operations, an int8
 // step); the tiles written once over it (llamafile's tinyBLAS arrangement);
 // each ISA's tile shapes; the dispatch; the lanes8 and elementwise kernels.
+
+// The instruction sets: the vocabulary below is defined once for each.
+#if defined(__AVX2__) && defined(__FMA__)
+#include <immintrin.h>
+#define HAVE_AVX2 1
+#else
+#define HAVE_AVX2 0
+#endif
+#if HAVE_AVX2 && defined(__AVX512F__)
+#define HAVE_AVX512 1 // 16-lane matmul tiles (a panel is one register); the same bits
+#else
+#define HAVE_AVX512 0
+#endif
+#if HAVE_AVX512 && defined(__AVX512VNNI__)
+#define HAVE_VNNI 1 // int8 dot products for int8 models; the same bits
+#else
+#define HAVE_VNNI 0
+#endif
+#if !HAVE_AVX2 && defined(__aarch64__) && defined(__ARM_NEON)
+#include <arm_neon.h>
+#define HAVE_NEON 1 // ARM64: 4-lane tiles of the same chains; the same bits
+#else
+#define HAVE_NEON 0
+#endif
+#define SIMD_NAME (HAVE_AVX512 ? "AVX-512 + AVX2" : HAVE_AVX2 ? "AVX2+FMA" : HAVE_NEON ? "NEON" : "plain C")
 
 #if defined(__GNUC__) && !defined(__clang__)
 #define UNROLL _Pragma("GCC unroll 16") // so GCC keeps a tile's accumulators in registers
@@ -2909,6 +2862,47 @@ static void attention_values(float *const *out, const float *const *e, int Q, co
         outer_scalar(out, e, Q, v, (size_t)hs, LANES, hs / LANES, hs / LANES + 1, hs % LANES, n_pos);
 }
 
+// ---- top-k and top-p: the sampler's truncation (probs_from_logits)
+
+// The nucleus order: probability descending, then index ascending. A total
+// order, so the kept set and the sums over it never depend on the sort.
+static int nucleus_order(const void *a, const void *b) {
+    const ProbIndex *x = a, *y = b;
+    if (x->prob != y->prob) return x->prob > y->prob ? -1 : 1;
+    return (x->index > y->index) - (x->index < y->index);
+}
+
+// The candidates are the tokens with probability >= (1 - top_p) / (n - 1)
+// (all the others together hold less than 1 - top_p, so they could only be in
+// the nucleus through rounding; the filter is part of the rule). Keep the
+// top_k most likely candidates, then the shortest prefix of them in nucleus
+// order whose running float sum reaches top_p (all of them if none does);
+// zero the rest and divide by the kept mass, summed in nucleus order.
+// probs (n) in place.
+static void truncate_distribution(Sampler *s, float *probs) {
+    int n = s->vocab_size, m = 0;
+    ProbIndex *o = s->order;
+    float cutoff = s->top_p < 1.0f ? (1.0f - s->top_p) / (float)(n - 1) : 0.0f;
+    for (int i = 0; i < n; i++)
+        if (probs[i] >= cutoff && probs[i] > 0.0f) o[m++] = (ProbIndex){probs[i], i};
+    if (m == 0) { // a tiny top_p on a flat distribution: keep the most likely token
+        int best = argmax(probs, n);
+        o[m++] = (ProbIndex){probs[best], best};
+    }
+    qsort(o, (size_t)m, sizeof(*o), nucleus_order);
+    int keep = s->top_k > 0 && s->top_k < m ? s->top_k : m;
+    float mass = 0.0f;
+    for (int i = 0; i < keep && s->top_p < 1.0f; i++)
+        if ((mass += o[i].prob) >= s->top_p) {
+            keep = i + 1;
+            break;
+        }
+    mass = 0.0f;
+    for (int i = 0; i < keep; i++) mass += o[i].prob;
+    memset(probs, 0, (size_t)n * sizeof(float));
+    for (int i = 0; i < keep; i++) probs[o[i].index] = o[i].prob / mass;
+}
+
 // ---- lanes8 and elementwise kernels
 
 // x[i] = exp_canonical(x[i] - max) for i < n; returns their sum (lanes8 order).
@@ -3020,6 +3014,9 @@ struct ThreadPool {
     Job job;                 // NULL: the workers exit
     void *arg;
     int job_threads;
+    int solo_left, solo_run; // forward passes left to run on one thread, and that run's length
+    double stalled_at[2];    // when the two latest stalled passes ended (note_stall)
+    double quiet_at;         // ... and the latest pass on all threads that did not stall
 };
 
 #define POOL_SPIN 200000 // pause instructions a worker waits before it sleeps (~1-5 ms)
@@ -3132,15 +3129,21 @@ static int pool_run(ThreadPool *pool, int n, Job job, void *arg) {
 // grows 4x while stalls recur and halves with each quiet pass on all threads. A
 // lone stall is a hiccup: 2-5% of a DRAM-bound model's passes on two threads.
 #define STALL_WINDOW 0.05
-static void note_stall(Transformer *tr, int threads, int stalled, double now) {
-    if (stalled && (now - tr->stalled_at[0] < STALL_WINDOW || tr->stalled_at[0] > tr->quiet_at)) {
-        tr->solo_run = tr->solo_run < 64 ? 64 : tr->solo_run < 4096 ? 4 * tr->solo_run : 4096;
-        tr->solo_left = tr->solo_run;
+static void note_stall(ThreadPool *pool, int threads, int stalled, double now) {
+    if (stalled && (now - pool->stalled_at[0] < STALL_WINDOW || pool->stalled_at[0] > pool->quiet_at)) {
+        pool->solo_run = pool->solo_run < 64 ? 64 : pool->solo_run < 4096 ? 4 * pool->solo_run : 4096;
+        pool->solo_left = pool->solo_run;
     } else if (threads > 1 && !stalled) {
-        tr->solo_run /= 2;
+        pool->solo_run /= 2;
     }
-    if (stalled) tr->stalled_at[0] = tr->stalled_at[1], tr->stalled_at[1] = now;
-    else if (threads > 1) tr->quiet_at = now;
+    if (stalled) pool->stalled_at[0] = pool->stalled_at[1], pool->stalled_at[1] = now;
+    else if (threads > 1) pool->quiet_at = now;
+}
+
+static void pool_run_pass(ThreadPool *pool, int n, Job job, void *arg) {
+    int threads = n > 1 && pool && pool->solo_left > 0 ? (pool->solo_left--, 1) : n;
+    int stalled = pool_run(pool, threads, job, arg);
+    if (pool) note_stall(pool, threads, stalled, now_seconds());
 }
 
 // Stop the workers (the list's release of a pool: join, then its memory can go).
@@ -3162,6 +3165,8 @@ static ThreadPool *build_pool(int n) {
     atomic_init(&pool->finished, 0);
     atomic_init(&pool->stalled, 0);
     pool->base = 0;
+    pool->solo_left = pool->solo_run = 0;
+    pool->stalled_at[0] = pool->stalled_at[1] = pool->quiet_at = -INFINITY; // no pass yet
     pool->arrivals = xmalloc((size_t)n * sizeof(struct Arrival), "thread arrivals");
     for (int i = 0; i < n; i++) atomic_init(&pool->arrivals[i].passed, 0);
     if (pthread_mutex_init(&pool->lock, NULL) || pthread_cond_init(&pool->wake, NULL))
@@ -3176,7 +3181,7 @@ static ThreadPool *build_pool(int n) {
     return pool;
 }
 
-static void free_pool(ThreadPool *pool) {
+static UNUSED_OK void free_pool(ThreadPool *pool) {
     if (!pool) return;
     release_resource(pool);
     xfree(pool->workers);
@@ -3301,6 +3306,21 @@ static int usable_cpus(void) {
 // ----------------------------------------------------------------------------
 // Appendix E. Tokenizer: llama2.c's tokenizer.bin, BPE by merge score with byte fallback
 
+typedef struct {
+    const char *str;
+    int id;
+} TokenIndex;
+
+struct Tokenizer {
+    char **vocab;         // (vocab_size) NUL-terminated pieces
+    float *scores;        // (vocab_size) merge priority: higher merges first
+    int vocab_size;
+    int max_token_length; // the longest piece's bytes, measured (the header's field may be far larger)
+    TokenIndex *sorted;   // (vocab_size) pieces in strcmp order, for lookup
+    char *merge_buffer;   // (2 * max_token_length + 2) scratch for pair lookups
+    unsigned char byte_pieces[512]; // "\x00\0\x01\0..." the 256 one-byte strings
+};
+
 static int cmp_token_index(const void *a, const void *b) {
     return strcmp(((const TokenIndex *)a)->str, ((const TokenIndex *)b)->str);
 }
@@ -3373,9 +3393,15 @@ static void build_tokenizer(Tokenizer *t, const char *path, int vocab_size) {
     xfree(buf);
 }
 
-static void free_tokenizer(Tokenizer *t) {
+static UNUSED_OK void free_tokenizer(Tokenizer *t) {
     for (int i = 0; i < t->vocab_size; i++) xfree(t->vocab[i]);
     xfree(t->vocab); xfree(t->scores); xfree(t->sorted); xfree(t->merge_buffer);
+}
+
+static Tokenizer *new_tokenizer(const char *path, int vocab_size) {
+    Tokenizer *t = xmalloc(sizeof(Tokenizer), "tokenizer");
+    build_tokenizer(t, path, vocab_size);
+    return t;
 }
 
 // id of the piece str, or -1
@@ -3588,11 +3614,10 @@ static void build_spec_stats(SpecStats *st, int k, Transformer *target, Drafter 
 static SpecStats *new_spec_stats(void) { return xmalloc(sizeof(SpecStats), "statistics"); }
 
 static void plan_rounds(Speculator *sp, SpecStats *st, const Options *o, const Tokenizer *trace) {
-    sp->tree_depth = o->tree_depth, sp->tree_auto = o->tree_auto;
-    memcpy(sp->branch, o->branch, sizeof(sp->branch));
+    if (o->tree) build_trees(sp, o->branch, o->tree_depth, o->tree_auto);
     int k = o->tree_auto ? 0 : o->tree ? o->tree_depth : o->k;
     build_spec_stats(st, o->n_new ? k : 1, sp->target, sp->drafter, o->tree_auto ? MAX_ROWS : K_MAX + 1);
-    if (o->tree_auto) sp->verify_s = st->autok.calib, sp->draft_s = &st->autok.draft_step;
+    if (o->tree_auto) sp->trees->verify_s = st->autok.calib, sp->trees->draft_s = &st->autok.draft_step;
     st->trace = trace;
 }
 
@@ -3622,11 +3647,12 @@ static double drafter_clock(const Drafter *d, long *steps) {
 // other coins, and a short run would not be a prefix of a longer one. Notes
 // the models' clocks, so end_round can charge the round's costs.
 static int start_round(SpecStats *st, Speculator *sp, int n, int want) {
-    if (sp->tree_auto) sp->tree_depth = tree_round_next(st) ? K_MAX : 0;
+    Trees *ts = sp->trees;
+    if (ts && ts->grow) ts->depth = tree_round_next(st) ? K_MAX : 0;
     st->first_round = st->rounds == 0 || n <= st->last_n, st->last_n = n;
-    int k = st->k ? st->k : sp->tree_depth ? K_MAX : next_auto_k(&st->autok);
+    int k = st->k ? st->k : ts && ts->depth ? K_MAX : next_auto_k(&st->autok);
     int room = sp->target->config.seq_len - 1 - n;
-    if (k > want - 1 && (!sp->tree_depth || sp->tree_auto)) k = want - 1;
+    if (k > want - 1 && (!ts || !ts->depth || ts->grow)) k = want - 1;
     if (k > room) k = room;
     st->round_t0[0] = sp->target->seconds, st->round_f0[0] = sp->target->forwards;
     st->round_t0[1] = drafter_clock(sp->drafter, &st->round_f0[1]);
@@ -3668,10 +3694,10 @@ static void end_round(SpecStats *st, const Speculator *sp, const Round *rd, int 
     st->draft_forwards += steps;
     st->verify_seconds += verify_s;
     st->draft_seconds += draft_s;
-    if (st->k == 0 && rd->k >= 1 && !sp->tree_depth)
+    int tree = sp->trees && sp->trees->depth > 0;
+    if (st->k == 0 && rd->k >= 1 && !tree)
         update_auto_k(&st->autok, rd->k + 1, rd->accepted, examined, steps ? draft_s / (double)steps : 0,
                       verify_s);
-    int tree = sp->tree_depth > 0;
     if (!st->first_round) {
         st->mode_tokens[tree] = 0.95 * st->mode_tokens[tree] + rd->committed;
         st->mode_seconds[tree] = 0.95 * st->mode_seconds[tree] + (now_seconds() - st->round_start);
@@ -3699,11 +3725,12 @@ static void print_trace(const SpecStats *st, const Speculator *sp, const Round *
     const Tokenizer *t = st->trace;
     fflush(stdout); // the text so far, then the trace on lines of its own
     fprintf(stderr, "\nround %ld at position %d, K=%d\n", st->rounds, n, rd->k);
-    const Tree *tr = &sp->tree;
+    const Trees *ts = sp->trees;
+    const Tree *tr = ts ? &ts->tree : NULL;
     int stack[MAX_ROWS], top = 0; // the tree, depth first: a node per line under its parent
-    for (int j = sp->tree_depth ? tr->count[0] - 1 : -1; j >= 0; j--) stack[top++] = tr->kids[0][j];
+    for (int j = ts && ts->depth ? tr->count[0] - 1 : -1; j >= 0; j--) stack[top++] = tr->kids[0][j];
     while (top > 0) {
-        int v = stack[--top], on_path = tr->depth[v] <= rd->accepted && sp->path[tr->depth[v] - 1] == v, j = 0;
+        int v = stack[--top], on_path = tr->depth[v] <= rd->accepted && ts->path[tr->depth[v] - 1] == v, j = 0;
         for (int k = tr->count[v] - 1; k >= 0; k--) stack[top++] = tr->kids[v][k];
         while (tr->kids[tr->parent[v]][j] != v) j++;
         fprintf(stderr, "  %*s%s node %d, candidate %d of %d under node %d: ", 2 * tr->depth[v], "",
@@ -3736,8 +3763,9 @@ static void print_trace(const SpecStats *st, const Speculator *sp, const Round *
 // at position pos: the median of 5, timed after generation so it is not
 // counted in it. The cache entry at pos is overwritten, which is harmless then;
 // what the logits hold does not matter (it cannot fail a finished run).
-static double time_target_step(Transformer *tr, Sampler *s, float *probs, int token, int pos) {
+static double time_target_step(Transformer *tr, Sampler *s, int token, int pos) {
     double t[5];
+    float *probs = xmalloc((size_t)tr->config.vocab_size * sizeof(float), "probs");
     for (int i = 0; i < 5; i++) {
         double t0 = now_seconds();
         probs_from_logits(s, probs, forward(tr, &token, 1, pos));
@@ -3745,6 +3773,7 @@ static double time_target_step(Transformer *tr, Sampler *s, float *probs, int to
     }
     for (int i = 1; i < 5; i++) // insertion sort, 5 values
         for (int j = i; j > 0 && t[j] < t[j - 1]; j--) { double x = t[j]; t[j] = t[j - 1]; t[j - 1] = x; }
+    xfree(probs);
     return t[2];
 }
 
@@ -3933,6 +3962,13 @@ static void write_json(const Report *rp) {
 
 // ----------------------------------------------------------------------------
 // Appendix H. The text on stdout
+
+// Ctrl-C while generating stops it at the end of the step or round, and the
+// statistics of what was generated are printed; a second Ctrl-C ends the process.
+static void on_interrupt(int sig) {
+    if (interrupted) signal(sig, SIG_DFL), raise(sig);
+    interrupted = 1;
+}
 
 // Print the prompt (tokens[1..n) after BOS) as llama2.c's run does.
 static void start_output(Output *o, const int *tokens, int n) {

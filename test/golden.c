@@ -184,7 +184,7 @@ static void write_tree_run(FILE *f, const char *target, const char *draft, Token
     Speculator sp;
     ModelDrafter md;
     build_speculator(&sp, &tg, model_drafter(&md, &dr, &s), &s, &rng);
-    sp.tree_depth = 3, sp.branch[0] = 4, sp.branch[1] = 2, sp.branch[2] = 1;
+    build_trees(&sp, (int[K_MAX]){4, 2, 1}, 3, 0);
     int tokens[512], n = encode(tok, tokens, "Once upon a time", 1, 0), start = n;
     fprintf(f, "tree run: --tree 4,2,1, t = %.9g, top-p 1, top-k 3, seed 42, prompt \"Once upon a time\" "
             "(%d ids), %d new tokens, draft in %s\n", s.temperature, n, RUN_NEW, WEIGHTS_NAME[DRAFT_WEIGHTS]);
@@ -192,14 +192,14 @@ static void write_tree_run(FILE *f, const char *target, const char *draft, Token
     for (int round = 1; n - start < RUN_NEW; round++) {
         int k = 3; // a static tree is never cut by -n (start_round): the last round decides past it
         Round rd = tree_step(&sp, tokens, n, k);
-        const Tree *t = &sp.tree;
+        const Tree *t = &sp.trees->tree;
         fprintf(f, "round %d at position %d, depth %d, %d nodes\n", round, n, k, t->n);
         for (int v = 1; v < t->n; v++)
             fprintf(f, "  node %d: under %d, token %d, %s\n", v, t->parent[v], t->token[v],
                     t->onehot[v] ? "best logit" : "drawn");
         for (int i = 0; i < rd.committed && n + i - start < RUN_NEW; i++) { // what specdec prints
             const Verdict *v = &sp.verdicts[i];
-            int node = i ? sp.path[i - 1] : 0;
+            int node = i ? sp.trees->path[i - 1] : 0;
             fprintf(f, "  position %d: ", n + i);
             if (v->x < 0) fprintf(f, "no proposal d %.9g", v->d);
             else fprintf(f, "candidate %d of %d: x %d d %.9g q %.9g p %.9g ratio %.9g u %.9g %s", v->tested,

@@ -109,7 +109,7 @@ static void write_q80_checkpoint(const char *in, const char *out) {
     build_transformer_as(&t, in, 1, NULL, 1, WEIGHTS_INT8);
     size_t bytes = q80_file_bytes(&t.config, t.shared_classifier, t.gs);
     FILE *f = fopen(out, "wb");
-    if (!f || fwrite(t.image, 1, bytes, f) != bytes || fclose(f) != 0) die("%s: write failed", out);
+    if (!f || fwrite(t.held[1], 1, bytes, f) != bytes || fclose(f) != 0) die("%s: write failed", out);
     free_transformer(&t);
 }
 

@@ -216,35 +216,35 @@ static void test_stall_goes_solo(void) {
     ThreadPool *pool = build_pool(2);
     Transformer tr;
     build_transformer(&tr, "build/test/forward_gqa_unshared.bin", MAX_ROWS, pool, 2);
-    note_stall(&tr, 2, 1, 10.000);
-    int after_one = tr.solo_left;
-    note_stall(&tr, 2, 1, 10.010);
-    int after_two = tr.solo_left;
-    note_stall(&tr, 2, 0, 10.050);
-    note_stall(&tr, 2, 1, 10.100); // the third, 100 ms after the first
-    int after_far = tr.solo_left;
-    note_stall(&tr, 2, 0, 10.110);
-    note_stall(&tr, 2, 1, 10.120);
-    note_stall(&tr, 2, 1, 10.130); // three within 30 ms
-    int after_three = tr.solo_left;
-    note_stall(&tr, 1, 0, 10.140); // a pass on one thread tells nothing
-    int kept = tr.solo_run;
-    note_stall(&tr, 2, 0, 10.150);
-    int halved = tr.solo_run;
-    tr.solo_left = 0;
-    for (int i = 0; i < 3; i++) note_stall(&tr, 2, 1, 11.0 + 0.1 * i); // long passes, every one stalled
+    note_stall(pool, 2, 1, 10.000);
+    int after_one = pool->solo_left;
+    note_stall(pool, 2, 1, 10.010);
+    int after_two = pool->solo_left;
+    note_stall(pool, 2, 0, 10.050);
+    note_stall(pool, 2, 1, 10.100); // the third, 100 ms after the first
+    int after_far = pool->solo_left;
+    note_stall(pool, 2, 0, 10.110);
+    note_stall(pool, 2, 1, 10.120);
+    note_stall(pool, 2, 1, 10.130); // three within 30 ms
+    int after_three = pool->solo_left;
+    note_stall(pool, 1, 0, 10.140); // a pass on one thread tells nothing
+    int kept = pool->solo_run;
+    note_stall(pool, 2, 0, 10.150);
+    int halved = pool->solo_run;
+    pool->solo_left = 0;
+    for (int i = 0; i < 3; i++) note_stall(pool, 2, 1, 11.0 + 0.1 * i); // long passes, every one stalled
     CHECK(after_one == 0 && after_two == 0 && after_far == 0 && after_three == 64 && kept == 64 && halved == 32 &&
-          tr.solo_left == 64,
+          pool->solo_left == 64,
           "stalls: one sent %d passes to one thread (want 0), a second 10 ms later %d (want 0), a third 100 ms "
           "after the first %d (want 0), three within 30 ms %d (want 64), the run after a solo pass %d (want 64), "
           "after a quiet pass %d (want 32), three stalled passes in a row 100 ms apart %d (want 64)", after_one,
-          after_two, after_far, after_three, kept, halved, tr.solo_left);
+          after_two, after_far, after_three, kept, halved, pool->solo_left);
     int tokens[3] = {1, 5, 9}, V = tr.config.vocab_size, same = 1;
     float *ref = xmalloc((size_t)3 * V * 4, "ref");
     memcpy(ref, forward(&tr, tokens, 3, 0), (size_t)3 * V * 4);
-    tr.solo_left = 4;
+    pool->solo_left = 4;
     for (int i = 0; i < 4; i++) same &= !memcmp(forward(&tr, tokens, 3, 0), ref, (size_t)3 * V * 4);
-    CHECK(same && tr.solo_left == 0, "passes sent to one thread: same logits %d, %d left (want 0)", same, tr.solo_left);
+    CHECK(same && pool->solo_left == 0, "passes sent to one thread: same logits %d, %d left (want 0)", same, pool->solo_left);
     printf("stalled passes alone or in twos change nothing; three within 50 ms, or three in a row, send the "
            "next 64 to one thread, with the same logits; a quiet pass halves the run\n");
     xfree(ref);
@@ -336,7 +336,7 @@ static void test_q80_file(const char *name) {
     build_transformer_as(&a, path, MAX_ROWS, NULL, 1, WEIGHTS_INT8);
     FILE *f = fopen(v2, "wb");
     size_t bytes = q80_file_bytes(&a.config, a.shared_classifier, a.gs);
-    CHECK(f && fwrite(a.image, 1, bytes, f) == bytes && fclose(f) == 0, "writing %s", v2);
+    CHECK(f && fwrite(a.held[1], 1, bytes, f) == bytes && fclose(f) == 0, "writing %s", v2);
     build_transformer_as(&b, v2, MAX_ROWS, NULL, 1, WEIGHTS_F32);
     int V = a.config.vocab_size, bad = 0, tok[24];
     for (int i = 0; i < 24; i++) tok[i] = (i * 37 + 5) % V;

@@ -218,18 +218,19 @@ static void simulate_medusa(int *emitted, int want, const Pair *c, const Rng *rn
 static void simulate_tree(int *emitted, int want, const Pair *c, const Rng *rng, int m) {
     float q[V], p[V], work[3 * V], logits[V] = {0.3f, 0.1f, 0.4f, 0.2f};
     Transformer vocab = {.config = {.vocab_size = V}};
-    Speculator sp = {.target = &vocab, .rng = rng, .q = q, .p = p, .ql = logits, .work = work};
+    Trees ts = {.ql = logits, .work = work};
+    Speculator sp = {.target = &vocab, .rng = rng, .q = q, .p = p, .trees = &ts};
     int prev = -1;
     for (int count = 0; count < want; count++) {
         dist_at(q, c->q, count, prev);
         dist_at(p, c->p, count, prev);
-        sp.tree = (Tree){.n = 1, .parent = {-1}};
+        ts.tree = (Tree){.n = 1, .parent = {-1}};
         int x[4], onehot[4];
         draw_candidates(&sp, x, onehot, m, 0, count);
-        for (int j = 0; j < m; j++) add_child(&sp.tree, 0, x[j], onehot[j]);
+        for (int j = 0; j < m; j++) add_child(&ts.tree, 0, x[j], onehot[j]);
         Verdict vd;
         int child = decide_candidates(&sp, &vd, 0, count);
-        emitted[count] = prev = child >= 0 ? sp.tree.token[child] : vd.token;
+        emitted[count] = prev = child >= 0 ? ts.tree.token[child] : vd.token;
     }
 }
 
@@ -469,7 +470,7 @@ static void test_timing_step_cannot_fail(void) {
     build_sampler(&s, CFG.vocab_size, 1.0f, 1.0f, 0);
     float *probs = xmalloc((size_t)CFG.vocab_size * sizeof(float), "probs");
     int finite = probs_from_logits(&s, probs, forward(&target, (int[]){TOKEN_BOS}, 1, 0));
-    double t = time_target_step(&target, &s, probs, 5, 7);
+    double t = time_target_step(&target, &s, 5, 7);
     CHECK(!finite && t > 0, "time_target_step on non-finite logits: %g s (logits finite: %d)", t, finite);
     printf("timing step: a target with non-finite logits is timed (%.1f us), not an error\n", 1e6 * t);
     xfree(probs);
