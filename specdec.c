@@ -47,19 +47,19 @@
 //   814-887   Generation
 //   889-997   main
 // Part II. The extensions
-//  1016-1242  Drafters without a second model
-//  1244-1252  Lenience
-//  1254-1606  Tree speculation
+//  1016-1239  Drafters without a second model
+//  1241-1249  Lenience
+//  1251-1599  Tree speculation
 // Appendices
-//  1614-1763  Appendix A. Errors and memory
-//  1765-2215  Appendix B. Loading
-//  2217-2991  Appendix C. Math kernels
-//  2993-3305  Appendix D. Threads
-//  3307-3485  Appendix E. Tokenizer
-//  3487-3602  Appendix F. Auto-K (-k 0)
-//  3604-3962  Appendix G. Statistics
-//  3964-4016  Appendix H. The text on stdout
-//  4018-4357  Appendix I. Command line
+//  1607-1756  Appendix A. Errors and memory
+//  1758-2192  Appendix B. Loading
+//  2194-2936  Appendix C. Math kernels
+//  2938-3250  Appendix D. Threads
+//  3252-3430  Appendix E. Tokenizer
+//  3432-3547  Appendix F. Auto-K (-k 0)
+//  3549-3907  Appendix G. Statistics
+//  3909-3961  Appendix H. The text on stdout
+//  3963-4302  Appendix I. Command line
 //
 // Build: cc -std=c11 -O3 -mavx2 -mfma -ffp-contract=off -pthread specdec.c -lm
 #define _POSIX_C_SOURCE 200809L
@@ -1069,31 +1069,49 @@ static void matmul_on(const Transformer *tr, float *out, const float *x, const M
     pool_run(tr->pool, tr->n_threads, matmul_job, &j);
 }
 
-// Medusa heads (Cai et al. 2024): no second model. Head h maps the target's
-// final hidden state z = rmsnorm(x, rms_final) of the row that ran position t
-// to q for position t + 1 + h, through the target's own classifier:
-//   logits_h = wcls @ (z + silu(W_h z + b_h))   (model.h: medusa.bin)
-// A round from n committed tokens reads the row that ran position n - 2 (it
-// decided token n - 1): head 1 proposes position n, head 2 n + 1, ...
+// Medusa and EAGLE (below) need no second model: they read the target's
+// final hidden state z = rmsnorm(x, rms_final) of the row that decided the last
+// committed token (observe) and make q through the target's own classifier.
+// A round from n committed tokens reads the row that ran position n - 2.
 // Why it stays exact: the step's argument needs only that x_i was drawn from a
-// q_i fixed before position i's own coins and p_i are read. A head's q_i is
-// fixed by z, a function of t_0..t_{n-1}; ignoring x_1..x_{i-1} is just one
-// choice of q_i given the context. (Past the last head: p alone, also the
-// rule.) Which row it reads depends on where rounds begin, so at t > 0 the
-// sample depends on K (parse_options fixes K = H unless -k says otherwise).
+// q_i fixed before position i's own coins and p_i are read, and z is a function
+// of t_0..t_{n-1}. Which row z comes from depends on where rounds begin, so at
+// t > 0 the sample depends on K (parse_options fixes K unless -k says otherwise).
 typedef struct {
     Drafter base;
     Transformer *target;
     Sampler *sampler;
-    int n_heads, at;   // H; the position z ran (-1: none yet)
-    Matrix *w;         // (H) W_h (dim, dim), packed
-    const float *b[MEDUSA_MAX_HEADS]; // b_h (dim) in the file's bytes, for h = 1..H at h - 1
-    float *z, *y;      // (dim) the hidden state; (H, dim) each head's z + silu(W_h z + b_h)
-    float *logits;     // (H, V) head h's logits for z in row h - 1, once made
-    float *rows;       // (MAX_ROWS, V) a tree level's logits, row by node
-    int made;
-    float *packed;     // the allocation behind w
-    unsigned char *file;
+    int at, made;         // the position z ran (-1: none yet); what has been made from it
+    float *z;             // (dim) z, at the start of the drafter's buffers
+    float *logits;        // its logits, a row per proposal
+    float *packed;        // its matrices
+    unsigned char *file;  // its file's bytes (the biases are read from them)
+} HiddenDrafter;
+
+static void observe_hidden(Drafter *d, int row, int pos) {
+    HiddenDrafter *h = (HiddenDrafter *)d;
+    int dim = h->target->config.dim;
+    h->at = row < 0 ? -1 : pos, h->made = 0;
+    if (row >= 0) memcpy(h->z, h->target->state.xn + (size_t)row * dim, (size_t)dim * sizeof(float));
+}
+
+static void free_hidden(Drafter *d) {
+    HiddenDrafter *h = (HiddenDrafter *)d;
+    xfree(h->packed); xfree(h->z); xfree(h->logits); xfree(h->file);
+}
+
+// Medusa heads (Cai et al. 2024): head h maps z of the row that ran position t
+// to q for position t + 1 + h:
+//   logits_h = wcls @ (z + silu(W_h z + b_h))   (model.h: medusa.bin)
+// so head 1 proposes position n, head 2 n + 1, ... A head's q_i ignores
+// x_1..x_{i-1}: one choice of q_i given the context. Past the last head: p alone.
+typedef struct {
+    HiddenDrafter h;   // h.made: 1 once every head's logits for z are made
+    int n_heads;       // H
+    Matrix w[MEDUSA_MAX_HEADS];       // W_h (dim, dim), packed, for h = 1..H at h - 1
+    const float *b[MEDUSA_MAX_HEADS]; // b_h (dim)
+    float *y;          // (H, dim) each head's z + silu(W_h z + b_h)
+    float *rows;       // (MAX_ROWS, V) a tree level's logits, row by node (h.logits: (H, V) by head)
 } MedusaDrafter;
 
 // Head h's logits for z. Every head's at once, the first time one is asked
@@ -1101,38 +1119,37 @@ typedef struct {
 // exp(-u))), then logits = wcls @ y for all H rows in ONE pass (the same bits as
 // row by row; the classifier read once: c 0.155 -> 0.078 per head, shipped target).
 static const float *head_logits(MedusaDrafter *md, int h) {
-    int dim = md->target->config.dim;
-    if (!md->made) {
+    HiddenDrafter *hd = &md->h;
+    int dim = hd->target->config.dim;
+    if (!hd->made) {
         double t0 = now_seconds();
         for (int j = 0; j < md->n_heads; j++) {
             float *y = md->y + (size_t)j * dim;
-            matmul_on(md->target, y, md->z, &md->w[j], 1);
-            for (int i = 0; i < dim; i++) {
-                y[i] = md->z[i] + silu(y[i] + md->b[j][i]);
-            }
+            matmul_on(hd->target, y, hd->z, &md->w[j], 1);
+            for (int i = 0; i < dim; i++) y[i] = hd->z[i] + silu(y[i] + md->b[j][i]);
         }
-        matmul_on(md->target, md->logits, md->y, &md->target->wcls, md->n_heads);
-        md->made = 1;
-        md->base.seconds += now_seconds() - t0;
-        md->base.steps += md->n_heads;
+        matmul_on(hd->target, hd->logits, md->y, &hd->target->wcls, md->n_heads);
+        hd->made = 1;
+        hd->base.seconds += now_seconds() - t0;
+        hd->base.steps += md->n_heads;
     }
-    return md->logits + (size_t)(h - 1) * md->target->config.vocab_size;
+    return hd->logits + (size_t)(h - 1) * hd->target->config.vocab_size;
 }
 
 static int propose_medusa(Drafter *d, float *q, const int *tokens, int pos) {
     MedusaDrafter *md = (MedusaDrafter *)d;
-    int h = pos - md->at - 1;
+    int h = pos - md->h.at - 1;
     (void)tokens;
-    if (md->at < 0 || h < 1 || h > md->n_heads) return 0;
+    if (md->h.at < 0 || h < 1 || h > md->n_heads) return 0;
     d->logits = head_logits(md, h);
-    return probs_from_logits(md->sampler, q, d->logits);
+    return probs_from_logits(md->h.sampler, q, d->logits);
 }
 
 // A tree level: node v's children are at position pos + (its depth) + 1, so
 // every node of one depth gets the same head's q.
 static int propose_tree_medusa(Drafter *d, float *q, const Tree *t, int first, int pos) {
     MedusaDrafter *md = (MedusaDrafter *)d;
-    size_t V = (size_t)md->target->config.vocab_size;
+    size_t V = (size_t)md->h.target->config.vocab_size;
     for (int i = 0; i < t->n - first; i++) {
         if (!propose_medusa(d, q + i * V, t->token, pos + t->depth[first + i])) return 0;
         memcpy(md->rows + i * V, d->logits, V * sizeof(float));
@@ -1141,89 +1158,69 @@ static int propose_tree_medusa(Drafter *d, float *q, const Tree *t, int first, i
     return 1;
 }
 
-static void observe_medusa(Drafter *d, int row, int pos) {
-    MedusaDrafter *md = (MedusaDrafter *)d;
-    int dim = md->target->config.dim;
-    md->at = row < 0 ? -1 : pos;
-    if (row >= 0) memcpy(md->z, md->target->state.xn + (size_t)row * dim, (size_t)dim * sizeof(float));
-    md->made = 0;
-}
-
 // An EAGLE-style feature drafter (Li et al. 2024; one MLP where they use a
 // decoder layer). From a feature f at position t and the embedding e of the
 // token at t + 1 it predicts the feature at t + 1, and q for t + 2 through the
 // target's classifier (model.h: eagle.bin):
 //   f' = f + (W2 silu(W1 [f; e] + b1) + b2),   logits = wcls @ f'
-// It starts from the target's z of the row that decided the last token, as
-// Medusa does, then runs on its own features: unlike a head it sees each token
-// it drafted. Exact for the same reason; at t > 0 the sample depends on K.
+// It starts from z, as Medusa does, then runs on its own features: unlike a
+// head it sees each token it drafted.
 typedef struct {
-    Drafter base;
-    Transformer *target;
-    Sampler *sampler;
-    int hidden, at, made; // the MLP's width; the position z ran (-1: none); chain features made
+    HiddenDrafter h;      // h.z: feature 0 of the chain; h.made: the chain's features made
+    int hidden;           // the MLP's width
     Matrix w1, w2;        // W1 (hidden, 2 dim), W2 (dim, hidden), packed
-    const float *b1, *b2; // (hidden), (dim), in the file's bytes
-    float *chain;         // (MAX_ROWS + 1, dim) feature i: position at + i (0: the target's z)
-    float *node;          // (MAX_ROWS, dim) a tree node's feature, by node
-    float *fe, *h;        // (2 dim) [f; e]; (hidden)
-    float *logits;        // (MAX_ROWS, V)
-    float *packed;
-    unsigned char *file;
+    const float *b1, *b2; // (hidden), (dim)
+    float *node;          // (MAX_ROWS, dim) a tree node's feature, by node (after the chain's MAX_ROWS + 1)
+    float *fe, *u;        // (2 dim) [f; e]; (hidden) silu(W1 [f; e] + b1)
 } EagleDrafter;
 
 // out (dim) = the feature after f (dim) and token x, by the formula above
 static void eagle_step(EagleDrafter *ed, float *out, const float *f, int x) {
-    int dim = ed->target->config.dim;
+    const Transformer *tg = ed->h.target;
+    int dim = tg->config.dim;
     memcpy(ed->fe, f, (size_t)dim * sizeof(float));
-    memcpy(ed->fe + dim, ed->target->weights.token_embedding + (size_t)x * dim, (size_t)dim * sizeof(float));
-    matmul_on(ed->target, ed->h, ed->fe, &ed->w1, 1);
-    for (int i = 0; i < ed->hidden; i++) ed->h[i] = silu(ed->h[i] + ed->b1[i]);
-    matmul_on(ed->target, out, ed->h, &ed->w2, 1);
+    memcpy(ed->fe + dim, tg->weights.token_embedding + (size_t)x * dim, (size_t)dim * sizeof(float));
+    matmul_on(tg, ed->u, ed->fe, &ed->w1, 1);
+    for (int i = 0; i < ed->hidden; i++) ed->u[i] = silu(ed->u[i] + ed->b1[i]);
+    matmul_on(tg, out, ed->u, &ed->w2, 1);
     for (int i = 0; i < dim; i++) out[i] = f[i] + (out[i] + ed->b2[i]);
-    ed->base.steps++;
+    ed->h.base.steps++;
 }
 
 static int propose_eagle(Drafter *d, float *q, const int *tokens, int pos) {
-    EagleDrafter *ed = (EagleDrafter *)d;
-    int dim = ed->target->config.dim, j = pos - ed->at - 1; // feature j: q for position at + j + 1
-    if (ed->at < 0 || j < 1 || j > MAX_ROWS) return 0;
+    HiddenDrafter *h = (HiddenDrafter *)d;
+    int dim = h->target->config.dim, j = pos - h->at - 1; // feature j: q for position at + j + 1
+    if (h->at < 0 || j < 1 || j > MAX_ROWS) return 0;
     double t0 = now_seconds();
-    for (; ed->made < j; ed->made++)
-        eagle_step(ed, ed->chain + (size_t)(ed->made + 1) * dim, ed->chain + (size_t)ed->made * dim,
-                   tokens[ed->at + 1 + ed->made]);
-    matmul_on(ed->target, ed->logits, ed->chain + (size_t)j * dim, &ed->target->wcls, 1);
-    d->logits = ed->logits;
+    for (; h->made < j; h->made++)
+        eagle_step((EagleDrafter *)d, h->z + (size_t)(h->made + 1) * dim, h->z + (size_t)h->made * dim,
+                   tokens[h->at + 1 + h->made]);
+    matmul_on(h->target, h->logits, h->z + (size_t)j * dim, &h->target->wcls, 1);
+    d->logits = h->logits;
     d->seconds += now_seconds() - t0;
-    return probs_from_logits(ed->sampler, q, ed->logits);
+    return probs_from_logits(h->sampler, q, h->logits);
 }
 
 // A tree level: node v's feature from its parent's (the root's: the chain's
 // first) and its token, then every node's q in ONE classifier pass.
 static int propose_tree_eagle(Drafter *d, float *q, const Tree *t, int first, int pos) {
     EagleDrafter *ed = (EagleDrafter *)d;
-    size_t dim = (size_t)ed->target->config.dim, V = (size_t)ed->target->config.vocab_size;
+    HiddenDrafter *h = &ed->h;
+    size_t dim = (size_t)h->target->config.dim, V = (size_t)h->target->config.vocab_size;
     int n_rows = t->n - first;
     (void)pos;
-    if (ed->made < 1) return 0;
+    if (h->made < 1) return 0;
     double t0 = now_seconds();
     for (int v = first; v < t->n; v++) {
         int up = t->parent[v]; // the root's feature is the chain's first
-        eagle_step(ed, ed->node + v * dim, up == 0 ? ed->chain + dim : ed->node + up * dim, t->token[v]);
+        eagle_step(ed, ed->node + v * dim, up == 0 ? h->z + dim : ed->node + up * dim, t->token[v]);
     }
-    matmul_on(ed->target, ed->logits, ed->node + first * dim, &ed->target->wcls, n_rows);
-    d->logits = ed->logits;
+    matmul_on(h->target, h->logits, ed->node + first * dim, &h->target->wcls, n_rows);
+    d->logits = h->logits;
     d->seconds += now_seconds() - t0;
     for (int i = 0; i < n_rows; i++)
-        if (!probs_from_logits(ed->sampler, q + i * V, ed->logits + i * V)) return 0;
+        if (!probs_from_logits(h->sampler, q + i * V, h->logits + i * V)) return 0;
     return 1;
-}
-
-static void observe_eagle(Drafter *d, int row, int pos) {
-    EagleDrafter *ed = (EagleDrafter *)d;
-    int dim = ed->target->config.dim;
-    ed->at = row < 0 ? -1 : pos, ed->made = 0;
-    if (row >= 0) memcpy(ed->chain, ed->target->state.xn + (size_t)row * dim, (size_t)dim * sizeof(float));
 }
 
 static Drafter *medusa_drafter(MedusaDrafter *md, const char *path, Transformer *target, Sampler *s);
@@ -1538,7 +1535,7 @@ static Round tree_step(Speculator *sp, int *tokens, int n, int depth) {
     // 1. draft: the root's q (position n), then candidates level by level; the
     // new level's q from ONE masked draft pass over its nodes (their ancestors'
     // keys and values kept from the passes before)
-    int ok = depth > 0 && d->propose(d, sp->q, tokens, n), root_q = ok;
+    int ok = depth > 0 && propose(sp, tokens, n, 0), root_q = ok; // its x: candidate 0's
     if (ok) memcpy(ts->ql, d->logits, row * sizeof(float));
     float score[MAX_ROWS] = {1.0f};
     for (int first = 0; ok && rd.k < depth; rd.k++) {
@@ -1565,22 +1562,18 @@ static Round tree_step(Speculator *sp, int *tokens, int n, int depth) {
     // a node without candidates is decided as the chain's last position
     for (int v = 0;;) {
         int i = t->depth[v], pos = n + i;
-        float *p = sp->p + v * row, *q = ts->work;
+        float *p = sp->p + v * row;
         if (!probs_from_logits(sp->sampler, p, logits + v * row))
             die_logits(sp->target, pos, sp->sampler->temperature);
         rd.committed = i + 1;
         Verdict *vd = &sp->verdicts[i];
-        if (t->count[v] == 0) {
-            *vd = (Verdict){.x = -1, .d = coin_at(sp->rng, pos, COIN_DRAW),
-                            .u = coin_at(sp->rng, pos, COIN_ACCEPT), .r = coin_at(sp->rng, pos, COIN_RESAMPLE)};
-            if (v == 0 && root_q) memcpy(q, sp->q, row * sizeof(float)); // the root's, drawn above
-            else if (!d->propose(d, q, tokens, pos)) { // no proposal: draw from p alone
+        if (t->count[v] == 0) { // proposed now (the root's was, above), as the chain's slot i
+            if (!(v == 0 && root_q) && !propose(sp, tokens, pos, i)) { // no proposal: draw from p alone
                 tokens[pos] = vd->token = sample(p, V, vd->d);
                 rd.plain = 1;
                 break;
             }
-            vd->x = tokens[pos] = sample(q, V, vd->d);
-            tokens[pos] = decide(vd, p, q, sp->residual, V, 1.0f);
+            tokens[pos] = decide(vd, p, sp->q + i * row, sp->residual, V, 1.0f);
             rd.drafted++;
             rd.accepted += vd->accepted;
             break;
@@ -1766,38 +1759,42 @@ static double now_seconds(void) {
 
 static size_t panels_of(int d) { return (size_t)(d + PANEL - 1) / PANEL; }
 
-static void build_run_state(RunState *s, const Config *c, int T, int threads) {
-    size_t dim = (size_t)c->dim, hid = (size_t)c->hidden_dim, t = (size_t)T;
-    size_t hs = dim / (size_t)c->n_heads, kv_dim = (size_t)c->n_kv_heads * hs;
+// The run state's buffers for T rows on `threads` threads, one after another
+// from base, each 64-byte aligned (base NULL: none placed); returns their bytes
+// (SIZE_MAX: too many). The one description of the state: build_run_state
+// places it in one allocation, memory_needed counts it.
+static size_t layout_run_state(RunState *s, const Config *c, int T, int threads, char *base) {
+    size_t dim = (size_t)c->dim, t = (size_t)T, kv_dim = (size_t)c->n_kv_heads * (dim / (size_t)c->n_heads);
     s->seq_pad = (c->seq_len + LANES - 1) / LANES * LANES;
     s->qkv_stride = c->dim + 2 * (int)kv_dim;
     s->h13_stride = (int)(2 * panels_of(c->hidden_dim) * PANEL);
-    size_t cache = mul_size(mul_size(mul_size((size_t)c->n_layers, (size_t)s->seq_pad), kv_dim),
-                            sizeof(float)); // bytes of each cache
-    s->x = xmalloc(t * dim * sizeof(float), "x");
-    s->xn = xmalloc((size_t)threads * t * dim * sizeof(float), "xn");
-    s->qkv = xmalloc(t * (size_t)s->qkv_stride * sizeof(float), "qkv");
-    s->xb = xmalloc(t * dim * sizeof(float), "xb");
-    s->xb2 = xmalloc(t * dim * sizeof(float), "xb2");
-    s->h13 = xmalloc(t * (size_t)s->h13_stride * sizeof(float), "h13");
-    s->hb = xmalloc(t * hid * sizeof(float), "hb");
-    s->att = xmalloc(t * (size_t)c->n_heads * (size_t)s->seq_pad * sizeof(float), "att");
-    s->logits = xmalloc(t * (size_t)c->vocab_size * sizeof(float), "logits");
-    s->key_cache = xmalloc(cache, "key cache");
-    s->value_cache = xmalloc(cache, "value cache");
-    s->node_kv = xmalloc((size_t)c->n_layers * kv_dim * t * 2 * sizeof(float), "tree keys and values");
-    // calloc hands out big blocks as pages the kernel maps on first write, so
-    // the caches would fault page by page as the positions advance, inside the
-    // generation's clock; writing them now maps them at load (PERFORMANCE.md's
-    // mechanism table, "KV caches written at load").
-    memset(s->key_cache, 0, cache);
-    memset(s->value_cache, 0, cache);
+    size_t cache = mul_size(mul_size((size_t)c->n_layers, (size_t)s->seq_pad), kv_dim), off = 0;
+    struct { float **at; size_t n; } b[] = {
+        {&s->x, t * dim}, {&s->xn, (size_t)threads * t * dim}, {&s->qkv, t * (size_t)s->qkv_stride},
+        {&s->xb, t * dim}, {&s->xb2, t * dim}, {&s->h13, t * (size_t)s->h13_stride},
+        {&s->hb, t * (size_t)c->hidden_dim}, {&s->att, mul_size(t * (size_t)c->n_heads, (size_t)s->seq_pad)},
+        {&s->logits, t * (size_t)c->vocab_size}, {&s->key_cache, cache}, {&s->value_cache, cache},
+        {&s->node_kv, mul_size((size_t)c->n_layers * kv_dim, 2 * t)}};
+    for (size_t i = 0; i < sizeof(b) / sizeof(b[0]); i++) {
+        if (base) *b[i].at = (float *)(void *)(base + off);
+        off = add_size(off, add_size(mul_size(b[i].n, sizeof(float)), 63) & ~(size_t)63);
+    }
+    return off;
 }
 
-static void free_run_state(RunState *s) {
-    xfree(s->x); xfree(s->xn); xfree(s->qkv); xfree(s->xb); xfree(s->xb2); xfree(s->h13); xfree(s->hb);
-    xfree(s->att); xfree(s->logits); xfree(s->key_cache); xfree(s->value_cache); xfree(s->node_kv);
+// The run state, in one block (s->x is its start). calloc hands out big blocks
+// as pages the kernel maps on first write, so the caches would fault page by
+// page as the positions advance, inside the generation's clock; writing the
+// block now maps it at load (PERFORMANCE.md's mechanism table, "KV caches
+// written at load").
+static void build_run_state(RunState *s, const Config *c, int T, int threads) {
+    size_t bytes = layout_run_state(s, c, T, threads, NULL);
+    char *base = xmalloc_aligned(bytes, 64, "activations and KV caches");
+    memset(base, 0, bytes);
+    layout_run_state(s, c, T, threads, base);
 }
+
+static void free_run_state(RunState *s) { xfree(s->x); }
 
 // int8 (a version-2 model, Appendix C's q8 tiles): panel i of W holds its 16
 // rows group by group: group g is gs / 4 quads of 64 bytes, quad k/4 holding
@@ -1849,18 +1846,13 @@ static size_t packed_bytes(const Config *c, int gs) {
     return add_size(mul_size((size_t)c->n_layers, per_layer), matrix_bytes(c->vocab_size, dim, gs));
 }
 
-// Bytes build_transformer allocates for c: packed weights, activations for
-// T rows on `threads` threads, and both KV caches (SIZE_MAX: too many).
+// Bytes build_transformer allocates for c: packed weights, an int8 model's
+// embedding and RoPE tables, and the run state for T rows on `threads` threads
+// (SIZE_MAX: too many).
 static size_t memory_needed(const Config *c, int gs, int T, int threads) {
-    size_t dim = (size_t)c->dim, t = (size_t)T, kv = (size_t)c->n_kv_heads * dim / c->n_heads;
-    size_t seq = (size_t)(c->seq_len + LANES - 1) / LANES * LANES;
-    size_t n = packed_bytes(c, gs) / sizeof(float);
-    if (gs) n = add_size(n, add_size(mul_size((size_t)c->vocab_size, dim), seq * dim)); // embedding, RoPE
-    n = add_size(n, mul_size(2 * (size_t)c->n_layers, mul_size(seq + t, kv))); // KV caches, node_kv
-    n = add_size(n, mul_size(t, mul_size((size_t)c->n_heads, seq)));          // attention
-    n = add_size(n, mul_size(t, (size_t)c->vocab_size + 4 * (size_t)c->hidden_dim + 6 * dim));
-    n = add_size(n, mul_size((size_t)threads * t, dim));
-    return mul_size(n, sizeof(float));
+    RunState s;
+    size_t dim = (size_t)c->dim, tables = gs ? ((size_t)c->vocab_size + (size_t)c->seq_len) * dim * sizeof(float) : 0;
+    return add_size(add_size(packed_bytes(c, gs), tables), layout_run_state(&s, c, T, threads, NULL));
 }
 
 // The limit on what the run may allocate, all models and buffers together:
@@ -2029,10 +2021,6 @@ static unsigned char *read_file_checked(const char *path, const char *what, size
     return buf;
 }
 
-static UNUSED_OK unsigned char *read_file(const char *path, const char *what, size_t *n_out) {
-    return read_file_checked(path, what, n_out, NULL, NULL);
-}
-
 // An f32 file loaded as `weights`: the int8 groups it is quantised in (*gs, 0:
 // none) and the bytes of its version-2 image (0: it stays f32)
 static size_t int8_image(const Config *c, int shared, int weights, int *gs) {
@@ -2123,8 +2111,6 @@ static UNUSED_OK void free_transformer(Transformer *t) {
     for (int i = 0; i < 4; i++) xfree(t->held[i]), t->held[i] = NULL;
 }
 
-// Medusa heads for `target` from path (model.h: medusa.bin), checked like a
-// checkpoint (the header against the target, every float finite); W_h packed.
 // A drafter file for `target` (model.h: a 5-int header that `check` tests
 // against the target's dim and vocab_size, then floats) read into *file, dying
 // naming both files; returns check's count, *floats past the header.
@@ -2153,64 +2139,55 @@ static int read_drafter_file(unsigned char **file, const float **floats, const c
     return n;
 }
 
-static void free_medusa(Drafter *d) {
-    MedusaDrafter *md = (MedusaDrafter *)d;
-    xfree(md->w); xfree(md->packed); xfree(md->z); xfree(md->logits); xfree(md->file);
-}
-
+// Medusa heads for `target` from path (model.h: medusa.bin), checked like a
+// checkpoint (the header against the target, every float finite); W_h packed.
 static Drafter *medusa_drafter(MedusaDrafter *md, const char *path, Transformer *target, Sampler *s) {
     int dim = target->config.dim, V = target->config.vocab_size;
     size_t per = (size_t)dim * dim + (size_t)dim, panel_floats = panels_of(dim) * dim * PANEL;
     const float *f;
-    *md = (MedusaDrafter){.base = {.propose = propose_medusa, .propose_tree = propose_tree_medusa,
-                                   .observe = observe_medusa, .free = free_medusa},
-                          .target = target, .sampler = s, .at = -1};
-    md->n_heads = read_drafter_file(&md->file, &f, path, "Medusa heads (a medusa.bin from ./train medusa)",
+    *md = (MedusaDrafter){.h = {.base = {.propose = propose_medusa, .propose_tree = propose_tree_medusa,
+                                         .observe = observe_hidden, .free = free_hidden},
+                                .target = target, .sampler = s, .at = -1}};
+    md->n_heads = read_drafter_file(&md->h.file, &f, path, "Medusa heads (a medusa.bin from ./train medusa)",
                                     check_medusa, target);
     size_t n = medusa_n_floats(md->n_heads, dim), bad = first_non_finite(f, n);
     if (bad < n)
         die("%s: head %zu's %s, element %zu, is not finite (a training run that diverged, or a damaged file?)",
             path, bad / per + 1, bad % per < (size_t)dim * dim ? "W" : "b", bad % per);
-    md->w = xmalloc((size_t)md->n_heads * sizeof(Matrix), "Medusa heads");
-    float *dst = md->packed = xmalloc_floats_aligned((size_t)md->n_heads * panel_floats, "Medusa heads");
+    float *dst = md->h.packed = xmalloc_floats_aligned((size_t)md->n_heads * panel_floats, "Medusa heads");
     for (int i = 0; i < md->n_heads; i++) {
         dst = pack_matrix(&md->w[i], dst, f + i * per, dim, dim);
         md->b[i] = f + i * per + (size_t)dim * dim;
     }
-    md->z = xmalloc((size_t)(1 + md->n_heads) * dim * sizeof(float), "Medusa state");
-    md->y = md->z + dim;
-    md->logits = xmalloc((size_t)(md->n_heads + MAX_ROWS) * V * sizeof(float), "Medusa logits");
-    md->rows = md->logits + (size_t)md->n_heads * V;
-    return &md->base;
+    md->h.z = xmalloc((size_t)(1 + md->n_heads) * dim * sizeof(float), "Medusa state");
+    md->y = md->h.z + dim;
+    md->h.logits = xmalloc((size_t)(md->n_heads + MAX_ROWS) * V * sizeof(float), "Medusa logits");
+    md->rows = md->h.logits + (size_t)md->n_heads * V;
+    return &md->h.base;
 }
 
 // The feature drafter for `target` from path (model.h: eagle.bin), checked like
 // a checkpoint; W1 and W2 packed.
-static void free_eagle(Drafter *d) {
-    EagleDrafter *ed = (EagleDrafter *)d;
-    xfree(ed->packed); xfree(ed->chain); xfree(ed->logits); xfree(ed->file);
-}
-
 static Drafter *eagle_drafter(EagleDrafter *ed, const char *path, Transformer *target, Sampler *s) {
     int dim = target->config.dim, V = target->config.vocab_size;
     const float *f;
-    *ed = (EagleDrafter){.base = {.propose = propose_eagle, .propose_tree = propose_tree_eagle,
-                                  .observe = observe_eagle, .free = free_eagle},
-                         .target = target, .sampler = s, .at = -1};
-    ed->hidden = read_drafter_file(&ed->file, &f, path, "EAGLE drafter (an eagle.bin from ./train eagle)",
+    *ed = (EagleDrafter){.h = {.base = {.propose = propose_eagle, .propose_tree = propose_tree_eagle,
+                                        .observe = observe_hidden, .free = free_hidden},
+                               .target = target, .sampler = s, .at = -1}};
+    ed->hidden = read_drafter_file(&ed->h.file, &f, path, "EAGLE drafter (an eagle.bin from ./train eagle)",
                                    check_eagle, target);
     size_t n = eagle_n_floats(dim, ed->hidden), bad = first_non_finite(f, n), H = (size_t)ed->hidden;
     if (bad < n) die("%s: float %zu after the header is not finite (a training run that diverged?)", path, bad);
     ed->b1 = f + H * 2 * dim, ed->b2 = ed->b1 + H + (size_t)dim * H;
-    float *dst = ed->packed = xmalloc_floats_aligned((panels_of(ed->hidden) * 2 * dim + panels_of(dim) * H) * PANEL,
-                                                     "EAGLE weights");
+    float *dst = ed->h.packed = xmalloc_floats_aligned((panels_of(ed->hidden) * 2 * dim + panels_of(dim) * H) * PANEL,
+                                                       "EAGLE weights");
     pack_matrix(&ed->w2, pack_matrix(&ed->w1, dst, f, ed->hidden, 2 * dim), ed->b1 + H, dim, ed->hidden);
-    ed->chain = xmalloc(((2 * (size_t)MAX_ROWS + 3) * dim + H) * sizeof(float), "EAGLE features");
-    ed->node = ed->chain + (MAX_ROWS + 1) * (size_t)dim;
+    ed->h.z = xmalloc(((2 * (size_t)MAX_ROWS + 3) * dim + H) * sizeof(float), "EAGLE features");
+    ed->node = ed->h.z + (MAX_ROWS + 1) * (size_t)dim;
     ed->fe = ed->node + (size_t)MAX_ROWS * dim;
-    ed->h = ed->fe + 2 * (size_t)dim;
-    ed->logits = xmalloc((size_t)MAX_ROWS * V * sizeof(float), "EAGLE logits");
-    return &ed->base;
+    ed->u = ed->fe + 2 * (size_t)dim;
+    ed->h.logits = xmalloc((size_t)MAX_ROWS * V * sizeof(float), "EAGLE logits");
+    return &ed->h.base;
 }
 
 // ----------------------------------------------------------------------------
@@ -2324,23 +2301,6 @@ static float exp_canonical(float x) {
     float scale;
     memcpy(&scale, &bits, sizeof(scale));
     return y * scale;
-}
-
-// The matmul's definition, portable C: W (d,n) @ x (T,n) -> out (T,d), panels
-// [p0, p1) of m: output column j = 16*panel + lane is the chain over k of
-// W[j][k] * x[t][k]; columns at or past d (a panel's padding) are not written.
-static UNUSED_OK void matmul_panels_scalar(float *out, const float *x, int T, const Matrix *m, int p0,
-                                           int p1) {
-    int n = m->n;
-    size_t os = (size_t)m->d;
-    for (int i = p0; i < p1; i++)
-        for (int j = 0; j < PANEL && i * PANEL + j < m->d; j++)
-            for (int t = 0; t < T; t++) {
-                const float *xt = x + (size_t)t * n;
-                float acc = 0.0f;
-                for (int k = 0; k < n; k++) acc = fmaf(m->w[((size_t)i * n + k) * PANEL + j], xt[k], acc);
-                out[(size_t)t * os + (size_t)i * PANEL + j] = acc;
-            }
 }
 
 // Attention. The key cache keeps LANES positions side by side, (blocks, hs,
@@ -2827,11 +2787,6 @@ static void matmul_panels(float *out, const float *x, int T, const Matrix *m, in
     else matmul_panels_f32(out, x, T, m, p0, p1);
 }
 
-// W (d,n) @ x (T,n) -> out (T,d), the whole matrix on the calling thread
-static UNUSED_OK void matmul(float *out, const float *x, const Matrix *m, int T) {
-    matmul_panels(out, x, T, m, 0, m->n_panels);
-}
-
 // a (Q <= 6) pointers to (n), base -> out (Q) pointers to (LANES groups): groups
 // [0, groups) of the outer product, the widest tile that fits, again and again
 static void outer_products(float *const *out, const float *const *a, int Q, const float *base,
@@ -2932,17 +2887,7 @@ static float exp_and_sum(float *x, int n, float max) {
 // the largest of x (n), n >= 1 (any order gives the same maximum)
 static float max_of(const float *x, int n) {
     float max = x[0];
-    int i = 1;
-#if HAVE_AVX2
-    if (n >= 8) {
-        __m256 m = _mm256_loadu_ps(x);
-        for (i = 8; i + 8 <= n; i += 8) m = _mm256_max_ps(m, _mm256_loadu_ps(x + i));
-        float lanes[8];
-        _mm256_storeu_ps(lanes, m);
-        for (int l = 0; l < 8; l++) if (lanes[l] > max) max = lanes[l];
-    }
-#endif
-    for (; i < n; i++) if (x[i] > max) max = x[i];
+    for (int i = 1; i < n; i++) max = x[i] > max ? x[i] : max;
     return max;
 }
 

@@ -52,7 +52,7 @@ static const char *HARD[] = {"Once upon a time", "", " ", "  two spaces", "a\nb\
 // "LABEL PATH: N bytes, fnv1a H" for a whole file
 static void write_file_hash(FILE *f, const char *label, const char *path) {
     size_t n;
-    unsigned char *b = read_file(path, label, &n);
+    unsigned char *b = read_file_checked(path, label, &n, NULL, NULL);
     fprintf(f, "%s %s: %zu bytes, fnv1a %016llx\n", label, path, n, (unsigned long long)fnv1a(b, n));
     xfree(b);
 }

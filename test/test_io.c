@@ -69,7 +69,7 @@ static void write_output(const void *arg) {
 // Register the input DIR_/in.txt, then plan arg as an output
 static void input_then_output(const void *arg) {
     size_t n;
-    xfree(read_file(DIR_ "/in.txt", "input", &n));
+    xfree(read_file_checked(DIR_ "/in.txt", "input", &n, NULL, NULL));
     write_output(arg);
 }
 
@@ -78,7 +78,7 @@ static void output_then_input(const void *arg) {
     char msg[IO_PATH_MAX + 256];
     size_t n;
     if (plan_output(&json_out, arg, msg, sizeof(msg))) die("%s", msg);
-    xfree(read_file(arg, "input", &n));
+    xfree(read_file_checked(arg, "input", &n, NULL, NULL));
 }
 
 // Begin an output, then take SIGTERM before it is committed

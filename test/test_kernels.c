@@ -4,6 +4,28 @@
 #include "../specdec.c"
 #include "check.h"
 
+// The matmul's definition, portable C: W (d,n) @ x (T,n) -> out (T,d), panels
+// [p0, p1) of m: output column j = 16*panel + lane is the chain over k of
+// W[j][k] * x[t][k]; columns at or past d (a panel's padding) are not written.
+static void matmul_panels_scalar(float *out, const float *x, int T, const Matrix *m, int p0,
+                                           int p1) {
+    int n = m->n;
+    size_t os = (size_t)m->d;
+    for (int i = p0; i < p1; i++)
+        for (int j = 0; j < PANEL && i * PANEL + j < m->d; j++)
+            for (int t = 0; t < T; t++) {
+                const float *xt = x + (size_t)t * n;
+                float acc = 0.0f;
+                for (int k = 0; k < n; k++) acc = fmaf(m->w[((size_t)i * n + k) * PANEL + j], xt[k], acc);
+                out[(size_t)t * os + (size_t)i * PANEL + j] = acc;
+            }
+}
+
+// W (d,n) @ x (T,n) -> out (T,d), the whole matrix on the calling thread
+static void matmul(float *out, const float *x, const Matrix *m, int T) {
+    matmul_panels(out, x, T, m, 0, m->n_panels);
+}
+
 static void fill_random(float *v, size_t n, Rng *r) {
     for (size_t i = 0; i < n; i++) v[i] = 2.0f * rng_coin(r) - 1.0f;
 }
