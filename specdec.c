@@ -1273,6 +1273,10 @@ static Drafter *build_drafter(const Options *o, Transformer *target, Transformer
 // q costs nothing.) By induction the node emits a token distributed as p, and
 // descending repeats the argument at the next position. With one candidate per
 // node this is the chain's rule, with the chain's coins: the same text.
+//
+// What it adds to Part I: the Trees a Speculator points to, forward's ancestor
+// mask (tree_attention, forward_tree), the drafters' propose_tree, and
+// tree_step, the round generate_spec runs in place of speculative_step.
 
 // A Speculator's trees (--tree): the round's shape, or --tree auto's rule and
 // evidence, and the last round's tree for the -v trace
@@ -1338,8 +1342,9 @@ static void commit_path(Transformer *tr, const int *path, int count, int pos) {
             for (int j = 0; j < count; j++) put_kv(tr, l, g, (size_t)(pos + j), path[j]);
 }
 
-// The draft model's tree hook: a level of tree nodes in ONE masked draft pass; its cache keeps the context
-// only, so the root is not a row: its children's parent is the context (-1).
+// The draft model's tree hook: a level of tree nodes in ONE masked draft pass;
+// its cache keeps the context only, so the root is not a row (its children's
+// parent is the context, -1).
 static int propose_tree_model(Drafter *d, float *q, const Tree *t, int first, int pos) {
     ModelDrafter *md = (ModelDrafter *)d;
     int V = d->model->config.vocab_size, n_rows = t->n - first, parent[MAX_ROWS];
@@ -1372,8 +1377,8 @@ static float remove_candidate(float *q, int n, int x) {
 
 // Candidates x[0..b) under node v of the tree, at position pos: drawn from
 // v's q (row v of sp->q) without replacement (candidate j with candidate_coin
-// j), then, once q is used up, by v's draft logits (row v of the trees' ql), the best
-// remaining first (onehot[j] = 1). Their work (V) is scratch.
+// j), then, once q is used up, by v's draft logits (row v of ql), the best
+// remaining first (onehot[j] = 1). work (V) is scratch.
 static void draw_candidates(const Speculator *sp, int *x, int *onehot, int b, int v, int pos) {
     Trees *ts = sp->trees;
     int n = sp->target->config.vocab_size;
@@ -1620,22 +1625,13 @@ typedef struct Owned {
 
 static size_t allocated;       // bytes owned now: every block counts against memory_limit()
 static size_t memory_limit(void);
-static double memory_max_in(const char *dir);
-static double cgroup_limit(const char *root, const char *self, const char *controller, double (*in)(const char *));
-
 static Owned owned = {.prev = &owned, .next = &owned}; // the list's sentinel
 
-static void own(Owned *o) {
-    o->prev = owned.prev;
-    o->next = &owned;
-    owned.prev->next = o;
-    owned.prev = o;
+static void own(Owned *o) { // at the list's end
+    o->prev = owned.prev, o->next = &owned;
+    owned.prev->next = o, owned.prev = o;
 }
-
-static void disown(Owned *o) {
-    o->prev->next = o->next;
-    o->next->prev = o->prev;
-}
+static void disown(Owned *o) { o->prev->next = o->next, o->next->prev = o->prev; }
 
 // Release one list entry: run its release, or free it.
 static void release(Owned *o) {
@@ -1728,24 +1724,18 @@ static void xfree(void *block) {
 }
 
 // an owned entry for a resource with its own release function
-static Owned *own_resource(void *base, void (*fn)(void *)) {
+static void own_resource(void *base, void (*fn)(void *)) {
     Owned *o = malloc(sizeof(Owned));
-    if (!o) {
-        fn(base);
-        die("out of memory");
-    }
+    if (!o) fn(base), die("out of memory");
     *o = (Owned){NULL, NULL, base, fn, 0};
     own(o);
-    return o;
 }
 
 // release the owned entry whose base is `base` (a resource)
 static void release_resource(void *base) {
-    for (Owned *o = owned.prev; o != &owned; o = o->prev)
-        if (o->base == base && o->release) {
-            release(o);
-            return;
-        }
+    Owned *o = owned.prev;
+    while (o != &owned && (o->base != base || !o->release)) o = o->prev;
+    if (o != &owned) release(o);
 }
 
 static double now_seconds(void) {
@@ -1762,7 +1752,7 @@ static size_t panels_of(int d) { return (size_t)(d + PANEL - 1) / PANEL; }
 // The run state's buffers for T rows on `threads` threads, one after another
 // from base, each 64-byte aligned (base NULL: none placed); returns their bytes
 // (SIZE_MAX: too many). The one description of the state: build_run_state
-// places it in one allocation, memory_needed counts it.
+// places it in one allocation, check_memory counts it.
 static size_t layout_run_state(RunState *s, const Config *c, int T, int threads, char *base) {
     size_t dim = (size_t)c->dim, t = (size_t)T, kv_dim = (size_t)c->n_kv_heads * (dim / (size_t)c->n_heads);
     s->seq_pad = (c->seq_len + LANES - 1) / LANES * LANES;
@@ -1793,8 +1783,6 @@ static void build_run_state(RunState *s, const Config *c, int T, int threads) {
     memset(base, 0, bytes);
     layout_run_state(s, c, T, threads, base);
 }
-
-static void free_run_state(RunState *s) { xfree(s->x); }
 
 // int8 (a version-2 model, Appendix C's q8 tiles): panel i of W holds its 16
 // rows group by group: group g is gs / 4 quads of 64 bytes, quad k/4 holding
@@ -1846,38 +1834,16 @@ static size_t packed_bytes(const Config *c, int gs) {
     return add_size(mul_size((size_t)c->n_layers, per_layer), matrix_bytes(c->vocab_size, dim, gs));
 }
 
-// Bytes build_transformer allocates for c: packed weights, an int8 model's
-// embedding and RoPE tables, and the run state for T rows on `threads` threads
-// (SIZE_MAX: too many).
-static size_t memory_needed(const Config *c, int gs, int T, int threads) {
-    RunState s;
-    size_t dim = (size_t)c->dim, tables = gs ? ((size_t)c->vocab_size + (size_t)c->seq_len) * dim * sizeof(float) : 0;
-    return add_size(add_size(packed_bytes(c, gs), tables), layout_run_state(&s, c, T, threads, NULL));
-}
-
-// The limit on what the run may allocate, all models and buffers together:
-// half of the memory this process may use (physical, or its cgroup's
-// memory.max where lower), so a checkpoint whose header asks for a huge
-// context or vocabulary is refused at load instead of failing (or swapping)
-// mid-run.
-static size_t memory_limit(void) {
-#ifdef SPECDEC_MEMORY_LIMIT // the fuzz targets' smaller bound
-    return SPECDEC_MEMORY_LIMIT;
-#endif
-    static size_t limit; // measured once
-    if (limit) return limit;
-    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
-    double bytes = pages > 0 && page > 0 ? (double)pages * (double)page : 0x1p62;
-    double cg = cgroup_limit("/sys/fs/cgroup", "/proc/self/cgroup", "memory", memory_max_in);
-    if (cg > 0 && cg < bytes) bytes = cg;
-    return limit = (size_t)(bytes / 2);
-}
-
-// Refuse a model (int8 in groups of gs, or 0: f32) whose packed weights, run
-// state and `bytes` more (its file, its version-2 image) would pass the limit
-// with what the run holds already; 0, or -1 with the reason in msg
+// Refuse a model (int8 in groups of gs, or 0: f32) whose packed weights, an
+// int8 model's embedding and RoPE tables, run state and `bytes` more (its
+// file, its version-2 image) would pass the limit with what the run holds
+// already; 0, or -1 with the reason in msg
 static int check_memory(const Config *c, int gs, size_t bytes, int max_rows, int threads, char *msg, size_t len) {
-    size_t need = add_size(add_size(memory_needed(c, gs, max_rows, threads), bytes), allocated), limit = memory_limit();
+    RunState s;
+    size_t tables = gs ? ((size_t)c->vocab_size + (size_t)c->seq_len) * (size_t)c->dim * sizeof(float) : 0;
+    size_t need = add_size(add_size(packed_bytes(c, gs), tables), layout_run_state(&s, c, max_rows, threads, NULL));
+    need = add_size(add_size(need, bytes), allocated);
+    size_t limit = memory_limit();
     if (need <= limit) return 0;
     snprintf(msg, len, "dim %d, %d layers, vocab %d, seq_len %d need %.1f GB for the file, packed weights, "
              "activations and KV caches (with what the run holds already); specdec allows the whole run "
@@ -1885,6 +1851,9 @@ static int check_memory(const Config *c, int gs, size_t bytes, int max_rows, int
              c->vocab_size, c->seq_len, need == SIZE_MAX ? INFINITY : (double)need / 1e9, (double)limit / 1e9);
     return -1;
 }
+
+// What a Transformer's held[] holds (free_transformer frees them)
+enum { HELD_FILE, HELD_IMAGE, HELD_PACKED, HELD_TABLES };
 
 // Where an int8 model's matrices start in its version-2 image (by Q80_NAMES;
 // model.h's q80_at), and their values
@@ -1914,7 +1883,7 @@ static void pack_weights(Transformer *t, const Q80Map *q8) {
     size_t rows_max = (size_t)c->vocab_size + (size_t)(c->dim + 2 * kv + h13); // the most rows of a matrix
     const void **rows = xmalloc(rows_max * sizeof(*rows), "rows");
     const float **sc = xmalloc(rows_max * sizeof(*sc), "rows");
-    void *dst = t->held[2] = xmalloc_aligned(packed_bytes(c, t->gs), 64, "packed weights");
+    void *dst = t->held[HELD_PACKED] = xmalloc_aligned(packed_bytes(c, t->gs), 64, "packed weights");
     t->layers = xmalloc((size_t)c->n_layers * sizeof(Layer), "layers");
     for (size_t l = 0; l < (size_t)c->n_layers; l++) {
         Layer *ly = &t->layers[l];
@@ -1941,13 +1910,10 @@ static void pack_weights(Transformer *t, const Q80Map *q8) {
     xfree(sc);
 }
 
-// An int8 model: the version-2 image at img (bytes), checked (model.h's
-// check_q80), its norms and int8 matrices mapped, the embedding dequantised
-// (value * its group's scale) and the RoPE tables computed into t->held[3].
-static void map_q80(Transformer *t, Q80Map *q8, unsigned char *img, size_t bytes) {
-    char msg[512];
-    if (check_q80(&t->config, &t->shared_classifier, &t->gs, img, bytes, msg, sizeof(msg)))
-        die("%s: %s", t->path, msg);
+// An int8 model: its version-2 image at img (checked: model.h's check_q80), its
+// norms and int8 matrices mapped, the embedding dequantised (value * its
+// group's scale) and the RoPE tables computed into held[HELD_TABLES].
+static void map_q80(Transformer *t, Q80Map *q8, unsigned char *img) {
     const Config *c = &t->config;
     if (c->dim > Q8_MAX_N || c->hidden_dim > Q8_MAX_N)
         die("%s: int8 takes dim and hidden_dim up to %d, not %d and %d (use f32 weights)", t->path, Q8_MAX_N,
@@ -1963,14 +1929,11 @@ static void map_q80(Transformer *t, Q80Map *q8, unsigned char *img, size_t bytes
     if (t->shared_classifier) q8->at[8] = q8->at[0], q8->n[8] = n[0];
     size_t emb = (size_t)c->vocab_size * dim, rope = (size_t)c->seq_len * hs / 2;
     const float *es = (const float *)(const void *)(q8->at[0] + emb); // one block: values, then scales
-    w->token_embedding = t->held[3] = xmalloc_floats_aligned(emb + 2 * rope, "embedding and RoPE tables");
+    w->token_embedding = t->held[HELD_TABLES] = xmalloc_floats_aligned(emb + 2 * rope, "embedding and RoPE tables");
     for (size_t k = 0; k < emb; k++) w->token_embedding[k] = (float)q8->at[0][k] * es[k / (size_t)t->gs];
     w->rope_cos = w->token_embedding + emb, w->rope_sin = w->rope_cos + rope;
     rope_tables(w->rope_cos, w->rope_sin, c->seq_len, (int)hs);
 }
-
-static void load_checkpoint(Transformer *t, const void *file, size_t bytes, const char *path,
-                            int max_rows, ThreadPool *pool, int threads, int weights);
 
 // How a model keeps an f32 file's matrices: as its floats, or as its version-2
 // export (model.h's q80_export, groups of q80_group_size) made at load. A
@@ -1995,10 +1958,8 @@ static unsigned char *read_file_checked(const char *path, const char *what, size
     if (fd < 0) die("%s: cannot open %s: %s", path, what, strerror(errno));
     struct stat st;
     char msg[2 * IO_PATH_MAX + 512];
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        close(fd);
-        die("%s: not a regular file (expected the %s)", path, what);
-    }
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
+        close(fd), die("%s: not a regular file (expected the %s)", path, what);
     char name[IO_PATH_MAX + 64]; // as the registry's messages name it: "the tokenizer (-z FILE) tok.bin"
     snprintf(name, sizeof(name), "the %s %s", what, path);
     if (note_input(fd, name, msg, sizeof(msg))) close(fd), die("%s", msg);
@@ -2009,11 +1970,9 @@ static unsigned char *read_file_checked(const char *path, const char *what, size
     unsigned char *buf = xmalloc(n + 1, path); // zeroed: a NUL after the n bytes
     while (got < n) {
         ssize_t r = read(fd, buf + got, n - got);
-        if (r <= 0) {
-            close(fd);
-            die("%s: read failed after %zu of %zu bytes: %s (did the file change while it was read?)",
-                path, got, n, r < 0 ? strerror(errno) : "end of file");
-        }
+        if (r <= 0)
+            close(fd), die("%s: read failed after %zu of %zu bytes: %s (did the file change while it was read?)",
+                           path, got, n, r < 0 ? strerror(errno) : "end of file");
         got += (size_t)r;
     }
     close(fd);
@@ -2048,20 +2007,6 @@ static int checkpoint_head(const void *ctx, const unsigned char *head, size_t by
     return check_memory(&c, gs, add_size(bytes, image), rows_threads_weights[0], rows_threads_weights[1], msg, len);
 }
 
-// Read `path`, check it, pack its matrices (as `weights` says) and size the
-// run state for forwards of up to max_rows rows on up to `threads` threads of
-// `pool` (NULL: one). The file's bytes stay in memory: the embedding, the
-// norms and the RoPE tables are read from them.
-static void build_transformer_as(Transformer *t, const char *path, int max_rows, ThreadPool *pool,
-                                 int threads, int weights) {
-    size_t bytes;
-    int rows_threads_weights[3] = {max_rows, threads, weights};
-    unsigned char *file = read_file_checked(path, "checkpoint (a llama2.c .bin)", &bytes, checkpoint_head,
-                                            rows_threads_weights);
-    load_checkpoint(t, file, bytes, path, max_rows, pool, threads, weights);
-    t->held[0] = file;
-}
-
 // The checkpoint `path` held in memory at file (bytes, 4-byte aligned), checked
 // field by field and weight by weight, its matrices packed, the run state sized.
 static void load_checkpoint(Transformer *t, const void *file, size_t bytes, const char *path,
@@ -2088,16 +2033,31 @@ static void load_checkpoint(Transformer *t, const void *file, size_t bytes, cons
     }
     if (check_memory(&t->config, gs, image, max_rows, threads, msg, sizeof(msg))) die("%s: %s", path, msg);
     if (image) {
-        t->held[1] = xmalloc_aligned(image, 64, "the version-2 image");
-        q80_export(t->held[1], &t->config, &t->weights, t->shared_classifier, gs);
+        t->held[HELD_IMAGE] = xmalloc_aligned(image, 64, "the version-2 image");
+        q80_export(t->held[HELD_IMAGE], &t->config, &t->weights, t->shared_classifier, gs);
     }
     Q80Map q8;
-    if (q80 || image) map_q80(t, &q8, q80 ? (unsigned char *)(uintptr_t)file : t->held[1], q80 ? bytes : image);
+    t->gs = gs;
+    if (gs) map_q80(t, &q8, q80 ? (unsigned char *)(uintptr_t)file : t->held[HELD_IMAGE]);
     t->max_rows = max_rows;
     t->pool = pool;
     t->n_threads = pool && threads > 1 ? threads : 1;
     pack_weights(t, &q8);
     build_run_state(&t->state, &t->config, max_rows, t->n_threads);
+}
+
+// Read `path`, check it, pack its matrices (as `weights` says) and size the
+// run state for forwards of up to max_rows rows on up to `threads` threads of
+// `pool` (NULL: one). The file's bytes stay in memory: the embedding, the
+// norms and the RoPE tables are read from them.
+static void build_transformer_as(Transformer *t, const char *path, int max_rows, ThreadPool *pool,
+                                 int threads, int weights) {
+    size_t bytes;
+    int rows_threads_weights[3] = {max_rows, threads, weights};
+    unsigned char *file = read_file_checked(path, "checkpoint (a llama2.c .bin)", &bytes, checkpoint_head,
+                                            rows_threads_weights);
+    load_checkpoint(t, file, bytes, path, max_rows, pool, threads, weights);
+    t->held[HELD_FILE] = file;
 }
 
 static UNUSED_OK void build_transformer(Transformer *t, const char *path, int max_rows, ThreadPool *pool,
@@ -2106,7 +2066,7 @@ static UNUSED_OK void build_transformer(Transformer *t, const char *path, int ma
 }
 
 static UNUSED_OK void free_transformer(Transformer *t) {
-    free_run_state(&t->state);
+    xfree(t->state.x); // the run state's one block
     xfree(t->layers);
     for (int i = 0; i < 4; i++) xfree(t->held[i]), t->held[i] = NULL;
 }
@@ -2706,85 +2666,46 @@ static const OuterTile OUTER_TILE_OF[7][TILE_PANELS_MAX + 1] = {OUTER_TILES(OUTE
 // where panel i of m starts
 static const float *panel_at(const Matrix *m, int i) { return m->w + (size_t)i * (size_t)m->n * PANEL; }
 
-// W (d,n) @ x (R,n) -> out (R,d) over panels [p0, p1), R <= MM_MAX_ROWS: the
-// widest tile of R rows that fits the panels left, again and again (one row of
-// a streamed matrix: one panel wide, see pack_weights)
-static void mm_rows(float *out, size_t os, const float *x, int R, const Matrix *m, int p0, int p1) {
-    for (int i = p0, P = R == 1 && m->streamed ? 1 : TILE_PANELS_MAX; i < p1; i += P) {
-        if (P > p1 - i) P = p1 - i;
-        while (!MM_TILE_OF[0][R][P]) P--;
-        MM_TILE_OF[m->streamed][R][P](out + (size_t)i * PANEL, os, x, (size_t)m->n, panel_at(m, i), m->n, p1 - i - P);
-    }
-}
-
-// W (d,n) @ x (T,n) -> out (T,d), panels [p0, p1).
-// Rows go in blocks of at most MM_MAX_ROWS (as even as possible: 10 = 5 + 5);
-// the panels in chunks of about 128 KB, so every block reuses a chunk from L2
-// and the weights leave memory once. A panel that straddles d goes through a
-// small buffer, so nothing past d is written.
-static void matmul_panels_f32(float *out, const float *x, int T, const Matrix *m, int p0, int p1) {
-    size_t os = (size_t)m->d;
-    int full = m->d / PANEL < p1 ? m->d / PANEL : p1; // panels wholly inside d
-    int blocks = (T + MM_MAX_ROWS - 1) / MM_MAX_ROWS;
-    int chunk = blocks == 1 ? p1 : (int)(32768 / ((size_t)m->n * PANEL)) + 1; // ~128 KB of panels
-    for (int c0 = p0; c0 < full; c0 += chunk) {
-        int c1 = c0 + chunk < full ? c0 + chunk : full;
-        for (int b = 0, t = 0; b < blocks; b++) {
-            int rows = (T - t) / (blocks - b);
-            mm_rows(out + (size_t)t * os, os, x + (size_t)t * m->n, rows, m, c0, c1);
-            t += rows;
-        }
-    }
-    for (int i = full > p0 ? full : p0; i < p1; i++) { // the straddling panel
-        float buf[MM_MAX_ROWS * PANEL];
-        for (int t = 0; t < T; t += MM_MAX_ROWS) {
-            int rows = T - t < MM_MAX_ROWS ? T - t : MM_MAX_ROWS;
-            MM_TILE_OF[m->streamed][rows][1](buf, PANEL, x + (size_t)t * m->n, (size_t)m->n, panel_at(m, i), m->n, 0);
-            for (int r = 0; r < rows; r++)
-                for (int j = 0; j < PANEL && i * PANEL + j < m->d; j++)
-                    out[(size_t)(t + r) * os + (size_t)i * PANEL + j] = buf[r * PANEL + j];
-        }
-    }
-}
-
-// int8 W (d,n) @ x (T,n) -> out (T,d), panels [p0, p1): blocks of rows and
-// chunks of panels as in matmul_panels_f32, each block's rows quantised (again
-// in each chunk: a few hundred operations against its ~128 KB of weights). A
-// tile that holds the panel straddling d writes to a buffer.
-static void matmul_panels_q8(float *out, const float *x, int T, const Matrix *m, int p0, int p1) {
+// W (d,n) @ x (T,n) -> out (T,d), panels [p0, p1) (the contract: Part I).
+// Rows go in blocks of at most R_max (as even as possible: 10 = 5 + 5); the
+// panels in chunks of about 128 KB, so every block reuses a chunk from L2 and
+// the weights leave memory once; a chunk goes by the widest tile of the
+// block's rows that fits the panels left, again and again (one row of a
+// streamed matrix: one panel wide, see pack_weights). An int8 block's rows are
+// quantised first (again in each chunk: a few hundred operations against its
+// ~128 KB of weights). A tile that holds the panel straddling d writes to a
+// buffer, so nothing past d is written.
+static void matmul_panels(float *out, const float *x, int T, const Matrix *m, int p0, int p1) {
     int8_t q[Q8_MAX_ROWS * Q8_MAX_N];
-    float s[Q8_MAX_ROWS * Q8_MAX_N / 4], buf[Q8_MAX_ROWS * TILE_PANELS_MAX * PANEL];
+    float s[Q8_MAX_ROWS * Q8_MAX_N / 4], buf[MM_MAX_ROWS * TILE_PANELS_MAX * PANEL];
     int32_t c[Q8_MAX_ROWS * Q8_MAX_N / 4];
-    int n = m->n, gs = m->gs, G = n / gs, blocks = (T + Q8_MAX_ROWS - 1) / Q8_MAX_ROWS;
+    int n = m->n, gs = m->gs, G = gs ? n / gs : 0, R_max = gs ? Q8_MAX_ROWS : MM_MAX_ROWS;
+    int blocks = (T + R_max - 1) / R_max;
     Q8Rows xq = {q, s, c, n, G};
-    size_t ps = (size_t)G * q8_group_bytes(gs), os = (size_t)m->d;
+    size_t ps = gs ? (size_t)G * q8_group_bytes(gs) : (size_t)n * PANEL * sizeof(float), os = (size_t)m->d;
     int chunk = blocks == 1 ? p1 : (int)(131072 / ps) + 1;
     for (int c0 = p0; c0 < p1; c0 += chunk) {
         int c1 = c0 + chunk < p1 ? c0 + chunk : p1;
         for (int b = 0, t = 0, R; b < blocks; b++, t += R) {
             R = (T - t) / (blocks - b);
-            for (int r = 0; r < R * G; r++) {
+            for (int r = 0; gs && r < R * G; r++) {
                 s[r] = q80_group(q + (size_t)r * gs, x + (size_t)t * n + (size_t)r * gs, gs);
                 c[r] = 0;
                 for (int k = 0; k < gs; k++) c[r] += Q8_BIAS * q[(size_t)r * gs + k];
             }
             for (int i = c0, P = R == 1 && m->streamed ? 1 : TILE_PANELS_MAX; i < c1; i += P) {
                 if (P > c1 - i) P = c1 - i;
-                while (!Q8_TILE_OF[R][P]) P--;
-                float *o = out + (size_t)t * os + (size_t)i * PANEL;
+                while (gs ? !Q8_TILE_OF[R][P] : !MM_TILE_OF[0][R][P]) P--;
                 int cut = (i + P) * PANEL > m->d;
-                Q8_TILE_OF[R][P](cut ? buf : o, cut ? (size_t)P * PANEL : os, &xq, q8_group_at(m, i, 0), ps, gs);
-                for (int r = 0; cut && r < R; r++)
-                    for (int j = 0; j < P * PANEL && i * PANEL + j < m->d; j++) o[r * os + (size_t)j] = buf[r * P * PANEL + j];
+                float *o = out + (size_t)t * os + (size_t)i * PANEL, *to = cut ? buf : o;
+                size_t ts = cut ? (size_t)P * PANEL : os;
+                if (gs) Q8_TILE_OF[R][P](to, ts, &xq, q8_group_at(m, i, 0), ps, gs);
+                else MM_TILE_OF[m->streamed][R][P](to, ts, x + (size_t)t * n, (size_t)n, panel_at(m, i), n, c1 - i - P);
+                for (int r = 0; cut && r < R; r++) // the columns before d
+                    for (int j = 0; j < P * PANEL && i * PANEL + j < m->d; j++) o[r * os + j] = buf[r * ts + j];
             }
         }
     }
-}
-
-// W (d,n) @ x (T,n) -> out (T,d), panels [p0, p1) of m
-static void matmul_panels(float *out, const float *x, int T, const Matrix *m, int p0, int p1) {
-    if (m->q) matmul_panels_q8(out, x, T, m, p0, p1);
-    else matmul_panels_f32(out, x, T, m, p0, p1);
 }
 
 // a (Q <= 6) pointers to (n), base -> out (Q) pointers to (LANES groups): groups
@@ -2800,16 +2721,13 @@ static void outer_products(float *const *out, const float *const *a, int Q, cons
     }
 }
 
-// Raw scores of Q (<= 6) query vectors against positions [0, LANES * n_blocks):
-// s[i][t] = chain over c of query[i][c] * key_t[c]. query (Q) pointers to (hs),
-// kc (n_blocks, hs, LANES) -> s (Q) pointers to (LANES * n_blocks)
+// positions [0, LANES * n_blocks): each score the chain over c of query[i][c] * key_t[c]
 static void attention_scores(float *const *s, const float *const *query, int Q, const float *kc,
                              int n_blocks, int hs) {
     outer_products(s, query, Q, kc, LANES, (size_t)hs * LANES, n_blocks, hs);
 }
 
-// Weighted sums of the values: out[i][c] = chain over t < n_pos of
-// e[i][t] * v_t[c]. e (Q <= 6) pointers to (n_pos), v (n_pos, hs) -> out (Q) pointers to (hs)
+// out[i][c] = the chain over t < n_pos of e[i][t] * v_t[c]; the last hs % LANES outputs in plain C
 static void attention_values(float *const *out, const float *const *e, int Q, const float *v,
                              int n_pos, int hs) {
     outer_products(out, e, Q, v, (size_t)hs, LANES, hs / LANES, n_pos);
@@ -2897,20 +2815,17 @@ static UNUSED_OK void softmax(float *x, int n) {
     for (int i = 0; i < n; i++) x[i] /= sum;
 }
 
-// RMSNorm for T rows of n: s = 1 / sqrtf(dot(x, x) / n + 1e-5), out = weight * (s * x).
-// x (T,n), weight (n) -> out (T,n)
+// RMSNorm for T rows of n, as the contract (Part I) writes it
 static void rmsnorm(float *out, const float *x, const float *weight, int T, int n) {
     for (int t = 0; t < T; t++) {
         const float *xt = x + (size_t)t * n;
-        float ss = dot(xt, xt, n) / (float)n + 1e-5f;
-        ss = 1.0f / sqrtf(ss);
+        float ss = 1.0f / sqrtf(dot(xt, xt, n) / (float)n + 1e-5f);
         for (int i = 0; i < n; i++) out[(size_t)t * n + i] = weight[i] * (ss * xt[i]);
     }
 }
 
-// RoPE: rotate each pair (v[2i], v[2i+1]) of every head by angle pos*theta_i,
-// theta_i = 10000^(-2i/hs), using the checkpoint's tables.
-// v (n_heads*hs) in place; cos_row, sin_row (hs/2) for this position
+// RoPE: each pair of every head turned by the position's angles pos * theta_i,
+// theta_i = 10000^(-2i/hs) (model.h's tables); cos_row, sin_row (hs/2)
 static void rope(float *v, const float *cos_row, const float *sin_row, int n_heads, int hs) {
     for (int h = 0; h < n_heads; h++)
         for (int i = 0; i < hs / 2; i++) {
@@ -2923,8 +2838,7 @@ static void rope(float *v, const float *cos_row, const float *sin_row, int n_hea
 
 static float silu(float v) { return v * (1.0f / (1.0f + exp_canonical(-v))); }
 
-// SwiGLU on one 16-column block pair: out[j] = silu(h1[j]) * h3[j] for j < n,
-// silu(v) = v * (1 / (1 + exp(-v))), rounded in that order. h1, h3 (n) -> out (n)
+// SwiGLU on one 16-column block pair: out[j] = silu(h1[j]) * h3[j], silu as above
 static void swiglu(float *out, const float *h1, const float *h3, int n) {
     int j = 0;
     for (; j + VL <= n; j += VL) {
@@ -3103,17 +3017,10 @@ static void stop_pool(void *arg) {
 // A pool of n threads (the caller and n - 1 workers); n <= 1 makes none.
 static ThreadPool *build_pool(int n) {
     if (n <= 1) return NULL;
-    ThreadPool *pool = xmalloc(sizeof(ThreadPool), "thread pool");
+    ThreadPool *pool = xmalloc(sizeof(ThreadPool), "thread pool"); // zeroed: every count starts at 0
     pool->workers = xmalloc((size_t)n * sizeof(struct Worker), "threads");
-    atomic_init(&pool->generation, 0);
-    atomic_init(&pool->sleeping, 0);
-    atomic_init(&pool->finished, 0);
-    atomic_init(&pool->stalled, 0);
-    pool->base = 0;
-    pool->solo_left = pool->solo_run = 0;
-    pool->stalled_at[0] = pool->stalled_at[1] = pool->quiet_at = -INFINITY; // no pass yet
     pool->arrivals = xmalloc((size_t)n * sizeof(struct Arrival), "thread arrivals");
-    for (int i = 0; i < n; i++) atomic_init(&pool->arrivals[i].passed, 0);
+    pool->stalled_at[0] = pool->stalled_at[1] = pool->quiet_at = -INFINITY; // no pass yet
     if (pthread_mutex_init(&pool->lock, NULL) || pthread_cond_init(&pool->wake, NULL))
         die("cannot create the thread pool's lock");
     pool->n = 1;
@@ -3127,11 +3034,7 @@ static ThreadPool *build_pool(int n) {
 }
 
 static UNUSED_OK void free_pool(ThreadPool *pool) {
-    if (!pool) return;
-    release_resource(pool);
-    xfree(pool->workers);
-    xfree(pool->arrivals);
-    xfree(pool);
+    if (pool) release_resource(pool), xfree(pool->workers), xfree(pool->arrivals), xfree(pool);
 }
 
 // the share [*lo, *hi) of n items that thread tid of nth takes
@@ -3236,9 +3139,25 @@ static double cgroup_limit(const char *root, const char *self, const char *contr
     return best;
 }
 
-static int cpu_quota(const char *root, const char *self) {
-    return (int)cgroup_limit(root, self, "cpu", quota_in);
+// The limit on what the run may allocate, all models and buffers together:
+// half of the memory this process may use (physical, or its cgroup's
+// memory.max where lower), so a checkpoint whose header asks for a huge
+// context or vocabulary is refused at load instead of failing (or swapping)
+// mid-run.
+static size_t memory_limit(void) {
+#ifdef SPECDEC_MEMORY_LIMIT // the fuzz targets' smaller bound
+    return SPECDEC_MEMORY_LIMIT;
+#endif
+    static size_t limit; // measured once
+    if (limit) return limit;
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+    double bytes = pages > 0 && page > 0 ? (double)pages * (double)page : 0x1p62;
+    double cg = cgroup_limit("/sys/fs/cgroup", "/proc/self/cgroup", "memory", memory_max_in);
+    if (cg > 0 && cg < bytes) bytes = cg;
+    return limit = (size_t)(bytes / 2);
 }
+
+static int cpu_quota(const char *root, const char *self) { return (int)cgroup_limit(root, self, "cpu", quota_in); }
 
 static int usable_cpus(void) {
     long n = sysconf(_SC_NPROCESSORS_ONLN);

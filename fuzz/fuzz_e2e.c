@@ -195,7 +195,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
     atexit(remove_files); // an abort skips it: a failure's files stay for its reproducer
     usable = usable_cpus();
     show = getenv("FUZZ_E2E_SHOW") != NULL;
-    unsigned char *file = read_file(tok_path, "tokenizer", &tok_bytes);
+    unsigned char *file = read_file_checked(tok_path, "tokenizer", &tok_bytes, NULL, NULL);
     tok_file = malloc(tok_bytes); // the harness's: a die() releases everything owned
     if (!tok_file) abort();
     memcpy(tok_file, file, tok_bytes);

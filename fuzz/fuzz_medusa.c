@@ -27,7 +27,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
     snprintf(target_path, sizeof target_path, "%s/target.bin", dir);
     const Config c = {16, 32, 1, 2, 1, FUZZ_VOCAB, 8}; // dim 16: the seeds' heads are for it
     write_random_checkpoint(target_path, &c, 1, 1, 2, 0);
-    unsigned char *file = read_file(target_path, "checkpoint", &target_bytes);
+    unsigned char *file = read_file_checked(target_path, "checkpoint", &target_bytes, NULL, NULL);
     target_file = malloc(target_bytes);
     if (!target_file) abort();
     memcpy(target_file, file, target_bytes);

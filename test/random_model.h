@@ -109,7 +109,7 @@ static void write_q80_checkpoint(const char *in, const char *out) {
     build_transformer_as(&t, in, 1, NULL, 1, WEIGHTS_INT8);
     size_t bytes = q80_file_bytes(&t.config, t.shared_classifier, t.gs);
     FILE *f = fopen(out, "wb");
-    if (!f || fwrite(t.held[1], 1, bytes, f) != bytes || fclose(f) != 0) die("%s: write failed", out);
+    if (!f || fwrite(t.held[HELD_IMAGE], 1, bytes, f) != bytes || fclose(f) != 0) die("%s: write failed", out);
     free_transformer(&t);
 }
 
@@ -237,7 +237,7 @@ static int read_own_drafter(unsigned char **file, int32_t h[5], const char *in, 
                             int at) {
     size_t bytes;
     char msg[256];
-    *file = read_file(in, what, &bytes);
+    *file = read_file_checked(in, what, &bytes, NULL, NULL);
     memset(h, 0, 5 * sizeof(int32_t));
     memcpy(h, *file, bytes < 5 * sizeof(int32_t) ? bytes : 5 * sizeof(int32_t));
     int n = check(h, bytes, h[at], h[at + 1], msg, sizeof(msg));
