@@ -19,7 +19,7 @@
 //              L = n_layers, V = |vocab_size|; "(a,b)" = a rows of b floats:
 //     token_embedding (V, dim)
 //     rms_att         (L, dim)            RMSNorm gain before attention
-//     wq              (L, dim, dim)       q = wq @ x   (out, in)
+//     wq              (L, dim, dim)       query = wq @ x   (out, in)
 //     wk              (L, kv_dim, dim)    k = wk @ x
 //     wv              (L, kv_dim, dim)    v = wv @ x
 //     wo              (L, dim, dim)       attention output projection
@@ -28,8 +28,8 @@
 //     w2              (L, dim, hidden)    down:  w2 @ (...)
 //     w3              (L, hidden, dim)    up
 //     rms_final       (dim)
-//     freq_cis_real   (seq_len, hs/2)     RoPE cos(p * theta_i), legacy table
-//     freq_cis_imag   (seq_len, hs/2)     RoPE sin(p * theta_i), legacy table
+//     freq_cis_real   (seq_len, hs/2)     RoPE cos(pos * theta_i), legacy table
+//     freq_cis_imag   (seq_len, hs/2)     RoPE sin(pos * theta_i), legacy table
 //     wcls            (V, dim)            only when vocab_size < 0
 //
 // Every weight matrix is stored (out, in): y = W @ x reads one contiguous row
@@ -165,24 +165,24 @@ static inline int check_checkpoint(Config *c, int *shared, const int32_t h[7], s
     return -1;
 }
 
-// Point w's fields into the flat array `p` laid out as above.
-static inline void map_weights(TransformerWeights *w, const Config *c, float *p, int shared) {
+// Point w's fields into the flat array `at` laid out as above.
+static inline void map_weights(TransformerWeights *w, const Config *c, float *at, int shared) {
     size_t dim = (size_t)c->dim, hid = (size_t)c->hidden_dim, L = (size_t)c->n_layers;
     size_t hs = dim / (size_t)c->n_heads, kv_dim = (size_t)c->n_kv_heads * hs;
-    w->token_embedding = p; p += (size_t)c->vocab_size * dim;
-    w->rms_att = p;  p += L * dim;
-    w->wq = p;       p += L * dim * dim;
-    w->wk = p;       p += L * kv_dim * dim;
-    w->wv = p;       p += L * kv_dim * dim;
-    w->wo = p;       p += L * dim * dim;
-    w->rms_ffn = p;  p += L * dim;
-    w->w1 = p;       p += L * hid * dim;
-    w->w2 = p;       p += L * dim * hid;
-    w->w3 = p;       p += L * hid * dim;
-    w->rms_final = p; p += dim;
-    w->rope_cos = p; p += (size_t)c->seq_len * hs / 2;
-    w->rope_sin = p; p += (size_t)c->seq_len * hs / 2;
-    w->wcls = shared ? w->token_embedding : p;
+    w->token_embedding = at; at += (size_t)c->vocab_size * dim;
+    w->rms_att = at;  at += L * dim;
+    w->wq = at;       at += L * dim * dim;
+    w->wk = at;       at += L * kv_dim * dim;
+    w->wv = at;       at += L * kv_dim * dim;
+    w->wo = at;       at += L * dim * dim;
+    w->rms_ffn = at;  at += L * dim;
+    w->w1 = at;       at += L * hid * dim;
+    w->w2 = at;       at += L * dim * hid;
+    w->w3 = at;       at += L * hid * dim;
+    w->rms_final = at; at += dim;
+    w->rope_cos = at; at += (size_t)c->seq_len * hs / 2;
+    w->rope_sin = at; at += (size_t)c->seq_len * hs / 2;
+    w->wcls = shared ? w->token_embedding : at;
 }
 
 // The first float of v (n) that is NaN or inf, or n. A bit test (exponent all
@@ -233,15 +233,15 @@ static inline int check_finite_weights(const TransformerWeights *w, const Config
 }
 
 
-// The legacy RoPE tables: cos/sin (seq_len, hs/2) of p * 10000^(-2i/hs).
+// The legacy RoPE tables: cos/sin (seq_len, hs/2) of pos * 10000^(-2i/hs).
 // Computed in double and rounded once, so every libm gives the same floats.
 static inline void rope_tables(float *cos_out, float *sin_out, int seq_len, int head_size) {
     int half = head_size / 2;
-    for (int p = 0; p < seq_len; p++) {
+    for (int pos = 0; pos < seq_len; pos++) {
         for (int i = 0; i < half; i++) {
             double theta = pow(10000.0, -2.0 * i / head_size);
-            cos_out[(size_t)p * half + i] = (float)cos(p * theta);
-            sin_out[(size_t)p * half + i] = (float)sin(p * theta);
+            cos_out[(size_t)pos * half + i] = (float)cos(pos * theta);
+            sin_out[(size_t)pos * half + i] = (float)sin(pos * theta);
         }
     }
 }
@@ -254,32 +254,32 @@ static inline int write_config(FILE *f, const Config *c, int shared) {
     return fwrite(h, sizeof(h), 1, f) == 1 ? 0 : -1;
 }
 
-// Write a file of `n_header` int32s h, then n floats p (a medusa.bin or an
+// Write a file of `n_header` int32s h, then n floats `data` (a medusa.bin or an
 // eagle.bin). Returns 0 on success, -1 on error.
 // The _to variants write to an open f (an output's temp file) and leave it open.
-static inline int write_ints_floats_to(FILE *f, const int32_t *h, size_t n_header, const float *p, size_t n) {
-    return fwrite(h, sizeof(*h), n_header, f) != n_header || fwrite(p, sizeof(float), n, f) != n ? -1 : 0;
+static inline int write_ints_floats_to(FILE *f, const int32_t *h, size_t n_header, const float *data, size_t n) {
+    return fwrite(h, sizeof(*h), n_header, f) != n_header || fwrite(data, sizeof(float), n, f) != n ? -1 : 0;
 }
 
-static inline int write_ints_floats(const char *path, const int32_t *h, size_t n_header, const float *p, size_t n) {
+static inline int write_ints_floats(const char *path, const int32_t *h, size_t n_header, const float *data, size_t n) {
     FILE *f = fopen(path, "wb");
     if (!f) return -1;
-    int bad = write_ints_floats_to(f, h, n_header, p, n);
+    int bad = write_ints_floats_to(f, h, n_header, data, n);
     if (fclose(f) != 0) bad = 1;
     return bad ? -1 : 0;
 }
 
-// Write a whole checkpoint: header then the flat array `p` (checkpoint_n_floats
+// Write a whole checkpoint: header then the flat array `data` (checkpoint_n_floats
 // floats, laid out as map_weights expects). Returns 0 on success, -1 on error.
-static inline int write_checkpoint_to(FILE *f, const Config *c, const float *p, int shared) {
+static inline int write_checkpoint_to(FILE *f, const Config *c, const float *data, int shared) {
     size_t n = checkpoint_n_floats(c, shared);
-    return write_config(f, c, shared) != 0 || fwrite(p, sizeof(float), n, f) != n ? -1 : 0;
+    return write_config(f, c, shared) != 0 || fwrite(data, sizeof(float), n, f) != n ? -1 : 0;
 }
 
-static inline int write_checkpoint(const char *path, const Config *c, const float *p, int shared) {
+static inline int write_checkpoint(const char *path, const Config *c, const float *data, int shared) {
     FILE *f = fopen(path, "wb");
     if (!f) return -1;
-    int bad = write_checkpoint_to(f, c, p, shared);
+    int bad = write_checkpoint_to(f, c, data, shared);
     if (fclose(f) != 0) bad = 1;
     return bad ? -1 : 0;
 }
@@ -298,8 +298,8 @@ static inline int write_checkpoint(const char *path, const Config *c, const floa
 //               0, its scales, wq of layer 1, ... No RoPE tables: readers compute
 //               rope_tables().
 //
-// A group's values are q * s: s = max|w| / 127, q = rint(w / s) (ties to even,
-// torch.round's rule; 0 where s is 0), so |q| <= 127. GS must divide dim and
+// A group's values are w_q * s: s = max|w| / 127, w_q = rint(w / s) (ties to even,
+// torch.round's rule; 0 where s is 0), so |w_q| <= 127. GS must divide dim and
 // hidden_dim (a row, of dim or hidden_dim values, is whole groups); specdec also
 // takes only multiples of 4.
 #define Q80_MAGIC 0x616b3432
@@ -346,16 +346,16 @@ static inline int q80_group_size(const Config *c) {
     return gs >= 4 ? gs : 0;
 }
 
-// One group: x (gs) -> q (gs), returns s. A group holding a NaN or inf gets
+// One group: x (gs) -> xq (gs), returns s. A group holding a NaN or inf gets
 // s = NaN and zeros; an all-zero group (or one whose s rounds to 0) s = 0 and zeros.
-static inline float q80_group(int8_t *q, const float *x, int gs) {
+static inline float q80_group(int8_t *xq, const float *x, int gs) {
     float amax = 0.0f;
     for (int i = 0; i < gs; i++) amax = fabsf(x[i]) > amax || x[i] != x[i] ? fabsf(x[i]) : amax;
     float s = amax / 127.0f;
     if (!(s <= 3.4e38f)) s = NAN; // NaN or inf in the group
     for (int i = 0; i < gs; i++) {
         float v = s > 0.0f ? rintf(x[i] / s) : 0.0f; // NaN s: 0
-        q[i] = (int8_t)(v > 127.0f ? 127.0f : v < -127.0f ? -127.0f : v); // s subnormal: w / s may pass 127
+        xq[i] = (int8_t)(v > 127.0f ? 127.0f : v < -127.0f ? -127.0f : v); // s subnormal: w / s may pass 127
     }
     return s;
 }
@@ -445,12 +445,12 @@ static inline int check_q80(Config *c, int *shared, int *gs, const unsigned char
 }
 
 // The float model a version-2 image (checked by check_q80) stands for: every
-// value times its group's scale, into p laid out as map_weights expects
+// value times its group's scale, into out laid out as map_weights expects
 // (checkpoint_n_floats(c, shared)), RoPE tables from rope_tables()
-static inline void q80_dequantize(float *p, const Config *c, int shared, int gs, const unsigned char *img) {
+static inline void q80_dequantize(float *out, const Config *c, int shared, int gs, const unsigned char *img) {
     TransformerWeights w;
     size_t n[Q80_MATRICES], dim = (size_t)c->dim, L = (size_t)c->n_layers;
-    map_weights(&w, c, p, shared);
+    map_weights(&w, c, out, shared);
     float *m[Q80_MATRICES] = {w.token_embedding, w.wq, w.wk, w.wv, w.wo, w.w1, w.w2, w.w3, w.wcls};
     img += Q80_HEADER_BYTES;
     memcpy(w.rms_att, img, L * dim * sizeof(float));

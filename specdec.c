@@ -126,7 +126,7 @@ typedef void (*Job)(void *arg, int tid, int n_threads);
 // reduction order (Appendix C), not by where the floats sit.
 typedef struct {
     float *w;     // (n_panels, n, PANEL)
-    int8_t *q;    // or, in an int8 model, W in groups of gs steps with their scales (q8_group_at)
+    int8_t *w8;   // or, in an int8 model, W in groups of gs steps with their scales (q8_group_at)
     int gs;       // 0: float
     int d, n;     // the logical W (d, n)
     int n_panels; // ceil(d / PANEL)
@@ -188,9 +188,9 @@ typedef struct Tokenizer Tokenizer; // llama2.c's tokenizer.bin, BPE with byte f
 // AVX2, NEON and plain C paths, any number of rows and any number of threads
 // give the same bits, and a (K+1)-row verify pass equals K+1 one-row steps.
 
-// W (d,n) @ x (T,n) -> out (T,d): output panels [p0, p1) of m (16 rows each); an int8
+// W (d,n) @ x (T,n) -> out (T,d): output panels [i0, i1) of m (16 rows each); an int8
 // model's W and x are int8 groups, summed exactly within a group (Appendix C, int8 matmul)
-static void matmul_panels(float *out, const float *x, int T, const Matrix *m, int p0, int p1);
+static void matmul_panels(float *out, const float *x, int T, const Matrix *m, int i0, int i1);
 // silu(v) = v * (1 / (1 + exp(-v))), exp by a fixed polynomial (Appendix C)
 static float silu(float v);
 // x (T,n), weight (n) -> out (T,n): s = 1 / sqrtf(dot(x, x) / n + 1e-5), out = weight * (s * x),
@@ -1054,9 +1054,8 @@ static Drafter *lookup_drafter(LookupDrafter *lk, int ngram_min, int ngram_max, 
 }
 
 // W (d,n) @ x (T,n) -> out (T,d) on tr's threads, split by output panels (the
-// same bits on any count): the drafters below run their matrices so. Against
-// one thread, on the shipped target's two: EAGLE +24% / +17% tokens per second
-// at t = 0 / 1 (c 0.23 -> 0.13), Medusa +3%.
+// same bits on any count): the drafters below run their matrices so
+// (PERFORMANCE.md's mechanism table: "the hidden-state drafters' matrices").
 typedef struct { float *out; const float *x; const Matrix *m; int T; } MatmulJob;
 static void matmul_job(void *arg, int tid, int nth) {
     const MatmulJob *j = arg;
@@ -1116,8 +1115,8 @@ typedef struct {
 
 // Head h's logits for z. Every head's at once, the first time one is asked
 // for z: u = W_h z + b_h, y_h = z + silu(u) with silu(u) = u * (1 / (1 +
-// exp(-u))), then logits = wcls @ y for all H rows in ONE pass (the same bits as
-// row by row; the classifier read once: c 0.155 -> 0.078 per head, shipped target).
+// exp(-u))), then logits = wcls @ y for all H rows in ONE pass: the same bits
+// as row by row, the classifier read once (PERFORMANCE.md: "Medusa's heads").
 static const float *head_logits(MedusaDrafter *md, int h) {
     HiddenDrafter *hd = &md->h;
     int dim = hd->target->config.dim;
@@ -1449,8 +1448,7 @@ static int decide_candidates(Speculator *sp, Verdict *vd, int v, int pos) {
 // keep the part that pays. A node's score estimates the chance its path is
 // accepted: its parent's score times kappa * conf, conf the draft's
 // probability of its token (softmax of the draft logits), kappa the measured
-// acceptances per unit of conf (running sums over tested candidates; against
-// kappa = 1: +3% on a DRAM-bound target, within noise on the shipped), capped
+// acceptances per unit of conf (running sums over tested candidates), capped
 // at 1 and never above an earlier sibling's, so a node never outscores its
 // ancestors or earlier siblings. Each level adds the 4 best candidates (each
 // node's in the order drawn) worth a draft step c. Then the tree is cut to its
@@ -1791,7 +1789,7 @@ static void build_run_state(RunState *s, const Config *c, int T, int threads) {
 #define Q8_MAX_N 8192 // the longest row int8 takes (its quantised input lives on the stack)
 static size_t q8_group_bytes(int gs) { return (size_t)gs * PANEL + PANEL * sizeof(float); }
 static int8_t *q8_group_at(const Matrix *m, int i, int g) {
-    return m->q + ((size_t)i * (size_t)(m->n / m->gs) + (size_t)g) * q8_group_bytes(m->gs);
+    return m->w8 + ((size_t)i * (size_t)(m->n / m->gs) + (size_t)g) * q8_group_bytes(m->gs);
 }
 
 // Bytes of a packed W (d, n): floats, or int8 in groups of gs
@@ -1804,7 +1802,7 @@ static size_t matrix_bytes(int d, int n, int gs) {
 // d stay 0); returns the end of what it wrote.
 static void *pack_rows(Matrix *m, void *dst, const void *const *rows, const float *const *scales, int d, int n,
                        int gs) {
-    *m = (Matrix){.w = gs ? NULL : dst, .q = gs ? dst : NULL, .gs = gs, .d = d, .n = n, .n_panels = (int)panels_of(d)};
+    *m = (Matrix){.w = gs ? NULL : dst, .w8 = gs ? dst : NULL, .gs = gs, .d = d, .n = n, .n_panels = (int)panels_of(d)};
     for (int j = 0; j < d; j++)
         for (int k = 0; rows[j] && k < n; k++)
             if (gs) {
@@ -1871,9 +1869,8 @@ static const void *row_of(const Transformer *t, const Q80Map *q8, int i, size_t 
 
 // Every matrix of the checkpoint, packed into one allocation. qkv stacks wq,
 // wk and wv; w13 interleaves w1's and w3's panels (w1 0, w3 0, w1 1, ...).
-// Weights past STREAMED_BYTES come from DRAM: their one-row matmuls read one panel
-// at a time, one stream the hardware prefetcher follows (one row +10-18% on models
-// of 60-438 MB; -4% / -18% on one / two threads on the 20 MB shipped target).
+// Weights past STREAMED_BYTES come from DRAM: their one-row matmuls read one
+// panel at a time, one stream the hardware prefetcher follows (PERFORMANCE.md).
 #define STREAMED_BYTES ((size_t)32 << 20) // a desktop's last-level cache
 static void pack_weights(Transformer *t, const Q80Map *q8) {
     const Config *c = &t->config;
@@ -2293,17 +2290,17 @@ static void outer_scalar(float *const *out, const float *const *a, int Q, const 
 //       out[r] += ((float)isum_g * s_w[r][g]) * s_x[g]      (runq.c's order)
 // isum_g the group's sum of w_q x_q, exact in int32, so how a kernel orders or
 // splits it cannot change a bit; the float sum over groups is one chain.
-typedef struct { int8_t *q; float *s; int32_t *c; int n, groups; } Q8Rows; // R rows: values (R, n),
+typedef struct { int8_t *v; float *s; int32_t *c; int n, groups; } Q8Rows; // R rows: values (R, n),
 // scales and Q8_BIAS x the groups' sums (R, n/gs)
 
 // ---- The vocabulary, defined once per ISA. Floats: VF, a vector of VL
 // floats (16 with AVX-512, 8 with AVX2, 4 with NEON; plain C's is one float, so
 // it runs the same bodies), and
-//   V_ZERO()  V_LOAD(p)  V_STORE(p, v)
-//   V_BCAST(p): the float at p in every lane, broadcast from memory (given the
+//   V_ZERO()  V_LOAD(a)  V_STORE(a, v): a an address
+//   V_BCAST(a): the float at a in every lane, broadcast from memory (given the
 //     address, gcc and clang emit what they did for hand-written tiles)
 //   V_FMA(a, b, acc): a*b + acc rounded once, one step of every lane's chain
-//   V_PREFETCH(p), V_PREFETCH_L1(p): ask for p's cache line (into L2, into L1);
+//   V_PREFETCH(a), V_PREFETCH_L1(a): ask for a's cache line (into L2, into L1);
 //     MM_PREFETCH_ROWS: the matmul tiles of that many rows or more prefetch
 //     (see MM_IN_FLIGHT)
 //   IN_REGISTER(v): an empty asm that keeps a loaded vector in a register for
@@ -2312,7 +2309,7 @@ typedef struct { int8_t *q; float *s; int32_t *c; int n, groups; } Q8Rows; // R 
 // int8: Q8Acc, a panel's 16 integer sums; Q8W, a quad of its weights (64
 // bytes: 16 outputs x 4 steps) as the step takes them; Q8In, a row's input quad
 // x_q[k..k+3] (the int32 quad_at(x)); Q8F, the panel's 16 float outputs (64
-// bytes); q8_w(p), q8_in(x), q8_step(acc, x, w): the 16 x 4 products added in (plus
+// bytes); q8_w(at), q8_in(x), q8_step(acc, x, w): the 16 x 4 products added in (plus
 // Q8_BIAS times the quad's x sum); q8_fold(f, acc, s, sx, c): f + ((float)(acc - c) * s) * sx.
 static UNUSED_OK inline int32_t quad_at(const int8_t *x) { // (plain C reads the bytes)
     int32_t x4;
@@ -2323,46 +2320,46 @@ static UNUSED_OK inline int32_t quad_at(const int8_t *x) { // (plain C reads the
 typedef __m512 VF;
 #define VL 16
 #define V_ZERO() _mm512_setzero_ps()
-#define V_LOAD(p) _mm512_loadu_ps(p)
-#define V_STORE(p, v) _mm512_storeu_ps(p, v)
-#define V_BCAST(p) _mm512_set1_ps(*(p))
+#define V_LOAD(a) _mm512_loadu_ps(a)
+#define V_STORE(a, v) _mm512_storeu_ps(a, v)
+#define V_BCAST(a) _mm512_set1_ps(*(a))
 #define V_FMA(a, b, acc) _mm512_fmadd_ps(a, b, acc)
 #define MM_PREFETCH_ROWS 3 // a two-row tile feeds a loaded line to 2 FMAs: load-bound
 #elif HAVE_AVX2
 typedef __m256 VF;
 #define VL 8
 #define V_ZERO() _mm256_setzero_ps()
-#define V_LOAD(p) _mm256_loadu_ps(p)
-#define V_STORE(p, v) _mm256_storeu_ps(p, v)
-#define V_BCAST(p) _mm256_broadcast_ss(p)
+#define V_LOAD(a) _mm256_loadu_ps(a)
+#define V_STORE(a, v) _mm256_storeu_ps(a, v)
+#define V_BCAST(a) _mm256_broadcast_ss(a)
 #define V_FMA(a, b, acc) _mm256_fmadd_ps(a, b, acc)
 #define MM_PREFETCH_ROWS 2 // a line is two loads: a two-row tile feeds it to 4 FMAs
 #elif HAVE_NEON
 typedef float32x4_t VF;
 #define VL 4
 #define V_ZERO() vdupq_n_f32(0.0f)
-#define V_LOAD(p) vld1q_f32(p)
-#define V_STORE(p, v) vst1q_f32(p, v)
-#define V_BCAST(p) vld1q_dup_f32(p)
+#define V_LOAD(a) vld1q_f32(a)
+#define V_STORE(a, v) vst1q_f32(a, v)
+#define V_BCAST(a) vld1q_dup_f32(a)
 #define V_FMA(a, b, acc) vfmaq_f32(acc, a, b)
-#define V_PREFETCH(p) __builtin_prefetch(p)
+#define V_PREFETCH(a) __builtin_prefetch(a)
 #define MM_PREFETCH_ROWS 1 // never timed on an ARM core: every tile prefetches
 #else
 typedef float VF;
 #define VL 1
 #define V_ZERO() 0.0f
-#define V_LOAD(p) (*(p))
-#define V_STORE(p, v) (*(p) = (v))
-#define V_BCAST(p) (*(p))
+#define V_LOAD(a) (*(a))
+#define V_STORE(a, v) (*(a) = (v))
+#define V_BCAST(a) (*(a))
 #define V_FMA(a, b, acc) fmaf(a, b, acc)
-#define V_PREFETCH(p) ((void)(p))
+#define V_PREFETCH(a) ((void)(a))
 #define MM_PREFETCH_ROWS INT_MAX // none
 #endif
 #if HAVE_AVX2 // into L2: multi-row passes over a model in DRAM 15-20% faster than into L1
-#define V_PREFETCH(p) _mm_prefetch((const char *)(p), _MM_HINT_T1)
-#define V_PREFETCH_L1(p) _mm_prefetch((const char *)(p), _MM_HINT_T0)
+#define V_PREFETCH(a) _mm_prefetch((const char *)(a), _MM_HINT_T1)
+#define V_PREFETCH_L1(a) _mm_prefetch((const char *)(a), _MM_HINT_T0)
 #else
-#define V_PREFETCH_L1(p) V_PREFETCH(p)
+#define V_PREFETCH_L1(a) V_PREFETCH(a)
 #endif
 #if HAVE_AVX2 && defined(__GNUC__)
 #define IN_REGISTER(v) __asm__("" : "+v"(v))
@@ -2401,7 +2398,7 @@ typedef __m512i Q8In;
 typedef __m512 Q8F;
 #define Q8_BIAS 128
 static inline Q8Acc q8_zero(void) { return _mm512_setzero_si512(); }
-static inline Q8W q8_w(const int8_t *p) { return _mm512_xor_si512(_mm512_loadu_si512(p), _mm512_set1_epi32((int)0x80808080u)); }
+static inline Q8W q8_w(const int8_t *at) { return _mm512_xor_si512(_mm512_loadu_si512(at), _mm512_set1_epi32((int)0x80808080u)); }
 static inline Q8In q8_in(const int8_t *x) { return _mm512_set1_epi32(quad_at(x)); }
 static inline Q8Acc q8_step(Q8Acc acc, Q8In x, Q8W w) { return _mm512_dpbusd_epi32(acc, w, x); }
 static inline Q8F q8_fold(Q8F f, Q8Acc acc, const float *s, float sx, int32_t c) {
@@ -2418,10 +2415,10 @@ typedef __m256i Q8In;
 typedef struct { __m256 v[2]; } Q8F;
 #define Q8_BIAS 0
 static inline Q8Acc q8_zero(void) { return (Q8Acc){0}; }
-static inline Q8W q8_w(const int8_t *p) {
+static inline Q8W q8_w(const int8_t *at) {
     Q8W w;
     for (int h = 0; h < 2; h++) {
-        w.w[h] = _mm256_loadu_si256((const __m256i *)(const void *)(p + 32 * h));
+        w.w[h] = _mm256_loadu_si256((const __m256i *)(const void *)(at + 32 * h));
         w.a[h] = _mm256_abs_epi8(w.w[h]);
     }
     return w;
@@ -2429,8 +2426,8 @@ static inline Q8W q8_w(const int8_t *p) {
 static inline Q8In q8_in(const int8_t *x) { return _mm256_set1_epi32(quad_at(x)); }
 static inline Q8Acc q8_step(Q8Acc acc, Q8In x, Q8W w) {
     for (int h = 0; h < 2; h++) {
-        __m256i p = _mm256_maddubs_epi16(w.a[h], _mm256_sign_epi8(x, w.w[h]));
-        acc.v[h] = _mm256_add_epi32(acc.v[h], _mm256_madd_epi16(p, _mm256_set1_epi16(1)));
+        __m256i pairs = _mm256_maddubs_epi16(w.a[h], _mm256_sign_epi8(x, w.w[h]));
+        acc.v[h] = _mm256_add_epi32(acc.v[h], _mm256_madd_epi16(pairs, _mm256_set1_epi16(1)));
     }
     return acc;
 }
@@ -2449,7 +2446,7 @@ typedef const int8_t *Q8In;
 typedef struct { float f[PANEL]; } Q8F;
 #define Q8_BIAS 0
 static inline Q8Acc q8_zero(void) { return (Q8Acc){{0}}; }
-static inline Q8W q8_w(const int8_t *p) { return p; }
+static inline Q8W q8_w(const int8_t *at) { return at; }
 static inline Q8In q8_in(const int8_t *x) { return x; }
 static inline Q8Acc q8_step(Q8Acc acc, Q8In x, Q8W w) {
     for (int j = 0; j < PANEL; j++)
@@ -2468,17 +2465,15 @@ static inline Q8F q8_fold(Q8F f, Q8Acc acc, const float *s, float sx, int32_t c)
 // panel's line MM_IN_FLIGHT / P steps ahead, so about MM_IN_FLIGHT lines are
 // on their way whatever the tile's shape (bandwidth = lines in flight x 64 B /
 // latency: ~128 lines cover L3's). Only tiles of MM_PREFETCH_ROWS rows or more,
-// whose FMAs keep the core busy between loads (7-9-row passes took 30-47%
-// longer without): in load-bound tiles a prefetch takes a load slot, and the
-// hardware prefetcher follows their few streams (one row: 15-35% faster without).
+// whose FMAs keep the core busy between loads: in load-bound tiles a prefetch
+// takes a load slot, and the hardware prefetcher follows their few streams.
 #ifndef MM_IN_FLIGHT
 #define MM_IN_FLIGHT 128
 #endif
 // Tiles of streamed matrices (a model in DRAM) of up to MM_NEAR_ROWS rows also
 // ask for each panel's line MM_NEAR steps ahead into L1, so their FMAs do not
-// wait on L2: one thread on the 325 MB target, r(3) 1.31 -> 1.15, r(5) 1.20 ->
-// 1.13, Medusa there 7% faster (two threads: unchanged). Not in 7-9-row tiles
-// (FMA-bound: slower), nor for matrices in cache (a 5-row pass 6% slower).
+// wait on L2. Not in 7-9-row tiles (FMA-bound: slower), nor for matrices in
+// cache (slower too).
 #define MM_NEAR 6
 #define MM_NEAR_ROWS 6
 
@@ -2501,14 +2496,14 @@ static inline size_t prefetch_step(int v, int k, size_t n, int P, int ahead, int
 // prefetch), then broadcasts one x per row; B prefetches, broadcasts the R x's,
 // then streams the weight vectors past them. Each ISA's list names the shape.
 #define VPP (PANEL / VL)
-// the prefetch of panel p's line at step k (see MM_IN_FLIGHT), and in a DRAM
+// the prefetch of panel j's line at step k (see MM_IN_FLIGHT), and in a DRAM
 // tile its line MM_NEAR steps ahead into L1
-#define MM_PREFETCH(R, P, p, DRAM)                                                         \
+#define MM_PREFETCH(R, P, j, DRAM)                                                         \
     do {                                                                                   \
         if ((R) >= MM_PREFETCH_ROWS)                                                       \
-            V_PREFETCH(w + prefetch_step(p, k, (size_t)n, P, MM_IN_FLIGHT / (P), next) * PANEL); \
+            V_PREFETCH(w + prefetch_step(j, k, (size_t)n, P, MM_IN_FLIGHT / (P), next) * PANEL); \
         if (DRAM && (R) >= MM_PREFETCH_ROWS && (R) <= MM_NEAR_ROWS)                        \
-            V_PREFETCH_L1(w + prefetch_step(p, k, (size_t)n, P, MM_NEAR, next) * PANEL);  \
+            V_PREFETCH_L1(w + prefetch_step(j, k, (size_t)n, P, MM_NEAR, next) * PANEL);  \
     } while (0)
 #define MM_BCAST_FIRST_A 0
 #define MM_BCAST_FIRST_B 1
@@ -2520,7 +2515,7 @@ static inline size_t prefetch_step(int v, int k, size_t n, int P, int ahead, int
             acc[r][v] = V_ZERO();                                                          \
         for (int k = 0; k < n; k++) {                                                      \
             if (MM_BCAST_FIRST_##SHAPE) {                                                  \
-                UNROLL for (int p = 0; p < P; p++) MM_PREFETCH(R, P, p, DRAM);             \
+                UNROLL for (int j = 0; j < P; j++) MM_PREFETCH(R, P, j, DRAM);             \
                 VF xr[R];                                                                  \
                 UNROLL for (int r = 0; r < R; r++) xr[r] = V_BCAST(x + r * xs + k);          \
                 UNROLL for (int v = 0; v < P * VPP; v++) {                                 \
@@ -2575,28 +2570,28 @@ static inline size_t prefetch_step(int v, int k, size_t n, int P, int ahead, int
 
 // int8 tile: W (P panels, ps bytes apart, from w) @ x (R quantised rows) ->
 // out (R rows, stride os, 16 P columns): per group, R x P integer sums over its
-// quads, then folded into the float outputs (matmul_panels_q8's formula).
+// quads, then folded into the float outputs (the int8 matmul's formula, above).
 #define Q8_TILE(R, P)                                                                       \
     static void q8_##R##x##P(float *out, size_t os, const Q8Rows *x, const int8_t *w, size_t ps, int gs) { \
         Q8F f[R][P];                                                                        \
         memset(f, 0, sizeof(f));                                                            \
         for (int g = 0; g < x->groups; g++, w += q8_group_bytes(gs)) {                       \
             Q8Acc acc[R][P];                                                                \
-            UNROLL for (int r = 0; r < R; r++) UNROLL for (int p = 0; p < P; p++) acc[r][p] = q8_zero(); \
+            UNROLL for (int r = 0; r < R; r++) UNROLL for (int j = 0; j < P; j++) acc[r][j] = q8_zero(); \
             for (int k = 0; k < gs; k += 4) {                                               \
                 Q8W wv[P];                                                                  \
-                UNROLL for (int p = 0; p < P; p++) wv[p] = q8_w(w + p * ps + (size_t)k * PANEL); \
+                UNROLL for (int j = 0; j < P; j++) wv[j] = q8_w(w + j * ps + (size_t)k * PANEL); \
                 UNROLL for (int r = 0; r < R; r++) {                                        \
-                    Q8In xr = q8_in(x->q + (size_t)r * x->n + (size_t)g * gs + k);          \
-                    UNROLL for (int p = 0; p < P; p++) acc[r][p] = q8_step(acc[r][p], xr, wv[p]); \
+                    Q8In xr = q8_in(x->v + (size_t)r * x->n + (size_t)g * gs + k);          \
+                    UNROLL for (int j = 0; j < P; j++) acc[r][j] = q8_step(acc[r][j], xr, wv[j]); \
                 }                                                                           \
             }                                                                               \
-            UNROLL for (int r = 0; r < R; r++) UNROLL for (int p = 0; p < P; p++)           \
-                f[r][p] = q8_fold(f[r][p], acc[r][p], (const float *)(const void *)(w + p * ps + (size_t)gs * PANEL), \
+            UNROLL for (int r = 0; r < R; r++) UNROLL for (int j = 0; j < P; j++)           \
+                f[r][j] = q8_fold(f[r][j], acc[r][j], (const float *)(const void *)(w + j * ps + (size_t)gs * PANEL), \
                                   x->s[r * x->groups + g], x->c[r * x->groups + g]);        \
         }                                                                                   \
-        UNROLL for (int r = 0; r < R; r++) UNROLL for (int p = 0; p < P; p++)               \
-            memcpy(out + r * os + (size_t)p * PANEL, &f[r][p], sizeof(f[r][p]));           \
+        UNROLL for (int r = 0; r < R; r++) UNROLL for (int j = 0; j < P; j++)               \
+            memcpy(out + r * os + (size_t)j * PANEL, &f[r][j], sizeof(f[r][j]));           \
     }
 
 // ---- The tile shapes, one list per ISA: X(R, P, S), a tile of R rows x P
@@ -2666,7 +2661,7 @@ static const OuterTile OUTER_TILE_OF[7][TILE_PANELS_MAX + 1] = {OUTER_TILES(OUTE
 // where panel i of m starts
 static const float *panel_at(const Matrix *m, int i) { return m->w + (size_t)i * (size_t)m->n * PANEL; }
 
-// W (d,n) @ x (T,n) -> out (T,d), panels [p0, p1) (the contract: Part I).
+// W (d,n) @ x (T,n) -> out (T,d), panels [i0, i1) (the contract: Part I).
 // Rows go in blocks of at most R_max (as even as possible: 10 = 5 + 5); the
 // panels in chunks of about 128 KB, so every block reuses a chunk from L2 and
 // the weights leave memory once; a chunk goes by the widest tile of the
@@ -2675,23 +2670,23 @@ static const float *panel_at(const Matrix *m, int i) { return m->w + (size_t)i *
 // quantised first (again in each chunk: a few hundred operations against its
 // ~128 KB of weights). A tile that holds the panel straddling d writes to a
 // buffer, so nothing past d is written.
-static void matmul_panels(float *out, const float *x, int T, const Matrix *m, int p0, int p1) {
-    int8_t q[Q8_MAX_ROWS * Q8_MAX_N];
+static void matmul_panels(float *out, const float *x, int T, const Matrix *m, int i0, int i1) {
+    int8_t xv[Q8_MAX_ROWS * Q8_MAX_N];
     float s[Q8_MAX_ROWS * Q8_MAX_N / 4], buf[MM_MAX_ROWS * TILE_PANELS_MAX * PANEL];
     int32_t c[Q8_MAX_ROWS * Q8_MAX_N / 4];
     int n = m->n, gs = m->gs, G = gs ? n / gs : 0, R_max = gs ? Q8_MAX_ROWS : MM_MAX_ROWS;
     int blocks = (T + R_max - 1) / R_max;
-    Q8Rows xq = {q, s, c, n, G};
+    Q8Rows xq = {xv, s, c, n, G};
     size_t ps = gs ? (size_t)G * q8_group_bytes(gs) : (size_t)n * PANEL * sizeof(float), os = (size_t)m->d;
-    int chunk = blocks == 1 ? p1 : (int)(131072 / ps) + 1;
-    for (int c0 = p0; c0 < p1; c0 += chunk) {
-        int c1 = c0 + chunk < p1 ? c0 + chunk : p1;
+    int chunk = blocks == 1 ? i1 : (int)(131072 / ps) + 1;
+    for (int c0 = i0; c0 < i1; c0 += chunk) {
+        int c1 = c0 + chunk < i1 ? c0 + chunk : i1;
         for (int b = 0, t = 0, R; b < blocks; b++, t += R) {
             R = (T - t) / (blocks - b);
             for (int r = 0; gs && r < R * G; r++) {
-                s[r] = q80_group(q + (size_t)r * gs, x + (size_t)t * n + (size_t)r * gs, gs);
+                s[r] = q80_group(xv + (size_t)r * gs, x + (size_t)t * n + (size_t)r * gs, gs);
                 c[r] = 0;
-                for (int k = 0; k < gs; k++) c[r] += Q8_BIAS * q[(size_t)r * gs + k];
+                for (int k = 0; k < gs; k++) c[r] += Q8_BIAS * xv[(size_t)r * gs + k];
             }
             for (int i = c0, P = R == 1 && m->streamed ? 1 : TILE_PANELS_MAX; i < c1; i += P) {
                 if (P > c1 - i) P = c1 - i;
@@ -2905,8 +2900,8 @@ static inline void spin_wait(ThreadPool *pool, long *turns, double *since) {
 
 // Wait until threads 0..n-1 of the job all reach this barrier. Each thread
 // counts the barriers it reaches in its own cache line and waits until every
-// other count has caught up: no shared counter to fight over (one made a
-// one-row forward on two threads 2-7% slower). Every job starts the counts
+// other count has caught up: no shared counter to fight over (PERFORMANCE.md).
+// Every job starts the counts
 // where the last one ended, so an older job's are always lower (64 bits).
 static void pool_barrier(ThreadPool *pool, int tid, int n) {
     if (n <= 1) return;
@@ -2986,7 +2981,7 @@ static int pool_run(ThreadPool *pool, int n, Job job, void *arg) {
 // or a third stalled pass in a row (another process holds a core: a stall every
 // timeslice, or every pass), sends a run of passes to one thread, a run that
 // grows 4x while stalls recur and halves with each quiet pass on all threads. A
-// lone stall is a hiccup: 2-5% of a DRAM-bound model's passes on two threads.
+// lone stall is a hiccup, which DRAM-bound models on two threads have alone.
 #define STALL_WINDOW 0.05
 static void note_stall(ThreadPool *pool, int threads, int stalled, double now) {
     if (stalled && (now - pool->stalled_at[0] < STALL_WINDOW || pool->stalled_at[0] > pool->quiet_at)) {
@@ -3046,8 +3041,8 @@ static void share(int *lo, int *hi, int n, int tid, int nth) {
 // Ask for the lines of x (n floats) before reading them. A phase's inputs are
 // rows the other threads just wrote, half of them in another core's cache
 // (~260 ns a line), read a few floats at a time, which the hardware
-// prefetcher does not follow; asked for together, the misses overlap (two
-// threads: 2-7% faster passes). On one thread (nth 1) nothing is asked.
+// prefetcher does not follow; asked for together, the misses overlap. On one
+// thread (nth 1) nothing is asked.
 static void prefetch_shared(const float *x, size_t n, int nth) {
 #if defined(__GNUC__)
     for (size_t k = 0; nth > 1 && k < n; k += 64 / sizeof(float)) __builtin_prefetch(x + k);

@@ -156,7 +156,7 @@ static void *pack_q8(Matrix *m, const float *w, int d, int n, int gs) {
     for (size_t g = 0; g < (size_t)d * (n / gs); g++) s[g] = q80_group(q + g * gs, w + g * gs, gs);
     for (int j = 0; j < d; j++) rows[j] = q + (size_t)j * n, sc[j] = s + (size_t)j * (n / gs);
     void *packed = xmalloc_aligned(matrix_bytes(d, n, gs), 64, "packed");
-    CHECK(pack_rows(m, packed, rows, sc, d, n, gs) == (char *)packed + matrix_bytes(d, n, gs) && m->q == packed,
+    CHECK(pack_rows(m, packed, rows, sc, d, n, gs) == (char *)packed + matrix_bytes(d, n, gs) && m->w8 == packed,
           "pack_rows int8 n=%d d=%d gs=%d", n, d, gs);
     xfree(q); xfree(s); xfree(rows); xfree(sc);
     return packed;
