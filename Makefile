@@ -134,6 +134,11 @@ sweep: build/bin/bench
 bench-tree: build/bin/bench
 	build/bin/bench tree $(BENCH_PUBLISH)
 
+# specdec.c's line budget: the file, Part I, speculative_step, Part II (test/cli.sh checks it)
+.PHONY: budget
+budget:
+	@bash test/budget.sh specdec.c
+
 .PHONY: help
 help:
 	@echo "make targets (README.md and docs/ say more):"
@@ -157,6 +162,7 @@ help:
 	@echo "  medusa       Medusa heads for weights/target.bin (about 13 min)"
 	@echo "  eagle        the EAGLE-style drafter for weights/target.bin (about 11 min)"
 	@echo "  clean        remove the binaries and build/"
+	@echo "  budget       specdec.c's line budget (the file, Part I, Part II)"
 	@echo "  help         this list"
 
 # --- trainer/ (./train; keep edits inside this block) ---

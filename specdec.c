@@ -47,19 +47,19 @@
 //   814-887   Generation
 //   889-997   main
 // Part II. The extensions
-//  1016-1239  Drafters without a second model
-//  1241-1249  Lenience
-//  1251-1599  Tree speculation
+//  1016-1238  Drafters without a second model
+//  1240-1248  Lenience
+//  1250-1602  Tree speculation
 // Appendices
-//  1607-1756  Appendix A. Errors and memory
-//  1758-2192  Appendix B. Loading
-//  2194-2936  Appendix C. Math kernels
-//  2938-3250  Appendix D. Threads
-//  3252-3430  Appendix E. Tokenizer
-//  3432-3547  Appendix F. Auto-K (-k 0)
-//  3549-3907  Appendix G. Statistics
-//  3909-3961  Appendix H. The text on stdout
-//  3963-4302  Appendix I. Command line
+//  1610-1744  Appendix A. Errors and memory
+//  1746-2149  Appendix B. Loading
+//  2151-2845  Appendix C. Math kernels
+//  2847-3164  Appendix D. Threads
+//  3166-3344  Appendix E. Tokenizer
+//  3346-3461  Appendix F. Auto-K (-k 0)
+//  3463-3821  Appendix G. Statistics
+//  3823-3875  Appendix H. The text on stdout
+//  3877-4216  Appendix I. Command line
 //
 // Build: cc -std=c11 -O3 -mavx2 -mfma -ffp-contract=off -pthread specdec.c -lm
 #define _POSIX_C_SOURCE 200809L
@@ -2296,11 +2296,11 @@ typedef struct { int8_t *v; float *s; int32_t *c; int n, groups; } Q8Rows; // R 
 // ---- The vocabulary, defined once per ISA. Floats: VF, a vector of VL
 // floats (16 with AVX-512, 8 with AVX2, 4 with NEON; plain C's is one float, so
 // it runs the same bodies), and
-//   V_ZERO()  V_LOAD(a)  V_STORE(a, v): a an address
-//   V_BCAST(a): the float at a in every lane, broadcast from memory (given the
+//   V_ZERO()  V_LOAD(at)  V_STORE(at, v): at an address
+//   V_BCAST(at): the float at `at` in every lane, broadcast from memory (given the
 //     address, gcc and clang emit what they did for hand-written tiles)
 //   V_FMA(a, b, acc): a*b + acc rounded once, one step of every lane's chain
-//   V_PREFETCH(a), V_PREFETCH_L1(a): ask for a's cache line (into L2, into L1);
+//   V_PREFETCH(at), V_PREFETCH_L1(at): ask for its cache line (into L2, into L1);
 //     MM_PREFETCH_ROWS: the matmul tiles of that many rows or more prefetch
 //     (see MM_IN_FLIGHT)
 //   IN_REGISTER(v): an empty asm that keeps a loaded vector in a register for
@@ -2320,46 +2320,46 @@ static UNUSED_OK inline int32_t quad_at(const int8_t *x) { // (plain C reads the
 typedef __m512 VF;
 #define VL 16
 #define V_ZERO() _mm512_setzero_ps()
-#define V_LOAD(a) _mm512_loadu_ps(a)
-#define V_STORE(a, v) _mm512_storeu_ps(a, v)
-#define V_BCAST(a) _mm512_set1_ps(*(a))
+#define V_LOAD(at) _mm512_loadu_ps(at)
+#define V_STORE(at, v) _mm512_storeu_ps(at, v)
+#define V_BCAST(at) _mm512_set1_ps(*(at))
 #define V_FMA(a, b, acc) _mm512_fmadd_ps(a, b, acc)
 #define MM_PREFETCH_ROWS 3 // a two-row tile feeds a loaded line to 2 FMAs: load-bound
 #elif HAVE_AVX2
 typedef __m256 VF;
 #define VL 8
 #define V_ZERO() _mm256_setzero_ps()
-#define V_LOAD(a) _mm256_loadu_ps(a)
-#define V_STORE(a, v) _mm256_storeu_ps(a, v)
-#define V_BCAST(a) _mm256_broadcast_ss(a)
+#define V_LOAD(at) _mm256_loadu_ps(at)
+#define V_STORE(at, v) _mm256_storeu_ps(at, v)
+#define V_BCAST(at) _mm256_broadcast_ss(at)
 #define V_FMA(a, b, acc) _mm256_fmadd_ps(a, b, acc)
 #define MM_PREFETCH_ROWS 2 // a line is two loads: a two-row tile feeds it to 4 FMAs
 #elif HAVE_NEON
 typedef float32x4_t VF;
 #define VL 4
 #define V_ZERO() vdupq_n_f32(0.0f)
-#define V_LOAD(a) vld1q_f32(a)
-#define V_STORE(a, v) vst1q_f32(a, v)
-#define V_BCAST(a) vld1q_dup_f32(a)
+#define V_LOAD(at) vld1q_f32(at)
+#define V_STORE(at, v) vst1q_f32(at, v)
+#define V_BCAST(at) vld1q_dup_f32(at)
 #define V_FMA(a, b, acc) vfmaq_f32(acc, a, b)
-#define V_PREFETCH(a) __builtin_prefetch(a)
+#define V_PREFETCH(at) __builtin_prefetch(at)
 #define MM_PREFETCH_ROWS 1 // never timed on an ARM core: every tile prefetches
 #else
 typedef float VF;
 #define VL 1
 #define V_ZERO() 0.0f
-#define V_LOAD(a) (*(a))
-#define V_STORE(a, v) (*(a) = (v))
-#define V_BCAST(a) (*(a))
+#define V_LOAD(at) (*(at))
+#define V_STORE(at, v) (*(at) = (v))
+#define V_BCAST(at) (*(at))
 #define V_FMA(a, b, acc) fmaf(a, b, acc)
-#define V_PREFETCH(a) ((void)(a))
+#define V_PREFETCH(at) ((void)(at))
 #define MM_PREFETCH_ROWS INT_MAX // none
 #endif
 #if HAVE_AVX2 // into L2: multi-row passes over a model in DRAM 15-20% faster than into L1
-#define V_PREFETCH(a) _mm_prefetch((const char *)(a), _MM_HINT_T1)
-#define V_PREFETCH_L1(a) _mm_prefetch((const char *)(a), _MM_HINT_T0)
+#define V_PREFETCH(at) _mm_prefetch((const char *)(at), _MM_HINT_T1)
+#define V_PREFETCH_L1(at) _mm_prefetch((const char *)(at), _MM_HINT_T0)
 #else
-#define V_PREFETCH_L1(a) V_PREFETCH(a)
+#define V_PREFETCH_L1(at) V_PREFETCH(at)
 #endif
 #if HAVE_AVX2 && defined(__GNUC__)
 #define IN_REGISTER(v) __asm__("" : "+v"(v))

@@ -241,6 +241,12 @@ if [ -f specdec.c ]; then
     echo "contents: specdec.c's $n_toc section line numbers are where its sections start"
 fi
 
+# ---- the book's line budget (test/budget.sh prints it; make budget)
+if [ -f specdec.c ] && [ -f test/budget.sh ]; then
+    if out=$(bash test/budget.sh specdec.c); then ok; else bad "over budget: $out"; fi
+    echo "$out"
+fi
+
 # ---- llama2.c's runq.c (RUNQ=path/to/runq, built from llama2.c) on the shipped target's
 # version-2 file: specdec's greedy text starts with runq's (its -n counts the prompt too)
 if [ -n "${RUNQ:-}" ] && [ -x "${RUNQ:-}" ] && [ -f weights/target.bin ] && [ -f tokenizer.bin ]; then
