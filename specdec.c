@@ -680,16 +680,13 @@ static int propose_model(Drafter *d, float *q, const int *tokens, int pos) {
     return 0;
 }
 
-static int propose_tree_model(Drafter *d, float *q, const Tree *t, int first, int pos); // Part II
-
 static void rewind_model(Drafter *d, int n) {
     ModelDrafter *md = (ModelDrafter *)d;
     if (md->cached > n) md->cached = n;
 }
 
 static Drafter *model_drafter(ModelDrafter *md, Transformer *draft, Sampler *s) {
-    *md = (ModelDrafter){.base = {.propose = propose_model, .rewind = rewind_model,
-                                  .propose_tree = propose_tree_model, .model = draft}, .sampler = s};
+    *md = (ModelDrafter){.base = {.propose = propose_model, .rewind = rewind_model, .model = draft}, .sampler = s};
     return &md->base;
 }
 
@@ -716,7 +713,9 @@ static Drafter *model_drafter(ModelDrafter *md, Transformer *draft, Sampler *s) 
 // and the sampling flags, the same for every K and every thread count.
 // A position with no proposal is drawn from p_m alone with coin_at(m, DRAW).
 
-typedef struct {
+typedef struct Round Round;
+typedef struct Speculator Speculator;
+struct Speculator {
     Transformer *target;
     Drafter *drafter;
     Sampler *sampler;
@@ -726,35 +725,18 @@ typedef struct {
     float *p;                  // (MAX_ROWS, V) the target's
     float *residual;           // (V) scratch
     Verdict verdicts[K_MAX + 1];
-    struct Trees *trees;       // draft trees (--tree, Part II), or NULL
-} Speculator;
+    Round (*step)(Speculator *sp, int *tokens, int n, int k); // a round: speculative_step
+    struct Trees *trees;       // Part II's draft trees (--tree), or NULL
+};
 
 // What a round did: the statistics and auto-K read this.
-typedef struct {
+struct Round {
     int k;         // proposals verified (a drafter may propose fewer than asked); a tree: its depth
     int drafted;   // proposals made (a tree: its nodes, the root not counted)
     int accepted;  // proposals accepted (the position after K's included)
     int committed; // tokens appended: positions decided, 1..k+1
     int plain;     // 1: the last position had no proposal and was drawn from p
-} Round;
-
-static void build_speculator(Speculator *sp, Transformer *target, Drafter *drafter, Sampler *sampler,
-                             const Rng *rng) {
-    size_t V = (size_t)target->config.vocab_size;
-    const Transformer *d = drafter->model;
-    if (d && d->config.vocab_size != target->config.vocab_size)
-        die("%s: vocab_size %d differs from the target's %d (%s); draft and target must share "
-            "one vocabulary", d->path, d->config.vocab_size, target->config.vocab_size, target->path);
-    *sp = (Speculator){.target = target, .drafter = drafter, .sampler = sampler, .rng = rng,
-                       .lenience = 1.0f};
-    sp->q = xmalloc(MAX_ROWS * V * sizeof(float), "draft distributions");
-    sp->p = xmalloc(MAX_ROWS * V * sizeof(float), "target distributions");
-    sp->residual = xmalloc(V * sizeof(float), "residual");
-}
-
-static UNUSED_OK void free_speculator(Speculator *sp) {
-    xfree(sp->q); xfree(sp->p); xfree(sp->residual); xfree(sp->trees);
-}
+};
 
 // Propose position pos, slot i of the round: q_i from the drafter, then
 // x_i ~ q_i drawn with the position's coin, into tokens[pos]. 0: no proposal.
@@ -810,6 +792,24 @@ static Round speculative_step(Speculator *sp, int *tokens, int n, int k) {
     return rd;
 }
 
+static void build_speculator(Speculator *sp, Transformer *target, Drafter *drafter, Sampler *sampler,
+                             const Rng *rng) {
+    size_t V = (size_t)target->config.vocab_size;
+    const Transformer *d = drafter->model;
+    if (d && d->config.vocab_size != target->config.vocab_size)
+        die("%s: vocab_size %d differs from the target's %d (%s); draft and target must share "
+            "one vocabulary", d->path, d->config.vocab_size, target->config.vocab_size, target->path);
+    *sp = (Speculator){.target = target, .drafter = drafter, .sampler = sampler, .rng = rng,
+                       .lenience = 1.0f, .step = speculative_step};
+    sp->q = xmalloc(MAX_ROWS * V * sizeof(float), "draft distributions");
+    sp->p = xmalloc(MAX_ROWS * V * sizeof(float), "target distributions");
+    sp->residual = xmalloc(V * sizeof(float), "residual");
+}
+
+static UNUSED_OK void free_speculator(Speculator *sp) {
+    xfree(sp->q); xfree(sp->p); xfree(sp->residual); xfree(sp->trees);
+}
+
 // ----------------------------------------------------------------------------
 // Generation: prompt, then plain or speculative decoding, streamed out
 
@@ -862,7 +862,6 @@ typedef struct SpecStats SpecStats;
 static int start_round(SpecStats *st, Speculator *sp, int n, int want);
 static void end_round(SpecStats *st, const Speculator *sp, const Round *rd, int n);
 static void trim_round(Round *rd, const Speculator *sp, int used);
-static Round tree_step(Speculator *sp, int *tokens, int n, int depth); // Part II
 
 static int generate_spec(Speculator *sp, SpecStats *st, int *tokens, int n, Output *o) {
     Drafter *d = sp->drafter;
@@ -873,7 +872,7 @@ static int generate_spec(Speculator *sp, SpecStats *st, int *tokens, int n, Outp
     if (d->observe) d->observe(d, n > 1 ? (n - 2) % sp->target->max_rows : -1, n - 2); // the prefill's last row
     while (!o->done && !interrupted && n < sp->target->config.seq_len) {
         int k = start_round(st, sp, n, o->max_new - o->n_generated);
-        Round rd = sp->trees ? tree_step(sp, tokens, n, k) : speculative_step(sp, tokens, n, k);
+        Round rd = sp->step(sp, tokens, n, k);
         int used = 0; // positions up to -n or the end of the text: the statistics count only those
         while (used < rd.committed && !o->done) emit(o, tokens[n + used++]);
         trim_round(&rd, sp, used);
@@ -903,19 +902,19 @@ typedef struct {
 } Report;
 
 struct Options {
-    const char *target_path, *draft_path, *tokenizer_path, *mode, *prompt, *json_path, *weights_name, *tree;
-    const char *target_weights_name; // --target-weights (weights_name: --draft-weights)
-    const char *prompt_file;       // -f FILE (- for stdin), read by main
-    int target_named;              // 1: the target is the first argument, not the default
-    int tree_depth, branch[K_MAX], tree_auto; // --tree B1,B2,... (children per node at each depth), auto
+    const char *target_path, *draft_path, *tokenizer_path, *mode, *prompt, *json_path, *prompt_file;
+    const char *weights_name, *target_weights_name; // --draft-weights, --target-weights
+    int target_named;    // 1: the target is the first argument, not the default
     int n_new, k, top_k, quiet, verbose, threads, draft_threads, draft_weights, target_weights;
     unsigned given;      // bit i: FLAGS[i] was on the command line
-    int lookup, ngram_min, ngram_max; // -d lookup: the n-gram drafter
-    const char *medusa, *eagle;       // -d medusa[:FILE], -d eagle[:FILE]: the drafter's file, or NULL
-    float lenience;                   // 1: exact; < 1: LOSSY
     int help;            // -h: print the usage and exit
     float temperature, top_p;
     unsigned long long seed;
+    // Part II's: -d lookup's n-grams, -d medusa[:FILE] and -d eagle[:FILE] (their file, or NULL),
+    // --tree B1,B2,... (children per node at each depth) or auto, --lenience (< 1: LOSSY)
+    int lookup, ngram_min, ngram_max, tree_depth, branch[K_MAX], tree_auto;
+    const char *medusa, *eagle, *tree;
+    float lenience;
 };
 
 // What main calls from the appendices: the command line (I), loading (B), the
@@ -1291,14 +1290,6 @@ typedef struct Trees {
     int path[K_MAX + 1];       // ... and the nodes it accepted
 } Trees;
 
-// sp's trees, --tree B1,B2,... (depth levels of branch[d] children) or auto
-static void build_trees(Speculator *sp, const int *branch, int depth, int grow) {
-    size_t V = (size_t)sp->target->config.vocab_size;
-    Trees *ts = sp->trees = xmalloc(sizeof(Trees) + (MAX_ROWS + 3) * V * sizeof(float), "trees");
-    ts->depth = depth, ts->grow = grow, ts->ql = (float *)(ts + 1), ts->work = ts->ql + MAX_ROWS * V;
-    memcpy(ts->branch, branch, sizeof(ts->branch));
-}
-
 // Tree attention (Miao et al. 2023, SpecInfer), forward's hook: row i (node
 // first+i at pos + its depth) attends after writing its path, itself and its
 // ancestors from this pass or earlier ones, into the caches at their
@@ -1599,6 +1590,16 @@ static Round tree_step(Speculator *sp, int *tokens, int n, int depth) {
     int last = n_path ? path[n_path - 1] : 0; // the node that decided the last token
     if (d->observe) d->observe(d, last, n - 1 + t->depth[last]);
     return rd;
+}
+
+// sp's trees, --tree B1,B2,... (depth levels of branch[d] children) or auto
+static void build_trees(Speculator *sp, const int *branch, int depth, int grow) {
+    size_t V = (size_t)sp->target->config.vocab_size;
+    Trees *ts = sp->trees = xmalloc(sizeof(Trees) + (MAX_ROWS + 3) * V * sizeof(float), "trees");
+    ts->depth = depth, ts->grow = grow, ts->ql = (float *)(ts + 1), ts->work = ts->ql + MAX_ROWS * V;
+    memcpy(ts->branch, branch, sizeof(ts->branch));
+    if (sp->drafter->model) sp->drafter->propose_tree = propose_tree_model; // Part I's draft model
+    sp->step = tree_step;
 }
 
 
