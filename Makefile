@@ -121,9 +121,12 @@ BENCH_PUBLISH = $(if $(filter 1,$(PUBLISH)),--publish)
 # (docs/*.csv with PUBLISH=1); about 5 minutes. With
 # RUNC=path/to/run (llama2.c's run.c, -Ofast -march=native -fopenmp) it also
 # compares target-only decoding with it (bench runc: that comparison alone); RUNQ=path/to/runq
-# (llama2.c's runq.c) compares int8 target-only on the 325 MB target's version-2 export
+# (llama2.c's runq.c) compares int8 target-only on the 325 MB target's version-2 export;
+# LLAMACPP=dir (llama.cpp's build/bin: llama-bench, llama-quantize, llama-convert-llama2c-to-ggml)
+# compares int8 target-only on the 325 MB target with llama-bench on its Q8_0 and Q4_0
+# GGUFs (bench llamacpp: that comparison alone)
 bench: build/bin/bench
-	RUNC="$(RUNC)" RUNQ="$(RUNQ)" build/bin/bench all $(BENCH_PUBLISH)
+	RUNC="$(RUNC)" RUNQ="$(RUNQ)" LLAMACPP="$(LLAMACPP)" build/bin/bench all $(BENCH_PUBLISH)
 
 # the shipped pair only: K = 1..8 and auto at t = 0, 1; a vs temperature
 sweep: build/bin/bench

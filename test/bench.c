@@ -1,7 +1,7 @@
 // bench.c - the instrument behind every performance claim (make bench).
 // Benchmarks are not tests: nothing is asserted.
 //
-//   bench [all | sweep | drafters | lenience | tree | runc] [--target F] [--draft F]
+//   bench [all | sweep | drafters | lenience | tree | runc | llamacpp] [--target F] [--draft F]
 //         [--tokenizer F] [--medusa F] [--json F] [--csv DIR] [--threads N]
 //
 // all:   the machine (FMA peak from a register-only loop, read bandwidth from
@@ -31,6 +31,9 @@
 //        and measured over seeds; the target's bits per byte of the generated
 //        text);
 //        writes lenience.csv. `all` runs both at N threads.
+// runc, llamacpp: target-only against llama2.c's run.c and runq.c (RUNC, RUNQ) and
+//        llama.cpp's llama-bench on Q8_0 and Q4_0 GGUFs (LLAMACPP: its tools' directory),
+//        in alternating pairs (compare_peer); `all` runs them too when those are set.
 // N (--threads) defaults to the CPUs the process may use. Writes bench.json and, into
 // --csv DIR (default docs), the CSVs the plots read.
 #define TESTING
@@ -808,7 +811,7 @@ typedef struct {
 #define PUBLISHED_CSV "docs"       // the tracked CSVs the figures are drawn from: --publish
 #define SCRATCH_CSV "build/bench"  // where the CSVs go otherwise
 
-static const char *const MODES[] = {"all", "sweep", "drafters", "lenience", "tree", "runc", "selftest"};
+static const char *const MODES[] = {"all", "sweep", "drafters", "lenience", "tree", "runc", "llamacpp", "selftest"};
 
 static void bench_usage(FILE *out) {
     fprintf(out,
@@ -826,7 +829,11 @@ static void bench_usage(FILE *out) {
         "                     drafters.csv, drafters_dram.csv\n"
         "  lenience  ~1-2 min the lossy --lenience knob: speedup against distance from p. lenience.csv\n"
         "  tree      ~1 min   trees against chains, both targets (make bench-tree). trees.csv\n"
-        "  runc      ~1 min   with RUNC=path/to/run (llama2.c's run.c): target-only against it; prints only\n"
+        "  runc      ~1 min   with RUNC=path/to/run (llama2.c's run.c): target-only against it; RUNQ=path/to/runq\n"
+        "                     (runq.c): int8 target-only on the 325 MB target's version-2 export; prints only\n"
+        "  llamacpp  ~2 min   with LLAMACPP=DIR (llama.cpp's llama-bench, llama-quantize, llama-convert-llama2c-\n"
+        "                     to-ggml): int8 target-only on the 325 MB target against llama-bench on its Q8_0\n"
+        "                     and Q4_0 GGUFs, 1 and N threads; prints only\n"
         "  selftest  <1 s     the bench's own checks (the speedup bound, bandwidth states, options);\n"
         "                     writes nothing (make test-plot runs it)\n"
         "CSVs go to " SCRATCH_CSV "/ and docs/ is left alone; --publish writes them into " PUBLISHED_CSV "/\n"
@@ -1185,16 +1192,21 @@ static int sweep_k(Pair *pr, const char *name, E2E *e) {
     return n;
 }
 
-// ---- target-only against llama2.c's run.c (RUNC: a run.c binary, built -Ofast
-// -march=native -fopenmp): greedy from BOS, 100 tokens, the two alternating in
-// RUNC_PAIRS pairs, the median of the pairs' ratios; run.c's own "achieved
-// tok/s", specdec's generation alone
+// ---- target-only against a peer: llama2.c's run.c and runq.c (RUNC, RUNQ: binaries
+// built -Ofast -march=native -fopenmp), llama.cpp's llama-bench (LLAMACPP).
+// Greedy from BOS, the two alternating in PEER_PAIRS pairs, the median of the
+// pairs' ratios; the peer's own tokens per second, specdec's generation alone
 
-// run.c's tokens per second on ckpt with `threads` OpenMP threads, or 0
-static double runc_tok_s(const char *runc, const char *ckpt, const char *tok, int threads) {
+typedef double (*PeerTokS)(const void *ctx, int threads); // a peer's tok/s on `threads` threads, or 0
+
+// run.c's (or runq.c's) tokens per second: its own "achieved tok/s" over 100 tokens
+typedef struct { const char *bin, *ckpt, *tok; } RunC;
+static double runc_tok_s(const void *ctx, int threads) {
+    const RunC *r = ctx;
     char cmd[2048], line[4096];
     double v = 0;
-    snprintf(cmd, sizeof cmd, "OMP_NUM_THREADS=%d '%s' '%s' -z '%s' -t 0 -n 100 2>&1", threads, runc, ckpt, tok);
+    snprintf(cmd, sizeof cmd, "OMP_NUM_THREADS=%d '%s' '%s' -z '%s' -t 0 -n 100 2>&1", threads, r->bin, r->ckpt,
+             r->tok);
     FILE *p = popen(cmd, "r");
     while (p && fgets(line, sizeof line, p)) {
         char *at = strstr(line, "achieved tok/s:");
@@ -1204,9 +1216,10 @@ static double runc_tok_s(const char *runc, const char *ckpt, const char *tok, in
     return v;
 }
 
-#define RUNC_PAIRS 7 // the VM's two-thread bandwidth moves between processes: pairs, not medians of each
-static void compare_runc(const char *runc, const char *name, const char *ckpt, const char *tok, ThreadPool *pool,
-                         int N) {
+#define PEER_PAIRS 7 // the VM's two-thread bandwidth moves between processes: pairs, not medians of each
+// specdec target-only on ckpt (an f32 file, or a version-2 one: int8) against `peer` on 1 and N threads
+static void compare_peer(const char *peer, const char *name, const char *ckpt, int n_new, PeerTokS peer_tok_s,
+                         const void *ctx, ThreadPool *pool, int N) {
     for (int th = 1; th <= N; th += N > 1 ? N - 1 : 1) {
         Transformer tr;
         build_transformer(&tr, ckpt, MAX_ROWS, pool, th);
@@ -1214,26 +1227,127 @@ static void compare_runc(const char *runc, const char *name, const char *ckpt, c
         build_sampler(&s, tr.config.vocab_size, 0.0f, 1.0f, 0);
         Rng rng;
         rng_seed(&rng, 1);
-        int *tokens = xmalloc((size_t)tr.config.seq_len * sizeof(int), "tokens"), gen[100];
-        double a[RUNC_PAIRS], b[RUNC_PAIRS], ratio[RUNC_PAIRS], lo = INFINITY, hi = 0;
-        for (int rep = 0; rep < RUNC_PAIRS; rep++) {
-            Output o = {.quiet = 1, .generated = gen, .max_new = 100};
+        int *tokens = xmalloc((size_t)tr.config.seq_len * sizeof(int), "tokens");
+        int *gen = xmalloc((size_t)n_new * sizeof(int), "generated"), fewest = n_new;
+        double a[PEER_PAIRS], b[PEER_PAIRS], ratio[PEER_PAIRS], lo = INFINITY, hi = 0;
+        for (int rep = 0; rep < PEER_PAIRS; rep++) {
+            Output o = {.quiet = 1, .generated = gen, .max_new = n_new};
             tokens[0] = TOKEN_BOS;
             double t0 = now_seconds();
             generate_plain(&tr, &s, &rng, tokens, 1, &o);
             a[rep] = o.n_generated / (now_seconds() - t0);
-            b[rep] = runc_tok_s(runc, ckpt, tok, th);
+            if (o.n_generated < fewest) fewest = o.n_generated;
+            b[rep] = peer_tok_s(ctx, th);
             ratio[rep] = b[rep] > 0 ? a[rep] / b[rep] : 0;
             lo = fmin(lo, ratio[rep]), hi = fmax(hi, ratio[rep]);
         }
-        printf("vs run.c: %-20s %d thread%s: specdec %7.1f tok/s, run.c %7.1f tok/s (medians); %.2fx, the median "
-               "of %d pairs (%.2f-%.2f)\n", name, th, th == 1 ? " " : "s", median(a, RUNC_PAIRS),
-               median(b, RUNC_PAIRS), median(ratio, RUNC_PAIRS), RUNC_PAIRS, lo, hi);
+        printf("vs %s: %-20s %d thread%s: specdec %7.1f tok/s, %s %7.1f tok/s (medians); %.2fx, the median "
+               "of %d pairs (%.2f-%.2f)\n", peer, name, th, th == 1 ? " " : "s", median(a, PEER_PAIRS), peer,
+               median(b, PEER_PAIRS), median(ratio, PEER_PAIRS), PEER_PAIRS, lo, hi);
+        if (lo == 0) printf("  (%s gave no tokens per second in some runs: run it by hand)\n", peer);
+        if (fewest < n_new) printf("  (specdec's text ended after %d of %d tokens in some runs)\n", fewest, n_new);
         fflush(stdout);
+        xfree(gen);
         xfree(tokens);
         free_sampler(&s);
         free_transformer(&tr);
     }
+}
+
+static void compare_runc(const char *runc, const char *name, const char *ckpt, const char *tok, ThreadPool *pool,
+                         int N) {
+    RunC r = {runc, ckpt, tok};
+    compare_peer("run.c", name, ckpt, 100, runc_tok_s, &r, pool, N);
+}
+
+// ---- against llama.cpp (LLAMACPP: the directory holding its llama-bench, llama-quantize
+// and llama-convert-llama2c-to-ggml, built Release with -DGGML_NATIVE=ON). The 325 MB
+// target's f32 file converted to GGUF by llama.cpp's own llama2.c converter (the
+// tokenizer.bin as its vocabulary), then llama-quantize to Q8_0 (groups of 32, an
+// f16 scale: the bytes of specdec's int8) and to Q4_0 (llama.cpp's best case here);
+// specdec reads the version-2 export (int8, as against runq.c) in both rows.
+// `llama-bench -p 0 -n 128 -r 1` (a warm-up, then 128 tokens from BOS) against
+// 128 greedy tokens from BOS.
+
+#define LLAMACPP_TOKENS 128
+typedef struct { const char *dir, *gguf; } LlamaBench;
+
+// llama-bench's text-generation tokens per second ("avg_ts" of its JSON line), or 0
+static double llamacpp_tok_s(const void *ctx, int threads) {
+    const LlamaBench *l = ctx;
+    char cmd[2048], line[8192];
+    double v = 0;
+    snprintf(cmd, sizeof cmd, "'%s/llama-bench' -m '%s' -p 0 -n %d -t %d -r 1 -o jsonl 2>/dev/null", l->dir,
+             l->gguf, LLAMACPP_TOKENS, threads);
+    FILE *p = popen(cmd, "r");
+    if (!p) return 0;
+    while (fgets(line, sizeof line, p)) {
+        char *at = strstr(line, "\"avg_ts\":");
+        if (at) v = strtod(at + 9, NULL);
+    }
+    return pclose(p) == 0 ? v : 0;
+}
+
+static char llamacpp_files[5][600]; // the comparison's temp files: removed at its end and at any exit
+static void remove_llamacpp_files(void) {
+    for (int i = 0; i < 5; i++)
+        if (llamacpp_files[i][0]) remove(llamacpp_files[i]), llamacpp_files[i][0] = 0;
+}
+
+// run one llama.cpp tool, its output into log; 0 if it exited 0, else prints why and the log's last line
+static int llamacpp_tool(const char *cmd, const char *log, const char *what) {
+    char full[4096], line[1024], last[1024] = "";
+    snprintf(full, sizeof full, "%s > '%s' 2>&1", cmd, log);
+    int rc = system(full);
+    if (rc == 0) return 0;
+    FILE *f = fopen(log, "r");
+    while (f && fgets(line, sizeof line, f))
+        if (line[0] != '\n') memcpy(last, line, sizeof last);
+    if (f) fclose(f);
+    last[strcspn(last, "\n")] = 0;
+    printf("SKIP llama.cpp comparison: %s failed (exit status %d): %s\n", what, rc, last[0] ? last : "no output");
+    return -1;
+}
+
+// 0 if dir holds the three tools, else prints which is missing and returns -1
+static int llamacpp_missing(const char *dir) {
+    const char *tools[3] = {"llama-bench", "llama-quantize", "llama-convert-llama2c-to-ggml"};
+    char path[2048];
+    for (int i = 0; i < 3; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, tools[i]);
+        if (access(path, X_OK)) {
+            printf("SKIP llama.cpp comparison: %s is not an executable (LLAMACPP: the directory of llama-bench, "
+                   "llama-quantize and llama-convert-llama2c-to-ggml)\n", path);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static void compare_llamacpp(const char *dir, const char *f32, const char *tokenizer, ThreadPool *pool, int N) {
+    char cmd[4096];
+    const char *suffix[5] = {".q80", ".f32.gguf", ".q8_0.gguf", ".q4_0.gguf", ".llamacpp.log"};
+    for (int i = 0; i < 5; i++) snprintf(llamacpp_files[i], sizeof llamacpp_files[i], "%s%s", f32, suffix[i]);
+    static int registered;
+    if (!registered++) atexit(remove_llamacpp_files);
+    const char *pq = llamacpp_files[0], *gguf = llamacpp_files[1], *q8 = llamacpp_files[2], *q4 = llamacpp_files[3],
+               *log = llamacpp_files[4];
+    snprintf(cmd, sizeof cmd, "'%s/llama-convert-llama2c-to-ggml' --copy-vocab-from-model '%s' --llama2c-model '%s' "
+             "--llama2c-output-model '%s'", dir, tokenizer, f32, gguf);
+    int ok = llamacpp_tool(cmd, log, "llama-convert-llama2c-to-ggml") == 0;
+    for (int q = 0; ok && q < 2; q++) {
+        snprintf(cmd, sizeof cmd, "'%s/llama-quantize' '%s' '%s' %s %d", dir, gguf, q ? q4 : q8,
+                 q ? "Q4_0" : "Q8_0", N);
+        ok = llamacpp_tool(cmd, log, q ? "llama-quantize Q4_0" : "llama-quantize Q8_0") == 0;
+    }
+    remove(gguf);
+    if (ok) {
+        write_q80_checkpoint(f32, pq);
+        LlamaBench l8 = {dir, q8}, l4 = {dir, q4};
+        compare_peer("llama.cpp", "325MB int8 / Q8_0", pq, LLAMACPP_TOKENS, llamacpp_tok_s, &l8, pool, N);
+        compare_peer("llama.cpp", "325MB int8 / Q4_0", pq, LLAMACPP_TOKENS, llamacpp_tok_s, &l4, pool, N);
+    }
+    remove_llamacpp_files();
 }
 
 // ---- trees against the chain: the shipped pair, then the shipped target embedded,
@@ -1424,17 +1538,20 @@ int main(int argc, char **argv) {
     snprintf(p15, sizeof(p15), "%s/specdec_bench_15M.bin", tmp);
     snprintf(p110, sizeof(p110), "%s/specdec_bench_110M.bin", tmp);
     snprintf(pbig, sizeof(pbig), "%s/specdec_bench_embedded.bin", tmp);
+    printf("specdec bench: %s path, 1 and %d threads\n", SIMD_NAME, N);
     int have_pair = access(o.target, R_OK) == 0 && access(o.draft, R_OK) == 0 &&
                     access(o.tokenizer, R_OK) == 0;
-    // the large target, written once for every block that reads it (all, drafters, tree, runc):
+    // the large target, written once for every block that reads it (all, drafters, tree, runc, llamacpp):
     // the shipped target embedded, zero-padded, in dim 768 x 12 layers (81M parameters,
     // 325 MB; the same logits, so the shipped draft speculates for it)
     const char *runc = getenv("RUNC"), *runq = getenv("RUNQ"); // runq: llama2.c's int8 runq.c
-    int runc_mode = full || !strcmp(o.what, "runc");
+    const char *llamacpp = getenv("LLAMACPP");                   // llama.cpp's tools' directory
+    int runc_mode = full || !strcmp(o.what, "runc"), llamacpp_mode = full || !strcmp(o.what, "llamacpp");
+    if (llamacpp && *llamacpp && llamacpp_mode && llamacpp_missing(llamacpp)) llamacpp_mode = 0; // said why
     int with_big = have_pair && (full || !strcmp(o.what, "drafters") || !strcmp(o.what, "tree") ||
-                                 (runc_mode && ((runc && *runc) || (runq && *runq))));
+                                 (runc_mode && ((runc && *runc) || (runq && *runq))) ||
+                                 (llamacpp_mode && llamacpp && *llamacpp));
     ThreadPool *pool = build_pool(N);
-    printf("specdec bench: %s path, 1 and %d threads\n", SIMD_NAME, N);
 
     double bw = 0, peak = 0, peak512 = 0;
     ModelResult models[8];
@@ -1580,8 +1697,14 @@ int main(int argc, char **argv) {
         compare_runc(runq, "325MB int8 (runq.c)", pq, o.tokenizer, pool, N);
         remove(pq);
     }
+    if (llamacpp_mode && (!llamacpp || !*llamacpp))
+        printf("SKIP llama.cpp comparison: give the directory of llama.cpp's llama-bench, llama-quantize and "
+               "llama-convert-llama2c-to-ggml (make bench LLAMACPP=path/to/llama.cpp/build/bin)\n");
+    else if (llamacpp_mode && !with_big)
+        printf("SKIP llama.cpp comparison: %s, %s or %s missing (make weights)\n", o.target, o.draft, o.tokenizer);
+    else if (llamacpp_mode) compare_llamacpp(llamacpp, pbig, o.tokenizer, pool, N);
     free_pool(pool);
-    if (!o.publish && strcmp(o.what, "runc"))
+    if (!o.publish && strcmp(o.what, "runc") && strcmp(o.what, "llamacpp"))
         printf("CSVs in %s/, %s/ unchanged: make bench PUBLISH=1 (bench %s --publish) writes them there; "
                "./plot all %s draws these\n", o.csv, PUBLISHED_CSV, o.what, o.csv);
     return 0;

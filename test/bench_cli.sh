@@ -24,7 +24,7 @@ run() {
 
 run "bench --help" $BENCH --help
 [ $rc -eq 0 ] || bad "bench --help exits $rc, want 0"
-for m in all sweep drafters lenience tree runc selftest; do
+for m in all sweep drafters lenience tree runc llamacpp selftest; do
   grep -q "^  $m " <<< "$out" || bad "bench --help does not list mode $m"
 done
 grep -q "usage: bench MODE" <<< "$out" && grep -q "min" <<< "$out" && grep -q -- "--publish" <<< "$out" \
