@@ -3364,8 +3364,11 @@ typedef struct {
     double calib[MAX_ROWS + 1]; // seconds of an n-row verify pass at start-up
     double scale;               // decayed measured / calibrated verify cost
     double calibration_seconds; // what measuring took (once, before generating)
-    int last_k;
 } AutoK;
+
+// What a round's costs are read from: the target's and the drafter's seconds
+// and forwards (draft steps), and the wall clock
+typedef struct { double target_s, draft_s, wall; long target_n, draft_n; } Clocks;
 
 // The statistics of a spec run (Appendix G), auto-K's estimates among them
 struct SpecStats {
@@ -3380,14 +3383,11 @@ struct SpecStats {
     long k_used[K_MAX + 1];      // rounds run with each K
     int k_hi;                    // the largest K any round used
     long target_forwards, draft_forwards; // in the rounds (prefill not counted)
-    double draft_seconds;        // the draft model's forwards in the rounds
-    double verify_seconds;       // the target's verify passes
-    double round_t0[2];          // the models' clocks when the round started
-    double round_start;          // ... and the wall clock
+    double draft_seconds, verify_seconds; // the drafter's and the target's, in the rounds
+    Clocks round_start;          // the clocks when the round started
     double mode_tokens[2], mode_seconds[2]; // --tree auto: decayed tokens and seconds of chain, tree rounds
     int retries;                 // ... and the rounds that tried the slower one
     int last_n, first_round;     // the last round's position; 1: this round starts a generation
-    long round_f0[2];
 };
 
 // argmax over K = 1..k_max of tokens per second; ties go to the smaller K.
@@ -3402,43 +3402,47 @@ static int choose_k(double a, double draft_step, const double *verify, int k_max
     return best;
 }
 
-// seconds of the fastest of `reps` forwards over `rows` tokens at position 0
-// (scratch: generation overwrites those cache entries before it reads them)
-static double time_forward(Transformer *tr, int rows, int reps) {
-    int tokens[MAX_ROWS] = {0};
-    double best = INFINITY;
-    for (int i = 0; i < reps; i++) {
-        double t0 = now_seconds();
-        forward(tr, tokens, rows, 0);
-        double t = now_seconds() - t0;
-        if (t < best) best = t;
-    }
-    return best;
+// Seconds of one forward over `rows` copies of `token` at pos; with s, and its
+// distribution: a target-alone step (logits that are not finite cannot fail a
+// finished run). It writes the cache at pos..: generation overwrites it later,
+// or nothing reads it again.
+static double time_forward(Transformer *tr, Sampler *s, int token, int rows, int pos) {
+    int tokens[MAX_ROWS];
+    for (int i = 0; i < rows; i++) tokens[i] = token;
+    float *probs = s ? xmalloc((size_t)tr->config.vocab_size * sizeof(float), "probs") : NULL;
+    double t0 = now_seconds();
+    const float *logits = forward(tr, tokens, rows, pos);
+    if (s) probs_from_logits(s, probs, logits);
+    double t = now_seconds() - t0;
+    xfree(probs);
+    return t;
 }
 
 // The cost table: verify passes of 1..AUTO_CALIBRATE_ROWS rows, then of every
-// 4th row count up to `rows` (K_MAX+1; MAX_ROWS for --tree auto), timed (each
-// the fastest of 3, the row counts interleaved so a slow stretch of the
-// machine hits all of them), the sizes between interpolated linearly (by then
-// a pass is compute-bound); a draft step timed likewise (lookup: free). a
-// starts at 1/2, a prior of one accepted and one rejected proposal.
+// 4th row count up to `rows` (K_MAX+1; MAX_ROWS for --tree auto), each the
+// fastest of 3, the row counts interleaved so a slow stretch of the machine hits
+// all of them; between them linear (by then a pass is compute-bound), past the
+// last at its slope. A draft step: the fastest of 3 (lookup: free). a starts at
+// 1/2, a prior of one accepted and one rejected proposal.
 static void calibrate_auto_k(AutoK *ak, Transformer *target, Transformer *draft, int rows) {
     double t0 = now_seconds();
-    int timed[MAX_ROWS], m = 0; // 1..9 rows, then every 4th up to `rows` (passes grow compute-bound)
+    int timed[MAX_ROWS], m = 0;
     if (rows > target->config.seq_len) rows = target->config.seq_len;
     for (int n = 1; n <= rows; n += n < AUTO_CALIBRATE_ROWS ? 1 : 4) timed[m++] = n;
-    *ak = (AutoK){.accepted = 1, .examined = 2, .scale = 1};
-    time_forward(target, timed[m - 1], 1); // warm: the weights into cache
+    *ak = (AutoK){.accepted = 1, .examined = 2, .scale = 1, .draft_step = draft ? INFINITY : 0};
+    time_forward(target, NULL, 0, timed[m - 1], 0); // warm: the weights into cache
     for (int i = 0; i < m; i++) ak->calib[timed[i]] = INFINITY;
     for (int rep = 0; rep < 3; rep++)
-        for (int i = 0; i < m; i++) ak->calib[timed[i]] = fmin(ak->calib[timed[i]], time_forward(target, timed[i], 1));
-    for (int i = m > 1, n = 1; n <= MAX_ROWS; n++) { // between timed sizes linear, past the last its slope
+        for (int i = 0; i < m; i++)
+            ak->calib[timed[i]] = fmin(ak->calib[timed[i]], time_forward(target, NULL, 0, timed[i], 0));
+    for (int i = m > 1, n = 1; n <= MAX_ROWS; n++) {
         while (i < m - 1 && timed[i] < n) i++;
         int a = i ? timed[i - 1] : 1, b = timed[i];
         if (n != a && n != b)
             ak->calib[n] = b > a ? ak->calib[a] + (ak->calib[b] - ak->calib[a]) * (n - a) / (b - a) : ak->calib[a];
     }
-    if (draft) ak->draft_step = time_forward(draft, 1, 3);
+    for (int rep = 0; draft && rep < 3; rep++)
+        ak->draft_step = fmin(ak->draft_step, time_forward(draft, NULL, 0, 1, 0));
     ak->calibration_seconds = now_seconds() - t0;
 }
 
@@ -3446,7 +3450,7 @@ static void calibrate_auto_k(AutoK *ak, Transformer *target, Transformer *draft,
 static int next_auto_k(AutoK *ak) {
     double verify[MAX_ROWS + 1] = {0};
     for (int n = 1; n <= MAX_ROWS; n++) verify[n] = ak->calib[n] * ak->scale;
-    return ak->last_k = choose_k(ak->accepted / ak->examined, ak->draft_step, verify, K_MAX);
+    return choose_k(ak->accepted / ak->examined, ak->draft_step, verify, K_MAX);
 }
 
 // Fold one round in: accepted of examined proposals, its seconds per draft
@@ -3463,30 +3467,23 @@ static void update_auto_k(AutoK *ak, int rows, int accepted, int examined, doubl
 // ----------------------------------------------------------------------------
 // Appendix G. Statistics: the measurement beside the seeds' theory (stderr, JSON)
 
-static void build_spec_stats(SpecStats *st, int k, Transformer *target, Drafter *drafter, int rows) {
-    *st = (SpecStats){.k = k};
-    if (k == 0) calibrate_auto_k(&st->autok, target, drafter->model, rows);
-}
+static SpecStats *new_spec_stats(void) { return xmalloc(sizeof(SpecStats), "statistics"); }
 
 // sp's rounds and st from the options: -k (0: auto-K) or --tree (a shape, or
 // auto). Auto-K and --tree auto time the target's passes first (--tree auto up
 // to MAX_ROWS rows: it reads those costs as it grows); -n 0 times nothing.
-static SpecStats *new_spec_stats(void) { return xmalloc(sizeof(SpecStats), "statistics"); }
-
 static void plan_rounds(Speculator *sp, SpecStats *st, const Options *o, const Tokenizer *trace) {
     if (o->tree) build_trees(sp, o->branch, o->tree_depth, o->tree_auto);
-    int k = o->tree_auto ? 0 : o->tree ? o->tree_depth : o->k;
-    build_spec_stats(st, o->n_new ? k : 1, sp->target, sp->drafter, o->tree_auto ? MAX_ROWS : K_MAX + 1);
+    *st = (SpecStats){.k = !o->n_new ? 1 : o->tree_auto ? 0 : o->tree ? o->tree_depth : o->k, .trace = trace};
+    if (!st->k) calibrate_auto_k(&st->autok, sp->target, sp->drafter->model, o->tree_auto ? MAX_ROWS : K_MAX + 1);
     if (o->tree_auto) sp->trees->verify_s = st->autok.calib, sp->trees->draft_s = &st->autok.draft_step;
-    st->trace = trace;
 }
 
 // --tree auto: a tree round, or a chain round at auto-K's K, whichever has
 // committed more tokens per second lately (decayed over ~20 rounds of each; wall
 // time, but not a generation's first round, where the draft reads the prompt).
 // The chain until a tree has been timed, the other tried at rounds 32, 96, 224,
-// ...: a losing tree round costs ~4 chain rounds, and short stories end first
-// (against rounds 1, 3 and every 64th: 0.81 -> 0.97-1.03 of auto-K's speed).
+// ...: a losing tree round costs ~4 chain rounds (PERFORMANCE.md, "trying the tree").
 static int tree_round_next(SpecStats *st) {
     int best = st->mode_tokens[1] * st->mode_seconds[0] > st->mode_tokens[0] * st->mode_seconds[1];
     if (st->rounds != 32L * ((2L << st->retries) - 1)) return best;
@@ -3494,11 +3491,11 @@ static int tree_round_next(SpecStats *st) {
     return !best;
 }
 
-// The drafter's seconds and (into *steps) steps so far: a draft model's
-// forwards, or what the drafter counts itself (lookup: none)
-static double drafter_clock(const Drafter *d, long *steps) {
-    *steps = d->model ? d->model->forwards : d->steps;
-    return d->model ? d->model->seconds : d->seconds;
+// The clocks now: a draft model's, or what the drafter counts itself (lookup: no steps)
+static Clocks clocks_now(const Speculator *sp) {
+    const Drafter *d = sp->drafter;
+    return (Clocks){sp->target->seconds, d->model ? d->model->seconds : d->seconds, now_seconds(),
+                    sp->target->forwards, d->model ? d->model->forwards : d->steps};
 }
 
 // This round's K: -k or auto-K's, within what -n still wants (k + 1 tokens at
@@ -3514,13 +3511,9 @@ static int start_round(SpecStats *st, Speculator *sp, int n, int want) {
     int room = sp->target->config.seq_len - 1 - n;
     if (k > want - 1 && (!ts || !ts->depth || ts->grow)) k = want - 1;
     if (k > room) k = room;
-    st->round_t0[0] = sp->target->seconds, st->round_f0[0] = sp->target->forwards;
-    st->round_t0[1] = drafter_clock(sp->drafter, &st->round_f0[1]);
-    st->round_start = now_seconds();
+    st->round_start = clocks_now(sp);
     return k < 0 ? 0 : k;
 }
-
-static void print_trace(const SpecStats *st, const Speculator *sp, const Round *rd, int n);
 
 // A round that decided positions past -n or the text's end keeps only the
 // first `used`: those were never emitted, so neither the statistics nor the
@@ -3532,12 +3525,59 @@ static void trim_round(Round *rd, const Speculator *sp, int used) {
     rd->committed = used;
 }
 
+// a piece made safe for one line of the trace: newlines shown as \n, byte
+// tokens by their name (<0xC9>) since a lone byte is no printable text
+static void trace_piece(const Tokenizer *t, int token) {
+    if (token >= TOKEN_BYTE0 && token < TOKEN_BYTE0 + 256 && t->vocab[token][0] == '<') {
+        fputs(t->vocab[token], stderr);
+        return;
+    }
+    fputc('"', stderr);
+    for (const char *c = decode_piece(t, -1, token); *c; c++)
+        if (*c == '\n') fputs("\\n", stderr);
+        else fputc(*c, stderr);
+    fputc('"', stderr);
+}
+
+// the -v trace of the tree under node v, depth first: a node per line, indented by its depth
+static void trace_tree(const Trees *ts, const Round *rd, const Tokenizer *t, int v) {
+    const Tree *tr = &ts->tree;
+    for (int j = 0; j < tr->count[v]; j++) {
+        int c = tr->kids[v][j], on_path = tr->depth[c] <= rd->accepted && ts->path[tr->depth[c] - 1] == c;
+        fprintf(stderr, "  %*s%s node %d, candidate %d of %d under node %d: ", 2 * tr->depth[c], "",
+                on_path ? "*" : " ", c, j + 1, tr->count[v], v);
+        trace_piece(t, tr->token[c]);
+        fputc('\n', stderr);
+        trace_tree(ts, rd, t, c);
+    }
+}
+
+// the -v teaching trace of one round from position n
+static void print_trace(const SpecStats *st, const Speculator *sp, const Round *rd, int n) {
+    fflush(stdout); // the text so far, then the trace on lines of its own
+    fprintf(stderr, "\nround %ld at position %d, K=%d\n", st->rounds, n, rd->k);
+    if (sp->trees && sp->trees->depth) trace_tree(sp->trees, rd, st->trace, 0);
+    for (int i = 0; i < rd->committed; i++) {
+        const Verdict *v = &sp->verdicts[i];
+        fprintf(stderr, "  pos %d %s ", n + i, i < rd->k ? "draft" : "next ");
+        if (v->x < 0) fprintf(stderr, " drawn from p with coin %.4f: ", v->d); // no proposal
+        else {
+            trace_piece(st->trace, v->x);
+            fprintf(stderr, " d=%.4f  q=%.4f p=%.4f p/q=%.4f u=%.4f  %s", v->d, v->q, v->p,
+                    v->q > 0 ? v->p / v->q : 0.0, v->u, v->accepted ? "accept" : "REJECT");
+            if (v->tested > 1) fprintf(stderr, " (candidate %d; p, q: after the earlier ones)", v->tested);
+            if (!v->accepted) fprintf(stderr, " -> residual mass %.4f, coin %.4f: ", v->residual_mass, v->r);
+        }
+        if (v->x < 0 || !v->accepted) trace_piece(st->trace, v->token);
+        fputc('\n', stderr);
+    }
+}
+
 static void end_round(SpecStats *st, const Speculator *sp, const Round *rd, int n) {
-    long steps;
-    double verify_s = sp->target->seconds - st->round_t0[0];
-    double draft_s = drafter_clock(sp->drafter, &steps) - st->round_t0[1];
-    steps -= st->round_f0[1];
-    int examined = rd->committed - rd->plain;
+    Clocks now = clocks_now(sp), t0 = st->round_start;
+    double verify_s = now.target_s - t0.target_s, draft_s = now.draft_s - t0.draft_s;
+    long steps = now.draft_n - t0.draft_n;
+    int examined = rd->committed - rd->plain, tree = sp->trees && sp->trees->depth > 0;
     st->rounds++;
     st->k_used[rd->k]++;
     if (rd->k > st->k_hi) st->k_hi = rd->k;
@@ -3546,94 +3586,28 @@ static void end_round(SpecStats *st, const Speculator *sp, const Round *rd, int 
     st->accepted += rd->accepted;
     st->histogram[rd->accepted]++;
     st->plain_tokens += rd->plain;
-    for (int i = 0; i < examined; i++) {
-        st->reached[i]++;
-        st->accepted_at[i] += sp->verdicts[i].accepted;
-    }
-    st->target_forwards += sp->target->forwards - st->round_f0[0];
+    for (int i = 0; i < examined; i++) st->reached[i]++, st->accepted_at[i] += sp->verdicts[i].accepted;
+    st->target_forwards += now.target_n - t0.target_n;
     st->draft_forwards += steps;
     st->verify_seconds += verify_s;
     st->draft_seconds += draft_s;
-    int tree = sp->trees && sp->trees->depth > 0;
     if (st->k == 0 && rd->k >= 1 && !tree)
-        update_auto_k(&st->autok, rd->k + 1, rd->accepted, examined, steps ? draft_s / (double)steps : 0,
-                      verify_s);
+        update_auto_k(&st->autok, rd->k + 1, rd->accepted, examined, steps ? draft_s / (double)steps : 0, verify_s);
     if (!st->first_round) {
         st->mode_tokens[tree] = 0.95 * st->mode_tokens[tree] + rd->committed;
-        st->mode_seconds[tree] = 0.95 * st->mode_seconds[tree] + (now_seconds() - st->round_start);
+        st->mode_seconds[tree] = 0.95 * st->mode_seconds[tree] + (now.wall - t0.wall);
     }
     if (st->trace) print_trace(st, sp, rd, n);
 }
 
-// a piece made safe for one line of the trace: newlines shown as \n, byte
-// tokens by their name (<0xC9>) since a lone byte is no printable text
-static void trace_piece(const Tokenizer *t, int token) {
-    if (token >= TOKEN_BYTE0 && token < TOKEN_BYTE0 + 256 && t->vocab[token][0] == '<') {
-        fprintf(stderr, "%s", t->vocab[token]);
-        return;
-    }
-    fputc('"', stderr);
-    for (const char *c = decode_piece(t, -1, token); *c; c++) {
-        if (*c == '\n') fputs("\\n", stderr);
-        else fputc(*c, stderr);
-    }
-    fputc('"', stderr);
-}
-
-// the -v teaching trace of one round from position n
-static void print_trace(const SpecStats *st, const Speculator *sp, const Round *rd, int n) {
-    const Tokenizer *t = st->trace;
-    fflush(stdout); // the text so far, then the trace on lines of its own
-    fprintf(stderr, "\nround %ld at position %d, K=%d\n", st->rounds, n, rd->k);
-    const Trees *ts = sp->trees;
-    const Tree *tr = ts ? &ts->tree : NULL;
-    int stack[MAX_ROWS], top = 0; // the tree, depth first: a node per line under its parent
-    for (int j = ts && ts->depth ? tr->count[0] - 1 : -1; j >= 0; j--) stack[top++] = tr->kids[0][j];
-    while (top > 0) {
-        int v = stack[--top], on_path = tr->depth[v] <= rd->accepted && ts->path[tr->depth[v] - 1] == v, j = 0;
-        for (int k = tr->count[v] - 1; k >= 0; k--) stack[top++] = tr->kids[v][k];
-        while (tr->kids[tr->parent[v]][j] != v) j++;
-        fprintf(stderr, "  %*s%s node %d, candidate %d of %d under node %d: ", 2 * tr->depth[v], "",
-                on_path ? "*" : " ", v, j + 1, tr->count[tr->parent[v]], tr->parent[v]);
-        trace_piece(t, tr->token[v]);
-        fputc('\n', stderr);
-    }
-    for (int i = 0; i < rd->committed; i++) {
-        const Verdict *v = &sp->verdicts[i];
-        fprintf(stderr, "  pos %d %s ", n + i, i < rd->k ? "draft" : "next ");
-        if (v->x < 0) { // no proposal: drawn from p alone
-            fprintf(stderr, " drawn from p with coin %.4f: ", v->d);
-            trace_piece(t, v->token);
-            fputc('\n', stderr);
-            continue;
-        }
-        trace_piece(t, v->x);
-        fprintf(stderr, " d=%.4f  q=%.4f p=%.4f p/q=%.4f u=%.4f  %s", v->d, v->q, v->p,
-                v->q > 0 ? v->p / v->q : 0.0, v->u, v->accepted ? "accept" : "REJECT");
-        if (v->tested > 1) fprintf(stderr, " (candidate %d; p, q: after the earlier ones)", v->tested);
-        if (!v->accepted) {
-            fprintf(stderr, " -> residual mass %.4f, coin %.4f: ", v->residual_mass, v->r);
-            trace_piece(t, v->token);
-        }
-        fputc('\n', stderr);
-    }
-}
-
-// Seconds of one target-alone decoding step (1-row forward + its distribution)
-// at position pos: the median of 5, timed after generation so it is not
-// counted in it. The cache entry at pos is overwritten, which is harmless then;
-// what the logits hold does not matter (it cannot fail a finished run).
+// Seconds of one target-alone step (a 1-row forward and its distribution) at
+// pos: the median of 5, timed after generating so the run does not count it
 static double time_target_step(Transformer *tr, Sampler *s, int token, int pos) {
     double t[5];
-    float *probs = xmalloc((size_t)tr->config.vocab_size * sizeof(float), "probs");
-    for (int i = 0; i < 5; i++) {
-        double t0 = now_seconds();
-        probs_from_logits(s, probs, forward(tr, &token, 1, pos));
-        t[i] = now_seconds() - t0;
-    }
-    for (int i = 1; i < 5; i++) // insertion sort, 5 values
+    for (int i = 0; i < 5; i++) { // sorted as they come
+        t[i] = time_forward(tr, s, token, 1, pos);
         for (int j = i; j > 0 && t[j] < t[j - 1]; j--) { double x = t[j]; t[j] = t[j - 1]; t[j - 1] = x; }
-    xfree(probs);
+    }
     return t[2];
 }
 
@@ -3649,58 +3623,59 @@ typedef struct {
     double predicted, estimated; // the theory's speedup; this run's tok/s x one target step
 } SpecSummary;
 
-static double per_position(const SpecStats *st, int i) {
-    return st->reached[i] ? (double)st->accepted_at[i] / (double)st->reached[i] : 0.0;
-}
+static double ratio(double x, double y) { return y > 0 ? x / y : 0; }
+
+static double per_position(const SpecStats *st, int i) { return ratio(st->accepted_at[i], st->reached[i]); }
 
 static SpecSummary summarize(const Report *rp) {
     const SpecStats *st = rp->st;
+    double rounds = (double)st->rounds, tokens = 0, steps = 0; // the theory at each round's own K (auto-K varies it)
     SpecSummary m = {.k = st->k ? st->k : 1};
     for (int k = 1; k <= K_MAX && (st->k == 0 || st->k > st->k_hi); k++) // auto-K; a drafter that stopped short
         if (st->k_used[k] > st->k_used[m.k] || (m.k == st->k && st->k_used[m.k] == 0)) m.k = k;
-    m.acceptance_rate = st->drafted ? (double)st->accepted / (double)st->drafted : 0;
-    m.a = st->examined ? (double)st->accepted / (double)st->examined : 0;
-    if (st->draft_forwards && rp->target_step > 0)
-        m.c = st->draft_seconds / (double)st->draft_forwards / rp->target_step;
-    if (st->rounds && rp->target_step > 0)
-        m.r = st->verify_seconds / (double)st->rounds / rp->target_step;
-    if (st->rounds) m.tokens_per_round = (double)(st->examined + st->plain_tokens) / (double)st->rounds;
-    double tokens = 0, steps = 0; // the theory at each round's own K (auto-K varies it)
+    m.acceptance_rate = ratio(st->accepted, st->drafted);
+    m.a = ratio(st->accepted, st->examined);
+    m.c = ratio(ratio(st->draft_seconds, st->draft_forwards), rp->target_step);
+    m.r = ratio(ratio(st->verify_seconds, rounds), rp->target_step);
+    m.tokens_per_round = ratio(st->examined + st->plain_tokens, rounds);
     for (int k = 0; k <= K_MAX; k++) {
         tokens += (double)st->k_used[k] * expected_tokens_per_round(m.a, k);
         steps += (double)st->k_used[k] * (k + pow(m.a, k));
     }
-    if (st->rounds) m.expected_per_round = tokens / (double)st->rounds;
-    if (st->rounds && m.r > 0) m.predicted = m.expected_per_round / (steps / (double)st->rounds * m.c + m.r);
-    m.estimated = rp->seconds > 0 ? rp->out->n_generated / rp->seconds * rp->target_step : 0;
+    m.expected_per_round = ratio(tokens, rounds);
+    if (m.r > 0) m.predicted = m.expected_per_round / (ratio(steps, rounds) * m.c + m.r);
+    m.estimated = ratio(rp->out->n_generated, rp->seconds) * rp->target_step;
     return m;
 }
 
-static const char *end_reason(const Output *o) {
-    return o->ended_by == END_TOKEN ? "the model ended the text"
-         : o->ended_by == END_CONTEXT ? "the context (seq_len) is full"
-         : o->ended_by == END_INTERRUPT ? "interrupted by Ctrl-C" : "-n reached";
+// Output.ended_by (END_*) in the report and in the JSON
+static const char *const ENDED_BY[][2] = {{"-n reached", "length"}, {"the model ended the text", "eos"},
+    {"the context (seq_len) is full", "context"}, {"interrupted by Ctrl-C", "interrupt"}};
+
+static void json_longs(FILE *f, const char *key, const long *v, int n) {
+    fprintf(f, ", \"%s\": [", key);
+    for (int i = 0; i < n; i++) fprintf(f, "%s%ld", i ? ", " : "", v[i]);
+    fputc(']', f);
 }
 
 static void print_spec_report(const Report *rp) {
     const SpecStats *st = rp->st;
+    const char *tree = rp->opt->tree;
     SpecSummary m = summarize(rp);
     if (rp->sp->lenience < 1.0f)
         fprintf(stderr, "  LOSSY: --lenience %g accepts with min(1, p/(%g q)); this text is NOT "
                 "distributed as the target's\n", rp->sp->lenience, rp->sp->lenience);
-    if (rp->opt->tree) fprintf(stderr, "  %ld rounds, --tree %s", st->rounds, rp->opt->tree);
+    if (tree) fprintf(stderr, "  %ld rounds, --tree %s", st->rounds, tree);
     else fprintf(stderr, "  %ld rounds, K = %d", st->rounds, m.k);
-    if (st->k == 0 && !rp->opt->tree) {
+    if (st->k == 0 && !tree) {
         fprintf(stderr, " (auto-K's most used; rounds per K = 0..%d:", st->k_hi);
         for (int k = 0; k <= st->k_hi; k++) fprintf(stderr, " %ld", st->k_used[k]);
-        fprintf(stderr, ")");
+        fputc(')', stderr);
     }
-    fprintf(stderr, "\n  %ld proposals, %ld examined, %ld accepted: a = %.3f per examined proposal\n",
-            st->drafted, st->examined, st->accepted, m.a);
-    fprintf(stderr, "  tokens per round %.2f", m.tokens_per_round);
-    if (!rp->opt->tree) fprintf(stderr, "; theory (1-a^(K+1))/(1-a) at the rounds' K: %.2f", m.expected_per_round);
-    fprintf(stderr, "\n");
-    fprintf(stderr, "  acceptance at the round's position 1..%d:", st->k_hi + 1);
+    fprintf(stderr, "\n  %ld proposals, %ld examined, %ld accepted: a = %.3f per examined proposal\n"
+            "  tokens per round %.2f", st->drafted, st->examined, st->accepted, m.a, m.tokens_per_round);
+    if (!tree) fprintf(stderr, "; theory (1-a^(K+1))/(1-a) at the rounds' K: %.2f", m.expected_per_round);
+    fprintf(stderr, "\n  acceptance at the round's position 1..%d:", st->k_hi + 1);
     for (int i = 0; i <= st->k_hi; i++)
         fprintf(stderr, st->reached[i] ? " %.3f" : " -", per_position(st, i)); // -: never reached
     fprintf(stderr, "\n  rounds that accepted 0..%d proposals:", st->k_hi + 1);
@@ -3714,7 +3689,7 @@ static void print_spec_report(const Report *rp) {
     fprintf(stderr, "  timed: in target steps of %.3f ms (timed after the run), c = %.3f per draft step, r = %.3f "
             "per verify pass\n  speedup estimated %.2fx (tokens per second x one target step)", 1e3 * rp->target_step,
             m.c, m.r, m.estimated);
-    if (!rp->opt->tree) fprintf(stderr, ", predicted %.2fx (the theory at the a, c and r above)", m.predicted);
+    if (!tree) fprintf(stderr, ", predicted %.2fx (the theory at the a, c and r above)", m.predicted);
     fprintf(stderr, "; only a target-only run measures it\n");
 }
 
@@ -3722,10 +3697,10 @@ static void print_report(const Report *rp) {
     const Output *o = rp->out;
     if (rp->prompt_tokens > 1) // BOS and the prompt; the prefill reads all but the last
         fprintf(stderr, "prompt: %d tokens, prefilled in %.3f s, %.1f tok/s\n", rp->prompt_tokens,
-                o->prompt_seconds, o->prompt_seconds > 0 ? (rp->prompt_tokens - 1) / o->prompt_seconds : 0.0);
-    fprintf(stderr, "%s: %d tokens in %.3f s, %.1f tok/s, %d thread%s (%s)\n", rp->opt->mode,
-            o->n_generated, rp->seconds, rp->seconds > 0 ? o->n_generated / rp->seconds : 0.0,
-            rp->opt->threads, rp->opt->threads == 1 ? "" : "s", end_reason(o));
+                o->prompt_seconds, ratio(rp->prompt_tokens - 1, o->prompt_seconds));
+    fprintf(stderr, "%s: %d tokens in %.3f s, %.1f tok/s, %d thread%s (%s)\n", rp->opt->mode, o->n_generated,
+            rp->seconds, ratio(o->n_generated, rp->seconds), rp->opt->threads, rp->opt->threads == 1 ? "" : "s",
+            ENDED_BY[o->ended_by][0]);
     if (o->ended_by == END_CONTEXT && o->n_generated < o->max_new)
         fprintf(stderr, "specdec: note: stopped after %d of the %d tokens asked for (-n): the "
                 "context of %d positions is full\n", o->n_generated, o->max_new,
@@ -3733,10 +3708,25 @@ static void print_report(const Report *rp) {
     if (rp->sp) print_spec_report(rp);
 }
 
-static void json_longs(FILE *f, const char *key, const long *v, int n) {
-    fprintf(f, ", \"%s\": [", key);
-    for (int i = 0; i < n; i++) fprintf(f, "%s%ld", i ? ", " : "", v[i]);
-    fputc(']', f);
+// -j FILE, checked before anything runs (model.h's plan_output): not an input
+// of the run, now or later, nor a FIFO or a device, in a directory this process
+// may write. The file is not touched until write_json replaces it whole.
+static void check_json_path(const Options *o) {
+    char msg[IO_PATH_MAX + 256];
+    if (o->json_path && plan_output(&json_out, o->json_path, msg, sizeof(msg)))
+        json_out.name[0] = '\0', die("-j %s", msg);
+}
+
+// ", "key": "value" with the value escaped for JSON (null for NULL)
+static void json_string(FILE *f, const char *key, const char *v) {
+    fprintf(f, ", \"%s\": ", key);
+    if (!v) { fputs("null", f); return; }
+    fputc('"', f);
+    for (const unsigned char *c = (const unsigned char *)v; *c; c++)
+        if (*c == '"' || *c == '\\') fprintf(f, "\\%c", *c);
+        else if (*c < 0x20) fprintf(f, "\\u%04x", *c);
+        else fputc(*c, f);
+    fputc('"', f);
 }
 
 static void write_json_spec(FILE *f, const Report *rp) {
@@ -3763,32 +3753,9 @@ static void write_json_spec(FILE *f, const Report *rp) {
             rp->opt->draft_threads);
 }
 
-// -j FILE, checked before anything runs: not a file the run reads (the same
-// device and inode: writing would destroy an input), not a FIFO or a device,
-// in a directory this process may write, and no input of the run (an input
-// opened later is checked against it: model.h's registry). The file is not
-// touched until write_json replaces it whole.
-static void check_json_path(const Options *o) {
-    char msg[IO_PATH_MAX + 256];
-    if (o->json_path && plan_output(&json_out, o->json_path, msg, sizeof(msg)))
-        json_out.name[0] = '\0', die("-j %s", msg);
-}
-
 // The JSON object, written whole to a new file beside `path` and renamed
 // over it (model.h: begin_output, commit_output): an interrupted run, a full
 // disk or an error leaves what was at `path` as it was.
-// ", "key": "value" with the value escaped for JSON (null for NULL)
-static void json_string(FILE *f, const char *key, const char *v) {
-    fprintf(f, ", \"%s\": ", key);
-    if (!v) { fputs("null", f); return; }
-    fputc('"', f);
-    for (const unsigned char *c = (const unsigned char *)v; *c; c++)
-        if (*c == '"' || *c == '\\') fprintf(f, "\\%c", *c);
-        else if (*c < 0x20) fprintf(f, "\\u%04x", *c);
-        else fputc(*c, f);
-    fputc('"', f);
-}
-
 static void write_json(const Report *rp) {
     const Output *o = rp->out;
     const Options *op = rp->opt;
@@ -3808,12 +3775,9 @@ static void write_json(const Report *rp) {
     fprintf(f, ", \"n\": %d, \"seed\": %llu, \"temperature\": %g, \"top_p\": %g, \"top_k\": %d, "
             "\"threads\": %d, \"prompt_tokens\": %d, \"prompt_seconds\": %.6f, \"generated_tokens\": %d, "
             "\"ended_by\": \"%s\", \"tokens\": [", op->n_new, op->seed, op->temperature, op->top_p, op->top_k,
-            op->threads, rp->prompt_tokens, o->prompt_seconds, o->n_generated,
-            o->ended_by == END_TOKEN ? "eos" : o->ended_by == END_CONTEXT ? "context"
-            : o->ended_by == END_INTERRUPT ? "interrupt" : "length");
+            op->threads, rp->prompt_tokens, o->prompt_seconds, o->n_generated, ENDED_BY[o->ended_by][1]);
     for (int i = 0; i < o->n_generated; i++) fprintf(f, "%s%d", i ? ", " : "", o->generated[i]);
-    fprintf(f, "], \"seconds\": %.6f, \"tokens_per_second\": %.3f", rp->seconds,
-            rp->seconds > 0 ? o->n_generated / rp->seconds : 0.0);
+    fprintf(f, "], \"seconds\": %.6f, \"tokens_per_second\": %.3f", rp->seconds, ratio(o->n_generated, rp->seconds));
     if (rp->sp) write_json_spec(f, rp);
     fprintf(f, "}\n");
     if (commit_output(&json_out, msg, sizeof(msg))) die("-j %s", msg);
@@ -3832,8 +3796,7 @@ static void on_interrupt(int sig) {
 
 // Print the prompt (tokens[1..n) after BOS) as llama2.c's run does.
 static void start_output(Output *o, const int *tokens, int n) {
-    for (int i = 1; i < n; i++)
-        if (!o->quiet) print_piece(decode_piece(o->tok, tokens[i - 1], tokens[i]));
+    for (int i = 1; i < n && !o->quiet; i++) print_piece(decode_piece(o->tok, tokens[i - 1], tokens[i]));
     o->prev = tokens[n - 1];
     o->done = o->max_new == 0;
     o->ended_by = END_LENGTH;
@@ -3862,10 +3825,9 @@ static void emit(Output *o, int token) {
 }
 
 // The text emitted so far onto the screen, at most every 40 ms (25 times a
-// second looks continuous). Whatever reads the text (a terminal, a pipe) is
-// woken by each write and runs on a core the forward's threads were using: on
-// two cores, a write per token made make run's 200 tokens 20% slower. The
-// rest goes out when generation ends.
+// second looks continuous): each write wakes whatever reads the text, on a
+// core the forward's threads were using (PERFORMANCE.md, "text flushed at most
+// every 40 ms"). The rest goes out when generation ends.
 static void show_output(Output *o) {
     if (o->quiet) return;
     double now = now_seconds();
@@ -3877,45 +3839,79 @@ static void show_output(Output *o) {
 // ----------------------------------------------------------------------------
 // Appendix I. Command line
 
+// Every flag, in -h's order: the field of Options it sets ('s' string, 'i'
+// int, 'f' float, 'u' unsigned long long; 'b' an int set to 1, the flag
+// takes no value), the value's range and what an error says it expects, and
+// its text in -h (a printf format: %d is the CPUs this process may use).
+#define STR(x) STR_(x)
+#define STR_(x) #x
+#define AT(field) offsetof(Options, field)
+typedef struct { const char *flag, *arg; char kind; size_t at; double lo, hi; const char *expected, *help; } Flag;
+static const Flag FLAGS[] = {
+    {"-d", "FILE", 's', AT(draft_path), 0, 0, NULL, "draft checkpoint (default weights/draft.bin; when that one "
+     "does not fit the target and -d is not given, the target decodes alone), or -d lookup: propose what followed "
+     "the context's last n-gram earlier on (no draft model), or -d medusa[:FILE], -d eagle[:FILE]: drafters on "
+     "the target's hidden state (default weights/medusa.bin, weights/eagle.bin)"},
+    {"--ngram-max", "N", 'i', AT(ngram_max), 1, 64, "an integer in 1..64", "the longest n-gram -d lookup tries, "
+     "the first it tries (default 3)"},
+    {"--ngram-min", "N", 'i', AT(ngram_min), 1, 64, "an integer in 1..64", "the shortest n-gram it tries (default 1)"},
+    {"--lenience", "L", 'f', AT(lenience), FLT_MIN, 1, "a number in (0, 1]; 1 is exact, below 1 is lossy", "LOSSY "
+     "below 1: accept with min(1, p/(L q)), so the output is NOT the target's distribution (default 1: exact)"},
+    {"-z", "FILE", 's', AT(tokenizer_path), 0, 0, NULL, "tokenizer (default tokenizer.bin: the shipped models'; "
+     "stories260K's is tok512.bin, llama2.c's models' is llama2.c's tokenizer.bin)"},
+    {"-m", "MODE", 's', AT(mode), 0, 0, NULL, "spec | target | draft (default spec); the model is the first argument"},
+    {"-i", "TEXT", 's', AT(prompt), 0, 0, NULL, "prompt (default \"\")"},
+    {"-f", "FILE", 's', AT(prompt_file), 0, 0, NULL, "the prompt from a file, - for stdin"},
+    {"-n", "N", 'i', AT(n_new), 0, 1 << 24, "an integer in 0..16777216", "new tokens, 0..16777216 (default: until "
+     "the context is full)"},
+    {"-k", "K", 'i', AT(k), 0, K_MAX, "an integer in 0.." STR(K_MAX) ", 0 for auto", "drafts per round, 1.."
+     STR(K_MAX) "; 0 chooses K as it goes (default 0, but -d medusa uses every head and -d eagle 4: their text "
+     "depends on K)"},
+    {"--tree", "B1,B2,...", 's', AT(tree), 0, 0, NULL, "draft a tree: B_d candidates under each node at depth d, "
+     "all verified in one pass (e.g. 3,2,1; 1,1,1 is the chain -k 3); --tree auto grows it where the draft is "
+     "sure, or runs the chain when that is faster; a model draft, medusa or eagle, the exact rule, no -k (depth "
+     "is K); timed: at t > 0 the text of --tree auto can differ from run to run"},
+    {"-t", "T", 'f', AT(temperature), 0, 1e6, "a number in 0..1e6, 0 for greedy", "temperature, 0..1e6; 0 is "
+     "greedy (default 1.0)"},
+    {"-p", "P", 'f', AT(top_p), FLT_MIN, 1, "a number in (0, 1]", "top-p in (0, 1]; 1 is off (default 1.0)"},
+    {"--top-k", "N", 'i', AT(top_k), 0, 1 << 24, "an integer in 0..16777216, 0 for off", "keep the N most likely "
+     "tokens; 0 is off (default 0)"},
+    {"-s", "SEED", 'u', AT(seed), 0, 0x1p64, "an integer in 0..18446744073709551615", "random seed, 0..2^64-1 "
+     "(default 42)"},
+    {"--threads", "N", 'i', AT(threads), 1, MAX_THREADS, "an integer in 1.." STR(MAX_THREADS), "threads, 1.."
+     STR(MAX_THREADS) " (default: the CPUs this process may use, here %d)"},
+    {"--draft-threads", "N", 'i', AT(draft_threads), 1, MAX_THREADS, "an integer in 1.." STR(MAX_THREADS),
+     "threads for the draft model, up to --threads (default 1: its forwards are too short to share; never "
+     "changes the text)"},
+    {"--draft-weights", "W", 's', AT(weights_name), 0, 0, NULL, "int8 | f32: an f32 draft's matrices quantised "
+     "at load in groups as llama2.c's version-2 export does (about a quarter of the bytes to read), or kept as "
+     "in the file (default int8)"},
+    {"--target-weights", "W", 's', AT(target_weights_name), 0, 0, NULL, "f32 | int8: the same for the target "
+     "(default f32); a version-2 file (llama2.c's export.py --version 2, ./train quantize) is int8"},
+    {"-j", "FILE", 's', AT(json_path), 0, 0, NULL, "write statistics as one JSON object"},
+    {"-q", "", 'b', AT(quiet), 0, 0, NULL, "no text on stdout"},
+    {"-v", "", 'b', AT(verbose), 0, 0, NULL, "teaching trace of every round on stderr"},
+    {"-h", "", 'b', AT(help), 0, 0, NULL, "this text (also --help)"},
+};
+#define N_FLAGS (int)(sizeof(FLAGS) / sizeof(FLAGS[0]))
+
+// -h: each flag's text from FLAGS, wrapped at 80 columns from column 12 (21
+// after a long flag)
 static void usage(void) {
-    printf("usage: specdec [target.bin] [options]   (llama2.c's run.c flags, and the draft's)\n"
-           "  -d FILE   draft checkpoint (default weights/draft.bin; when that one does not fit\n"
-           "            the target and -d is not given, the target decodes alone), or -d lookup:\n"
-           "            propose what followed the context's last n-gram earlier on (no draft\n"
-           "            model), or -d medusa[:FILE], -d eagle[:FILE]: drafters on the target's\n"
-           "            hidden state (default weights/medusa.bin, weights/eagle.bin)\n"
-           "  --ngram-max N, --ngram-min N  n-gram lengths -d lookup tries, longest first\n"
-           "            (default 3 and 1)\n"
-           "  --lenience L  LOSSY below 1: accept with min(1, p/(L q)), so the output is NOT\n"
-           "            the target's distribution (default 1: exact)\n"
-           "  -z FILE   tokenizer (default tokenizer.bin: the shipped models'; stories260K's\n"
-           "            is tok512.bin, llama2.c's models' is llama2.c's tokenizer.bin)\n"
-           "  -m MODE   spec | target | draft (default spec); the model is the first argument\n"
-           "  -i TEXT   prompt (default \"\")      -f FILE  the prompt from a file, - for stdin\n"
-           "  -n N      new tokens, 0..%d (default: until the context is full)\n"
-           "  -k K      drafts per round, 1..%d; 0 chooses K as it goes (default 0, but -d medusa\n"
-           "            uses every head and -d eagle 4: their text depends on K)\n"
-           "  --tree B1,B2,...  draft a tree: B_d candidates under each node at depth d, all\n"
-           "            verified in one pass (e.g. 3,2,1; 1,1,1 is the chain -k 3); --tree auto\n"
-           "            grows it where the draft is sure, or runs the chain when that is faster;\n"
-           "            a model draft, medusa or eagle, the exact rule, no -k (depth is K);\n"
-           "            timed: at t > 0 the text of --tree auto can differ from run to run\n"
-           "  -t T      temperature, 0..1e6; 0 is greedy (default 1.0)\n"
-           "  -p P      top-p in (0, 1]; 1 is off (default 1.0)\n"
-           "  --top-k N keep the N most likely tokens; 0 is off (default 0)\n"
-           "  -s SEED   random seed, 0..2^64-1 (default 42)\n"
-           "  --threads N        threads, 1..%d (default: the CPUs this process may use, here %d)\n"
-           "  --draft-threads N  threads for the draft model, up to --threads (default 1: its\n"
-           "                     forwards are too short to share; never changes the text)\n"
-           "  --draft-weights W  int8 | f32: an f32 draft's matrices quantised at load in groups\n"
-           "                     as llama2.c's version-2 export does (about a quarter of the bytes\n"
-           "                     to read), or kept as in the file (default int8)\n"
-           "  --target-weights W f32 | int8: the same for the target (default f32); a version-2\n"
-           "                     file (llama2.c's export.py --version 2, ./train quantize) is int8\n"
-           "  -j FILE   write statistics as one JSON object\n"
-           "  -q        no text on stdout     -v  teaching trace of every round on stderr\n"
-           "Default files missing from the working directory are taken from beside the binary.\n",
-           1 << 24, K_MAX, MAX_THREADS, usable_cpus());
+    int cpus = usable_cpus();
+    printf("usage: specdec [target.bin] [options]   (llama2.c's run.c flags, and the draft's)\n");
+    for (const Flag *f = FLAGS; f < FLAGS + N_FLAGS; f++) {
+        char text[1024];
+        int indent = strlen(f->flag) + strlen(f->arg) < 8 ? 11 : 20;
+        int col = printf("  %s %-*s", f->flag, indent - 3 - (int)strlen(f->flag), f->arg);
+        snprintf(text, sizeof(text), f->help, cpus);
+        for (char *word = strtok(text, " "); word; word = strtok(NULL, " ")) {
+            if (col + 1 + (int)strlen(word) > 80) col = printf("\n%*s", indent, "") - 1;
+            col += printf(" %s", word);
+        }
+        printf("\n");
+    }
+    printf("Default files missing from the working directory are taken from beside the binary.\n");
 }
 
 // Other programs' flags (llama.cpp's, mostly) and what they are here: each error names it
@@ -3936,50 +3932,22 @@ static const char *const HABITS[][2] = {
     {" --top-p --seed --n-predict ", "top-p, seed and new tokens are -p, -s and -n"},
 };
 
-// what `flag`, another program's, means here, or ""
-static const char *habit(const char *flag) {
+// "(what `flag`, another program's, means here; see specdec -h)"
+static const char *hint(const char *flag) {
+    static char text[256];
     char key[40];
+    const char *h = "";
     snprintf(key, sizeof(key), " %.30s ", flag);
-    for (size_t i = 0; i < sizeof(HABITS) / sizeof(HABITS[0]); i++)
-        if (strstr(HABITS[i][0], key)) return HABITS[i][1];
-    return "";
+    for (size_t i = 0; i < sizeof(HABITS) / sizeof(HABITS[0]) && !*h; i++)
+        if (strstr(HABITS[i][0], key)) h = HABITS[i][1];
+    snprintf(text, sizeof(text), "(%s%ssee specdec -h)", h, *h ? "; " : "");
+    return text;
 }
 
 static void bad_flag(const char *flag, const char *value, const char *expected) {
-    const char *h = habit(flag);
-    die("%s %s: expected %s (%s%ssee specdec -h)", flag, value, expected, h, *h ? "; " : "");
+    die("%s %s: expected %s %s", flag, value, expected, hint(flag));
 }
 
-// The flags that take a value: the field it sets ('s' string, 'i' int, 'f'
-// float, 'u' unsigned long long at that offset of Options) and its range.
-#define STR(x) STR_(x)
-#define STR_(x) #x
-typedef struct { const char *flag; char kind; size_t at; double lo, hi; const char *expected; } Flag;
-static const Flag FLAGS[] = {
-    {"-d", 's', offsetof(Options, draft_path), 0, 0, NULL},
-    {"-z", 's', offsetof(Options, tokenizer_path), 0, 0, NULL},
-    {"-m", 's', offsetof(Options, mode), 0, 0, NULL},
-    {"-i", 's', offsetof(Options, prompt), 0, 0, NULL},
-    {"-f", 's', offsetof(Options, prompt_file), 0, 0, NULL},
-    {"-j", 's', offsetof(Options, json_path), 0, 0, NULL},
-    {"-n", 'i', offsetof(Options, n_new), 0, 1 << 24, "an integer in 0..16777216"},
-    {"-k", 'i', offsetof(Options, k), 0, K_MAX, "an integer in 0.." STR(K_MAX) ", 0 for auto"},
-    {"-t", 'f', offsetof(Options, temperature), 0, 1e6, "a number in 0..1e6, 0 for greedy"},
-    {"-p", 'f', offsetof(Options, top_p), FLT_MIN, 1, "a number in (0, 1]"},
-    {"-s", 'u', offsetof(Options, seed), 0, 0x1p64, "an integer in 0..18446744073709551615"},
-    {"--top-k", 'i', offsetof(Options, top_k), 0, 1 << 24, "an integer in 0..16777216, 0 for off"},
-    {"--threads", 'i', offsetof(Options, threads), 1, MAX_THREADS, "an integer in 1.." STR(MAX_THREADS)},
-    {"--draft-threads", 'i', offsetof(Options, draft_threads), 1, MAX_THREADS, "an integer in 1.." STR(MAX_THREADS)},
-    {"--draft-weights", 's', offsetof(Options, weights_name), 0, 0, NULL},
-    {"--target-weights", 's', offsetof(Options, target_weights_name), 0, 0, NULL},
-    {"--ngram-max", 'i', offsetof(Options, ngram_max), 1, 64, "an integer in 1..64"},
-    {"--ngram-min", 'i', offsetof(Options, ngram_min), 1, 64, "an integer in 1..64"},
-    {"--tree", 's', offsetof(Options, tree), 0, 0, NULL},
-    {"--lenience", 'f', offsetof(Options, lenience), FLT_MIN, 1, "a number in (0, 1]; 1 is exact, below 1 is lossy"},
-};
-#define N_FLAGS (int)(sizeof(FLAGS) / sizeof(FLAGS[0]))
-
-// the index of `flag` in FLAGS, or -1
 static int flag_index(const char *flag) {
     for (int i = 0; i < N_FLAGS; i++)
         if (!strcmp(flag, FLAGS[i].flag)) return i;
@@ -3988,13 +3956,12 @@ static int flag_index(const char *flag) {
 
 static int given(const Options *o, const char *flag) { return (o->given >> flag_index(flag)) & 1; }
 
-// v, the value of flag f, into its field of o
+// v, the value of flag f (NULL for a 'b' flag), into its field of o
 static void set_flag(Options *o, const Flag *f, const char *v) {
     char *at = (char *)o + f->at, *end;
-    if (f->kind == 's') {
-        memcpy(at, &v, sizeof(v));
-        return;
-    }
+    if (f->kind == 's') memcpy(at, &v, sizeof(v));
+    else if (f->kind == 'b') *(int *)(void *)at = 1;
+    if (f->kind == 's' || f->kind == 'b') return;
     errno = 0;
     long long n = 0;          // 'i'
     unsigned long long u = 0; // 'u': seeds, exact past 2^53, up to 2^64 - 1
@@ -4048,40 +4015,15 @@ static const char *drafter_file(const char *d, const char *name, const char *def
     return d[n] ? d + n + 1 : beside_binary(default_file, 1);
 }
 
-static void parse_options(Options *o, int argc, char **argv) {
-    int usable = usable_cpus();
-    *o = (Options){.target_path = "weights/target.bin", .draft_path = "weights/draft.bin",
-                   .tokenizer_path = "tokenizer.bin", .mode = "spec", .prompt = "", .weights_name = "int8",
-                   .target_weights_name = "f32",
-                   .n_new = 1 << 24, .k = 0, .threads = usable, .draft_threads = 1, .ngram_min = 1, .ngram_max = 3,
-                   .lenience = 1.0f, .temperature = 1.0f, .top_p = 1.0f, .seed = 42}; // no -n: main sets what fits
-    int i = 1;
-    if (argc > 1 && argv[1][0] != '-') o->target_path = argv[i++], o->target_named = 1;
-    for (; i < argc; i++) {
-        const char *f = argv[i];
-        if (!strcmp(f, "-q")) { o->quiet = 1; continue; }
-        if (!strcmp(f, "-v")) { o->verbose = 1; continue; }
-        if (!strcmp(f, "-h") || !strcmp(f, "--help")) { o->help = 1; return; }
-        if (f[0] != '-')
-            die("%s: a file name among the options; the target checkpoint goes first "
-                "(specdec TARGET.bin [options], see specdec -h)", f);
-        int at = flag_index(f);
-        const char *h = habit(f);
-        if (at < 0) die("unknown flag %s (%s%ssee specdec -h)", f, h, *h ? "; " : "");
-        if (i + 1 >= argc) bad_flag(f, "(missing)", "a value after the flag");
-        set_flag(o, &FLAGS[at], argv[++i]);
-        o->given |= 1u << at;
-    }
-    if (strcmp(o->mode, "spec") && strcmp(o->mode, "target") && strcmp(o->mode, "draft"))
-        bad_flag("-m", o->mode, "a mode: spec, target or draft");
-    if (given(o, "-i") && given(o, "-f")) die("-i and -f both give the prompt: use one (see specdec -h)");
-    for (o->draft_weights = WEIGHTS_F32; strcmp(o->weights_name, WEIGHTS_NAME[o->draft_weights]);)
-        if (++o->draft_weights > WEIGHTS_INT8) bad_flag("--draft-weights", o->weights_name, "int8 or f32");
-    for (o->target_weights = WEIGHTS_F32; strcmp(o->target_weights_name, WEIGHTS_NAME[o->target_weights]);)
-        if (++o->target_weights > WEIGHTS_INT8) bad_flag("--target-weights", o->target_weights_name, "int8 or f32");
-    if (o->temperature > 0.0f && o->temperature < 1e-6f)
-        die("-t %g: expected 0 (greedy) or at least 1e-6: a smaller temperature makes logits / t "
-            "overflow float32", o->temperature);
+// Flags that contradict each other or the mode: an error; flags that do
+// nothing here or look like a mistake: a warning, and the run goes on.
+static void check_options(Options *o, int usable) {
+    int spec = !strcmp(o->mode, "spec"), target = !strcmp(o->mode, "target");
+    int on_target = o->medusa || o->eagle; // drafters on the target's hidden state
+    int draft_opts = given(o, "--draft-threads") || given(o, "--draft-weights");
+    int ngram = given(o, "--ngram-min") || given(o, "--ngram-max");
+    const char *unused = target && given(o, "-d") ? "-d" : (target || o->lookup || on_target) && draft_opts
+                       ? "--draft-threads/--draft-weights" : !o->lookup && ngram ? "--ngram-min/--ngram-max" : NULL;
     if (o->temperature > 2.0f)
         fprintf(stderr, "specdec: warning: -t %g is the temperature, as in llama2.c (above 2 the text is close "
                 "to noise); threads are --threads N\n", o->temperature);
@@ -4094,25 +4036,10 @@ static void parse_options(Options *o, int argc, char **argv) {
                 o->draft_threads, o->threads, o->threads);
         o->draft_threads = o->threads;
     }
-    if (!o->target_named) o->target_path = beside_binary(o->target_path, 0);
-    if (!given(o, "-d")) o->draft_path = beside_binary(o->draft_path, 1);
-    if (!given(o, "-z")) o->tokenizer_path = beside_binary(o->tokenizer_path, 2);
-    int spec = !strcmp(o->mode, "spec"), target = !strcmp(o->mode, "target");
-    o->lookup = !strcmp(o->draft_path, "lookup");
-    o->medusa = drafter_file(o->draft_path, "medusa", "weights/medusa.bin");
-    o->eagle = drafter_file(o->draft_path, "eagle", "weights/eagle.bin");
-    int on_target = o->medusa || o->eagle; // drafters on the target's hidden state: the sample depends on K,
-    if (on_target && !given(o, "-k") && !o->tree) o->k = o->medusa ? K_MAX : 4; // so a fixed one: every head, or 4
-    // flags that describe a draft this run does not load: a note, not an error
-    int draft_opts = given(o, "--draft-threads") || given(o, "--draft-weights");
-    int ngram = given(o, "--ngram-min") || given(o, "--ngram-max");
-    const char *unused = target && given(o, "-d") ? "-d" : (target || o->lookup || on_target) && draft_opts
-                       ? "--draft-threads/--draft-weights" : !o->lookup && ngram ? "--ngram-min/--ngram-max" : NULL;
     if (unused)
         fprintf(stderr, "specdec: warning: %s ignored: %s\n", unused, target ? "-m target decodes with the "
                 "target alone" : o->lookup || on_target ? "this -d loads no draft model" : "they set up -d lookup");
-    if (o->ngram_min > o->ngram_max)
-        die("--ngram-min %d is above --ngram-max %d", o->ngram_min, o->ngram_max);
+    if (o->ngram_min > o->ngram_max) die("--ngram-min %d is above --ngram-max %d", o->ngram_min, o->ngram_max);
     if (o->tree) parse_tree(o, spec);
     if ((o->lookup || on_target) && !spec && !target)
         die("-d %s: only spec mode drafts; there is no model to run alone", o->draft_path);
@@ -4120,6 +4047,47 @@ static void parse_options(Options *o, int argc, char **argv) {
     if (!spec && (given(o, "-k") || o->verbose))
         die("%s: only speculative decoding (-m spec) has rounds; -m %s decodes with one model",
             given(o, "-k") ? "-k" : "-v", o->mode);
+}
+
+static void parse_options(Options *o, int argc, char **argv) {
+    int usable = usable_cpus(), i = 1;
+    *o = (Options){.target_path = "weights/target.bin", .draft_path = "weights/draft.bin",
+                   .tokenizer_path = "tokenizer.bin", .mode = "spec", .prompt = "", .weights_name = "int8",
+                   .target_weights_name = "f32", .n_new = 1 << 24, .threads = usable, .draft_threads = 1,
+                   .ngram_min = 1, .ngram_max = 3, .lenience = 1.0f, .temperature = 1.0f, .top_p = 1.0f,
+                   .seed = 42}; // no -n: main sets what fits
+    if (argc > 1 && argv[1][0] != '-') o->target_path = argv[i++], o->target_named = 1;
+    for (; i < argc && !o->help; i++) {
+        const char *f = strcmp(argv[i], "--help") ? argv[i] : "-h";
+        int at = flag_index(f);
+        if (f[0] != '-')
+            die("%s: a file name among the options; the target checkpoint goes first "
+                "(specdec TARGET.bin [options], see specdec -h)", f);
+        if (at < 0) die("unknown flag %s %s", f, hint(f));
+        if (FLAGS[at].kind != 'b' && i + 1 >= argc) bad_flag(f, "(missing)", "a value after the flag");
+        set_flag(o, &FLAGS[at], FLAGS[at].kind == 'b' ? NULL : argv[++i]);
+        o->given |= 1u << at;
+    }
+    if (o->help) return;
+    if (strcmp(o->mode, "spec") && strcmp(o->mode, "target") && strcmp(o->mode, "draft"))
+        bad_flag("-m", o->mode, "a mode: spec, target or draft");
+    if (given(o, "-i") && given(o, "-f")) die("-i and -f both give the prompt: use one (see specdec -h)");
+    for (o->draft_weights = WEIGHTS_F32; strcmp(o->weights_name, WEIGHTS_NAME[o->draft_weights]);)
+        if (++o->draft_weights > WEIGHTS_INT8) bad_flag("--draft-weights", o->weights_name, "int8 or f32");
+    for (o->target_weights = WEIGHTS_F32; strcmp(o->target_weights_name, WEIGHTS_NAME[o->target_weights]);)
+        if (++o->target_weights > WEIGHTS_INT8) bad_flag("--target-weights", o->target_weights_name, "int8 or f32");
+    if (o->temperature > 0.0f && o->temperature < 1e-6f)
+        die("-t %g: expected 0 (greedy) or at least 1e-6: a smaller temperature makes logits / t "
+            "overflow float32", o->temperature);
+    if (!o->target_named) o->target_path = beside_binary(o->target_path, 0);
+    if (!given(o, "-d")) o->draft_path = beside_binary(o->draft_path, 1);
+    if (!given(o, "-z")) o->tokenizer_path = beside_binary(o->tokenizer_path, 2);
+    o->lookup = !strcmp(o->draft_path, "lookup");
+    o->medusa = drafter_file(o->draft_path, "medusa", "weights/medusa.bin");
+    o->eagle = drafter_file(o->draft_path, "eagle", "weights/eagle.bin");
+    // drafters on the target's hidden state: the sample depends on K, so a fixed one: every head, or 4
+    if ((o->medusa || o->eagle) && !given(o, "-k") && !o->tree) o->k = o->medusa ? K_MAX : 4;
+    check_options(o, usable);
 }
 
 // The vocab_size in a checkpoint's header, or 0 if it cannot be read
@@ -4132,25 +4100,28 @@ static int header_vocab(const char *path) {
     return ok && v != INT32_MIN ? abs(v) : 0;
 }
 
+// -m draft: the draft as spec mode uses it, so it must fit the target named
+static Transformer *load_draft_alone(Transformer *draft, const Options *o, ThreadPool *pool) {
+    int v = o->target_named ? header_vocab(o->target_path) : 0;
+    if (o->target_named && !v)
+        die("%s: cannot open checkpoint, or no header (-m draft checks the draft against the target named)",
+            o->target_path);
+    build_transformer_as(draft, o->draft_path, MAX_ROWS, pool, o->draft_threads, o->draft_weights);
+    if (o->target_named && v != draft->config.vocab_size)
+        die("%s: vocab_size %d differs from the target's %d (%s); -m draft runs the draft (-d, default "
+            "weights/draft.bin) that would speculate for it: name one with its vocabulary", o->draft_path,
+            draft->config.vocab_size, v, o->target_path);
+    return draft;
+}
+
 // Load what the mode needs: the decoding model (the target, or the draft alone
 // for -m draft) and, for spec, the draft; returns the decoding model. No -d,
 // and the default draft does not fit the target: the target alone (-m target),
 // as llama2.c's run.c would decode it; a draft the user named must fit.
 static Transformer *load_models(Transformer *target, Transformer *draft, Options *o, ThreadPool *pool) {
-    int draft_mode = !strcmp(o->mode, "draft"), v = draft_mode && o->target_named ? header_vocab(o->target_path) : 0;
-    if (draft_mode) { // the draft as spec mode uses it, so it must fit the target named
-        if (o->target_named && !v)
-            die("%s: cannot open checkpoint, or no header (-m draft checks the draft against the target named)",
-                o->target_path);
-        build_transformer_as(draft, o->draft_path, MAX_ROWS, pool, o->draft_threads, o->draft_weights);
-        if (v != draft->config.vocab_size && o->target_named)
-            die("%s: vocab_size %d differs from the target's %d (%s); -m draft runs the draft (-d, default "
-                "weights/draft.bin) that would speculate for it: name one with its vocabulary", o->draft_path,
-                draft->config.vocab_size, v, o->target_path);
-        return draft;
-    }
+    if (!strcmp(o->mode, "draft")) return load_draft_alone(draft, o, pool);
     build_transformer_as(target, o->target_path, MAX_ROWS, pool, o->threads, o->target_weights);
-    int V = target->config.vocab_size;
+    int V = target->config.vocab_size, v;
     if (strcmp(o->mode, "spec") || o->lookup || o->medusa || o->eagle) return target;
     if (!given(o, "-d") && (v = header_vocab(o->draft_path)) != V) {
         char why[64] = "is missing or unreadable";
@@ -4198,19 +4169,17 @@ static char *read_prompt(const Options *o) {
 // so a prompt that cannot fit is refused before the (quadratic) merge loop runs.
 // file: -f's (named in the errors), or NULL for -i.
 static int encode_prompt(Tokenizer *tok, int *tokens, const char *prompt, const char *file, const Transformer *tr) {
-    size_t len = strlen(prompt), at_least = 1 + (len + 1 + (size_t)tok->max_token_length - 1) /
-                                                    (size_t)tok->max_token_length;
+    size_t len = strlen(prompt), most = (size_t)tok->max_token_length;
+    size_t at_least = 1 + (len + most) / most; // BOS, then ceil((len + 1) / most): a leading space, the bytes
     const char *flag = file ? "-f " : "-i", *name = file ? file : "";
     if (len > 0 && at_least > (size_t)tr->config.seq_len)
         die("%s%s: the prompt is %zu bytes, at least %zu tokens, but %s has seq_len %d; shorten the "
             "prompt", flag, name, len, at_least, tr->path, tr->config.seq_len);
     int *buf = xmalloc((len + 3) * sizeof(int), "prompt tokens");
     int n = encode(tok, buf, prompt, 1, 0);
-    if (n > tr->config.seq_len) {
-        xfree(buf);
+    if (n > tr->config.seq_len)
         die("%s%s: the prompt is %d tokens but %s has seq_len %d; shorten the prompt", flag, name, n, tr->path,
             tr->config.seq_len);
-    }
     memcpy(tokens, buf, (size_t)n * sizeof(int));
     xfree(buf);
     return n;

@@ -401,7 +401,8 @@ static SpecStats run_spec(const char *tpath, const char *dpath, float temp, floa
     Speculator sp;
     SpecStats st;
     build_speculator(&sp, &target, d, &s, &rng);
-    build_spec_stats(&st, k, &target, d, K_MAX + 1);
+    Options opt = {.k = k, .n_new = n_new}; // -k K as specdec plans it (0: auto-K, calibrated now)
+    plan_rounds(&sp, &st, &opt, NULL);
     int tokens[128] = {TOKEN_BOS, 50, 51, 52, 50, 51};
     Output o = {.quiet = 1, .generated = generated, .max_new = n_new};
     start_output(&o, tokens, 6);
