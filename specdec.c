@@ -42,24 +42,24 @@
 //   242-437   Forward
 //   439-549   Sampler
 //   551-632   The speculative step
-//   634-695   Drafters
-//   697-812   The speculative round
-//   814-887   Generation
-//   889-997   main
+//   634-692   Drafters
+//   694-812   The speculative round
+//   814-886   Generation
+//   888-996   main
 // Part II. The extensions
-//  1016-1238  Drafters without a second model
-//  1240-1248  Lenience
-//  1250-1602  Tree speculation
+//  1015-1237  Drafters without a second model
+//  1239-1247  Lenience
+//  1249-1603  Tree speculation
 // Appendices
-//  1610-1744  Appendix A. Errors and memory
-//  1746-2149  Appendix B. Loading
-//  2151-2845  Appendix C. Math kernels
-//  2847-3164  Appendix D. Threads
-//  3166-3344  Appendix E. Tokenizer
-//  3346-3461  Appendix F. Auto-K (-k 0)
-//  3463-3821  Appendix G. Statistics
-//  3823-3875  Appendix H. The text on stdout
-//  3877-4216  Appendix I. Command line
+//  1611-1745  Appendix A. Errors and memory
+//  1747-2150  Appendix B. Loading
+//  2152-2846  Appendix C. Math kernels
+//  2848-3165  Appendix D. Threads
+//  3167-3345  Appendix E. Tokenizer
+//  3347-3466  Appendix F. Auto-K (-k 0)
+//  3468-3786  Appendix G. Statistics
+//  3788-3838  Appendix H. The text on stdout
+//  3840-4186  Appendix I. Command line
 //
 // Build: cc -std=c11 -O3 -mavx2 -mfma -ffp-contract=off -pthread specdec.c -lm
 #define _POSIX_C_SOURCE 200809L
