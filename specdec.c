@@ -53,13 +53,13 @@
 // Appendices
 //  1611-1745  Appendix A. Errors and memory
 //  1747-2150  Appendix B. Loading
-//  2152-2846  Appendix C. Math kernels
-//  2848-3165  Appendix D. Threads
-//  3167-3345  Appendix E. Tokenizer
-//  3347-3466  Appendix F. Auto-K (-k 0)
-//  3468-3786  Appendix G. Statistics
-//  3788-3838  Appendix H. The text on stdout
-//  3840-4186  Appendix I. Command line
+//  2152-2858  Appendix C. Math kernels
+//  2860-3177  Appendix D. Threads
+//  3179-3357  Appendix E. Tokenizer
+//  3359-3478  Appendix F. Auto-K (-k 0)
+//  3480-3798  Appendix G. Statistics
+//  3800-3850  Appendix H. The text on stdout
+//  3852-4198  Appendix I. Command line
 //
 // Build: cc -std=c11 -O3 -mavx2 -mfma -ffp-contract=off -pthread specdec.c -lm
 #define _POSIX_C_SOURCE 200809L
