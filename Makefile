@@ -401,13 +401,15 @@ test-plot: build/bin/bench
 	else echo "test-plot: skipped, no $(STB_HEADERS) (apt-get install libstb-dev, or make STB_INCLUDE=DIR)"; fi
 # --- end plot.c ---
 
-# ---- ARM64 under emulation: the NEON build (cross-compiled with Debian's
-# gcc-aarch64-linux-gnu, run by qemu-user) must print this host's bits: the
-# kernel tests, the forward's logits fingerprint, greedy and sampled text.
+# ---- ARM64 under emulation: the NEON build, with ARMv8.2's sdot for int8
+# (cross-compiled with Debian's gcc-aarch64-linux-gnu, run by qemu-user as a CPU
+# that has it), must print this host's bits: the kernel tests, the forward's
+# logits fingerprint, greedy and sampled text. NEON without sdot runs the plain C
+# int8 step, which the host's plain C build (specdec_scalar) tests.
 ARM_CC   ?= aarch64-linux-gnu-gcc
-ARM_RUN  ?= qemu-aarch64 -L /usr/aarch64-linux-gnu
+ARM_RUN  ?= qemu-aarch64 -cpu max -L /usr/aarch64-linux-gnu
 # -fno-tree-vectorize: gcc 12's aarch64 vectoriser crashes on a test loop; bits do not depend on it
-ARM_FLAGS = -std=c11 -O3 -fno-tree-vectorize -Wall -Wextra -pedantic -ffp-contract=off -pthread
+ARM_FLAGS = -std=c11 -O3 -march=armv8.2-a+dotprod -fno-tree-vectorize -Wall -Wextra -pedantic -ffp-contract=off -pthread
 .PHONY: test-arm64
 
 build/arm64/%: test/%.c $(TEST_DEPS)

@@ -53,13 +53,13 @@
 // Appendices
 //  1611-1745  Appendix A. Errors and memory
 //  1747-2150  Appendix B. Loading
-//  2152-2858  Appendix C. Math kernels
-//  2860-3177  Appendix D. Threads
-//  3179-3357  Appendix E. Tokenizer
-//  3359-3478  Appendix F. Auto-K (-k 0)
-//  3480-3798  Appendix G. Statistics
-//  3800-3850  Appendix H. The text on stdout
-//  3852-4198  Appendix I. Command line
+//  2152-2883  Appendix C. Math kernels
+//  2885-3202  Appendix D. Threads
+//  3204-3382  Appendix E. Tokenizer
+//  3384-3503  Appendix F. Auto-K (-k 0)
+//  3505-3823  Appendix G. Statistics
+//  3825-3875  Appendix H. The text on stdout
+//  3877-4223  Appendix I. Command line
 //
 // Build: cc -std=c11 -O3 -mavx2 -mfma -ffp-contract=off -pthread specdec.c -lm
 #define _POSIX_C_SOURCE 200809L
@@ -2195,11 +2195,15 @@ static Drafter *eagle_drafter(EagleDrafter *ed, const char *path, Transformer *t
 #endif
 #if !HAVE_AVX2 && defined(__aarch64__) && defined(__ARM_NEON)
 #include <arm_neon.h>
-#define HAVE_NEON 1 // ARM64: 4-lane tiles of the same chains; the same bits
+#define HAVE_NEON 1 // ARM64: 4-lane tiles of the same chains (int8: sdot where built for it); the same bits
 #else
 #define HAVE_NEON 0
 #endif
+#if HAVE_NEON && defined(__ARM_FEATURE_DOTPROD)
+#define SIMD_NAME "NEON + sdot"
+#else
 #define SIMD_NAME (HAVE_AVX512 ? "AVX-512 + AVX2" : HAVE_AVX2 ? "AVX2+FMA" : HAVE_NEON ? "NEON" : "plain C")
+#endif
 
 #if defined(__GNUC__) && !defined(__clang__)
 #define UNROLL _Pragma("GCC unroll 16") // so GCC keeps a tile's accumulators in registers
@@ -2439,8 +2443,29 @@ static inline Q8F q8_fold(Q8F f, Q8Acc acc, const float *s, float sx, int32_t c)
     }
     return f;
 }
+#elif HAVE_NEON && defined(__ARM_FEATURE_DOTPROD)
+// ARMv8.2 sdot: each int32 lane adds the 4 products of signed bytes, w's word j
+// by the quad x_q (outputs 4h..4h+3 in v[h]), so no bias, as plain C
+typedef struct { int32x4_t v[4]; } Q8Acc;
+typedef struct { int8x16_t w[4]; } Q8W;
+typedef int8x16_t Q8In;
+typedef struct { float32x4_t v[4]; } Q8F;
+#define Q8_BIAS 0
+static inline Q8Acc q8_zero(void) { return (Q8Acc){{vdupq_n_s32(0), vdupq_n_s32(0), vdupq_n_s32(0), vdupq_n_s32(0)}}; }
+static inline Q8W q8_w(const int8_t *at) { return (Q8W){{vld1q_s8(at), vld1q_s8(at + 16), vld1q_s8(at + 32), vld1q_s8(at + 48)}}; }
+static inline Q8In q8_in(const int8_t *x) { return vreinterpretq_s8_s32(vdupq_n_s32(quad_at(x))); }
+static inline Q8Acc q8_step(Q8Acc acc, Q8In x, Q8W w) {
+    for (int h = 0; h < 4; h++) acc.v[h] = vdotq_s32(acc.v[h], w.w[h], x);
+    return acc;
+}
+static inline Q8F q8_fold(Q8F f, Q8Acc acc, const float *s, float sx, int32_t c) {
+    for (int h = 0; h < 4; h++) // f + ((float)(acc - c) * s) * sx, each product rounded
+        f.v[h] = vaddq_f32(f.v[h], vmulq_n_f32(vmulq_f32(vcvtq_f32_s32(vsubq_s32(acc.v[h], vdupq_n_s32(c))),
+                                                         vld1q_f32(s + 4 * h)), sx));
+    return f;
+}
 #else
-// plain C (and NEON): the 16 sums one by one
+// plain C (and NEON without sdot): the 16 sums one by one
 typedef struct { int32_t s[PANEL]; } Q8Acc;
 typedef const int8_t *Q8W;
 typedef const int8_t *Q8In;
