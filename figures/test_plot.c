@@ -942,18 +942,30 @@ static void test_docs_markers_visible(void) {
         if (render_paths(&c, &ax, &f, spec->name, p, n)) continue;
         for (size_t i = 0; i < f.n_series; i++) {
             const Series *s = &f.series[i];
-            size_t seen = 0;
+            size_t seen = 0, under = 0;
             if (!s->marker || s->kind != SERIES_XY) continue;
             for (size_t j = 0; j < s->n; j++) {
-                int x, y;
+                int x, y, covered = 0;
                 point_pixel(&x, &y, &f, &ax, i, j);
-                seen += same_color(get_pixel(&c, x, y), s->color);
+                if (same_color(get_pixel(&c, x, y), s->color)) {
+                    seen++;
+                    continue;
+                }
+                // two series may coincide at some points (r(n) of models in DRAM): a marker not
+                // seen may lie under another series' marker, within 3 pixels (or under a line)
+                for (size_t k = 0; k < f.n_series && !covered; k++)
+                    for (size_t m = 0; k != i && m < f.series[k].n && !covered; m++) {
+                        int x2, y2;
+                        point_pixel(&x2, &y2, &f, &ax, k, m);
+                        covered = abs(x2 - x) <= 3 && abs(y2 - y) <= 3;
+                    }
+                under += covered;
             }
-            // a third: two series may coincide at some points (r(n) of two models in DRAM); a
-            // series hidden under another shows none
-            CHECK(3 * seen >= s->n, "docs/%s.png: %zu of the %zu markers of \"%s\" show (want a third)",
-                  spec->name, seen, s->n, s->label);
-            printf("docs/%s.png: %zu of %zu markers of \"%s\" show\n", spec->name, seen, s->n, s->label);
+            CHECK(seen >= 1 && 3 * (seen + under) >= s->n, "docs/%s.png: of the %zu markers of \"%s\", %zu show "
+                  "and %zu lie under another series' (want a third either way, one at least shown)",
+                  spec->name, s->n, s->label, seen, under);
+            printf("docs/%s.png: %zu of %zu markers of \"%s\" show, %zu under another series'\n", spec->name,
+                   seen, s->n, s->label, under);
         }
         free_canvas(&c);
         free_figure(&f);
