@@ -53,13 +53,13 @@
 // Appendices
 //  1611-1745  Appendix A. Errors and memory
 //  1747-2150  Appendix B. Loading
-//  2152-2883  Appendix C. Math kernels
-//  2885-3202  Appendix D. Threads
-//  3204-3382  Appendix E. Tokenizer
-//  3384-3503  Appendix F. Auto-K (-k 0)
-//  3505-3823  Appendix G. Statistics
-//  3825-3875  Appendix H. The text on stdout
-//  3877-4223  Appendix I. Command line
+//  2152-2886  Appendix C. Math kernels
+//  2888-3205  Appendix D. Threads
+//  3207-3385  Appendix E. Tokenizer
+//  3387-3506  Appendix F. Auto-K (-k 0)
+//  3508-3826  Appendix G. Statistics
+//  3828-3878  Appendix H. The text on stdout
+//  3880-4226  Appendix I. Command line
 //
 // Build: cc -std=c11 -O3 -mavx2 -mfma -ffp-contract=off -pthread specdec.c -lm
 #define _POSIX_C_SOURCE 200809L
@@ -2684,7 +2684,10 @@ typedef void (*MmTile)(float *out, size_t os, const float *x, size_t xs, const f
 typedef void (*OuterTile)(float *const *out, const float *const *a, const float *base, size_t ss,
                           size_t gs, int n);
 #define MM_ENTRY(R, P, S) [R][P] = mm_##R##x##P,
-#define MM_DRAM_ENTRY(R, P, S) [R][P] = mm_dram_##R##x##P,
+// a streamed matrix's tile: the DRAM copy where it differs (MM_PREFETCH: the rows that
+// prefetch into L1), else the cache copy, so the binary holds only copies that differ
+#define MM_DRAM_ENTRY(R, P, S) \
+    [R][P] = (R) >= MM_PREFETCH_ROWS && (R) <= MM_NEAR_ROWS ? mm_dram_##R##x##P : mm_##R##x##P,
 #define OUTER_ENTRY(Q, G) [Q][G] = outer_##Q##x##G,
 #define Q8_ENTRY(R, P) [R][P] = q8_##R##x##P,
 typedef void (*Q8Tile)(float *out, size_t os, const Q8Rows *x, const int8_t *w, size_t ps, int gs);
