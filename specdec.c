@@ -1787,7 +1787,7 @@ static void build_run_state(RunState *s, const Config *c, int T, int threads) {
 // rows group by group: group g is gs / 4 quads of 64 bytes, quad k/4 holding
 // W[16i + j][k..k+3] as word j, then the 16 rows' scales of the group (one
 // line), so a matmul streams values and scales front to back once.
-#define Q8_MAX_N 8192 // the longest row int8 takes (its quantised input lives on the stack)
+#define Q8_MAX_N 8192 // the longest row int8 takes (sizes matmul_panels' per-thread buffers)
 static size_t q8_group_bytes(int gs) { return (size_t)gs * PANEL + PANEL * sizeof(float); }
 static int8_t *q8_group_at(const Matrix *m, int i, int g) {
     return m->w8 + ((size_t)i * (size_t)(m->n / m->gs) + (size_t)g) * q8_group_bytes(m->gs);

@@ -230,7 +230,7 @@ static void test_killed_writes(void) {
     const char *files[3] = {DIR "/data/train.bin", DIR "/data/val.bin", DIR "/tok.bin"};
     unsigned char *before[3];
     size_t n[3];
-    for (int i = 0; i < 3; i++) before[i] = read_file(files[i], "an output", &n[i]);
+    for (int i = 0; i < 3; i++) before[i] = read_file_checked(files[i], "an output", &n[i], NULL, NULL);
     const char *cmds[2] = {"ulimit -f 1; exec ./train data -d " DIR "/corpus -z " DIR "/tok.bin -o " DIR "/data "
                            "-mix children=1,tinystories=1 > /dev/null 2> " DIR "/err.txt",
                            "ulimit -f 1; exec ./train tokenizer -d " DIR "/corpus -v 400 -o " DIR "/tok.bin "
@@ -239,7 +239,7 @@ static void test_killed_writes(void) {
         int rc = system(cmds[c]), same = 1;
         for (int i = 0; i < 3; i++) {
             size_t m;
-            unsigned char *now = read_file(files[i], "an output", &m);
+            unsigned char *now = read_file_checked(files[i], "an output", &m, NULL, NULL);
             same &= m == n[i] && !memcmp(now, before[i], m);
             xfree(now);
         }

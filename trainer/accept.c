@@ -24,7 +24,7 @@ typedef struct {
 // holds out every 10th story (index % 10 == 5). Returns how many were found.
 static int held_out_prompts(char prompts[N_HELD][256], const char *path) {
     size_t n;
-    char *text = (char *)read_file(path, "prompts (--prompts FILE)", &n);
+    char *text = (char *)read_file_checked(path, "prompts (--prompts FILE)", &n, NULL, NULL);
     const char *sep = "<|endoftext|>";
     int found = 0, index = 0;
     for (size_t i = 0; i < n && found < N_HELD; index++) {
@@ -68,7 +68,7 @@ static double draft_acceptance(Transformer *target, const char *draft_path, Toke
         ModelDrafter md;
         SpecStats st;
         build_speculator(&sp, target, model_drafter(&md, &draft, &s), &s, NULL);
-        build_spec_stats(&st, 4, target, sp.drafter, K_MAX + 1);
+        plan_rounds(&sp, &st, &(Options){.k = 4, .n_new = 1}, NULL); // K = 4
         for (int i = 0; i < n_prompts; i++) {
             int n = encode_prompt(tok, tokens, prompts[i], NULL, target);
             Output o = {.tok = tok, .quiet = 1, .generated = gen, .max_new = ACCEPT_TOKENS};
