@@ -37,15 +37,15 @@
 //
 // CONTENTS (line numbers; test/cli.sh checks them)
 // Part I. The chain
-//   112-180   The data
-//   182-240   The kernel contract
-//   242-437   Forward
-//   439-549   Sampler
-//   551-632   The speculative step
-//   634-692   Drafters
-//   694-812   The speculative round
-//   814-886   Generation
-//   888-996   main
+//   111-179   The data
+//   181-239   The kernel contract
+//   241-436   Forward
+//   438-548   Sampler
+//   550-631   The speculative step
+//   633-691   Drafters
+//   693-811   The speculative round
+//   813-885   Generation
+//   887-995   main
 // Part II. The extensions
 //  1015-1237  Drafters without a second model
 //  1239-1247  Lenience
@@ -101,11 +101,10 @@
 #define UNUSED_OK
 #endif
 
-// The longest draft run K, and the most nodes of a draft tree (its root, the
-// last committed token, included). Every buffer is sized once for MAX_ROWS rows.
+// The longest draft run K, and the rows every buffer is sized for once: as many
+// as a draft tree's nodes, its root (the last committed token) included (Part II).
 #define K_MAX 16
-#define TREE_MAX 33
-#define MAX_ROWS TREE_MAX
+#define MAX_ROWS 33
 #define MAX_THREADS 64
 
 // ----------------------------------------------------------------------------
@@ -1002,6 +1001,7 @@ int main(int argc, char **argv) {
 // A draft tree of a round from n committed tokens (Tree speculation, below):
 // node 0 is the root, the last committed token (at position n-1); a node of
 // depth d proposes position n-1+d; a node's parent comes before it.
+#define TREE_MAX MAX_ROWS // the most nodes of a tree, its root included
 #define TREE_BRANCH 8 // the most candidates under one node
 struct Tree {
     int n;                                    // nodes, the root included
