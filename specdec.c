@@ -53,13 +53,13 @@
 // Appendices
 //  1611-1745  Appendix A. Errors and memory
 //  1747-2150  Appendix B. Loading
-//  2152-2887  Appendix C. Math kernels
-//  2889-3206  Appendix D. Threads
-//  3208-3386  Appendix E. Tokenizer
-//  3388-3507  Appendix F. Auto-K (-k 0)
-//  3509-3827  Appendix G. Statistics
-//  3829-3879  Appendix H. The text on stdout
-//  3881-4227  Appendix I. Command line
+//  2152-2886  Appendix C. Math kernels
+//  2888-3205  Appendix D. Threads
+//  3207-3385  Appendix E. Tokenizer
+//  3387-3506  Appendix F. Auto-K (-k 0)
+//  3508-3826  Appendix G. Statistics
+//  3828-3878  Appendix H. The text on stdout
+//  3880-4226  Appendix I. Command line
 //
 // Build: cc -std=c11 -O3 -mavx2 -mfma -ffp-contract=off -pthread specdec.c -lm
 #define _POSIX_C_SOURCE 200809L
@@ -2598,7 +2598,7 @@ static inline size_t prefetch_step(int v, int k, size_t n, int P, int ahead, int
 // out (R rows, stride os, 16 P columns): per group, R x P integer sums over its
 // quads, then folded into the float outputs (the int8 matmul's formula, above).
 // int8 tiles of MM_PREFETCH_ROWS rows or more ask for each panel's line
-// Q8_AHEAD bytes on (a 2-row pass of a 71 MB matrix 5.3 -> 3.4 ms)
+// Q8_AHEAD bytes on (PERFORMANCE.md's mechanism table, "int8 tiles of 2+ rows")
 #define Q8_AHEAD 4096
 #define Q8_TILE(R, P)                                                                       \
     static void q8_##R##x##P(float *out, size_t os, const Q8Rows *x, const int8_t *w, size_t ps, int gs) { \
@@ -2659,8 +2659,8 @@ static inline size_t prefetch_step(int v, int k, size_t n, int P, int ahead, int
 #if HAVE_VNNI
 #define Q8_MAX_ROWS 9
 #define Q8_TILES(X) X(1, 4) X(1, 2) X(1, 1) X(2, 2) X(2, 1) X(3, 1) X(4, 1) X(5, 1) X(6, 1) X(7, 1) X(8, 1) X(9, 1)
-#elif HAVE_AVX2 // 6 rows: 12 accumulators (a 5-row pass of a 71 MB matrix 1.69 -> 1.38 of one row);
-// one row over 4 panels: 4 streams (PERFORMANCE.md, "one int8 row over four panels")
+#elif HAVE_AVX2 // 6 rows: 12 accumulators, so a 5-row verify is one block; one row over 4 panels:
+// 4 streams for the prefetcher (PERFORMANCE.md: "AVX2 int8 tiles", "one int8 row")
 #define Q8_MAX_ROWS 6
 #define Q8_TILES(X) X(1, 4) X(1, 3) X(1, 2) X(1, 1) X(2, 1) X(3, 1) X(4, 1) X(5, 1) X(6, 1)
 #else
@@ -2705,12 +2705,11 @@ static const float *panel_at(const Matrix *m, int i) { return m->w + (size_t)i *
 // panels in chunks of about 128 KB, so every block reuses a chunk from L2 and
 // the weights leave memory once; a chunk goes by the widest tile of the
 // block's rows that fits the panels left, again and again (one row of a
-// streamed f32 matrix: one panel wide, see pack_weights; an int8 row reads
-// several, as PERFORMANCE.md measured). An int8 model's rows are
-// quantised once, first, into the calling thread's own buffers (quantising
-// them in every chunk, a division per value, cost a 5-row pass of a 71 MB
-// matrix 5.6x). A tile that holds the panel straddling d writes to a buffer,
-// so nothing past d is written.
+// streamed f32 matrix: one panel wide, see pack_weights; an int8 row, up to
+// four). An int8 model's rows are quantised once, first, into the calling
+// thread's own buffers: a division per value, too dear to repeat in every chunk
+// (PERFORMANCE.md). A tile that holds the panel straddling d writes to a
+// buffer, so nothing past d is written.
 static void matmul_panels(float *out, const float *x, int T, const Matrix *m, int i0, int i1) {
     static _Thread_local int8_t xv[MAX_ROWS * Q8_MAX_N];
     static _Thread_local float s[MAX_ROWS * Q8_MAX_N / 4];
