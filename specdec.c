@@ -492,11 +492,8 @@ struct Sampler {
 };
 
 static void build_sampler(Sampler *s, int vocab_size, float temperature, float top_p, int top_k) {
-    s->vocab_size = vocab_size;
-    s->temperature = temperature;
-    s->top_p = top_p;
-    s->top_k = top_k;
-    s->order = xmalloc((size_t)vocab_size * sizeof(*s->order), "sampler order");
+    *s = (Sampler){vocab_size, temperature, top_p, top_k,
+                   xmalloc((size_t)vocab_size * sizeof(ProbIndex), "sampler order")};
 }
 
 static UNUSED_OK void free_sampler(Sampler *s) { xfree(s->order); }
