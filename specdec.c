@@ -51,15 +51,15 @@
 //  1239-1247  Lenience
 //  1249-1603  Tree speculation
 // Appendices
-//  1611-1741  Appendix A. Errors and memory
-//  1743-2135  Appendix B. Loading
-//  2137-2871  Appendix C. Math kernels
-//  2873-3190  Appendix D. Threads
-//  3192-3370  Appendix E. Tokenizer
-//  3372-3491  Appendix F. Auto-K (-k 0)
-//  3493-3811  Appendix G. Statistics
-//  3813-3863  Appendix H. The text on stdout
-//  3865-4211  Appendix I. Command line
+//  1611-1740  Appendix A. Errors and memory
+//  1742-2132  Appendix B. Loading
+//  2134-2868  Appendix C. Math kernels
+//  2870-3187  Appendix D. Threads
+//  3189-3367  Appendix E. Tokenizer
+//  3369-3488  Appendix F. Auto-K (-k 0)
+//  3490-3808  Appendix G. Statistics
+//  3810-3860  Appendix H. The text on stdout
+//  3862-4208  Appendix I. Command line
 //
 // Build: cc -std=c11 -O3 -mavx2 -mfma -ffp-contract=off -pthread specdec.c -lm
 #define _POSIX_C_SOURCE 200809L
@@ -1610,10 +1610,9 @@ static void build_trees(Speculator *sp, const int *branch, int depth, int grow) 
 // ----------------------------------------------------------------------------
 // Appendix A. Errors and memory: one message naming the file or flag, then exit code 1
 //
-// Every allocation specdec makes is on ONE list (each block
-// carries a small header linking it), and the one error exit, die(), releases
-// the whole list before it exits: an error path leaks nothing, so a
-// LeakSanitizer run of it is quiet. The hot path never allocates.
+// Every allocation specdec makes is on ONE list (each block carries a small header
+// linking it), and the one error exit, die(), releases the whole list before it
+// exits: an error path leaks nothing (LeakSanitizer is quiet). The hot path never allocates.
 
 typedef struct Owned {
     struct Owned *prev, *next;
@@ -1767,11 +1766,10 @@ static size_t layout_run_state(RunState *s, const Config *c, int T, int threads,
     return off;
 }
 
-// The run state, in one block (s->x is its start). calloc hands out big blocks
-// as pages the kernel maps on first write, so the caches would fault page by
-// page as the positions advance, inside the generation's clock; writing the
-// block now maps it at load (PERFORMANCE.md's mechanism table, "KV caches
-// written at load").
+// The run state, in one block (s->x is its start), written now: calloc hands out
+// big blocks as pages the kernel maps on first write, so the caches would fault page
+// by page as the positions advance, inside the generation's clock (PERFORMANCE.md's
+// mechanism table, "KV caches written at load").
 static void build_run_state(RunState *s, const Config *c, int T, int threads) {
     size_t bytes = layout_run_state(s, c, T, threads, NULL);
     char *base = xmalloc_aligned(bytes, 64, "activations and KV caches");
@@ -1974,10 +1972,9 @@ static unsigned char *read_file_checked(const char *path, const char *what, size
     return buf;
 }
 
-// A checkpoint's header and size (model.h) from its first bytes at head
-// (HEAD_BYTES will do), loaded as `weights`: its config, classifier and int8
-// groups into t (t->gs 0: f32), and the bytes of the version-2 image to make
-// (*image, 0: none); 1 for a version-2 file, 0 for a legacy one, or -1 with the reason in msg
+// A checkpoint's header and size (model.h) from head (its first HEAD_BYTES will do), as
+// `weights` loads it: config, classifier and int8 groups (gs 0: f32) into t, and *image,
+// the bytes of the version-2 image to make (0: none). 1: version 2, 0: legacy, -1: see msg
 static int checkpoint_config(Transformer *t, size_t *image, const void *head, size_t bytes, int weights, char *msg,
                              size_t len) {
     int32_t h[7];
