@@ -51,15 +51,15 @@
 //  1239-1247  Lenience
 //  1249-1603  Tree speculation
 // Appendices
-//  1611-1745  Appendix A. Errors and memory
-//  1747-2150  Appendix B. Loading
-//  2152-2886  Appendix C. Math kernels
-//  2888-3205  Appendix D. Threads
-//  3207-3385  Appendix E. Tokenizer
-//  3387-3506  Appendix F. Auto-K (-k 0)
-//  3508-3826  Appendix G. Statistics
-//  3828-3878  Appendix H. The text on stdout
-//  3880-4226  Appendix I. Command line
+//  1611-1740  Appendix A. Errors and memory
+//  1742-2132  Appendix B. Loading
+//  2134-2868  Appendix C. Math kernels
+//  2870-3187  Appendix D. Threads
+//  3189-3367  Appendix E. Tokenizer
+//  3369-3488  Appendix F. Auto-K (-k 0)
+//  3490-3808  Appendix G. Statistics
+//  3810-3860  Appendix H. The text on stdout
+//  3862-4208  Appendix I. Command line
 //
 // Build: cc -std=c11 -O3 -mavx2 -mfma -ffp-contract=off -pthread specdec.c -lm
 #define _POSIX_C_SOURCE 200809L
@@ -1607,10 +1607,9 @@ static void build_trees(Speculator *sp, const int *branch, int depth, int grow) 
 // ----------------------------------------------------------------------------
 // Appendix A. Errors and memory: one message naming the file or flag, then exit code 1
 //
-// Every allocation specdec makes is on ONE list (each block
-// carries a small header linking it), and the one error exit, die(), releases
-// the whole list before it exits: an error path leaks nothing, so a
-// LeakSanitizer run of it is quiet. The hot path never allocates.
+// Every allocation specdec makes is on ONE list (each block carries a small header
+// linking it), and the one error exit, die(), releases the whole list before it
+// exits: an error path leaks nothing (LeakSanitizer is quiet). The hot path never allocates.
 
 typedef struct Owned {
     struct Owned *prev, *next;
@@ -1623,27 +1622,27 @@ static size_t allocated;       // bytes owned now: every block counts against me
 static size_t memory_limit(void);
 static Owned owned = {.prev = &owned, .next = &owned}; // the list's sentinel
 
-static void own(Owned *o) { // at the list's end
-    o->prev = owned.prev, o->next = &owned;
+// Put o at the list's end: it holds base (released by fn, or freed) and `bytes` bytes
+static void own(Owned *o, void *base, void (*fn)(void *), size_t bytes) {
+    *o = (Owned){owned.prev, &owned, base, fn, bytes};
     owned.prev->next = o, owned.prev = o;
+    allocated += bytes;
 }
-static void disown(Owned *o) { o->prev->next = o->next, o->next->prev = o->prev; }
 
-// Release one list entry: run its release, or free it.
+// Take one entry off the list: run its release, or free it.
 static void release(Owned *o) {
-    disown(o);
+    o->prev->next = o->next, o->next->prev = o->prev;
     allocated -= o->bytes;
     if (o->release) o->release(o->base), free(o);
     else free(o->base);
 }
 
-// Everything owned since `mark` (owned_mark's), newest first (so the thread pool stops
-// before its memory goes); release_all: everything.
+// Everything owned since `mark` (owned_mark's; &owned: everything), newest first (so
+// the thread pool stops before its memory goes).
 static void *owned_mark(void) { return owned.prev; }
 static void release_since(void *mark) {
     while (owned.prev != (Owned *)mark) release(owned.prev);
 }
-static void release_all(void) { release_since(&owned); }
 
 #ifdef SPECDEC_FUZZ
 #include <setjmp.h>
@@ -1664,7 +1663,7 @@ static void die(const char *fmt, ...) {
     abort_output(&json_out);
     json_out.name[0] = '\0';
     va_end(ap);
-    release_all();
+    release_since(&owned);
 #ifdef SPECDEC_FUZZ
     if (fuzz_on_error) longjmp(*fuzz_on_error, 1);
 #endif
@@ -1692,10 +1691,7 @@ static void *xmalloc_aligned(size_t n, size_t align, const char *what) {
 #ifdef MADV_HUGEPAGE
     if (huge) madvise((void *)at, n, MADV_HUGEPAGE); // advice: its failure changes nothing
 #endif
-    Owned *o = (Owned *)at - 1;
-    *o = (Owned){NULL, NULL, raw, NULL, n};
-    own(o);
-    allocated += n;
+    own((Owned *)at - 1, raw, NULL, n);
     return (void *)at;
 }
 
@@ -1723,8 +1719,7 @@ static void xfree(void *block) {
 static void own_resource(void *base, void (*fn)(void *)) {
     Owned *o = malloc(sizeof(Owned));
     if (!o) fn(base), die("out of memory");
-    *o = (Owned){NULL, NULL, base, fn, 0};
-    own(o);
+    own(o, base, fn, 0);
 }
 
 // release the owned entry whose base is `base` (a resource)
@@ -1768,11 +1763,10 @@ static size_t layout_run_state(RunState *s, const Config *c, int T, int threads,
     return off;
 }
 
-// The run state, in one block (s->x is its start). calloc hands out big blocks
-// as pages the kernel maps on first write, so the caches would fault page by
-// page as the positions advance, inside the generation's clock; writing the
-// block now maps it at load (PERFORMANCE.md's mechanism table, "KV caches
-// written at load").
+// The run state, in one block (s->x is its start), written now: calloc hands out
+// big blocks as pages the kernel maps on first write, so the caches would fault page
+// by page as the positions advance, inside the generation's clock (PERFORMANCE.md's
+// mechanism table, "KV caches written at load").
 static void build_run_state(RunState *s, const Config *c, int T, int threads) {
     size_t bytes = layout_run_state(s, c, T, threads, NULL);
     char *base = xmalloc_aligned(bytes, 64, "activations and KV caches");
@@ -1975,68 +1969,61 @@ static unsigned char *read_file_checked(const char *path, const char *what, size
     return buf;
 }
 
-// An f32 file loaded as `weights`: the int8 groups it is quantised in (*gs, 0:
-// none) and the bytes of its version-2 image (0: it stays f32)
-static size_t int8_image(const Config *c, int shared, int weights, int *gs) {
-    *gs = weights == WEIGHTS_INT8 ? q80_group_size(c) : 0;
-    return *gs ? q80_file_bytes(c, shared, *gs) : 0;
-}
-
-// The checkpoint's header and size (model.h), before its body is read
-// and the memory its model will need (ctx: its rows, threads and weights)
-static int checkpoint_head(const void *ctx, const unsigned char *head, size_t bytes, char *msg, size_t len) {
-    Config c;
-    int shared, gs = 0;
+// A checkpoint's header and size (model.h) from head (its first HEAD_BYTES will do), as
+// `weights` loads it: config, classifier and int8 groups (gs 0: f32) into t, and *image,
+// the bytes of the version-2 image to make (0: none). 1: version 2, 0: legacy, -1: see msg
+static int checkpoint_config(Transformer *t, size_t *image, const void *head, size_t bytes, int weights, char *msg,
+                             size_t len) {
     int32_t h[7];
-    const int *rows_threads_weights = ctx;
-    size_t image = 0;
     if (bytes < CONFIG_HEADER_BYTES)
         return snprintf(msg, len, "file is %zu bytes, shorter than the 28-byte llama2.c header", bytes), -1;
     memcpy(h, head, sizeof(h));
-    if (h[0] == Q80_MAGIC && h[1] == 2) {
-        if (check_q80_head(&c, &shared, &gs, head, bytes, msg, len)) return -1;
-    } else {
-        if (check_checkpoint(&c, &shared, h, bytes, msg, len)) return -1;
-        image = int8_image(&c, shared, rows_threads_weights[2], &gs);
-    }
-    return check_memory(&c, gs, add_size(bytes, image), rows_threads_weights[0], rows_threads_weights[1], msg, len);
+    *image = 0;
+    if (h[0] == Q80_MAGIC && h[1] == 2)
+        return check_q80_head(&t->config, &t->shared_classifier, &t->gs, head, bytes, msg, len) ? -1 : 1;
+    if (check_checkpoint(&t->config, &t->shared_classifier, h, bytes, msg, len)) return -1;
+    t->gs = weights == WEIGHTS_INT8 ? q80_group_size(&t->config) : 0;
+    if (t->gs) *image = q80_file_bytes(&t->config, t->shared_classifier, t->gs);
+    return 0;
+}
+
+// The checkpoint's header and size, before its body is read, and the memory
+// its model will need with its file and image (ctx: its rows, threads and weights)
+static int checkpoint_head(const void *ctx, const unsigned char *head, size_t bytes, char *msg, size_t len) {
+    const int *rows_threads_weights = ctx;
+    Transformer t;
+    size_t image;
+    if (checkpoint_config(&t, &image, head, bytes, rows_threads_weights[2], msg, len) < 0) return -1;
+    return check_memory(&t.config, t.gs, add_size(bytes, image), rows_threads_weights[0], rows_threads_weights[1],
+                        msg, len);
 }
 
 // The checkpoint `path` held in memory at file (bytes, 4-byte aligned), checked
 // field by field and weight by weight, its matrices packed, the run state sized.
 static void load_checkpoint(Transformer *t, const void *file, size_t bytes, const char *path,
                             int max_rows, ThreadPool *pool, int threads, int weights) {
-    memset(t, 0, sizeof(*t));
-    t->path = path;
-    if (bytes < CONFIG_HEADER_BYTES)
-        die("%s: file is %zu bytes, shorter than the 28-byte llama2.c header", path, bytes);
+    *t = (Transformer){.max_rows = max_rows, .pool = pool, .n_threads = pool && threads > 1 ? threads : 1,
+                       .path = path};
     char msg[512]; // the header, the file's size, then every weight (model.h)
-    const int32_t *h = file;
-    int q80 = h[0] == Q80_MAGIC && h[1] == 2, gs = 0;
-    size_t image = 0;
-    if (q80 && check_q80(&t->config, &t->shared_classifier, &gs, file, bytes, msg, sizeof(msg)))
+    size_t image;
+    int q80 = checkpoint_config(t, &image, file, bytes, weights, msg, sizeof(msg));
+    if (q80 < 0 || (q80 && check_q80(&t->config, &t->shared_classifier, &t->gs, file, bytes, msg, sizeof(msg))))
         die("%s: %s", path, msg);
     if (!q80) {
-        if (check_checkpoint(&t->config, &t->shared_classifier, h, bytes, msg, sizeof(msg))) die("%s: %s", path, msg);
         map_weights(&t->weights, &t->config, (float *)((char *)file + CONFIG_HEADER_BYTES), t->shared_classifier);
         if (check_finite_weights(&t->weights, &t->config, t->shared_classifier, msg, sizeof(msg)))
             die("%s: %s", path, msg);
-        image = int8_image(&t->config, t->shared_classifier, weights, &gs);
-        if (weights == WEIGHTS_INT8 && !gs)
+        if (weights == WEIGHTS_INT8 && !t->gs)
             die("%s: int8 needs dim and hidden_dim multiples of 4, not %d and %d (use f32 weights)", path,
                 t->config.dim, t->config.hidden_dim);
     }
-    if (check_memory(&t->config, gs, image, max_rows, threads, msg, sizeof(msg))) die("%s: %s", path, msg);
+    if (check_memory(&t->config, t->gs, image, max_rows, threads, msg, sizeof(msg))) die("%s: %s", path, msg);
     if (image) {
         t->held[HELD_IMAGE] = xmalloc_aligned(image, 64, "the version-2 image");
-        q80_export(t->held[HELD_IMAGE], &t->config, &t->weights, t->shared_classifier, gs);
+        q80_export(t->held[HELD_IMAGE], &t->config, &t->weights, t->shared_classifier, t->gs);
     }
     Q80Map q8;
-    t->gs = gs;
-    if (gs) map_q80(t, &q8, q80 ? (unsigned char *)(uintptr_t)file : t->held[HELD_IMAGE]);
-    t->max_rows = max_rows;
-    t->pool = pool;
-    t->n_threads = pool && threads > 1 ? threads : 1;
+    if (t->gs) map_q80(t, &q8, q80 ? (unsigned char *)(uintptr_t)file : t->held[HELD_IMAGE]);
     pack_weights(t, &q8);
     build_run_state(&t->state, &t->config, max_rows, t->n_threads);
 }
@@ -2066,32 +2053,29 @@ static UNUSED_OK void free_transformer(Transformer *t) {
     for (int i = 0; i < 4; i++) xfree(t->held[i]), t->held[i] = NULL;
 }
 
-// A drafter file for `target` (model.h: a 5-int header that `check` tests
-// against the target's dim and vocab_size, then floats) read into *file, dying
-// naming both files; returns check's count, *floats past the header.
+// A drafter file for h->target (model.h: a 5-int header that `check` tests
+// against the target's dim and vocab_size, then floats) read into h->file, dying
+// naming both files; returns the floats past the header, *n = check's count.
 typedef int (*DrafterCheck)(const int32_t h[5], size_t bytes, int dim, int vocab_size, char *msg, size_t len);
 typedef struct {
     DrafterCheck check;
     const Transformer *target;
+    int *n; // check's count
 } DrafterHead;
 static int drafter_head(const void *ctx, const unsigned char *head, size_t bytes, char *msg, size_t len) {
     const DrafterHead *d = ctx;
     int32_t h[5];
     memcpy(h, head, sizeof(h));
-    if (d->check(h, bytes, d->target->config.dim, d->target->config.vocab_size, msg, len) >= 0) return 0;
+    *d->n = d->check(h, bytes, d->target->config.dim, d->target->config.vocab_size, msg, len);
+    if (*d->n >= 0) return 0;
     return snprintf(msg + strlen(msg), len - strlen(msg), " (for %s)", d->target->path), -1;
 }
-static int read_drafter_file(unsigned char **file, const float **floats, const char *path, const char *what,
-                             DrafterCheck check, const Transformer *target) {
+static const float *read_drafter_file(HiddenDrafter *h, int *n, const char *path, const char *what,
+                                      DrafterCheck check) {
     size_t bytes;
-    int32_t h[5] = {0};
-    char msg[512];
-    DrafterHead ctx = {check, target};
-    *file = read_file_checked(path, what, &bytes, drafter_head, &ctx);
-    memcpy(h, *file, bytes < sizeof(h) ? bytes : sizeof(h));
-    int n = check(h, bytes, target->config.dim, target->config.vocab_size, msg, sizeof(msg));
-    *floats = (const float *)(void *)(*file + sizeof(h));
-    return n;
+    DrafterHead ctx = {check, h->target, n};
+    h->file = read_file_checked(path, what, &bytes, drafter_head, &ctx);
+    return (const float *)(void *)(h->file + 5 * sizeof(int32_t));
 }
 
 // Medusa heads for `target` from path (model.h: medusa.bin), checked like a
@@ -2099,12 +2083,11 @@ static int read_drafter_file(unsigned char **file, const float **floats, const c
 static Drafter *medusa_drafter(MedusaDrafter *md, const char *path, Transformer *target, Sampler *s) {
     int dim = target->config.dim, V = target->config.vocab_size;
     size_t per = (size_t)dim * dim + (size_t)dim, panel_floats = panels_of(dim) * dim * PANEL;
-    const float *f;
     *md = (MedusaDrafter){.h = {.base = {.propose = propose_medusa, .propose_tree = propose_tree_medusa,
                                          .observe = observe_hidden, .free = free_hidden},
                                 .target = target, .sampler = s, .at = -1}};
-    md->n_heads = read_drafter_file(&md->h.file, &f, path, "Medusa heads (a medusa.bin from ./train medusa)",
-                                    check_medusa, target);
+    const float *f = read_drafter_file(&md->h, &md->n_heads, path, "Medusa heads (a medusa.bin from ./train medusa)",
+                                       check_medusa);
     size_t n = medusa_n_floats(md->n_heads, dim), bad = first_non_finite(f, n);
     if (bad < n)
         die("%s: head %zu's %s, element %zu, is not finite (a training run that diverged, or a damaged file?)",
@@ -2125,12 +2108,11 @@ static Drafter *medusa_drafter(MedusaDrafter *md, const char *path, Transformer 
 // a checkpoint; W1 and W2 packed.
 static Drafter *eagle_drafter(EagleDrafter *ed, const char *path, Transformer *target, Sampler *s) {
     int dim = target->config.dim, V = target->config.vocab_size;
-    const float *f;
     *ed = (EagleDrafter){.h = {.base = {.propose = propose_eagle, .propose_tree = propose_tree_eagle,
                                         .observe = observe_hidden, .free = free_hidden},
                                .target = target, .sampler = s, .at = -1}};
-    ed->hidden = read_drafter_file(&ed->h.file, &f, path, "EAGLE drafter (an eagle.bin from ./train eagle)",
-                                   check_eagle, target);
+    const float *f = read_drafter_file(&ed->h, &ed->hidden, path, "EAGLE drafter (an eagle.bin from ./train eagle)",
+                                       check_eagle);
     size_t n = eagle_n_floats(dim, ed->hidden), bad = first_non_finite(f, n), H = (size_t)ed->hidden;
     if (bad < n) die("%s: float %zu after the header is not finite (a training run that diverged?)", path, bad);
     ed->b1 = f + H * 2 * dim, ed->b2 = ed->b1 + H + (size_t)dim * H;
