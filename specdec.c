@@ -40,26 +40,26 @@
 //   111-179   The data
 //   181-239   The kernel contract
 //   241-436   Forward
-//   438-548   Sampler
-//   550-631   The speculative step
-//   633-691   Drafters
-//   693-811   The speculative round
-//   813-885   Generation
-//   887-995   main
+//   438-545   Sampler
+//   547-628   The speculative step
+//   630-688   Drafters
+//   690-808   The speculative round
+//   810-882   Generation
+//   884-992   main
 // Part II. The extensions
-//  1015-1237  Drafters without a second model
-//  1239-1247  Lenience
-//  1249-1603  Tree speculation
+//  1012-1234  Drafters without a second model
+//  1236-1244  Lenience
+//  1246-1600  Tree speculation
 // Appendices
-//  1611-1740  Appendix A. Errors and memory
-//  1742-2132  Appendix B. Loading
-//  2134-2868  Appendix C. Math kernels
-//  2870-3187  Appendix D. Threads
-//  3189-3367  Appendix E. Tokenizer
-//  3369-3488  Appendix F. Auto-K (-k 0)
-//  3490-3808  Appendix G. Statistics
-//  3810-3860  Appendix H. The text on stdout
-//  3862-4208  Appendix I. Command line
+//  1608-1737  Appendix A. Errors and memory
+//  1739-2129  Appendix B. Loading
+//  2131-2865  Appendix C. Math kernels
+//  2867-3168  Appendix D. Threads
+//  3170-3326  Appendix E. Tokenizer
+//  3328-3447  Appendix F. Auto-K (-k 0)
+//  3449-3767  Appendix G. Statistics
+//  3769-3819  Appendix H. The text on stdout
+//  3821-4167  Appendix I. Command line
 //
 // Build: cc -std=c11 -O3 -mavx2 -mfma -ffp-contract=off -pthread specdec.c -lm
 #define _POSIX_C_SOURCE 200809L
@@ -2921,8 +2921,7 @@ static inline void spin_wait(ThreadPool *pool, long *turns, double *since) {
 // Wait until threads 0..n-1 of the job all reach this barrier. Each thread
 // counts the barriers it reaches in its own cache line and waits until every
 // other count has caught up: no shared counter to fight over (PERFORMANCE.md).
-// Every job starts the counts
-// where the last one ended, so an older job's are always lower (64 bits).
+// A job starts the counts where the last ended: an older job's are lower (64 bits).
 static void pool_barrier(ThreadPool *pool, int tid, int n) {
     if (n <= 1) return;
     unsigned long long mine = atomic_load_explicit(&pool->arrivals[tid].passed, memory_order_relaxed) + 1;
@@ -2933,11 +2932,6 @@ static void pool_barrier(ThreadPool *pool, int tid, int n) {
         while (atomic_load_explicit(&pool->arrivals[i].passed, memory_order_acquire) < mine)
             spin_wait(pool, &turns, &since);
     }
-}
-
-// thread tid's barrier count at the start of the current job
-static void pool_enter_job(ThreadPool *pool, int tid) {
-    atomic_store_explicit(&pool->arrivals[tid].passed, pool->base, memory_order_relaxed);
 }
 
 // a worker: wait for a new generation (spin, then sleep), run the job, report
@@ -2958,7 +2952,7 @@ static void *pool_worker(void *arg) {
         seen = g;
         if (!pool->job) return NULL;
         if (w->tid < pool->job_threads) {
-            pool_enter_job(pool, w->tid);
+            atomic_store_explicit(&pool->arrivals[w->tid].passed, pool->base, memory_order_relaxed);
             pool->job(pool->arg, w->tid, pool->job_threads);
         }
         atomic_fetch_add(&pool->finished, 1);
@@ -2982,12 +2976,9 @@ static void pool_start(ThreadPool *pool, Job job, void *arg, int n) {
 // Run job(arg, tid, n) for tid = 0..n-1, the caller as tid 0; returns when all
 // are done: 1 if a thread waited past POOL_STALL for another (spin_wait).
 static int pool_run(ThreadPool *pool, int n, Job job, void *arg) {
-    if (!pool || n <= 1) {
-        job(arg, 0, 1);
-        return 0;
-    }
+    if (!pool || n <= 1) return job(arg, 0, 1), 0;
     pool_start(pool, job, arg, n);
-    pool_enter_job(pool, 0);
+    atomic_store_explicit(&pool->arrivals[0].passed, pool->base, memory_order_relaxed);
     job(arg, 0, n);
     long turns = 0;
     double since = 0;
@@ -3058,11 +3049,10 @@ static void share(int *lo, int *hi, int n, int tid, int nth) {
     *hi = (int)((long)n * (tid + 1) / nth);
 }
 
-// Ask for the lines of x (n floats) before reading them. A phase's inputs are
-// rows the other threads just wrote, half of them in another core's cache
-// (~260 ns a line), read a few floats at a time, which the hardware
-// prefetcher does not follow; asked for together, the misses overlap. On one
-// thread (nth 1) nothing is asked.
+// Ask for the lines of x (n floats) before reading them (none on one thread). A
+// phase's inputs are rows the other threads just wrote, half in another core's
+// cache (~260 ns a line), read a few floats at a time, which the hardware
+// prefetcher does not follow; asked for together, the misses overlap.
 static void prefetch_shared(const float *x, size_t n, int nth) {
 #if defined(__GNUC__)
     for (size_t k = 0; nth > 1 && k < n; k += 64 / sizeof(float)) __builtin_prefetch(x + k);
@@ -3071,12 +3061,11 @@ static void prefetch_shared(const float *x, size_t n, int nth) {
 #endif
 }
 
-// How many CPUs this process may use: the default --threads. The machine's
-// online CPUs are not the answer when the process is pinned (taskset, a
-// container's cpuset) or held to a CPU quota (docker --cpus): threads that
-// outnumber their CPUs spin at every barrier waiting for one that is not
-// running (PERFORMANCE.md's mechanism table: 30-80x slower).
-// Linux states both limits; elsewhere the online count stands.
+// How many CPUs this process may use: the default --threads. Not the online
+// CPUs when the process is pinned (taskset, a container's cpuset) or held to a
+// CPU quota (docker --cpus): threads that outnumber their CPUs spin at every
+// barrier waiting for one that is not running (PERFORMANCE.md's mechanism
+// table). Linux states both limits; elsewhere the online count stands.
 #if defined(__linux__)
 #include <sys/syscall.h>
 #endif
@@ -3108,28 +3097,24 @@ static int numbers_in(const char *dir, const char *name, double v[2]) {
 // over cpu.cfs_period_us; 0 where neither sets one
 static double quota_in(const char *dir) {
     double v[2], period[2];
-    if (numbers_in(dir, "cpu.max", v) != 2) {
-        if (numbers_in(dir, "cpu.cfs_quota_us", v) != 1 || numbers_in(dir, "cpu.cfs_period_us", period) != 1)
-            return 0;
-        v[1] = period[0];
-    }
-    return v[0] > 0 && v[1] > 0 ? fmin(ceil(v[0] / v[1]), MAX_THREADS) : 0;
+    if (numbers_in(dir, "cpu.max", v) == 2) period[0] = v[1];
+    else if (numbers_in(dir, "cpu.cfs_quota_us", v) != 1 || numbers_in(dir, "cpu.cfs_period_us", period) != 1)
+        return 0;
+    return v[0] > 0 && period[0] > 0 ? fmin(ceil(v[0] / period[0]), MAX_THREADS) : 0;
 }
 
 // The memory limit set in one cgroup directory (v2's memory.max, "max": none;
 // v1's memory.limit_in_bytes), in bytes; 0 where none is set
 static double memory_max_in(const char *dir) {
     double v[2];
-    if (numbers_in(dir, "memory.max", v) == 1 || numbers_in(dir, "memory.limit_in_bytes", v) == 1) return v[0];
-    return 0;
+    return numbers_in(dir, "memory.max", v) == 1 || numbers_in(dir, "memory.limit_in_bytes", v) == 1 ? v[0] : 0;
 }
 
-// The tightest limit (`in` of a directory) on this process's cgroup and its
-// parents for `controller`; 0 if none. `self` lists the cgroups ("0::/path"
-// for v2, "N:cpu,cpuacct:/path" for v1's controllers); their directories lie
-// under `root` (v1's under root/controller). Inside a container the path may
-// name the host's view while root shows the container's own cgroup, so every
-// prefix of the path is tried, "/" included.
+// The tightest limit, in(dir), on this process's cgroup and its parents for
+// `controller`; 0 if none. `self` lists the cgroups ("0::/path" for v2,
+// "N:cpu,cpuacct:/path" for v1's controllers), whose directories lie under `root`
+// (v1's under root/controller). In a container the path may name the host's view
+// while root shows the container's own: every prefix of the path is tried, "/" too.
 static double cgroup_limit(const char *root, const char *self, const char *controller, double (*in)(const char *)) {
     char line[1024], controllers[1030], want[64], dir[1300];
     FILE *f = fopen(self, "r");
@@ -3154,11 +3139,10 @@ static double cgroup_limit(const char *root, const char *self, const char *contr
     return best;
 }
 
-// The limit on what the run may allocate, all models and buffers together:
-// half of the memory this process may use (physical, or its cgroup's
-// memory.max where lower), so a checkpoint whose header asks for a huge
-// context or vocabulary is refused at load instead of failing (or swapping)
-// mid-run.
+// The limit on what the run may allocate, all models and buffers together: half
+// of the memory this process may use (physical, or its cgroup's memory.max where
+// lower), so a checkpoint whose header asks for a huge context or vocabulary is
+// refused at load instead of failing (or swapping) mid-run.
 static size_t memory_limit(void) {
 #ifdef SPECDEC_MEMORY_LIMIT // the fuzz targets' smaller bound
     return SPECDEC_MEMORY_LIMIT;
@@ -3185,10 +3169,7 @@ static int usable_cpus(void) {
 // ----------------------------------------------------------------------------
 // Appendix E. Tokenizer: llama2.c's tokenizer.bin, BPE by merge score with byte fallback
 
-typedef struct {
-    const char *str;
-    int id;
-} TokenIndex;
+typedef struct { const char *str; int id; } TokenIndex;
 
 struct Tokenizer {
     char **vocab;         // (vocab_size) NUL-terminated pieces
@@ -3196,31 +3177,11 @@ struct Tokenizer {
     int vocab_size;
     int max_token_length; // the longest piece's bytes, measured (the header's field may be far larger)
     TokenIndex *sorted;   // (vocab_size) pieces in strcmp order, for lookup
-    char *merge_buffer;   // (2 * max_token_length + 2) scratch for pair lookups
     unsigned char byte_pieces[512]; // "\x00\0\x01\0..." the 256 one-byte strings
 };
 
 static int cmp_token_index(const void *a, const void *b) {
     return strcmp(((const TokenIndex *)a)->str, ((const TokenIndex *)b)->str);
-}
-
-// Check the byte-fallback ids and build the lookup structures.
-static void index_tokenizer(Tokenizer *t, const char *path) {
-    int vocab_size = t->vocab_size;
-    // byte fallback emits id 3 + byte: those ids must be the byte tokens
-    for (int b = 0; b < 256; b++) {
-        char want[8];
-        snprintf(want, sizeof(want), "<0x%02X>", b);
-        if (TOKEN_BYTE0 + b >= vocab_size || strcmp(t->vocab[TOKEN_BYTE0 + b], want) != 0)
-            die("%s: token id %d must be the byte token %s (ids 3..258 are llama2.c's byte "
-                "fallback)", path, TOKEN_BYTE0 + b, want);
-        t->byte_pieces[2 * b] = (unsigned char)b;
-        t->byte_pieces[2 * b + 1] = '\0';
-    }
-    t->sorted = xmalloc((size_t)vocab_size * sizeof(TokenIndex), "sorted vocab");
-    for (int i = 0; i < vocab_size; i++) t->sorted[i] = (TokenIndex){t->vocab[i], i};
-    qsort(t->sorted, (size_t)vocab_size, sizeof(TokenIndex), cmp_token_index);
-    t->merge_buffer = xmalloc((size_t)t->max_token_length * 2 + 2, "merge buffer");
 }
 
 // walk_tokenizer's visit: a copy of token i's bytes and its score into t
@@ -3233,8 +3194,8 @@ static void keep_token(void *ctx, int i, float score, const unsigned char *bytes
 }
 
 // Parse a tokenizer file held in memory, buf (n), for a model with vocab_size
-// tokens (0: as many as the file holds). The file does not store its size, so
-// count its tokens and compare.
+// tokens (0: as many as the file holds; the file does not store its size, so
+// count its tokens and compare), check its byte-fallback ids, build the lookup.
 static void parse_tokenizer(Tokenizer *t, const unsigned char *buf, size_t n, const char *path,
                             int vocab_size) {
     char msg[256];
@@ -3245,12 +3206,22 @@ static void parse_tokenizer(Tokenizer *t, const unsigned char *buf, size_t n, co
     if (count != vocab_size)
         die("%s: has %d tokens but the model's vocab_size is %d (hint: use the tokenizer the "
             "model was trained with, -z)", path, count, vocab_size);
-    memset(t, 0, sizeof(*t));
+    *t = (Tokenizer){.vocab_size = vocab_size}; // byte_pieces zeroed: each byte its own NUL
     t->vocab = xmalloc((size_t)vocab_size * sizeof(char *), "vocab");
     t->scores = xmalloc((size_t)vocab_size * sizeof(float), "scores");
-    t->vocab_size = vocab_size;
     walk_tokenizer(buf, n, &maxlen, keep_token, t, msg, sizeof(msg));
-    index_tokenizer(t, path);
+    // byte fallback emits id 3 + byte: those ids must be the byte tokens
+    for (int b = 0; b < 256; b++) {
+        char want[8];
+        snprintf(want, sizeof(want), "<0x%02X>", b);
+        if (TOKEN_BYTE0 + b >= vocab_size || strcmp(t->vocab[TOKEN_BYTE0 + b], want) != 0)
+            die("%s: token id %d must be the byte token %s (ids 3..258 are llama2.c's byte "
+                "fallback)", path, TOKEN_BYTE0 + b, want);
+        t->byte_pieces[2 * b] = (unsigned char)b;
+    }
+    t->sorted = xmalloc((size_t)vocab_size * sizeof(TokenIndex), "sorted vocab");
+    for (int i = 0; i < vocab_size; i++) t->sorted[i] = (TokenIndex){t->vocab[i], i};
+    qsort(t->sorted, (size_t)vocab_size, sizeof(TokenIndex), cmp_token_index);
 }
 
 // The tokenizer's max_token_length, and a size that vocab_size tokens of at
@@ -3274,7 +3245,7 @@ static void build_tokenizer(Tokenizer *t, const char *path, int vocab_size) {
 
 static UNUSED_OK void free_tokenizer(Tokenizer *t) {
     for (int i = 0; i < t->vocab_size; i++) xfree(t->vocab[i]);
-    xfree(t->vocab); xfree(t->scores); xfree(t->sorted); xfree(t->merge_buffer);
+    xfree(t->vocab); xfree(t->scores); xfree(t->sorted);
 }
 
 static Tokenizer *new_tokenizer(const char *path, int vocab_size) {
@@ -3285,9 +3256,8 @@ static Tokenizer *new_tokenizer(const char *path, int vocab_size) {
 
 // id of the piece str, or -1
 static int lookup_token(const Tokenizer *t, const char *str) {
-    TokenIndex key = {.str = str, .id = 0};
-    const TokenIndex *hit = bsearch(&key, t->sorted, (size_t)t->vocab_size, sizeof(TokenIndex),
-                                    cmp_token_index);
+    TokenIndex key = {.str = str};
+    const TokenIndex *hit = bsearch(&key, t->sorted, (size_t)t->vocab_size, sizeof(TokenIndex), cmp_token_index);
     return hit ? hit->id : -1;
 }
 
@@ -3307,7 +3277,6 @@ static int encode_codepoints(const Tokenizer *t, int *out, const char *text) {
     char cp[5];
     int n = 0, len = 0;
     for (const unsigned char *c = (const unsigned char *)text; *c; c++) {
-        if ((*c & 0xC0) != 0x80) len = 0; // a new codepoint starts
         cp[len++] = (char)*c;
         cp[len] = '\0';
         if ((c[1] & 0xC0) == 0x80 && len < 4) continue; // continuation byte follows
@@ -3323,20 +3292,17 @@ static int encode_codepoints(const Tokenizer *t, int *out, const char *text) {
 // text, codepoints, then repeatedly merge the adjacent pair whose concatenation
 // is in the vocab with the highest score. out needs strlen(text) + 3 slots.
 static int encode(Tokenizer *t, int *out, const char *text, int bos, int eos) {
+    char pair[2 * MAX_TOKEN_LENGTH + 1]; // two pieces (walk_tokenizer bounds each)
     int n = 0;
     if (bos) out[n++] = TOKEN_BOS;
-    if (text[0] != '\0') {
-        int space = lookup_token(t, " ");
-        out[n++] = space >= 0 ? space : TOKEN_BYTE0 + ' ';
-    }
+    if (text[0] != '\0') n += encode_codepoints(t, out + n, " ");
     n += encode_codepoints(t, out + n, text);
-    for (;;) {
+    for (;; n--) { // each merge makes two ids one
         float best_score = -1e10f;
         int best_id = -1, best_at = -1;
         for (int i = 0; i + 1 < n; i++) {
-            snprintf(t->merge_buffer, (size_t)t->max_token_length * 2 + 2, "%s%s",
-                     t->vocab[out[i]], t->vocab[out[i + 1]]);
-            int id = lookup_token(t, t->merge_buffer);
+            snprintf(pair, sizeof pair, "%s%s", t->vocab[out[i]], t->vocab[out[i + 1]]);
+            int id = lookup_token(t, pair);
             if (id >= 0 && t->scores[id] > best_score) {
                 best_score = t->scores[id];
                 best_id = id;
@@ -3346,7 +3312,6 @@ static int encode(Tokenizer *t, int *out, const char *text, int bos, int eos) {
         if (best_at < 0) break;
         out[best_at] = best_id;
         memmove(out + best_at + 1, out + best_at + 2, (size_t)(n - best_at - 2) * sizeof(int));
-        n--;
     }
     if (eos) out[n++] = TOKEN_EOS;
     return n;
@@ -3354,12 +3319,9 @@ static int encode(Tokenizer *t, int *out, const char *text, int bos, int eos) {
 
 // print a piece, skipping lone unprintable bytes (control codes from byte tokens)
 static void print_piece(const char *piece) {
-    if (piece[0] == '\0') return;
-    if (piece[1] == '\0') {
-        unsigned char b = (unsigned char)piece[0];
-        if (!(isprint(b) || isspace(b) || b >= 0x80)) return;
-    }
-    fputs(piece, stdout);
+    unsigned char b = (unsigned char)piece[0];
+    if (b && piece[1] == '\0' && !(isprint(b) || isspace(b) || b >= 0x80)) return;
+    fputs(piece, stdout); // "" prints nothing
 }
 
 // ----------------------------------------------------------------------------
