@@ -56,10 +56,10 @@
 //  2131-2865  Appendix C. Math kernels
 //  2867-3168  Appendix D. Threads
 //  3170-3326  Appendix E. Tokenizer
-//  3328-3447  Appendix F. Auto-K (-k 0)
-//  3449-3767  Appendix G. Statistics
-//  3769-3819  Appendix H. The text on stdout
-//  3821-4167  Appendix I. Command line
+//  3328-3442  Appendix F. Auto-K (-k 0)
+//  3444-3760  Appendix G. Statistics
+//  3762-3811  Appendix H. The text on stdout
+//  3813-4159  Appendix I. Command line
 //
 // Build: cc -std=c11 -O3 -mavx2 -mfma -ffp-contract=off -pthread specdec.c -lm
 #define _POSIX_C_SOURCE 200809L
@@ -3327,17 +3327,15 @@ static void print_piece(const char *piece) {
 // ----------------------------------------------------------------------------
 // Appendix F. Auto-K (-k 0): the K that maximises the predicted tokens per second
 //
-// Leviathan et al. 2022, Thm 3.8 / Cor 3.9: a round of K drafts yields
-// (1 - a^(K+1)) / (1 - a) tokens and costs (K + a^K) draft steps plus one
-// (K+1)-row verify pass, so the best K is the argmax of their ratio. The
-// costs: a table of verify passes of 1..MAX_ROWS rows timed once at start-up
-// (calibrate_auto_k), times one running factor for how much dearer passes are
-// now (attention grows with the position, the machine's speed moves); the
-// draft step and a are running means. Auto-K changes only the speed, never the
-// text: every position is decided the same way whatever K is.
+// Leviathan et al. 2022, Cor 3.9: the best K is the argmax of model.h's
+// predicted_speedup (Thm 3.8: a round's tokens over its K + a^K draft steps and
+// (K+1)-row verify pass). The costs: a table of verify passes of 1..MAX_ROWS rows
+// timed once at start-up (calibrate_auto_k), times one running factor for how
+// much dearer passes are now (attention grows with the position, the machine's
+// speed moves); the draft step and a are running means. Auto-K changes only the
+// speed, never the text: every position is decided the same way whatever K is.
 #define AUTO_DECAY 0.9       // the draft step's and the cost factor's running means (~10 rounds)
 #define AUTO_DECAY_A 0.97    // a's running counts (~30 rounds: at t = 0 acceptance comes in streaks)
-#define AUTO_CALIBRATE_ROWS 9 // verify passes of 1..9 rows are timed, then every 4th row count
 
 typedef struct {
     double accepted, examined;  // decayed counts; a = accepted / examined
@@ -3371,13 +3369,13 @@ struct SpecStats {
     int last_n, first_round;     // the last round's position; 1: this round starts a generation
 };
 
-// argmax over K = 1..k_max of tokens per second; ties go to the smaller K.
-// verify (k_max+2) seconds by row count.
-static int choose_k(double a, double draft_step, const double *verify, int k_max) {
+// argmax over K = 1..K_MAX of tokens per second; ties go to the smaller K.
+// verify[n] x scale: the seconds of an n-row verify pass.
+static int choose_k(double a, double draft_step, const double *verify, double scale) {
     int best = 1;
     double best_rate = -1;
-    for (int k = 1; k <= k_max; k++) {
-        double rate = expected_tokens_per_round(a, k) / ((k + pow(a, k)) * draft_step + verify[k + 1]);
+    for (int k = 1; k <= K_MAX; k++) {
+        double rate = predicted_speedup(a, k, draft_step, verify[k + 1] * scale);
         if (rate > best_rate * (1 + 1e-9)) { best_rate = rate; best = k; }
     }
     return best;
@@ -3399,17 +3397,16 @@ static double time_forward(Transformer *tr, Sampler *s, int token, int rows, int
     return t;
 }
 
-// The cost table: verify passes of 1..AUTO_CALIBRATE_ROWS rows, then of every
-// 4th row count up to `rows` (K_MAX+1; MAX_ROWS for --tree auto), each the
-// fastest of 3, the row counts interleaved so a slow stretch of the machine hits
-// all of them; between them linear (by then a pass is compute-bound), past the
-// last at its slope. A draft step: the fastest of 3 (lookup: free). a starts at
-// 1/2, a prior of one accepted and one rejected proposal.
+// The cost table: verify passes of 1..9 rows, then of every 4th row count up
+// to `rows`, each the fastest of 3, the row counts interleaved so a slow
+// stretch of the machine hits all of them; between them linear (by then a pass
+// is compute-bound), past the last at its slope. A draft step: the fastest of 3
+// (lookup: free). a starts at 1/2, a prior: one proposal accepted, one rejected.
 static void calibrate_auto_k(AutoK *ak, Transformer *target, Transformer *draft, int rows) {
     double t0 = now_seconds();
     int timed[MAX_ROWS], m = 0;
     if (rows > target->config.seq_len) rows = target->config.seq_len;
-    for (int n = 1; n <= rows; n += n < AUTO_CALIBRATE_ROWS ? 1 : 4) timed[m++] = n;
+    for (int n = 1; n <= rows; n += n < 9 ? 1 : 4) timed[m++] = n;
     *ak = (AutoK){.accepted = 1, .examined = 2, .scale = 1, .draft_step = draft ? INFINITY : 0};
     time_forward(target, NULL, 0, timed[m - 1], 0); // warm: the weights into cache
     for (int i = 0; i < m; i++) ak->calib[timed[i]] = INFINITY;
@@ -3429,9 +3426,7 @@ static void calibrate_auto_k(AutoK *ak, Transformer *target, Transformer *draft,
 
 // This round's K from the running estimates.
 static int next_auto_k(AutoK *ak) {
-    double verify[MAX_ROWS + 1] = {0};
-    for (int n = 1; n <= MAX_ROWS; n++) verify[n] = ak->calib[n] * ak->scale;
-    return choose_k(ak->accepted / ak->examined, ak->draft_step, verify, K_MAX);
+    return choose_k(ak->accepted / ak->examined, ak->draft_step, ak->calib, ak->scale);
 }
 
 // Fold one round in: accepted of examined proposals, its seconds per draft
@@ -3713,14 +3708,12 @@ static void json_string(FILE *f, const char *key, const char *v) {
 static void write_json_spec(FILE *f, const Report *rp) {
     const SpecStats *st = rp->st;
     SpecSummary m = summarize(rp);
-    fprintf(f, ", \"lenience\": %g, \"lossy\": %s", rp->sp->lenience,
-            rp->sp->lenience < 1.0f ? "true" : "false");
-    fprintf(f, ", \"k\": %d, \"auto_k\": %s, \"target_forwards\": %ld, \"draft_forwards\": %ld, "
-            "\"drafted\": %ld, \"examined\": %ld, \"accepted\": %ld, \"acceptance_rate\": %.6f, "
-            "\"alpha\": %.6f, \"tokens_per_round\": %.6f", rp->opt->tree ? 0 : m.k, st->k || rp->opt->tree ? "false" : "true",
-            st->target_forwards, st->draft_forwards, st->drafted, st->examined, st->accepted,
-            m.acceptance_rate, m.a, m.tokens_per_round);
-    fprintf(f, ", \"per_position_acceptance\": [");
+    fprintf(f, ", \"lenience\": %g, \"lossy\": %s, \"k\": %d, \"auto_k\": %s, \"target_forwards\": %ld, "
+            "\"draft_forwards\": %ld, \"drafted\": %ld, \"examined\": %ld, \"accepted\": %ld, "
+            "\"acceptance_rate\": %.6f, \"alpha\": %.6f, \"tokens_per_round\": %.6f, \"per_position_acceptance\": [",
+            rp->sp->lenience, rp->sp->lenience < 1.0f ? "true" : "false", rp->opt->tree ? 0 : m.k,
+            st->k || rp->opt->tree ? "false" : "true", st->target_forwards, st->draft_forwards, st->drafted,
+            st->examined, st->accepted, m.acceptance_rate, m.a, m.tokens_per_round);
     for (int i = 0; i <= st->k_hi; i++) fprintf(f, "%s%.6f", i ? ", " : "", per_position(st, i));
     fputc(']', f);
     json_longs(f, "accepted_histogram", st->histogram, st->k_hi + 2);
@@ -3810,9 +3803,8 @@ static void emit(Output *o, int token) {
 // core the forward's threads were using (PERFORMANCE.md, "text flushed at most
 // every 40 ms"). The rest goes out when generation ends.
 static void show_output(Output *o) {
-    if (o->quiet) return;
     double now = now_seconds();
-    if (now - o->shown_at < 0.04) return;
+    if (o->quiet || now - o->shown_at < 0.04) return;
     flush_text();
     o->shown_at = now;
 }

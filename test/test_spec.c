@@ -65,17 +65,17 @@ static void test_theory_and_auto_k(void) {
                 for (int k = 2; k <= K_MAX; k++)
                     if (predicted_speedup(as[i], k, cs[j], verify[k + 1]) >
                         predicted_speedup(as[i], best, cs[j], verify[best + 1]) * (1 + 1e-9)) best = k;
-                wrong += choose_k(as[i], cs[j], verify, K_MAX) != best;
+                wrong += choose_k(as[i], cs[j], verify, 1) != best;
                 cases++;
             }
     double flat[MAX_ROWS + 1];
     for (int n = 1; n <= MAX_ROWS; n++) flat[n] = 1;
     CHECK(wrong == 0, "choose_k differs from the brute-force argmax in %d of %d cases", wrong, cases);
-    CHECK(choose_k(0.0, 0.1, flat, K_MAX) == 1, "a = 0: K = 1");
-    CHECK(choose_k(0.999, 0.001, flat, K_MAX) == K_MAX, "a ~ 1, free drafts: K = K_MAX");
+    CHECK(choose_k(0.0, 0.1, flat, 1) == 1, "a = 0: K = 1");
+    CHECK(choose_k(0.999, 0.001, flat, 1) == K_MAX, "a ~ 1, free drafts: K = K_MAX");
     double lin[MAX_ROWS + 1];
     for (int n = 1; n <= MAX_ROWS; n++) lin[n] = 1 + 0.02 * (n - 1);
-    int k8 = choose_k(0.8, 0.05, lin, K_MAX);
+    int k8 = choose_k(0.8, 0.05, lin, 1);
     printf("theory: E[tokens] = %.2f (a=0.7, K=5), %.2f (a=0.9, K=5); auto-K = brute-force argmax "
            "in %d cases (a=0.8, c=0.05, r(n)=1+0.02(n-1) -> K=%d)\n", e7, e9, cases, k8);
 }
@@ -118,7 +118,7 @@ static void test_auto_k_follows(void) {
         int k = next_auto_k(&ak);
         update_auto_k(&ak, k + 1, 9, 10, 0.05, truth[k + 1]);
     }
-    int kb = choose_k(ak.accepted / ak.examined, 0.05, truth, K_MAX), k = next_auto_k(&ak);
+    int kb = choose_k(ak.accepted / ak.examined, 0.05, truth, 1), k = next_auto_k(&ak);
     CHECK(fabs(ak.scale - 3) < 1e-3 && k == kb && k != k0, "auto-K: cost factor %.4f (want 3), K %d (want %d, "
           "and not the start's %d)", ak.scale, k, kb, k0);
     printf("auto-K follows the machine: verify 3x dearer, a = 0.9: factor %.3f, K %d -> %d (the best for "
