@@ -59,7 +59,7 @@
 //  3328-3442  Appendix F. Auto-K (-k 0)
 //  3444-3760  Appendix G. Statistics
 //  3762-3811  Appendix H. The text on stdout
-//  3813-4159  Appendix I. Command line
+//  3813-4153  Appendix I. Command line
 //
 // Build: cc -std=c11 -O3 -mavx2 -mfma -ffp-contract=off -pthread specdec.c -lm
 #define _POSIX_C_SOURCE 200809L
@@ -3853,9 +3853,8 @@ static const Flag FLAGS[] = {
      "(default 42)"},
     {"--threads", "N", 'i', AT(threads), 1, MAX_THREADS, "an integer in 1.." STR(MAX_THREADS), "threads, 1.."
      STR(MAX_THREADS) " (default: the CPUs this process may use, here %d)"},
-    {"--draft-threads", "N", 'i', AT(draft_threads), 1, MAX_THREADS, "an integer in 1.." STR(MAX_THREADS),
-     "threads for the draft model, up to --threads (default 1: its forwards are too short to share; never "
-     "changes the text)"},
+    {"--draft-threads", "N", 'i', AT(draft_threads), 1, MAX_THREADS, "an integer in 1.." STR(MAX_THREADS), "threads "
+     "for the draft model, up to --threads (default 1: its forwards are too short to share; never changes the text)"},
     {"--draft-weights", "W", 's', AT(weights_name), 0, 0, NULL, "int8 | f32: an f32 draft's matrices quantised "
      "at load in groups as llama2.c's version-2 export does (about a quarter of the bytes to read), or kept as "
      "in the file (default int8)"},
@@ -3868,14 +3867,13 @@ static const Flag FLAGS[] = {
 };
 #define N_FLAGS (int)(sizeof(FLAGS) / sizeof(FLAGS[0]))
 
-// -h: each flag's text from FLAGS, wrapped at 80 columns from column 12 (21
-// after a long flag)
+// -h: each flag's text from FLAGS, wrapped at 80 columns
 static void usage(void) {
     int cpus = usable_cpus();
     printf("usage: specdec [target.bin] [options]   (llama2.c's run.c flags, and the draft's)\n");
     for (const Flag *f = FLAGS; f < FLAGS + N_FLAGS; f++) {
         char text[1024];
-        int indent = strlen(f->flag) + strlen(f->arg) < 8 ? 11 : 20;
+        int indent = strlen(f->flag) + strlen(f->arg) < 8 ? 11 : 20; // the text from column 12, 21 after a long flag
         int col = printf("  %s %-*s", f->flag, indent - 3 - (int)strlen(f->flag), f->arg);
         snprintf(text, sizeof(text), f->help, cpus);
         for (char *word = strtok(text, " "); word; word = strtok(NULL, " ")) {
@@ -4073,26 +4071,22 @@ static int header_vocab(const char *path) {
     return ok && v != INT32_MIN ? abs(v) : 0;
 }
 
-// -m draft: the draft as spec mode uses it, so it must fit the target named
-static Transformer *load_draft_alone(Transformer *draft, const Options *o, ThreadPool *pool) {
-    int v = o->target_named ? header_vocab(o->target_path) : 0;
-    if (o->target_named && !v)
-        die("%s: cannot open checkpoint, or no header (-m draft checks the draft against the target named)",
-            o->target_path);
-    build_transformer_as(draft, o->draft_path, MAX_ROWS, pool, o->draft_threads, o->draft_weights);
-    if (o->target_named && v != draft->config.vocab_size)
-        die("%s: vocab_size %d differs from the target's %d (%s); -m draft runs the draft (-d, default "
-            "weights/draft.bin) that would speculate for it: name one with its vocabulary", o->draft_path,
-            draft->config.vocab_size, v, o->target_path);
-    return draft;
-}
-
-// Load what the mode needs: the decoding model (the target, or the draft alone
-// for -m draft) and, for spec, the draft; returns the decoding model. No -d,
-// and the default draft does not fit the target: the target alone (-m target),
-// as llama2.c's run.c would decode it; a draft the user named must fit.
+// Load what the mode needs and return the decoding model: the target and, for spec, the draft.
+// No -d, and the default draft does not fit the target: the target alone (-m target), as
+// llama2.c's run.c would decode it; a draft the user named must fit.
 static Transformer *load_models(Transformer *target, Transformer *draft, Options *o, ThreadPool *pool) {
-    if (!strcmp(o->mode, "draft")) return load_draft_alone(draft, o, pool);
+    if (!strcmp(o->mode, "draft")) { // the draft alone, as spec mode uses it, so it must fit the target named
+        int v = o->target_named ? header_vocab(o->target_path) : 0;
+        if (o->target_named && !v)
+            die("%s: cannot open checkpoint, or no header (-m draft checks the draft against the target named)",
+                o->target_path);
+        build_transformer_as(draft, o->draft_path, MAX_ROWS, pool, o->draft_threads, o->draft_weights);
+        if (o->target_named && v != draft->config.vocab_size)
+            die("%s: vocab_size %d differs from the target's %d (%s); -m draft runs the draft (-d, default "
+                "weights/draft.bin) that would speculate for it: name one with its vocabulary", o->draft_path,
+                draft->config.vocab_size, v, o->target_path);
+        return draft;
+    }
     build_transformer_as(target, o->target_path, MAX_ROWS, pool, o->threads, o->target_weights);
     int V = target->config.vocab_size, v;
     if (strcmp(o->mode, "spec") || o->lookup || o->medusa || o->eagle) return target;
