@@ -42,24 +42,24 @@
 //   241-436   Forward
 //   438-545   Sampler
 //   547-628   The speculative step
-//   630-688   Drafters
-//   690-808   The speculative round
-//   810-882   Generation
-//   884-992   main
+//   630-684   Drafters
+//   686-804   The speculative round
+//   806-878   Generation
+//   880-988   main
 // Part II. The extensions
-//  1012-1234  Drafters without a second model
-//  1236-1244  Lenience
-//  1246-1600  Tree speculation
+//  1008-1230  Drafters without a second model
+//  1232-1240  Lenience
+//  1242-1601  Tree speculation
 // Appendices
-//  1608-1737  Appendix A. Errors and memory
-//  1739-2129  Appendix B. Loading
-//  2131-2865  Appendix C. Math kernels
-//  2867-3168  Appendix D. Threads
-//  3170-3326  Appendix E. Tokenizer
-//  3328-3442  Appendix F. Auto-K (-k 0)
-//  3444-3760  Appendix G. Statistics
-//  3762-3811  Appendix H. The text on stdout
-//  3813-4153  Appendix I. Command line
+//  1609-1738  Appendix A. Errors and memory
+//  1740-2128  Appendix B. Loading
+//  2130-2864  Appendix C. Math kernels
+//  2866-3167  Appendix D. Threads
+//  3169-3325  Appendix E. Tokenizer
+//  3327-3441  Appendix F. Auto-K (-k 0)
+//  3443-3759  Appendix G. Statistics
+//  3761-3810  Appendix H. The text on stdout
+//  3812-4156  Appendix I. Command line
 //
 // Build: cc -std=c11 -O3 -mavx2 -mfma -ffp-contract=off -pthread specdec.c -lm
 #define _POSIX_C_SOURCE 200809L
@@ -636,16 +636,12 @@ static int decide(Verdict *v, const float *p, const float *q, float *residual, i
 // n-gram lookup and two that read the target's own hidden state: Medusa heads
 // and an EAGLE-style MLP.
 
-typedef struct Tree Tree; // a draft tree (Part II)
 typedef struct Drafter Drafter;
 struct Drafter {
     // q (V) for position pos from tokens[0..pos); 0: no proposal there
     int (*propose)(Drafter *d, float *q, const int *tokens, int pos);
     // positions >= n were not committed: forget them (NULL: nothing to forget)
     void (*rewind)(Drafter *d, int n);
-    // trees (NULL: none): q (t->n - first, V) for nodes first.. of tree t,
-    // whose root is the context's last token, at pos - 1; 0: no proposals there
-    int (*propose_tree)(Drafter *d, float *q, const Tree *t, int first, int pos);
     // row `row` of the target's last pass ran position pos, now committed,
     // and decided the token after it (-1: none did; NULL: not needed)
     void (*observe)(Drafter *d, int row, int pos);
@@ -1000,13 +996,13 @@ int main(int argc, char **argv) {
 // depth d proposes position n-1+d; a node's parent comes before it.
 #define TREE_MAX MAX_ROWS // the most nodes of a tree, its root included
 #define TREE_BRANCH 8 // the most candidates under one node
-struct Tree {
+typedef struct Tree {
     int n;                                    // nodes, the root included
     int token[MAX_ROWS], parent[MAX_ROWS], depth[MAX_ROWS];
     int count[MAX_ROWS], kids[MAX_ROWS][TREE_BRANCH]; // children, in the order they were drawn
     int onehot[MAX_ROWS];                     // drawn as the best remaining logit: q_j one-hot
     float conf[MAX_ROWS];                     // --tree auto: the draft's probability of the node's token
-};
+} Tree;
 
 // ----------------------------------------------------------------------------
 // Drafters without a second model: prompt lookup, Medusa heads, EAGLE features
@@ -1285,6 +1281,9 @@ typedef struct Trees {
     float *ql, *work;          // (MAX_ROWS, V) the drafter's logits per node; (3, V) scratch
     Tree tree;                 // the last round's tree, as verified (the -v trace draws it)
     int path[K_MAX + 1];       // ... and the nodes it accepted
+    // the drafter's tree hook (build_trees): q (t->n - first, V) for nodes first.. of
+    // tree t, whose root is the context's last token, at pos - 1; 0: no proposals there
+    int (*propose_tree)(Drafter *d, float *q, const Tree *t, int first, int pos);
 } Trees;
 
 // Tree attention (Miao et al. 2023, SpecInfer), forward's hook: row i (node
@@ -1539,7 +1538,7 @@ static Round tree_step(Speculator *sp, int *tokens, int n, int depth) {
         if (ts->grow && !grow_level(sp, score, first, last, n)) break;
         first = last;
         if (rd.k + 1 == depth || first == t->n) continue;
-        ok = d->propose_tree(d, sp->q + first * row, t, first, n);
+        ok = ts->propose_tree(d, sp->q + first * row, t, first, n);
         if (ok) memcpy(ts->ql + first * row, d->logits, (size_t)(t->n - first) * row * sizeof(float));
     }
     if (ts->grow) prune_tree(sp, score, rd.k + 1);
@@ -1595,7 +1594,9 @@ static void build_trees(Speculator *sp, const int *branch, int depth, int grow) 
     Trees *ts = sp->trees = xmalloc(sizeof(Trees) + (MAX_ROWS + 3) * V * sizeof(float), "trees");
     ts->depth = depth, ts->grow = grow, ts->ql = (float *)(ts + 1), ts->work = ts->ql + MAX_ROWS * V;
     memcpy(ts->branch, branch, sizeof(ts->branch));
-    if (sp->drafter->model) sp->drafter->propose_tree = propose_tree_model; // Part I's draft model
+    Drafter *d = sp->drafter; // a model, Medusa or EAGLE (parse_tree refuses lookup)
+    ts->propose_tree = d->propose == propose_medusa ? propose_tree_medusa
+                     : d->propose == propose_eagle ? propose_tree_eagle : propose_tree_model;
     sp->step = tree_step;
 }
 
@@ -2083,8 +2084,7 @@ static const float *read_drafter_file(HiddenDrafter *h, int *n, const char *path
 static Drafter *medusa_drafter(MedusaDrafter *md, const char *path, Transformer *target, Sampler *s) {
     int dim = target->config.dim, V = target->config.vocab_size;
     size_t per = (size_t)dim * dim + (size_t)dim, panel_floats = panels_of(dim) * dim * PANEL;
-    *md = (MedusaDrafter){.h = {.base = {.propose = propose_medusa, .propose_tree = propose_tree_medusa,
-                                         .observe = observe_hidden, .free = free_hidden},
+    *md = (MedusaDrafter){.h = {.base = {.propose = propose_medusa, .observe = observe_hidden, .free = free_hidden},
                                 .target = target, .sampler = s, .at = -1}};
     const float *f = read_drafter_file(&md->h, &md->n_heads, path, "Medusa heads (a medusa.bin from ./train medusa)",
                                        check_medusa);
@@ -2108,8 +2108,7 @@ static Drafter *medusa_drafter(MedusaDrafter *md, const char *path, Transformer 
 // a checkpoint; W1 and W2 packed.
 static Drafter *eagle_drafter(EagleDrafter *ed, const char *path, Transformer *target, Sampler *s) {
     int dim = target->config.dim, V = target->config.vocab_size;
-    *ed = (EagleDrafter){.h = {.base = {.propose = propose_eagle, .propose_tree = propose_tree_eagle,
-                                        .observe = observe_hidden, .free = free_hidden},
+    *ed = (EagleDrafter){.h = {.base = {.propose = propose_eagle, .observe = observe_hidden, .free = free_hidden},
                                .target = target, .sampler = s, .at = -1}};
     const float *f = read_drafter_file(&ed->h, &ed->hidden, path, "EAGLE drafter (an eagle.bin from ./train eagle)",
                                        check_eagle);
@@ -4071,22 +4070,26 @@ static int header_vocab(const char *path) {
     return ok && v != INT32_MIN ? abs(v) : 0;
 }
 
-// Load what the mode needs and return the decoding model: the target and, for spec, the draft.
-// No -d, and the default draft does not fit the target: the target alone (-m target), as
-// llama2.c's run.c would decode it; a draft the user named must fit.
+// -m draft: the draft as spec mode uses it, so it must fit the target named
+static Transformer *load_draft_alone(Transformer *draft, const Options *o, ThreadPool *pool) {
+    int v = o->target_named ? header_vocab(o->target_path) : 0;
+    if (o->target_named && !v)
+        die("%s: cannot open checkpoint, or no header (-m draft checks the draft against the target named)",
+            o->target_path);
+    build_transformer_as(draft, o->draft_path, MAX_ROWS, pool, o->draft_threads, o->draft_weights);
+    if (o->target_named && v != draft->config.vocab_size)
+        die("%s: vocab_size %d differs from the target's %d (%s); -m draft runs the draft (-d, default "
+            "weights/draft.bin) that would speculate for it: name one with its vocabulary", o->draft_path,
+            draft->config.vocab_size, v, o->target_path);
+    return draft;
+}
+
+// Load what the mode needs and return the decoding model: the target (the draft
+// alone for -m draft) and, for spec, the draft. No -d, and the default draft does
+// not fit the target: the target alone (-m target), as llama2.c's run.c would
+// decode it; a draft the user named must fit.
 static Transformer *load_models(Transformer *target, Transformer *draft, Options *o, ThreadPool *pool) {
-    if (!strcmp(o->mode, "draft")) { // the draft alone, as spec mode uses it, so it must fit the target named
-        int v = o->target_named ? header_vocab(o->target_path) : 0;
-        if (o->target_named && !v)
-            die("%s: cannot open checkpoint, or no header (-m draft checks the draft against the target named)",
-                o->target_path);
-        build_transformer_as(draft, o->draft_path, MAX_ROWS, pool, o->draft_threads, o->draft_weights);
-        if (o->target_named && v != draft->config.vocab_size)
-            die("%s: vocab_size %d differs from the target's %d (%s); -m draft runs the draft (-d, default "
-                "weights/draft.bin) that would speculate for it: name one with its vocabulary", o->draft_path,
-                draft->config.vocab_size, v, o->target_path);
-        return draft;
-    }
+    if (!strcmp(o->mode, "draft")) return load_draft_alone(draft, o, pool);
     build_transformer_as(target, o->target_path, MAX_ROWS, pool, o->threads, o->target_weights);
     int V = target->config.vocab_size, v;
     if (strcmp(o->mode, "spec") || o->lookup || o->medusa || o->eagle) return target;

@@ -70,7 +70,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             if (ok && (pos < 3 || (!eagle && pos - 2 > md.n_heads))) abort();
             check_q(q, ok);
         }
-        int ok = d->propose(d, q, tokens, 3) && d->propose_tree(d, q, &tree, 1, 3);
+        int ok = d->propose(d, q, tokens, 3) && (eagle ? propose_tree_eagle : propose_tree_medusa)(d, q, &tree, 1, 3);
         for (int i = 0; ok && i < 3; i++) check_q(q + i * FUZZ_VOCAB, 1);
         d->free(d);
         free_sampler(&s);
