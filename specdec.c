@@ -53,13 +53,13 @@
 // Appendices
 //  1611-1745  Appendix A. Errors and memory
 //  1747-2150  Appendix B. Loading
-//  2152-2886  Appendix C. Math kernels
-//  2888-3205  Appendix D. Threads
-//  3207-3385  Appendix E. Tokenizer
-//  3387-3506  Appendix F. Auto-K (-k 0)
-//  3508-3826  Appendix G. Statistics
-//  3828-3878  Appendix H. The text on stdout
-//  3880-4226  Appendix I. Command line
+//  2152-2856  Appendix C. Math kernels
+//  2858-3175  Appendix D. Threads
+//  3177-3355  Appendix E. Tokenizer
+//  3357-3476  Appendix F. Auto-K (-k 0)
+//  3478-3796  Appendix G. Statistics
+//  3798-3848  Appendix H. The text on stdout
+//  3850-4196  Appendix I. Command line
 //
 // Build: cc -std=c11 -O3 -mavx2 -mfma -ffp-contract=off -pthread specdec.c -lm
 #define _POSIX_C_SOURCE 200809L
@@ -2151,10 +2151,9 @@ static Drafter *eagle_drafter(EagleDrafter *ed, const char *path, Transformer *t
 // ----------------------------------------------------------------------------
 // Appendix C. Math kernels
 //
-// Every result in specdec is defined by a REDUCTION ORDER, and every SIMD
-// path, the plain C path, every row count and every thread count follow it,
-// so all give the same bits. A port that follows it (with fused multiply-adds)
-// gets the same logits. There are three orders:
+// Every result is defined by a REDUCTION ORDER that every path (SIMD or plain
+// C), row count and thread count follows, so all give the same bits, and a port
+// that follows it (with fused multiply-adds) gets the same logits. The orders:
 //
 //   chain  (matmuls, attention): acc = 0; for k = 0, 1, ..., n-1:
 //          acc = fma(a[k], b[k], acc), one rounding per step. Each output has
@@ -2176,7 +2175,6 @@ static Drafter *eagle_drafter(EagleDrafter *ed, const char *path, Transformer *t
 // step); the tiles written once over it (llamafile's tinyBLAS arrangement);
 // each ISA's tile shapes; the dispatch; the lanes8 and elementwise kernels.
 
-// The instruction sets: the vocabulary below is defined once for each.
 #if defined(__AVX2__) && defined(__FMA__)
 #include <immintrin.h>
 #define HAVE_AVX2 1
@@ -2272,8 +2270,7 @@ static float exp_canonical(float x) {
 // base[s*ss + g*gs + l]. Scores: a = the queries, steps = head dimensions,
 // groups = blocks of positions (ss = LANES, gs = hs*LANES). Weighted sums: a =
 // the softmax weights, steps = positions, groups = LANES head dimensions (ss =
-// hs, gs = LANES). Every output is its own chain, the same for any number of
-// rows and any LANES.
+// hs, gs = LANES).
 
 // The definition, portable C: a (Q) pointers to (n), base -> out (Q) pointers
 // to (LANES groups); groups [g0, g1), the first `lanes` outputs of each
@@ -2302,15 +2299,14 @@ typedef struct { int8_t *v; float *s; int32_t *c; int n, groups; } Q8Rows; // R 
 // floats (16 with AVX-512, 8 with AVX2, 4 with NEON; plain C's is one float, so
 // it runs the same bodies), and
 //   V_ZERO()  V_LOAD(at)  V_STORE(at, v): at an address
-//   V_BCAST(at): the float at `at` in every lane, broadcast from memory (given the
-//     address, gcc and clang emit what they did for hand-written tiles)
+//   V_BCAST(at): the float at `at` in every lane, broadcast from memory
 //   V_FMA(a, b, acc): a*b + acc rounded once, one step of every lane's chain
 //   V_PREFETCH(at), V_PREFETCH_L1(at): ask for its cache line (into L2, into L1);
 //     MM_PREFETCH_ROWS: the matmul tiles of that many rows or more prefetch
 //     (see MM_IN_FLIGHT)
 //   IN_REGISTER(v): an empty asm that keeps a loaded vector in a register for
-//     the rows that use it (gcc folded the load into every FMA: a 4x4 tile
-//     issued 20 loads for 16 FMAs, and 4 rows ran slower than 5)
+//     the rows that use it, where gcc would fold the load into every FMA
+//     (PERFORMANCE.md's mechanism table, "weights kept in registers")
 // int8: Q8Acc, a panel's 16 integer sums; Q8W, a quad of its weights (64
 // bytes: 16 outputs x 4 steps) as the step takes them; Q8In, a row's input quad
 // x_q[k..k+3] (the int32 quad_at(x)); Q8F, the panel's 16 float outputs (64
@@ -2324,7 +2320,6 @@ static UNUSED_OK inline int32_t quad_at(const int8_t *x) { // (plain C reads the
 #if HAVE_AVX512
 typedef __m512 VF;
 #define VL 16
-#define V_ZERO() _mm512_setzero_ps()
 #define V_LOAD(at) _mm512_loadu_ps(at)
 #define V_STORE(at, v) _mm512_storeu_ps(at, v)
 #define V_BCAST(at) _mm512_set1_ps(*(at))
@@ -2333,7 +2328,6 @@ typedef __m512 VF;
 #elif HAVE_AVX2
 typedef __m256 VF;
 #define VL 8
-#define V_ZERO() _mm256_setzero_ps()
 #define V_LOAD(at) _mm256_loadu_ps(at)
 #define V_STORE(at, v) _mm256_storeu_ps(at, v)
 #define V_BCAST(at) _mm256_broadcast_ss(at)
@@ -2342,7 +2336,6 @@ typedef __m256 VF;
 #elif HAVE_NEON
 typedef float32x4_t VF;
 #define VL 4
-#define V_ZERO() vdupq_n_f32(0.0f)
 #define V_LOAD(at) vld1q_f32(at)
 #define V_STORE(at, v) vst1q_f32(at, v)
 #define V_BCAST(at) vld1q_dup_f32(at)
@@ -2352,7 +2345,6 @@ typedef float32x4_t VF;
 #else
 typedef float VF;
 #define VL 1
-#define V_ZERO() 0.0f
 #define V_LOAD(at) (*(at))
 #define V_STORE(at, v) (*(at) = (v))
 #define V_BCAST(at) (*(at))
@@ -2360,15 +2352,14 @@ typedef float VF;
 #define V_PREFETCH(at) ((void)(at))
 #define MM_PREFETCH_ROWS INT_MAX // none
 #endif
-#if HAVE_AVX2 // into L2: multi-row passes over a model in DRAM 15-20% faster than into L1
-#define V_PREFETCH(at) _mm_prefetch((const char *)(at), _MM_HINT_T1)
+#define V_ZERO() ((VF){0})
+#define VPP (PANEL / VL) // a panel's registers
+#if HAVE_AVX2
+#define V_PREFETCH(at) _mm_prefetch((const char *)(at), _MM_HINT_T1) // L2 (PERFORMANCE.md: "... into L2, not L1")
 #define V_PREFETCH_L1(at) _mm_prefetch((const char *)(at), _MM_HINT_T0)
-#else
-#define V_PREFETCH_L1(at) V_PREFETCH(at)
-#endif
-#if HAVE_AVX2 && defined(__GNUC__)
 #define IN_REGISTER(v) __asm__("" : "+v"(v))
 #else
+#define V_PREFETCH_L1(at) V_PREFETCH(at)
 #define IN_REGISTER(v) ((void)0) // NEON's FMA takes no memory operand
 #endif
 
@@ -2401,8 +2392,6 @@ typedef __m512i Q8Acc;
 typedef __m512i Q8W;
 typedef __m512i Q8In;
 typedef __m512 Q8F;
-#define Q8_BIAS 128
-static inline Q8Acc q8_zero(void) { return _mm512_setzero_si512(); }
 static inline Q8W q8_w(const int8_t *at) { return _mm512_xor_si512(_mm512_loadu_si512(at), _mm512_set1_epi32((int)0x80808080u)); }
 static inline Q8In q8_in(const int8_t *x) { return _mm512_set1_epi32(quad_at(x)); }
 static inline Q8Acc q8_step(Q8Acc acc, Q8In x, Q8W w) { return _mm512_dpbusd_epi32(acc, w, x); }
@@ -2418,8 +2407,6 @@ typedef struct { __m256i v[2]; } Q8Acc;
 typedef struct { __m256i a[2], w[2]; } Q8W;
 typedef __m256i Q8In;
 typedef struct { __m256 v[2]; } Q8F;
-#define Q8_BIAS 0
-static inline Q8Acc q8_zero(void) { return (Q8Acc){0}; }
 static inline Q8W q8_w(const int8_t *at) {
     Q8W w;
     for (int h = 0; h < 2; h++) {
@@ -2450,8 +2437,6 @@ typedef struct { int32x4_t v[4]; } Q8Acc;
 typedef struct { int8x16_t w[4]; } Q8W;
 typedef int8x16_t Q8In;
 typedef struct { float32x4_t v[4]; } Q8F;
-#define Q8_BIAS 0
-static inline Q8Acc q8_zero(void) { return (Q8Acc){{vdupq_n_s32(0), vdupq_n_s32(0), vdupq_n_s32(0), vdupq_n_s32(0)}}; }
 static inline Q8W q8_w(const int8_t *at) { return (Q8W){{vld1q_s8(at), vld1q_s8(at + 16), vld1q_s8(at + 32), vld1q_s8(at + 48)}}; }
 static inline Q8In q8_in(const int8_t *x) { return vreinterpretq_s8_s32(vdupq_n_s32(quad_at(x))); }
 static inline Q8Acc q8_step(Q8Acc acc, Q8In x, Q8W w) {
@@ -2470,8 +2455,6 @@ typedef struct { int32_t s[PANEL]; } Q8Acc;
 typedef const int8_t *Q8W;
 typedef const int8_t *Q8In;
 typedef struct { float f[PANEL]; } Q8F;
-#define Q8_BIAS 0
-static inline Q8Acc q8_zero(void) { return (Q8Acc){{0}}; }
 static inline Q8W q8_w(const int8_t *at) { return at; }
 static inline Q8In q8_in(const int8_t *x) { return x; }
 static inline Q8Acc q8_step(Q8Acc acc, Q8In x, Q8W w) {
@@ -2484,22 +2467,21 @@ static inline Q8F q8_fold(Q8F f, Q8Acc acc, const float *s, float sx, int32_t c)
     return f;
 }
 #endif
+#define Q8_BIAS (HAVE_VNNI ? 128 : 0) // the offset in VNNI's sums, above
 
-// ---- The tile bodies, once for every ISA.
-//
-// Prefetch: a tile of P panels reads P lines per step of k; it asks for each
-// panel's line MM_IN_FLIGHT / P steps ahead, so about MM_IN_FLIGHT lines are
-// on their way whatever the tile's shape (bandwidth = lines in flight x 64 B /
-// latency: ~128 lines cover L3's). Only tiles of MM_PREFETCH_ROWS rows or more,
-// whose FMAs keep the core busy between loads: in load-bound tiles a prefetch
-// takes a load slot, and the hardware prefetcher follows their few streams.
+// ---- The tile bodies, once for every ISA. Prefetch: a tile of P panels reads
+// P lines per step of k; it asks for each panel's line MM_IN_FLIGHT / P steps
+// ahead, so about MM_IN_FLIGHT lines are on their way whatever the tile's shape
+// (bandwidth = lines in flight x 64 B / latency: ~128 lines cover L3's). Only
+// tiles of MM_PREFETCH_ROWS rows or more, whose FMAs keep the core busy between
+// loads: in load-bound tiles a prefetch takes a load slot, and the hardware
+// prefetcher follows their few streams.
 #ifndef MM_IN_FLIGHT
 #define MM_IN_FLIGHT 128
 #endif
-// Tiles of streamed matrices (a model in DRAM) of up to MM_NEAR_ROWS rows also
+// Tiles of up to MM_NEAR_ROWS rows of a streamed matrix (a model in DRAM) also
 // ask for each panel's line MM_NEAR steps ahead into L1, so their FMAs do not
-// wait on L2. Not in 7-9-row tiles (FMA-bound: slower), nor for matrices in
-// cache (slower too).
+// wait on L2; not 7-9-row tiles (FMA-bound) nor cached matrices: both slower.
 #define MM_NEAR 6
 #define MM_NEAR_ROWS 6
 
@@ -2521,9 +2503,7 @@ static inline size_t prefetch_step(int v, int k, size_t n, int P, int ahead, int
 // ones in 16 registers: A loads the weight vectors (each panel's after its
 // prefetch), then broadcasts one x per row; B prefetches, broadcasts the R x's,
 // then streams the weight vectors past them. Each ISA's list names the shape.
-#define VPP (PANEL / VL)
-// the prefetch of panel j's line at step k (see MM_IN_FLIGHT), and in a DRAM
-// tile its line MM_NEAR steps ahead into L1
+// panel j's prefetches at step k (MM_IN_FLIGHT; in a DRAM tile, MM_NEAR too)
 #define MM_PREFETCH(R, P, j, DRAM)                                                         \
     do {                                                                                   \
         if ((R) >= MM_PREFETCH_ROWS)                                                       \
@@ -2606,7 +2586,7 @@ static inline size_t prefetch_step(int v, int k, size_t n, int P, int ahead, int
         memset(f, 0, sizeof(f));                                                            \
         for (int g = 0; g < x->groups; g++, w += q8_group_bytes(gs)) {                       \
             Q8Acc acc[R][P];                                                                \
-            UNROLL for (int r = 0; r < R; r++) UNROLL for (int j = 0; j < P; j++) acc[r][j] = q8_zero(); \
+            UNROLL for (int r = 0; r < R; r++) UNROLL for (int j = 0; j < P; j++) acc[r][j] = (Q8Acc){0}; \
             for (int k = 0; k < gs; k += 4) {                                               \
                 Q8W wv[P];                                                                  \
                 UNROLL for (int j = 0; j < P; j++) {                                        \
@@ -2627,10 +2607,9 @@ static inline size_t prefetch_step(int v, int k, size_t n, int P, int ahead, int
     }
 
 // ---- The tile shapes, one list per ISA: X(R, P, S), a tile of R rows x P
-// panels in loop shape S.
-// Every list has R x 1 for each R up to MM_MAX_ROWS (rows per tile), and 1 x P
-// for each P up to the one-row tile's widest, so the panels a wide tile leaves
-// run side by side rather than one chain's latency each.
+// panels in loop shape S. Every list has R x 1 for each R up to MM_MAX_ROWS
+// (rows per tile), and 1 x P for each P up to the one-row tile's widest, so
+// the panels a wide tile leaves run side by side, not one chain's latency each.
 #if HAVE_AVX512
 // 32 registers: up to 9 rows (9 x 2 panels: 18 accumulators, so a 9-row
 // verify, K = 8, reads its weights once). Two rows take 2 x 4 panels: their
@@ -2680,10 +2659,9 @@ Q8_TILES(Q8_TILE)
 // [vectors][groups] (NULL: no such tile), and the loops that walk a matmul or
 // an attention product through them.
 #define TILE_PANELS_MAX 8 // the widest tile, in panels or groups
-typedef void (*MmTile)(float *out, size_t os, const float *x, size_t xs, const float *w, int n,
-                       int next);
-typedef void (*OuterTile)(float *const *out, const float *const *a, const float *base, size_t ss,
-                          size_t gs, int n);
+typedef void (*MmTile)(float *out, size_t os, const float *x, size_t xs, const float *w, int n, int next);
+typedef void (*OuterTile)(float *const *out, const float *const *a, const float *base, size_t ss, size_t gs, int n);
+typedef void (*Q8Tile)(float *out, size_t os, const Q8Rows *x, const int8_t *w, size_t ps, int gs);
 #define MM_ENTRY(R, P, S) [R][P] = mm_##R##x##P,
 // a streamed matrix's tile: the DRAM copy where it differs (MM_PREFETCH: the rows that
 // prefetch into L1), else the cache copy, so the binary holds only copies that differ
@@ -2691,7 +2669,6 @@ typedef void (*OuterTile)(float *const *out, const float *const *a, const float 
     [R][P] = (R) >= MM_PREFETCH_ROWS && (R) <= MM_NEAR_ROWS ? mm_dram_##R##x##P : mm_##R##x##P,
 #define OUTER_ENTRY(Q, G) [Q][G] = outer_##Q##x##G,
 #define Q8_ENTRY(R, P) [R][P] = q8_##R##x##P,
-typedef void (*Q8Tile)(float *out, size_t os, const Q8Rows *x, const int8_t *w, size_t ps, int gs);
 static const Q8Tile Q8_TILE_OF[Q8_MAX_ROWS + 1][TILE_PANELS_MAX + 1] = {Q8_TILES(Q8_ENTRY)};
 static const MmTile MM_TILE_OF[2][MM_MAX_ROWS + 1][TILE_PANELS_MAX + 1] = {{MM_TILES(MM_ENTRY)},
                                                                           {MM_TILES(MM_DRAM_ENTRY)}};
@@ -2781,13 +2758,11 @@ static int nucleus_order(const void *a, const void *b) {
     return (x->index > y->index) - (x->index < y->index);
 }
 
-// The candidates are the tokens with probability >= (1 - top_p) / (n - 1)
-// (all the others together hold less than 1 - top_p, so they could only be in
-// the nucleus through rounding; the filter is part of the rule). Keep the
-// top_k most likely candidates, then the shortest prefix of them in nucleus
-// order whose running float sum reaches top_p (all of them if none does);
-// zero the rest and divide by the kept mass, summed in nucleus order.
-// probs (n) in place.
+// probs (n) in place. The candidates are the tokens with probability >=
+// (1 - top_p) / (n - 1) (the others together hold less than 1 - top_p, so could
+// only be in the nucleus through rounding; the filter is part of the rule). Of
+// the top_k most likely, keep the shortest prefix in nucleus order whose running
+// float sum reaches top_p (all if none does); zero the rest, divide by that sum.
 static void truncate_distribution(Sampler *s, float *probs) {
     int n = s->vocab_size, m = 0;
     ProbIndex *o = s->order;
@@ -2801,13 +2776,8 @@ static void truncate_distribution(Sampler *s, float *probs) {
     qsort(o, (size_t)m, sizeof(*o), nucleus_order);
     int keep = s->top_k > 0 && s->top_k < m ? s->top_k : m;
     float mass = 0.0f;
-    for (int i = 0; i < keep && s->top_p < 1.0f; i++)
-        if ((mass += o[i].prob) >= s->top_p) {
-            keep = i + 1;
-            break;
-        }
-    mass = 0.0f;
-    for (int i = 0; i < keep; i++) mass += o[i].prob;
+    for (int i = 0; i < keep; i++)
+        if ((mass += o[i].prob) >= s->top_p && s->top_p < 1.0f) keep = i + 1; // (which ends the loop)
     memset(probs, 0, (size_t)n * sizeof(float));
     for (int i = 0; i < keep; i++) probs[o[i].index] = o[i].prob / mass;
 }
