@@ -53,13 +53,13 @@
 // Appendices
 //  1611-1745  Appendix A. Errors and memory
 //  1747-2150  Appendix B. Loading
-//  2152-2856  Appendix C. Math kernels
-//  2858-3175  Appendix D. Threads
-//  3177-3355  Appendix E. Tokenizer
-//  3357-3476  Appendix F. Auto-K (-k 0)
-//  3478-3796  Appendix G. Statistics
-//  3798-3848  Appendix H. The text on stdout
-//  3850-4196  Appendix I. Command line
+//  2152-2853  Appendix C. Math kernels
+//  2855-3172  Appendix D. Threads
+//  3174-3352  Appendix E. Tokenizer
+//  3354-3473  Appendix F. Auto-K (-k 0)
+//  3475-3793  Appendix G. Statistics
+//  3795-3845  Appendix H. The text on stdout
+//  3847-4193  Appendix I. Command line
 //
 // Build: cc -std=c11 -O3 -mavx2 -mfma -ffp-contract=off -pthread specdec.c -lm
 #define _POSIX_C_SOURCE 200809L
@@ -2295,15 +2295,13 @@ static void outer_scalar(float *const *out, const float *const *a, int Q, const 
 typedef struct { int8_t *v; float *s; int32_t *c; int n, groups; } Q8Rows; // R rows: values (R, n),
 // scales and Q8_BIAS x the groups' sums (R, n/gs)
 
-// ---- The vocabulary, defined once per ISA. Floats: VF, a vector of VL
-// floats (16 with AVX-512, 8 with AVX2, 4 with NEON; plain C's is one float, so
-// it runs the same bodies), and
+// ---- The vocabulary, defined once per ISA. Floats: VF, a vector of VL floats
+// (plain C's is one float, so it runs the same bodies), and
 //   V_ZERO()  V_LOAD(at)  V_STORE(at, v): at an address
 //   V_BCAST(at): the float at `at` in every lane, broadcast from memory
 //   V_FMA(a, b, acc): a*b + acc rounded once, one step of every lane's chain
 //   V_PREFETCH(at), V_PREFETCH_L1(at): ask for its cache line (into L2, into L1);
-//     MM_PREFETCH_ROWS: the matmul tiles of that many rows or more prefetch
-//     (see MM_IN_FLIGHT)
+//     MM_PREFETCH_ROWS: tiles of that many rows or more prefetch (MM_IN_FLIGHT)
 //   IN_REGISTER(v): an empty asm that keeps a loaded vector in a register for
 //     the rows that use it, where gcc would fold the load into every FMA
 //     (PERFORMANCE.md's mechanism table, "weights kept in registers")
@@ -2677,16 +2675,15 @@ static const OuterTile OUTER_TILE_OF[7][TILE_PANELS_MAX + 1] = {OUTER_TILES(OUTE
 // where panel i of m starts
 static const float *panel_at(const Matrix *m, int i) { return m->w + (size_t)i * (size_t)m->n * PANEL; }
 
-// W (d,n) @ x (T,n) -> out (T,d), panels [i0, i1) (the contract: Part I).
-// Rows go in blocks of at most R_max (as even as possible: 10 = 5 + 5); the
-// panels in chunks of about 128 KB, so every block reuses a chunk from L2 and
-// the weights leave memory once; a chunk goes by the widest tile of the
-// block's rows that fits the panels left, again and again (one row of a
-// streamed f32 matrix: one panel wide, see pack_weights; an int8 row, up to
-// four). An int8 model's rows are quantised once, first, into the calling
-// thread's own buffers: a division per value, too dear to repeat in every chunk
-// (PERFORMANCE.md). A tile that holds the panel straddling d writes to a
-// buffer, so nothing past d is written.
+// W (d,n) @ x (T,n) -> out (T,d), panels [i0, i1) (the contract: Part I). Rows
+// go in blocks of at most R_max (as even as possible: 10 = 5 + 5); the panels
+// in chunks of about 128 KB, so every block reuses a chunk from L2 and the
+// weights leave memory once; a chunk goes by the widest tile of the block's
+// rows that fits the panels left (one row of a streamed f32 matrix: one panel
+// wide, see pack_weights; an int8 row, up to four). An int8 model's rows are
+// quantised once, first, into the calling thread's own buffers: a division per
+// value, too dear to repeat in every chunk (PERFORMANCE.md). A tile that holds
+// the panel straddling d writes to a buffer, so nothing past d is written.
 static void matmul_panels(float *out, const float *x, int T, const Matrix *m, int i0, int i1) {
     static _Thread_local int8_t xv[MAX_ROWS * Q8_MAX_N];
     static _Thread_local float s[MAX_ROWS * Q8_MAX_N / 4];
