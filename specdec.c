@@ -53,13 +53,13 @@
 // Appendices
 //  1611-1745  Appendix A. Errors and memory
 //  1747-2150  Appendix B. Loading
-//  2152-2853  Appendix C. Math kernels
-//  2855-3172  Appendix D. Threads
-//  3174-3352  Appendix E. Tokenizer
-//  3354-3473  Appendix F. Auto-K (-k 0)
-//  3475-3793  Appendix G. Statistics
-//  3795-3845  Appendix H. The text on stdout
-//  3847-4193  Appendix I. Command line
+//  2152-2850  Appendix C. Math kernels
+//  2852-3169  Appendix D. Threads
+//  3171-3349  Appendix E. Tokenizer
+//  3351-3470  Appendix F. Auto-K (-k 0)
+//  3472-3790  Appendix G. Statistics
+//  3792-3842  Appendix H. The text on stdout
+//  3844-4190  Appendix I. Command line
 //
 // Build: cc -std=c11 -O3 -mavx2 -mfma -ffp-contract=off -pthread specdec.c -lm
 #define _POSIX_C_SOURCE 200809L
@@ -2213,8 +2213,8 @@ static float sum_lanes(const float l[8]) {
     return ((l[0] + l[4]) + (l[2] + l[6])) + ((l[1] + l[5]) + (l[3] + l[7]));
 }
 
-// x (n) . y (n) -> scalar, lanes8 order (rmsnorm's sum of squares; one call a
-// row, so plain C: nothing measurable to gain end to end)
+// x (n) . y (n) -> scalar, lanes8 order (rmsnorm's sum of squares: one call a
+// row, so plain C)
 static float dot(const float *x, const float *y, int n) {
     float lane[8] = {0};
     int n8 = n & ~7;
@@ -2394,8 +2394,7 @@ static inline Q8W q8_w(const int8_t *at) { return _mm512_xor_si512(_mm512_loadu_
 static inline Q8In q8_in(const int8_t *x) { return _mm512_set1_epi32(quad_at(x)); }
 static inline Q8Acc q8_step(Q8Acc acc, Q8In x, Q8W w) { return _mm512_dpbusd_epi32(acc, w, x); }
 static inline Q8F q8_fold(Q8F f, Q8Acc acc, const float *s, float sx, int32_t c) {
-    __m512 v = _mm512_cvtepi32_ps(_mm512_sub_epi32(acc, _mm512_set1_epi32(c)));
-    return _mm512_add_ps(f, _mm512_mul_ps(_mm512_mul_ps(v, _mm512_loadu_ps(s)), _mm512_set1_ps(sx)));
+    return f + (_mm512_cvtepi32_ps(_mm512_sub_epi32(acc, _mm512_set1_epi32(c))) * _mm512_loadu_ps(s)) * sx;
 }
 #elif HAVE_AVX2
 // AVX2: vpmaddubsw multiplies unsigned by signed bytes into int16 pairs: |w|
@@ -2422,10 +2421,9 @@ static inline Q8Acc q8_step(Q8Acc acc, Q8In x, Q8W w) {
     return acc;
 }
 static inline Q8F q8_fold(Q8F f, Q8Acc acc, const float *s, float sx, int32_t c) {
-    for (int h = 0; h < 2; h++) {
-        __m256 v = _mm256_cvtepi32_ps(_mm256_sub_epi32(acc.v[h], _mm256_set1_epi32(c)));
-        f.v[h] = _mm256_add_ps(f.v[h], _mm256_mul_ps(_mm256_mul_ps(v, _mm256_loadu_ps(s + 8 * h)), _mm256_set1_ps(sx)));
-    }
+    for (int h = 0; h < 2; h++)
+        f.v[h] = f.v[h] + (_mm256_cvtepi32_ps(_mm256_sub_epi32(acc.v[h], _mm256_set1_epi32(c))) *
+                           _mm256_loadu_ps(s + 8 * h)) * sx;
     return f;
 }
 #elif HAVE_NEON && defined(__ARM_FEATURE_DOTPROD)
@@ -2443,8 +2441,7 @@ static inline Q8Acc q8_step(Q8Acc acc, Q8In x, Q8W w) {
 }
 static inline Q8F q8_fold(Q8F f, Q8Acc acc, const float *s, float sx, int32_t c) {
     for (int h = 0; h < 4; h++) // f + ((float)(acc - c) * s) * sx, each product rounded
-        f.v[h] = vaddq_f32(f.v[h], vmulq_n_f32(vmulq_f32(vcvtq_f32_s32(vsubq_s32(acc.v[h], vdupq_n_s32(c))),
-                                                         vld1q_f32(s + 4 * h)), sx));
+        f.v[h] = f.v[h] + (vcvtq_f32_s32(vsubq_s32(acc.v[h], vdupq_n_s32(c))) * vld1q_f32(s + 4 * h)) * sx;
     return f;
 }
 #else
