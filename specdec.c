@@ -53,13 +53,13 @@
 // Appendices
 //  1609-1738  Appendix A. Errors and memory
 //  1740-2128  Appendix B. Loading
-//  2130-2864  Appendix C. Math kernels
-//  2866-3167  Appendix D. Threads
-//  3169-3325  Appendix E. Tokenizer
-//  3327-3441  Appendix F. Auto-K (-k 0)
-//  3443-3759  Appendix G. Statistics
-//  3761-3810  Appendix H. The text on stdout
-//  3812-4156  Appendix I. Command line
+//  2130-2828  Appendix C. Math kernels
+//  2830-3131  Appendix D. Threads
+//  3133-3289  Appendix E. Tokenizer
+//  3291-3405  Appendix F. Auto-K (-k 0)
+//  3407-3723  Appendix G. Statistics
+//  3725-3774  Appendix H. The text on stdout
+//  3776-4120  Appendix I. Command line
 //
 // Build: cc -std=c11 -O3 -mavx2 -mfma -ffp-contract=off -pthread specdec.c -lm
 #define _POSIX_C_SOURCE 200809L
@@ -2129,10 +2129,9 @@ static Drafter *eagle_drafter(EagleDrafter *ed, const char *path, Transformer *t
 // ----------------------------------------------------------------------------
 // Appendix C. Math kernels
 //
-// Every result in specdec is defined by a REDUCTION ORDER, and every SIMD
-// path, the plain C path, every row count and every thread count follow it,
-// so all give the same bits. A port that follows it (with fused multiply-adds)
-// gets the same logits. There are three orders:
+// Every result is defined by a REDUCTION ORDER that every path (SIMD or plain
+// C), row count and thread count follows, so all give the same bits, and a port
+// that follows it (with fused multiply-adds) gets the same logits. The orders:
 //
 //   chain  (matmuls, attention): acc = 0; for k = 0, 1, ..., n-1:
 //          acc = fma(a[k], b[k], acc), one rounding per step. Each output has
@@ -2154,7 +2153,6 @@ static Drafter *eagle_drafter(EagleDrafter *ed, const char *path, Transformer *t
 // step); the tiles written once over it (llamafile's tinyBLAS arrangement);
 // each ISA's tile shapes; the dispatch; the lanes8 and elementwise kernels.
 
-// The instruction sets: the vocabulary below is defined once for each.
 #if defined(__AVX2__) && defined(__FMA__)
 #include <immintrin.h>
 #define HAVE_AVX2 1
@@ -2193,8 +2191,8 @@ static float sum_lanes(const float l[8]) {
     return ((l[0] + l[4]) + (l[2] + l[6])) + ((l[1] + l[5]) + (l[3] + l[7]));
 }
 
-// x (n) . y (n) -> scalar, lanes8 order (rmsnorm's sum of squares; one call a
-// row, so plain C: nothing measurable to gain end to end)
+// x (n) . y (n) -> scalar, lanes8 order (rmsnorm's sum of squares: one call a
+// row, so plain C)
 static float dot(const float *x, const float *y, int n) {
     float lane[8] = {0};
     int n8 = n & ~7;
@@ -2250,8 +2248,7 @@ static float exp_canonical(float x) {
 // base[s*ss + g*gs + l]. Scores: a = the queries, steps = head dimensions,
 // groups = blocks of positions (ss = LANES, gs = hs*LANES). Weighted sums: a =
 // the softmax weights, steps = positions, groups = LANES head dimensions (ss =
-// hs, gs = LANES). Every output is its own chain, the same for any number of
-// rows and any LANES.
+// hs, gs = LANES).
 
 // The definition, portable C: a (Q) pointers to (n), base -> out (Q) pointers
 // to (LANES groups); groups [g0, g1), the first `lanes` outputs of each
@@ -2276,19 +2273,16 @@ static void outer_scalar(float *const *out, const float *const *a, int Q, const 
 typedef struct { int8_t *v; float *s; int32_t *c; int n, groups; } Q8Rows; // R rows: values (R, n),
 // scales and Q8_BIAS x the groups' sums (R, n/gs)
 
-// ---- The vocabulary, defined once per ISA. Floats: VF, a vector of VL
-// floats (16 with AVX-512, 8 with AVX2, 4 with NEON; plain C's is one float, so
-// it runs the same bodies), and
+// ---- The vocabulary, defined once per ISA. Floats: VF, a vector of VL floats
+// (plain C's is one float, so it runs the same bodies), and
 //   V_ZERO()  V_LOAD(at)  V_STORE(at, v): at an address
-//   V_BCAST(at): the float at `at` in every lane, broadcast from memory (given the
-//     address, gcc and clang emit what they did for hand-written tiles)
+//   V_BCAST(at): the float at `at` in every lane, broadcast from memory
 //   V_FMA(a, b, acc): a*b + acc rounded once, one step of every lane's chain
 //   V_PREFETCH(at), V_PREFETCH_L1(at): ask for its cache line (into L2, into L1);
-//     MM_PREFETCH_ROWS: the matmul tiles of that many rows or more prefetch
-//     (see MM_IN_FLIGHT)
+//     MM_PREFETCH_ROWS: tiles of that many rows or more prefetch (MM_IN_FLIGHT)
 //   IN_REGISTER(v): an empty asm that keeps a loaded vector in a register for
-//     the rows that use it (gcc folded the load into every FMA: a 4x4 tile
-//     issued 20 loads for 16 FMAs, and 4 rows ran slower than 5)
+//     the rows that use it, where gcc would fold the load into every FMA
+//     (PERFORMANCE.md's mechanism table, "weights kept in registers")
 // int8: Q8Acc, a panel's 16 integer sums; Q8W, a quad of its weights (64
 // bytes: 16 outputs x 4 steps) as the step takes them; Q8In, a row's input quad
 // x_q[k..k+3] (the int32 quad_at(x)); Q8F, the panel's 16 float outputs (64
@@ -2302,7 +2296,6 @@ static UNUSED_OK inline int32_t quad_at(const int8_t *x) { // (plain C reads the
 #if HAVE_AVX512
 typedef __m512 VF;
 #define VL 16
-#define V_ZERO() _mm512_setzero_ps()
 #define V_LOAD(at) _mm512_loadu_ps(at)
 #define V_STORE(at, v) _mm512_storeu_ps(at, v)
 #define V_BCAST(at) _mm512_set1_ps(*(at))
@@ -2311,7 +2304,6 @@ typedef __m512 VF;
 #elif HAVE_AVX2
 typedef __m256 VF;
 #define VL 8
-#define V_ZERO() _mm256_setzero_ps()
 #define V_LOAD(at) _mm256_loadu_ps(at)
 #define V_STORE(at, v) _mm256_storeu_ps(at, v)
 #define V_BCAST(at) _mm256_broadcast_ss(at)
@@ -2320,7 +2312,6 @@ typedef __m256 VF;
 #elif HAVE_NEON
 typedef float32x4_t VF;
 #define VL 4
-#define V_ZERO() vdupq_n_f32(0.0f)
 #define V_LOAD(at) vld1q_f32(at)
 #define V_STORE(at, v) vst1q_f32(at, v)
 #define V_BCAST(at) vld1q_dup_f32(at)
@@ -2330,7 +2321,6 @@ typedef float32x4_t VF;
 #else
 typedef float VF;
 #define VL 1
-#define V_ZERO() 0.0f
 #define V_LOAD(at) (*(at))
 #define V_STORE(at, v) (*(at) = (v))
 #define V_BCAST(at) (*(at))
@@ -2338,15 +2328,14 @@ typedef float VF;
 #define V_PREFETCH(at) ((void)(at))
 #define MM_PREFETCH_ROWS INT_MAX // none
 #endif
-#if HAVE_AVX2 // into L2: multi-row passes over a model in DRAM 15-20% faster than into L1
-#define V_PREFETCH(at) _mm_prefetch((const char *)(at), _MM_HINT_T1)
+#define V_ZERO() ((VF){0})
+#define VPP (PANEL / VL) // a panel's registers
+#if HAVE_AVX2
+#define V_PREFETCH(at) _mm_prefetch((const char *)(at), _MM_HINT_T1) // L2 (PERFORMANCE.md: "... into L2, not L1")
 #define V_PREFETCH_L1(at) _mm_prefetch((const char *)(at), _MM_HINT_T0)
-#else
-#define V_PREFETCH_L1(at) V_PREFETCH(at)
-#endif
-#if HAVE_AVX2 && defined(__GNUC__)
 #define IN_REGISTER(v) __asm__("" : "+v"(v))
 #else
+#define V_PREFETCH_L1(at) V_PREFETCH(at)
 #define IN_REGISTER(v) ((void)0) // NEON's FMA takes no memory operand
 #endif
 
@@ -2379,14 +2368,11 @@ typedef __m512i Q8Acc;
 typedef __m512i Q8W;
 typedef __m512i Q8In;
 typedef __m512 Q8F;
-#define Q8_BIAS 128
-static inline Q8Acc q8_zero(void) { return _mm512_setzero_si512(); }
 static inline Q8W q8_w(const int8_t *at) { return _mm512_xor_si512(_mm512_loadu_si512(at), _mm512_set1_epi32((int)0x80808080u)); }
 static inline Q8In q8_in(const int8_t *x) { return _mm512_set1_epi32(quad_at(x)); }
 static inline Q8Acc q8_step(Q8Acc acc, Q8In x, Q8W w) { return _mm512_dpbusd_epi32(acc, w, x); }
 static inline Q8F q8_fold(Q8F f, Q8Acc acc, const float *s, float sx, int32_t c) {
-    __m512 v = _mm512_cvtepi32_ps(_mm512_sub_epi32(acc, _mm512_set1_epi32(c)));
-    return _mm512_add_ps(f, _mm512_mul_ps(_mm512_mul_ps(v, _mm512_loadu_ps(s)), _mm512_set1_ps(sx)));
+    return f + (_mm512_cvtepi32_ps(_mm512_sub_epi32(acc, _mm512_set1_epi32(c))) * _mm512_loadu_ps(s)) * sx;
 }
 #elif HAVE_AVX2
 // AVX2: vpmaddubsw multiplies unsigned by signed bytes into int16 pairs: |w|
@@ -2396,8 +2382,6 @@ typedef struct { __m256i v[2]; } Q8Acc;
 typedef struct { __m256i a[2], w[2]; } Q8W;
 typedef __m256i Q8In;
 typedef struct { __m256 v[2]; } Q8F;
-#define Q8_BIAS 0
-static inline Q8Acc q8_zero(void) { return (Q8Acc){0}; }
 static inline Q8W q8_w(const int8_t *at) {
     Q8W w;
     for (int h = 0; h < 2; h++) {
@@ -2415,10 +2399,9 @@ static inline Q8Acc q8_step(Q8Acc acc, Q8In x, Q8W w) {
     return acc;
 }
 static inline Q8F q8_fold(Q8F f, Q8Acc acc, const float *s, float sx, int32_t c) {
-    for (int h = 0; h < 2; h++) {
-        __m256 v = _mm256_cvtepi32_ps(_mm256_sub_epi32(acc.v[h], _mm256_set1_epi32(c)));
-        f.v[h] = _mm256_add_ps(f.v[h], _mm256_mul_ps(_mm256_mul_ps(v, _mm256_loadu_ps(s + 8 * h)), _mm256_set1_ps(sx)));
-    }
+    for (int h = 0; h < 2; h++)
+        f.v[h] = f.v[h] + (_mm256_cvtepi32_ps(_mm256_sub_epi32(acc.v[h], _mm256_set1_epi32(c))) *
+                           _mm256_loadu_ps(s + 8 * h)) * sx;
     return f;
 }
 #elif HAVE_NEON && defined(__ARM_FEATURE_DOTPROD)
@@ -2428,8 +2411,6 @@ typedef struct { int32x4_t v[4]; } Q8Acc;
 typedef struct { int8x16_t w[4]; } Q8W;
 typedef int8x16_t Q8In;
 typedef struct { float32x4_t v[4]; } Q8F;
-#define Q8_BIAS 0
-static inline Q8Acc q8_zero(void) { return (Q8Acc){{vdupq_n_s32(0), vdupq_n_s32(0), vdupq_n_s32(0), vdupq_n_s32(0)}}; }
 static inline Q8W q8_w(const int8_t *at) { return (Q8W){{vld1q_s8(at), vld1q_s8(at + 16), vld1q_s8(at + 32), vld1q_s8(at + 48)}}; }
 static inline Q8In q8_in(const int8_t *x) { return vreinterpretq_s8_s32(vdupq_n_s32(quad_at(x))); }
 static inline Q8Acc q8_step(Q8Acc acc, Q8In x, Q8W w) {
@@ -2438,8 +2419,7 @@ static inline Q8Acc q8_step(Q8Acc acc, Q8In x, Q8W w) {
 }
 static inline Q8F q8_fold(Q8F f, Q8Acc acc, const float *s, float sx, int32_t c) {
     for (int h = 0; h < 4; h++) // f + ((float)(acc - c) * s) * sx, each product rounded
-        f.v[h] = vaddq_f32(f.v[h], vmulq_n_f32(vmulq_f32(vcvtq_f32_s32(vsubq_s32(acc.v[h], vdupq_n_s32(c))),
-                                                         vld1q_f32(s + 4 * h)), sx));
+        f.v[h] = f.v[h] + (vcvtq_f32_s32(vsubq_s32(acc.v[h], vdupq_n_s32(c))) * vld1q_f32(s + 4 * h)) * sx;
     return f;
 }
 #else
@@ -2448,8 +2428,6 @@ typedef struct { int32_t s[PANEL]; } Q8Acc;
 typedef const int8_t *Q8W;
 typedef const int8_t *Q8In;
 typedef struct { float f[PANEL]; } Q8F;
-#define Q8_BIAS 0
-static inline Q8Acc q8_zero(void) { return (Q8Acc){{0}}; }
 static inline Q8W q8_w(const int8_t *at) { return at; }
 static inline Q8In q8_in(const int8_t *x) { return x; }
 static inline Q8Acc q8_step(Q8Acc acc, Q8In x, Q8W w) {
@@ -2462,22 +2440,21 @@ static inline Q8F q8_fold(Q8F f, Q8Acc acc, const float *s, float sx, int32_t c)
     return f;
 }
 #endif
+#define Q8_BIAS (HAVE_VNNI ? 128 : 0) // the offset in VNNI's sums, above
 
-// ---- The tile bodies, once for every ISA.
-//
-// Prefetch: a tile of P panels reads P lines per step of k; it asks for each
-// panel's line MM_IN_FLIGHT / P steps ahead, so about MM_IN_FLIGHT lines are
-// on their way whatever the tile's shape (bandwidth = lines in flight x 64 B /
-// latency: ~128 lines cover L3's). Only tiles of MM_PREFETCH_ROWS rows or more,
-// whose FMAs keep the core busy between loads: in load-bound tiles a prefetch
-// takes a load slot, and the hardware prefetcher follows their few streams.
+// ---- The tile bodies, once for every ISA. Prefetch: a tile of P panels reads
+// P lines per step of k; it asks for each panel's line MM_IN_FLIGHT / P steps
+// ahead, so about MM_IN_FLIGHT lines are on their way whatever the tile's shape
+// (bandwidth = lines in flight x 64 B / latency: ~128 lines cover L3's). Only
+// tiles of MM_PREFETCH_ROWS rows or more, whose FMAs keep the core busy between
+// loads: in load-bound tiles a prefetch takes a load slot, and the hardware
+// prefetcher follows their few streams.
 #ifndef MM_IN_FLIGHT
 #define MM_IN_FLIGHT 128
 #endif
-// Tiles of streamed matrices (a model in DRAM) of up to MM_NEAR_ROWS rows also
+// Tiles of up to MM_NEAR_ROWS rows of a streamed matrix (a model in DRAM) also
 // ask for each panel's line MM_NEAR steps ahead into L1, so their FMAs do not
-// wait on L2. Not in 7-9-row tiles (FMA-bound: slower), nor for matrices in
-// cache (slower too).
+// wait on L2; not 7-9-row tiles (FMA-bound) nor cached matrices: both slower.
 #define MM_NEAR 6
 #define MM_NEAR_ROWS 6
 
@@ -2499,9 +2476,7 @@ static inline size_t prefetch_step(int v, int k, size_t n, int P, int ahead, int
 // ones in 16 registers: A loads the weight vectors (each panel's after its
 // prefetch), then broadcasts one x per row; B prefetches, broadcasts the R x's,
 // then streams the weight vectors past them. Each ISA's list names the shape.
-#define VPP (PANEL / VL)
-// the prefetch of panel j's line at step k (see MM_IN_FLIGHT), and in a DRAM
-// tile its line MM_NEAR steps ahead into L1
+// panel j's prefetches at step k (MM_IN_FLIGHT; in a DRAM tile, MM_NEAR too)
 #define MM_PREFETCH(R, P, j, DRAM)                                                         \
     do {                                                                                   \
         if ((R) >= MM_PREFETCH_ROWS)                                                       \
@@ -2584,7 +2559,7 @@ static inline size_t prefetch_step(int v, int k, size_t n, int P, int ahead, int
         memset(f, 0, sizeof(f));                                                            \
         for (int g = 0; g < x->groups; g++, w += q8_group_bytes(gs)) {                       \
             Q8Acc acc[R][P];                                                                \
-            UNROLL for (int r = 0; r < R; r++) UNROLL for (int j = 0; j < P; j++) acc[r][j] = q8_zero(); \
+            UNROLL for (int r = 0; r < R; r++) UNROLL for (int j = 0; j < P; j++) acc[r][j] = (Q8Acc){0}; \
             for (int k = 0; k < gs; k += 4) {                                               \
                 Q8W wv[P];                                                                  \
                 UNROLL for (int j = 0; j < P; j++) {                                        \
@@ -2605,10 +2580,9 @@ static inline size_t prefetch_step(int v, int k, size_t n, int P, int ahead, int
     }
 
 // ---- The tile shapes, one list per ISA: X(R, P, S), a tile of R rows x P
-// panels in loop shape S.
-// Every list has R x 1 for each R up to MM_MAX_ROWS (rows per tile), and 1 x P
-// for each P up to the one-row tile's widest, so the panels a wide tile leaves
-// run side by side rather than one chain's latency each.
+// panels in loop shape S. Every list has R x 1 for each R up to MM_MAX_ROWS
+// (rows per tile), and 1 x P for each P up to the one-row tile's widest, so
+// the panels a wide tile leaves run side by side, not one chain's latency each.
 #if HAVE_AVX512
 // 32 registers: up to 9 rows (9 x 2 panels: 18 accumulators, so a 9-row
 // verify, K = 8, reads its weights once). Two rows take 2 x 4 panels: their
@@ -2658,10 +2632,9 @@ Q8_TILES(Q8_TILE)
 // [vectors][groups] (NULL: no such tile), and the loops that walk a matmul or
 // an attention product through them.
 #define TILE_PANELS_MAX 8 // the widest tile, in panels or groups
-typedef void (*MmTile)(float *out, size_t os, const float *x, size_t xs, const float *w, int n,
-                       int next);
-typedef void (*OuterTile)(float *const *out, const float *const *a, const float *base, size_t ss,
-                          size_t gs, int n);
+typedef void (*MmTile)(float *out, size_t os, const float *x, size_t xs, const float *w, int n, int next);
+typedef void (*OuterTile)(float *const *out, const float *const *a, const float *base, size_t ss, size_t gs, int n);
+typedef void (*Q8Tile)(float *out, size_t os, const Q8Rows *x, const int8_t *w, size_t ps, int gs);
 #define MM_ENTRY(R, P, S) [R][P] = mm_##R##x##P,
 // a streamed matrix's tile: the DRAM copy where it differs (MM_PREFETCH: the rows that
 // prefetch into L1), else the cache copy, so the binary holds only copies that differ
@@ -2669,7 +2642,6 @@ typedef void (*OuterTile)(float *const *out, const float *const *a, const float 
     [R][P] = (R) >= MM_PREFETCH_ROWS && (R) <= MM_NEAR_ROWS ? mm_dram_##R##x##P : mm_##R##x##P,
 #define OUTER_ENTRY(Q, G) [Q][G] = outer_##Q##x##G,
 #define Q8_ENTRY(R, P) [R][P] = q8_##R##x##P,
-typedef void (*Q8Tile)(float *out, size_t os, const Q8Rows *x, const int8_t *w, size_t ps, int gs);
 static const Q8Tile Q8_TILE_OF[Q8_MAX_ROWS + 1][TILE_PANELS_MAX + 1] = {Q8_TILES(Q8_ENTRY)};
 static const MmTile MM_TILE_OF[2][MM_MAX_ROWS + 1][TILE_PANELS_MAX + 1] = {{MM_TILES(MM_ENTRY)},
                                                                           {MM_TILES(MM_DRAM_ENTRY)}};
@@ -2678,16 +2650,15 @@ static const OuterTile OUTER_TILE_OF[7][TILE_PANELS_MAX + 1] = {OUTER_TILES(OUTE
 // where panel i of m starts
 static const float *panel_at(const Matrix *m, int i) { return m->w + (size_t)i * (size_t)m->n * PANEL; }
 
-// W (d,n) @ x (T,n) -> out (T,d), panels [i0, i1) (the contract: Part I).
-// Rows go in blocks of at most R_max (as even as possible: 10 = 5 + 5); the
-// panels in chunks of about 128 KB, so every block reuses a chunk from L2 and
-// the weights leave memory once; a chunk goes by the widest tile of the
-// block's rows that fits the panels left, again and again (one row of a
-// streamed f32 matrix: one panel wide, see pack_weights; an int8 row, up to
-// four). An int8 model's rows are quantised once, first, into the calling
-// thread's own buffers: a division per value, too dear to repeat in every chunk
-// (PERFORMANCE.md). A tile that holds the panel straddling d writes to a
-// buffer, so nothing past d is written.
+// W (d,n) @ x (T,n) -> out (T,d), panels [i0, i1) (the contract: Part I). Rows
+// go in blocks of at most R_max (as even as possible: 10 = 5 + 5); the panels
+// in chunks of about 128 KB, so every block reuses a chunk from L2 and the
+// weights leave memory once; a chunk goes by the widest tile of the block's
+// rows that fits the panels left (one row of a streamed f32 matrix: one panel
+// wide, see pack_weights; an int8 row, up to four). An int8 model's rows are
+// quantised once, first, into the calling thread's own buffers: a division per
+// value, too dear to repeat in every chunk (PERFORMANCE.md). A tile that holds
+// the panel straddling d writes to a buffer, so nothing past d is written.
 static void matmul_panels(float *out, const float *x, int T, const Matrix *m, int i0, int i1) {
     static _Thread_local int8_t xv[MAX_ROWS * Q8_MAX_N];
     static _Thread_local float s[MAX_ROWS * Q8_MAX_N / 4];
@@ -2759,13 +2730,11 @@ static int nucleus_order(const void *a, const void *b) {
     return (x->index > y->index) - (x->index < y->index);
 }
 
-// The candidates are the tokens with probability >= (1 - top_p) / (n - 1)
-// (all the others together hold less than 1 - top_p, so they could only be in
-// the nucleus through rounding; the filter is part of the rule). Keep the
-// top_k most likely candidates, then the shortest prefix of them in nucleus
-// order whose running float sum reaches top_p (all of them if none does);
-// zero the rest and divide by the kept mass, summed in nucleus order.
-// probs (n) in place.
+// probs (n) in place. The candidates are the tokens with probability >=
+// (1 - top_p) / (n - 1) (the others together hold less than 1 - top_p, so could
+// only be in the nucleus through rounding; the filter is part of the rule). Of
+// the top_k most likely, keep the shortest prefix in nucleus order whose running
+// float sum reaches top_p (all if none does); zero the rest, divide by that sum.
 static void truncate_distribution(Sampler *s, float *probs) {
     int n = s->vocab_size, m = 0;
     ProbIndex *o = s->order;
@@ -2779,13 +2748,8 @@ static void truncate_distribution(Sampler *s, float *probs) {
     qsort(o, (size_t)m, sizeof(*o), nucleus_order);
     int keep = s->top_k > 0 && s->top_k < m ? s->top_k : m;
     float mass = 0.0f;
-    for (int i = 0; i < keep && s->top_p < 1.0f; i++)
-        if ((mass += o[i].prob) >= s->top_p) {
-            keep = i + 1;
-            break;
-        }
-    mass = 0.0f;
-    for (int i = 0; i < keep; i++) mass += o[i].prob;
+    for (int i = 0; i < keep; i++)
+        if ((mass += o[i].prob) >= s->top_p && s->top_p < 1.0f) keep = i + 1; // (which ends the loop)
     memset(probs, 0, (size_t)n * sizeof(float));
     for (int i = 0; i < keep; i++) probs[o[i].index] = o[i].prob / mass;
 }
