@@ -1266,8 +1266,8 @@ static Drafter *build_drafter(const Options *o, Transformer *target, Transformer
 // node this is the chain's rule, with the chain's coins: the same text.
 //
 // What it adds to Part I: the Trees a Speculator points to, forward's ancestor
-// mask (tree_attention, forward_tree), the drafters' propose_tree, and
-// tree_step, the round generate_spec runs in place of speculative_step.
+// mask (tree_attention, forward_tree), the drafters' tree hooks (propose_tree_*),
+// and tree_step, the round generate_spec runs in place of speculative_step.
 
 // A Speculator's trees (--tree): the round's shape, or --tree auto's rule and
 // evidence, and the last round's tree for the -v trace
