@@ -26,40 +26,38 @@
 //   4. commit 1 .. K+1 tokens; both KV caches are indexed by position, so a
 //      rejected position is simply overwritten next round
 //
-// HOW TO READ. Part I is the chain, a complete program: the data, the
-// contract of the kernels it calls, the forward pass, the sampler, the
-// speculative step, the draft model, the round, the generation loop and main.
-// Part II adds the extensions, each built on Part I: drafters without a second
-// model (prompt lookup, Medusa heads, EAGLE features) and draft trees. The
-// implementations follow as appendices A-I. Every result is defined by a
-// reduction order (Appendix C), so every build gives the same bits;
-// docs/PORTING.md gives every rule a port needs.
+// HOW TO READ. Part I is the chain, a complete program, its sections in the
+// order of the CONTENTS below. Part II adds the extensions, each built on
+// Part I: drafters without a second model (prompt lookup, Medusa heads, EAGLE
+// features) and draft trees. The implementations follow as appendices A-I.
+// Every result is defined by a reduction order (Appendix C), so every build
+// gives the same bits; docs/PORTING.md gives every rule a port needs.
 //
 // CONTENTS (line numbers; test/cli.sh checks them)
 // Part I. The chain
-//   111-179   The data
-//   181-239   The kernel contract
-//   241-436   Forward
-//   438-545   Sampler
-//   547-628   The speculative step
-//   630-684   Drafters
-//   686-804   The speculative round
-//   806-878   Generation
-//   880-988   main
+//   109-176   The data
+//   178-236   The kernel contract
+//   238-430   Forward
+//   432-536   Sampler
+//   538-617   The speculative step
+//   619-672   Drafters
+//   674-790   The speculative round
+//   792-863   Generation
+//   865-972   main
 // Part II. The extensions
-//  1008-1230  Drafters without a second model
-//  1232-1240  Lenience
-//  1242-1601  Tree speculation
+//   992-1207  Drafters without a second model
+//  1209-1217  Lenience
+//  1219-1577  Tree speculation
 // Appendices
-//  1609-1738  Appendix A. Errors and memory
-//  1740-2128  Appendix B. Loading
-//  2130-2828  Appendix C. Math kernels
-//  2830-3131  Appendix D. Threads
-//  3133-3289  Appendix E. Tokenizer
-//  3291-3405  Appendix F. Auto-K (-k 0)
-//  3407-3723  Appendix G. Statistics
-//  3725-3774  Appendix H. The text on stdout
-//  3776-4120  Appendix I. Command line
+//  1584-1713  Appendix A. Errors and memory
+//  1715-2103  Appendix B. Loading
+//  2105-2803  Appendix C. Math kernels
+//  2805-3106  Appendix D. Threads
+//  3108-3264  Appendix E. Tokenizer
+//  3266-3380  Appendix F. Auto-K (-k 0)
+//  3382-3698  Appendix G. Statistics
+//  3700-3749  Appendix H. The text on stdout
+//  3751-4095  Appendix I. Command line
 //
 // Build: cc -std=c11 -O3 -mavx2 -mfma -ffp-contract=off -pthread specdec.c -lm
 #define _POSIX_C_SOURCE 200809L
@@ -121,8 +119,7 @@ typedef void (*Job)(void *arg, int tid, int n_threads);
 // holds rows 16i..16i+15 stored k-major, w[(i*n + k)*16 + j] = W[16i + j][k],
 // so one step along k reads one 64-byte line with 16 outputs' weights, and a
 // matmul streams the whole matrix front to back once. Rows past d are zero.
-// The layout is an implementation detail: the result is defined by the
-// reduction order (Appendix C), not by where the floats sit.
+// The layout changes no result: those follow the reduction order (Appendix C).
 typedef struct {
     float *w;     // (n_panels, n, PANEL)
     int8_t *w8;   // or, in an int8 model, W in groups of gs steps with their scales (q8_group_at)
@@ -350,11 +347,10 @@ static void forward_job(void *arg, int tid, int nth) {
     float *xn = s->xn + (size_t)tid * tr->max_rows * dim; // (T, dim) this thread's rmsnorm(x)
     for (int l = 0; l < c->n_layers; l++) {
         const Layer *ly = &tr->layers[l];
-        size_t L = (size_t)l;
 
         // attention block: x += wo @ attn(rope(wq xn), rope(wk xn), wv xn), xn = rmsnorm(x)
         prefetch_shared(s->x, (size_t)T * dim, nth);
-        rmsnorm(xn, s->x, w->rms_att + L * dim, T, dim);
+        rmsnorm(xn, s->x, w->rms_att + (size_t)l * dim, T, dim);
         share(&lo, &hi, ly->qkv.n_panels, tid, nth);
         matmul_panels(s->qkv, xn, T, &ly->qkv, lo, hi);
         pool_barrier(tr->pool, tid, nth);
@@ -370,7 +366,7 @@ static void forward_job(void *arg, int tid, int nth) {
 
         // feed-forward block: x += w2 @ (silu(w1 xn) * (w3 xn)), xn = rmsnorm(x)
         prefetch_shared(s->x, (size_t)T * dim, nth);
-        rmsnorm(xn, s->x, w->rms_ffn + L * dim, T, dim);
+        rmsnorm(xn, s->x, w->rms_ffn + (size_t)l * dim, T, dim);
         share(&lo, &hi, ly->w13.n_panels / 2, tid, nth); // panel pairs (w1, w3)
         matmul_panels(s->h13, xn, T, &ly->w13, 2 * lo, 2 * hi);
         for (int t = 0; t < T; t++)
@@ -418,8 +414,7 @@ static float *forward(Transformer *tr, const int *tokens, int n_rows, int pos) {
     if (n_rows < 1 || n_rows > tr->max_rows || pos < 0 || pos + n_rows > tr->config.seq_len)
         die("%s: forward(%d rows at pos %d) outside 1..%d rows and seq_len %d", tr->path, n_rows, pos,
             tr->max_rows, tr->config.seq_len);
-    ForwardJob job = {.tr = tr, .T = n_rows, .pos = pos};
-    return run_pass(tr, tokens, &job);
+    return run_pass(tr, tokens, &(ForwardJob){.tr = tr, .T = n_rows, .pos = pos});
 }
 
 // Feed tokens[0..n) at positions start.. in chunks of max_rows rows (prompt
@@ -428,8 +423,7 @@ static float *forward_chunked(Transformer *tr, const int *tokens, int n, int sta
     float *last = NULL;
     for (int i = 0; i < n; i += tr->max_rows) {
         int rows = n - i < tr->max_rows ? n - i : tr->max_rows;
-        float *logits = forward(tr, tokens + i, rows, start + i);
-        last = logits + (size_t)(rows - 1) * tr->config.vocab_size;
+        last = forward(tr, tokens + i, rows, start + i) + (size_t)(rows - 1) * tr->config.vocab_size;
     }
     return last;
 }
@@ -460,10 +454,7 @@ static uint64_t mix64(uint64_t z) {
     return z ^ (z >> 31);
 }
 
-static void rng_seed(Rng *r, uint64_t seed) {
-    r->key = mix64(seed + RNG_GAMMA);
-    r->counter = 0;
-}
+static void rng_seed(Rng *r, uint64_t seed) { *r = (Rng){.key = mix64(seed + RNG_GAMMA)}; }
 
 // element i of the stream
 static uint64_t rng_at(const Rng *r, uint64_t i) { return mix64(r->key + (i + 1) * RNG_GAMMA); }
@@ -588,11 +579,10 @@ static float residual_distribution(float *out, const float *p, const float *q, f
 #ifdef SPECDEC_WRONG_RESIDUAL // test/test_spec.c builds this deliberate bug to prove its power
     mass = 0.0f;
 #endif
-    if (mass <= 0.0f) {
+    if (mass <= 0.0f)
         memcpy(out, p, (size_t)n * sizeof(float));
-        return mass;
-    }
-    for (int i = 0; i < n; i++) out[i] /= mass;
+    else
+        for (int i = 0; i < n; i++) out[i] /= mass;
     return mass;
 }
 
@@ -622,9 +612,8 @@ static int decide(Verdict *v, const float *p, const float *q, float *residual, i
     return v->token = sample(residual, n, v->r);
 }
 
-// The theory behind the numbers (expected tokens per round, the predicted
-// speedup) is in model.h, shared with the figures: expected_tokens_per_round
-// (Leviathan et al. 2022, Eq. 1) and predicted_speedup (their Thm 3.8).
+// The theory behind the numbers is in model.h, shared with the figures:
+// expected_tokens_per_round (Leviathan et al. 2022, Eq. 1) and predicted_speedup (their Thm 3.8).
 
 // ----------------------------------------------------------------------------
 // Drafters: anything that proposes a distribution q for the next position
@@ -633,8 +622,7 @@ static int decide(Verdict *v, const float *p, const float *q, float *residual, i
 // included) and writes its q for position pos, or says it has none (the
 // position is then drawn from p alone). The round draws x ~ q with the
 // position's coin. Here the draft model, a smaller transformer; Part II adds
-// n-gram lookup and two that read the target's own hidden state: Medusa heads
-// and an EAGLE-style MLP.
+// n-gram lookup and two on the target's own hidden state: Medusa heads, EAGLE.
 
 typedef struct Drafter Drafter;
 struct Drafter {
@@ -685,9 +673,8 @@ static Drafter *model_drafter(ModelDrafter *md, Transformer *draft, Sampler *s) 
 // ----------------------------------------------------------------------------
 // The speculative round: draft K, verify K+1 positions in one pass, commit
 //
-// Both KV caches are indexed by absolute position, so nothing is ever copied
-// or rolled back: a rejected position is simply overwritten by the next round.
-// With n committed tokens t_0..t_{n-1} at the start of a round:
+// The caches are indexed by position (ONE ROUND, step 4): nothing is copied or
+// rolled back. With n committed tokens t_0..t_{n-1} at the start of a round:
 //
 //   position:   ...  n-1    n    n+1  ...  n+K-1   n+K
 //   draft runs:      t_last x_1  x_2  ...  x_{K-1}       -> q_1..q_K, x_i ~ q_i
@@ -705,7 +692,15 @@ static Drafter *model_drafter(ModelDrafter *md, Transformer *draft, Sampler *s) 
 // and the sampling flags, the same for every K and every thread count.
 // A position with no proposal is drawn from p_m alone with coin_at(m, DRAW).
 
-typedef struct Round Round;
+// What a round did: the statistics and auto-K read this.
+typedef struct {
+    int k;         // proposals verified (a drafter may propose fewer than asked); a tree: its depth
+    int drafted;   // proposals made (a tree: its nodes, the root not counted)
+    int accepted;  // proposals accepted (the position after K's included)
+    int committed; // tokens appended: positions decided, 1..k+1
+    int plain;     // 1: the last position had no proposal and was drawn from p
+} Round;
+
 typedef struct Speculator Speculator;
 struct Speculator {
     Transformer *target;
@@ -719,15 +714,6 @@ struct Speculator {
     Verdict verdicts[K_MAX + 1];
     Round (*step)(Speculator *sp, int *tokens, int n, int k); // a round: speculative_step
     struct Trees *trees;       // Part II's draft trees (--tree), or NULL
-};
-
-// What a round did: the statistics and auto-K read this.
-struct Round {
-    int k;         // proposals verified (a drafter may propose fewer than asked); a tree: its depth
-    int drafted;   // proposals made (a tree: its nodes, the root not counted)
-    int accepted;  // proposals accepted (the position after K's included)
-    int committed; // tokens appended: positions decided, 1..k+1
-    int plain;     // 1: the last position had no proposal and was drawn from p
 };
 
 // Propose position pos, slot i of the round: q_i from the drafter, then
@@ -819,7 +805,6 @@ typedef struct {
 
 enum { END_LENGTH, END_TOKEN, END_CONTEXT, END_INTERRUPT }; // -n reached, BOS/EOS, seq_len full, Ctrl-C
 
-
 static volatile sig_atomic_t interrupted; // Ctrl-C: generation stops after the step (Appendix H)
 static void on_interrupt(int sig);
 static void start_output(Output *o, const int *tokens, int n);
@@ -881,19 +866,7 @@ static int generate_spec(Speculator *sp, SpecStats *st, int *tokens, int n, Outp
 //
 // What main holds; the appendices fill them in (statistics G, command line I).
 
-typedef struct Options Options;
 typedef struct {
-    const Options *opt;      // the run's flags, as parsed
-    int prompt_tokens;
-    const Output *out;
-    double seconds;          // generation only (decoding after the prefill), not loading
-    const Speculator *sp;    // spec mode only
-    const SpecStats *st;     // spec mode only
-    double target_step;      // spec: seconds of one target-alone step (timed after generating)
-    int target_gs;           // the target's int8 groups (0: f32; -1: no target, -m draft)
-} Report;
-
-struct Options {
     const char *target_path, *draft_path, *tokenizer_path, *mode, *prompt, *json_path, *prompt_file;
     const char *weights_name, *target_weights_name; // --draft-weights, --target-weights
     int target_named;    // 1: the target is the first argument, not the default
@@ -907,7 +880,18 @@ struct Options {
     int lookup, ngram_min, ngram_max, tree_depth, branch[K_MAX], tree_auto;
     const char *medusa, *eagle, *tree;
     float lenience;
-};
+} Options;
+
+typedef struct {
+    const Options *opt;      // the run's flags, as parsed
+    int prompt_tokens;
+    const Output *out;
+    double seconds;          // generation only (decoding after the prefill), not loading
+    const Speculator *sp;    // spec mode only
+    const SpecStats *st;     // spec mode only
+    double target_step;      // spec: seconds of one target-alone step (timed after generating)
+    int target_gs;           // the target's int8 groups (0: f32; -1: no target, -m draft)
+} Report;
 
 // What main calls from the appendices: the command line (I), loading (B), the
 // thread pool (D), the tokenizer (E), statistics and the report (F, G).
@@ -1007,9 +991,8 @@ typedef struct Tree {
 // ----------------------------------------------------------------------------
 // Drafters without a second model: prompt lookup, Medusa heads, EAGLE features
 //
-// Each is a Drafter (Part I) that the round calls as it calls the draft
-// model; the step's exactness argument holds unchanged, since it only asks
-// that x_i was drawn from the q_i the drafter wrote.
+// Each is a Drafter (Part I), exact by the step's argument: it asks only that
+// x_i was drawn from the q_i the drafter wrote.
 
 // Prompt lookup (Saxena 2023): the proposal is what followed the most recent
 // earlier occurrence of the context's last g tokens, g from ngram_max down to
@@ -1023,11 +1006,8 @@ typedef struct {
 // the token after the latest earlier occurrence of tokens[n-g..n), or -1
 static int lookup_next(const LookupDrafter *lk, const int *tokens, int n) {
     for (int g = lk->ngram_max < n - 1 ? lk->ngram_max : n - 1; g >= lk->ngram_min; g--)
-        for (int j = n - g - 1; j >= 0; j--) {
-            int i = 0;
-            while (i < g && tokens[j + i] == tokens[n - g + i]) i++;
-            if (i == g) return tokens[j + g];
-        }
+        for (int j = n - g - 1; j >= 0; j--)
+            if (!memcmp(tokens + j, tokens + n - g, (size_t)g * sizeof(int))) return tokens[j + g];
     return -1;
 }
 
@@ -1056,8 +1036,7 @@ static void matmul_job(void *arg, int tid, int nth) {
     matmul_panels(j->out, j->x, j->T, j->m, lo, hi);
 }
 static void matmul_on(const Transformer *tr, float *out, const float *x, const Matrix *m, int T) {
-    MatmulJob j = {out, x, m, T};
-    pool_run(tr->pool, tr->n_threads, matmul_job, &j);
+    pool_run(tr->pool, tr->n_threads, matmul_job, &(MatmulJob){out, x, m, T});
 }
 
 // Medusa and EAGLE (below) need no second model: they read the target's
@@ -1202,10 +1181,8 @@ static int propose_tree_eagle(Drafter *d, float *q, const Tree *t, int first, in
     (void)pos;
     if (h->made < 1) return 0;
     double t0 = now_seconds();
-    for (int v = first; v < t->n; v++) {
-        int up = t->parent[v]; // the root's feature is the chain's first
-        eagle_step(ed, ed->node + v * dim, up == 0 ? h->z + dim : ed->node + up * dim, t->token[v]);
-    }
+    for (int v = first; v < t->n; v++)
+        eagle_step(ed, ed->node + v * dim, t->parent[v] ? ed->node + t->parent[v] * dim : h->z + dim, t->token[v]);
     matmul_on(h->target, h->logits, ed->node + first * dim, &h->target->wcls, n_rows);
     d->logits = h->logits;
     d->seconds += now_seconds() - t0;
@@ -1483,7 +1460,6 @@ static int grow_level(Speculator *sp, float *score, int first, int last, int n_c
 static void prune_tree(Speculator *sp, const float *score, int levels) {
     Trees *ts = sp->trees;
     Tree *t = &ts->tree;
-    float *q = sp->q;
     size_t n = (size_t)sp->target->config.vocab_size;
     int order[MAX_ROWS], keep[MAX_ROWS] = {1}, map[MAX_ROWS], m = 0, best_n = 0;
     double r1 = ts->verify_s[1], fixed = levels * *ts->draft_s / r1, tokens = 1, r = 1, best = 0;
@@ -1502,7 +1478,7 @@ static void prune_tree(Speculator *sp, const float *score, int levels) {
     for (int v = 0; v < old.n; v++) {
         if (!keep[v]) continue;
         map[v] = t->n++;
-        memmove(q + map[v] * n, q + v * n, n * sizeof(float));
+        memmove(sp->q + map[v] * n, sp->q + v * n, n * sizeof(float));
         t->token[map[v]] = old.token[v], t->onehot[map[v]] = old.onehot[v], t->conf[map[v]] = old.conf[v];
         t->parent[map[v]] = v ? map[old.parent[v]] : -1, t->depth[map[v]] = old.depth[v], t->count[map[v]] = 0;
         if (v) t->kids[t->parent[map[v]]][t->count[t->parent[map[v]]]++] = map[v];
@@ -1599,7 +1575,6 @@ static void build_trees(Speculator *sp, const int *branch, int depth, int grow) 
                      : d->propose == propose_eagle ? propose_tree_eagle : propose_tree_model;
     sp->step = tree_step;
 }
-
 
 // ============================================================================
 // APPENDICES: the implementations the method above calls
