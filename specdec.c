@@ -49,15 +49,15 @@
 //  1209-1217  Lenience
 //  1219-1577  Tree speculation
 // Appendices
-//  1584-1713  Appendix A. Errors and memory
-//  1715-2103  Appendix B. Loading
-//  2105-2803  Appendix C. Math kernels
-//  2805-3106  Appendix D. Threads
-//  3108-3264  Appendix E. Tokenizer
-//  3266-3380  Appendix F. Auto-K (-k 0)
-//  3382-3698  Appendix G. Statistics
-//  3700-3749  Appendix H. The text on stdout
-//  3751-4095  Appendix I. Command line
+//  1584-1711  Appendix A. Errors and memory
+//  1713-2097  Appendix B. Loading
+//  2099-2789  Appendix C. Math kernels
+//  2791-3087  Appendix D. Threads
+//  3089-3244  Appendix E. Tokenizer
+//  3246-3359  Appendix F. Auto-K (-k 0)
+//  3361-3671  Appendix G. Statistics
+//  3673-3722  Appendix H. The text on stdout
+//  3724-4067  Appendix I. Command line
 //
 // Build: cc -std=c11 -O3 -mavx2 -mfma -ffp-contract=off -pthread specdec.c -lm
 #define _POSIX_C_SOURCE 200809L
@@ -1583,9 +1583,8 @@ static void build_trees(Speculator *sp, const int *branch, int depth, int grow) 
 // ----------------------------------------------------------------------------
 // Appendix A. Errors and memory: one message naming the file or flag, then exit code 1
 //
-// Every allocation specdec makes is on ONE list (each block carries a small header
-// linking it), and the one error exit, die(), releases the whole list before it
-// exits: an error path leaks nothing (LeakSanitizer is quiet). The hot path never allocates.
+// Each block's header links it into the one list (Part I), which die() releases whole: an
+// error path leaks nothing (LeakSanitizer is quiet). The hot path never allocates.
 
 typedef struct Owned {
     struct Owned *prev, *next;
@@ -1673,9 +1672,8 @@ static void *xmalloc_aligned(size_t n, size_t align, const char *what) {
 
 static void *xmalloc(size_t n, const char *what) { return xmalloc_aligned(n, 0, what); }
 
-// Non-finite logits (finite weights whose activations overflow float32, or a
-// temperature so small that logits / T overflows) would sample garbage: the
-// target's end the run, naming the position; a draft's only cost its proposal.
+// Non-finite logits (of finite weights, for the causes the message names) would sample
+// garbage: the target's end the run, naming the position; a draft's only cost its proposal.
 static void die_logits(const Transformer *tr, int pos, float temperature) {
     die("%s: the logits at position %d are not finite (inf or NaN): its activations overflow "
         "float32%s", tr->path, pos, temperature > 0 ? ", or -t is too small for its logits (-t 0 is greedy)" : "");
@@ -1800,10 +1798,9 @@ static size_t packed_bytes(const Config *c, int gs) {
     return add_size(mul_size((size_t)c->n_layers, per_layer), matrix_bytes(c->vocab_size, dim, gs));
 }
 
-// Refuse a model (int8 in groups of gs, or 0: f32) whose packed weights, an
-// int8 model's embedding and RoPE tables, run state and `bytes` more (its
-// file, its version-2 image) would pass the limit with what the run holds
-// already; 0, or -1 with the reason in msg
+// Refuse a model (int8 in groups of gs, or 0: f32) whose packed weights, tables (int8's:
+// map_q80), run state and `bytes` more (its file, its version-2 image) would pass the
+// limit with what the run holds already; 0, or -1 with the reason in msg
 static int check_memory(const Config *c, int gs, size_t bytes, int max_rows, int threads, char *msg, size_t len) {
     RunState s;
     size_t tables = gs ? ((size_t)c->vocab_size + (size_t)c->seq_len) * (size_t)c->dim * sizeof(float) : 0;
@@ -1835,10 +1832,9 @@ static const void *row_of(const Transformer *t, const Q80Map *q8, int i, size_t 
     return t->gs ? (const void *)(q8->at[i] + at) : (const void *)(f[i] + r * (size_t)n);
 }
 
-// Every matrix of the checkpoint, packed into one allocation. qkv stacks wq,
-// wk and wv; w13 interleaves w1's and w3's panels (w1 0, w3 0, w1 1, ...).
-// Weights past STREAMED_BYTES come from DRAM: their one-row matmuls read one
-// panel at a time, one stream the hardware prefetcher follows (PERFORMANCE.md).
+// Every matrix of the checkpoint, packed into one allocation as Layer lays them out (Part I).
+// Weights past STREAMED_BYTES come from DRAM: streamed (Matrix), so one panel at a time,
+// one stream the hardware prefetcher follows (PERFORMANCE.md).
 #define STREAMED_BYTES ((size_t)32 << 20) // a desktop's last-level cache
 static void pack_weights(Transformer *t, const Q80Map *q8) {
     const Config *c = &t->config;
@@ -1912,11 +1908,10 @@ static const char *const WEIGHTS_NAME[] = {"f32", "int8"}; // as --target-weight
 #define HEAD_BYTES Q80_HEADER_BYTES // the longest header an input has (model.h)
 typedef int (*HeadCheck)(const void *ctx, const unsigned char *head, size_t bytes, char *msg, size_t len);
 
-// Read a whole file (with a NUL after its n bytes); die naming it on any
-// error. The file is registered as an input of the run (model.h), and its
-// head and size pass `check` (NULL: none) before its body is read, so a
-// large file of the wrong kind costs neither memory nor time. O_NONBLOCK:
-// opening a FIFO must not wait for a writer, so that fstat can refuse it.
+// Read a whole file (with a NUL after its n bytes); die naming it on any error. The file
+// is registered as an input of the run (model.h) and passes `check` (NULL: none) first, so
+// a large file of the wrong kind costs neither memory nor time. O_NONBLOCK: opening a
+// FIFO must not wait for a writer, so that fstat can refuse it.
 static unsigned char *read_file_checked(const char *path, const char *what, size_t *n_out, HeadCheck check,
                                         const void *ctx) {
     int fd = open(path, O_RDONLY | O_NONBLOCK);
@@ -2004,10 +1999,9 @@ static void load_checkpoint(Transformer *t, const void *file, size_t bytes, cons
     build_run_state(&t->state, &t->config, max_rows, t->n_threads);
 }
 
-// Read `path`, check it, pack its matrices (as `weights` says) and size the
-// run state for forwards of up to max_rows rows on up to `threads` threads of
-// `pool` (NULL: one). The file's bytes stay in memory: the embedding, the
-// norms and the RoPE tables are read from them.
+// Read `path` and load it (load_checkpoint, `weights` a WEIGHTS_*) for forwards of up to
+// max_rows rows on up to `threads` threads of `pool` (NULL: one). The file's bytes stay in
+// memory: the embedding, the norms and the RoPE tables are read from them.
 static void build_transformer_as(Transformer *t, const char *path, int max_rows, ThreadPool *pool,
                                  int threads, int weights) {
     size_t bytes;
@@ -2104,9 +2098,8 @@ static Drafter *eagle_drafter(EagleDrafter *ed, const char *path, Transformer *t
 // ----------------------------------------------------------------------------
 // Appendix C. Math kernels
 //
-// Every result is defined by a REDUCTION ORDER that every path (SIMD or plain
-// C), row count and thread count follows, so all give the same bits, and a port
-// that follows it (with fused multiply-adds) gets the same logits. The orders:
+// The reduction orders that define every result (the kernel contract, Part I); a
+// port that follows them (with fused multiply-adds) gets the same logits:
 //
 //   chain  (matmuls, attention): acc = 0; for k = 0, 1, ..., n-1:
 //          acc = fma(a[k], b[k], acc), one rounding per step. Each output has
@@ -2120,8 +2113,6 @@ static Drafter *eagle_drafter(EagleDrafter *ed, const char *path, Transformer *t
 //          added in order.
 //   exp:   exp_canonical() below, a fixed polynomial, so softmax and SiLU do
 //          not depend on the C library's expf.
-// None of these depends on how many rows a forward is given: that is what
-// makes a K+1-row verify pass equal to K+1 single-row steps (batch invariance).
 //
 // In order: the orders in portable C (the references the tests hold every
 // path to); each ISA's vocabulary (a float vector, a few operations, an int8
@@ -2216,14 +2207,12 @@ static float exp_canonical(float x) {
     return y * scale;
 }
 
-// Attention. The key cache keeps LANES positions side by side, (blocks, hs,
-// LANES), so one load brings dimension c of LANES cached keys. Both attention
-// products are then the same outer-product tile: Q vectors a[i] times groups
-// of LANES outputs, out[i][LANES*g+l] = chain over steps s < n of a[i][s] *
-// base[s*ss + g*gs + l]. Scores: a = the queries, steps = head dimensions,
-// groups = blocks of positions (ss = LANES, gs = hs*LANES). Weighted sums: a =
-// the softmax weights, steps = positions, groups = LANES head dimensions (ss =
-// hs, gs = LANES).
+// Attention. One load of the key cache (RunState: LANES positions side by side) brings
+// dimension c of LANES cached keys, so both attention products are the same outer-product
+// tile: Q vectors a[i] times groups of LANES outputs, out[i][LANES*g+l] = chain over steps
+// s < n of a[i][s] * base[s*ss + g*gs + l]. Scores: a = the queries, steps = head
+// dimensions, groups = blocks of positions (ss = LANES, gs = hs*LANES). Weighted sums: a =
+// the softmax weights, steps = positions, groups = LANES head dimensions (ss = hs, gs = LANES).
 
 // The definition, portable C: a (Q) pointers to (n), base -> out (Q) pointers
 // to (LANES groups); groups [g0, g1), the first `lanes` outputs of each
@@ -2625,15 +2614,14 @@ static const OuterTile OUTER_TILE_OF[7][TILE_PANELS_MAX + 1] = {OUTER_TILES(OUTE
 // where panel i of m starts
 static const float *panel_at(const Matrix *m, int i) { return m->w + (size_t)i * (size_t)m->n * PANEL; }
 
-// W (d,n) @ x (T,n) -> out (T,d), panels [i0, i1) (the contract: Part I). Rows
-// go in blocks of at most R_max (as even as possible: 10 = 5 + 5); the panels
-// in chunks of about 128 KB, so every block reuses a chunk from L2 and the
-// weights leave memory once; a chunk goes by the widest tile of the block's
-// rows that fits the panels left (one row of a streamed f32 matrix: one panel
-// wide, see pack_weights; an int8 row, up to four). An int8 model's rows are
-// quantised once, first, into the calling thread's own buffers: a division per
-// value, too dear to repeat in every chunk (PERFORMANCE.md). A tile that holds
-// the panel straddling d writes to a buffer, so nothing past d is written.
+// W (d,n) @ x (T,n) -> out (T,d), panels [i0, i1) (the contract: Part I). Rows go in blocks
+// of at most R_max (as even as possible: 10 = 5 + 5); the panels in chunks of about 128 KB,
+// so every block reuses a chunk from L2 and the weights leave memory once; a chunk goes by
+// the widest tile of the block's rows that fits the panels left (one row of a streamed f32
+// matrix: one panel, Matrix; an int8 row, up to four). An int8 model's rows are quantised
+// once, first, into the calling thread's own buffers: a division per value, too dear to
+// repeat in every chunk (PERFORMANCE.md). A tile that holds the panel straddling d writes
+// to a buffer, so nothing past d is written.
 static void matmul_panels(float *out, const float *x, int T, const Matrix *m, int i0, int i1) {
     static _Thread_local int8_t xv[MAX_ROWS * Q8_MAX_N];
     static _Thread_local float s[MAX_ROWS * Q8_MAX_N / 4];
@@ -2731,10 +2719,9 @@ static void truncate_distribution(Sampler *s, float *probs) {
 
 // ---- lanes8 and elementwise kernels
 
-// x[i] = exp_canonical(x[i] - max) for i < n; returns their sum (lanes8 order).
-// x (n) in place. Vectors take 16 at a time (two rows of the 8 lanes, added as
-// the exps go); the last 16 first, from the inputs, stored last (the overlap
-// gets the same bits twice); below 16, one by one.
+// The contract's exp_and_sum (Part I), the sum in lanes8 order. Vectors take 16 at a time
+// (two rows of the 8 lanes, added as the exps go); the last 16 first, from the inputs,
+// stored last (the overlap gets the same bits twice); below 16, one by one.
 static float exp_and_sum(float *x, int n, float max) {
     float lane[8] = {0};
     int i = 0, vec = VL > 1 && n >= 16;
@@ -2777,8 +2764,7 @@ static void rmsnorm(float *out, const float *x, const float *weight, int T, int 
     }
 }
 
-// RoPE: each pair of every head turned by the position's angles pos * theta_i,
-// theta_i = 10000^(-2i/hs) (model.h's tables); cos_row, sin_row (hs/2)
+// RoPE as the contract (Part I) writes it, by model.h's angle tables; cos_row, sin_row (hs/2)
 static void rope(float *v, const float *cos_row, const float *sin_row, int n_heads, int hs) {
     for (int h = 0; h < n_heads; h++)
         for (int i = 0; i < hs / 2; i++) {
@@ -2841,10 +2827,9 @@ static inline void cpu_relax(void) {
 #endif
 }
 
-// One turn of a spin-wait: pause, and after many turns give the CPU away, so
-// more threads than cores (--threads 3 on 2 cores) still make progress. A wait
-// past POOL_STALL seconds means the thread waited on is not running (another
-// process holds its core): the pool notes it, and forward() then runs alone.
+// One turn of a spin-wait: pause, and after many turns give the CPU away, so more threads
+// than cores (--threads 3 on 2 cores) still make progress. A wait past POOL_STALL seconds
+// means the thread waited on is not running (another process holds its core; note_stall).
 #define POOL_STALL 1e-3 // a layer takes microseconds, waking a sleeper ~0.1 ms, a tick 4 ms
 static inline void spin_wait(ThreadPool *pool, long *turns, double *since) {
     if (++*turns <= 2000) {
@@ -2911,8 +2896,7 @@ static void pool_start(ThreadPool *pool, Job job, void *arg, int n) {
     }
 }
 
-// Run job(arg, tid, n) for tid = 0..n-1, the caller as tid 0; returns when all
-// are done: 1 if a thread waited past POOL_STALL for another (spin_wait).
+// Part I's pool_run; returns when all are done: 1 if a thread waited past POOL_STALL (spin_wait)
 static int pool_run(ThreadPool *pool, int n, Job job, void *arg) {
     if (!pool || n <= 1) return job(arg, 0, 1), 0;
     pool_start(pool, job, arg, n);
@@ -2925,12 +2909,11 @@ static int pool_run(ThreadPool *pool, int n, Job job, void *arg) {
     return atomic_exchange(&pool->stalled, 0);
 }
 
-// After a pass on `threads` threads that `stalled` (a thread waited past
-// POOL_STALL), ending at `now`: a third stall within STALL_WINDOW of two others,
-// or a third stalled pass in a row (another process holds a core: a stall every
-// timeslice, or every pass), sends a run of passes to one thread, a run that
-// grows 4x while stalls recur and halves with each quiet pass on all threads. A
-// lone stall is a hiccup, which DRAM-bound models on two threads have alone.
+// After a pass on `threads` threads that `stalled` (pool_run's), ending at `now`: a third
+// stall within STALL_WINDOW of two others, or a third stalled pass in a row (spin_wait's
+// other process: a stall every timeslice, or every pass), sends a run of passes to one
+// thread, a run that grows 4x while stalls recur and halves with each quiet pass on all
+// threads. A lone stall is a hiccup, which DRAM-bound models on two threads have alone.
 #define STALL_WINDOW 0.05
 static void note_stall(ThreadPool *pool, int threads, int stalled, double now) {
     if (stalled && (now - pool->stalled_at[0] < STALL_WINDOW || pool->stalled_at[0] > pool->quiet_at)) {
@@ -2987,10 +2970,9 @@ static void share(int *lo, int *hi, int n, int tid, int nth) {
     *hi = (int)((long)n * (tid + 1) / nth);
 }
 
-// Ask for the lines of x (n floats) before reading them (none on one thread). A
-// phase's inputs are rows the other threads just wrote, half in another core's
-// cache (~260 ns a line), read a few floats at a time, which the hardware
-// prefetcher does not follow; asked for together, the misses overlap.
+// Ask for the lines of x (n floats) before reading them (none on one thread): forward_job's
+// inputs, half in another core's cache, read a few floats at a time, which the hardware
+// prefetcher does not follow; asked for together, the misses overlap (PERFORMANCE.md).
 static void prefetch_shared(const float *x, size_t n, int nth) {
 #if defined(__GNUC__)
     for (size_t k = 0; nth > 1 && k < n; k += 64 / sizeof(float)) __builtin_prefetch(x + k);
@@ -2999,11 +2981,10 @@ static void prefetch_shared(const float *x, size_t n, int nth) {
 #endif
 }
 
-// How many CPUs this process may use: the default --threads. Not the online
-// CPUs when the process is pinned (taskset, a container's cpuset) or held to a
-// CPU quota (docker --cpus): threads that outnumber their CPUs spin at every
-// barrier waiting for one that is not running (PERFORMANCE.md's mechanism
-// table). Linux states both limits; elsewhere the online count stands.
+// How many CPUs this process may use: the default --threads. Not the online CPUs when
+// the process is pinned (taskset, a container's cpuset) or held to a CPU quota (docker
+// --cpus): more threads than CPUs stall at every barrier (spin_wait; PERFORMANCE.md's
+// mechanism table). Linux states both limits; elsewhere the online count stands.
 #if defined(__linux__)
 #include <sys/syscall.h>
 #endif
@@ -3148,7 +3129,6 @@ static void parse_tokenizer(Tokenizer *t, const unsigned char *buf, size_t n, co
     t->vocab = xmalloc((size_t)vocab_size * sizeof(char *), "vocab");
     t->scores = xmalloc((size_t)vocab_size * sizeof(float), "scores");
     walk_tokenizer(buf, n, &maxlen, keep_token, t, msg, sizeof(msg));
-    // byte fallback emits id 3 + byte: those ids must be the byte tokens
     for (int b = 0; b < 256; b++) {
         char want[8];
         snprintf(want, sizeof(want), "<0x%02X>", b);
@@ -3266,12 +3246,11 @@ static void print_piece(const char *piece) {
 // Appendix F. Auto-K (-k 0): the K that maximises the predicted tokens per second
 //
 // Leviathan et al. 2022, Cor 3.9: the best K is the argmax of model.h's
-// predicted_speedup (Thm 3.8: a round's tokens over its K + a^K draft steps and
-// (K+1)-row verify pass). The costs: a table of verify passes of 1..MAX_ROWS rows
-// timed once at start-up (calibrate_auto_k), times one running factor for how
+// predicted_speedup (Thm 3.8). The costs: a table of verify passes of 1..MAX_ROWS
+// rows timed once at start-up (calibrate_auto_k), times one running factor for how
 // much dearer passes are now (attention grows with the position, the machine's
 // speed moves); the draft step and a are running means. Auto-K changes only the
-// speed, never the text: every position is decided the same way whatever K is.
+// speed, never the text (the text is the same for every K: the round, Part I).
 #define AUTO_DECAY 0.9       // the draft step's and the cost factor's running means (~10 rounds)
 #define AUTO_DECAY_A 0.97    // a's running counts (~30 rounds: at t = 0 acceptance comes in streaks)
 
@@ -3429,9 +3408,8 @@ static int start_round(SpecStats *st, Speculator *sp, int n, int want) {
     return k < 0 ? 0 : k;
 }
 
-// A round that decided positions past -n or the text's end keeps only the
-// first `used`: those were never emitted, so neither the statistics nor the
-// -v trace count them (a static tree decides all its levels: see start_round)
+// A round keeps only its first `used` positions (generate_spec's), the ones emitted, for the
+// statistics and the -v trace (a static tree decides all its levels: see start_round)
 static void trim_round(Round *rd, const Speculator *sp, int used) {
     if (used >= rd->committed) return;
     rd->accepted = rd->plain = 0;
@@ -3525,11 +3503,9 @@ static double time_target_step(Transformer *tr, Sampler *s, int token, int pos) 
     return t[2];
 }
 
-// The derived numbers of a spec run:
+// The derived numbers of a spec run; a, c and r as NOTATION (the top) defines them, timed:
 //   acceptance_rate = accepted / drafted (every proposal counts)
-//   a = accepted / examined: the chance a proposal passes once it is examined
-//       (proposals after a rejection are never examined); the theory's alpha
-//   c, r: a draft step and a verify pass in target steps (both timed)
+//   a = accepted / examined (proposals after a rejection are never examined): the theory's alpha
 typedef struct {
     int k;                  // K of the formulas: -k, or the one used most (auto-K, -d medusa)
     double acceptance_rate, a, c, r;
@@ -3622,9 +3598,8 @@ static void print_report(const Report *rp) {
     if (rp->sp) print_spec_report(rp);
 }
 
-// -j FILE, checked before anything runs (model.h's plan_output): not an input
-// of the run, now or later, nor a FIFO or a device, in a directory this process
-// may write. The file is not touched until write_json replaces it whole.
+// -j FILE, checked before anything runs (model.h's plan_output); the file is not
+// touched until write_json replaces it whole.
 static void check_json_path(const Options *o) {
     char msg[IO_PATH_MAX + 256];
     if (o->json_path && plan_output(&json_out, o->json_path, msg, sizeof(msg)))
@@ -3665,9 +3640,7 @@ static void write_json_spec(FILE *f, const Report *rp) {
             rp->opt->draft_threads);
 }
 
-// The JSON object, written whole to a new file beside `path` and renamed
-// over it (model.h: begin_output, commit_output): an interrupted run, a full
-// disk or an error leaves what was at `path` as it was.
+// The JSON object, to -j's file whole or not at all (model.h: begin_output, commit_output)
 static void write_json(const Report *rp) {
     const Output *o = rp->out;
     const Options *op = rp->opt;
@@ -3884,8 +3857,7 @@ static void set_flag(Options *o, const Flag *f, const char *v) {
     else *(unsigned long long *)(void *)at = u;
 }
 
-// --tree B1,B2,...: B_d children (1..8) under every node of depth d-1, at most
-// K_MAX levels and TREE_MAX - 1 nodes; model drafts only, the exact rule only.
+// --tree B1,B2,... (Options' branch) or auto, refused outside the limits its messages give
 static void parse_tree(Options *o, int spec) {
     long nodes = 0, level = 1; // refused as soon as they pass TREE_MAX - 1: no overflow
     if (!strcmp(o->tree, "auto")) o->tree_auto = 1, o->tree_depth = K_MAX;
