@@ -54,10 +54,10 @@
 //  2099-2789  Appendix C. Math kernels
 //  2791-3087  Appendix D. Threads
 //  3089-3244  Appendix E. Tokenizer
-//  3246-3359  Appendix F. Auto-K (-k 0)
-//  3361-3671  Appendix G. Statistics
-//  3673-3722  Appendix H. The text on stdout
-//  3724-4067  Appendix I. Command line
+//  3246-3356  Appendix F. Auto-K (-k 0)
+//  3358-3669  Appendix G. Statistics
+//  3671-3720  Appendix H. The text on stdout
+//  3722-4065  Appendix I. Command line
 //
 // Build: cc -std=c11 -O3 -mavx2 -mfma -ffp-contract=off -pthread specdec.c -lm
 #define _POSIX_C_SOURCE 200809L
@@ -907,7 +907,7 @@ static int encode_prompt(Tokenizer *tok, int *tokens, const char *prompt, const 
 static int given(const Options *o, const char *flag);
 static SpecStats *new_spec_stats(void);
 static void plan_rounds(Speculator *sp, SpecStats *st, const Options *o, const Tokenizer *trace);
-static double time_target_step(Transformer *tr, Sampler *s, int token, int pos);
+static double time_target_step(Transformer *tr, Sampler *s, float *probs, int token, int pos);
 static void print_report(const Report *rp);
 static void write_json(const Report *rp);
 static void flush_text(void);
@@ -959,7 +959,7 @@ int main(int argc, char **argv) {
     signal(SIGINT, SIG_DFL);
     if (spec) { // the speedup estimate needs one target-alone step, timed now
         rp.sp = &sp, rp.st = st;
-        if (out.n_generated) rp.target_step = time_target_step(&target, &sampler, tokens[n - 1], n - 1);
+        if (out.n_generated) rp.target_step = time_target_step(&target, &sampler, sp.p, tokens[n - 1], n - 1);
     }
     if (!given(&opt, "-n") && out.ended_by == END_LENGTH) out.ended_by = END_CONTEXT; // the default -n: the context
     if (!opt.quiet) printf("\n");
@@ -3299,19 +3299,16 @@ static int choose_k(double a, double draft_step, const double *verify, double sc
 }
 
 // Seconds of one forward over `rows` copies of `token` at pos; with s, and its
-// distribution: a target-alone step (logits that are not finite cannot fail a
-// finished run). It writes the cache at pos..: generation overwrites it later,
-// or nothing reads it again.
-static double time_forward(Transformer *tr, Sampler *s, int token, int rows, int pos) {
+// distribution into probs (vocab): a target-alone step (logits that are not finite
+// cannot fail a finished run). It writes the cache at pos..: generation overwrites
+// it later, or nothing reads it again.
+static double time_forward(Transformer *tr, Sampler *s, float *probs, int token, int rows, int pos) {
     int tokens[MAX_ROWS];
     for (int i = 0; i < rows; i++) tokens[i] = token;
-    float *probs = s ? xmalloc((size_t)tr->config.vocab_size * sizeof(float), "probs") : NULL;
     double t0 = now_seconds();
     const float *logits = forward(tr, tokens, rows, pos);
     if (s) probs_from_logits(s, probs, logits);
-    double t = now_seconds() - t0;
-    xfree(probs);
-    return t;
+    return now_seconds() - t0;
 }
 
 // The cost table: verify passes of 1..9 rows, then of every 4th row count up
@@ -3325,11 +3322,11 @@ static void calibrate_auto_k(AutoK *ak, Transformer *target, Transformer *draft,
     if (rows > target->config.seq_len) rows = target->config.seq_len;
     for (int n = 1; n <= rows; n += n < 9 ? 1 : 4) timed[m++] = n;
     *ak = (AutoK){.accepted = 1, .examined = 2, .scale = 1, .draft_step = draft ? INFINITY : 0};
-    time_forward(target, NULL, 0, timed[m - 1], 0); // warm: the weights into cache
+    time_forward(target, NULL, NULL, 0, timed[m - 1], 0); // warm: the weights into cache
     for (int i = 0; i < m; i++) ak->calib[timed[i]] = INFINITY;
     for (int rep = 0; rep < 3; rep++)
         for (int i = 0; i < m; i++)
-            ak->calib[timed[i]] = fmin(ak->calib[timed[i]], time_forward(target, NULL, 0, timed[i], 0));
+            ak->calib[timed[i]] = fmin(ak->calib[timed[i]], time_forward(target, NULL, NULL, 0, timed[i], 0));
     for (int i = m > 1, n = 1; n <= MAX_ROWS; n++) {
         while (i < m - 1 && timed[i] < n) i++;
         int a = i ? timed[i - 1] : 1, b = timed[i];
@@ -3337,7 +3334,7 @@ static void calibrate_auto_k(AutoK *ak, Transformer *target, Transformer *draft,
             ak->calib[n] = b > a ? ak->calib[a] + (ak->calib[b] - ak->calib[a]) * (n - a) / (b - a) : ak->calib[a];
     }
     for (int rep = 0; draft && rep < 3; rep++)
-        ak->draft_step = fmin(ak->draft_step, time_forward(draft, NULL, 0, 1, 0));
+        ak->draft_step = fmin(ak->draft_step, time_forward(draft, NULL, NULL, 0, 1, 0));
     ak->calibration_seconds = now_seconds() - t0;
 }
 
@@ -3493,11 +3490,12 @@ static void end_round(SpecStats *st, const Speculator *sp, const Round *rd, int 
 }
 
 // Seconds of one target-alone step (a 1-row forward and its distribution) at
-// pos: the median of 5, timed after generating so the run does not count it
-static double time_target_step(Transformer *tr, Sampler *s, int token, int pos) {
+// pos: the median of 5, timed after generating so the run does not count it;
+// probs (vocab) is scratch
+static double time_target_step(Transformer *tr, Sampler *s, float *probs, int token, int pos) {
     double t[5];
     for (int i = 0; i < 5; i++) { // sorted as they come
-        t[i] = time_forward(tr, s, token, 1, pos);
+        t[i] = time_forward(tr, s, probs, token, 1, pos);
         for (int j = i; j > 0 && t[j] < t[j - 1]; j--) { double x = t[j]; t[j] = t[j - 1]; t[j - 1] = x; }
     }
     return t[2];

@@ -471,7 +471,7 @@ static void test_timing_step_cannot_fail(void) {
     build_sampler(&s, CFG.vocab_size, 1.0f, 1.0f, 0);
     float *probs = xmalloc((size_t)CFG.vocab_size * sizeof(float), "probs");
     int finite = probs_from_logits(&s, probs, forward(&target, (int[]){TOKEN_BOS}, 1, 0));
-    double t = time_target_step(&target, &s, 5, 7);
+    double t = time_target_step(&target, &s, probs, 5, 7);
     CHECK(!finite && t > 0, "time_target_step on non-finite logits: %g s (logits finite: %d)", t, finite);
     printf("timing step: a target with non-finite logits is timed (%.1f us), not an error\n", 1e6 * t);
     xfree(probs);
