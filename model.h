@@ -862,10 +862,10 @@ static inline int plan_output(OutputFile *o, const char *name, char *msg, size_t
     // a temp file made and removed now: a directory that takes none (/proc, read-only) fails before the run
     snprintf(o->tmp, sizeof(o->tmp), "%s.XXXXXX", o->path);
     errno = 0;
-    int fd = stat(dir, &st) == 0 && S_ISDIR(st.st_mode) ? mkstemp(o->tmp) : -1;
+    int fd = stat(dir, &st) == 0 && S_ISDIR(st.st_mode) ? mkstemp(o->tmp) : -2;
     if (fd < 0) {
-        snprintf(msg, len, "%s: cannot write in the directory %s: %s", name, dir,
-                 errno ? strerror(errno) : "not a directory");
+        snprintf(msg, len, "%s: cannot %s the directory %s: %s", name, fd == -1 ? "make a file in" : "write in",
+                 dir, errno ? strerror(errno) : "not a directory");
         return -1;
     }
     close(fd), unlink(o->tmp), o->tmp[0] = '\0';

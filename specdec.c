@@ -4024,13 +4024,22 @@ static Transformer *load_models(Transformer *target, Transformer *draft, Options
     return target;
 }
 
-// -f FILE (- for stdin): the prompt, whole, less one final newline (as llama.cpp's -f); NULL without -f
+// -f FILE (- for stdin): the prompt, whole, less one final newline (as llama.cpp's -f); NULL without -f.
+// An input like the others (model.h's registry; stdin too, so -j cannot name it); a FILE must be a
+// regular file (O_NONBLOCK: a FIFO without a writer is refused, not waited on; a device is not read).
 #define PROMPT_FILE_MAX (1 << 24)
 static char *read_prompt(const Options *o) {
     const char *path = o->prompt_file;
     if (!path) return NULL;
-    FILE *f = strcmp(path, "-") ? fopen(path, "rb") : stdin;
-    if (!f) die("-f %s: cannot open the prompt file: %s", path, strerror(errno));
+    int fd = strcmp(path, "-") ? open(path, O_RDONLY | O_NONBLOCK) : 0;
+    struct stat st;
+    char msg[2 * IO_PATH_MAX + 256];
+    if (fd < 0) die("-f %s: cannot open the prompt file: %s", path, strerror(errno));
+    if (fd && (fstat(fd, &st) || !S_ISREG(st.st_mode)))
+        die("-f %s: not a regular file (a FIFO, device or directory); pipe a prompt to -f - (stdin)", path);
+    if (note_input(fd, fd ? path : "the prompt (-f -: stdin)", msg, sizeof(msg))) die("%s", msg);
+    FILE *f = fd ? fdopen(fd, "rb") : stdin;
+    if (!f) die("-f %s: cannot read the prompt: %s", path, strerror(errno));
     char *text = xmalloc(PROMPT_FILE_MAX + 2, "prompt"), *nul;
     size_t n = fread(text, 1, PROMPT_FILE_MAX + 1, f);
     int failed = ferror(f), e = errno;

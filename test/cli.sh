@@ -625,7 +625,7 @@ head -c 17000000 /dev/zero | tr '\0' a > $D/huge_prompt.txt
 expect_fail "-f -: more than 16 MB; expected a prompt" $M -m target -n 5 -f - < $D/huge_prompt.txt
 rm -f $D/huge_prompt.txt
 expect_fail "-f $D/nosuch.txt: cannot open the prompt file" $M -n 5 -f $D/nosuch.txt
-expect_fail "-f $D: cannot read the prompt: Is a directory" $M -n 5 -f $D
+expect_fail "-f $D: not a regular file (a FIFO, device or directory)" $M -n 5 -f $D
 expect_fail "-i and -f both give the prompt" $M -n 5 -i hi -f $D/prompt.txt
 printf 'a\0b' > $D/nul.txt
 expect_fail "-f $D/nul.txt: a NUL byte at offset 1" $M -n 5 -f $D/nul.txt
