@@ -860,7 +860,7 @@ static inline int plan_output(OutputFile *o, const char *name, char *msg, size_t
         return -1;
     }
     // a temp file made and removed now: a directory that takes none (/proc, read-only) fails before the run
-    snprintf(o->tmp, sizeof(o->tmp), "%s.XXXXXX", o->path);
+    strcat(strcpy(o->tmp, o->path), ".XXXXXX");
     errno = 0;
     int fd = stat(dir, &st) == 0 && S_ISDIR(st.st_mode) ? mkstemp(o->tmp) : -2;
     if (fd < 0) {
@@ -889,7 +889,7 @@ static inline FILE *begin_output(OutputFile *o, char *msg, size_t len) {
             if (sigaction(sig[i], NULL, &was) == 0 && was.sa_handler == SIG_DFL) sigaction(sig[i], &sa, NULL);
         }
     }
-    snprintf(o->tmp, sizeof(o->tmp), "%s.XXXXXX", o->path);
+    strcat(strcpy(o->tmp, o->path), ".XXXXXX"); // fits: path < IO_PATH_MAX (plan_output)
     sigset_t block, old;
     sigemptyset(&block), sigaddset(&block, SIGINT), sigaddset(&block, SIGTERM), sigaddset(&block, SIGHUP);
     sigaddset(&block, SIGXFSZ);
