@@ -797,9 +797,9 @@ static inline int io_follow_links(char *path, char *msg, size_t len) {
         if (lstat(path, &st) != 0 || !S_ISLNK(st.st_mode)) return 0;
         io_dir_of(to, path);
         if (stat(to, &ds) == 0 && !io_link_trusted(&st, &ds, geteuid())) {
-            snprintf(msg, len, "%s: a link of another user (uid %u) in the sticky world-writable directory %s: "
+            snprintf(msg, len, "%s: a link of another user (uid %u) in a sticky world-writable directory: "
                      "not followed, as the kernel's protected_symlinks rule would not; name the file itself",
-                     path, (unsigned)st.st_uid, to);
+                     path, (unsigned)st.st_uid);
             return -1;
         }
         ssize_t n = readlink(path, to, sizeof(to) - 1);
