@@ -4025,8 +4025,7 @@ static Transformer *load_models(Transformer *target, Transformer *draft, Options
 }
 
 // -f FILE (- for stdin): the prompt, whole, less one final newline (as llama.cpp's -f); NULL without -f.
-// An input like the others (model.h's registry; stdin too, so -j cannot name it); a FILE must be a
-// regular file (O_NONBLOCK: a FIFO without a writer is refused, not waited on; a device is not read).
+// An input of the run (model.h; stdin too); a FILE is a regular file (O_NONBLOCK: a FIFO is not waited on).
 #define PROMPT_FILE_MAX (1 << 24)
 static char *read_prompt(const Options *o) {
     const char *path = o->prompt_file;
