@@ -3743,7 +3743,7 @@ static const Flag FLAGS[] = {
      "stories260K's is tok512.bin, llama2.c's models' is llama2.c's tokenizer.bin)"},
     {"-m", "MODE", 's', AT(mode), 0, 0, NULL, "spec | target | draft (default spec); the model is the first argument"},
     {"-i", "TEXT", 's', AT(prompt), 0, 0, NULL, "prompt (default \"\")"},
-    {"-f", "FILE", 's', AT(prompt_file), 0, 0, NULL, "the prompt from a file, - for stdin"},
+    {"-f", "FILE", 's', AT(prompt_file), 0, 0, NULL, "the prompt from a file, - for stdin (a pipe too)"},
     {"-n", "N", 'i', AT(n_new), 0, 1 << 24, "an integer in 0..16777216", "new tokens, 0..16777216 (default: until "
      "the context is full)"},
     {"-k", "K", 'i', AT(k), 0, K_MAX, "an integer in 0.." STR(K_MAX) ", 0 for auto", "drafts per round, 1.."
