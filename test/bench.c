@@ -699,11 +699,17 @@ static E2E bench_pair(Pair *pr, const char *name, float temp, int k) { return be
 static OutputFile *outputs; // 16, allocated at the first plan (a static array misleads gcc's -Wformat-truncation)
 static int n_outputs;
 
+// atexit: an error exit (die) leaves no temp file of an output begun, not committed (trees.csv's, measuring)
+static void remove_temps(void) {
+    for (int i = 0; i < n_outputs; i++)
+        if (outputs[i].f) unlink(outputs[i].tmp);
+}
+
 // Plan dir/name (dir NULL: name) as an output; its slot. Dies with the reason.
 static int plan_bench_output(const char *dir, const char *name) {
     char path[IO_PATH_MAX], msg[2 * IO_PATH_MAX + 256] = "more than 16 outputs";
     snprintf(path, sizeof(path), "%s%s%s", dir ? dir : "", dir ? "/" : "", name);
-    if (!outputs) outputs = xmalloc(16 * sizeof(OutputFile), "the outputs");
+    if (!outputs && (!(outputs = calloc(16, sizeof(OutputFile))) || atexit(remove_temps))) die("out of memory");
     if (n_outputs == 16 || plan_output(&outputs[n_outputs], path, msg, sizeof(msg)))
         die("%s %s", dir ? "--csv" : "--json", msg);
     return n_outputs++;
