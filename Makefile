@@ -113,7 +113,8 @@ build/bin/bench: test/bench.c $(TEST_DEPS)
 
 # Every mode writes its CSVs into build/bench/ and leaves docs/ (tracked: the
 # figures' sources) alone; PUBLISH=1 writes them into docs/ (bench MODE
-# --publish), then make plots redraws the figures. build/bin/bench --help: the modes.
+# --publish), then make plots redraws the figures. build/bin/bench --help (make
+# build/bin/bench builds it): the modes.
 BENCH_PUBLISH = $(if $(filter 1,$(PUBLISH)),--publish)
 
 # bandwidth, single-row forward, verify cost r(n), end to end (shipped pair and

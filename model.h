@@ -667,13 +667,15 @@ static inline double predicted_speedup(double a, int k, double c, double r) {
 // Inputs are never modified, and outputs are whole or absent. Every input is
 // registered when opened (note_input: its device and inode); every output is
 // planned before any work (plan_output): its links are resolved (we write
-// where a link points), it must be, or become, a regular file in a directory
-// we may write, and it may be no registered input and not where stdout or
+// where a link points, where the kernel would follow it), it must be, or
+// become, a regular file of ours in a directory that takes a new file (one is
+// made and removed), and it may be no registered input and not where stdout or
 // stderr goes. Planned outputs are registered too, so an input opened after
 // the plan is checked against them: a new input kind is covered without new
 // code. The bytes go to a temp file beside the target (begin_output), which
 // is flushed, synced and renamed over it (commit_output), keeping an old
-// file's mode and owner; a signal during the write removes the temp file.
+// file's permissions but not setuid/setgid; a signal during the write removes
+// the temp file.
 #if defined(_POSIX_C_SOURCE) && _POSIX_C_SOURCE >= 200809L
 #include <errno.h>
 #include <fcntl.h>
@@ -772,12 +774,34 @@ static inline int note_input(int fd, const char *name, char *msg, size_t len) {
     return io_register(st.st_dev, st.st_ino, "", 0, name, msg, len) < 0 ? -1 : 0;
 }
 
-// Follow a dangling link's chain to the path it names (at most 32 links).
+// The directory part of path into dir (IO_PATH_MAX): "." for a bare name, "/" for /name.
+static inline void io_dir_of(char *dir, const char *path) {
+    const char *slash = strrchr(path, '/');
+    snprintf(dir, IO_PATH_MAX, "%.*s", slash ? (int)(slash - path) + (slash == path) : 1, slash ? path : ".");
+}
+
+// Whether to follow the link (lstat l) in the directory (stat d), as the
+// kernel's protected_symlinks rule would (we resolve links by hand, so the
+// kernel never asks): anyone may plant a link in a sticky world-writable
+// directory (/tmp), so there only one of ours or of the directory's owner.
+static inline int io_link_trusted(const struct stat *l, const struct stat *d, uid_t euid) {
+    const mode_t sticky = 01000; // S_ISVTX, an XSI name
+    return (d->st_mode & (sticky | S_IWOTH)) != (sticky | S_IWOTH) || l->st_uid == euid || l->st_uid == d->st_uid;
+}
+
+// Follow a link's chain to the path it names (at most 32 links, each trusted).
 static inline int io_follow_links(char *path, char *msg, size_t len) {
     for (int hops = 0; hops < 32; hops++) {
-        struct stat st;
+        struct stat st, ds;
         char to[IO_PATH_MAX];
         if (lstat(path, &st) != 0 || !S_ISLNK(st.st_mode)) return 0;
+        io_dir_of(to, path);
+        if (stat(to, &ds) == 0 && !io_link_trusted(&st, &ds, geteuid())) {
+            snprintf(msg, len, "%s: a link of another user (uid %u) in a sticky world-writable directory: "
+                     "not followed, as the kernel's protected_symlinks rule would not; name the file itself",
+                     path, (unsigned)st.st_uid);
+            return -1;
+        }
         ssize_t n = readlink(path, to, sizeof(to) - 1);
         if (n < 0) break;
         to[n] = '\0';
@@ -803,16 +827,22 @@ static inline int plan_output(OutputFile *o, const char *name, char *msg, size_t
         return -1;
     }
     snprintf(o->name, sizeof(o->name), "%s", name);
+    snprintf(o->path, sizeof(o->path), "%s", name);
     struct stat st;
     o->existed = stat(name, &o->old) == 0;
+    if (o->existed && !S_ISREG(o->old.st_mode)) {
+        snprintf(msg, len, "%s: not a regular file (a device, pipe or directory); outputs are "
+                 "written to regular files only", name);
+        return -1;
+    }
+    if (io_follow_links(o->path, msg, len)) return -1;
     if (o->existed) {
-        if (!S_ISREG(o->old.st_mode)) {
-            snprintf(msg, len, "%s: not a regular file (a device, pipe or directory); outputs are "
-                     "written to regular files only", name);
+        if (o->old.st_uid != geteuid()) { // the renamed file would be ours: its owner's no more
+            snprintf(msg, len, "%s belongs to another user (uid %u; this run's is %u): replacing it would "
+                     "make it ours; remove it first or name another file", name, (unsigned)o->old.st_uid,
+                     (unsigned)geteuid());
             return -1;
         }
-        snprintf(o->path, sizeof(o->path), "%s", name);
-        if (io_follow_links(o->path, msg, len)) return -1;
         for (int fd = 1; fd <= 2; fd++)
             if (fstat(fd, &st) == 0 && st.st_dev == o->old.st_dev && st.st_ino == o->old.st_ino) {
                 snprintf(msg, len, "%s is where standard %s goes: one would overwrite the other",
@@ -820,31 +850,32 @@ static inline int plan_output(OutputFile *o, const char *name, char *msg, size_t
                 return -1;
             }
         if ((o->reg = io_register(o->old.st_dev, o->old.st_ino, "", 1, name, msg, len)) < 0) return -1;
-    } else {
-        snprintf(o->path, sizeof(o->path), "%s", name);
-        if (io_follow_links(o->path, msg, len)) return -1;
     }
     char dir[IO_PATH_MAX], *slash = strrchr(o->path, '/');
     const char *base = slash ? slash + 1 : o->path;
-    snprintf(dir, sizeof(dir), "%.*s", slash ? (int)(slash - o->path) + (slash == o->path) : 1,
-             slash ? o->path : ".");
+    io_dir_of(dir, o->path);
     if (!base[0] || strlen(base) + 7 > 255) {
         snprintf(msg, len, "%s: %s", name, base[0] ? "a file name of more than 248 bytes (the temp "
                  "file beside it adds 7)" : "names a directory, not a file");
         return -1;
     }
+    // a temp file made and removed now: a directory that takes none (/proc, read-only) fails before the run
+    strcat(strcpy(o->tmp, o->path), ".XXXXXX");
     errno = 0;
-    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode) || access(dir, W_OK | X_OK) != 0) {
-        snprintf(msg, len, "%s: cannot write in the directory %s: %s", name, dir,
-                 errno ? strerror(errno) : "not a directory");
+    int fd = stat(dir, &st) == 0 && S_ISDIR(st.st_mode) ? mkstemp(o->tmp) : -2;
+    if (fd < 0) {
+        snprintf(msg, len, "%s: cannot %s the directory %s: %s", name, fd == -1 ? "make a file in" : "write in",
+                 dir, errno ? strerror(errno) : "not a directory");
         return -1;
     }
+    close(fd), unlink(o->tmp), o->tmp[0] = '\0';
     if (!o->existed && (o->reg = io_register(st.st_dev, st.st_ino, base, 1, name, msg, len)) < 0) return -1;
     return 0;
 }
 
-// Open the temp file beside the planned output, with the old file's mode and
-// owner (a new file: 0666 less the umask); NULL with the reason in msg.
+// Open the temp file beside the planned output, with the old file's
+// permissions less setuid/setgid (a new file: 0666 less the umask); NULL
+// with the reason in msg.
 static inline FILE *begin_output(OutputFile *o, char *msg, size_t len) {
     static int handlers; // once: SIGINT, SIGTERM, SIGHUP and SIGXFSZ (past ulimit -f) remove the temp file
     if (!handlers++) {
@@ -858,7 +889,7 @@ static inline FILE *begin_output(OutputFile *o, char *msg, size_t len) {
             if (sigaction(sig[i], NULL, &was) == 0 && was.sa_handler == SIG_DFL) sigaction(sig[i], &sa, NULL);
         }
     }
-    snprintf(o->tmp, sizeof(o->tmp), "%s.XXXXXX", o->path);
+    strcat(strcpy(o->tmp, o->path), ".XXXXXX"); // fits: path < IO_PATH_MAX (plan_output)
     sigset_t block, old;
     sigemptyset(&block), sigaddset(&block, SIGINT), sigaddset(&block, SIGTERM), sigaddset(&block, SIGHUP);
     sigaddset(&block, SIGXFSZ);
@@ -872,9 +903,7 @@ static inline FILE *begin_output(OutputFile *o, char *msg, size_t len) {
     }
     mode_t mask = umask(0);
     umask(mask);
-    // the old owner: only root may give a file away; a failure leaves the file ours
-    if (o->existed && fchown(fd, o->old.st_uid, o->old.st_gid) != 0) errno = 0;
-    if (fchmod(fd, o->existed ? o->old.st_mode & 07777 : 0666 & ~mask) != 0 || !(o->f = fdopen(fd, "w"))) {
+    if (fchmod(fd, o->existed ? o->old.st_mode & 0777 : 0666 & ~mask) != 0 || !(o->f = fdopen(fd, "w"))) {
         snprintf(msg, len, "%s: cannot set up its temp file: %s", o->name, strerror(errno));
         close(fd), unlink(o->tmp), io_pending()[0] = '\0';
         return NULL;
@@ -909,9 +938,8 @@ static inline int commit_output(OutputFile *o, char *msg, size_t len) {
     IoRegistry *r = io_registry(); // the registered output is the new file now (the old one's inode may be reused)
     if (o->reg >= 0 && o->reg < r->n && r->files[o->reg].output && !strcmp(r->files[o->reg].name, o->name))
         r->files[o->reg].dev = st.st_dev, r->files[o->reg].ino = st.st_ino, r->files[o->reg].base[0] = '\0';
-    char dir[IO_PATH_MAX], *slash = strrchr(o->path, '/');
-    snprintf(dir, sizeof(dir), "%.*s", slash ? (int)(slash - o->path) + (slash == o->path) : 1,
-             slash ? o->path : ".");
+    char dir[IO_PATH_MAX];
+    io_dir_of(dir, o->path);
     int dfd = open(dir, O_RDONLY);
     if (dfd >= 0) fsync(dfd), close(dfd); // advice to the disk: the rename is done either way
     return 0;

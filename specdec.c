@@ -3743,7 +3743,7 @@ static const Flag FLAGS[] = {
      "stories260K's is tok512.bin, llama2.c's models' is llama2.c's tokenizer.bin)"},
     {"-m", "MODE", 's', AT(mode), 0, 0, NULL, "spec | target | draft (default spec); the model is the first argument"},
     {"-i", "TEXT", 's', AT(prompt), 0, 0, NULL, "prompt (default \"\")"},
-    {"-f", "FILE", 's', AT(prompt_file), 0, 0, NULL, "the prompt from a file, - for stdin"},
+    {"-f", "FILE", 's', AT(prompt_file), 0, 0, NULL, "the prompt from a file, - for stdin (a pipe too)"},
     {"-n", "N", 'i', AT(n_new), 0, 1 << 24, "an integer in 0..16777216", "new tokens, 0..16777216 (default: until "
      "the context is full)"},
     {"-k", "K", 'i', AT(k), 0, K_MAX, "an integer in 0.." STR(K_MAX) ", 0 for auto", "drafts per round, 1.."
@@ -4024,13 +4024,21 @@ static Transformer *load_models(Transformer *target, Transformer *draft, Options
     return target;
 }
 
-// -f FILE (- for stdin): the prompt, whole, less one final newline (as llama.cpp's -f); NULL without -f
+// -f FILE (- for stdin): the prompt, whole, less one final newline (as llama.cpp's -f); NULL without -f.
+// An input of the run (model.h; stdin too); a FILE is a regular file (O_NONBLOCK: a FIFO is not waited on).
 #define PROMPT_FILE_MAX (1 << 24)
 static char *read_prompt(const Options *o) {
     const char *path = o->prompt_file;
     if (!path) return NULL;
-    FILE *f = strcmp(path, "-") ? fopen(path, "rb") : stdin;
-    if (!f) die("-f %s: cannot open the prompt file: %s", path, strerror(errno));
+    int fd = strcmp(path, "-") ? open(path, O_RDONLY | O_NONBLOCK) : 0;
+    struct stat st;
+    char msg[2 * IO_PATH_MAX + 256];
+    if (fd < 0) die("-f %s: cannot open the prompt file: %s", path, strerror(errno));
+    if (fd && (fstat(fd, &st) || !S_ISREG(st.st_mode)))
+        die("-f %s: not a regular file (a FIFO, device or directory); pipe a prompt to -f - (stdin)", path);
+    if (note_input(fd, fd ? path : "the prompt (-f -: stdin)", msg, sizeof(msg))) die("%s", msg);
+    FILE *f = fd ? fdopen(fd, "rb") : stdin;
+    if (!f) die("-f %s: cannot read the prompt: %s", path, strerror(errno));
     char *text = xmalloc(PROMPT_FILE_MAX + 2, "prompt"), *nul;
     size_t n = fread(text, 1, PROMPT_FILE_MAX + 1, f);
     int failed = ferror(f), e = errno;

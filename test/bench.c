@@ -35,7 +35,8 @@
 //        llama.cpp's llama-bench on Q8_0 and Q4_0 GGUFs (LLAMACPP: its tools' directory),
 //        in alternating pairs (compare_peer); `all` runs them too when those are set.
 // N (--threads) defaults to the CPUs the process may use. Writes bench.json and, into
-// --csv DIR (default docs), the CSVs the plots read.
+// --csv DIR (default build/bench; --publish: docs), the CSVs the plots read: each
+// checked before anything is measured, and replaced whole (model.h's plan_output).
 #define TESTING
 #include "../specdec.c"
 #include "random_model.h"
@@ -692,6 +693,51 @@ static E2E bench_spec(Pair *pr, const char *name, float temp, int k, float lenie
 static E2E bench_pair(Pair *pr, const char *name, float temp, int k) { return bench_spec(pr, name, temp, k, 1.0f); }
 
 // ---- output: bench.json and the CSVs the plots read ------------------------------
+// Each planned before anything is measured (main: a missing --csv DIR, a file
+// that is an input fail at once) and written whole (model.h's registry).
+
+static OutputFile *outputs; // 16, allocated at the first plan (a static array misleads gcc's -Wformat-truncation)
+static int n_outputs;
+
+// atexit: an error exit (die) leaves no temp file of an output begun, not committed (trees.csv's, measuring)
+static void remove_temps(void) {
+    for (int i = 0; i < n_outputs; i++)
+        if (outputs[i].f) unlink(outputs[i].tmp);
+}
+
+// Plan dir/name (dir NULL: name) as an output; its slot. Dies with the reason.
+static int plan_bench_output(const char *dir, const char *name) {
+    char path[IO_PATH_MAX], msg[2 * IO_PATH_MAX + 256] = "more than 16 outputs";
+    snprintf(path, sizeof(path), "%s%s%s", dir ? dir : "", dir ? "/" : "", name);
+    if (!outputs && (!(outputs = calloc(16, sizeof(OutputFile))) || atexit(remove_temps))) die("out of memory");
+    if (n_outputs == 16 || plan_output(&outputs[n_outputs], path, msg, sizeof(msg)))
+        die("%s %s", dir ? "--csv" : "--json", msg);
+    return n_outputs++;
+}
+
+// The temp file of the planned output dir/name (planned now if it was not:
+// the selftest's), header and a newline written if header is not NULL.
+static FILE *open_output(const char *dir, const char *name, const char *header) {
+    char path[IO_PATH_MAX], msg[IO_PATH_MAX + 256];
+    snprintf(path, sizeof(path), "%s%s%s", dir ? dir : "", dir ? "/" : "", name);
+    int i = 0;
+    while (i < n_outputs && strcmp(outputs[i].name, path)) i++;
+    if (i == n_outputs) plan_bench_output(dir, name);
+    FILE *f = begin_output(&outputs[i], msg, sizeof(msg));
+    if (!f) die("%s", msg);
+    if (header) fprintf(f, "%s\n", header);
+    return f;
+}
+
+// Rename the output written to f over its file.
+static void close_output(FILE *f) {
+    char msg[IO_PATH_MAX + 256];
+    for (int i = 0; i < n_outputs; i++)
+        if (outputs[i].f == f) {
+            if (commit_output(&outputs[i], msg, sizeof(msg))) die("%s", msg);
+            printf("wrote %s\n", outputs[i].name);
+        }
+}
 
 static void json_list(FILE *f, const char *key, const double *v, int from, int to, const char *fmt) {
     fprintf(f, ", \"%s\": [", key);
@@ -704,8 +750,7 @@ static void json_list(FILE *f, const char *key, const double *v, int from, int t
 
 static void write_bench_json(const char *path, double peak, double peak512, double bw, int threads,
                              const ModelResult *m, int n_models, const E2E *e, int n_e2e) {
-    FILE *f = fopen(path, "w");
-    if (!f) die("%s: cannot write", path);
+    FILE *f = open_output(NULL, path, NULL);
     fprintf(f, "{\"fma_peak_gflops\": %.2f, \"fma512_peak_gflops\": %.2f, \"bandwidth_gbs\": %.3f, "
             "\"threads\": %d,\n \"models\": [", peak, peak512, bw, threads);
     for (int i = 0; i < n_models; i++) {
@@ -745,23 +790,12 @@ static void write_bench_json(const char *path, double peak, double peak512, doub
         fprintf(f, "}");
     }
     fprintf(f, "]}\n");
-    if (fclose(f) != 0) die("%s: write failed", path);
-    printf("wrote %s\n", path);
-}
-
-static FILE *open_csv(const char *dir, const char *name, const char *header) {
-    char path[512];
-    snprintf(path, sizeof(path), "%s/%s", dir, name);
-    FILE *f = fopen(path, "w");
-    if (!f) die("%s: cannot write", path);
-    fprintf(f, "%s\n", header);
-    printf("wrote %s\n", path);
-    return f;
+    close_output(f);
 }
 
 // sweep_k.csv: one row per (temperature, K); auto rows marked
 static void write_sweep_k(const char *dir, const E2E *e, int n) {
-    FILE *f = open_csv(dir, "sweep_k.csv", "temperature,k,auto,threads,alpha,acceptance_rate,"
+    FILE *f = open_output(dir, "sweep_k.csv", "temperature,k,auto,threads,alpha,acceptance_rate,"
                        "tokens_per_round,c,r,target_tok_s,spec_tok_s,speedup,predicted_speedup,"
                        "pos1,pos2,pos3,pos4,pos5,pos6,pos7,pos8,pos9,"
                        "hist0,hist1,hist2,hist3,hist4,hist5,hist6,hist7,hist8,hist9,bound,check");
@@ -775,21 +809,21 @@ static void write_sweep_k(const char *dir, const E2E *e, int n) {
         char check[48];
         fprintf(f, ",%.4f,%s\n", e[i].bound, flags_text(e[i].flags, check, sizeof(check)));
     }
-    fclose(f);
+    close_output(f);
 }
 
 static void write_sweep_temp(const char *dir, const E2E *e, int n) {
-    FILE *f = open_csv(dir, "sweep_temp.csv", "temperature,k,alpha,tokens_per_round,speedup");
+    FILE *f = open_output(dir, "sweep_temp.csv", "temperature,k,alpha,tokens_per_round,speedup");
     for (int i = 0; i < n; i++)
         fprintf(f, "%.2f,%d,%.4f,%.4f,%.4f\n", e[i].temperature, e[i].k, e[i].alpha,
                 e[i].tokens_per_round, e[i].speedup);
-    fclose(f);
+    close_output(f);
 }
 
 // r(n) on one thread; an n-row pass timed below one row's by more than
 // R_NOISE is published as 1 and flagged (check_row's rule)
 static void write_verify_cost(const char *dir, const ModelResult *m, int n) {
-    FILE *f = open_csv(dir, "verify_cost.csv", "model,n,r,check");
+    FILE *f = open_output(dir, "verify_cost.csv", "model,n,r,check");
     for (int i = 0; i < n; i++)
         for (int j = 1; j <= 9; j++) {
             double r = m[i].r[0][j], bound;
@@ -798,7 +832,7 @@ static void write_verify_cost(const char *dir, const ModelResult *m, int n) {
                               "flagged r_below_1\n", m[i].name, j, r);
             fprintf(f, "%s,%d,%.4f,%s\n", m[i].name, j, below ? 1.0 : r, below ? "r_below_1" : "ok");
         }
-    fclose(f);
+    close_output(f);
 }
 
 // ---- main --------------------------------------------------------------------------
@@ -936,7 +970,7 @@ static int compare_drafters(Pair *pr, E2E *e, const char *medusa, const char *ea
 // the rows e (n) into dir/name, their drafter names without the first `skip`
 // characters (the target's prefix); k: "auto", K, or "tree SHAPE"
 static void write_drafters(const char *dir, const char *name, const E2E *e, int n, size_t skip) {
-    FILE *f = open_csv(dir, name, "drafter,threads,temperature,k,k_used,target_tok_s,spec_tok_s,"
+    FILE *f = open_output(dir, name, "drafter,threads,temperature,k,k_used,target_tok_s,spec_tok_s,"
                                             "speedup,a,c,tokens_per_round,no_match,r,bound,check");
     for (int i = 0; i < n; i++) {
         char k[40];
@@ -949,7 +983,7 @@ static void write_drafters(const char *dir, const char *name, const E2E *e, int 
                 e[i].target_tok_s, e[i].spec_tok_s, e[i].speedup, e[i].alpha, e[i].c, e[i].tokens_per_round,
                 e[i].no_match, e[i].r, e[i].bound, flags_text(e[i].flags, check, sizeof(check)));
     }
-    fclose(f);
+    close_output(f);
 }
 
 // ---- lenience: what the lossy knob buys and what it costs ------------------------
@@ -1090,7 +1124,7 @@ static int sweep_lenience(Pair *pr, LenienceRow *rows) {
 }
 
 static void write_lenience(const char *dir, const LenienceRow *r, int n) {
-    FILE *f = open_csv(dir, "lenience.csv", "lenience,lossy,threads,speedup,a,tokens_per_round,tv_first_token,"
+    FILE *f = open_output(dir, "lenience.csv", "lenience,lossy,threads,speedup,a,tokens_per_round,tv_first_token,"
                                             "tv_measured,bpb_generated,bound,check");
     for (int i = 0; i < n; i++) {
         char check[48];
@@ -1098,7 +1132,7 @@ static void write_lenience(const char *dir, const LenienceRow *r, int n) {
                 r[i].e.threads, r[i].e.speedup, r[i].e.alpha, r[i].e.tokens_per_round, r[i].tv, r[i].tv_measured,
                 r[i].bpb, r[i].e.bound, flags_text(r[i].e.flags, check, sizeof(check)));
     }
-    fclose(f);
+    close_output(f);
 }
 
 // Two ways of speculating head to head (-k k[j] or --tree tree[j]): `pairs`
@@ -1521,6 +1555,25 @@ static int selftest(void) {
     return check_summary("bench selftest");
 }
 
+// The inputs registered and the mode's outputs planned (model.h), before anything is measured
+static void plan_outputs(const BenchOptions *o, int have_pair) {
+    const char *in[] = {o->target, o->draft, o->tokenizer, o->medusa, o->eagle};
+    static const char *const WRITES[][3] = {{"all", "verify_cost.csv", ""}, {"all", "sweep_k.csv", "pair"},
+        {"all", "sweep_temp.csv", "pair"}, {"all", "drafters.csv", "pair"}, {"all", "drafters_dram.csv", "pair"},
+        {"all", "lenience.csv", "pair"}, {"sweep", "sweep_k.csv", "pair"}, {"sweep", "sweep_temp.csv", "pair"},
+        {"drafters", "drafters.csv", "pair"}, {"drafters", "drafters_dram.csv", "pair"},
+        {"lenience", "lenience.csv", "pair"}, {"tree", "trees.csv", "pair"}};
+    char msg[2 * IO_PATH_MAX + 256];
+    for (int i = 0; i < 5; i++) {
+        int fd = open(in[i], O_RDONLY | O_NONBLOCK);
+        if (fd >= 0 && note_input(fd, in[i], msg, sizeof(msg))) die("%s", msg);
+        if (fd >= 0) close(fd);
+    }
+    if (!strcmp(o->what, "all")) plan_bench_output(NULL, o->json);
+    for (size_t i = 0; i < sizeof(WRITES) / sizeof(WRITES[0]); i++)
+        if (!strcmp(WRITES[i][0], o->what) && (have_pair || !WRITES[i][2][0])) plan_bench_output(o->csv, WRITES[i][1]);
+}
+
 static char pbig[512]; // the large target's file while the bench runs
 static void remove_big(void) { remove(pbig); }
 
@@ -1541,6 +1594,7 @@ int main(int argc, char **argv) {
     printf("specdec bench: %s path, 1 and %d threads\n", SIMD_NAME, N);
     int have_pair = access(o.target, R_OK) == 0 && access(o.draft, R_OK) == 0 &&
                     access(o.tokenizer, R_OK) == 0;
+    plan_outputs(&o, have_pair);
     // the large target, written once for every block that reads it (all, drafters, tree, runc, llamacpp):
     // the shipped target embedded, zero-padded, in dim 768 x 12 layers (81M parameters,
     // 325 MB; the same logits, so the shipped draft speculates for it)
@@ -1641,13 +1695,13 @@ int main(int argc, char **argv) {
                 memcpy(PROMPTS, fixed, sizeof(fixed));
             }
             if (ti == 1 && !strcmp(o.what, "tree")) {
-                FILE *csv = open_csv(o.csv, "trees.csv", "target,temperature,kind,shape,nodes,speedup,tokens_per_round,r,bound,check");
+                FILE *csv = open_output(o.csv, "trees.csv", "target,temperature,kind,shape,nodes,speedup,tokens_per_round,r,bound,check");
                 compare_trees(&pr, "shipped", csv, H2H_PAIRS);
                 Transformer big;
                 build_transformer(&big, pbig, MAX_ROWS, pool, N);
                 Pair bp = {.target = &big, .draft = &draft, .tok = &tok, .n_new = 96, .reps = 3, .threads = N};
                 compare_trees(&bp, "embedded 325MB", csv, 32);
-                fclose(csv);
+                close_output(csv);
                 free_transformer(&big);
             }
             if (ti == 1 && (full || !strcmp(o.what, "lenience"))) {

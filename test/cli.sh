@@ -625,7 +625,7 @@ head -c 17000000 /dev/zero | tr '\0' a > $D/huge_prompt.txt
 expect_fail "-f -: more than 16 MB; expected a prompt" $M -m target -n 5 -f - < $D/huge_prompt.txt
 rm -f $D/huge_prompt.txt
 expect_fail "-f $D/nosuch.txt: cannot open the prompt file" $M -n 5 -f $D/nosuch.txt
-expect_fail "-f $D: cannot read the prompt: Is a directory" $M -n 5 -f $D
+expect_fail "-f $D: not a regular file (a FIFO, device or directory)" $M -n 5 -f $D
 expect_fail "-i and -f both give the prompt" $M -n 5 -i hi -f $D/prompt.txt
 printf 'a\0b' > $D/nul.txt
 expect_fail "-f $D/nul.txt: a NUL byte at offset 1" $M -n 5 -f $D/nul.txt
@@ -677,6 +677,43 @@ if grep -q 'note: stopped after [0-9]* of the 50 tokens asked for (-n): the cont
    grep -q '"ended_by": "context"' $D/ctx.json && [ "${gen:-99}" -lt 50 ]; then ok
 else bad "a prompt near seq_len: $(cat $D/ctx.txt | head -c 300)"; fi
 echo "context: a run cut short by seq_len says so on stderr and in the JSON ($gen of 50 tokens)"
+
+# ---- issue 49: files
+# -f's file is an input: -j naming it (by its name, or as stdin) is refused, the prompt kept
+printf 'Once upon a time\n' > $D/p49.txt
+expect_fail "$D/p49.txt (an output of this run) and $D/p49.txt are the same file" $M -m target -n 5 -f $D/p49.txt -j $D/p49.txt
+err=$($SPECDEC $M -m target -n 5 -f - -j $D/p49.txt < $D/p49.txt 2>&1 >/dev/null); rc=$?
+if [ $rc -eq 1 ] && grep -qF "$D/p49.txt (an output of this run) and the prompt (-f -: stdin) are the same file" <<<"$err" &&
+   [ "$(cat $D/p49.txt)" = "Once upon a time" ]; then ok
+else bad "-f - -j p.txt < p.txt: exit $rc, $(head -c 300 <<<"$err"), the prompt now: $(head -c 100 $D/p49.txt)"; fi
+# -f FIFO (no writer) and -f /dev/zero: refused at once, not waited on or read (timeout: 124 if it hangs)
+rm -f $D/fifo49; mkfifo $D/fifo49
+for f in $D/fifo49 /dev/zero; do
+    err=$(timeout 10 $SPECDEC $M -m target -n 5 -f $f 2>&1 >/dev/null); rc=$?
+    if [ $rc -eq 1 ] && grep -qF -- "-f $f: not a regular file" <<<"$err"; then ok; else bad "-f $f: exit $rc (124: it hung), $(head -c 300 <<<"$err")"; fi
+done
+# -j in a directory that takes no file (/proc): refused by the plan, before a token is generated
+out=$($SPECDEC $M -m target -n 5 -j /proc/x49.json 2> $D/proc49.err); rc=$?
+if [ $rc -eq 1 ] && [ -z "$out" ] && grep -qF -- "-j /proc/x49.json: cannot make a file in the directory /proc" $D/proc49.err; then ok
+else bad "-j /proc/x49.json: exit $rc, $(wc -c <<<"$out") bytes of text, $(head -c 300 $D/proc49.err)"; fi
+# -j through another user's link in a sticky world-writable directory: refused (root only: lchown)
+if [ "$(id -u)" = 0 ]; then
+    rm -rf $D/sticky49; mkdir -m 1777 $D/sticky49; echo keep > $D/victim49.txt
+    ln -s ../victim49.txt $D/sticky49/j.json && chown -h 65534 $D/sticky49/j.json
+    expect_fail "$D/sticky49/j.json: a link of another user (uid 65534) in a sticky world-writable directory" $M -m target -n 5 -j $D/sticky49/j.json
+    if [ "$(cat $D/victim49.txt)" = keep ]; then ok; else bad "-j through another user's link in a sticky dir changed the file"; fi
+else echo "SKIP -j through another user's link: not root"; fi
+# bench: its outputs are checked before anything is measured (timeout: 124 if it started measuring)
+if [ -x build/bin/bench ]; then
+    err=$(timeout 20 build/bin/bench all --csv $D/nosuch49 2>&1 >/dev/null); rc=$?
+    if [ $rc -eq 1 ] && grep -qF -- "--csv $D/nosuch49/verify_cost.csv: cannot write in the directory" <<<"$err"; then ok
+    else bad "bench all --csv (missing dir): exit $rc (124: it measured), $(head -c 300 <<<"$err")"; fi
+    cp $D/target.bin $D/victim49.bin
+    err=$(timeout 20 build/bin/bench all --target $D/victim49.bin --json $D/victim49.bin 2>&1 >/dev/null); rc=$?
+    if [ $rc -eq 1 ] && grep -qF "are the same file" <<<"$err" && cmp -s $D/victim49.bin $D/target.bin; then ok
+    else bad "bench all --json naming its --target: exit $rc (124: it measured), $(head -c 300 <<<"$err")"; fi
+fi
+echo "issue 49: -f registered and FIFOs refused, -j planned to the directory, foreign links refused, bench's outputs first"
 
 echo "cli: $pass passed, $fail failed"
 [ $fail -eq 0 ]

@@ -3,7 +3,9 @@
 // specdec's read_file. Each case runs in a child process, since die() exits:
 // an output that is a link is written where the link points; a device, a
 // directory, an input, stdout's file, an empty or over-long name is refused
-// before any work; an existing file keeps its mode; a signal while the output
+// before any work; an existing file keeps its mode (not setuid/setgid); a link
+// or file of another user is refused where the kernel's rules say (issue 49);
+// a signal while the output
 // is written removes the temp file; and every input kind's header and size
 // are checked before its body is read (a 1 GB file of the wrong kind
 // allocates nothing).
@@ -91,6 +93,50 @@ static void killed_while_writing(const void *arg) {
     raise(SIGTERM);
 }
 
+// Plan arg as an output, and no more
+static void plan_only(const void *arg) {
+    char msg[IO_PATH_MAX + 256];
+    OutputFile o;
+    if (plan_output(&o, arg, msg, sizeof(msg))) die("%s", msg);
+}
+
+// Links are followed where the kernel's protected_symlinks rule would: the
+// rule itself on made-up owners and modes; then, as root (only root can give a
+// link away), another user's link in a sticky world-writable directory is
+// refused, the file it names kept, and so is a file of another user
+static void test_owners(void) {
+    struct stat l = {.st_uid = 1000}, d = {.st_uid = 0, .st_mode = S_IFDIR | 01777};
+    int sticky_other = io_link_trusted(&l, &d, 1001), sticky_mine = io_link_trusted(&l, &d, 1000);
+    d.st_uid = 1000;
+    int sticky_dirs = io_link_trusted(&l, &d, 1001);
+    d.st_uid = 0, d.st_mode = S_IFDIR | 0777;
+    int plain = io_link_trusted(&l, &d, 1001);
+    CHECK(!sticky_other && sticky_mine && sticky_dirs && plain, "protected_symlinks: a link of uid 1000 in a sticky "
+          "world-writable dir, for uid 1001: %d (want 0), for 1000: %d, dir owned by 1000: %d, dir not sticky: %d",
+          sticky_other, sticky_mine, sticky_dirs, plain);
+    if (geteuid() != 0) {
+        printf("SKIP another user's link and file: not root (only root can give them away)\n");
+        return;
+    }
+    mkdir(DIR_ "/sticky", 0777), chmod(DIR_ "/sticky", 01777);
+    write_text(DIR_ "/victim.txt", "victim\n");
+    unlink(DIR_ "/sticky/link.txt");
+    int made = symlink("../victim.txt", DIR_ "/sticky/link.txt") == 0 && lchown(DIR_ "/sticky/link.txt", 65534, 65534) == 0;
+    int rc = in_child(write_output, DIR_ "/sticky/link.txt");
+    CHECK(made && rc == 1 && child_said("a link of another user (uid 65534) in a sticky world-writable directory") &&
+          file_is(DIR_ "/victim.txt", "victim\n"), "another user's link in a sticky world-writable directory: refused, "
+          "the file it names kept (exit %d)", rc);
+    chmod(DIR_ "/sticky", 0755); // not sticky: the same link is followed
+    rc = in_child(write_output, DIR_ "/sticky/link.txt");
+    CHECK(rc == 0 && file_is(DIR_ "/victim.txt", "new\n"), "the same link in a plain directory: followed (exit %d)", rc);
+    write_text(DIR_ "/theirs.txt", "theirs\n");
+    int given = chown(DIR_ "/theirs.txt", 65534, 65534) == 0;
+    rc = in_child(write_output, DIR_ "/theirs.txt");
+    struct stat st;
+    CHECK(given && rc == 1 && child_said("belongs to another user (uid 65534") && file_is(DIR_ "/theirs.txt", "theirs\n")
+          && stat(DIR_ "/theirs.txt", &st) == 0 && st.st_uid == 65534, "a file of another user: not replaced (exit %d)", rc);
+}
+
 static int temp_files_left(void) {
     DIR *d = opendir(DIR_);
     int n = 0;
@@ -151,6 +197,17 @@ static void test_outputs(void) {
     rc = in_child(write_output, DIR_ "/mode.txt");
     CHECK(rc == 0 && stat(DIR_ "/mode.txt", &st) == 0 && (st.st_mode & 0777) == 0600,
           "an existing output keeps its mode 0600 (got %o)", (unsigned)(st.st_mode & 0777));
+
+    // issue 49: setuid/setgid dropped; a directory that takes no file fails in the plan (not after the run)
+    write_text(DIR_ "/suid.txt", "old\n");
+    chmod(DIR_ "/suid.txt", 06750);
+    rc = in_child(write_output, DIR_ "/suid.txt");
+    CHECK(rc == 0 && stat(DIR_ "/suid.txt", &st) == 0 && (st.st_mode & 07777) == 0750,
+          "a setuid+setgid 6750 output keeps 0750, not the setuid/setgid bits (got %o)", (unsigned)(st.st_mode & 07777));
+    rc = in_child(plan_only, "/proc/x.json");
+    CHECK(rc == 1 && child_said("cannot make a file in the directory /proc:"),
+          "an output in /proc is refused by the plan, before any work (exit %d)", rc);
+    test_owners();
 
     unlink(DIR_ "/out.txt");
     rc = in_child(killed_while_writing, DIR_ "/out.txt");

@@ -6,7 +6,8 @@
 //   training, medusa.bin, kill/resume); the EAGLE-style drafter (its
 //   gradient through the unrolled steps, training, eagle.bin, kill/resume);
 //   the corpus reader; the tokenizer,
-//   its file format, and the encoder against a direct llama2.c-style loop.
+//   its file format, and the encoder against a direct llama2.c-style loop;
+//   ./train quantize's bytes, and its OUT through the file registry.
 // Each check prints what it compared; the exit status is the failure count.
 #ifndef TESTING
 #define TESTING
@@ -1410,6 +1411,7 @@ static void test_quantize(void) {
     check(write_checkpoint("build/test/train/q_f32.bin", &c, a.params, 1) == 0, "writing the f32 model");
     char *argv[] = {"train", "quantize", "build/test/train/q_f32.bin", "build/test/train/q80.bin", NULL};
     check(cmd_quantize(4, argv) == 0, "./train quantize");
+    io_forget(); // the run's files: q80.bin, its output, is read below
     size_t n;
     char *file = read_file("build/test/train/q80.bin", &n);
     unsigned char *img = malloc(q80_file_bytes(&c, 1, 64));
@@ -1427,6 +1429,57 @@ static void test_quantize(void) {
            worst, 0.5 / 127);
     free(file); free(img);
     free_model(&a);
+}
+
+// ./train quantize IN OUT [GS] in a child; fd_out: OUT is /proc/self/fd/N of IN opened there
+typedef struct {
+    const char *in, *out, *gs;
+    int fd_out;
+} QuantizeArgs;
+
+static void child_quantize(void *p) {
+    const QuantizeArgs *q = p;
+    char fd_path[64];
+    snprintf(fd_path, sizeof(fd_path), "/proc/self/fd/%d", q->fd_out ? open(q->in, O_RDONLY) : -1);
+    char *argv[] = {"train", "quantize", (char *)q->in, q->fd_out ? fd_path : (char *)q->out, (char *)q->gs, NULL};
+    cmd_quantize(q->gs ? 5 : 4, argv);
+}
+
+// issue 49: quantize's OUT goes through the registry: OUT == IN by any name, and a
+// device, refused before any work, IN kept; a write that fails (ulimit -f) leaves
+// the old OUT and no temp file; a version-2 IN and a bad GS get quantize's own words
+static void test_quantize_files(void) {
+    const char *dir = "build/test/train/q", *in = "build/test/train/q/in.bin", *old = "build/test/train/q/old.bin";
+    make_dir(dir);
+    copy_file("build/test/train/q_f32.bin", in);
+    remove("build/test/train/q/hard.bin"), remove("build/test/train/q/sym.bin");
+    check(link(in, "build/test/train/q/hard.bin") == 0 && symlink("in.bin", "build/test/train/q/sym.bin") == 0,
+          "a hard link and a symlink to IN");
+    const char *keep_in[] = {in, NULL}, *keep_old[] = {old, NULL};
+    const QuantizeArgs same[] = {{in, in, NULL, 0}, {in, "./build/test/train/q/in.bin", NULL, 0},
+                                 {in, "build/test/train/q/hard.bin", NULL, 0}, {in, "build/test/train/q/sym.bin", NULL, 0},
+                                 {in, NULL, NULL, 1}};
+    const char *how[] = {"OUT == IN", "OUT ./IN", "OUT a hard link to IN", "OUT a symlink to IN", "OUT /proc/self/fd/N of IN"};
+    for (int i = 0; i < 5; i++) {
+        copy_file("build/test/train/q_f32.bin", in); // in place (the hard link stays): as it was, whatever went before
+        expect_refused(how[i], child_quantize, (void *)&same[i], 0, "are the same file: writing it would replace an input",
+                       keep_in);
+    }
+    copy_file("build/test/train/q_f32.bin", in);
+    expect_refused("OUT /dev/null", child_quantize, &(QuantizeArgs){in, "/dev/null", NULL, 0}, 0,
+                   "/dev/null: not a regular file", keep_in);
+    FILE *f = xfopen(old, "wb");
+    fputs("the previous OUT\n", f);
+    fclose(f);
+    expect_refused("OUT written past ulimit -f (4 KB)", child_quantize, &(QuantizeArgs){in, old, NULL, 0}, 4096,
+                   "write failed: File too large", keep_old);
+    check(temp_files(dir) == 0, "no temp file left in %s after the failed write (%d)", dir, temp_files(dir));
+    expect_refused("a version-2 IN", child_quantize, &(QuantizeArgs){"build/test/train/q80.bin", old, NULL, 0}, 0,
+                   "a versioned llama2.c export (version 2: int8 already); quantize reads the legacy f32 format", keep_old);
+    expect_refused("GS 32abc", child_quantize, &(QuantizeArgs){in, old, "32abc", 0}, 0,
+                   "GS 32abc: expected a whole number", keep_old);
+    expect_refused("GS 99999999999", child_quantize, &(QuantizeArgs){in, old, "99999999999", 0}, 0,
+                   "GS (group size) 99999999999: expected a positive multiple of 4", keep_old);
 }
 
 int main(void) {
@@ -1455,5 +1508,6 @@ int main(void) {
     test_corpus();
     test_tokenizer();
     test_quantize();
+    test_quantize_files();
     return check_exit("test_train passed");
 }

@@ -2380,29 +2380,43 @@ static int load_q80_model(Model *m, const char *path) {
 
 // ./train quantize IN.bin OUT.bin [GS]: IN (legacy f32) as llama2.c's version 2
 // (int8 groups of GS, default q80_group_size's; model.h's q80_export), the
-// file export.py --version 2 writes for the same floats, and specdec reads
+// file export.py --version 2 writes for the same floats, and specdec reads.
+// OUT is planned first (model.h: no input by any name, no device) and
+// replaced whole (a temp file renamed over it: a failed write leaves it as it was).
 static int cmd_quantize(int argc, char **argv) {
     if (argc < 4 || argc > 5) die("usage: ./train quantize IN.bin OUT.bin [GS]  (f32 -> version-2 int8 groups)");
+    char *end = NULL, msg[512];
+    errno = 0;
+    long gs = argc == 5 ? strtol(argv[4], &end, 10) : 0;
+    if (argc == 5 && (end == argv[4] || *end || errno))
+        die("quantize: GS %s: expected a whole number (the group size, e.g. 64)", argv[4]);
+    OutputFile out;
+    io_forget();
+    plan_or_die(&out, argv[3]);
     size_t n;
-    char *file = read_file(argv[2], &n), msg[512];
+    char *file = read_file(argv[2], &n);
     Config c;
     int shared = 1;
     TransformerWeights w;
+    int32_t h[2] = {0};
+    memcpy(h, file, n < sizeof(h) ? n : sizeof(h));
+    if (h[0] == Q80_MAGIC)
+        die("%s: a versioned llama2.c export (version %d%s); quantize reads the legacy f32 format (export.py "
+            "--version 0, or ./train's model.bin)", argv[2], (int)h[1], h[1] == 2 ? ": int8 already" : "");
     if (n < CONFIG_HEADER_BYTES || check_checkpoint(&c, &shared, (const int32_t *)(void *)file, n, msg, sizeof(msg)))
         die("%s: %s", argv[2], n < CONFIG_HEADER_BYTES ? "shorter than the 28-byte header" : msg);
     map_weights(&w, &c, (float *)(void *)(file + CONFIG_HEADER_BYTES), shared);
     if (check_finite_weights(&w, &c, shared, msg, sizeof(msg))) die("%s: %s", argv[2], msg);
-    int gs = argc == 5 ? atoi(argv[4]) : q80_group_size(&c);
+    if (argc < 5) gs = q80_group_size(&c);
     if (gs <= 0 || gs % 4 || c.dim % gs || c.hidden_dim % gs)
-        die("quantize: group size %d: expected a positive multiple of 4 dividing dim %d and hidden_dim %d", gs,
-            c.dim, c.hidden_dim);
-    size_t bytes = q80_file_bytes(&c, shared, gs);
+        die("quantize: GS (group size) %ld: expected a positive multiple of 4 dividing dim %d and hidden_dim %d",
+            gs, c.dim, c.hidden_dim);
+    size_t bytes = q80_file_bytes(&c, shared, (int)gs);
     unsigned char *img = xmalloc(bytes);
-    q80_export(img, &c, &w, shared, gs);
-    FILE *f = xfopen(argv[3], "wb");
-    xfwrite(img, 1, bytes, f, argv[3]);
-    if (fclose(f) != 0) die("%s: write failed", argv[3]);
-    printf("%s: %zu bytes -> %s: %zu bytes, version 2, groups of %d\n", argv[2], n, argv[3], bytes, gs);
+    q80_export(img, &c, &w, shared, (int)gs);
+    xfwrite(img, 1, bytes, begin_or_die(&out), argv[3]);
+    commit_or_die(&out);
+    printf("%s: %zu bytes -> %s: %zu bytes, version 2, groups of %ld\n", argv[2], n, argv[3], bytes, gs);
     free(img);
     free(file);
     return 0;
