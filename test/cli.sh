@@ -728,7 +728,20 @@ else bad "-n 0 on a 16-position model: $(grep -o '"generated_tokens": [0-9]*' $D
 # 13. the start-up calibration's time is on stderr (auto-K), beside the JSON's calibration_seconds
 $SPECDEC $M -d $D/draft.bin -k 0 -t 0 -n 20 -q 2> $D/cal.err
 if grep -q "; before them, auto-K's calibration [0-9.]* s$" $D/cal.err; then ok; else bad "auto-K's calibration time not on stderr: $(cat $D/cal.err)"; fi
-echo "issue 49: version-2 weights recorded as run, Latin-1 JSON, SIGINT ignored/prefill stopped, llama.cpp's line, -n 0, calibration"
+# 15. the docs: the golden count (every file in test/golden), ./train bpb with its required
+# flags, README's make run block: tokens per round = examined / rounds, proposals defined
+n_golden=$(ls test/golden | grep -vc '^README.md$')
+bpb_bare=$(grep -ho '\./train bpb -m [^`]*' README.md docs/*.md | grep -v -- '-f ' | head -1)
+rounds=$(sed -n 's/^  \([0-9]*\) rounds, K = .*/\1/p' README.md | head -1)
+examined=$(sed -n 's/^  [0-9]* proposals, \([0-9]*\) examined.*/\1/p' README.md | head -1)
+per=$(sed -n 's/^  tokens per round \([0-9.]*\);.*/\1/p' README.md | head -1)
+if grep -q "22 of the $n_golden files" README.md && grep -q "# all $n_golden: adds" test/port/README.md &&
+   ! grep -q "# 19 files\|# all 24" test/port/README.md && [ -z "$bpb_bare" ] && grep -q '\*\*proposals\*\*' README.md &&
+   [ "$(awk -v e="${examined:-0}" -v r="${rounds:-1}" 'BEGIN { printf "%.2f", e / r }')" = "${per:-x}" ] &&
+   grep -q 'with \*\*hidden 192\*\*' docs/PORTING.md && grep -q 'if fabs(x\[k\]) > amax or x\[k\] is NaN' docs/PORTING.md &&
+   grep -q "rounds activations with \`round\` (ties away from" docs/PORTING.md; then ok
+else bad "docs: $n_golden golden files, a bare '$bpb_bare', make run's $examined examined / $rounds rounds vs $per, or PORTING's q80 model, NaN rule or rint"; fi
+echo "issue 49: version-2 weights recorded as run, Latin-1 JSON, SIGINT ignored/prefill stopped, llama.cpp's line, -n 0, calibration, docs"
 
 echo "cli: $pass passed, $fail failed"
 [ $fail -eq 0 ]
