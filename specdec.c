@@ -3708,7 +3708,7 @@ static void write_json(const Report *rp) {
 // ----------------------------------------------------------------------------
 // Appendix H. The text on stdout
 
-// Ctrl-C while generating stops it at the end of the step or round, and the
+// Ctrl-C while generating stops it at the end of the pass, step or round, and the
 // statistics of what was generated are printed; a second Ctrl-C ends the process.
 static void on_interrupt(int sig) {
     if (interrupted) signal(sig, SIG_DFL), raise(sig);
