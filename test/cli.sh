@@ -337,7 +337,8 @@ echo "trees: at t = 1, -n 10 and 11 are prefixes of -n 40"
 
 # ---- Ctrl-C stops the generation and prints the statistics of what was generated
 $RANDCKPT $D/ctrlc.bin 128 344 4 4 4 400 8192 --seed 9 || exit 1
-$SPECDEC $D/ctrlc.bin -z $D/tok.bin -d $D/ctrlc.bin -t 0 -k 1 -n 8000 -q -j $D/int.json 2> $D/int.err &
+# (a script's background job starts with SIGINT ignored, which specdec keeps: trap - INT restores it)
+(trap - INT; exec $SPECDEC $D/ctrlc.bin -z $D/tok.bin -d $D/ctrlc.bin -t 0 -k 1 -n 8000 -q -j $D/int.json 2> $D/int.err) &
 pid=$!; sleep 2; kill -INT $pid 2>/dev/null; wait $pid; rc=$?
 if grep -q "(interrupted by Ctrl-C)" $D/int.err && grep -q "rounds, K = " $D/int.err && [ $rc = 0 ] &&
    [ "$(jv $D/int.json "d['ended_by']")" = interrupt ]; then ok
@@ -698,11 +699,11 @@ else bad "a Latin-1 prompt's JSON is not UTF-8 with \\u00XX escapes: $(grep -ao 
 $RANDCKPT $D/long.bin 256 688 4 4 2 400 4096 --seed 3 || exit 1
 p4k=$(for i in $(seq 1000); do printf 'ab cd '; done)
 wait_for_text() { for i in $(seq 3000); do [ -s $1 ] && return; sleep 0.01; done; } # the prompt, echoed
-(trap - INT; exec $SPECDEC $D/long.bin -z $D/tok.bin -m target -t 0 -n 5 -i "$p4k" > $D/int.out 2> $D/int.err) &
-pid=$!; wait_for_text $D/int.out; kill -INT $pid; wait $pid; rc=$?
-if [ $rc -eq 0 ] && grep -q "^prompt: 4002 tokens, prefilled in .*, stopped by Ctrl-C" $D/int.err &&
-   grep -q "^target: 0 tokens .*(interrupted by Ctrl-C)" $D/int.err; then ok
-else bad "Ctrl-C during the prefill: exit $rc, $(head -c 300 $D/int.err)"; fi
+(trap - INT; exec $SPECDEC $D/long.bin -z $D/tok.bin -m target -t 0 -n 5 -i "$p4k" > $D/pre.out 2> $D/pre.err) &
+pid=$!; wait_for_text $D/pre.out; kill -INT $pid; wait $pid; rc=$?
+if [ $rc -eq 0 ] && grep -q "^prompt: 4002 tokens, prefilled in .*, stopped by Ctrl-C" $D/pre.err &&
+   grep -q "^target: 0 tokens .*(interrupted by Ctrl-C)" $D/pre.err; then ok
+else bad "Ctrl-C during the prefill: exit $rc, $(head -c 300 $D/pre.err)"; fi
 (trap '' INT; exec $SPECDEC $D/long.bin -z $D/tok.bin -m target -t 1 -n 2000 -i "ab" > $D/ign.out 2> $D/ign.err) &
 pid=$!; wait_for_text $D/ign.out; kill -INT $pid; wait $pid; rc=$?
 if [ $rc -eq 0 ] && grep -q "^target: [0-9]* tokens .*(-n reached)" $D/ign.err; then ok
