@@ -42,22 +42,22 @@
 //   538-617   The speculative step
 //   619-672   Drafters
 //   674-790   The speculative round
-//   792-863   Generation
-//   865-972   main
+//   792-871   Generation
+//   873-981   main
 // Part II. The extensions
-//   992-1207  Drafters without a second model
-//  1209-1217  Lenience
-//  1219-1577  Tree speculation
+//  1001-1216  Drafters without a second model
+//  1218-1226  Lenience
+//  1228-1586  Tree speculation
 // Appendices
-//  1584-1711  Appendix A. Errors and memory
-//  1713-2097  Appendix B. Loading
-//  2099-2789  Appendix C. Math kernels
-//  2791-3087  Appendix D. Threads
-//  3089-3244  Appendix E. Tokenizer
-//  3246-3356  Appendix F. Auto-K (-k 0)
-//  3358-3669  Appendix G. Statistics
-//  3671-3720  Appendix H. The text on stdout
-//  3722-4065  Appendix I. Command line
+//  1593-1720  Appendix A. Errors and memory
+//  1722-2106  Appendix B. Loading
+//  2108-2798  Appendix C. Math kernels
+//  2800-3096  Appendix D. Threads
+//  3098-3253  Appendix E. Tokenizer
+//  3255-3365  Appendix F. Auto-K (-k 0)
+//  3367-3707  Appendix G. Statistics
+//  3709-3758  Appendix H. The text on stdout
+//  3760-4132  Appendix I. Command line
 //
 // Build: cc -std=c11 -O3 -mavx2 -mfma -ffp-contract=off -pthread specdec.c -lm
 #define _POSIX_C_SOURCE 200809L
@@ -800,7 +800,8 @@ typedef struct {
     int done;         // BOS/EOS seen or max_new reached
     int ended_by;     // why it stopped: END_* below
     double shown_at;  // when the text last went out (show_output)
-    double prompt_seconds; // the prefill's (all prompt tokens but the last)
+    int prefilled;    // the prefill's tokens (all prompt tokens but the last, unless Ctrl-C)
+    double prompt_seconds; // ... and its seconds
 } Output;
 
 enum { END_LENGTH, END_TOKEN, END_CONTEXT, END_INTERRUPT }; // -n reached, BOS/EOS, seq_len full, Ctrl-C
@@ -811,14 +812,23 @@ static void start_output(Output *o, const int *tokens, int n);
 static void emit(Output *o, int token);
 static void show_output(Output *o);
 
+// The prefill: tokens[0..n-1) (the prompt but its last token) into tr's caches,
+// max_rows a pass; Ctrl-C stops it between passes (and then generation).
+static void prefill(Transformer *tr, const int *tokens, int n, Output *o) {
+    double t0 = now_seconds();
+    for (int rows; o->prefilled < n - 1 && !interrupted; o->prefilled += rows) {
+        rows = n - 1 - o->prefilled < tr->max_rows ? n - 1 - o->prefilled : tr->max_rows;
+        forward(tr, tokens + o->prefilled, rows, o->prefilled);
+    }
+    o->prompt_seconds = now_seconds() - t0;
+}
+
 // Plain decoding with one model from n committed tokens (the prompt): the
 // token at position n drawn from p_n with coin_at(n, DRAW). tokens has room
 // for seq_len. Returns the number of committed tokens.
 static int generate_plain(Transformer *tr, Sampler *s, const Rng *rng, int *tokens, int n, Output *o) {
     float *probs = xmalloc((size_t)tr->config.vocab_size * sizeof(float), "probs");
-    double t0 = now_seconds();
-    if (n > 1) forward_chunked(tr, tokens, n - 1, 0); // prefill all but the last prompt token
-    o->prompt_seconds = now_seconds() - t0;
+    prefill(tr, tokens, n, o);
     for (; !o->done && !interrupted && n < tr->config.seq_len; n++) {
         if (!probs_from_logits(s, probs, forward(tr, &tokens[n - 1], 1, n - 1))) die_logits(tr, n, s->temperature);
         tokens[n] = sample(probs, tr->config.vocab_size, coin_at(rng, n, COIN_DRAW));
@@ -842,9 +852,7 @@ static void trim_round(Round *rd, const Speculator *sp, int used);
 
 static int generate_spec(Speculator *sp, SpecStats *st, int *tokens, int n, Output *o) {
     Drafter *d = sp->drafter;
-    double t0 = now_seconds();
-    if (n > 1) forward_chunked(sp->target, tokens, n - 1, 0);
-    o->prompt_seconds = now_seconds() - t0;
+    prefill(sp->target, tokens, n, o);
     if (d->rewind) d->rewind(d, 0); // it catches up in round 1
     if (d->observe) d->observe(d, n > 1 ? (n - 2) % sp->target->max_rows : -1, n - 2); // the prefill's last row
     while (!o->done && !interrupted && n < sp->target->config.seq_len) {
@@ -952,11 +960,12 @@ int main(int argc, char **argv) {
     // generate; the clock covers prefill and decoding, not loading
     Report rp = {.opt = &opt, .prompt_tokens = n, .out = &out, .target_gs = strcmp(opt.mode, "draft") ? target.gs : -1};
     double t0 = now_seconds();
+    struct sigaction ours = {.sa_handler = on_interrupt}, before; // Ctrl-C, unless ignored (nohup, a script's &)
     interrupted = 0;
-    signal(SIGINT, on_interrupt);
+    if (!sigaction(SIGINT, NULL, &before) && before.sa_handler != SIG_IGN) sigaction(SIGINT, &ours, NULL);
     n = spec ? generate_spec(&sp, st, tokens, n, &out) : generate_plain(model, &sampler, &rng, tokens, n, &out);
     rp.seconds = now_seconds() - t0 - out.prompt_seconds;
-    signal(SIGINT, SIG_DFL);
+    sigaction(SIGINT, &before, NULL); // as it was
     if (spec) { // the speedup estimate needs one target-alone step, timed now
         rp.sp = &sp, rp.st = st;
         if (out.n_generated) rp.target_step = time_target_step(&target, &sampler, sp.p, tokens[n - 1], n - 1);
@@ -3361,7 +3370,7 @@ static SpecStats *new_spec_stats(void) { return xmalloc(sizeof(SpecStats), "stat
 
 // sp's rounds and st from the options: -k (0: auto-K) or --tree (a shape, or
 // auto). Auto-K and --tree auto time the target's passes first (--tree auto up
-// to MAX_ROWS rows: it reads those costs as it grows); -n 0 times nothing.
+// to MAX_ROWS rows: it reads those costs as it grows); nothing to generate times nothing.
 static void plan_rounds(Speculator *sp, SpecStats *st, const Options *o, const Tokenizer *trace) {
     if (o->tree) build_trees(sp, o->branch, o->tree_depth, o->tree_auto);
     *st = (SpecStats){.k = !o->n_new ? 1 : o->tree_auto ? 0 : o->tree ? o->tree_depth : o->k, .trace = trace};
@@ -3509,6 +3518,7 @@ typedef struct {
     double acceptance_rate, a, c, r;
     double tokens_per_round, expected_per_round; // measured, and (1-a^(K+1))/(1-a) at each round's K
     double predicted, estimated; // the theory's speedup; this run's tok/s x one target step
+    double rows;            // a verify pass's rows, the rounds' mean: r above them is a busy machine's
 } SpecSummary;
 
 static double ratio(double x, double y) { return y > 0 ? x / y : 0; }
@@ -3529,6 +3539,7 @@ static SpecSummary summarize(const Report *rp) {
     for (int k = 0; k <= K_MAX; k++) {
         tokens += (double)st->k_used[k] * expected_tokens_per_round(m.a, k);
         steps += (double)st->k_used[k] * (k + pow(m.a, k));
+        m.rows += ratio((double)st->k_used[k] * (k + 1), rounds);
     }
     m.expected_per_round = ratio(tokens, rounds);
     if (m.r > 0) m.predicted = m.expected_per_round / (ratio(steps, rounds) * m.c + m.r);
@@ -3539,6 +3550,9 @@ static SpecSummary summarize(const Report *rp) {
 // Output.ended_by (END_*) in the report and in the JSON
 static const char *const ENDED_BY[][2] = {{"-n reached", "length"}, {"the model ended the text", "eos"},
     {"the context (seq_len) is full", "context"}, {"interrupted by Ctrl-C", "interrupt"}};
+
+// r past the rows (and a margin for the clock): the run's passes were slowed, or the step was timed quickly
+static int disturbed(const Report *rp, const SpecSummary *m) { return !rp->opt->tree && m->r > 1.25 * m->rows; }
 
 static void json_longs(FILE *f, const char *key, const long *v, int n) {
     fprintf(f, ", \"%s\": [", key);
@@ -3572,20 +3586,27 @@ static void print_spec_report(const Report *rp) {
         fprintf(stderr, "\n  %ld positions had no proposal (lookup found no n-gram, past the draft's "
                 "context or past the last Medusa head): drawn from the target alone", st->plain_tokens);
     fprintf(stderr, "\n  timed (varies with the machine's load): draft %.3f s on %d thread%s, verify %.3f s, "
-            "other %.3f s\n", st->draft_seconds, rp->opt->draft_threads, rp->opt->draft_threads == 1 ? "" : "s",
+            "other %.3f s", st->draft_seconds, rp->opt->draft_threads, rp->opt->draft_threads == 1 ? "" : "s",
             st->verify_seconds, rp->seconds - st->draft_seconds - st->verify_seconds);
-    fprintf(stderr, "  timed: in target steps of %.3f ms (timed after the run), c = %.3f per draft step, r = %.3f "
+    if (st->autok.calibration_seconds > 0) // not in the run's seconds: it ran before
+        fprintf(stderr, "; before them, auto-K's calibration %.3f s", st->autok.calibration_seconds);
+    fprintf(stderr, "\n  timed: in target steps of %.3f ms (timed after the run), c = %.3f per draft step, r = %.3f "
             "per verify pass\n  speedup estimated %.2fx (tokens per second x one target step)", 1e3 * rp->target_step,
             m.c, m.r, m.estimated);
     if (!tree) fprintf(stderr, ", predicted %.2fx (the theory at the a, c and r above)", m.predicted);
     fprintf(stderr, "; only a target-only run measures it\n");
+    if (disturbed(rp, &m)) // an n-row pass does at most n steps' work: the run was slowed, not the step
+        fprintf(stderr, "  the timing was disturbed: a verify pass of %.1f rows took %.1f target steps, more than "
+                "its rows' worth; the machine was busy, so c, r and the estimate are not this run's costs\n",
+                m.rows, m.r);
 }
 
 static void print_report(const Report *rp) {
     const Output *o = rp->out;
-    if (rp->prompt_tokens > 1) // BOS and the prompt; the prefill reads all but the last
-        fprintf(stderr, "prompt: %d tokens, prefilled in %.3f s, %.1f tok/s\n", rp->prompt_tokens,
-                o->prompt_seconds, ratio(rp->prompt_tokens - 1, o->prompt_seconds));
+    if (rp->prompt_tokens > 1) // BOS and the prompt; the prefill reads all but the last (Ctrl-C: fewer)
+        fprintf(stderr, "prompt: %d tokens, prefilled in %.3f s, %.1f tok/s%s\n", rp->prompt_tokens,
+                o->prompt_seconds, ratio(o->prefilled, o->prompt_seconds),
+                o->prefilled < rp->prompt_tokens - 1 ? ", stopped by Ctrl-C" : "");
     fprintf(stderr, "%s: %d tokens in %.3f s, %.1f tok/s, %d thread%s (%s)\n", rp->opt->mode, o->n_generated,
             rp->seconds, ratio(o->n_generated, rp->seconds), rp->opt->threads, rp->opt->threads == 1 ? "" : "s",
             ENDED_BY[o->ended_by][0]);
@@ -3604,15 +3625,32 @@ static void check_json_path(const Options *o) {
         json_out.name[0] = '\0', die("-j %s", msg);
 }
 
-// ", "key": "value" with the value escaped for JSON (null for NULL)
+// The bytes of the UTF-8 character at c, or 0 if c does not start one (RFC 3629's
+// table: the lead byte, then continuation bytes, the second one's range narrowed after
+// E0 and F0 (no overlong forms), ED (no surrogates) and F4 (nothing past U+10FFFF))
+static int utf8_length(const unsigned char *c) {
+    int n = c[0] < 0x80 ? 1 : c[0] < 0xC2 ? 0 : c[0] < 0xE0 ? 2 : c[0] < 0xF0 ? 3 : c[0] < 0xF5 ? 4 : 0;
+    for (int i = 1; i < n; i++) // a NUL ends the text: it is no continuation byte
+        if ((c[i] & 0xC0) != 0x80) return 0;
+    int lo = c[0] == 0xE0 ? 0xA0 : c[0] == 0xF0 ? 0x90 : 0x80, hi = c[0] == 0xED ? 0x9F : c[0] == 0xF4 ? 0x8F : 0xBF;
+    return n > 1 && (c[1] < lo || c[1] > hi) ? 0 : n;
+}
+
+// ", "key": "value" with the value escaped for JSON (null for NULL); a byte that
+// is not UTF-8 (a Latin-1 prompt) as \u00XX, the character it is in Latin-1
 static void json_string(FILE *f, const char *key, const char *v) {
     fprintf(f, ", \"%s\": ", key);
     if (!v) { fputs("null", f); return; }
     fputc('"', f);
-    for (const unsigned char *c = (const unsigned char *)v; *c; c++)
+    for (const unsigned char *c = (const unsigned char *)v; *c; c++) {
+        int n = utf8_length(c);
         if (*c == '"' || *c == '\\') fprintf(f, "\\%c", *c);
-        else if (*c < 0x20) fprintf(f, "\\u%04x", *c);
-        else fputc(*c, f);
+        else if (*c < 0x20 || !n) fprintf(f, "\\u%04x", *c);
+        else {
+            fwrite(c, 1, (size_t)n, f);
+            c += n - 1;
+        }
+    }
     fputc('"', f);
 }
 
@@ -3632,10 +3670,10 @@ static void write_json_spec(FILE *f, const Report *rp) {
     fprintf(f, ", \"rounds\": %ld, \"draft_seconds\": %.6f, \"verify_seconds\": %.6f, "
             "\"plain_target_tokens\": %ld, \"target_step_seconds\": %.6f, \"c\": %.6f, \"r\": %.6f, "
             "\"expected_tokens_per_round\": %.6f, \"predicted_speedup\": %.6f, "
-            "\"estimated_speedup\": %.6f, \"calibration_seconds\": %.6f, \"draft_threads\": %d",
-            st->rounds, st->draft_seconds, st->verify_seconds, st->plain_tokens, rp->target_step, m.c,
-            m.r, m.expected_per_round, m.predicted, m.estimated, st->autok.calibration_seconds,
-            rp->opt->draft_threads);
+            "\"estimated_speedup\": %.6f, \"timing_disturbed\": %s, \"calibration_seconds\": %.6f, "
+            "\"draft_threads\": %d", st->rounds, st->draft_seconds, st->verify_seconds, st->plain_tokens,
+            rp->target_step, m.c, m.r, m.expected_per_round, m.predicted, m.estimated,
+            disturbed(rp, &m) ? "true" : "false", st->autok.calibration_seconds, rp->opt->draft_threads);
 }
 
 // The JSON object, to -j's file whole or not at all (model.h: begin_output, commit_output)
@@ -3670,7 +3708,7 @@ static void write_json(const Report *rp) {
 // ----------------------------------------------------------------------------
 // Appendix H. The text on stdout
 
-// Ctrl-C while generating stops it at the end of the step or round, and the
+// Ctrl-C while generating stops it at the end of the pass, step or round, and the
 // statistics of what was generated are printed; a second Ctrl-C ends the process.
 static void on_interrupt(int sig) {
     if (interrupted) signal(sig, SIG_DFL), raise(sig);
@@ -3744,8 +3782,8 @@ static const Flag FLAGS[] = {
     {"-m", "MODE", 's', AT(mode), 0, 0, NULL, "spec | target | draft (default spec); the model is the first argument"},
     {"-i", "TEXT", 's', AT(prompt), 0, 0, NULL, "prompt (default \"\")"},
     {"-f", "FILE", 's', AT(prompt_file), 0, 0, NULL, "the prompt from a file, - for stdin (a pipe too)"},
-    {"-n", "N", 'i', AT(n_new), 0, 1 << 24, "an integer in 0..16777216", "new tokens, 0..16777216 (default: until "
-     "the context is full)"},
+    {"-n", "N", 'i', AT(n_new), 0, 1 << 24, "an integer in 0..16777216", "new tokens, 1..16777216 (default: until "
+     "the context is full; so does 0, as in llama2.c)"},
     {"-k", "K", 'i', AT(k), 0, K_MAX, "an integer in 0.." STR(K_MAX) ", 0 for auto", "drafts per round, 1.."
      STR(K_MAX) "; 0 chooses K as it goes (default 0, but -d medusa uses every head and -d eagle 4: their text "
      "depends on K)"},
@@ -3794,11 +3832,11 @@ static void usage(void) {
     printf("Default files missing from the working directory are taken from beside the binary.\n");
 }
 
-// Other programs' flags (llama.cpp's, mostly) and what they are here: each error names it
+// Other programs' flags (llama.cpp's, run.c's) and what they are here: each error names it
 static const char *const HABITS[][2] = {
     {" -m ", "-m is the mode, run.c's generate is spec or target, no chat; the model is the first argument: "
              "specdec MODEL.bin [options]"},
-    {" -n ", "without -n it decodes until the context is full, as llama.cpp's -n -1"},
+    {" -n ", "without -n it decodes until the context is full (so does -n 0), as llama.cpp's -n -1"},
     {" -s ", "llama.cpp's -s -1, a random seed, is -s $RANDOM here"},
     {" --model ", "the model is the first argument: specdec MODEL.bin [options]"},
     {" -p ", "-p is top-p, as in llama2.c; the prompt is -i TEXT or -f FILE"},
@@ -3810,22 +3848,32 @@ static const char *const HABITS[][2] = {
     {" -ngl --n-gpu-layers -ngld ", "specdec runs on the CPU"},
     {" -tb --threads-batch ", "threads are --threads N"},
     {" --top-p --seed --n-predict ", "top-p, seed and new tokens are -p, -s and -n"},
+    {" -y -cnv --conversation -sys ", "no chat: the prompt (-i, -f) is text to continue"},
+    {" --repeat-penalty --min-p ", "no such sampler here: -t, -p and --top-k shape the distribution"},
+    {" -e --escape ", "-i takes the text as it is: a newline as $'a\\nb' in bash, or -f FILE"},
+    {" -fa --flash-attn ", "one attention kernel, the same bits on every CPU"},
 };
 
-// "(what `flag`, another program's, means here; see specdec -h)"
-static const char *hint(const char *flag) {
-    static char text[256];
+// The command line's errors, each with its hint: parse_options reports them all at once
+static char refused[4096];
+static int n_refused;
+
+// One error into refused; flag's hint, if another program's, after it: " (what it is here)"
+static void refuse(const char *flag, const char *fmt, ...) {
     char key[40];
-    const char *h = "";
+    size_t n = n_refused ? strlen(refused) : 0;
+    va_list ap;
+    va_start(ap, fmt);
+    n += (size_t)snprintf(refused + n, sizeof(refused) - n, "%s", n_refused++ ? "\n  " : "");
+    if (n < sizeof(refused)) n += (size_t)vsnprintf(refused + n, sizeof(refused) - n, fmt, ap);
+    va_end(ap);
     snprintf(key, sizeof(key), " %.30s ", flag);
-    for (size_t i = 0; i < sizeof(HABITS) / sizeof(HABITS[0]) && !*h; i++)
-        if (strstr(HABITS[i][0], key)) h = HABITS[i][1];
-    snprintf(text, sizeof(text), "(%s%ssee specdec -h)", h, *h ? "; " : "");
-    return text;
+    for (size_t i = 0; i < sizeof(HABITS) / sizeof(HABITS[0]) && n < sizeof(refused); i++)
+        if (strstr(HABITS[i][0], key)) snprintf(refused + n, sizeof(refused) - n, " (%s)", HABITS[i][1]);
 }
 
 static void bad_flag(const char *flag, const char *value, const char *expected) {
-    die("%s %s: expected %s %s", flag, value, expected, hint(flag));
+    refuse(flag, "%s %s: expected %s", flag, value, expected);
 }
 
 static int flag_index(const char *flag) {
@@ -3849,7 +3897,7 @@ static void set_flag(Options *o, const Flag *f, const char *v) {
              : (double)(u = strtoull(v, &end, 10)); // which would take -1 as 2^64 - 1
     if (end == v || *end != '\0' || errno || !isfinite(x) || x < f->lo || x > f->hi ||
         (f->kind == 'u' && strchr(v, '-')))
-        bad_flag(f->flag, v, f->expected);
+        { bad_flag(f->flag, v, f->expected); return; }
     if (f->kind == 'i') *(int *)(void *)at = (int)n;
     else if (f->kind == 'f') *(float *)(void *)at = (float)x;
     else *(unsigned long long *)(void *)at = u;
@@ -3936,25 +3984,34 @@ static void parse_options(Options *o, int argc, char **argv) {
                    .ngram_min = 1, .ngram_max = 3, .lenience = 1.0f, .temperature = 1.0f, .top_p = 1.0f,
                    .seed = 42}; // no -n: main sets what fits
     if (argc > 1 && argv[1][0] != '-') o->target_path = argv[i++], o->target_named = 1;
-    for (; i < argc && !o->help; i++) {
-        const char *f = strcmp(argv[i], "--help") ? argv[i] : "-h";
+    for (n_refused = 0; i < argc && !o->help; i++) {
+        const char *f = strcmp(argv[i], "--help") ? argv[i] : "-h", *next = i + 1 < argc ? argv[i + 1] : "-";
         int at = flag_index(f);
         if (f[0] != '-')
-            die("%s: a file name among the options; the target checkpoint goes first "
-                "(specdec TARGET.bin [options], see specdec -h)", f);
-        if (at < 0) die("unknown flag %s %s", f, hint(f));
-        if (FLAGS[at].kind != 'b' && i + 1 >= argc) bad_flag(f, "(missing)", "a value after the flag");
-        set_flag(o, &FLAGS[at], FLAGS[at].kind == 'b' ? NULL : argv[++i]);
-        o->given |= 1u << at;
+            refuse(f, "%s: a file name among the options; the target checkpoint goes first "
+                   "(specdec TARGET.bin [options])", f);
+        else if (at < 0) { // another program's: its value (not a flag, or a number) is skipped
+            refuse(f, "unknown flag %s", f);
+            i += next[0] != '-' || isdigit((unsigned char)next[1]);
+        } else if (FLAGS[at].kind != 'b' && i + 1 >= argc) bad_flag(f, "(missing)", "a value after the flag");
+        else {
+            set_flag(o, &FLAGS[at], FLAGS[at].kind == 'b' ? NULL : argv[++i]);
+            o->given |= 1u << at;
+        }
     }
     if (o->help) return;
     if (strcmp(o->mode, "spec") && strcmp(o->mode, "target") && strcmp(o->mode, "draft"))
         bad_flag("-m", o->mode, "a mode: spec, target or draft");
+    o->draft_weights = strcmp(o->weights_name, "f32") ? WEIGHTS_INT8 : WEIGHTS_F32;
+    if (strcmp(o->weights_name, WEIGHTS_NAME[o->draft_weights]))
+        bad_flag("--draft-weights", o->weights_name, "int8 or f32");
+    o->target_weights = strcmp(o->target_weights_name, "int8") ? WEIGHTS_F32 : WEIGHTS_INT8;
+    if (strcmp(o->target_weights_name, WEIGHTS_NAME[o->target_weights]))
+        bad_flag("--target-weights", o->target_weights_name, "int8 or f32");
+    if (n_refused > 1) die("%d flags to change (see specdec -h):\n  %s", n_refused, refused);
+    if (n_refused) die("%s (see specdec -h)", refused);
     if (given(o, "-i") && given(o, "-f")) die("-i and -f both give the prompt: use one (see specdec -h)");
-    for (o->draft_weights = WEIGHTS_F32; strcmp(o->weights_name, WEIGHTS_NAME[o->draft_weights]);)
-        if (++o->draft_weights > WEIGHTS_INT8) bad_flag("--draft-weights", o->weights_name, "int8 or f32");
-    for (o->target_weights = WEIGHTS_F32; strcmp(o->target_weights_name, WEIGHTS_NAME[o->target_weights]);)
-        if (++o->target_weights > WEIGHTS_INT8) bad_flag("--target-weights", o->target_weights_name, "int8 or f32");
+    if (given(o, "-n") && !o->n_new) o->given &= ~(1u << flag_index("-n")); // -n 0: as if not given
     if (o->temperature > 0.0f && o->temperature < 1e-6f)
         die("-t %g: expected 0 (greedy) or at least 1e-6: a smaller temperature makes logits / t "
             "overflow float32", o->temperature);
@@ -3979,13 +4036,21 @@ static int header_vocab(const char *path) {
     return ok && v != INT32_MIN ? abs(v) : 0;
 }
 
+// What ran, into *weights (the JSON's): a version-2 file is int8 whatever --W-weights asked
+static void ran_weights(const Options *o, int *weights, const Transformer *t, const char *flag) {
+    if (given(o, flag) && *weights == WEIGHTS_F32 && t->gs)
+        fprintf(stderr, "specdec: warning: %s f32 ignored: %s is a version-2 file, int8 as written\n", flag, t->path);
+    *weights = t->gs ? WEIGHTS_INT8 : WEIGHTS_F32;
+}
+
 // -m draft: the draft as spec mode uses it, so it must fit the target named
-static Transformer *load_draft_alone(Transformer *draft, const Options *o, ThreadPool *pool) {
+static Transformer *load_draft_alone(Transformer *draft, Options *o, ThreadPool *pool) {
     int v = o->target_named ? header_vocab(o->target_path) : 0;
     if (o->target_named && !v)
         die("%s: cannot open checkpoint, or no header (-m draft checks the draft against the target named)",
             o->target_path);
     build_transformer_as(draft, o->draft_path, MAX_ROWS, pool, o->draft_threads, o->draft_weights);
+    ran_weights(o, &o->draft_weights, draft, "--draft-weights");
     if (o->target_named && v != draft->config.vocab_size)
         die("%s: vocab_size %d differs from the target's %d (%s); -m draft runs the draft (-d, default "
             "weights/draft.bin) that would speculate for it: name one with its vocabulary", o->draft_path,
@@ -4000,6 +4065,7 @@ static Transformer *load_draft_alone(Transformer *draft, const Options *o, Threa
 static Transformer *load_models(Transformer *target, Transformer *draft, Options *o, ThreadPool *pool) {
     if (!strcmp(o->mode, "draft")) return load_draft_alone(draft, o, pool);
     build_transformer_as(target, o->target_path, MAX_ROWS, pool, o->threads, o->target_weights);
+    ran_weights(o, &o->target_weights, target, "--target-weights");
     int V = target->config.vocab_size, v;
     if (strcmp(o->mode, "spec") || o->lookup || o->medusa || o->eagle) return target;
     if (!given(o, "-d") && (v = header_vocab(o->draft_path)) != V) {
@@ -4016,6 +4082,7 @@ static Transformer *load_models(Transformer *target, Transformer *draft, Options
         return target;
     }
     build_transformer_as(draft, o->draft_path, MAX_ROWS, pool, o->draft_threads, o->draft_weights);
+    ran_weights(o, &o->draft_weights, draft, "--draft-weights");
     struct stat ts, ds; // sizes on disk, both float32: a bigger draft is probably the two swapped
     if (!stat(o->target_path, &ts) && !stat(o->draft_path, &ds) && ds.st_size > ts.st_size)
         fprintf(stderr, "specdec: warning: the draft %s (%.1f MB) is larger than the target %s (%.1f MB): drafting "

@@ -494,16 +494,21 @@ static int add_point(Series *s, double x, double y, Error *e) {
 }
 
 // Appends (x, y) to s and, if the point is kept, a note beside it ("": none).
-static int add_noted_point(Figure *f, Series *s, double x, double y, const char *text, Error *e) {
-    size_t before = s->n;
-    if (add_point(s, x, y, e)) return -1;
-    if (s->n == before || !text[0]) return 0;
+// A note on point `point` of series `series` (text "": none).
+static int add_note(Figure *f, size_t series, size_t point, const char *text, Error *e) {
+    if (!text[0]) return 0;
     if (f->n_notes == MAX_NOTES)
         return fail(e, "figure \"%s\": more than %d notes", f->title, MAX_NOTES);
     Note *n = &f->notes[f->n_notes++];
-    *n = (Note){.series = (size_t)(s - f->series), .point = s->n - 1};
+    *n = (Note){.series = series, .point = point};
     snprintf(n->text, sizeof(n->text), "%s", text);
     return 0;
+}
+
+static int add_noted_point(Figure *f, Series *s, double x, double y, const char *text, Error *e) {
+    size_t before = s->n;
+    if (add_point(s, x, y, e)) return -1;
+    return s->n == before ? 0 : add_note(f, (size_t)(s - f->series), s->n - 1, text, e);
 }
 
 // Category x = 1, 2, ... of a categorical x axis is named by the call's order.
@@ -541,6 +546,7 @@ typedef struct {
     double xmin, xmax, ymin, ymax; // the data range it shows
     double xstep, ystep;           // tick spacing
     int tick_lines;                // lines in the x tick labels (category names: 1 or more)
+    int placed[MAX_NOTES + 1][4];  // where the legend (0; all 0: none) and note i (i + 1) went: x0, y0, x1, y1
 } Axes;
 
 // The tick spacing for `span`: the smallest of 1, 2 or 5 times a power of ten
@@ -843,6 +849,17 @@ static int marker_drawn(const Figure *f, const Axes *ax, size_t i, size_t j) {
     return s->marker;
 }
 
+// Whether some point is drawn as a ring around another series' (marker_drawn):
+// the legend then says what a ring is.
+static int any_overlap_ring(const Figure *f, const Axes *ax) {
+    for (size_t i = 0; i < f->n_series; i++)
+        for (size_t j = 0; f->series[i].marker != MARK_RING && j < f->series[i].n; j++)
+            if (marker_drawn(f, ax, i, j) == MARK_RING) return 1;
+    return 0;
+}
+
+#define RING_LABEL "ring: on a point of another line"
+
 // All data, clipped to the plot area: bars first, then lines, then markers on
 // top, so no line hides a measured point.
 static void draw_data(Canvas *c, const Axes *ax, const Figure *f) {
@@ -886,10 +903,17 @@ static void draw_legend_entry(Canvas *c, int x, int y, const Series *s) {
     draw_label(c, x + LEGEND_SAMPLE + 8, mid, 0, 0.5, s->label, TEXT_SCALE);
 }
 
+// Whether the w x h box at (x, y) meets box b (x0, y0, x1, y1)
+static int boxes_meet(const int *b, int x, int y, int w, int h) {
+    return b[0] < x + w && x < b[2] && b[1] < y + h && y < b[3];
+}
+
 // Where a w x h legend box hides the least drawn data: the first free corner
 // (or top/bottom centre); failing that, the spot with the least ink among
-// every height at the right, left and centre.
-static void place_legend(int *bx, int *by, const Canvas *c, const Axes *ax, int w, int h) {
+// every height at the right, left and centre. A spot over one of the n bar
+// notes (bar_note_boxes) counts as full of ink: a label hidden is worse than a line.
+static void place_legend(int *bx, int *by, const Canvas *c, const Axes *ax, int w, int h,
+                         const int (*notes)[4], size_t n) {
     const int m = 8, xs[3] = {ax->right - m - w, ax->left + m, (ax->left + ax->right - w) / 2};
     size_t best = (size_t)-1;
     for (int pass = 0; pass < 2 && best > 0; pass++) {
@@ -897,6 +921,10 @@ static void place_legend(int *bx, int *by, const Canvas *c, const Axes *ax, int 
         for (int y = ax->top + m; y_step > 0 && y + h <= ax->bottom - m; y += y_step)
             for (int i = 0; i < 3; i++) {
                 size_t ink = count_ink(c, xs[i], y, xs[i] + w, y + h);
+                for (size_t k = 0; k < n; k++)
+                    if (notes[k][2] && boxes_meet((int[4]){notes[k][0] - NOTE_PAD, notes[k][1] - NOTE_PAD,
+                        notes[k][0] + notes[k][2] + NOTE_PAD, notes[k][1] + notes[k][3] + NOTE_PAD}, xs[i], y, w, h))
+                        ink += (size_t)w * h;
                 if (ink >= best) continue;
                 best = ink;
                 *bx = xs[i];
@@ -905,9 +933,10 @@ static void place_legend(int *bx, int *by, const Canvas *c, const Axes *ax, int 
     }
 }
 
-// The legend's size: *w by *h pixels for n rows; returns n (0: no legend).
-static int legend_size(int *w, int *h, const Figure *f) {
-    int n = 0, label_w = 0;
+// The legend's size: *w by *h pixels for n rows (rings: one more, RING_LABEL's);
+// returns n (0: no legend).
+static int legend_size(int *w, int *h, const Figure *f, int rings) {
+    int n = rings, label_w = rings ? text_width(RING_LABEL, TEXT_SCALE) : 0;
     for (size_t i = 0; i < f->n_series; i++)
         if (f->series[i].label[0]) {
             n++;
@@ -919,10 +948,22 @@ static int legend_size(int *w, int *h, const Figure *f) {
     return n;
 }
 
-static void draw_legend(Canvas *c, const Axes *ax, const Figure *f) {
+// Where the legend goes (box: x0, y0, x1, y1; all 0: no legend), off the data
+// and the bar notes (box[i] of bar_note_boxes); *rings: a row for the rings
+// where points were drawn as rings (marker_drawn).
+static void legend_box(int *box, int *rings, const Canvas *c, const Axes *ax, const Figure *f,
+                       const int (*notes)[4]) {
     int w, h, x = ax->left, y = ax->top;
-    if (legend_size(&w, &h, f) == 0) return;
-    place_legend(&x, &y, c, ax, w, h);
+    *rings = any_overlap_ring(f, ax);
+    box[0] = box[1] = box[2] = box[3] = 0;
+    if (legend_size(&w, &h, f, *rings) == 0) return;
+    place_legend(&x, &y, c, ax, w, h, notes, f->n_notes);
+    memcpy(box, (int[4]){x, y, x + w, y + h}, sizeof(int[4]));
+}
+
+static void draw_legend(Canvas *c, const Figure *f, const int *box, int rings) {
+    int x = box[0], y = box[1], w = box[2] - box[0], h = box[3] - box[1];
+    if (!w) return;
     fill_rect(c, x, y, x + w, y + h, WHITE);
     stroke_rect(c, x, y, x + w, y + h, FRAME);
     y += 7;
@@ -931,6 +972,8 @@ static void draw_legend(Canvas *c, const Axes *ax, const Figure *f) {
             draw_legend_entry(c, x + 10, y, &f->series[i]);
             y += LEGEND_ROW;
         }
+    if (rings)
+        draw_legend_entry(c, x + 10, y, &(Series){.label = RING_LABEL, .color = FRAME, .marker = MARK_RING});
 }
 
 // Moves a w x h box (top-left *x, *y) into the plot area, padding included.
@@ -951,9 +994,11 @@ static double marker_reach(int marker) {
 
 // Where a w x h note (top-left *x, *y) goes beside the point at (px, py),
 // `gap` pixels off: of the eight sides tried (right, left, above, below, then
-// the corners) the first that covers the least ink, kept in the plot area.
+// the corners) the first that covers the least ink, kept in the plot area;
+// one over a box to avoid (n of them, x0, y0, x1, y1: the legend, the notes so
+// far) or over a marker of f's (NULL: none) counts as full of ink.
 static void place_beside(int *x, int *y, const Canvas *c, const Axes *ax, double px, double py,
-                         int w, int h, double gap) {
+                         int w, int h, double gap, const int (*avoid)[4], size_t n, const Figure *f) {
     static const int dx[8] = {1, -1, 0, 0, 1, 1, -1, -1}, dy[8] = {0, 0, -1, 1, -1, 1, -1, 1};
     size_t best = (size_t)-1;
     for (int i = 0; i < 8 && best > 0; i++) {
@@ -962,6 +1007,16 @@ static void place_beside(int *x, int *y, const Canvas *c, const Axes *ax, double
         clamp_box(&bx, &by, ax, w, h);
         size_t ink =
             count_ink(c, bx - NOTE_PAD, by - NOTE_PAD, bx + w + NOTE_PAD, by + h + NOTE_PAD);
+        size_t full = (size_t)(w + 2 * NOTE_PAD) * (h + 2 * NOTE_PAD);
+        for (size_t k = 0; k < n; k++)
+            if (boxes_meet(avoid[k], bx - NOTE_PAD, by - NOTE_PAD, w + 2 * NOTE_PAD, h + 2 * NOTE_PAD)) ink += full;
+        for (size_t i = 0; f && i < f->n_series; i++)
+            for (size_t j = 0; f->series[i].marker && j < f->series[i].n; j++) {
+                double mx, my;
+                data_to_pixel(&mx, &my, ax, f->series[i].pts[j].x, f->series[i].pts[j].y);
+                ink += mx > bx - NOTE_PAD && mx < bx + w + NOTE_PAD && my > by - NOTE_PAD && my < by + h + NOTE_PAD
+                       ? full : 0;
+            }
         if (ink >= best) continue;
         best = ink;
         *x = bx;
@@ -1000,8 +1055,10 @@ static void bar_note_boxes(int (*box)[4], const Axes *ax, const Figure *f) {
 }
 
 // A note on a white ground, in a darker shade of its series' colour: at its
-// place above its bar (bar_note_boxes), or beside its marker.
-static void draw_note(Canvas *c, const Axes *ax, const Figure *f, const Note *n, const int *bar_box) {
+// place above its bar (bar_note_boxes), or beside its marker off the n boxes
+// in avoid (the legend, the notes drawn so far); avoid[n]: where it went.
+static void draw_note(Canvas *c, const Axes *ax, const Figure *f, const Note *n, const int *bar_box,
+                      int (*avoid)[4], size_t n_avoid) {
     const Series *s = &f->series[n->series];
     Color ink = shade(s->color, 0.3);
     int w = block_width(n->text), h = block_height(n->text), x = ax->left, y = ax->top;
@@ -1011,10 +1068,12 @@ static void draw_note(Canvas *c, const Axes *ax, const Figure *f, const Note *n,
         y = bar_box[1];
     } else {
         data_to_pixel(&px, &py, ax, s->pts[n->point].x, s->pts[n->point].y);
-        place_beside(&x, &y, c, ax, px, py, w, h, marker_reach(s->marker) + NOTE_GAP);
+        place_beside(&x, &y, c, ax, px, py, w, h, marker_reach(s->marker) + NOTE_GAP, (const int (*)[4])avoid,
+                     n_avoid, f);
     }
     fill_rect(c, x - NOTE_PAD, y - NOTE_PAD, x + w + NOTE_PAD, y + h + NOTE_PAD, WHITE);
     draw_block(c, x + w / 2.0, y, n->text, &ink);
+    memcpy(avoid[n_avoid], (int[4]){x - NOTE_PAD, y - NOTE_PAD, x + w + NOTE_PAD, y + h + NOTE_PAD}, sizeof(int[4]));
 }
 
 // Draws f on a new FIG_W x FIG_H canvas; *ax tells where the data landed.
@@ -1025,12 +1084,14 @@ static int render_figure(Canvas *c, Axes *ax, const Figure *f, Error *e) {
     layout_axes(ax, f, c->w, c->h);
     draw_grid(c, ax, f);
     draw_data(c, ax, f);
-    int box[MAX_NOTES][4];
+    int box[MAX_NOTES][4], rings;
     bar_note_boxes(box, ax, f);
-    for (size_t i = 0; i < f->n_notes; i++) draw_note(c, ax, f, &f->notes[i], box[i]); // after all data
+    legend_box(ax->placed[0], &rings, c, ax, f, (const int (*)[4])box); // where the data and bar notes are not
+    for (size_t i = 0; i < f->n_notes; i++) // after all data, each off the legend and the notes before it
+        draw_note(c, ax, f, &f->notes[i], box[i], ax->placed, i + 1);
     draw_ticks(c, ax, f);
     draw_titles(c, ax, f);
-    draw_legend(c, ax, f);
+    draw_legend(c, f, ax->placed[0], rings);
     return 0;
 }
 
@@ -1440,7 +1501,7 @@ static Series *add_curve(Figure *f, const char *label, size_t g, Error *e) {
 
 // Adds one temperature's series from the sums (and counts of non-empty fields)
 // of its K = 8 rows' detail columns.
-typedef int (*DetailGroup)(Figure *f, const double *sum, const size_t *count, const char *key,
+typedef int (*DetailGroup)(Figure *f, const double *sum, const size_t *count, const Group *rows,
                            size_t g, Error *e);
 
 // The columns a detail figure reads: temperature, k, then
@@ -1471,7 +1532,7 @@ static int detail_figure(Figure *f, const Table *t, const char *prefix, int from
     for (size_t g = 0; g < n; g++) {
         Group rows = {.t = t, .key_col = col[0], .key = keys[g]};
         group_sums(sum, count, &rows, col[1], K_DETAIL, col + 2, n_cols - 2);
-        if (add_group(f, sum, count, keys[g], g, e)) return -1;
+        if (add_group(f, sum, count, &rows, g, e)) return -1;
     }
     if (f->n_series == 0)
         return fail(e, "%s: no rows with k = %d and %s%d..%s%d filled in", t->path, K_DETAIL,
@@ -1481,13 +1542,13 @@ static int detail_figure(Figure *f, const Table *t, const char *prefix, int from
 
 // One temperature's mean acceptance at each position 1..K + 1 (none: no K = 8
 // rows); sum[i] is position i + 1's.
-static int acceptance_group(Figure *f, const double *sum, const size_t *count, const char *key,
+static int acceptance_group(Figure *f, const double *sum, const size_t *count, const Group *group,
                             size_t g, Error *e) {
     size_t rows = 0;
     for (int i = 0; i < DETAIL_LAST; i++) rows += count[i];
     if (rows == 0) return 0;
     char label[96];
-    snprintf(label, sizeof(label), "T = %s", key);
+    snprintf(label, sizeof(label), "T = %s", group->key);
     Series *s = add_curve(f, label, g, e);
     if (!s) return -1;
     for (int i = 0; i < DETAIL_LAST; i++)
@@ -1511,19 +1572,36 @@ static int figure_acceptance_by_position(Figure *f, const Table *tables, size_t 
 static double tokens_committed(int j) { return j <= K_DETAIL ? j + 1 : K_DETAIL + 1; }
 
 // One temperature's histogram, every bin 0..K + 1 as a fraction of its rounds,
-// labelled with the mean number of tokens a round committed over all of them.
-static int histogram_group(Figure *f, const double *sum, const size_t *count, const char *key,
+// labelled with the mean tokens per round: the rows' own (column tokens_per_round,
+// weighted by their rounds), else what the bins commit. A row's own counts a
+// generation's last round, cut by -n or the end of the text, as the tokens it
+// kept; its bin counts it as j + 1 (4.81 against 4.85 in docs/sweep_k.csv).
+static int histogram_group(Figure *f, const double *sum, const size_t *count, const Group *group,
                            size_t g, Error *e) {
-    double total = 0, tokens = 0;
+    const Table *t = group->t;
+    int k = find_column(t, "k"), tpr = find_column(t, "tokens_per_round");
+    double total = 0, tokens = 0, own = 0, own_rounds = 0;
     (void)count;
     for (int j = 0; j <= DETAIL_LAST; j++) {
         total += sum[j];
         tokens += tokens_committed(j) * sum[j];
     }
     if (total <= 0) return 0;
+    for (size_t r = 0; tpr >= 0 && r < t->n_rows; r++) { // the rows group_sums summed
+        double rounds = 0;
+        if (!in_fixed_k(group, r) || num(t, r, k) != K_DETAIL || isnan(num(t, r, tpr))) continue;
+        for (int j = 0; j <= DETAIL_LAST; j++) {
+            char name[16];
+            snprintf(name, sizeof(name), "hist%d", j);
+            double v = num(t, r, find_column(t, name));
+            rounds += isnan(v) ? 0 : v;
+        }
+        own += num(t, r, tpr) * rounds;
+        own_rounds += rounds;
+    }
     char label[96];
-    snprintf(label, sizeof(label), "T = %s (%.0f rounds, mean %.2f tokens per round)", key, total,
-             tokens / total);
+    snprintf(label, sizeof(label), "T = %s (%.0f rounds, mean %.2f tokens per round)", group->key, total,
+             own_rounds > 0 ? own / own_rounds : tokens / total);
     Series *s = add_series(f, label, PALETTE[g], SERIES_BARS, e);
     if (!s) return -1;
     for (int j = 0; j <= DETAIL_LAST; j++)
@@ -1664,6 +1742,17 @@ static int add_separate_passes(Figure *f, double n_max, Error *e) {
     return add_point(s, 1, 1, e) ? -1 : add_point(s, n_max, n_max, e);
 }
 
+// Whether row r failed the bench's check of what its own numbers allow (a
+// column "check" that is neither empty nor "ok": bench.c's check_row).
+static int row_flagged(const Table *t, size_t r) {
+    int col = find_column(t, "check");
+    return col >= 0 && cell(t, r, col)[0] && strcmp(cell(t, r, col), "ok");
+}
+
+#define FLAG_MARK "!" // a note's last line on a flagged row
+
+// verify_cost.csv: each model's r(n), one curve per model; a row the bench flagged
+// (r measured below 1, published as 1: check r_below_1) marked FLAG_MARK at its point.
 static int figure_verify_cost(Figure *f, const Table *tables, size_t n_tables, Error *e) {
     static const char *const names[] = {"model", "n", "r"};
     const Table *t = &tables[0];
@@ -1676,8 +1765,16 @@ static int figure_verify_cost(Figure *f, const Table *tables, size_t n_tables, E
                  "r(n) = t(n rows) / t(1 row)");
     f->y_zero = 1;
     if (curves_by_group(f, t, col, "", e)) return -1;
-    for (size_t i = 0; i < f->n_series; i++)
+    size_t curves = f->n_series, flagged = 0;
+    for (size_t i = 0; i < curves; i++)
         for (size_t j = 0; j < f->series[i].n; j++) n_max = fmax(n_max, f->series[i].pts[j].x);
+    for (size_t r = 0; r < t->n_rows; r++)
+        for (size_t i = 0; row_flagged(t, r) && i < curves; i++)
+            for (size_t j = 0; !strcmp(f->series[i].label, cell(t, r, col[0])) && j < f->series[i].n; j++)
+                if (f->series[i].pts[j].x == num(t, r, col[1]) && ++flagged && add_note(f, i, j, FLAG_MARK, e))
+                    return -1;
+    if (flagged && !add_series(f, FLAG_MARK ": measured below 1, drawn at 1", INK, SERIES_XY, e))
+        return -1; // a legend line, no data
     if (add_hline(f, 1, "r = 1 (as cheap as one row)", e)) return -1;
     return add_separate_passes(f, n_max, e);
 }
@@ -1820,15 +1917,6 @@ static void drafter_note(char *out, size_t cap, const Table *t, const int *col, 
                                  : snprintf(out + len, cap - len, "%s%.2f", i ? "\n" : "", v));
     }
 }
-
-// Whether row r failed the bench's check of what its own numbers allow (a
-// column "check" that is neither empty nor "ok": bench.c's check_row).
-static int row_flagged(const Table *t, size_t r) {
-    int col = find_column(t, "check");
-    return col >= 0 && cell(t, r, col)[0] && strcmp(cell(t, r, col), "ok");
-}
-
-#define FLAG_MARK "!" // a note's last line on a flagged row
 
 // One temperature's bars: each configuration's speedup, its note above it
 // (ending in FLAG_MARK where the bench flagged the row).

@@ -337,7 +337,8 @@ echo "trees: at t = 1, -n 10 and 11 are prefixes of -n 40"
 
 # ---- Ctrl-C stops the generation and prints the statistics of what was generated
 $RANDCKPT $D/ctrlc.bin 128 344 4 4 4 400 8192 --seed 9 || exit 1
-$SPECDEC $D/ctrlc.bin -z $D/tok.bin -d $D/ctrlc.bin -t 0 -k 1 -n 8000 -q -j $D/int.json 2> $D/int.err &
+# (a script's background job starts with SIGINT ignored, which specdec keeps: trap - INT restores it)
+(trap - INT; exec $SPECDEC $D/ctrlc.bin -z $D/tok.bin -d $D/ctrlc.bin -t 0 -k 1 -n 8000 -q -j $D/int.json 2> $D/int.err) &
 pid=$!; sleep 2; kill -INT $pid 2>/dev/null; wait $pid; rc=$?
 if grep -q "(interrupted by Ctrl-C)" $D/int.err && grep -q "rounds, K = " $D/int.err && [ $rc = 0 ] &&
    [ "$(jv $D/int.json "d['ended_by']")" = interrupt ]; then ok
@@ -714,6 +715,71 @@ if [ -x build/bin/bench ]; then
     else bad "bench all --json naming its --target: exit $rc (124: it measured), $(head -c 300 <<<"$err")"; fi
 fi
 echo "issue 49: -f registered and FIFOs refused, -j planned to the directory, foreign links refused, bench's outputs first"
+
+# ---- issue 49: results and habits
+# 6. a version-2 draft or target runs int8 whatever --draft-weights/--target-weights say:
+# one warning line, and the JSON records what ran
+$SPECDEC $M -d $D/t192q80.bin --draft-weights f32 -t 0 -n 5 -q -j $D/w49d.json 2> $D/w49d.err
+$SPECDEC $MQ -m target --target-weights f32 -t 0 -n 5 -q -j $D/w49t.json 2> $D/w49t.err
+if grep -q '"draft_weights": "int8"' $D/w49d.json && grep -q '"target_weights": "int8"' $D/w49t.json &&
+   [ "$(grep -c "warning: --draft-weights f32 ignored: $D/t192q80.bin is a version-2 file" $D/w49d.err)" = 1 ] &&
+   [ "$(grep -c "warning: --target-weights f32 ignored: $D/t192q80.bin is a version-2 file" $D/w49t.err)" = 1 ]; then ok
+else bad "f32 asked of a version-2 file: $(grep -o '"[a-z]*_weights": "[a-z0-9]*"' $D/w49d.json $D/w49t.json | tr '\n' ' ') $(head -c 200 $D/w49d.err)"; fi
+# 7. a Latin-1 prompt: the JSON is UTF-8, each byte that is not as \u00XX (its Latin-1 character)
+printf 'caf\xe9 na\xefve \xe2\x80\x94 \xed\xa0\x80 ok\n' > $D/latin1.txt
+$SPECDEC $M -m target -t 0 -n 3 -q -f $D/latin1.txt -j $D/latin1.json 2>/dev/null
+if python3 -c "import json,sys; p=json.loads(open(sys.argv[1],'rb').read().decode('utf-8'))['prompt']
+sys.exit(p != 'caf\xe9 na\xefve \u2014 \xed\xa0\x80 ok')" $D/latin1.json 2>/dev/null; then ok
+else bad "a Latin-1 prompt's JSON is not UTF-8 with \\u00XX escapes: $(grep -ao '"prompt": "[^"]*"' $D/latin1.json)"; fi
+# 9. signals: SIGINT ignored at the start (a script's background job) stays ignored; a Ctrl-C
+# during the prefill stops it there (a 4,000-token prompt on a 4-layer model: seconds of prefill)
+$RANDCKPT $D/long.bin 256 688 4 4 2 400 4096 --seed 3 || exit 1
+p4k=$(for i in $(seq 1000); do printf 'ab cd '; done)
+wait_for_text() { for i in $(seq 3000); do [ -s $1 ] && return; sleep 0.01; done; } # the prompt, echoed
+(trap - INT; exec $SPECDEC $D/long.bin -z $D/tok.bin -m target -t 0 -n 5 -i "$p4k" > $D/pre.out 2> $D/pre.err) &
+pid=$!; wait_for_text $D/pre.out; kill -INT $pid; wait $pid; rc=$?
+if [ $rc -eq 0 ] && grep -q "^prompt: 4002 tokens, prefilled in .*, stopped by Ctrl-C" $D/pre.err &&
+   grep -q "^target: 0 tokens .*(interrupted by Ctrl-C)" $D/pre.err; then ok
+else bad "Ctrl-C during the prefill: exit $rc, $(head -c 300 $D/pre.err)"; fi
+(trap '' INT; exec $SPECDEC $D/long.bin -z $D/tok.bin -m target -t 1 -n 2000 -i "ab" > $D/ign.out 2> $D/ign.err) &
+pid=$!; wait_for_text $D/ign.out; kill -INT $pid; wait $pid; rc=$?
+if [ $rc -eq 0 ] && grep -q "^target: [0-9]* tokens .*(-n reached)" $D/ign.err; then ok
+else bad "SIGINT ignored at the start, then sent: exit $rc, $(head -c 300 $D/ign.err)"; fi
+# 11. a llama.cpp command line: one message naming every flag and what it is here
+expect_llama() { # expect_llama "message substring"...: all in the one message for the command line below
+    local err; err=$($SPECDEC -m model.bin -p "Once upon a time" --temp 0.7 -c 256 -ngl 0 -md draft.bin -y sys -cnv \
+        --repeat-penalty 1.1 --min-p 0.05 -e -fa 2>&1 >/dev/null); local rc=$? w
+    for w in "$@"; do grep -qF -- "$w" <<<"$err" || { bad "llama.cpp's line: no '$w' in: $err"; return; }; done
+    [ $rc -eq 1 ] && [ "$(grep -c 'specdec:' <<<"$err")" = 1 ] && ok || bad "llama.cpp's line: exit $rc, $err"
+}
+expect_llama "12 flags to change (see specdec -h):" "-m model.bin: expected a mode" "the model is the first argument" \
+    "-p Once upon a time: expected a number in (0, 1] (-p is top-p" "unknown flag --temp (the temperature is -t T)" \
+    "unknown flag -c (the context is the checkpoint's seq_len" "unknown flag -ngl (specdec runs on the CPU)" \
+    "unknown flag -md (the draft is -d FILE)" "unknown flag -y (no chat" "unknown flag -cnv (no chat" \
+    "unknown flag --repeat-penalty (no such sampler here" "unknown flag --min-p (no such sampler here" \
+    "unknown flag -e (-i takes the text as it is" "unknown flag -fa (one attention kernel"
+# 12. -n 0: up to the context, as run.c's -n 0
+$SPECDEC $D/short.bin -z $D/tok.bin -m target -t 0 -n 0 -j $D/n0.json > /dev/null 2> $D/n0.err
+if grep -q '"generated_tokens": 15,' $D/n0.json && grep -q '"ended_by": "context"' $D/n0.json &&
+   $SPECDEC -h | tr -s '\n ' '  ' | grep -q "(default: until the context is full; so does 0, as in llama2.c)"; then ok
+else bad "-n 0 on a 16-position model: $(grep -o '"generated_tokens": [0-9]*' $D/n0.json) $(head -c 200 $D/n0.err)"; fi
+# 13. the start-up calibration's time is on stderr (auto-K), beside the JSON's calibration_seconds
+$SPECDEC $M -d $D/draft.bin -k 0 -t 0 -n 20 -q 2> $D/cal.err
+if grep -q "; before them, auto-K's calibration [0-9.]* s$" $D/cal.err; then ok; else bad "auto-K's calibration time not on stderr: $(cat $D/cal.err)"; fi
+# 15. the docs: the golden count (every file in test/golden), ./train bpb with its required
+# flags, README's make run block: tokens per round = examined / rounds, proposals defined
+n_golden=$(ls test/golden | grep -vc '^README.md$')
+bpb_bare=$(grep -ho '\./train bpb -m [^`]*' README.md docs/*.md | grep -v -- '-f ' | head -1)
+rounds=$(sed -n 's/^  \([0-9]*\) rounds, K = .*/\1/p' README.md | head -1)
+examined=$(sed -n 's/^  [0-9]* proposals, \([0-9]*\) examined.*/\1/p' README.md | head -1)
+per=$(sed -n 's/^  tokens per round \([0-9.]*\);.*/\1/p' README.md | head -1)
+if grep -q "22 of the $n_golden files" README.md && grep -q "# all $n_golden: adds" test/port/README.md &&
+   ! grep -q "# 19 files\|# all 24" test/port/README.md && [ -z "$bpb_bare" ] && grep -q '\*\*proposals\*\*' README.md &&
+   [ "$(awk -v e="${examined:-0}" -v r="${rounds:-1}" 'BEGIN { printf "%.2f", e / r }')" = "${per:-x}" ] &&
+   grep -q 'with \*\*hidden 192\*\*' docs/PORTING.md && grep -q 'if fabs(x\[k\]) > amax or x\[k\] is NaN' docs/PORTING.md &&
+   grep -q "rounds activations with \`round\` (ties away from" docs/PORTING.md; then ok
+else bad "docs: $n_golden golden files, a bare '$bpb_bare', make run's $examined examined / $rounds rounds vs $per, or PORTING's q80 model, NaN rule or rint"; fi
+echo "issue 49: version-2 weights recorded as run, Latin-1 JSON, SIGINT ignored/prefill stopped, llama.cpp's line, -n 0, calibration, docs"
 
 echo "cli: $pass passed, $fail failed"
 [ $fail -eq 0 ]

@@ -479,6 +479,25 @@ static void test_timing_step_cannot_fail(void) {
     free_transformer(&target);
 }
 
+// the speedup estimate under a busy machine (issue 49): a verify pass of K+1 rows
+// does at most K+1 target steps' work, so r above that (x 1.25) says the run was
+// slowed, not its passes dearer: flagged as disturbed; a quiet run's r (1.3) is not
+static void test_timing_disturbed(void) {
+    Options opt = {.tree = NULL};
+    Output out = {.n_generated = 100};
+    SpecStats st = {.k = 4, .rounds = 40, .examined = 100, .accepted = 60, .drafted = 160};
+    st.k_used[4] = 40;
+    Report rp = {.opt = &opt, .out = &out, .st = &st, .seconds = 1.0, .target_step = 1e-3};
+    double r[2] = {1.3, 8.0};
+    for (int i = 0; i < 2; i++) {
+        st.verify_seconds = r[i] * rp.target_step * (double)st.rounds;
+        SpecSummary m = summarize(&rp);
+        CHECK(fabs(m.r - r[i]) < 1e-9 && fabs(m.rows - 5) < 1e-9 && disturbed(&rp, &m) == i,
+              "r = %.2f of 5-row verify passes (rows %.2f): disturbed %d, want %d", m.r, m.rows, disturbed(&rp, &m), i);
+    }
+    printf("timing: r = 8 on 5-row passes flagged as a disturbed run, r = 1.3 not\n");
+}
+
 // the text at t = 1 is a function of the seed: the same for every K, auto-K,
 // any thread count, and a draft whose context ends early
 static void test_text_invariance(void) {
@@ -579,6 +598,7 @@ int main(int argc, char **argv) {
     test_identical_draft();
     test_short_draft();
     test_timing_step_cannot_fail();
+    test_timing_disturbed();
     test_text_invariance();
     test_lookup();
     test_int8_target();

@@ -1417,14 +1417,14 @@ static void test_quantize(void) {
     unsigned char *img = malloc(q80_file_bytes(&c, 1, 64));
     q80_export(img, &c, &a.w, 1, 64);
     check(n == q80_file_bytes(&c, 1, 64) && !memcmp(file, img, n), "quantize wrote %zu bytes, the same as q80_export", n);
-    check(load_q80_model(&b, "build/test/train/q80.bin") == 1 && b.n_params == a.n_params, "reading it back");
+    check(load_q80_model(&b, "build/test/train/q80.bin", c.seq_len) == 1 && b.n_params == a.n_params, "reading it back");
     double worst = 0;
     for (size_t i = 0; i < a.n_params; i++) worst = fmax(worst, fabs((double)a.params[i] - b.params[i]));
     check(worst <= 0.5 / 127 + 1e-6, "dequantised weights within %g of the floats (half a step: 1/254)", worst);
     check(!memcmp(a.w.rms_att, b.w.rms_att, 4 * (size_t)c.dim * c.n_layers) && !memcmp(a.w.rope_cos, b.w.rope_cos, 4 * rope),
           "norms and RoPE tables exact");
     free_model(&b);
-    check(load_q80_model(&b, "build/test/train/q_f32.bin") == 0, "a legacy file is not version 2");
+    check(load_q80_model(&b, "build/test/train/q_f32.bin", c.seq_len) == 0, "a legacy file is not version 2");
     printf("quantize: version 2 in groups of 64 == q80_export's bytes; read back within %.4f (half a step: %.4f)\n",
            worst, 0.5 / 127);
     free(file); free(img);

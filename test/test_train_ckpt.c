@@ -165,7 +165,7 @@ static void test_distill(void) {
 // tokens x log2(V) / bytes; and a paragraph longer than seq_len is scored in
 // windows, every token once. -tail keeps only the paragraphs that start in the
 // file's last bytes.
-static void test_bpb(void) {
+static double test_bpb(void) {
     Config c = {16, 32, 1, 2, 1, 400, 8}; // seq_len 8: the long paragraph takes windows
     size_t n = checkpoint_n_floats(&c, 1);
     float *zero = xmalloc(n * sizeof(float), "zero weights");
@@ -177,6 +177,7 @@ static void test_bpb(void) {
                            "./train bpb -m " DIR "/zero.bin -z " DIR "/tok.bin -f " DIR "/bpb.txt -tail 10"};
     const char *texts[2][3] = {{"Once upon a time, Ben had a kite. He was happy, and Lily had a red box.",
                                 "Sue saw the cat.", "The end."}, {"The end."}};
+    double whole = 0;
     for (int i = 0; i < 2; i++) {
         FILE *p = popen(cmds[i], "r");
         if (!p) die("cannot run ./train bpb");
@@ -193,6 +194,61 @@ static void test_bpb(void) {
         double want = (double)tokens * log2(400.0) / (double)bytes;
         check(fabs(bpb - want) < 1e-5 * want, "bpb of a uniform model%s: %.6f, want %zu tokens x log2(400) / "
               "%zu bytes = %.6f", i ? " (-tail 10: the last paragraph)" : "", bpb, tokens, bytes, want);
+        whole = i ? whole : want;
+    }
+    return whole;
+}
+
+// ./train bpb on version-2 files (c as test_bpb's, groups of 16) of weights w_value
+// (matrices m_value): exit status, stderr into err, and the bits per byte printed
+static int bpb_q80(float w_value, float m_value, int seq_len, float wq_scale, char *err, size_t n, double *bpb) {
+    Config c = {16, 32, 1, 2, 1, 400, 8};
+    size_t nf = checkpoint_n_floats(&c, 1), bytes = q80_file_bytes(&c, 1, 16), sizes[Q80_MATRICES], sat;
+    float *f = xmalloc(nf * sizeof(float), "weights");
+    unsigned char *img = xmalloc(bytes, "version 2");
+    TransformerWeights w;
+    map_weights(&w, &c, f, 1);
+    for (size_t i = 0; i < nf; i++) f[i] = f + i >= w.wq && f + i < w.rms_ffn ? m_value : w_value;
+    q80_export(img, &c, &w, 1, 16);
+    memcpy(img + 32, &seq_len, 4); // the header's seq_len (the file holds no RoPE tables)
+    q80_sizes(&c, 1, sizes);
+    q80_at(&c, 1, sizes[1], 0, 16, &sat); // wq's first scale, after the norms and the embedding
+    size_t at = Q80_HEADER_BYTES + 3 * 16 * 4 + sizes[0] + sizes[0] / 16 * 4 + sat;
+    if (wq_scale > 0) memcpy(img + at, &wq_scale, 4);
+    FILE *o = fopen(DIR "/q80.bin", "wb");
+    if (!o || fwrite(img, 1, bytes, o) != bytes || fclose(o) != 0) die("cannot write " DIR "/q80.bin");
+    xfree(f);
+    xfree(img);
+    FILE *p = popen("timeout 60 ./train bpb -m " DIR "/q80.bin -z " DIR "/tok.bin -f " DIR "/bpb.txt 2> "
+                    DIR "/err.txt", "r");
+    char line[512];
+    *bpb = -1;
+    while (p && fgets(line, sizeof(line), p)) sscanf(line, "bits per byte: %lf", bpb);
+    int rc = p ? pclose(p) : -1;
+    FILE *e = fopen(DIR "/err.txt", "r");
+    err[0] = '\0';
+    if (e) { err[fread(err, 1, n - 1, e)] = '\0'; fclose(e); }
+    return rc != -1 && WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+// ./train bpb refuses, naming the file and the field, what it cannot score (exit 1):
+// seq_len 1 (windows overlapping by one token would not move: it looped forever), a
+// scale that dequantises past float's range (3e38 x 127: inf), weights whose forward
+// overflows (1e38 x 16: bits per byte NaN). A 110 KB-style header claiming seq_len
+// 4,194,304 is scored in windows the text needs (it died out of memory).
+static void test_bpb_refusals(double want) {
+    char err[1024];
+    double bpb;
+    int rc = bpb_q80(0, 0, 1 << 22, 0, err, sizeof(err), &bpb);
+    check(rc == 0 && fabs(bpb - want) < 1e-5 * want, "bpb, version 2, seq_len 4194304: exit %d, %.6f (want 0, "
+          "%.6f) %.*s", rc, bpb, want, (int)strcspn(err, "\n"), err);
+    const struct { float w, m; int seq_len; float scale; const char *says; } bad[3] = {
+        {0, 0, 1, 0, "seq_len = 1"}, {1, 1, 8, 3e38f, "dequantised"}, {1, 1e38f, 8, 0, "not finite"}};
+    for (int i = 0; i < 3; i++) {
+        rc = bpb_q80(bad[i].w, bad[i].m, bad[i].seq_len, bad[i].scale, err, sizeof(err), &bpb);
+        check(rc == 1 && strstr(err, DIR "/q80.bin") && strstr(err, bad[i].says), "bpb, version 2, seq_len %d, "
+              "weights %g, matrices %g, wq's scale %g: exit %d (want 1), \"%s\" and the file named in: %.*s",
+              bad[i].seq_len, bad[i].w, bad[i].m, bad[i].scale, rc, bad[i].says, (int)strcspn(err, "\n"), err);
     }
 }
 
@@ -262,7 +318,7 @@ int main(void) {
     test_tokenizer(400);
     test_logits();
     test_distill();
-    test_bpb();
+    test_bpb_refusals(test_bpb());
     test_bad_sources();
     test_killed_writes();
     return check_exit("test_train_ckpt passed");

@@ -598,6 +598,18 @@ static void check_config(const Config *c, const char *what) {
     if (check_config_fields(c, msg, sizeof(msg))) die("%s: %s", what, msg);
 }
 
+// Activations for B sequences of T tokens (any before freed). -1: they do not fit in memory.
+static int alloc_acts(Model *m, int B, int T) {
+    free(m->a.mem);
+    free(m->a.tokens);
+    m->B = B, m->T = T;
+    m->a.mem = calloc(layout_acts(&m->a, NULL, &m->c, B, T), sizeof(float));
+    m->a.tokens = calloc((size_t)B * T, sizeof(int));
+    if (!m->a.mem || !m->a.tokens) return -1;
+    layout_acts(&m->a, m->a.mem, &m->c, B, T);
+    return 0;
+}
+
 // Parameters (zero) with the RoPE tables filled, gradients if train, and
 // activations for B sequences of T tokens.
 static void build_model(Model *m, const Config *c, int B, int T, int train) {
@@ -605,8 +617,6 @@ static void build_model(Model *m, const Config *c, int B, int T, int train) {
     if (T > c->seq_len) die("sequence length %d > the model's seq_len %d", T, c->seq_len);
     memset(m, 0, sizeof(*m));
     m->c = *c;
-    m->B = B;
-    m->T = T;
     m->threads = 1;
     m->n_params = checkpoint_n_floats(c, 1);
     m->params = xcalloc(m->n_params, sizeof(float));
@@ -617,9 +627,7 @@ static void build_model(Model *m, const Config *c, int B, int T, int train) {
         m->grads = xcalloc(m->n_params, sizeof(float));
         map_weights(&m->g, c, m->grads, 1);
     }
-    m->a.mem = xcalloc(layout_acts(&m->a, NULL, c, B, T), sizeof(float));
-    layout_acts(&m->a, m->a.mem, c, B, T);
-    m->a.tokens = xcalloc((size_t)B * T, sizeof(int));
+    if (alloc_acts(m, B, T)) die("out of memory: activations for %d x %d tokens", B, T);
 }
 
 static void free_model(Model *m) {
@@ -2356,8 +2364,11 @@ static void train_drafter(const DrafterKind *k, const DrafterOpts *d) {
 // ./train quantize, and the version-2 reader of ./train bpb (both in the tests too)
 
 // A version-2 (int8) checkpoint read as the float model it stands for
-// (model.h's q80_dequantize): returns 0, leaving m alone, if path is not one.
-static int load_q80_model(Model *m, const char *path) {
+// (model.h's q80_dequantize), activations for one token: returns 0, leaving m
+// alone, if path is not one. The file holds no RoPE tables: they are made for
+// the first `positions` only (all a run reads; rope_tables' rows do not depend
+// on seq_len), so m->c.seq_len is at most that.
+static int load_q80_model(Model *m, const char *path, int positions) {
     size_t n;
     unsigned char *img = (unsigned char *)read_file(path, &n);
     int32_t h[2] = {0};
@@ -2371,8 +2382,11 @@ static int load_q80_model(Model *m, const char *path) {
     }
     if (check_q80(&c, &shared, &gs, img, n, msg, sizeof(msg))) die("%s: %s", path, msg);
     if (!shared) die("%s: an unshared classifier; the trainer reads shared ones", path);
-    build_model(m, &c, 1, c.seq_len, 0);
+    if (c.seq_len > positions) c.seq_len = positions;
+    build_model(m, &c, 1, 1, 0);
     q80_dequantize(m->params, &c, shared, gs, img);
+    if (check_finite_weights(&m->w, &m->c, 1, msg, sizeof(msg))) // a finite scale x 127 can overflow float
+        die("%s: dequantised (value x its group's scale): %s", path, msg);
     m->wt_fresh = 0;
     free(img);
     return 1;
@@ -2648,7 +2662,9 @@ static double sequence_loss(Model *m, const int *tokens, size_t n, int *in, int 
 
 // Bits per byte of a checkpoint on a text, a yardstick that does not depend on
 // the tokenizer: sum of next-token losses / ln 2 / UTF-8 bytes scored. Each
-// paragraph is a document scored from BOS (as the models see a story start).
+// paragraph is a document scored from BOS (as the models see a story start), in
+// windows of min(seq_len, the longest document) tokens: the memory a window
+// takes is what the text needs, not what seq_len allows.
 static int cmd_bpb(int argc, char **argv) {
     const char *ckpt = NULL, *tok = "tokenizer.bin", *file = NULL;
     int tail = 0, threads = 2;
@@ -2659,34 +2675,48 @@ static int cmd_bpb(int argc, char **argv) {
                   {"-threads", 'i', &threads, "threads"}};
     parse_opts(argc, argv, "bpb", "bits per byte of a checkpoint on a text", opts, sizeof(opts) / sizeof(opts[0]));
     if (!ckpt || !file) die("bpb: -m and -f are required");
-    Model m;
-    if (!load_q80_model(&m, ckpt)) load_model(&m, ckpt, 1, 0, 0); // llama2.c version 2 (int8), or legacy
-    m.threads = check_threads(threads);
     Vocab v = {0};
     read_tokenizer(&v, tok);
-    if ((int)v.str.n != m.c.vocab_size)
-        die("%s has %zu tokens but %s has vocab_size %d: use the model's own tokenizer", tok, v.str.n,
-            ckpt, m.c.vocab_size);
     Encoder e;
     build_encoder(&e, &v, (int)v.str.n);
-    size_t n, *spans, bytes = 0, tokens = 0;
+    size_t n, *spans, bytes = 0, tokens = 0, longest = 2;
     char *text = read_file(file, &n);
     size_t docs = paragraphs(&spans, text, n, (size_t)tail);
     if (docs == 0) die("%s: no paragraphs to score (-tail %d)", file, tail);
-    int *in = xmalloc((size_t)m.T * sizeof(int)), *tg = xmalloc((size_t)m.T * sizeof(int));
+    IntBuf *ids = xcalloc(docs, sizeof(IntBuf));
+    for (size_t d = 0; d < docs; d++) {
+        encode_document(&e, text + spans[2 * d], spans[2 * d + 1] - spans[2 * d], &ids[d]);
+        if (ids[d].n > longest) longest = ids[d].n;
+    }
+    Model m;
+    int window = longest < (1 << 24) ? (int)longest : 1 << 24; // seq_len is below 2^24 (model.h)
+    if (!load_q80_model(&m, ckpt, window)) load_model(&m, ckpt, 1, 1, 0); // llama2.c version 2 (int8), or legacy
+    m.threads = check_threads(threads);
+    if ((int)v.str.n != m.c.vocab_size)
+        die("%s has %zu tokens but %s has vocab_size %d: use the model's own tokenizer", tok, v.str.n,
+            ckpt, m.c.vocab_size);
+    if (m.c.seq_len < 2) // windows overlap by one token: each must predict one more
+        die("%s: header field seq_len = %d; bpb predicts each token from the ones before it, expected at least 2",
+            ckpt, m.c.seq_len);
+    if (window > m.c.seq_len) window = m.c.seq_len;
+    if (alloc_acts(&m, 1, window))
+        die("%s: out of memory for windows of %d tokens (seq_len %d, the longest paragraph of %s %zu tokens): "
+            "score shorter paragraphs", ckpt, window, m.c.seq_len, file, longest);
+    int *in = xmalloc((size_t)window * sizeof(int)), *tg = xmalloc((size_t)window * sizeof(int));
     double nats = 0;
     for (size_t d = 0; d < docs; d++) {
-        IntBuf ids = {0};
-        encode_document(&e, text + spans[2 * d], spans[2 * d + 1] - spans[2 * d], &ids);
-        nats += sequence_loss(&m, ids.p, ids.n, in, tg);
+        nats += sequence_loss(&m, ids[d].p, ids[d].n, in, tg);
         bytes += spans[2 * d + 1] - spans[2 * d];
-        tokens += ids.n - 1;
-        free(ids.p);
+        tokens += ids[d].n - 1;
+        free(ids[d].p);
     }
+    if (!isfinite(nats))
+        die("%s: the loss on %s is %g nats, not finite: the weights overflow float32 in the forward", ckpt,
+            file, nats);
     printf("%s on %s: %zu paragraphs, %zu bytes, %zu tokens (%.3f bytes/token), %.4f nats/token\n",
            ckpt, file, docs, bytes, tokens, (double)bytes / (double)tokens, nats / (double)tokens);
     printf("bits per byte: %.4f\n", nats / log(2.0) / (double)bytes);
-    free(in); free(tg); free(spans); free(text);
+    free(in); free(tg); free(ids); free(spans); free(text);
     free_encoder(&e); free_vocab(&v); free_model(&m);
     return 0;
 }
