@@ -45,19 +45,19 @@
 //   792-863   Generation
 //   865-972   main
 // Part II. The extensions
-//   992-1207  Drafters without a second model
-//  1209-1217  Lenience
-//  1219-1577  Tree speculation
+//   991-1169  Drafters without a second model
+//  1171-1179  Lenience
+//  1181-1445  Tree speculation
 // Appendices
-//  1584-1711  Appendix A. Errors and memory
-//  1713-2097  Appendix B. Loading
-//  2099-2789  Appendix C. Math kernels
-//  2791-3087  Appendix D. Threads
-//  3089-3244  Appendix E. Tokenizer
-//  3246-3356  Appendix F. Auto-K (-k 0)
-//  3358-3669  Appendix G. Statistics
-//  3671-3720  Appendix H. The text on stdout
-//  3722-4065  Appendix I. Command line
+//  1452-1579  Appendix A. Errors and memory
+//  1581-1963  Appendix B. Loading
+//  1965-2655  Appendix C. Math kernels
+//  2657-2953  Appendix D. Threads
+//  2955-3110  Appendix E. Tokenizer
+//  3112-3219  Appendix F. Auto-K (-k 0)
+//  3221-3511  Appendix G. Statistics
+//  3513-3562  Appendix H. The text on stdout
+//  3564-3905  Appendix I. Command line
 //
 // Build: cc -std=c11 -O3 -mavx2 -mfma -ffp-contract=off -pthread specdec.c -lm
 #define _POSIX_C_SOURCE 200809L
@@ -876,8 +876,8 @@ typedef struct {
     float temperature, top_p;
     unsigned long long seed;
     // Part II's: -d lookup's n-grams, -d medusa[:FILE] and -d eagle[:FILE] (their file, or NULL),
-    // --tree B1,B2,... (children per node at each depth) or auto, --lenience (< 1: LOSSY)
-    int lookup, ngram_min, ngram_max, tree_depth, branch[K_MAX], tree_auto;
+    // --tree B1,B2,... (children per node at each depth), --lenience (< 1: LOSSY)
+    int lookup, ngram_min, ngram_max, tree_depth, branch[K_MAX];
     const char *medusa, *eagle, *tree;
     float lenience;
 } Options;
@@ -985,7 +985,6 @@ typedef struct Tree {
     int token[MAX_ROWS], parent[MAX_ROWS], depth[MAX_ROWS];
     int count[MAX_ROWS], kids[MAX_ROWS][TREE_BRANCH]; // children, in the order they were drawn
     int onehot[MAX_ROWS];                     // drawn as the best remaining logit: q_j one-hot
-    float conf[MAX_ROWS];                     // --tree auto: the draft's probability of the node's token
 } Tree;
 
 // ----------------------------------------------------------------------------
@@ -1053,7 +1052,7 @@ typedef struct {
     Sampler *sampler;
     int at, made;         // the position z ran (-1: none yet); what has been made from it
     float *z;             // (dim) z, at the start of the drafter's buffers
-    float *logits;        // its logits, a row per proposal
+    float *logits;        // its logits: (H, V) Medusa's, a row per head; (V) EAGLE's
     float *packed;        // its matrices
     unsigned char *file;  // its file's bytes (the biases are read from them)
 } HiddenDrafter;
@@ -1081,7 +1080,6 @@ typedef struct {
     Matrix w[MEDUSA_MAX_HEADS];       // W_h (dim, dim), packed, for h = 1..H at h - 1
     const float *b[MEDUSA_MAX_HEADS]; // b_h (dim)
     float *y;          // (H, dim) each head's z + silu(W_h z + b_h)
-    float *rows;       // (MAX_ROWS, V) a tree level's logits, row by node (h.logits: (H, V) by head)
 } MedusaDrafter;
 
 // Head h's logits for z. Every head's at once, the first time one is asked
@@ -1111,21 +1109,7 @@ static int propose_medusa(Drafter *d, float *q, const int *tokens, int pos) {
     int h = pos - md->h.at - 1;
     (void)tokens;
     if (md->h.at < 0 || h < 1 || h > md->n_heads) return 0;
-    d->logits = head_logits(md, h);
-    return probs_from_logits(md->h.sampler, q, d->logits);
-}
-
-// A tree level: node v's children are at position pos + (its depth) + 1, so
-// every node of one depth gets the same head's q.
-static int propose_tree_medusa(Drafter *d, float *q, const Tree *t, int first, int pos) {
-    MedusaDrafter *md = (MedusaDrafter *)d;
-    size_t V = (size_t)md->h.target->config.vocab_size;
-    for (int i = 0; i < t->n - first; i++) {
-        if (!propose_medusa(d, q + i * V, t->token, pos + t->depth[first + i])) return 0;
-        memcpy(md->rows + i * V, d->logits, V * sizeof(float));
-    }
-    d->logits = md->rows;
-    return 1;
+    return probs_from_logits(md->h.sampler, q, head_logits(md, h));
 }
 
 // An EAGLE-style feature drafter (Li et al. 2024; one MLP where they use a
@@ -1136,11 +1120,10 @@ static int propose_tree_medusa(Drafter *d, float *q, const Tree *t, int first, i
 // It starts from z, as Medusa does, then runs on its own features: unlike a
 // head it sees each token it drafted.
 typedef struct {
-    HiddenDrafter h;      // h.z: feature 0 of the chain; h.made: the chain's features made
+    HiddenDrafter h;      // h.z: features 0..MAX_ROWS (z first); h.made: those made
     int hidden;           // the MLP's width
     Matrix w1, w2;        // W1 (hidden, 2 dim), W2 (dim, hidden), packed
     const float *b1, *b2; // (hidden), (dim)
-    float *node;          // (MAX_ROWS, dim) a tree node's feature, by node (after the chain's MAX_ROWS + 1)
     float *fe, *u;        // (2 dim) [f; e]; (hidden) silu(W1 [f; e] + b1)
 } EagleDrafter;
 
@@ -1166,29 +1149,8 @@ static int propose_eagle(Drafter *d, float *q, const int *tokens, int pos) {
         eagle_step((EagleDrafter *)d, h->z + (size_t)(h->made + 1) * dim, h->z + (size_t)h->made * dim,
                    tokens[h->at + 1 + h->made]);
     matmul_on(h->target, h->logits, h->z + (size_t)j * dim, &h->target->wcls, 1);
-    d->logits = h->logits;
     d->seconds += now_seconds() - t0;
     return probs_from_logits(h->sampler, q, h->logits);
-}
-
-// A tree level: node v's feature from its parent's (the root's: the chain's
-// first) and its token, then every node's q in ONE classifier pass.
-static int propose_tree_eagle(Drafter *d, float *q, const Tree *t, int first, int pos) {
-    EagleDrafter *ed = (EagleDrafter *)d;
-    HiddenDrafter *h = &ed->h;
-    size_t dim = (size_t)h->target->config.dim, V = (size_t)h->target->config.vocab_size;
-    int n_rows = t->n - first;
-    (void)pos;
-    if (h->made < 1) return 0;
-    double t0 = now_seconds();
-    for (int v = first; v < t->n; v++)
-        eagle_step(ed, ed->node + v * dim, t->parent[v] ? ed->node + t->parent[v] * dim : h->z + dim, t->token[v]);
-    matmul_on(h->target, h->logits, ed->node + first * dim, &h->target->wcls, n_rows);
-    d->logits = h->logits;
-    d->seconds += now_seconds() - t0;
-    for (int i = 0; i < n_rows; i++)
-        if (!probs_from_logits(h->sampler, q + i * V, h->logits + i * V)) return 0;
-    return 1;
 }
 
 static Drafter *medusa_drafter(MedusaDrafter *md, const char *path, Transformer *target, Sampler *s);
@@ -1243,24 +1205,17 @@ static Drafter *build_drafter(const Options *o, Transformer *target, Transformer
 // node this is the chain's rule, with the chain's coins: the same text.
 //
 // What it adds to Part I: the Trees a Speculator points to, forward's ancestor
-// mask (tree_attention, forward_tree), the drafters' tree hooks (propose_tree_*),
-// and tree_step, the round generate_spec runs in place of speculative_step.
+// mask (tree_attention, forward_tree), the draft model's tree pass
+// (propose_tree_model), and tree_step, the round generate_spec runs in place of
+// speculative_step.
 
-// A Speculator's trees (--tree): the round's shape, or --tree auto's rule and
-// evidence, and the last round's tree for the -v trace
+// A Speculator's trees (--tree): the round's shape, and the last round's tree for the -v trace
 typedef struct Trees {
-    int depth;                 // > 0: this round drafts a tree, branch[d] children under each node of depth d
+    int depth;                 // levels, branch[d] children under each node of depth d
     int branch[K_MAX];
-    int grow;                  // --tree auto: grown by the draft's confidence (grow_level)
-    double conf_seen, accepted_seen; // auto: decayed sums over tested candidates of conf and acceptance
-    const double *verify_s;    // auto: seconds of a verify pass by rows (auto-K's calibration)
-    const double *draft_s;     // auto: seconds of a draft step
-    float *ql, *work;          // (MAX_ROWS, V) the drafter's logits per node; (3, V) scratch
+    float *ql, *work;          // (MAX_ROWS, V) the draft's logits per node; (3, V) scratch
     Tree tree;                 // the last round's tree, as verified (the -v trace draws it)
     int path[K_MAX + 1];       // ... and the nodes it accepted
-    // the drafter's tree hook (build_trees): q (t->n - first, V) for nodes first.. of
-    // tree t, whose root is the context's last token, at pos - 1; 0: no proposals there
-    int (*propose_tree)(Drafter *d, float *q, const Tree *t, int first, int pos);
 } Trees;
 
 // Tree attention (Miao et al. 2023, SpecInfer), forward's hook: row i (node
@@ -1408,89 +1363,11 @@ static int decide_candidates(Speculator *sp, Verdict *vd, int v, int pos) {
     return -1;
 }
 
-// --tree auto (Li et al. 2024, EAGLE-2): grow where the draft is sure, then
-// keep the part that pays. A node's score estimates the chance its path is
-// accepted: its parent's score times kappa * conf, conf the draft's
-// probability of its token (softmax of the draft logits), kappa the measured
-// acceptances per unit of conf (running sums over tested candidates), capped
-// at 1 and never above an earlier sibling's, so a node never outscores its
-// ancestors or earlier siblings. Each level adds the 4 best candidates (each
-// node's in the order drawn) worth a draft step c. Then the tree is cut to its
-// N best nodes, N maximising (1 + their scores) / (c levels + r(N + 1)): the
-// expected tokens per unit of cost (r, c: auto-K's measured costs, in target
-// steps). The shape depends on the draft, its coins and the costs, never on
-// p: the rule above stays exact.
-#define TREE_WIDTH 4 // candidates a level of --tree auto adds, at most
-
-// One level of --tree auto under the nodes [first, last) of the tree of a
-// round from n_ctx committed tokens; score (t->n) holds the nodes' scores.
-// Returns the candidates added.
-static int grow_level(Speculator *sp, float *score, int first, int last, int n_ctx) {
-    Trees *ts = sp->trees;
-    Tree *t = &ts->tree;
-    int x[MAX_ROWS][4], onehot[MAX_ROWS][4], added = 0, n = sp->target->config.vocab_size;
-    float prob[MAX_ROWS][4], gain[MAX_ROWS][4], *sm = ts->work + n, c = (float)(*ts->draft_s / ts->verify_s[1]);
-    float kappa = ts->conf_seen > 0 ? (float)(ts->accepted_seen / ts->conf_seen) : 1.0f;
-    for (int v = first; v < last; v++) { // 4 candidates under each node: the draft's probability, the score
-        draw_candidates(sp, x[v], onehot[v], 4, v, n_ctx + t->depth[v]);
-        memcpy(sm, ts->ql + (size_t)v * n, (size_t)n * sizeof(float));
-        softmax(sm, n);
-        for (int j = 0; j < 4; j++) {
-            prob[v][j] = sm[x[v][j]];
-            gain[v][j] = fminf(j ? gain[v][j - 1] : score[v], score[v] * fminf(1.0f, kappa * prob[v][j]));
-        }
-    }
-    while (added < TREE_WIDTH && t->n < MAX_ROWS) { // the best next candidate of any node
-        int best = -1;
-        for (int v = first; v < last; v++)
-            if (t->count[v] < 4 && (best < 0 || gain[v][t->count[v]] > gain[best][t->count[best]])) best = v;
-        int j = best < 0 ? 0 : t->count[best];
-        if (best < 0 || gain[best][j] < c) break;
-        int k = add_child(t, best, x[best][j], onehot[best][j]);
-        score[k] = gain[best][j], t->conf[k] = prob[best][j];
-        added++;
-    }
-    return added;
-}
-
-// Cut t to its best N nodes (the root kept) for N maximising (1 + their
-// scores) / (levels c + r(N + 1)); by the scores' order (ties: lower index)
-// every such set is a tree whose sibling lists are prefixes. The nodes' q
-// (rows of sp->q) move with them.
-static void prune_tree(Speculator *sp, const float *score, int levels) {
-    Trees *ts = sp->trees;
-    Tree *t = &ts->tree;
-    size_t n = (size_t)sp->target->config.vocab_size;
-    int order[MAX_ROWS], keep[MAX_ROWS] = {1}, map[MAX_ROWS], m = 0, best_n = 0;
-    double r1 = ts->verify_s[1], fixed = levels * *ts->draft_s / r1, tokens = 1, r = 1, best = 0;
-    for (int v = 1; v < t->n; v++) { // insertion sort of the nodes by score, descending
-        int i = m++;
-        for (; i > 0 && score[order[i - 1]] < score[v]; i--) order[i] = order[i - 1];
-        order[i] = v;
-    }
-    for (int i = 0; i <= m; i++) { // the best prefix; r made non-decreasing against timing noise
-        if (i) tokens += score[order[i - 1]], r = fmax(r, ts->verify_s[i + 1] / r1);
-        if (tokens / (fixed + r) > best) best = tokens / (fixed + r), best_n = i;
-    }
-    for (int i = 0; i < best_n; i++) keep[order[i]] = 1;
-    Tree old = *t;
-    t->n = 0;
-    for (int v = 0; v < old.n; v++) {
-        if (!keep[v]) continue;
-        map[v] = t->n++;
-        memmove(sp->q + map[v] * n, sp->q + v * n, n * sizeof(float));
-        t->token[map[v]] = old.token[v], t->onehot[map[v]] = old.onehot[v], t->conf[map[v]] = old.conf[v];
-        t->parent[map[v]] = v ? map[old.parent[v]] : -1, t->depth[map[v]] = old.depth[v], t->count[map[v]] = 0;
-        if (v) t->kids[t->parent[map[v]]][t->count[t->parent[map[v]]]++] = map[v];
-    }
-}
-
 // One round with a draft tree of up to `depth` levels from n committed tokens
-// (the trees' branch: the children per node at each depth; their grow: grown as
-// above). tokens (n, room for n+depth+1); appends the round's tokens.
+// (the trees' branch: the children per node at each depth). tokens (n, room for
+// n+depth+1); appends the round's tokens.
 static Round tree_step(Speculator *sp, int *tokens, int n, int depth) {
     Trees *ts = sp->trees;
-    if (!ts->depth) return speculative_step(sp, tokens, n, depth); // --tree auto's chain rounds
     int V = sp->target->config.vocab_size, *path = ts->path, n_path = 0;
     size_t row = (size_t)V;
     Drafter *d = sp->drafter;
@@ -1501,23 +1378,20 @@ static Round tree_step(Speculator *sp, int *tokens, int n, int depth) {
     // 1. draft: the root's q (position n), then candidates level by level; the
     // new level's q from ONE masked draft pass over its nodes (their ancestors'
     // keys and values kept from the passes before)
-    int ok = depth > 0 && propose(sp, tokens, n, 0), root_q = ok; // its x: candidate 0's
+    int ok = depth > 0 && propose(sp, tokens, n, 0); // its x: candidate 0's
     if (ok) memcpy(ts->ql, d->logits, row * sizeof(float));
-    float score[MAX_ROWS] = {1.0f};
     for (int first = 0; ok && rd.k < depth; rd.k++) {
         int last = t->n, cx[TREE_BRANCH], oh[TREE_BRANCH];
-        for (int v = first; v < last && !ts->grow; v++) {
+        for (int v = first; v < last; v++) {
             int b = ts->branch[rd.k];
             draw_candidates(sp, cx, oh, b, v, n + t->depth[v]);
             for (int j = 0; j < b && t->n < MAX_ROWS; j++) add_child(t, v, cx[j], oh[j]);
         }
-        if (ts->grow && !grow_level(sp, score, first, last, n)) break;
         first = last;
         if (rd.k + 1 == depth || first == t->n) continue;
-        ok = ts->propose_tree(d, sp->q + first * row, t, first, n);
+        ok = propose_tree_model(d, sp->q + first * row, t, first, n);
         if (ok) memcpy(ts->ql + first * row, d->logits, (size_t)(t->n - first) * row * sizeof(float));
     }
-    if (ts->grow) prune_tree(sp, score, rd.k + 1);
     for (int v = rd.k = 0; v < t->n; v++) rd.k = t->depth[v] > rd.k ? t->depth[v] : rd.k;
     rd.drafted = t->n - 1;
 
@@ -1533,8 +1407,8 @@ static Round tree_step(Speculator *sp, int *tokens, int n, int depth) {
             die_logits(sp->target, pos, sp->sampler->temperature);
         rd.committed = i + 1;
         Verdict *vd = &sp->verdicts[i];
-        if (t->count[v] == 0) { // proposed now (the root's was, above), as the chain's slot i
-            if (!(v == 0 && root_q) && !propose(sp, tokens, pos, i)) { // no proposal: draw from p alone
+        if (t->count[v] == 0) { // proposed now, as the chain's slot i
+            if (!propose(sp, tokens, pos, i)) { // no proposal: draw from p alone
                 tokens[pos] = vd->token = sample(p, V, vd->d);
                 rd.plain = 1;
                 break;
@@ -1546,10 +1420,6 @@ static Round tree_step(Speculator *sp, int *tokens, int n, int depth) {
         }
         int c = decide_candidates(sp, vd, v, pos);
         tokens[pos] = vd->token;
-        for (int j = 0; ts->grow && j < vd->tested; j++) { // kappa's evidence (~30 rounds)
-            ts->conf_seen = 0.97 * ts->conf_seen + t->conf[t->kids[v][j]];
-            ts->accepted_seen = 0.97 * ts->accepted_seen + (j == vd->tested - 1 && c >= 0);
-        }
         if (c < 0) break;
         rd.accepted++;
         path[n_path++] = v = c;
@@ -1564,15 +1434,13 @@ static Round tree_step(Speculator *sp, int *tokens, int n, int depth) {
     return rd;
 }
 
-// sp's trees, --tree B1,B2,... (depth levels of branch[d] children) or auto
-static void build_trees(Speculator *sp, const int *branch, int depth, int grow) {
+// sp's trees, --tree B1,B2,... (depth levels of branch[d] children; parse_tree
+// allows the draft model only)
+static void build_trees(Speculator *sp, const int *branch, int depth) {
     size_t V = (size_t)sp->target->config.vocab_size;
     Trees *ts = sp->trees = xmalloc(sizeof(Trees) + (MAX_ROWS + 3) * V * sizeof(float), "trees");
-    ts->depth = depth, ts->grow = grow, ts->ql = (float *)(ts + 1), ts->work = ts->ql + MAX_ROWS * V;
+    ts->depth = depth, ts->ql = (float *)(ts + 1), ts->work = ts->ql + MAX_ROWS * V;
     memcpy(ts->branch, branch, sizeof(ts->branch));
-    Drafter *d = sp->drafter; // a model, Medusa or EAGLE (parse_tree refuses lookup)
-    ts->propose_tree = d->propose == propose_medusa ? propose_tree_medusa
-                     : d->propose == propose_eagle ? propose_tree_eagle : propose_tree_model;
     sp->step = tree_step;
 }
 
@@ -2068,8 +1936,7 @@ static Drafter *medusa_drafter(MedusaDrafter *md, const char *path, Transformer 
     }
     md->h.z = xmalloc((size_t)(1 + md->n_heads) * dim * sizeof(float), "Medusa state");
     md->y = md->h.z + dim;
-    md->h.logits = xmalloc((size_t)(md->n_heads + MAX_ROWS) * V * sizeof(float), "Medusa logits");
-    md->rows = md->h.logits + (size_t)md->n_heads * V;
+    md->h.logits = xmalloc((size_t)md->n_heads * V * sizeof(float), "Medusa logits");
     return &md->h.base;
 }
 
@@ -2087,11 +1954,10 @@ static Drafter *eagle_drafter(EagleDrafter *ed, const char *path, Transformer *t
     float *dst = ed->h.packed = xmalloc_floats_aligned((panels_of(ed->hidden) * 2 * dim + panels_of(dim) * H) * PANEL,
                                                        "EAGLE weights");
     pack_matrix(&ed->w2, pack_matrix(&ed->w1, dst, f, ed->hidden, 2 * dim), ed->b1 + H, dim, ed->hidden);
-    ed->h.z = xmalloc(((2 * (size_t)MAX_ROWS + 3) * dim + H) * sizeof(float), "EAGLE features");
-    ed->node = ed->h.z + (MAX_ROWS + 1) * (size_t)dim;
-    ed->fe = ed->node + (size_t)MAX_ROWS * dim;
+    ed->h.z = xmalloc(((size_t)(MAX_ROWS + 3) * dim + H) * sizeof(float), "EAGLE features");
+    ed->fe = ed->h.z + (MAX_ROWS + 1) * (size_t)dim;
     ed->u = ed->fe + 2 * (size_t)dim;
-    ed->h.logits = xmalloc((size_t)MAX_ROWS * V * sizeof(float), "EAGLE logits");
+    ed->h.logits = xmalloc((size_t)V * sizeof(float), "EAGLE logits");
     return &ed->h.base;
 }
 
@@ -3263,8 +3129,8 @@ typedef struct {
 } AutoK;
 
 // What a round's costs are read from: the target's and the drafter's seconds
-// and forwards (draft steps), and the wall clock
-typedef struct { double target_s, draft_s, wall; long target_n, draft_n; } Clocks;
+// and forwards (draft steps)
+typedef struct { double target_s, draft_s; long target_n, draft_n; } Clocks;
 
 // The statistics of a spec run (Appendix G), auto-K's estimates among them
 struct SpecStats {
@@ -3281,9 +3147,6 @@ struct SpecStats {
     long target_forwards, draft_forwards; // in the rounds (prefill not counted)
     double draft_seconds, verify_seconds; // the drafter's and the target's, in the rounds
     Clocks round_start;          // the clocks when the round started
-    double mode_tokens[2], mode_seconds[2]; // --tree auto: decayed tokens and seconds of chain, tree rounds
-    int retries;                 // ... and the rounds that tried the slower one
-    int last_n, first_round;     // the last round's position; 1: this round starts a generation
 };
 
 // argmax over K = 1..K_MAX of tokens per second; ties go to the smaller K.
@@ -3312,13 +3175,13 @@ static double time_forward(Transformer *tr, Sampler *s, float *probs, int token,
 }
 
 // The cost table: verify passes of 1..9 rows, then of every 4th row count up
-// to `rows`, each the fastest of 3, the row counts interleaved so a slow
+// to K_MAX + 1, each the fastest of 3, the row counts interleaved so a slow
 // stretch of the machine hits all of them; between them linear (by then a pass
 // is compute-bound), past the last at its slope. A draft step: the fastest of 3
 // (lookup: free). a starts at 1/2, a prior: one proposal accepted, one rejected.
-static void calibrate_auto_k(AutoK *ak, Transformer *target, Transformer *draft, int rows) {
+static void calibrate_auto_k(AutoK *ak, Transformer *target, Transformer *draft) {
     double t0 = now_seconds();
-    int timed[MAX_ROWS], m = 0;
+    int timed[MAX_ROWS], m = 0, rows = K_MAX + 1;
     if (rows > target->config.seq_len) rows = target->config.seq_len;
     for (int n = 1; n <= rows; n += n < 9 ? 1 : 4) timed[m++] = n;
     *ak = (AutoK){.accepted = 1, .examined = 2, .scale = 1, .draft_step = draft ? INFINITY : 0};
@@ -3359,32 +3222,18 @@ static void update_auto_k(AutoK *ak, int rows, int accepted, int examined, doubl
 
 static SpecStats *new_spec_stats(void) { return xmalloc(sizeof(SpecStats), "statistics"); }
 
-// sp's rounds and st from the options: -k (0: auto-K) or --tree (a shape, or
-// auto). Auto-K and --tree auto time the target's passes first (--tree auto up
-// to MAX_ROWS rows: it reads those costs as it grows); -n 0 times nothing.
+// sp's rounds and st from the options: -k (0: auto-K) or --tree's shape. Auto-K
+// times the target's passes first; -n 0 times nothing.
 static void plan_rounds(Speculator *sp, SpecStats *st, const Options *o, const Tokenizer *trace) {
-    if (o->tree) build_trees(sp, o->branch, o->tree_depth, o->tree_auto);
-    *st = (SpecStats){.k = !o->n_new ? 1 : o->tree_auto ? 0 : o->tree ? o->tree_depth : o->k, .trace = trace};
-    if (!st->k) calibrate_auto_k(&st->autok, sp->target, sp->drafter->model, o->tree_auto ? MAX_ROWS : K_MAX + 1);
-    if (o->tree_auto) sp->trees->verify_s = st->autok.calib, sp->trees->draft_s = &st->autok.draft_step;
-}
-
-// --tree auto: a tree round, or a chain round at auto-K's K, whichever has
-// committed more tokens per second lately (decayed over ~20 rounds of each; wall
-// time, but not a generation's first round, where the draft reads the prompt).
-// The chain until a tree has been timed, the other tried at rounds 32, 96, 224,
-// ...: a losing tree round costs ~4 chain rounds (PERFORMANCE.md, "trying the tree").
-static int tree_round_next(SpecStats *st) {
-    int best = st->mode_tokens[1] * st->mode_seconds[0] > st->mode_tokens[0] * st->mode_seconds[1];
-    if (st->rounds != 32L * ((2L << st->retries) - 1)) return best;
-    st->retries++;
-    return !best;
+    if (o->tree) build_trees(sp, o->branch, o->tree_depth);
+    *st = (SpecStats){.k = !o->n_new ? 1 : o->tree ? o->tree_depth : o->k, .trace = trace};
+    if (!st->k) calibrate_auto_k(&st->autok, sp->target, sp->drafter->model);
 }
 
 // The clocks now: a draft model's, or what the drafter counts itself (lookup: no steps)
 static Clocks clocks_now(const Speculator *sp) {
     const Drafter *d = sp->drafter;
-    return (Clocks){sp->target->seconds, d->model ? d->model->seconds : d->seconds, now_seconds(),
+    return (Clocks){sp->target->seconds, d->model ? d->model->seconds : d->seconds,
                     sp->target->forwards, d->model ? d->model->forwards : d->steps};
 }
 
@@ -3394,12 +3243,9 @@ static Clocks clocks_now(const Speculator *sp) {
 // other coins, and a short run would not be a prefix of a longer one. Notes
 // the models' clocks, so end_round can charge the round's costs.
 static int start_round(SpecStats *st, Speculator *sp, int n, int want) {
-    Trees *ts = sp->trees;
-    if (ts && ts->grow) ts->depth = tree_round_next(st) ? K_MAX : 0;
-    st->first_round = st->rounds == 0 || n <= st->last_n, st->last_n = n;
-    int k = st->k ? st->k : ts && ts->depth ? K_MAX : next_auto_k(&st->autok);
+    int k = st->k ? st->k : next_auto_k(&st->autok);
     int room = sp->target->config.seq_len - 1 - n;
-    if (k > want - 1 && (!ts || !ts->depth || ts->grow)) k = want - 1;
+    if (k > want - 1 && !sp->trees) k = want - 1;
     if (k > room) k = room;
     st->round_start = clocks_now(sp);
     return k < 0 ? 0 : k;
@@ -3445,7 +3291,7 @@ static void trace_tree(const Trees *ts, const Round *rd, const Tokenizer *t, int
 static void print_trace(const SpecStats *st, const Speculator *sp, const Round *rd, int n) {
     fflush(stdout); // the text so far, then the trace on lines of its own
     fprintf(stderr, "\nround %ld at position %d, K=%d\n", st->rounds, n, rd->k);
-    if (sp->trees && sp->trees->depth) trace_tree(sp->trees, rd, st->trace, 0);
+    if (sp->trees) trace_tree(sp->trees, rd, st->trace, 0);
     for (int i = 0; i < rd->committed; i++) {
         const Verdict *v = &sp->verdicts[i];
         fprintf(stderr, "  pos %d %s ", n + i, i < rd->k ? "draft" : "next ");
@@ -3466,7 +3312,7 @@ static void end_round(SpecStats *st, const Speculator *sp, const Round *rd, int 
     Clocks now = clocks_now(sp), t0 = st->round_start;
     double verify_s = now.target_s - t0.target_s, draft_s = now.draft_s - t0.draft_s;
     long steps = now.draft_n - t0.draft_n;
-    int examined = rd->committed - rd->plain, tree = sp->trees && sp->trees->depth > 0;
+    int examined = rd->committed - rd->plain;
     st->rounds++;
     st->k_used[rd->k]++;
     if (rd->k > st->k_hi) st->k_hi = rd->k;
@@ -3480,12 +3326,8 @@ static void end_round(SpecStats *st, const Speculator *sp, const Round *rd, int 
     st->draft_forwards += steps;
     st->verify_seconds += verify_s;
     st->draft_seconds += draft_s;
-    if (st->k == 0 && rd->k >= 1 && !tree)
+    if (st->k == 0 && rd->k >= 1)
         update_auto_k(&st->autok, rd->k + 1, rd->accepted, examined, steps ? draft_s / (double)steps : 0, verify_s);
-    if (!st->first_round) {
-        st->mode_tokens[tree] = 0.95 * st->mode_tokens[tree] + rd->committed;
-        st->mode_seconds[tree] = 0.95 * st->mode_seconds[tree] + (now.wall - t0.wall);
-    }
     if (st->trace) print_trace(st, sp, rd, n);
 }
 
@@ -3747,12 +3589,11 @@ static const Flag FLAGS[] = {
     {"-n", "N", 'i', AT(n_new), 0, 1 << 24, "an integer in 0..16777216", "new tokens, 0..16777216 (default: until "
      "the context is full)"},
     {"-k", "K", 'i', AT(k), 0, K_MAX, "an integer in 0.." STR(K_MAX) ", 0 for auto", "drafts per round, 1.."
-     STR(K_MAX) "; 0 chooses K as it goes (default 0, but -d medusa uses every head and -d eagle 4: their text "
-     "depends on K)"},
+     STR(K_MAX) "; 0 (the default) chooses K as it goes from measured costs, never changing the text; -d "
+     "medusa and -d eagle, whose text depends on K, take a fixed K instead: every head, or 4"},
     {"--tree", "B1,B2,...", 's', AT(tree), 0, 0, NULL, "draft a tree: B_d candidates under each node at depth d, "
-     "all verified in one pass (e.g. 3,2,1; 1,1,1 is the chain -k 3); --tree auto grows it where the draft is "
-     "sure, or runs the chain when that is faster; a model draft, medusa or eagle, the exact rule, no -k (depth "
-     "is K); timed: at t > 0 the text of --tree auto can differ from run to run"},
+     "all verified in one pass (e.g. 3,2,1; 1,1,1 is the chain -k 3); a draft model, the exact rule, no -k "
+     "(depth is K)"},
     {"-t", "T", 'f', AT(temperature), 0, 1e6, "a number in 0..1e6, 0 for greedy", "temperature, 0..1e6; 0 is "
      "greedy (default 1.0)"},
     {"-p", "P", 'f', AT(top_p), FLT_MIN, 1, "a number in (0, 1]", "top-p in (0, 1]; 1 is off (default 1.0)"},
@@ -3855,24 +3696,23 @@ static void set_flag(Options *o, const Flag *f, const char *v) {
     else *(unsigned long long *)(void *)at = u;
 }
 
-// --tree B1,B2,... (Options' branch) or auto, refused outside the limits its messages give
+// --tree B1,B2,... (Options' branch), refused outside the limits its messages give
 static void parse_tree(Options *o, int spec) {
     long nodes = 0, level = 1; // refused as soon as they pass TREE_MAX - 1: no overflow
-    if (!strcmp(o->tree, "auto")) o->tree_auto = 1, o->tree_depth = K_MAX;
-    else for (const char *c = o->tree;; c++) { // digits, then ',' and more, or the end
+    for (const char *c = o->tree;; c++) { // digits, then ',' and more, or the end
         char *end = NULL;
         long b = isdigit((unsigned char)*c) ? strtol(c, &end, 10) : 0;
         if (b < 1 || b > 8 || (*end && *end != ',') || o->tree_depth == K_MAX || (nodes += level *= b) > TREE_MAX - 1)
-            die("--tree %s: expected auto, or 1..8 children per level like 3,2,1 (3 + 6 + 6 = 15 nodes), "
+            die("--tree %s: expected 1..8 children per level like 3,2,1 (3 + 6 + 6 = 15 nodes), "
                 "at most %d levels and %d nodes (see specdec -h)", o->tree, K_MAX, TREE_MAX - 1);
         o->branch[o->tree_depth++] = (int)b;
         if (!*(c = end)) break;
     }
-    const char *with = !spec ? o->mode : o->lookup ? "-d lookup" : given(o, "-k") ? "-k"
-                     : o->lenience < 1.0f ? "--lenience" : NULL;
+    const char *with = !spec ? o->mode : o->lookup ? "-d lookup" : o->medusa ? "-d medusa" : o->eagle ? "-d eagle"
+                     : given(o, "-k") ? "-k" : o->lenience < 1.0f ? "--lenience" : NULL;
     if (with)
-        die("--tree %s with %s%s: a tree needs spec mode, a draft model, -d medusa or -d eagle, the exact rule "
-            "(no --lenience) and no -k (the tree's depth is its K)", o->tree, spec ? "" : "-m ", with);
+        die("--tree %s with %s%s: a tree needs spec mode, a draft model, the exact rule (no --lenience) and no -k "
+            "(the tree's depth is its K)", o->tree, spec ? "" : "-m ", with);
 }
 
 // A default file (not named on the command line): the working directory's, else the one
@@ -3964,8 +3804,8 @@ static void parse_options(Options *o, int argc, char **argv) {
     o->lookup = !strcmp(o->draft_path, "lookup");
     o->medusa = drafter_file(o->draft_path, "medusa", "weights/medusa.bin");
     o->eagle = drafter_file(o->draft_path, "eagle", "weights/eagle.bin");
-    // drafters on the target's hidden state: the sample depends on K, so a fixed one: every head, or 4
-    if ((o->medusa || o->eagle) && !given(o, "-k") && !o->tree) o->k = o->medusa ? K_MAX : 4;
+    // drafters on the target's hidden state: the sample depends on K, so a fixed one (-k 0 too): every head, or 4
+    if ((o->medusa || o->eagle) && !o->k) o->k = o->medusa ? K_MAX : 4;
     check_options(o, usable);
 }
 

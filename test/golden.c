@@ -184,7 +184,7 @@ static void write_tree_run(FILE *f, const char *target, const char *draft, Token
     Speculator sp;
     ModelDrafter md;
     build_speculator(&sp, &tg, model_drafter(&md, &dr, &s), &s, &rng);
-    build_trees(&sp, (int[K_MAX]){4, 2, 1}, 3, 0);
+    build_trees(&sp, (int[K_MAX]){4, 2, 1}, 3);
     int tokens[512], n = encode(tok, tokens, "Once upon a time", 1, 0), start = n;
     fprintf(f, "tree run: --tree 4,2,1, t = %.9g, top-p 1, top-k 3, seed 42, prompt \"Once upon a time\" "
             "(%d ids), %d new tokens, draft in %s\n", s.temperature, n, RUN_NEW, WEIGHTS_NAME[DRAFT_WEIGHTS]);

@@ -80,32 +80,6 @@ static void test_theory_and_auto_k(void) {
            "in %d cases (a=0.8, c=0.05, r(n)=1+0.02(n-1) -> K=%d)\n", e7, e9, cases, k8);
 }
 
-// --tree auto picks, round by round, the mode that committed more tokens per
-// second: the chain until a tree has been timed, then the faster one, trying
-// the other at rounds 32, 96, 224, ...: with the chain 2x the tree's rate, 3
-// tree rounds in 320; with the tree 2x the chain's, the tree from round 33 on
-// but for the chain's tries at 96 and 224
-static int tree_rounds_of(double tree_rate) {
-    SpecStats st = {0};
-    int tree_rounds = 0, first = -1;
-    for (st.rounds = 0; st.rounds < 320; st.rounds++) {
-        int tree = tree_round_next(&st);
-        tree_rounds += tree;
-        if (tree && first < 0) first = (int)st.rounds;
-        st.mode_tokens[tree] = 0.95 * st.mode_tokens[tree] + (tree ? 4 * tree_rate : 4);
-        st.mode_seconds[tree] = 0.95 * st.mode_seconds[tree] + 1;
-    }
-    CHECK(first == 32, "--tree auto: the first tree round is round %d (want 32)", first);
-    return tree_rounds;
-}
-
-static void test_tree_or_chain(void) {
-    int slow = tree_rounds_of(0.5), fast = tree_rounds_of(2.0);
-    CHECK(slow == 3 && fast == 320 - 32 - 2, "--tree auto: %d tree rounds of 320 with a tree 2x slower (want the "
-          "tries at 32, 96, 224: 3), %d with a tree 2x faster (want %d)", slow, fast, 320 - 32 - 2);
-    printf("--tree auto: a tree 2x slower than the chain runs %d of 320 rounds, one 2x faster %d\n", slow, fast);
-}
-
 // auto-K follows the machine: verify passes turn 3x dearer than calibrated
 // and a settles at 0.9; after 200 rounds its cost factor is 3 and it runs
 // the K that is best for the true costs
@@ -567,7 +541,6 @@ int main(int argc, char **argv) {
     test_worked_examples();
     test_theory_and_auto_k();
     test_auto_k_follows();
-    test_tree_or_chain();
     test_exactness();
     test_lenience();
     Config shortc = CFG;
