@@ -22,7 +22,10 @@
 //   2. verify: ONE target pass over [t_{n-1}, x_1 .. x_K] -> p_1 .. p_{K+1}
 //   3. decide: keep x_i while u_i < min(1, p_i(x_i) / q_i(x_i)); at the first
 //      rejection draw from norm(max(0, p_i - q_i)) and stop; if all K pass,
-//      position n+K is proposed and decided the same way against p_{K+1}
+//      the draft proposes position n+K too, decided the same way against
+//      p_{K+1}. Algorithm 1 draws that "bonus" token from p_{K+1} instead; one
+//      rule for every position makes the text the same for every K, at the cost
+//      of one more draft step in a round whose K drafts all pass.
 //   4. commit 1 .. K+1 tokens; both KV caches are indexed by position, so a
 //      rejected position is simply overwritten next round
 //
@@ -35,29 +38,29 @@
 //
 // CONTENTS (line numbers; test/cli.sh checks them)
 // Part I. The chain
-//   109-176   The data
-//   178-236   The kernel contract
-//   238-430   Forward
-//   432-536   Sampler
-//   538-617   The speculative step
-//   619-672   Drafters
-//   674-790   The speculative round
-//   792-863   Generation
-//   865-972   main
+//   112-180   The data
+//   182-240   The kernel contract
+//   242-434   Forward
+//   436-541   Sampler
+//   543-622   The speculative step
+//   624-677   Drafters
+//   679-796   The speculative round
+//   798-870   Generation
+//   872-983   main
 // Part II. The extensions
-//   991-1169  Drafters without a second model
-//  1171-1179  Lenience
-//  1181-1445  Tree speculation
+//  1002-1180  Drafters without a second model
+//  1182-1190  Lenience
+//  1192-1456  Tree speculation
 // Appendices
-//  1452-1579  Appendix A. Errors and memory
-//  1581-1963  Appendix B. Loading
-//  1965-2655  Appendix C. Math kernels
-//  2657-2953  Appendix D. Threads
-//  2955-3110  Appendix E. Tokenizer
-//  3112-3219  Appendix F. Auto-K (-k 0)
-//  3221-3511  Appendix G. Statistics
-//  3513-3562  Appendix H. The text on stdout
-//  3564-3905  Appendix I. Command line
+//  1463-1590  Appendix A. Errors and memory
+//  1592-1974  Appendix B. Loading
+//  1976-2666  Appendix C. Math kernels
+//  2668-2964  Appendix D. Threads
+//  2966-3121  Appendix E. Tokenizer
+//  3123-3230  Appendix F. Auto-K (-k 0)
+//  3232-3522  Appendix G. Statistics
+//  3524-3573  Appendix H. The text on stdout
+//  3575-3916  Appendix I. Command line
 //
 // Build: cc -std=c11 -O3 -mavx2 -mfma -ffp-contract=off -pthread specdec.c -lm
 #define _POSIX_C_SOURCE 200809L
@@ -109,7 +112,8 @@
 // The data: a transformer (config and weights as in model.h, packed matrices,
 // the run state), its thread pool, the tokenizer
 
-// Output rows per panel of a packed matrix: two 8-float vectors.
+// Output rows per panel of a packed matrix: 16 floats, one 64-byte line (two
+// AVX2 vectors, one AVX-512 vector, four NEON ones).
 #define PANEL 16
 
 typedef struct ThreadPool ThreadPool;
@@ -437,8 +441,9 @@ static float *forward_chunked(Transformer *tr, const int *tokens, int n, int sta
 // happened to fall, on K, on timing or on threads. The coins come from
 // splitmix64 (Steele, Lea, Flood 2014): key = mix64(seed + G), and element i of
 // the stream is mix64(key + (i + 1) G), G = 0x9E3779B97F4A7C15; the position's
-// coin for `purpose` is element 4 * position + purpose, its top 24 bits / 2^24
-// (exactly representable as a float).
+// coin for `purpose` (one of the three below) is element 4 * position + purpose,
+// its top 24 bits / 2^24 (exactly representable as a float). Element 4 * position
+// + 3 is no coin: Part II's trees key the coins of their later candidates there.
 
 typedef struct {
     uint64_t key;     // mix64(seed + G)
@@ -535,7 +540,7 @@ static int sample(const float *probs, int n, float coin) {
 }
 
 // ----------------------------------------------------------------------------
-// The speculative step: the seed equations, one function each
+// The speculative step: the papers' equations, one function each
 //
 // Why it is exact (Leviathan et al. 2022, Thm 1 / Appendix A.1): a draft token
 // x ~ q is kept with probability min(1, p(x)/q(x)), so it is EMITTED with
@@ -681,9 +686,8 @@ static Drafter *model_drafter(ModelDrafter *md, Transformer *draft, Sampler *s) 
 //   target runs (ONE pass, K+1 rows): t_last x_1 ... x_K -> p_1 ... p_{K+1}
 //
 //   j < K drafts accepted: commit x_1..x_j and y ~ norm(max(0, p_{j+1} - q_{j+1})).
-//   all K accepted: position n+K is proposed (the draft runs x_K) and decided
-//       against p_{K+1} like any other, where the classic algorithm draws a
-//       "bonus" token from p: K+1 tokens.
+//   all K accepted: position n+K is proposed too (the draft runs x_K) and
+//       decided against p_{K+1} like any other (ONE ROUND, step 3): K+1 tokens.
 //
 // Every position m is decided by the same rule with the same coins (draw
 // coin_at(m, DRAW), accept coin_at(m, ACCEPT), resample coin_at(m, RESAMPLE))
@@ -751,13 +755,15 @@ static Round speculative_step(Speculator *sp, int *tokens, int n, int k) {
         if (!probs_from_logits(sp->sampler, p, logits + (size_t)i * V))
             die_logits(sp->target, n + i, sp->sampler->temperature);
         rd.committed = i + 1;
-        if (i == rd.k && !propose(sp, tokens, n + i, i)) { // no proposal: draw from p alone
-            Verdict *v = &sp->verdicts[i];
-            tokens[n + i] = v->token = sample(p, V, v->d);
-            rd.plain = 1;
-            break;
+        if (i == rd.k) { // all k accepted: the position after them is proposed now
+            if (!propose(sp, tokens, n + i, i)) { // no proposal: draw from p alone
+                Verdict *v = &sp->verdicts[i];
+                tokens[n + i] = v->token = sample(p, V, v->d);
+                rd.plain = 1;
+                break;
+            }
+            rd.drafted++;
         }
-        rd.drafted += i == rd.k;
         tokens[n + i] = decide(&sp->verdicts[i], p, sp->q + (size_t)i * V, sp->residual, V, sp->lenience);
         if (!sp->verdicts[i].accepted) break;
         rd.accepted++;
@@ -846,7 +852,8 @@ static int generate_spec(Speculator *sp, SpecStats *st, int *tokens, int n, Outp
     if (n > 1) forward_chunked(sp->target, tokens, n - 1, 0);
     o->prompt_seconds = now_seconds() - t0;
     if (d->rewind) d->rewind(d, 0); // it catches up in round 1
-    if (d->observe) d->observe(d, n > 1 ? (n - 2) % sp->target->max_rows : -1, n - 2); // the prefill's last row
+    // the prefill ran positions 0..n-2 in passes of max_rows: n-2 was its last pass's row (n-2) % max_rows
+    if (d->observe) d->observe(d, n > 1 ? (n - 2) % sp->target->max_rows : -1, n - 2);
     while (!o->done && !interrupted && n < sp->target->config.seq_len) {
         int k = start_round(st, sp, n, o->max_new - o->n_generated);
         Round rd = sp->step(sp, tokens, n, k);
@@ -918,7 +925,10 @@ static void flush_text(void);
 int main(int argc, char **argv) {
     Options opt;
     parse_options(&opt, argc, argv);
-    if (opt.help) return usage(), 0;
+    if (opt.help) {
+        usage();
+        return 0;
+    }
     void *start = owned_mark(); // what the run allocates from here (Appendix A)
     io_forget(); // the run's files (model.h), inputs and outputs
     check_json_path(&opt); // now, so a bad -j fails before anything runs
@@ -946,7 +956,7 @@ int main(int argc, char **argv) {
         plan_rounds(&sp, st, &opt, opt.verbose ? tok : NULL); // -v: the trace
     }
     Output out = {.tok = tok, .quiet = opt.quiet, .max_new = opt.n_new,
-                  .generated = xmalloc((size_t)opt.n_new * sizeof(int) + 1, "output")};
+                  .generated = xmalloc((size_t)opt.n_new * sizeof(int), "output")};
     start_output(&out, tokens, n);
 
     // generate; the clock covers prefill and decoding, not loading
@@ -958,7 +968,8 @@ int main(int argc, char **argv) {
     rp.seconds = now_seconds() - t0 - out.prompt_seconds;
     signal(SIGINT, SIG_DFL);
     if (spec) { // the speedup estimate needs one target-alone step, timed now
-        rp.sp = &sp, rp.st = st;
+        rp.sp = &sp;
+        rp.st = st;
         if (out.n_generated) rp.target_step = time_target_step(&target, &sampler, sp.p, tokens[n - 1], n - 1);
     }
     if (!given(&opt, "-n") && out.ended_by == END_LENGTH) out.ended_by = END_CONTEXT; // the default -n: the context
@@ -3218,7 +3229,7 @@ static void update_auto_k(AutoK *ak, int rows, int accepted, int examined, doubl
 }
 
 // ----------------------------------------------------------------------------
-// Appendix G. Statistics: the measurement beside the seeds' theory (stderr, JSON)
+// Appendix G. Statistics: the measurement beside the papers' theory (stderr, JSON)
 
 static SpecStats *new_spec_stats(void) { return xmalloc(sizeof(SpecStats), "statistics"); }
 
