@@ -42,25 +42,25 @@
 //   182-240   The kernel contract
 //   242-434   Forward
 //   436-541   Sampler
-//   543-622   The speculative step
-//   624-677   Drafters
-//   679-796   The speculative round
-//   798-870   Generation
-//   872-983   main
+//   543-619   The speculative step
+//   621-674   Drafters
+//   676-793   The speculative round
+//   795-867   Generation
+//   869-980   main
 // Part II. The extensions
-//  1002-1180  Drafters without a second model
-//  1182-1190  Lenience
-//  1192-1456  Tree speculation
+//   999-1177  Drafters without a second model
+//  1179-1187  Lenience
+//  1189-1453  Tree speculation
 // Appendices
-//  1463-1590  Appendix A. Errors and memory
-//  1592-1974  Appendix B. Loading
-//  1976-2666  Appendix C. Math kernels
-//  2668-2964  Appendix D. Threads
-//  2966-3121  Appendix E. Tokenizer
-//  3123-3230  Appendix F. Auto-K (-k 0)
-//  3232-3522  Appendix G. Statistics
-//  3524-3573  Appendix H. The text on stdout
-//  3575-3916  Appendix I. Command line
+//  1460-1587  Appendix A. Errors and memory
+//  1589-1971  Appendix B. Loading
+//  1973-2663  Appendix C. Math kernels
+//  2665-2961  Appendix D. Threads
+//  2963-3118  Appendix E. Tokenizer
+//  3120-3227  Appendix F. Auto-K (-k 0)
+//  3229-3519  Appendix G. Statistics
+//  3521-3570  Appendix H. The text on stdout
+//  3572-3913  Appendix I. Command line
 //
 // Build: cc -std=c11 -O3 -mavx2 -mfma -ffp-contract=off -pthread specdec.c -lm
 #define _POSIX_C_SOURCE 200809L
@@ -581,9 +581,6 @@ static float residual_distribution(float *out, const float *p, const float *q, f
         out[i] = p[i] > lq ? p[i] - lq : 0.0f;
         mass += out[i];
     }
-#ifdef SPECDEC_WRONG_RESIDUAL // test/test_spec.c builds this deliberate bug to prove its power
-    mass = 0.0f;
-#endif
     if (mass <= 0.0f)
         memcpy(out, p, (size_t)n * sizeof(float));
     else

@@ -3,9 +3,9 @@
 //   2. exactness of the step alone: adversarial (p, q) pairs through rounds
 //      of accept/reject/residual and the position after K accepted drafts,
 //      1e5 streams each; chi-square tests that the first and second emitted
-//      tokens are distributed as p. Seeded, not flaky. Built with
-//      -DSPECDEC_WRONG_RESIDUAL (sample p instead of the residual) and run
-//      with --power, this part must FAIL: proof the test has power;
+//      tokens are distributed as p. Seeded, not flaky. Run with --power, this
+//      part takes a deliberate bug (after a rejection, draw from p instead of
+//      the residual) and must FAIL: proof the test has power;
 //   3. with real (random-weight) models: after a rejection the next round's
 //      target logits equal a fresh target-only run bit for bit; a draft equal
 //      to the target is always accepted (t = 1, and top-p 0.9); a draft with a
@@ -147,6 +147,14 @@ static int chi2_ok(const char *what, const long *obs, const double *prob, int n,
     return stat < crit;
 }
 
+// --power: decide() with the deliberate bug that proves the chi-square test's
+// power: a rejected position drawn from p itself, not from norm(max(0, p - q))
+static int wrong_residual;
+static int decide_or_wrong(Verdict *v, const float *p, const float *q, float *residual, int n, float lenience) {
+    int token = decide(v, p, q, residual, n, lenience);
+    return wrong_residual && !v->accepted ? (v->token = sample(p, n, v->r)) : token;
+}
+
 // One simulated stream: rounds of kd drafts and the position after them,
 // every position proposed with its draw coin and decided by decide() with its
 // own accept and resample coins, as speculative_step does; a round ends at
@@ -160,7 +168,7 @@ static void simulate(int *emitted, int want, const Pair *c, const Rng *rng, int 
             dist_at(p, c->p, count, prev);
             Verdict v = {.x = sample(q, V, coin_at(rng, count, COIN_DRAW)),
                          .u = coin_at(rng, count, COIN_ACCEPT), .r = coin_at(rng, count, COIN_RESAMPLE)};
-            emitted[count++] = prev = decide(&v, p, q, res, V, lenience);
+            emitted[count++] = prev = decide_or_wrong(&v, p, q, res, V, lenience);
             if (!v.accepted) break;
         }
 }
@@ -179,7 +187,7 @@ static void simulate_medusa(int *emitted, int want, const Pair *c, const Rng *rn
             dist_at(p, c->p, count, prev);
             Verdict v = {.x = sample(q, V, coin_at(rng, count, COIN_DRAW)),
                          .u = coin_at(rng, count, COIN_ACCEPT), .r = coin_at(rng, count, COIN_RESAMPLE)};
-            emitted[count++] = prev = decide(&v, p, q, res, V, 1.0f);
+            emitted[count++] = prev = decide_or_wrong(&v, p, q, res, V, 1.0f);
             if (!v.accepted) break;
         }
     }
@@ -533,7 +541,8 @@ static void test_int8_target(void) {
 }
 
 int main(int argc, char **argv) {
-    if (argc > 1 && !strcmp(argv[1], "--power")) { // the deliberately wrong build
+    if (argc > 1 && !strcmp(argv[1], "--power")) { // the deliberate bug
+        wrong_residual = 1;
         int failed = test_exactness();
         printf("power check: %d case(s) failed the chi-square test\n", failed);
         return check_summary("test_spec_power");
