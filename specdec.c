@@ -38,29 +38,29 @@
 //
 // CONTENTS (line numbers; test/cli.sh checks them)
 // Part I. The chain
-//   112-180   The data
-//   182-240   The kernel contract
-//   242-434   Forward
-//   436-541   Sampler
-//   543-619   The speculative step
-//   621-674   Drafters
-//   676-793   The speculative round
-//   795-867   Generation
-//   869-980   main
+//   112-179   The data
+//   181-239   The kernel contract
+//   241-428   Forward
+//   430-535   Sampler
+//   537-611   The speculative step
+//   613-666   Drafters
+//   668-785   The speculative round
+//   787-859   Generation
+//   861-972   main
 // Part II. The extensions
-//   999-1177  Drafters without a second model
-//  1179-1187  Lenience
-//  1189-1453  Tree speculation
+//   979-1157  Drafters without a second model
+//  1159-1167  Lenience
+//  1169-1492  Tree speculation
 // Appendices
-//  1460-1587  Appendix A. Errors and memory
-//  1589-1971  Appendix B. Loading
-//  1973-2663  Appendix C. Math kernels
-//  2665-2961  Appendix D. Threads
-//  2963-3118  Appendix E. Tokenizer
-//  3120-3227  Appendix F. Auto-K (-k 0)
-//  3229-3519  Appendix G. Statistics
-//  3521-3570  Appendix H. The text on stdout
-//  3572-3913  Appendix I. Command line
+//  1499-1626  Appendix A. Errors and memory
+//  1628-2009  Appendix B. Loading
+//  2011-2701  Appendix C. Math kernels
+//  2703-2999  Appendix D. Threads
+//  3001-3156  Appendix E. Tokenizer
+//  3158-3265  Appendix F. Auto-K (-k 0)
+//  3267-3558  Appendix G. Statistics
+//  3560-3609  Appendix H. The text on stdout
+//  3611-3953  Appendix I. Command line
 //
 // Build: cc -std=c11 -O3 -mavx2 -mfma -ffp-contract=off -pthread specdec.c -lm
 #define _POSIX_C_SOURCE 200809L
@@ -102,10 +102,10 @@
 #define UNUSED_OK
 #endif
 
-// The longest draft run K, and the rows every buffer is sized for once: as many
-// as a draft tree's nodes, its root (the last committed token) included (Part II).
+// The longest draft run K, and the rows of its verify pass: every buffer of a
+// round is sized for them once.
 #define K_MAX 16
-#define MAX_ROWS 33
+#define MAX_ROWS (K_MAX + 1)
 #define MAX_THREADS 64
 
 // ----------------------------------------------------------------------------
@@ -155,7 +155,6 @@ typedef struct {
     float *logits;      // (T, vocab) classifier output
     float *key_cache;   // (L, n_kv_heads, seq_pad/LANES, hs, LANES): LANES positions side by side
     float *value_cache; // (L, n_kv_heads, seq_len, hs)
-    float *node_kv;     // (L, n_kv_heads, max_rows, 2, hs) each row's key (after RoPE) and value
     int qkv_stride, h13_stride, seq_pad;
 } RunState;
 
@@ -241,30 +240,35 @@ static double now_seconds(void);
 // ----------------------------------------------------------------------------
 // Forward: n_rows consecutive tokens from position pos, in ONE pass
 
-typedef struct {
+// A pass: T rows, row i at position pos + i. attention is what a pass runs for
+// layer l's kv head g over its rows: attention_head (Part II's trees bring their own).
+typedef struct ForwardJob ForwardJob;
+struct ForwardJob {
     Transformer *tr;
-    int T, pos, first;         // rows, the first row's position; a tree: row i is node first + i
-    const int *parent, *depth; // a tree's nodes (Part II), NULL: a chain, row i at pos + i
-} ForwardJob;
+    int T, pos;
+    void (*attention)(const ForwardJob *job, int l, int g);
+};
 
-static void tree_attention(Transformer *tr, int l, int g, const ForwardJob *job); // Part II
-
-// Node `node`'s key (after RoPE) and value in layer l, kv head g: (2, hs) at node_kv
-static float *node_kv(const Transformer *tr, int l, int g, int node) {
+// Row i's queries of kv head g and its key, in place in its qkv row, turned by
+// RoPE at position `at`; returns the key (hs), its value kv_dim floats on.
+static float *rope_row(Transformer *tr, int i, int g, size_t at) {
     const Config *c = &tr->config;
-    size_t hs = (size_t)(c->dim / c->n_heads);
-    return tr->state.node_kv + (((size_t)l * c->n_kv_heads + (size_t)g) * tr->max_rows + (size_t)node) * 2 * hs;
+    int hs = c->dim / c->n_heads, group = c->n_heads / c->n_kv_heads;
+    float *row = tr->state.qkv + (size_t)i * tr->state.qkv_stride, *k = row + c->dim + g * hs;
+    const float *cr = tr->weights.rope_cos + at * hs / 2, *sr = tr->weights.rope_sin + at * hs / 2;
+    rope(row + (size_t)g * group * hs, cr, sr, group, hs);
+    rope(k, cr, sr, 1, hs);
+    return k;
 }
 
-// Node `node`'s key and value into the caches of layer l, kv head g, at position `at`.
-static void put_kv(Transformer *tr, int l, int g, size_t at, int node) {
+// A key k (hs, after RoPE) and value v (hs) into the caches of layer l, kv head g, at position `at`.
+static void put_kv(Transformer *tr, int l, int g, size_t at, const float *k, const float *v) {
     const Config *c = &tr->config;
     RunState *s = &tr->state;
     size_t hs = (size_t)(c->dim / c->n_heads), head = (size_t)l * c->n_kv_heads + (size_t)g;
-    const float *k = node_kv(tr, l, g, node);
     float *slot = s->key_cache + head * s->seq_pad * hs + at / LANES * hs * LANES + at % LANES;
     for (size_t d = 0; d < hs; d++) slot[d * LANES] = k[d];
-    memcpy(s->value_cache + (head * (size_t)c->seq_len + at) * hs, k + hs, hs * sizeof(float));
+    memcpy(s->value_cache + (head * (size_t)c->seq_len + at) * hs, v, hs * sizeof(float));
 }
 
 // Causal attention of rows first..first+T-1 (at positions pos..pos+T-1) for
@@ -308,27 +312,17 @@ static void attend(Transformer *tr, int l, int g, int first, int T, int pos) {
     }
 }
 
-// Grouped-query attention of the pass's T rows for key/value head g. RoPE
-// turns the head's queries and key at each row's position; keys and values
-// are kept by node (node_kv) for later passes. A chain puts every row's key
-// and value into the caches, then attends all rows in one pass; a tree
-// (Part II) attends through its ancestors instead.
-static void attention_head(Transformer *tr, int l, int g, const ForwardJob *job) {
-    const Config *c = &tr->config;
-    RunState *s = &tr->state;
-    int hs = c->dim / c->n_heads, kv_dim = c->n_kv_heads * hs, group = c->n_heads / c->n_kv_heads;
+// Grouped-query attention of the pass's T rows for key/value head g: RoPE
+// turns the head's queries and key at each row's position, every row's key and
+// value go into the caches, then all rows attend in one pass.
+static void attention_head(const ForwardJob *job, int l, int g) {
+    Transformer *tr = job->tr;
+    int kv_dim = tr->config.n_kv_heads * (tr->config.dim / tr->config.n_heads);
     for (int i = 0; i < job->T; i++) {
-        size_t at = (size_t)(job->pos + (job->depth ? job->depth[job->first + i] : i));
-        float *row = s->qkv + (size_t)i * s->qkv_stride, *k = node_kv(tr, l, g, job->first + i);
-        const float *cr = tr->weights.rope_cos + at * hs / 2, *sr = tr->weights.rope_sin + at * hs / 2;
-        rope(row + (size_t)g * group * hs, cr, sr, group, hs);
-        memcpy(k, row + c->dim + g * hs, (size_t)hs * sizeof(float));
-        rope(k, cr, sr, 1, hs);
-        memcpy(k + hs, row + c->dim + kv_dim + g * hs, (size_t)hs * sizeof(float));
-        if (!job->parent) put_kv(tr, l, g, at, i);
+        const float *k = rope_row(tr, i, g, (size_t)(job->pos + i));
+        put_kv(tr, l, g, (size_t)(job->pos + i), k, k + kv_dim);
     }
-    if (job->parent) tree_attention(tr, l, g, job);
-    else attend(tr, l, g, 0, job->T, job->pos);
+    attend(tr, l, g, 0, job->T, job->pos);
 }
 
 // x[t][lo..hi) += y[t][lo..hi) for T rows of width n: a thread's residual add
@@ -360,7 +354,7 @@ static void forward_job(void *arg, int tid, int nth) {
         pool_barrier(tr->pool, tid, nth);
         prefetch_shared(s->qkv, (size_t)T * s->qkv_stride, nth);
         share(&lo, &hi, c->n_kv_heads, tid, nth);
-        for (int g = lo; g < hi; g++) attention_head(tr, l, g, job);
+        for (int g = lo; g < hi; g++) job->attention(job, l, g);
         pool_barrier(tr->pool, tid, nth);
         prefetch_shared(s->xb, (size_t)T * dim, nth);
         share(&lo, &hi, ly->wo.n_panels, tid, nth);
@@ -418,7 +412,7 @@ static float *forward(Transformer *tr, const int *tokens, int n_rows, int pos) {
     if (n_rows < 1 || n_rows > tr->max_rows || pos < 0 || pos + n_rows > tr->config.seq_len)
         die("%s: forward(%d rows at pos %d) outside 1..%d rows and seq_len %d", tr->path, n_rows, pos,
             tr->max_rows, tr->config.seq_len);
-    return run_pass(tr, tokens, &(ForwardJob){.tr = tr, .T = n_rows, .pos = pos});
+    return run_pass(tr, tokens, &(ForwardJob){.tr = tr, .T = n_rows, .pos = pos, .attention = attention_head});
 }
 
 // Feed tokens[0..n) at positions start.. in chunks of max_rows rows (prompt
@@ -597,7 +591,6 @@ typedef struct {
     int accepted;        // u < min(1, p(x)/q(x))
     float residual_mass; // after a rejection: sum max(0, p - q) before normalising
     int token;           // the token the position commits
-    int tested;          // candidates tested (a tree's node: 1..its children)
 } Verdict;
 
 // Leviathan et al. 2022, Algorithm 1, at ONE position: keep the proposal v->x
@@ -608,7 +601,6 @@ static int decide(Verdict *v, const float *p, const float *q, float *residual, i
     v->q = q[v->x];
     v->p = p[v->x];
     v->accepted = v->u < acceptance_ratio(v->p, v->q, lenience);
-    v->tested = 1;
     if (v->accepted) return v->token = v->x;
     v->residual_mass = residual_distribution(residual, p, q, lenience, n);
     return v->token = sample(residual, n, v->r);
@@ -636,7 +628,6 @@ struct Drafter {
     // and decided the token after it (-1: none did; NULL: not needed)
     void (*observe)(Drafter *d, int row, int pos);
     void (*free)(Drafter *d); // what the drafter holds (NULL: nothing; a draft model is freed as a model)
-    const float *logits; // the logits behind the last q (rows as that call made them), or NULL
     Transformer *model;  // the draft model, or NULL; its clock is the drafter's
     double seconds;      // ... else the drafter's own: seconds and steps spent proposing
     long steps;
@@ -647,8 +638,9 @@ struct Drafter {
 // token after that). Past its seq_len it has no proposal.
 typedef struct {
     Drafter base;
-    Sampler *sampler; // q goes through the same function as p
+    Sampler *sampler;     // q goes through the same function as p
     int cached;
+    const float *logits;  // the logits behind its last q
 } ModelDrafter;
 
 static int propose_model(Drafter *d, float *q, const int *tokens, int pos) {
@@ -656,7 +648,7 @@ static int propose_model(Drafter *d, float *q, const int *tokens, int pos) {
     if (pos > d->model->config.seq_len) return 0; // it would run position pos - 1
     const float *logits = forward_chunked(d->model, tokens + md->cached, pos - md->cached, md->cached);
     md->cached = pos;
-    d->logits = logits;
+    md->logits = logits;
     if (probs_from_logits(md->sampler, q, logits)) return 1;
     md->cached = pos - 1; // logits not finite: no proposal (asked again, it reruns pos - 1)
     return 0;
@@ -695,8 +687,8 @@ static Drafter *model_drafter(ModelDrafter *md, Transformer *draft, Sampler *s) 
 
 // What a round did: the statistics and auto-K read this.
 typedef struct {
-    int k;         // proposals verified (a drafter may propose fewer than asked); a tree: its depth
-    int drafted;   // proposals made (a tree: its nodes, the root not counted)
+    int k;         // positions drafted ahead and verified (a drafter may propose fewer than asked)
+    int drafted;   // proposals made
     int accepted;  // proposals accepted (the position after K's included)
     int committed; // tokens appended: positions decided, 1..k+1
     int plain;     // 1: the last position had no proposal and was drawn from p
@@ -709,12 +701,12 @@ struct Speculator {
     Sampler *sampler;
     const Rng *rng;
     float lenience;            // 1: the exact rule; < 1: LOSSY (--lenience)
-    float *q;                  // (MAX_ROWS, V) the drafter's distributions this round
-    float *p;                  // (MAX_ROWS, V) the target's
+    float *q;                  // (max_rows, V) the drafter's distributions this round
+    float *p;                  // (max_rows, V) the target's
     float *residual;           // (V) scratch
     Verdict verdicts[K_MAX + 1];
     Round (*step)(Speculator *sp, int *tokens, int n, int k); // a round: speculative_step
-    struct Trees *trees;       // Part II's draft trees (--tree), or NULL
+    struct Trees *trees;       // Part II's draft trees (--tree), or NULL: a chain
 };
 
 // Propose position pos, slot i of the round: q_i from the drafter, then
@@ -782,13 +774,13 @@ static void build_speculator(Speculator *sp, Transformer *target, Drafter *draft
             "one vocabulary", d->path, d->config.vocab_size, target->config.vocab_size, target->path);
     *sp = (Speculator){.target = target, .drafter = drafter, .sampler = sampler, .rng = rng,
                        .lenience = 1.0f, .step = speculative_step};
-    sp->q = xmalloc(MAX_ROWS * V * sizeof(float), "draft distributions");
-    sp->p = xmalloc(MAX_ROWS * V * sizeof(float), "target distributions");
+    sp->q = xmalloc((size_t)target->max_rows * V * sizeof(float), "draft distributions");
+    sp->p = xmalloc((size_t)target->max_rows * V * sizeof(float), "target distributions");
     sp->residual = xmalloc(V * sizeof(float), "residual");
 }
 
 static UNUSED_OK void free_speculator(Speculator *sp) {
-    xfree(sp->q); xfree(sp->p); xfree(sp->residual); xfree(sp->trees);
+    xfree(sp->q); xfree(sp->p); xfree(sp->residual);
 }
 
 // ----------------------------------------------------------------------------
@@ -982,18 +974,6 @@ int main(int argc, char **argv) {
 // ============================================================================
 // PART II. THE EXTENSIONS: other drafters and trees, each built on Part I
 // ============================================================================
-
-// A draft tree of a round from n committed tokens (Tree speculation, below):
-// node 0 is the root, the last committed token (at position n-1); a node of
-// depth d proposes position n-1+d; a node's parent comes before it.
-#define TREE_MAX MAX_ROWS // the most nodes of a tree, its root included
-#define TREE_BRANCH 8 // the most candidates under one node
-typedef struct Tree {
-    int n;                                    // nodes, the root included
-    int token[MAX_ROWS], parent[MAX_ROWS], depth[MAX_ROWS];
-    int count[MAX_ROWS], kids[MAX_ROWS][TREE_BRANCH]; // children, in the order they were drawn
-    int onehot[MAX_ROWS];                     // drawn as the best remaining logit: q_j one-hot
-} Tree;
 
 // ----------------------------------------------------------------------------
 // Drafters without a second model: prompt lookup, Medusa heads, EAGLE features
@@ -1212,73 +1192,129 @@ static Drafter *build_drafter(const Options *o, Transformer *target, Transformer
 // descending repeats the argument at the next position. With one candidate per
 // node this is the chain's rule, with the chain's coins: the same text.
 //
-// What it adds to Part I: the Trees a Speculator points to, forward's ancestor
-// mask (tree_attention, forward_tree), the draft model's tree pass
-// (propose_tree_model), and tree_step, the round generate_spec runs in place of
-// speculative_step.
+// What it adds to Part I: the Trees a Speculator points to, a pass whose
+// attention masks all but each node's ancestors (forward_tree, tree_attention),
+// the draft model's tree pass (propose_tree_model), and tree_step, the round
+// generate_spec runs in place of speculative_step.
 
-// A Speculator's trees (--tree): the round's shape, and the last round's tree for the -v trace
+// A draft tree of a round from n committed tokens: node 0 is the root, the last
+// committed token (at position n-1); a node of depth d proposes position n-1+d;
+// a node's parent comes before it.
+#define TREE_MAX (2 * K_MAX + 1) // the most nodes of a tree, its root included: its verify pass's rows
+#define TREE_BRANCH 8 // the most candidates under one node
+typedef struct {
+    int n;                                    // nodes, the root included
+    int token[TREE_MAX], parent[TREE_MAX], depth[TREE_MAX];
+    int count[TREE_MAX], kids[TREE_MAX][TREE_BRANCH]; // children, in the order they were drawn
+    int onehot[TREE_MAX];                     // drawn as the best remaining logit: q_j one-hot
+} Tree;
+
+// A Speculator's trees (--tree): the round's shape, each model's node keys and
+// values, and the last round's tree for the -v trace
 typedef struct Trees {
-    int depth;                 // levels, branch[d] children under each node of depth d
+    int depth;                   // levels, branch[d] children under each node of depth d
     int branch[K_MAX];
-    float *ql, *work;          // (MAX_ROWS, V) the draft's logits per node; (3, V) scratch
-    Tree tree;                 // the last round's tree, as verified (the -v trace draws it)
-    int path[K_MAX + 1];       // ... and the nodes it accepted
+    ModelDrafter *draft;         // the draft model (parse_tree allows no other drafter)
+    float *target_kv, *draft_kv; // (L, n_kv_heads, TREE_MAX, 2, hs) each model's (TreePass)
+    float *ql, *work;            // (TREE_MAX, V) the draft's logits per node; (3, V) scratch
+    Tree tree;                   // the last round's tree, as verified (the -v trace draws it)
+    int path[K_MAX + 1];         // ... the nodes it accepted
+    int tested[K_MAX + 1];       // ... and the candidates tested at each position it decided
 } Trees;
 
-// Tree attention (Miao et al. 2023, SpecInfer), forward's hook: row i (node
-// first+i at pos + its depth) attends after writing its path, itself and its
-// ancestors from this pass or earlier ones, into the caches at their
-// positions: the cache then holds exactly what a plain forward over the
-// context and that path would, so every node gets its bits.
-static void tree_attention(Transformer *tr, int l, int g, const ForwardJob *job) {
+// A tree pass (forward_tree): row i is node first + i, at position pos + its
+// depth (parent[v] < v; -1: the context). node_kv (L, n_kv_heads, TREE_MAX, 2, hs)
+// keeps every node's key (after RoPE) and value for the passes after its own.
+typedef struct {
+    ForwardJob pass;
+    int first;
+    const int *parent, *depth;
+    float *node_kv;
+} TreePass;
+
+// Node `node`'s key and value in layer l, kv head g of node_kv: (2, hs)
+static float *node_kv_at(const Transformer *tr, float *kv, int l, int g, int node) {
+    const Config *c = &tr->config;
+    size_t hs = (size_t)(c->dim / c->n_heads);
+    return kv + (((size_t)l * c->n_kv_heads + (size_t)g) * TREE_MAX + (size_t)node) * 2 * hs;
+}
+
+// The floats of a node_kv for tr
+static size_t node_kv_floats(const Transformer *tr) {
+    const Config *c = &tr->config;
+    return (size_t)c->n_layers * (size_t)c->n_kv_heads * TREE_MAX * 2 * (size_t)(c->dim / c->n_heads);
+}
+
+// Tree attention (Miao et al. 2023, SpecInfer), a tree pass's attention: each
+// row's key and value kept by node, then row i (node first+i) attends after
+// writing its path, itself and its ancestors from this pass or earlier ones,
+// into the caches at their positions: the cache then holds exactly what a plain
+// forward over the context and that path would, so every node gets its bits.
+static void tree_attention(const ForwardJob *job, int l, int g) {
+    const TreePass *tp = (const TreePass *)job;
+    Transformer *tr = job->tr;
+    size_t hs = (size_t)(tr->config.dim / tr->config.n_heads), kv_dim = (size_t)tr->config.n_kv_heads * hs;
     for (int i = 0; i < job->T; i++) {
-        for (int u = job->first + i; u >= 0; u = job->parent[u])
-            put_kv(tr, l, g, (size_t)(job->pos + job->depth[u]), u);
-        attend(tr, l, g, i, 1, job->pos + job->depth[job->first + i]);
+        int v = tp->first + i;
+        float *k = rope_row(tr, i, g, (size_t)(job->pos + tp->depth[v])), *kv = node_kv_at(tr, tp->node_kv, l, g, v);
+        memcpy(kv, k, hs * sizeof(float));
+        memcpy(kv + hs, k + kv_dim, hs * sizeof(float));
+    }
+    for (int i = 0; i < job->T; i++) {
+        for (int u = tp->first + i; u >= 0; u = tp->parent[u]) {
+            const float *kv = node_kv_at(tr, tp->node_kv, l, g, u);
+            put_kv(tr, l, g, (size_t)(job->pos + tp->depth[u]), kv, kv + hs);
+        }
+        attend(tr, l, g, i, 1, job->pos + tp->depth[tp->first + i]);
     }
 }
 
 // Runs nodes first..first+n_rows-1 of a tree (tokens: theirs) through the
 // model: node v (parent[v] < v, or -1) at position pos + its depth, attending
 // to the cache below pos and to its ancestors, run in this pass or an earlier
-// one since the last chain pass. Returns logits (n_rows, vocab_size); each
-// row's equal, bit for bit, those of a plain forward over the context and its
-// path. The caches past pos hold whatever the last row's path left there.
-static float *forward_tree(Transformer *tr, const int *tokens, int first, const int *parent, int n_rows,
-                           int pos) {
-    int depth[MAX_ROWS], deepest = 0;
-    for (int v = 0; v < first + n_rows && first + n_rows <= tr->max_rows; v++) {
+// one since the last chain pass (their keys and values in node_kv). Returns
+// logits (n_rows, vocab_size); each row's equal, bit for bit, those of a plain
+// forward over the context and its path. The caches past pos hold whatever
+// the last row's path left there.
+static float *forward_tree(Transformer *tr, float *node_kv, const int *tokens, int first, const int *parent,
+                           int n_rows, int pos) {
+    int depth[TREE_MAX], deepest = 0, nodes = first + n_rows, most = tr->max_rows < TREE_MAX ? tr->max_rows : TREE_MAX;
+    for (int v = 0; v < nodes && nodes <= most; v++) {
         if (parent[v] >= v) die("%s: tree node %d has parent %d, not an earlier node", tr->path, v, parent[v]);
         depth[v] = parent[v] < 0 ? 0 : depth[parent[v]] + 1;
         deepest = depth[v] > deepest ? depth[v] : deepest;
     }
-    if (n_rows < 1 || first < 0 || first + n_rows > tr->max_rows || pos < 0 || pos + deepest >= tr->config.seq_len)
-        die("%s: forward(%d rows at pos %d) outside 1..%d rows and seq_len %d", tr->path, n_rows, pos,
-            tr->max_rows, tr->config.seq_len);
-    ForwardJob job = {.tr = tr, .T = n_rows, .pos = pos, .first = first, .parent = parent, .depth = depth};
-    return run_pass(tr, tokens, &job);
+    if (n_rows < 1 || first < 0 || nodes > most || pos < 0 || pos + deepest >= tr->config.seq_len)
+        die("%s: forward(%d rows at pos %d) outside 1..%d rows and seq_len %d", tr->path, n_rows, pos, most,
+            tr->config.seq_len);
+    TreePass tp = {.pass = {.tr = tr, .T = n_rows, .pos = pos, .attention = tree_attention}, .first = first,
+                   .parent = parent, .depth = depth, .node_kv = node_kv};
+    return run_pass(tr, tokens, &tp.pass);
 }
 
 // After tree passes: the keys and values of nodes path[0..count) go into the
 // caches at positions pos.. (the path the round accepted), in every layer.
-static void commit_path(Transformer *tr, const int *path, int count, int pos) {
+static void commit_path(Transformer *tr, float *node_kv, const int *path, int count, int pos) {
+    size_t hs = (size_t)(tr->config.dim / tr->config.n_heads);
     for (int l = 0; l < tr->config.n_layers; l++)
         for (int g = 0; g < tr->config.n_kv_heads; g++)
-            for (int j = 0; j < count; j++) put_kv(tr, l, g, (size_t)(pos + j), path[j]);
+            for (int j = 0; j < count; j++) {
+                const float *kv = node_kv_at(tr, node_kv, l, g, path[j]);
+                put_kv(tr, l, g, (size_t)(pos + j), kv, kv + hs);
+            }
 }
 
-// The draft model's tree hook: a level of tree nodes in ONE masked draft pass;
+// The draft model's tree pass: a level of tree nodes in ONE masked draft pass;
 // its cache keeps the context only, so the root is not a row (its children's
 // parent is the context, -1).
-static int propose_tree_model(Drafter *d, float *q, const Tree *t, int first, int pos) {
-    ModelDrafter *md = (ModelDrafter *)d;
-    int V = d->model->config.vocab_size, n_rows = t->n - first, parent[MAX_ROWS];
-    if (pos + t->depth[t->n - 1] - 1 >= d->model->config.seq_len) return 0; // the deepest node
+static int propose_tree_model(ModelDrafter *md, float *node_kv, float *q, const Tree *t, int first, int pos) {
+    Transformer *dm = md->base.model;
+    int V = dm->config.vocab_size, n_rows = t->n - first, parent[TREE_MAX];
+    if (pos + t->depth[t->n - 1] - 1 >= dm->config.seq_len) return 0; // the deepest node
     for (int v = 0; v < t->n; v++) parent[v] = t->parent[v] > 0 ? t->parent[v] : -1;
-    const float *logits = forward_tree(d->model, t->token + first, first, parent, n_rows, pos);
+    const float *logits = forward_tree(dm, node_kv, t->token + first, first, parent, n_rows, pos);
     md->cached = pos;
-    d->logits = logits;
+    md->logits = logits;
     for (int i = 0; i < n_rows; i++)
         if (!probs_from_logits(md->sampler, q + (size_t)i * V, logits + (size_t)i * V)) return 0;
     return 1;
@@ -1357,7 +1393,8 @@ static int decide_candidates(Speculator *sp, Verdict *vd, int v, int pos) {
             qj = onehot;
         }
         *vd = (Verdict){.x = x, .d = candidate_coin(rng, pos, COIN_DRAW, j), .q = qj[x], .p = p[x],
-                        .u = candidate_coin(rng, pos, COIN_ACCEPT, j), .r = vd->r, .tested = j + 1};
+                        .u = candidate_coin(rng, pos, COIN_ACCEPT, j), .r = vd->r};
+        ts->tested[t->depth[v]] = j + 1;
         vd->accepted = vd->u < acceptance_ratio(vd->p, vd->q, 1.0f);
         if (vd->accepted) {
             vd->token = x;
@@ -1378,7 +1415,6 @@ static Round tree_step(Speculator *sp, int *tokens, int n, int depth) {
     Trees *ts = sp->trees;
     int V = sp->target->config.vocab_size, *path = ts->path, n_path = 0;
     size_t row = (size_t)V;
-    Drafter *d = sp->drafter;
     Tree *t = &ts->tree; // kept after the round for the -v trace
     *t = (Tree){.n = 1, .token = {tokens[n - 1]}, .parent = {-1}};
     Round rd = {0};
@@ -1387,24 +1423,24 @@ static Round tree_step(Speculator *sp, int *tokens, int n, int depth) {
     // new level's q from ONE masked draft pass over its nodes (their ancestors'
     // keys and values kept from the passes before)
     int ok = depth > 0 && propose(sp, tokens, n, 0); // its x: candidate 0's
-    if (ok) memcpy(ts->ql, d->logits, row * sizeof(float));
+    if (ok) memcpy(ts->ql, ts->draft->logits, row * sizeof(float));
     for (int first = 0; ok && rd.k < depth; rd.k++) {
         int last = t->n, cx[TREE_BRANCH], oh[TREE_BRANCH];
         for (int v = first; v < last; v++) {
             int b = ts->branch[rd.k];
             draw_candidates(sp, cx, oh, b, v, n + t->depth[v]);
-            for (int j = 0; j < b && t->n < MAX_ROWS; j++) add_child(t, v, cx[j], oh[j]);
+            for (int j = 0; j < b && t->n < TREE_MAX; j++) add_child(t, v, cx[j], oh[j]);
         }
         first = last;
         if (rd.k + 1 == depth || first == t->n) continue;
-        ok = propose_tree_model(d, sp->q + first * row, t, first, n);
-        if (ok) memcpy(ts->ql + first * row, d->logits, (size_t)(t->n - first) * row * sizeof(float));
+        ok = propose_tree_model(ts->draft, ts->draft_kv, sp->q + first * row, t, first, n);
+        if (ok) memcpy(ts->ql + first * row, ts->draft->logits, (size_t)(t->n - first) * row * sizeof(float));
     }
     for (int v = rd.k = 0; v < t->n; v++) rd.k = t->depth[v] > rd.k ? t->depth[v] : rd.k;
     rd.drafted = t->n - 1;
 
     // 2. verify: ONE target pass over every node, each seeing its ancestors -> p per node
-    const float *logits = forward_tree(sp->target, t->token, 0, t->parent, t->n, n - 1);
+    const float *logits = forward_tree(sp->target, ts->target_kv, t->token, 0, t->parent, t->n, n - 1);
 
     // 3. walk down from the root: at each node its candidates by the rule above;
     // a node without candidates is decided as the chain's last position
@@ -1415,6 +1451,7 @@ static Round tree_step(Speculator *sp, int *tokens, int n, int depth) {
             die_logits(sp->target, pos, sp->sampler->temperature);
         rd.committed = i + 1;
         Verdict *vd = &sp->verdicts[i];
+        ts->tested[i] = 1;
         if (t->count[v] == 0) { // proposed now, as the chain's slot i
             if (!propose(sp, tokens, pos, i)) { // no proposal: draw from p alone
                 tokens[pos] = vd->token = sample(p, V, vd->d);
@@ -1435,22 +1472,24 @@ static Round tree_step(Speculator *sp, int *tokens, int n, int depth) {
 
     // 4. the accepted path's keys and values into the target's cache, at their
     // positions; the draft's cache holds the context only and catches up
-    commit_path(sp->target, path, n_path, n);
-    if (d->rewind) d->rewind(d, n + rd.accepted);
-    int last = n_path ? path[n_path - 1] : 0; // the node that decided the last token
-    if (d->observe) d->observe(d, last, n - 1 + t->depth[last]);
+    commit_path(sp->target, ts->target_kv, path, n_path, n);
+    rewind_model(&ts->draft->base, n + rd.accepted);
     return rd;
 }
 
-// sp's trees, --tree B1,B2,... (depth levels of branch[d] children; parse_tree
-// allows the draft model only)
+// sp's trees, --tree B1,B2,... (depth levels of branch[d] children), in one block
+// (free_trees); sp's drafter is the draft model (parse_tree allows no other)
 static void build_trees(Speculator *sp, const int *branch, int depth) {
-    size_t V = (size_t)sp->target->config.vocab_size;
-    Trees *ts = sp->trees = xmalloc(sizeof(Trees) + (MAX_ROWS + 3) * V * sizeof(float), "trees");
-    ts->depth = depth, ts->ql = (float *)(ts + 1), ts->work = ts->ql + MAX_ROWS * V;
+    size_t V = (size_t)sp->target->config.vocab_size, nt = node_kv_floats(sp->target);
+    size_t nd = node_kv_floats(sp->drafter->model);
+    Trees *ts = sp->trees = xmalloc(sizeof(Trees) + ((TREE_MAX + 3) * V + nt + nd) * sizeof(float), "trees");
+    ts->depth = depth, ts->draft = (ModelDrafter *)sp->drafter, ts->ql = (float *)(ts + 1);
+    ts->work = ts->ql + TREE_MAX * V, ts->target_kv = ts->work + 3 * V, ts->draft_kv = ts->target_kv + nt;
     memcpy(ts->branch, branch, sizeof(ts->branch));
     sp->step = tree_step;
 }
+
+static UNUSED_OK void free_trees(Speculator *sp) { xfree(sp->trees); }
 
 // ============================================================================
 // APPENDICES: the implementations the method above calls
@@ -1604,8 +1643,7 @@ static size_t layout_run_state(RunState *s, const Config *c, int T, int threads,
         {&s->x, t * dim}, {&s->xn, (size_t)threads * t * dim}, {&s->qkv, t * (size_t)s->qkv_stride},
         {&s->xb, t * dim}, {&s->xb2, t * dim}, {&s->h13, t * (size_t)s->h13_stride},
         {&s->hb, t * (size_t)c->hidden_dim}, {&s->att, mul_size(t * (size_t)c->n_heads, (size_t)s->seq_pad)},
-        {&s->logits, t * (size_t)c->vocab_size}, {&s->key_cache, cache}, {&s->value_cache, cache},
-        {&s->node_kv, mul_size((size_t)c->n_layers * kv_dim, 2 * t)}};
+        {&s->logits, t * (size_t)c->vocab_size}, {&s->key_cache, cache}, {&s->value_cache, cache}};
     for (size_t i = 0; i < sizeof(b) / sizeof(b[0]); i++) {
         if (base) *b[i].at = (float *)(void *)(base + off);
         off = add_size(off, add_size(mul_size(b[i].n, sizeof(float)), 63) & ~(size_t)63);
@@ -2497,9 +2535,9 @@ static const float *panel_at(const Matrix *m, int i) { return m->w + (size_t)i *
 // repeat in every chunk (PERFORMANCE.md). A tile that holds the panel straddling d writes
 // to a buffer, so nothing past d is written.
 static void matmul_panels(float *out, const float *x, int T, const Matrix *m, int i0, int i1) {
-    static _Thread_local int8_t xv[MAX_ROWS * Q8_MAX_N];
-    static _Thread_local float s[MAX_ROWS * Q8_MAX_N / 4];
-    static _Thread_local int32_t c[MAX_ROWS * Q8_MAX_N / 4];
+    static _Thread_local int8_t xv[TREE_MAX * Q8_MAX_N]; // T <= TREE_MAX: the longest pass, a tree's
+    static _Thread_local float s[TREE_MAX * Q8_MAX_N / 4];
+    static _Thread_local int32_t c[TREE_MAX * Q8_MAX_N / 4];
     float buf[MM_MAX_ROWS * TILE_PANELS_MAX * PANEL];
     int n = m->n, gs = m->gs, G = gs ? n / gs : 0, R_max = gs ? Q8_MAX_ROWS : MM_MAX_ROWS;
     int blocks = (T + R_max - 1) / R_max;
@@ -3308,7 +3346,8 @@ static void print_trace(const SpecStats *st, const Speculator *sp, const Round *
             trace_piece(st->trace, v->x);
             fprintf(stderr, " d=%.4f  q=%.4f p=%.4f p/q=%.4f u=%.4f  %s", v->d, v->q, v->p,
                     v->q > 0 ? v->p / v->q : 0.0, v->u, v->accepted ? "accept" : "REJECT");
-            if (v->tested > 1) fprintf(stderr, " (candidate %d; p, q: after the earlier ones)", v->tested);
+            int tested = sp->trees ? sp->trees->tested[i] : 1;
+            if (tested > 1) fprintf(stderr, " (candidate %d; p, q: after the earlier ones)", tested);
             if (!v->accepted) fprintf(stderr, " -> residual mass %.4f, coin %.4f: ", v->residual_mass, v->r);
         }
         if (v->x < 0 || !v->accepted) trace_piece(st->trace, v->token);
@@ -3847,7 +3886,8 @@ static Transformer *load_draft_alone(Transformer *draft, const Options *o, Threa
 // decode it; a draft the user named must fit.
 static Transformer *load_models(Transformer *target, Transformer *draft, Options *o, ThreadPool *pool) {
     if (!strcmp(o->mode, "draft")) return load_draft_alone(draft, o, pool);
-    build_transformer_as(target, o->target_path, MAX_ROWS, pool, o->threads, o->target_weights);
+    int rows = o->tree ? TREE_MAX : MAX_ROWS; // a pass's rows: a verify pass's, or a tree's nodes
+    build_transformer_as(target, o->target_path, rows, pool, o->threads, o->target_weights);
     int V = target->config.vocab_size, v;
     if (strcmp(o->mode, "spec") || o->lookup || o->medusa || o->eagle) return target;
     if (!given(o, "-d") && (v = header_vocab(o->draft_path)) != V) {
@@ -3863,7 +3903,7 @@ static Transformer *load_models(Transformer *target, Transformer *draft, Options
         o->mode = "target";
         return target;
     }
-    build_transformer_as(draft, o->draft_path, MAX_ROWS, pool, o->draft_threads, o->draft_weights);
+    build_transformer_as(draft, o->draft_path, rows, pool, o->draft_threads, o->draft_weights);
     struct stat ts, ds; // sizes on disk, both float32: a bigger draft is probably the two swapped
     if (!stat(o->target_path, &ts) && !stat(o->draft_path, &ds) && ds.st_size > ts.st_size)
         fprintf(stderr, "specdec: warning: the draft %s (%.1f MB) is larger than the target %s (%.1f MB): drafting "

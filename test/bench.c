@@ -290,9 +290,9 @@ static double attention_share(Transformer *tr) {
     double attn = 1e30, whole = 1e30;
     for (int rep = 0; rep < 15; rep++) {
         double t0 = now_seconds();
-        ForwardJob job = {.tr = tr, .T = T, .pos = pos};
+        ForwardJob job = {.tr = tr, .T = T, .pos = pos, .attention = attention_head};
         for (int l = 0; l < c->n_layers; l++)
-            for (int g = 0; g < c->n_kv_heads; g++) attention_head(tr, l, g, &job);
+            for (int g = 0; g < c->n_kv_heads; g++) attention_head(&job, l, g);
         double t1 = now_seconds();
         forward(tr, tokens, T, pos);
         double t2 = now_seconds();
@@ -480,6 +480,7 @@ static void build_spec(Spec *sc, Transformer *target, Transformer *draft, Sample
 
 static void free_spec(Spec *sc) {
     if (sc->sp.drafter->free) sc->sp.drafter->free(sc->sp.drafter);
+    if (sc->sp.trees) free_trees(&sc->sp);
     free_speculator(&sc->sp);
 }
 

@@ -175,8 +175,8 @@ static void write_run(FILE *f, FILE *pq, const char *target, const char *draft, 
 // the 40th new token (the last round's tree is whole, as specdec builds it).
 static void write_tree_run(FILE *f, const char *target, const char *draft, Tokenizer *tok) {
     Transformer tg, dr;
-    build_transformer(&tg, target, MAX_ROWS, NULL, 1);
-    build_transformer_as(&dr, draft, MAX_ROWS, NULL, 1, DRAFT_WEIGHTS);
+    build_transformer(&tg, target, TREE_MAX, NULL, 1); // a pass of up to TREE_MAX rows, as specdec --tree
+    build_transformer_as(&dr, draft, TREE_MAX, NULL, 1, DRAFT_WEIGHTS);
     Sampler s;
     build_sampler(&s, tg.config.vocab_size, 0.8f, 1.0f, 3);
     Rng rng;
@@ -202,7 +202,7 @@ static void write_tree_run(FILE *f, const char *target, const char *draft, Token
             int node = i ? sp.trees->path[i - 1] : 0;
             fprintf(f, "  position %d: ", n + i);
             if (v->x < 0) fprintf(f, "no proposal d %.9g", v->d);
-            else fprintf(f, "candidate %d of %d: x %d d %.9g q %.9g p %.9g ratio %.9g u %.9g %s", v->tested,
+            else fprintf(f, "candidate %d of %d: x %d d %.9g q %.9g p %.9g ratio %.9g u %.9g %s", sp.trees->tested[i],
                          t->count[node] ? t->count[node] : 1, v->x, v->d, v->q, v->p,
                          acceptance_ratio(v->p, v->q, 1.0f), v->u, v->accepted ? "accept" : "reject");
             if (v->x >= 0 && !v->accepted) fprintf(f, " residual_mass %.9g r %.9g", v->residual_mass, v->r);
@@ -210,6 +210,7 @@ static void write_tree_run(FILE *f, const char *target, const char *draft, Token
         }
         n += rd.committed;
     }
+    free_trees(&sp);
     free_speculator(&sp);
     free_sampler(&s);
     free_transformer(&tg);

@@ -92,7 +92,7 @@ static void test_matmul(void) {
         Matrix m;
         float *w, *packed;
         random_matrix(&m, &w, &packed, d, n, &r);
-        for (int T = 1; T <= MAX_ROWS; T++, cases++) {
+        for (int T = 1; T <= TREE_MAX; T++, cases++) {
             float *x = xmalloc((size_t)T * n * 4, "x"), *o = xmalloc((size_t)T * d * 4, "o");
             float *def = xmalloc((size_t)T * d * 4, "def"), *os = xmalloc((size_t)T * d * 4, "os");
             fill_random(x, (size_t)T * n, &r);
@@ -114,7 +114,7 @@ static void test_matmul(void) {
         xfree(w); xfree(packed);
     }
     printf("matmul: %d cases (n x d from 1x1 to 257x31, T = 1..%d rows) memcmp-equal to the chain "
-           "definition, the scalar path, one-row calls (streamed too) and a 3-way split\n", cases, MAX_ROWS);
+           "definition, the scalar path, one-row calls (streamed too) and a 3-way split\n", cases, TREE_MAX);
 }
 
 // int8 quantisation of one group v (gs) as version 2 defines it, from the
@@ -182,7 +182,7 @@ static void test_matmul_int8(void) {
         for (int k = 0; k < gs; k++) w[k] = 0.0f; // an all-zero group
         void *packed = pack_q8(&m, w, d, n, gs);
         CHECK(*(const float *)(const void *)(q8_group_at(&m, 0, 0) + gs * PANEL) == 0.0f, "an all-zero group's scale");
-        for (int T = 1; T <= MAX_ROWS; T++, cases++) {
+        for (int T = 1; T <= TREE_MAX; T++, cases++) {
             size_t bytes = (size_t)T * d * 4;
             float *x = xmalloc((size_t)T * n * 4, "x"), *o = xmalloc(bytes, "o"), *def = xmalloc(bytes, "def");
             fill_random(x, (size_t)T * n, &r);
@@ -221,7 +221,7 @@ static void test_matmul_int8(void) {
     CHECK(worst_rel < 0.02, "int8 matmul: error %.4f of sum |w x| against the float product", worst_rel);
     printf("int8 matmul: %d cases (n x d from 4x1 to 704x48, groups of 4..64, T = 1..%d rows) "
            "memcmp-equal to the group definition, one-row calls and a 3-way split; error at most %.4f "
-           "of sum |w x|; zero and denormal rows -> 0, NaN -> NaN\n", cases, MAX_ROWS, worst_rel);
+           "of sum |w x|; zero and denormal rows -> 0, NaN -> NaN\n", cases, TREE_MAX, worst_rel);
 }
 
 // a deterministic spread of values in [-1, 1] for test inputs
