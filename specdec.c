@@ -41,26 +41,26 @@
 //   112-179   The data
 //   181-239   The kernel contract
 //   241-428   Forward
-//   430-535   Sampler
-//   537-611   The speculative step
-//   613-666   Drafters
-//   668-785   The speculative round
-//   787-859   Generation
-//   861-972   main
+//   430-530   Sampler
+//   532-606   The speculative step
+//   608-661   Drafters
+//   663-780   The speculative round
+//   782-854   Generation
+//   856-967   main
 // Part II. The extensions
-//   979-1157  Drafters without a second model
-//  1159-1167  Lenience
-//  1169-1492  Tree speculation
+//   974-1152  Drafters without a second model
+//  1154-1162  Lenience
+//  1164-1487  Tree speculation
 // Appendices
-//  1499-1626  Appendix A. Errors and memory
-//  1628-2009  Appendix B. Loading
-//  2011-2701  Appendix C. Math kernels
-//  2703-2999  Appendix D. Threads
-//  3001-3156  Appendix E. Tokenizer
-//  3158-3265  Appendix F. Auto-K (-k 0)
-//  3267-3558  Appendix G. Statistics
-//  3560-3609  Appendix H. The text on stdout
-//  3611-3953  Appendix I. Command line
+//  1494-1621  Appendix A. Errors and memory
+//  1623-2004  Appendix B. Loading
+//  2006-2696  Appendix C. Math kernels
+//  2698-2994  Appendix D. Threads
+//  2996-3151  Appendix E. Tokenizer
+//  3153-3260  Appendix F. Auto-K (-k 0)
+//  3262-3553  Appendix G. Statistics
+//  3555-3604  Appendix H. The text on stdout
+//  3606-3948  Appendix I. Command line
 //
 // Build: cc -std=c11 -O3 -mavx2 -mfma -ffp-contract=off -pthread specdec.c -lm
 #define _POSIX_C_SOURCE 200809L
@@ -440,8 +440,7 @@ static float *forward_chunked(Transformer *tr, const int *tokens, int n, int sta
 // + 3 is no coin: Part II's trees key the coins of their later candidates there.
 
 typedef struct {
-    uint64_t key;     // mix64(seed + G)
-    uint64_t counter; // next element of the sequential stream (rng_u32: tests, random models)
+    uint64_t key; // mix64(seed + G)
 } Rng;
 
 #define RNG_GAMMA 0x9E3779B97F4A7C15ULL
@@ -459,10 +458,6 @@ static void rng_seed(Rng *r, uint64_t seed) { *r = (Rng){.key = mix64(seed + RNG
 static uint64_t rng_at(const Rng *r, uint64_t i) { return mix64(r->key + (i + 1) * RNG_GAMMA); }
 
 static float coin_of(uint64_t bits) { return (float)(bits >> 40) / 16777216.0f; }
-
-// the sequential stream: 32 random bits, or a coin
-static UNUSED_OK uint32_t rng_u32(Rng *r) { return (uint32_t)(rng_at(r, r->counter++) >> 32); }
-static UNUSED_OK float rng_coin(Rng *r) { return coin_of(rng_at(r, r->counter++)); }
 
 // What a coin at a position decides: the draw of a token from a distribution
 // (the draft's proposal, or the one plain sampling draws), the accept test of

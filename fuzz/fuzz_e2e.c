@@ -103,8 +103,8 @@ static void write_model(const char *path, const Config *c, int shared, uint64_t 
 static void write_heads(const char *path, const Config *c, uint64_t seed) {
     size_t n = medusa_n_floats(3, c->dim);
     float *w = xmalloc(n * sizeof(float), "heads");
-    Rng r;
-    rng_seed(&r, seed);
+    Stream r;
+    stream_seed(&r, seed);
     for (size_t i = 0; i < n; i++) w[i] = uniform(&r, 0.3f);
     if (write_medusa(path, 3, c->dim, c->vocab_size, w) != 0) {
         fprintf(stderr, "fuzz_e2e: cannot write %s\n", path);

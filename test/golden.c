@@ -99,12 +99,12 @@ static void write_logits(FILE *f, const char *path, const char *draft, Tokenizer
 static void write_coins(FILE *f) {
     uint64_t seeds[] = {0, 1, 2, 42};
     for (int s = 0; s < 4; s++) {
-        Rng r;
-        rng_seed(&r, seeds[s]);
-        fprintf(f, "seed %llu: key %016llx\n", (unsigned long long)seeds[s], (unsigned long long)r.key);
+        Stream r;
+        stream_seed(&r, seeds[s]);
+        fprintf(f, "seed %llu: key %016llx\n", (unsigned long long)seeds[s], (unsigned long long)r.rng.key);
         for (int pos = 0; pos < 4; pos++)
-            fprintf(f, "  position %d: draw %.9g accept %.9g resample %.9g\n", pos,
-                    coin_at(&r, pos, COIN_DRAW), coin_at(&r, pos, COIN_ACCEPT), coin_at(&r, pos, COIN_RESAMPLE));
+            fprintf(f, "  position %d: draw %.9g accept %.9g resample %.9g\n", pos, coin_at(&r.rng, pos, COIN_DRAW),
+                    coin_at(&r.rng, pos, COIN_ACCEPT), coin_at(&r.rng, pos, COIN_RESAMPLE));
         fprintf(f, "  stream rng_u32:");
         for (int i = 0; i < 4; i++) fprintf(f, " %u", rng_u32(&r));
         fprintf(f, "\n");

@@ -61,8 +61,8 @@ static void test_config(const char *name, Config c, int shared, int weights) {
     build_transformer_as(&one, path, MAX_ROWS, NULL, 1, weights);
     int S = c.seq_len, V = c.vocab_size;
     int *tokens = xmalloc((size_t)S * sizeof(int), "tokens");
-    Rng r;
-    rng_seed(&r, 5);
+    Stream r;
+    stream_seed(&r, 5);
     for (int i = 0; i < S; i++) tokens[i] = (int)(rng_u32(&r) % (uint32_t)V);
 
     // reference: one row at a time, every position, one thread
@@ -114,8 +114,8 @@ static void test_trees(const char *name, int weights) {
     Transformer one;
     build_transformer_as(&one, path, TREE_MAX, NULL, 1, weights);
     int V = one.config.vocab_size, S = one.config.seq_len, ctx[128], bad = 0, bad_cache = 0, cases = 0;
-    Rng r;
-    rng_seed(&r, 17);
+    Stream r;
+    stream_seed(&r, 17);
     for (int i = 0; i < 128; i++) ctx[i] = (int)(rng_u32(&r) % (uint32_t)V);
     for (int threads = 1; threads <= 3; threads++) {
         ThreadPool *pool = build_pool(threads);
