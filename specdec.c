@@ -45,22 +45,22 @@
 //   532-606   The speculative step
 //   608-661   Drafters
 //   663-780   The speculative round
-//   782-854   Generation
-//   856-967   main
+//   782-852   Generation
+//   854-965   main
 // Part II. The extensions
-//   974-1152  Drafters without a second model
-//  1154-1162  Lenience
-//  1164-1487  Tree speculation
+//   972-1150  Drafters without a second model
+//  1152-1160  Lenience
+//  1162-1485  Tree speculation
 // Appendices
-//  1494-1621  Appendix A. Errors and memory
-//  1623-2004  Appendix B. Loading
-//  2006-2696  Appendix C. Math kernels
-//  2698-2994  Appendix D. Threads
-//  2996-3151  Appendix E. Tokenizer
-//  3153-3260  Appendix F. Auto-K (-k 0)
-//  3262-3553  Appendix G. Statistics
-//  3555-3604  Appendix H. The text on stdout
-//  3606-3948  Appendix I. Command line
+//  1492-1619  Appendix A. Errors and memory
+//  1621-2002  Appendix B. Loading
+//  2004-2694  Appendix C. Math kernels
+//  2696-2992  Appendix D. Threads
+//  2994-3149  Appendix E. Tokenizer
+//  3151-3258  Appendix F. Auto-K (-k 0)
+//  3260-3554  Appendix G. Statistics
+//  3556-3605  Appendix H. The text on stdout
+//  3607-3949  Appendix I. Command line
 //
 // Build: cc -std=c11 -O3 -mavx2 -mfma -ffp-contract=off -pthread specdec.c -lm
 #define _POSIX_C_SOURCE 200809L
@@ -822,13 +822,12 @@ static int generate_plain(Transformer *tr, Sampler *s, const Rng *rng, int *toke
 
 // Speculative decoding: rounds until -n, BOS/EOS or the target's context.
 // start_round picks the round's K (-k, or auto-K) and end_round records what
-// the round did (statistics, auto-K's estimates, the -v trace): both in the
-// appendix. A round never decides more tokens than -n still wants (that
+// the round did up to -n or the end of the text (statistics, auto-K's
+// estimates, the -v trace): both in the appendix. A round never decides more tokens than -n still wants (that
 // changes no token: positions do not depend on rounds).
 typedef struct SpecStats SpecStats;
 static int start_round(SpecStats *st, Speculator *sp, int n, int want);
-static void end_round(SpecStats *st, const Speculator *sp, const Round *rd, int n);
-static void trim_round(Round *rd, const Speculator *sp, int used);
+static void end_round(SpecStats *st, const Speculator *sp, const Round *rd, int n, int used);
 
 static int generate_spec(Speculator *sp, SpecStats *st, int *tokens, int n, Output *o) {
     Drafter *d = sp->drafter;
@@ -843,10 +842,9 @@ static int generate_spec(Speculator *sp, SpecStats *st, int *tokens, int n, Outp
         Round rd = sp->step(sp, tokens, n, k);
         int used = 0; // positions up to -n or the end of the text: the statistics count only those
         while (used < rd.committed && !o->done) emit(o, tokens[n + used++]);
-        trim_round(&rd, sp, used);
-        end_round(st, sp, &rd, n);
+        end_round(st, sp, &rd, n, used);
         show_output(o);
-        n += rd.committed;
+        n += used;
     }
     if (!o->done) o->ended_by = interrupted ? END_INTERRUPT : END_CONTEXT;
     return n;
@@ -3292,8 +3290,8 @@ static int start_round(SpecStats *st, Speculator *sp, int n, int want) {
     return k < 0 ? 0 : k;
 }
 
-// A round keeps only its first `used` positions (generate_spec's), the ones emitted, for the
-// statistics and the -v trace (a static tree decides all its levels: see start_round)
+// A round keeps only its first `used` positions, the ones emitted, for the statistics
+// and the -v trace (a tree decides all its levels: see start_round)
 static void trim_round(Round *rd, const Speculator *sp, int used) {
     if (used >= rd->committed) return;
     rd->accepted = rd->plain = 0;
@@ -3350,7 +3348,10 @@ static void print_trace(const SpecStats *st, const Speculator *sp, const Round *
     }
 }
 
-static void end_round(SpecStats *st, const Speculator *sp, const Round *rd, int n) {
+// Round `whole` from position n into the statistics, its first `used` positions
+static void end_round(SpecStats *st, const Speculator *sp, const Round *whole, int n, int used) {
+    Round trimmed = *whole, *rd = &trimmed;
+    trim_round(rd, sp, used);
     Clocks now = clocks_now(sp), t0 = st->round_start;
     double verify_s = now.target_s - t0.target_s, draft_s = now.draft_s - t0.draft_s;
     long steps = now.draft_n - t0.draft_n;
