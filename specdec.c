@@ -41,26 +41,26 @@
 //   112-179   The data
 //   181-239   The kernel contract
 //   241-428   Forward
-//   430-530   Sampler
-//   532-606   The speculative step
-//   608-661   Drafters
-//   663-780   The speculative round
-//   782-852   Generation
-//   854-965   main
+//   430-528   Sampler
+//   530-604   The speculative step
+//   606-659   Drafters
+//   661-778   The speculative round
+//   780-850   Generation
+//   852-963   main
 // Part II. The extensions
-//   972-1150  Drafters without a second model
-//  1152-1160  Lenience
-//  1162-1485  Tree speculation
+//   970-1149  Drafters without a second model
+//  1151-1159  Lenience
+//  1161-1484  Tree speculation
 // Appendices
-//  1492-1619  Appendix A. Errors and memory
-//  1621-2002  Appendix B. Loading
-//  2004-2694  Appendix C. Math kernels
-//  2696-2992  Appendix D. Threads
-//  2994-3149  Appendix E. Tokenizer
-//  3151-3258  Appendix F. Auto-K (-k 0)
-//  3260-3554  Appendix G. Statistics
-//  3556-3605  Appendix H. The text on stdout
-//  3607-3949  Appendix I. Command line
+//  1491-1618  Appendix A. Errors and memory
+//  1620-2001  Appendix B. Loading
+//  2003-2693  Appendix C. Math kernels
+//  2695-2991  Appendix D. Threads
+//  2993-3148  Appendix E. Tokenizer
+//  3150-3257  Appendix F. Auto-K (-k 0)
+//  3259-3553  Appendix G. Statistics
+//  3555-3604  Appendix H. The text on stdout
+//  3606-3948  Appendix I. Command line
 //
 // Build: cc -std=c11 -O3 -mavx2 -mfma -ffp-contract=off -pthread specdec.c -lm
 #define _POSIX_C_SOURCE 200809L
@@ -439,9 +439,7 @@ static float *forward_chunked(Transformer *tr, const int *tokens, int n, int sta
 // its top 24 bits / 2^24 (exactly representable as a float). Element 4 * position
 // + 3 is no coin: Part II's trees key the coins of their later candidates there.
 
-typedef struct {
-    uint64_t key; // mix64(seed + G)
-} Rng;
+typedef struct { uint64_t key; } Rng; // key = mix64(seed + G)
 
 #define RNG_GAMMA 0x9E3779B97F4A7C15ULL
 
@@ -1026,7 +1024,8 @@ static void matmul_on(const Transformer *tr, float *out, const float *x, const M
 // Why it stays exact: the step's argument needs only that x_i was drawn from a
 // q_i fixed before position i's own coins and p_i are read, and z is a function
 // of t_0..t_{n-1}. Which row z comes from depends on where rounds begin, so at
-// t > 0 the sample depends on K (parse_options fixes K unless -k says otherwise).
+// t > 0 the sample depends on K: parse_options fixes K (-k 0 too, never auto-K's
+// timed choice), so the text is still a function of the seed.
 typedef struct {
     Drafter base;
     Transformer *target;
