@@ -76,9 +76,6 @@ build/avx2/test_forward: test/test_forward.c $(TEST_DEPS)
 	@mkdir -p build/avx2 build/test
 	$(CC) $(TFLAGS) $(if $(findstring mavx2,$(SIMD)),-mavx2 -mfma) -o $@ $< $(LDLIBS)
 
-build/bin/test_spec_wrong: test/test_spec.c $(TEST_DEPS)
-	$(CC) $(TFLAGS) $(SIMD) -DSPECDEC_WRONG_RESIDUAL -o $@ $< $(LDLIBS)
-
 build/bin/golden: test/golden.c $(TEST_DEPS)
 	@mkdir -p build/bin build/test
 	$(CC) $(TFLAGS) $(SIMD) -o $@ $< $(LDLIBS)
@@ -87,7 +84,7 @@ build/bin/golden: test/golden.c $(TEST_DEPS)
 golden: build/bin/golden
 	build/bin/golden test/golden
 
-test-core: specdec specdec_scalar build/bin/randckpt build/bin/test_spec_wrong build/bin/golden build/bin/bench \
+test-core: specdec specdec_scalar build/bin/randckpt build/bin/golden build/bin/bench \
            $(TESTS:%=build/bin/%) $(TESTS:%=build/asan/%) build/asan/specdec build/scalar/test_forward \
            build/avx2/test_forward
 	bash test/run.sh

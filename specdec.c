@@ -22,7 +22,10 @@
 //   2. verify: ONE target pass over [t_{n-1}, x_1 .. x_K] -> p_1 .. p_{K+1}
 //   3. decide: keep x_i while u_i < min(1, p_i(x_i) / q_i(x_i)); at the first
 //      rejection draw from norm(max(0, p_i - q_i)) and stop; if all K pass,
-//      position n+K is proposed and decided the same way against p_{K+1}
+//      the draft proposes position n+K too, decided the same way against
+//      p_{K+1}. Algorithm 1 draws that "bonus" token from p_{K+1} instead; one
+//      rule for every position makes the text the same for every K, at the cost
+//      of one more draft step in a round whose K drafts all pass.
 //   4. commit 1 .. K+1 tokens; both KV caches are indexed by position, so a
 //      rejected position is simply overwritten next round
 //
@@ -35,29 +38,29 @@
 //
 // CONTENTS (line numbers; test/cli.sh checks them)
 // Part I. The chain
-//   109-176   The data
-//   178-236   The kernel contract
-//   238-430   Forward
-//   432-536   Sampler
-//   538-617   The speculative step
-//   619-672   Drafters
-//   674-790   The speculative round
-//   792-871   Generation
-//   873-981   main
+//   112-178   The data
+//   181-238   The kernel contract
+//   241-427   Forward
+//   430-527   Sampler
+//   530-603   The speculative step
+//   606-658   Drafters
+//   661-777   The speculative round
+//   780-857   Generation
+//   860-976   main
 // Part II. The extensions
-//  1001-1216  Drafters without a second model
-//  1218-1226  Lenience
-//  1228-1586  Tree speculation
+//   979-1157  Drafters without a second model
+//  1160-1167  Lenience
+//  1170-1497  Tree speculation
 // Appendices
-//  1593-1720  Appendix A. Errors and memory
-//  1722-2106  Appendix B. Loading
-//  2108-2798  Appendix C. Math kernels
-//  2800-3096  Appendix D. Threads
-//  3098-3253  Appendix E. Tokenizer
-//  3255-3365  Appendix F. Auto-K (-k 0)
-//  3367-3707  Appendix G. Statistics
-//  3709-3758  Appendix H. The text on stdout
-//  3760-4132  Appendix I. Command line
+//  1500-1626  Appendix A. Errors and memory
+//  1629-2009  Appendix B. Loading
+//  2012-2701  Appendix C. Math kernels
+//  2704-2999  Appendix D. Threads
+//  3002-3156  Appendix E. Tokenizer
+//  3159-3265  Appendix F. Auto-K (-k 0)
+//  3268-3590  Appendix G. Statistics
+//  3593-3641  Appendix H. The text on stdout
+//  3644-4023  Appendix I. Command line
 //
 // Build: cc -std=c11 -O3 -mavx2 -mfma -ffp-contract=off -pthread specdec.c -lm
 #define _POSIX_C_SOURCE 200809L
@@ -99,17 +102,18 @@
 #define UNUSED_OK
 #endif
 
-// The longest draft run K, and the rows every buffer is sized for once: as many
-// as a draft tree's nodes, its root (the last committed token) included (Part II).
+// The longest draft run K, and the rows of its verify pass: every buffer of a
+// round is sized for them once.
 #define K_MAX 16
-#define MAX_ROWS 33
+#define MAX_ROWS (K_MAX + 1)
 #define MAX_THREADS 64
 
 // ----------------------------------------------------------------------------
 // The data: a transformer (config and weights as in model.h, packed matrices,
 // the run state), its thread pool, the tokenizer
 
-// Output rows per panel of a packed matrix: two 8-float vectors.
+// Output rows per panel of a packed matrix: 16 floats, one 64-byte line (two
+// AVX2 vectors, one AVX-512 vector, four NEON ones).
 #define PANEL 16
 
 typedef struct ThreadPool ThreadPool;
@@ -151,7 +155,6 @@ typedef struct {
     float *logits;      // (T, vocab) classifier output
     float *key_cache;   // (L, n_kv_heads, seq_pad/LANES, hs, LANES): LANES positions side by side
     float *value_cache; // (L, n_kv_heads, seq_len, hs)
-    float *node_kv;     // (L, n_kv_heads, max_rows, 2, hs) each row's key (after RoPE) and value
     int qkv_stride, h13_stride, seq_pad;
 } RunState;
 
@@ -237,30 +240,35 @@ static double now_seconds(void);
 // ----------------------------------------------------------------------------
 // Forward: n_rows consecutive tokens from position pos, in ONE pass
 
-typedef struct {
+// A pass: T rows, row i at position pos + i. attention is what a pass runs for
+// layer l's kv head g over its rows: attention_head (Part II's trees bring their own).
+typedef struct ForwardJob ForwardJob;
+struct ForwardJob {
     Transformer *tr;
-    int T, pos, first;         // rows, the first row's position; a tree: row i is node first + i
-    const int *parent, *depth; // a tree's nodes (Part II), NULL: a chain, row i at pos + i
-} ForwardJob;
+    int T, pos;
+    void (*attention)(const ForwardJob *job, int l, int g);
+};
 
-static void tree_attention(Transformer *tr, int l, int g, const ForwardJob *job); // Part II
-
-// Node `node`'s key (after RoPE) and value in layer l, kv head g: (2, hs) at node_kv
-static float *node_kv(const Transformer *tr, int l, int g, int node) {
+// Row i's queries of kv head g and its key, in place in its qkv row, turned by
+// RoPE at position `at`; returns the key (hs), its value kv_dim floats on.
+static float *rope_row(Transformer *tr, int i, int g, size_t at) {
     const Config *c = &tr->config;
-    size_t hs = (size_t)(c->dim / c->n_heads);
-    return tr->state.node_kv + (((size_t)l * c->n_kv_heads + (size_t)g) * tr->max_rows + (size_t)node) * 2 * hs;
+    int hs = c->dim / c->n_heads, group = c->n_heads / c->n_kv_heads;
+    float *row = tr->state.qkv + (size_t)i * tr->state.qkv_stride, *k = row + c->dim + g * hs;
+    const float *cr = tr->weights.rope_cos + at * hs / 2, *sr = tr->weights.rope_sin + at * hs / 2;
+    rope(row + (size_t)g * group * hs, cr, sr, group, hs);
+    rope(k, cr, sr, 1, hs);
+    return k;
 }
 
-// Node `node`'s key and value into the caches of layer l, kv head g, at position `at`.
-static void put_kv(Transformer *tr, int l, int g, size_t at, int node) {
+// A key k (hs, after RoPE) and value v (hs) into the caches of layer l, kv head g, at position `at`.
+static void put_kv(Transformer *tr, int l, int g, size_t at, const float *k, const float *v) {
     const Config *c = &tr->config;
     RunState *s = &tr->state;
     size_t hs = (size_t)(c->dim / c->n_heads), head = (size_t)l * c->n_kv_heads + (size_t)g;
-    const float *k = node_kv(tr, l, g, node);
     float *slot = s->key_cache + head * s->seq_pad * hs + at / LANES * hs * LANES + at % LANES;
     for (size_t d = 0; d < hs; d++) slot[d * LANES] = k[d];
-    memcpy(s->value_cache + (head * (size_t)c->seq_len + at) * hs, k + hs, hs * sizeof(float));
+    memcpy(s->value_cache + (head * (size_t)c->seq_len + at) * hs, v, hs * sizeof(float));
 }
 
 // Causal attention of rows first..first+T-1 (at positions pos..pos+T-1) for
@@ -304,27 +312,17 @@ static void attend(Transformer *tr, int l, int g, int first, int T, int pos) {
     }
 }
 
-// Grouped-query attention of the pass's T rows for key/value head g. RoPE
-// turns the head's queries and key at each row's position; keys and values
-// are kept by node (node_kv) for later passes. A chain puts every row's key
-// and value into the caches, then attends all rows in one pass; a tree
-// (Part II) attends through its ancestors instead.
-static void attention_head(Transformer *tr, int l, int g, const ForwardJob *job) {
-    const Config *c = &tr->config;
-    RunState *s = &tr->state;
-    int hs = c->dim / c->n_heads, kv_dim = c->n_kv_heads * hs, group = c->n_heads / c->n_kv_heads;
+// Grouped-query attention of the pass's T rows for key/value head g: RoPE
+// turns the head's queries and key at each row's position, every row's key and
+// value go into the caches, then all rows attend in one pass.
+static void attention_head(const ForwardJob *job, int l, int g) {
+    Transformer *tr = job->tr;
+    int kv_dim = tr->config.n_kv_heads * (tr->config.dim / tr->config.n_heads);
     for (int i = 0; i < job->T; i++) {
-        size_t at = (size_t)(job->pos + (job->depth ? job->depth[job->first + i] : i));
-        float *row = s->qkv + (size_t)i * s->qkv_stride, *k = node_kv(tr, l, g, job->first + i);
-        const float *cr = tr->weights.rope_cos + at * hs / 2, *sr = tr->weights.rope_sin + at * hs / 2;
-        rope(row + (size_t)g * group * hs, cr, sr, group, hs);
-        memcpy(k, row + c->dim + g * hs, (size_t)hs * sizeof(float));
-        rope(k, cr, sr, 1, hs);
-        memcpy(k + hs, row + c->dim + kv_dim + g * hs, (size_t)hs * sizeof(float));
-        if (!job->parent) put_kv(tr, l, g, at, i);
+        const float *k = rope_row(tr, i, g, (size_t)(job->pos + i));
+        put_kv(tr, l, g, (size_t)(job->pos + i), k, k + kv_dim);
     }
-    if (job->parent) tree_attention(tr, l, g, job);
-    else attend(tr, l, g, 0, job->T, job->pos);
+    attend(tr, l, g, 0, job->T, job->pos);
 }
 
 // x[t][lo..hi) += y[t][lo..hi) for T rows of width n: a thread's residual add
@@ -356,7 +354,7 @@ static void forward_job(void *arg, int tid, int nth) {
         pool_barrier(tr->pool, tid, nth);
         prefetch_shared(s->qkv, (size_t)T * s->qkv_stride, nth);
         share(&lo, &hi, c->n_kv_heads, tid, nth);
-        for (int g = lo; g < hi; g++) attention_head(tr, l, g, job);
+        for (int g = lo; g < hi; g++) job->attention(job, l, g);
         pool_barrier(tr->pool, tid, nth);
         prefetch_shared(s->xb, (size_t)T * dim, nth);
         share(&lo, &hi, ly->wo.n_panels, tid, nth);
@@ -414,7 +412,7 @@ static float *forward(Transformer *tr, const int *tokens, int n_rows, int pos) {
     if (n_rows < 1 || n_rows > tr->max_rows || pos < 0 || pos + n_rows > tr->config.seq_len)
         die("%s: forward(%d rows at pos %d) outside 1..%d rows and seq_len %d", tr->path, n_rows, pos,
             tr->max_rows, tr->config.seq_len);
-    return run_pass(tr, tokens, &(ForwardJob){.tr = tr, .T = n_rows, .pos = pos});
+    return run_pass(tr, tokens, &(ForwardJob){.tr = tr, .T = n_rows, .pos = pos, .attention = attention_head});
 }
 
 // Feed tokens[0..n) at positions start.. in chunks of max_rows rows (prompt
@@ -437,13 +435,11 @@ static float *forward_chunked(Transformer *tr, const int *tokens, int n, int sta
 // happened to fall, on K, on timing or on threads. The coins come from
 // splitmix64 (Steele, Lea, Flood 2014): key = mix64(seed + G), and element i of
 // the stream is mix64(key + (i + 1) G), G = 0x9E3779B97F4A7C15; the position's
-// coin for `purpose` is element 4 * position + purpose, its top 24 bits / 2^24
-// (exactly representable as a float).
+// coin for `purpose` (one of the three below) is element 4 * position + purpose,
+// its top 24 bits / 2^24 (exactly representable as a float). Element 4 * position
+// + 3 is no coin: Part II's trees key the coins of their later candidates there.
 
-typedef struct {
-    uint64_t key;     // mix64(seed + G)
-    uint64_t counter; // next element of the sequential stream (rng_u32: tests, random models)
-} Rng;
+typedef struct { uint64_t key; } Rng; // key = mix64(seed + G)
 
 #define RNG_GAMMA 0x9E3779B97F4A7C15ULL
 
@@ -460,10 +456,6 @@ static void rng_seed(Rng *r, uint64_t seed) { *r = (Rng){.key = mix64(seed + RNG
 static uint64_t rng_at(const Rng *r, uint64_t i) { return mix64(r->key + (i + 1) * RNG_GAMMA); }
 
 static float coin_of(uint64_t bits) { return (float)(bits >> 40) / 16777216.0f; }
-
-// the sequential stream: 32 random bits, or a coin
-static UNUSED_OK uint32_t rng_u32(Rng *r) { return (uint32_t)(rng_at(r, r->counter++) >> 32); }
-static UNUSED_OK float rng_coin(Rng *r) { return coin_of(rng_at(r, r->counter++)); }
 
 // What a coin at a position decides: the draw of a token from a distribution
 // (the draft's proposal, or the one plain sampling draws), the accept test of
@@ -535,7 +527,7 @@ static int sample(const float *probs, int n, float coin) {
 }
 
 // ----------------------------------------------------------------------------
-// The speculative step: the seed equations, one function each
+// The speculative step: the papers' equations, one function each
 //
 // Why it is exact (Leviathan et al. 2022, Thm 1 / Appendix A.1): a draft token
 // x ~ q is kept with probability min(1, p(x)/q(x)), so it is EMITTED with
@@ -576,9 +568,6 @@ static float residual_distribution(float *out, const float *p, const float *q, f
         out[i] = p[i] > lq ? p[i] - lq : 0.0f;
         mass += out[i];
     }
-#ifdef SPECDEC_WRONG_RESIDUAL // test/test_spec.c builds this deliberate bug to prove its power
-    mass = 0.0f;
-#endif
     if (mass <= 0.0f)
         memcpy(out, p, (size_t)n * sizeof(float));
     else
@@ -595,7 +584,6 @@ typedef struct {
     int accepted;        // u < min(1, p(x)/q(x))
     float residual_mass; // after a rejection: sum max(0, p - q) before normalising
     int token;           // the token the position commits
-    int tested;          // candidates tested (a tree's node: 1..its children)
 } Verdict;
 
 // Leviathan et al. 2022, Algorithm 1, at ONE position: keep the proposal v->x
@@ -606,7 +594,6 @@ static int decide(Verdict *v, const float *p, const float *q, float *residual, i
     v->q = q[v->x];
     v->p = p[v->x];
     v->accepted = v->u < acceptance_ratio(v->p, v->q, lenience);
-    v->tested = 1;
     if (v->accepted) return v->token = v->x;
     v->residual_mass = residual_distribution(residual, p, q, lenience, n);
     return v->token = sample(residual, n, v->r);
@@ -634,7 +621,6 @@ struct Drafter {
     // and decided the token after it (-1: none did; NULL: not needed)
     void (*observe)(Drafter *d, int row, int pos);
     void (*free)(Drafter *d); // what the drafter holds (NULL: nothing; a draft model is freed as a model)
-    const float *logits; // the logits behind the last q (rows as that call made them), or NULL
     Transformer *model;  // the draft model, or NULL; its clock is the drafter's
     double seconds;      // ... else the drafter's own: seconds and steps spent proposing
     long steps;
@@ -645,8 +631,9 @@ struct Drafter {
 // token after that). Past its seq_len it has no proposal.
 typedef struct {
     Drafter base;
-    Sampler *sampler; // q goes through the same function as p
+    Sampler *sampler;     // q goes through the same function as p
     int cached;
+    const float *logits;  // the logits behind its last q
 } ModelDrafter;
 
 static int propose_model(Drafter *d, float *q, const int *tokens, int pos) {
@@ -654,7 +641,7 @@ static int propose_model(Drafter *d, float *q, const int *tokens, int pos) {
     if (pos > d->model->config.seq_len) return 0; // it would run position pos - 1
     const float *logits = forward_chunked(d->model, tokens + md->cached, pos - md->cached, md->cached);
     md->cached = pos;
-    d->logits = logits;
+    md->logits = logits;
     if (probs_from_logits(md->sampler, q, logits)) return 1;
     md->cached = pos - 1; // logits not finite: no proposal (asked again, it reruns pos - 1)
     return 0;
@@ -681,9 +668,8 @@ static Drafter *model_drafter(ModelDrafter *md, Transformer *draft, Sampler *s) 
 //   target runs (ONE pass, K+1 rows): t_last x_1 ... x_K -> p_1 ... p_{K+1}
 //
 //   j < K drafts accepted: commit x_1..x_j and y ~ norm(max(0, p_{j+1} - q_{j+1})).
-//   all K accepted: position n+K is proposed (the draft runs x_K) and decided
-//       against p_{K+1} like any other, where the classic algorithm draws a
-//       "bonus" token from p: K+1 tokens.
+//   all K accepted: position n+K is proposed too (the draft runs x_K) and
+//       decided against p_{K+1} like any other (ONE ROUND, step 3): K+1 tokens.
 //
 // Every position m is decided by the same rule with the same coins (draw
 // coin_at(m, DRAW), accept coin_at(m, ACCEPT), resample coin_at(m, RESAMPLE))
@@ -694,8 +680,8 @@ static Drafter *model_drafter(ModelDrafter *md, Transformer *draft, Sampler *s) 
 
 // What a round did: the statistics and auto-K read this.
 typedef struct {
-    int k;         // proposals verified (a drafter may propose fewer than asked); a tree: its depth
-    int drafted;   // proposals made (a tree: its nodes, the root not counted)
+    int k;         // positions drafted ahead and verified (a drafter may propose fewer than asked)
+    int drafted;   // proposals made
     int accepted;  // proposals accepted (the position after K's included)
     int committed; // tokens appended: positions decided, 1..k+1
     int plain;     // 1: the last position had no proposal and was drawn from p
@@ -708,12 +694,12 @@ struct Speculator {
     Sampler *sampler;
     const Rng *rng;
     float lenience;            // 1: the exact rule; < 1: LOSSY (--lenience)
-    float *q;                  // (MAX_ROWS, V) the drafter's distributions this round
-    float *p;                  // (MAX_ROWS, V) the target's
+    float *q;                  // (max_rows, V) the drafter's distributions this round
+    float *p;                  // (max_rows, V) the target's
     float *residual;           // (V) scratch
     Verdict verdicts[K_MAX + 1];
     Round (*step)(Speculator *sp, int *tokens, int n, int k); // a round: speculative_step
-    struct Trees *trees;       // Part II's draft trees (--tree), or NULL
+    struct Trees *trees;       // Part II's draft trees (--tree), or NULL: a chain
 };
 
 // Propose position pos, slot i of the round: q_i from the drafter, then
@@ -751,13 +737,15 @@ static Round speculative_step(Speculator *sp, int *tokens, int n, int k) {
         if (!probs_from_logits(sp->sampler, p, logits + (size_t)i * V))
             die_logits(sp->target, n + i, sp->sampler->temperature);
         rd.committed = i + 1;
-        if (i == rd.k && !propose(sp, tokens, n + i, i)) { // no proposal: draw from p alone
-            Verdict *v = &sp->verdicts[i];
-            tokens[n + i] = v->token = sample(p, V, v->d);
-            rd.plain = 1;
-            break;
+        if (i == rd.k) { // all k accepted: the position after them is proposed now
+            if (!propose(sp, tokens, n + i, i)) { // no proposal: draw from p alone
+                Verdict *v = &sp->verdicts[i];
+                tokens[n + i] = v->token = sample(p, V, v->d);
+                rd.plain = 1;
+                break;
+            }
+            rd.drafted++;
         }
-        rd.drafted += i == rd.k;
         tokens[n + i] = decide(&sp->verdicts[i], p, sp->q + (size_t)i * V, sp->residual, V, sp->lenience);
         if (!sp->verdicts[i].accepted) break;
         rd.accepted++;
@@ -779,13 +767,13 @@ static void build_speculator(Speculator *sp, Transformer *target, Drafter *draft
             "one vocabulary", d->path, d->config.vocab_size, target->config.vocab_size, target->path);
     *sp = (Speculator){.target = target, .drafter = drafter, .sampler = sampler, .rng = rng,
                        .lenience = 1.0f, .step = speculative_step};
-    sp->q = xmalloc(MAX_ROWS * V * sizeof(float), "draft distributions");
-    sp->p = xmalloc(MAX_ROWS * V * sizeof(float), "target distributions");
+    sp->q = xmalloc((size_t)target->max_rows * V * sizeof(float), "draft distributions");
+    sp->p = xmalloc((size_t)target->max_rows * V * sizeof(float), "target distributions");
     sp->residual = xmalloc(V * sizeof(float), "residual");
 }
 
 static UNUSED_OK void free_speculator(Speculator *sp) {
-    xfree(sp->q); xfree(sp->p); xfree(sp->residual); xfree(sp->trees);
+    xfree(sp->q); xfree(sp->p); xfree(sp->residual);
 }
 
 // ----------------------------------------------------------------------------
@@ -842,28 +830,27 @@ static int generate_plain(Transformer *tr, Sampler *s, const Rng *rng, int *toke
 
 // Speculative decoding: rounds until -n, BOS/EOS or the target's context.
 // start_round picks the round's K (-k, or auto-K) and end_round records what
-// the round did (statistics, auto-K's estimates, the -v trace): both in the
-// appendix. A round never decides more tokens than -n still wants (that
+// the round did up to -n or the end of the text (statistics, auto-K's
+// estimates, the -v trace): both in the appendix. A round never decides more tokens than -n still wants (that
 // changes no token: positions do not depend on rounds).
 typedef struct SpecStats SpecStats;
 static int start_round(SpecStats *st, Speculator *sp, int n, int want);
-static void end_round(SpecStats *st, const Speculator *sp, const Round *rd, int n);
-static void trim_round(Round *rd, const Speculator *sp, int used);
+static void end_round(SpecStats *st, const Speculator *sp, const Round *rd, int n, int used);
 
 static int generate_spec(Speculator *sp, SpecStats *st, int *tokens, int n, Output *o) {
     Drafter *d = sp->drafter;
     prefill(sp->target, tokens, n, o);
     if (d->rewind) d->rewind(d, 0); // it catches up in round 1
-    if (d->observe) d->observe(d, n > 1 ? (n - 2) % sp->target->max_rows : -1, n - 2); // the prefill's last row
+    // the prefill ran positions 0..n-2 in passes of max_rows: n-2 was its last pass's row (n-2) % max_rows
+    if (d->observe) d->observe(d, n > 1 ? (n - 2) % sp->target->max_rows : -1, n - 2);
     while (!o->done && !interrupted && n < sp->target->config.seq_len) {
         int k = start_round(st, sp, n, o->max_new - o->n_generated);
         Round rd = sp->step(sp, tokens, n, k);
         int used = 0; // positions up to -n or the end of the text: the statistics count only those
         while (used < rd.committed && !o->done) emit(o, tokens[n + used++]);
-        trim_round(&rd, sp, used);
-        end_round(st, sp, &rd, n);
+        end_round(st, sp, &rd, n, used);
         show_output(o);
-        n += rd.committed;
+        n += used;
     }
     if (!o->done) o->ended_by = interrupted ? END_INTERRUPT : END_CONTEXT;
     return n;
@@ -884,8 +871,8 @@ typedef struct {
     float temperature, top_p;
     unsigned long long seed;
     // Part II's: -d lookup's n-grams, -d medusa[:FILE] and -d eagle[:FILE] (their file, or NULL),
-    // --tree B1,B2,... (children per node at each depth) or auto, --lenience (< 1: LOSSY)
-    int lookup, ngram_min, ngram_max, tree_depth, branch[K_MAX], tree_auto;
+    // --tree B1,B2,... (children per node at each depth), --lenience (< 1: LOSSY)
+    int lookup, ngram_min, ngram_max, tree_depth, branch[K_MAX];
     const char *medusa, *eagle, *tree;
     float lenience;
 } Options;
@@ -926,7 +913,10 @@ static void flush_text(void);
 int main(int argc, char **argv) {
     Options opt;
     parse_options(&opt, argc, argv);
-    if (opt.help) return usage(), 0;
+    if (opt.help) {
+        usage();
+        return 0;
+    }
     void *start = owned_mark(); // what the run allocates from here (Appendix A)
     io_forget(); // the run's files (model.h), inputs and outputs
     check_json_path(&opt); // now, so a bad -j fails before anything runs
@@ -954,7 +944,7 @@ int main(int argc, char **argv) {
         plan_rounds(&sp, st, &opt, opt.verbose ? tok : NULL); // -v: the trace
     }
     Output out = {.tok = tok, .quiet = opt.quiet, .max_new = opt.n_new,
-                  .generated = xmalloc((size_t)opt.n_new * sizeof(int) + 1, "output")};
+                  .generated = xmalloc((size_t)opt.n_new * sizeof(int), "output")};
     start_output(&out, tokens, n);
 
     // generate; the clock covers prefill and decoding, not loading
@@ -967,7 +957,8 @@ int main(int argc, char **argv) {
     rp.seconds = now_seconds() - t0 - out.prompt_seconds;
     sigaction(SIGINT, &before, NULL); // as it was
     if (spec) { // the speedup estimate needs one target-alone step, timed now
-        rp.sp = &sp, rp.st = st;
+        rp.sp = &sp;
+        rp.st = st;
         if (out.n_generated) rp.target_step = time_target_step(&target, &sampler, sp.p, tokens[n - 1], n - 1);
     }
     if (!given(&opt, "-n") && out.ended_by == END_LENGTH) out.ended_by = END_CONTEXT; // the default -n: the context
@@ -983,19 +974,6 @@ int main(int argc, char **argv) {
 // ============================================================================
 // PART II. THE EXTENSIONS: other drafters and trees, each built on Part I
 // ============================================================================
-
-// A draft tree of a round from n committed tokens (Tree speculation, below):
-// node 0 is the root, the last committed token (at position n-1); a node of
-// depth d proposes position n-1+d; a node's parent comes before it.
-#define TREE_MAX MAX_ROWS // the most nodes of a tree, its root included
-#define TREE_BRANCH 8 // the most candidates under one node
-typedef struct Tree {
-    int n;                                    // nodes, the root included
-    int token[MAX_ROWS], parent[MAX_ROWS], depth[MAX_ROWS];
-    int count[MAX_ROWS], kids[MAX_ROWS][TREE_BRANCH]; // children, in the order they were drawn
-    int onehot[MAX_ROWS];                     // drawn as the best remaining logit: q_j one-hot
-    float conf[MAX_ROWS];                     // --tree auto: the draft's probability of the node's token
-} Tree;
 
 // ----------------------------------------------------------------------------
 // Drafters without a second model: prompt lookup, Medusa heads, EAGLE features
@@ -1055,14 +1033,15 @@ static void matmul_on(const Transformer *tr, float *out, const float *x, const M
 // Why it stays exact: the step's argument needs only that x_i was drawn from a
 // q_i fixed before position i's own coins and p_i are read, and z is a function
 // of t_0..t_{n-1}. Which row z comes from depends on where rounds begin, so at
-// t > 0 the sample depends on K (parse_options fixes K unless -k says otherwise).
+// t > 0 the sample depends on K: parse_options fixes K (-k 0 too, never auto-K's
+// timed choice), so the text is still a function of the seed.
 typedef struct {
     Drafter base;
     Transformer *target;
     Sampler *sampler;
     int at, made;         // the position z ran (-1: none yet); what has been made from it
     float *z;             // (dim) z, at the start of the drafter's buffers
-    float *logits;        // its logits, a row per proposal
+    float *logits;        // its logits: (H, V) Medusa's, a row per head; (V) EAGLE's
     float *packed;        // its matrices
     unsigned char *file;  // its file's bytes (the biases are read from them)
 } HiddenDrafter;
@@ -1090,7 +1069,6 @@ typedef struct {
     Matrix w[MEDUSA_MAX_HEADS];       // W_h (dim, dim), packed, for h = 1..H at h - 1
     const float *b[MEDUSA_MAX_HEADS]; // b_h (dim)
     float *y;          // (H, dim) each head's z + silu(W_h z + b_h)
-    float *rows;       // (MAX_ROWS, V) a tree level's logits, row by node (h.logits: (H, V) by head)
 } MedusaDrafter;
 
 // Head h's logits for z. Every head's at once, the first time one is asked
@@ -1120,21 +1098,7 @@ static int propose_medusa(Drafter *d, float *q, const int *tokens, int pos) {
     int h = pos - md->h.at - 1;
     (void)tokens;
     if (md->h.at < 0 || h < 1 || h > md->n_heads) return 0;
-    d->logits = head_logits(md, h);
-    return probs_from_logits(md->h.sampler, q, d->logits);
-}
-
-// A tree level: node v's children are at position pos + (its depth) + 1, so
-// every node of one depth gets the same head's q.
-static int propose_tree_medusa(Drafter *d, float *q, const Tree *t, int first, int pos) {
-    MedusaDrafter *md = (MedusaDrafter *)d;
-    size_t V = (size_t)md->h.target->config.vocab_size;
-    for (int i = 0; i < t->n - first; i++) {
-        if (!propose_medusa(d, q + i * V, t->token, pos + t->depth[first + i])) return 0;
-        memcpy(md->rows + i * V, d->logits, V * sizeof(float));
-    }
-    d->logits = md->rows;
-    return 1;
+    return probs_from_logits(md->h.sampler, q, head_logits(md, h));
 }
 
 // An EAGLE-style feature drafter (Li et al. 2024; one MLP where they use a
@@ -1145,11 +1109,10 @@ static int propose_tree_medusa(Drafter *d, float *q, const Tree *t, int first, i
 // It starts from z, as Medusa does, then runs on its own features: unlike a
 // head it sees each token it drafted.
 typedef struct {
-    HiddenDrafter h;      // h.z: feature 0 of the chain; h.made: the chain's features made
+    HiddenDrafter h;      // h.z: features 0..MAX_ROWS (z first); h.made: those made
     int hidden;           // the MLP's width
     Matrix w1, w2;        // W1 (hidden, 2 dim), W2 (dim, hidden), packed
     const float *b1, *b2; // (hidden), (dim)
-    float *node;          // (MAX_ROWS, dim) a tree node's feature, by node (after the chain's MAX_ROWS + 1)
     float *fe, *u;        // (2 dim) [f; e]; (hidden) silu(W1 [f; e] + b1)
 } EagleDrafter;
 
@@ -1175,29 +1138,8 @@ static int propose_eagle(Drafter *d, float *q, const int *tokens, int pos) {
         eagle_step((EagleDrafter *)d, h->z + (size_t)(h->made + 1) * dim, h->z + (size_t)h->made * dim,
                    tokens[h->at + 1 + h->made]);
     matmul_on(h->target, h->logits, h->z + (size_t)j * dim, &h->target->wcls, 1);
-    d->logits = h->logits;
     d->seconds += now_seconds() - t0;
     return probs_from_logits(h->sampler, q, h->logits);
-}
-
-// A tree level: node v's feature from its parent's (the root's: the chain's
-// first) and its token, then every node's q in ONE classifier pass.
-static int propose_tree_eagle(Drafter *d, float *q, const Tree *t, int first, int pos) {
-    EagleDrafter *ed = (EagleDrafter *)d;
-    HiddenDrafter *h = &ed->h;
-    size_t dim = (size_t)h->target->config.dim, V = (size_t)h->target->config.vocab_size;
-    int n_rows = t->n - first;
-    (void)pos;
-    if (h->made < 1) return 0;
-    double t0 = now_seconds();
-    for (int v = first; v < t->n; v++)
-        eagle_step(ed, ed->node + v * dim, t->parent[v] ? ed->node + t->parent[v] * dim : h->z + dim, t->token[v]);
-    matmul_on(h->target, h->logits, ed->node + first * dim, &h->target->wcls, n_rows);
-    d->logits = h->logits;
-    d->seconds += now_seconds() - t0;
-    for (int i = 0; i < n_rows; i++)
-        if (!probs_from_logits(h->sampler, q + i * V, h->logits + i * V)) return 0;
-    return 1;
 }
 
 static Drafter *medusa_drafter(MedusaDrafter *md, const char *path, Transformer *target, Sampler *s);
@@ -1251,80 +1193,129 @@ static Drafter *build_drafter(const Options *o, Transformer *target, Transformer
 // descending repeats the argument at the next position. With one candidate per
 // node this is the chain's rule, with the chain's coins: the same text.
 //
-// What it adds to Part I: the Trees a Speculator points to, forward's ancestor
-// mask (tree_attention, forward_tree), the drafters' tree hooks (propose_tree_*),
-// and tree_step, the round generate_spec runs in place of speculative_step.
+// What it adds to Part I: the Trees a Speculator points to, a pass whose
+// attention masks all but each node's ancestors (forward_tree, tree_attention),
+// the draft model's tree pass (propose_tree_model), and tree_step, the round
+// generate_spec runs in place of speculative_step.
 
-// A Speculator's trees (--tree): the round's shape, or --tree auto's rule and
-// evidence, and the last round's tree for the -v trace
+// A draft tree of a round from n committed tokens: node 0 is the root, the last
+// committed token (at position n-1); a node of depth d proposes position n-1+d;
+// a node's parent comes before it.
+#define TREE_MAX (2 * K_MAX + 1) // the most nodes of a tree, its root included: its verify pass's rows
+#define TREE_BRANCH 8 // the most candidates under one node
+typedef struct {
+    int n;                                    // nodes, the root included
+    int token[TREE_MAX], parent[TREE_MAX], depth[TREE_MAX];
+    int count[TREE_MAX], kids[TREE_MAX][TREE_BRANCH]; // children, in the order they were drawn
+    int onehot[TREE_MAX];                     // drawn as the best remaining logit: q_j one-hot
+} Tree;
+
+// A Speculator's trees (--tree): the round's shape, each model's node keys and
+// values, and the last round's tree for the -v trace
 typedef struct Trees {
-    int depth;                 // > 0: this round drafts a tree, branch[d] children under each node of depth d
+    int depth;                   // levels, branch[d] children under each node of depth d
     int branch[K_MAX];
-    int grow;                  // --tree auto: grown by the draft's confidence (grow_level)
-    double conf_seen, accepted_seen; // auto: decayed sums over tested candidates of conf and acceptance
-    const double *verify_s;    // auto: seconds of a verify pass by rows (auto-K's calibration)
-    const double *draft_s;     // auto: seconds of a draft step
-    float *ql, *work;          // (MAX_ROWS, V) the drafter's logits per node; (3, V) scratch
-    Tree tree;                 // the last round's tree, as verified (the -v trace draws it)
-    int path[K_MAX + 1];       // ... and the nodes it accepted
-    // the drafter's tree hook (build_trees): q (t->n - first, V) for nodes first.. of
-    // tree t, whose root is the context's last token, at pos - 1; 0: no proposals there
-    int (*propose_tree)(Drafter *d, float *q, const Tree *t, int first, int pos);
+    ModelDrafter *draft;         // the draft model (parse_tree allows no other drafter)
+    float *target_kv, *draft_kv; // (L, n_kv_heads, TREE_MAX, 2, hs) each model's (TreePass)
+    float *ql, *work;            // (TREE_MAX, V) the draft's logits per node; (3, V) scratch
+    Tree tree;                   // the last round's tree, as verified (the -v trace draws it)
+    int path[K_MAX + 1];         // ... the nodes it accepted
+    int tested[K_MAX + 1];       // ... and the candidates tested at each position it decided
 } Trees;
 
-// Tree attention (Miao et al. 2023, SpecInfer), forward's hook: row i (node
-// first+i at pos + its depth) attends after writing its path, itself and its
-// ancestors from this pass or earlier ones, into the caches at their
-// positions: the cache then holds exactly what a plain forward over the
-// context and that path would, so every node gets its bits.
-static void tree_attention(Transformer *tr, int l, int g, const ForwardJob *job) {
+// A tree pass (forward_tree): row i is node first + i, at position pos + its
+// depth (parent[v] < v; -1: the context). node_kv (L, n_kv_heads, TREE_MAX, 2, hs)
+// keeps every node's key (after RoPE) and value for the passes after its own.
+typedef struct {
+    ForwardJob pass;
+    int first;
+    const int *parent, *depth;
+    float *node_kv;
+} TreePass;
+
+// Node `node`'s key and value in layer l, kv head g of node_kv: (2, hs)
+static float *node_kv_at(const Transformer *tr, float *kv, int l, int g, int node) {
+    const Config *c = &tr->config;
+    size_t hs = (size_t)(c->dim / c->n_heads);
+    return kv + (((size_t)l * c->n_kv_heads + (size_t)g) * TREE_MAX + (size_t)node) * 2 * hs;
+}
+
+// The floats of a node_kv for tr
+static size_t node_kv_floats(const Transformer *tr) {
+    const Config *c = &tr->config;
+    return (size_t)c->n_layers * (size_t)c->n_kv_heads * TREE_MAX * 2 * (size_t)(c->dim / c->n_heads);
+}
+
+// Tree attention (Miao et al. 2023, SpecInfer), a tree pass's attention: each
+// row's key and value kept by node, then row i (node first+i) attends after
+// writing its path, itself and its ancestors from this pass or earlier ones,
+// into the caches at their positions: the cache then holds exactly what a plain
+// forward over the context and that path would, so every node gets its bits.
+static void tree_attention(const ForwardJob *job, int l, int g) {
+    const TreePass *tp = (const TreePass *)job;
+    Transformer *tr = job->tr;
+    size_t hs = (size_t)(tr->config.dim / tr->config.n_heads), kv_dim = (size_t)tr->config.n_kv_heads * hs;
     for (int i = 0; i < job->T; i++) {
-        for (int u = job->first + i; u >= 0; u = job->parent[u])
-            put_kv(tr, l, g, (size_t)(job->pos + job->depth[u]), u);
-        attend(tr, l, g, i, 1, job->pos + job->depth[job->first + i]);
+        int v = tp->first + i;
+        float *k = rope_row(tr, i, g, (size_t)(job->pos + tp->depth[v])), *kv = node_kv_at(tr, tp->node_kv, l, g, v);
+        memcpy(kv, k, hs * sizeof(float));
+        memcpy(kv + hs, k + kv_dim, hs * sizeof(float));
+    }
+    for (int i = 0; i < job->T; i++) {
+        for (int u = tp->first + i; u >= 0; u = tp->parent[u]) {
+            const float *kv = node_kv_at(tr, tp->node_kv, l, g, u);
+            put_kv(tr, l, g, (size_t)(job->pos + tp->depth[u]), kv, kv + hs);
+        }
+        attend(tr, l, g, i, 1, job->pos + tp->depth[tp->first + i]);
     }
 }
 
 // Runs nodes first..first+n_rows-1 of a tree (tokens: theirs) through the
 // model: node v (parent[v] < v, or -1) at position pos + its depth, attending
 // to the cache below pos and to its ancestors, run in this pass or an earlier
-// one since the last chain pass. Returns logits (n_rows, vocab_size); each
-// row's equal, bit for bit, those of a plain forward over the context and its
-// path. The caches past pos hold whatever the last row's path left there.
-static float *forward_tree(Transformer *tr, const int *tokens, int first, const int *parent, int n_rows,
-                           int pos) {
-    int depth[MAX_ROWS], deepest = 0;
-    for (int v = 0; v < first + n_rows && first + n_rows <= tr->max_rows; v++) {
+// one since the last chain pass (their keys and values in node_kv). Returns
+// logits (n_rows, vocab_size); each row's equal, bit for bit, those of a plain
+// forward over the context and its path. The caches past pos hold whatever
+// the last row's path left there.
+static float *forward_tree(Transformer *tr, float *node_kv, const int *tokens, int first, const int *parent,
+                           int n_rows, int pos) {
+    int depth[TREE_MAX], deepest = 0, nodes = first + n_rows, most = tr->max_rows < TREE_MAX ? tr->max_rows : TREE_MAX;
+    for (int v = 0; v < nodes && nodes <= most; v++) {
         if (parent[v] >= v) die("%s: tree node %d has parent %d, not an earlier node", tr->path, v, parent[v]);
         depth[v] = parent[v] < 0 ? 0 : depth[parent[v]] + 1;
         deepest = depth[v] > deepest ? depth[v] : deepest;
     }
-    if (n_rows < 1 || first < 0 || first + n_rows > tr->max_rows || pos < 0 || pos + deepest >= tr->config.seq_len)
-        die("%s: forward(%d rows at pos %d) outside 1..%d rows and seq_len %d", tr->path, n_rows, pos,
-            tr->max_rows, tr->config.seq_len);
-    ForwardJob job = {.tr = tr, .T = n_rows, .pos = pos, .first = first, .parent = parent, .depth = depth};
-    return run_pass(tr, tokens, &job);
+    if (n_rows < 1 || first < 0 || nodes > most || pos < 0 || pos + deepest >= tr->config.seq_len)
+        die("%s: forward(%d rows at pos %d) outside 1..%d rows and seq_len %d", tr->path, n_rows, pos, most,
+            tr->config.seq_len);
+    TreePass tp = {.pass = {.tr = tr, .T = n_rows, .pos = pos, .attention = tree_attention}, .first = first,
+                   .parent = parent, .depth = depth, .node_kv = node_kv};
+    return run_pass(tr, tokens, &tp.pass);
 }
 
 // After tree passes: the keys and values of nodes path[0..count) go into the
 // caches at positions pos.. (the path the round accepted), in every layer.
-static void commit_path(Transformer *tr, const int *path, int count, int pos) {
+static void commit_path(Transformer *tr, float *node_kv, const int *path, int count, int pos) {
+    size_t hs = (size_t)(tr->config.dim / tr->config.n_heads);
     for (int l = 0; l < tr->config.n_layers; l++)
         for (int g = 0; g < tr->config.n_kv_heads; g++)
-            for (int j = 0; j < count; j++) put_kv(tr, l, g, (size_t)(pos + j), path[j]);
+            for (int j = 0; j < count; j++) {
+                const float *kv = node_kv_at(tr, node_kv, l, g, path[j]);
+                put_kv(tr, l, g, (size_t)(pos + j), kv, kv + hs);
+            }
 }
 
-// The draft model's tree hook: a level of tree nodes in ONE masked draft pass;
+// The draft model's tree pass: a level of tree nodes in ONE masked draft pass;
 // its cache keeps the context only, so the root is not a row (its children's
 // parent is the context, -1).
-static int propose_tree_model(Drafter *d, float *q, const Tree *t, int first, int pos) {
-    ModelDrafter *md = (ModelDrafter *)d;
-    int V = d->model->config.vocab_size, n_rows = t->n - first, parent[MAX_ROWS];
-    if (pos + t->depth[t->n - 1] - 1 >= d->model->config.seq_len) return 0; // the deepest node
+static int propose_tree_model(ModelDrafter *md, float *node_kv, float *q, const Tree *t, int first, int pos) {
+    Transformer *dm = md->base.model;
+    int V = dm->config.vocab_size, n_rows = t->n - first, parent[TREE_MAX];
+    if (pos + t->depth[t->n - 1] - 1 >= dm->config.seq_len) return 0; // the deepest node
     for (int v = 0; v < t->n; v++) parent[v] = t->parent[v] > 0 ? t->parent[v] : -1;
-    const float *logits = forward_tree(d->model, t->token + first, first, parent, n_rows, pos);
+    const float *logits = forward_tree(dm, node_kv, t->token + first, first, parent, n_rows, pos);
     md->cached = pos;
-    d->logits = logits;
+    md->logits = logits;
     for (int i = 0; i < n_rows; i++)
         if (!probs_from_logits(md->sampler, q + (size_t)i * V, logits + (size_t)i * V)) return 0;
     return 1;
@@ -1403,7 +1394,8 @@ static int decide_candidates(Speculator *sp, Verdict *vd, int v, int pos) {
             qj = onehot;
         }
         *vd = (Verdict){.x = x, .d = candidate_coin(rng, pos, COIN_DRAW, j), .q = qj[x], .p = p[x],
-                        .u = candidate_coin(rng, pos, COIN_ACCEPT, j), .r = vd->r, .tested = j + 1};
+                        .u = candidate_coin(rng, pos, COIN_ACCEPT, j), .r = vd->r};
+        ts->tested[t->depth[v]] = j + 1;
         vd->accepted = vd->u < acceptance_ratio(vd->p, vd->q, 1.0f);
         if (vd->accepted) {
             vd->token = x;
@@ -1417,92 +1409,13 @@ static int decide_candidates(Speculator *sp, Verdict *vd, int v, int pos) {
     return -1;
 }
 
-// --tree auto (Li et al. 2024, EAGLE-2): grow where the draft is sure, then
-// keep the part that pays. A node's score estimates the chance its path is
-// accepted: its parent's score times kappa * conf, conf the draft's
-// probability of its token (softmax of the draft logits), kappa the measured
-// acceptances per unit of conf (running sums over tested candidates), capped
-// at 1 and never above an earlier sibling's, so a node never outscores its
-// ancestors or earlier siblings. Each level adds the 4 best candidates (each
-// node's in the order drawn) worth a draft step c. Then the tree is cut to its
-// N best nodes, N maximising (1 + their scores) / (c levels + r(N + 1)): the
-// expected tokens per unit of cost (r, c: auto-K's measured costs, in target
-// steps). The shape depends on the draft, its coins and the costs, never on
-// p: the rule above stays exact.
-#define TREE_WIDTH 4 // candidates a level of --tree auto adds, at most
-
-// One level of --tree auto under the nodes [first, last) of the tree of a
-// round from n_ctx committed tokens; score (t->n) holds the nodes' scores.
-// Returns the candidates added.
-static int grow_level(Speculator *sp, float *score, int first, int last, int n_ctx) {
-    Trees *ts = sp->trees;
-    Tree *t = &ts->tree;
-    int x[MAX_ROWS][4], onehot[MAX_ROWS][4], added = 0, n = sp->target->config.vocab_size;
-    float prob[MAX_ROWS][4], gain[MAX_ROWS][4], *sm = ts->work + n, c = (float)(*ts->draft_s / ts->verify_s[1]);
-    float kappa = ts->conf_seen > 0 ? (float)(ts->accepted_seen / ts->conf_seen) : 1.0f;
-    for (int v = first; v < last; v++) { // 4 candidates under each node: the draft's probability, the score
-        draw_candidates(sp, x[v], onehot[v], 4, v, n_ctx + t->depth[v]);
-        memcpy(sm, ts->ql + (size_t)v * n, (size_t)n * sizeof(float));
-        softmax(sm, n);
-        for (int j = 0; j < 4; j++) {
-            prob[v][j] = sm[x[v][j]];
-            gain[v][j] = fminf(j ? gain[v][j - 1] : score[v], score[v] * fminf(1.0f, kappa * prob[v][j]));
-        }
-    }
-    while (added < TREE_WIDTH && t->n < MAX_ROWS) { // the best next candidate of any node
-        int best = -1;
-        for (int v = first; v < last; v++)
-            if (t->count[v] < 4 && (best < 0 || gain[v][t->count[v]] > gain[best][t->count[best]])) best = v;
-        int j = best < 0 ? 0 : t->count[best];
-        if (best < 0 || gain[best][j] < c) break;
-        int k = add_child(t, best, x[best][j], onehot[best][j]);
-        score[k] = gain[best][j], t->conf[k] = prob[best][j];
-        added++;
-    }
-    return added;
-}
-
-// Cut t to its best N nodes (the root kept) for N maximising (1 + their
-// scores) / (levels c + r(N + 1)); by the scores' order (ties: lower index)
-// every such set is a tree whose sibling lists are prefixes. The nodes' q
-// (rows of sp->q) move with them.
-static void prune_tree(Speculator *sp, const float *score, int levels) {
-    Trees *ts = sp->trees;
-    Tree *t = &ts->tree;
-    size_t n = (size_t)sp->target->config.vocab_size;
-    int order[MAX_ROWS], keep[MAX_ROWS] = {1}, map[MAX_ROWS], m = 0, best_n = 0;
-    double r1 = ts->verify_s[1], fixed = levels * *ts->draft_s / r1, tokens = 1, r = 1, best = 0;
-    for (int v = 1; v < t->n; v++) { // insertion sort of the nodes by score, descending
-        int i = m++;
-        for (; i > 0 && score[order[i - 1]] < score[v]; i--) order[i] = order[i - 1];
-        order[i] = v;
-    }
-    for (int i = 0; i <= m; i++) { // the best prefix; r made non-decreasing against timing noise
-        if (i) tokens += score[order[i - 1]], r = fmax(r, ts->verify_s[i + 1] / r1);
-        if (tokens / (fixed + r) > best) best = tokens / (fixed + r), best_n = i;
-    }
-    for (int i = 0; i < best_n; i++) keep[order[i]] = 1;
-    Tree old = *t;
-    t->n = 0;
-    for (int v = 0; v < old.n; v++) {
-        if (!keep[v]) continue;
-        map[v] = t->n++;
-        memmove(sp->q + map[v] * n, sp->q + v * n, n * sizeof(float));
-        t->token[map[v]] = old.token[v], t->onehot[map[v]] = old.onehot[v], t->conf[map[v]] = old.conf[v];
-        t->parent[map[v]] = v ? map[old.parent[v]] : -1, t->depth[map[v]] = old.depth[v], t->count[map[v]] = 0;
-        if (v) t->kids[t->parent[map[v]]][t->count[t->parent[map[v]]]++] = map[v];
-    }
-}
-
 // One round with a draft tree of up to `depth` levels from n committed tokens
-// (the trees' branch: the children per node at each depth; their grow: grown as
-// above). tokens (n, room for n+depth+1); appends the round's tokens.
+// (the trees' branch: the children per node at each depth). tokens (n, room for
+// n+depth+1); appends the round's tokens.
 static Round tree_step(Speculator *sp, int *tokens, int n, int depth) {
     Trees *ts = sp->trees;
-    if (!ts->depth) return speculative_step(sp, tokens, n, depth); // --tree auto's chain rounds
     int V = sp->target->config.vocab_size, *path = ts->path, n_path = 0;
     size_t row = (size_t)V;
-    Drafter *d = sp->drafter;
     Tree *t = &ts->tree; // kept after the round for the -v trace
     *t = (Tree){.n = 1, .token = {tokens[n - 1]}, .parent = {-1}};
     Round rd = {0};
@@ -1510,28 +1423,25 @@ static Round tree_step(Speculator *sp, int *tokens, int n, int depth) {
     // 1. draft: the root's q (position n), then candidates level by level; the
     // new level's q from ONE masked draft pass over its nodes (their ancestors'
     // keys and values kept from the passes before)
-    int ok = depth > 0 && propose(sp, tokens, n, 0), root_q = ok; // its x: candidate 0's
-    if (ok) memcpy(ts->ql, d->logits, row * sizeof(float));
-    float score[MAX_ROWS] = {1.0f};
+    int ok = depth > 0 && propose(sp, tokens, n, 0); // its x: candidate 0's
+    if (ok) memcpy(ts->ql, ts->draft->logits, row * sizeof(float));
     for (int first = 0; ok && rd.k < depth; rd.k++) {
         int last = t->n, cx[TREE_BRANCH], oh[TREE_BRANCH];
-        for (int v = first; v < last && !ts->grow; v++) {
+        for (int v = first; v < last; v++) {
             int b = ts->branch[rd.k];
             draw_candidates(sp, cx, oh, b, v, n + t->depth[v]);
-            for (int j = 0; j < b && t->n < MAX_ROWS; j++) add_child(t, v, cx[j], oh[j]);
+            for (int j = 0; j < b && t->n < TREE_MAX; j++) add_child(t, v, cx[j], oh[j]);
         }
-        if (ts->grow && !grow_level(sp, score, first, last, n)) break;
         first = last;
         if (rd.k + 1 == depth || first == t->n) continue;
-        ok = ts->propose_tree(d, sp->q + first * row, t, first, n);
-        if (ok) memcpy(ts->ql + first * row, d->logits, (size_t)(t->n - first) * row * sizeof(float));
+        ok = propose_tree_model(ts->draft, ts->draft_kv, sp->q + first * row, t, first, n);
+        if (ok) memcpy(ts->ql + first * row, ts->draft->logits, (size_t)(t->n - first) * row * sizeof(float));
     }
-    if (ts->grow) prune_tree(sp, score, rd.k + 1);
     for (int v = rd.k = 0; v < t->n; v++) rd.k = t->depth[v] > rd.k ? t->depth[v] : rd.k;
     rd.drafted = t->n - 1;
 
     // 2. verify: ONE target pass over every node, each seeing its ancestors -> p per node
-    const float *logits = forward_tree(sp->target, t->token, 0, t->parent, t->n, n - 1);
+    const float *logits = forward_tree(sp->target, ts->target_kv, t->token, 0, t->parent, t->n, n - 1);
 
     // 3. walk down from the root: at each node its candidates by the rule above;
     // a node without candidates is decided as the chain's last position
@@ -1542,8 +1452,9 @@ static Round tree_step(Speculator *sp, int *tokens, int n, int depth) {
             die_logits(sp->target, pos, sp->sampler->temperature);
         rd.committed = i + 1;
         Verdict *vd = &sp->verdicts[i];
-        if (t->count[v] == 0) { // proposed now (the root's was, above), as the chain's slot i
-            if (!(v == 0 && root_q) && !propose(sp, tokens, pos, i)) { // no proposal: draw from p alone
+        ts->tested[i] = 1;
+        if (t->count[v] == 0) { // proposed now, as the chain's slot i
+            if (!propose(sp, tokens, pos, i)) { // no proposal: draw from p alone
                 tokens[pos] = vd->token = sample(p, V, vd->d);
                 rd.plain = 1;
                 break;
@@ -1555,10 +1466,6 @@ static Round tree_step(Speculator *sp, int *tokens, int n, int depth) {
         }
         int c = decide_candidates(sp, vd, v, pos);
         tokens[pos] = vd->token;
-        for (int j = 0; ts->grow && j < vd->tested; j++) { // kappa's evidence (~30 rounds)
-            ts->conf_seen = 0.97 * ts->conf_seen + t->conf[t->kids[v][j]];
-            ts->accepted_seen = 0.97 * ts->accepted_seen + (j == vd->tested - 1 && c >= 0);
-        }
         if (c < 0) break;
         rd.accepted++;
         path[n_path++] = v = c;
@@ -1566,24 +1473,24 @@ static Round tree_step(Speculator *sp, int *tokens, int n, int depth) {
 
     // 4. the accepted path's keys and values into the target's cache, at their
     // positions; the draft's cache holds the context only and catches up
-    commit_path(sp->target, path, n_path, n);
-    if (d->rewind) d->rewind(d, n + rd.accepted);
-    int last = n_path ? path[n_path - 1] : 0; // the node that decided the last token
-    if (d->observe) d->observe(d, last, n - 1 + t->depth[last]);
+    commit_path(sp->target, ts->target_kv, path, n_path, n);
+    rewind_model(&ts->draft->base, n + rd.accepted);
     return rd;
 }
 
-// sp's trees, --tree B1,B2,... (depth levels of branch[d] children) or auto
-static void build_trees(Speculator *sp, const int *branch, int depth, int grow) {
-    size_t V = (size_t)sp->target->config.vocab_size;
-    Trees *ts = sp->trees = xmalloc(sizeof(Trees) + (MAX_ROWS + 3) * V * sizeof(float), "trees");
-    ts->depth = depth, ts->grow = grow, ts->ql = (float *)(ts + 1), ts->work = ts->ql + MAX_ROWS * V;
+// sp's trees, --tree B1,B2,... (depth levels of branch[d] children), in one block
+// (free_trees); sp's drafter is the draft model (parse_tree allows no other)
+static void build_trees(Speculator *sp, const int *branch, int depth) {
+    size_t V = (size_t)sp->target->config.vocab_size, nt = node_kv_floats(sp->target);
+    size_t nd = node_kv_floats(sp->drafter->model);
+    Trees *ts = sp->trees = xmalloc(sizeof(Trees) + ((TREE_MAX + 3) * V + nt + nd) * sizeof(float), "trees");
+    ts->depth = depth, ts->draft = (ModelDrafter *)sp->drafter, ts->ql = (float *)(ts + 1);
+    ts->work = ts->ql + TREE_MAX * V, ts->target_kv = ts->work + 3 * V, ts->draft_kv = ts->target_kv + nt;
     memcpy(ts->branch, branch, sizeof(ts->branch));
-    Drafter *d = sp->drafter; // a model, Medusa or EAGLE (parse_tree refuses lookup)
-    ts->propose_tree = d->propose == propose_medusa ? propose_tree_medusa
-                     : d->propose == propose_eagle ? propose_tree_eagle : propose_tree_model;
     sp->step = tree_step;
 }
+
+static UNUSED_OK void free_trees(Speculator *sp) { xfree(sp->trees); }
 
 // ============================================================================
 // APPENDICES: the implementations the method above calls
@@ -1737,8 +1644,7 @@ static size_t layout_run_state(RunState *s, const Config *c, int T, int threads,
         {&s->x, t * dim}, {&s->xn, (size_t)threads * t * dim}, {&s->qkv, t * (size_t)s->qkv_stride},
         {&s->xb, t * dim}, {&s->xb2, t * dim}, {&s->h13, t * (size_t)s->h13_stride},
         {&s->hb, t * (size_t)c->hidden_dim}, {&s->att, mul_size(t * (size_t)c->n_heads, (size_t)s->seq_pad)},
-        {&s->logits, t * (size_t)c->vocab_size}, {&s->key_cache, cache}, {&s->value_cache, cache},
-        {&s->node_kv, mul_size((size_t)c->n_layers * kv_dim, 2 * t)}};
+        {&s->logits, t * (size_t)c->vocab_size}, {&s->key_cache, cache}, {&s->value_cache, cache}};
     for (size_t i = 0; i < sizeof(b) / sizeof(b[0]); i++) {
         if (base) *b[i].at = (float *)(void *)(base + off);
         off = add_size(off, add_size(mul_size(b[i].n, sizeof(float)), 63) & ~(size_t)63);
@@ -2077,8 +1983,7 @@ static Drafter *medusa_drafter(MedusaDrafter *md, const char *path, Transformer 
     }
     md->h.z = xmalloc((size_t)(1 + md->n_heads) * dim * sizeof(float), "Medusa state");
     md->y = md->h.z + dim;
-    md->h.logits = xmalloc((size_t)(md->n_heads + MAX_ROWS) * V * sizeof(float), "Medusa logits");
-    md->rows = md->h.logits + (size_t)md->n_heads * V;
+    md->h.logits = xmalloc((size_t)md->n_heads * V * sizeof(float), "Medusa logits");
     return &md->h.base;
 }
 
@@ -2096,11 +2001,10 @@ static Drafter *eagle_drafter(EagleDrafter *ed, const char *path, Transformer *t
     float *dst = ed->h.packed = xmalloc_floats_aligned((panels_of(ed->hidden) * 2 * dim + panels_of(dim) * H) * PANEL,
                                                        "EAGLE weights");
     pack_matrix(&ed->w2, pack_matrix(&ed->w1, dst, f, ed->hidden, 2 * dim), ed->b1 + H, dim, ed->hidden);
-    ed->h.z = xmalloc(((2 * (size_t)MAX_ROWS + 3) * dim + H) * sizeof(float), "EAGLE features");
-    ed->node = ed->h.z + (MAX_ROWS + 1) * (size_t)dim;
-    ed->fe = ed->node + (size_t)MAX_ROWS * dim;
+    ed->h.z = xmalloc(((size_t)(MAX_ROWS + 3) * dim + H) * sizeof(float), "EAGLE features");
+    ed->fe = ed->h.z + (MAX_ROWS + 1) * (size_t)dim;
     ed->u = ed->fe + 2 * (size_t)dim;
-    ed->h.logits = xmalloc((size_t)MAX_ROWS * V * sizeof(float), "EAGLE logits");
+    ed->h.logits = xmalloc((size_t)V * sizeof(float), "EAGLE logits");
     return &ed->h.base;
 }
 
@@ -2632,9 +2536,9 @@ static const float *panel_at(const Matrix *m, int i) { return m->w + (size_t)i *
 // repeat in every chunk (PERFORMANCE.md). A tile that holds the panel straddling d writes
 // to a buffer, so nothing past d is written.
 static void matmul_panels(float *out, const float *x, int T, const Matrix *m, int i0, int i1) {
-    static _Thread_local int8_t xv[MAX_ROWS * Q8_MAX_N];
-    static _Thread_local float s[MAX_ROWS * Q8_MAX_N / 4];
-    static _Thread_local int32_t c[MAX_ROWS * Q8_MAX_N / 4];
+    static _Thread_local int8_t xv[TREE_MAX * Q8_MAX_N]; // T <= TREE_MAX: the longest pass, a tree's
+    static _Thread_local float s[TREE_MAX * Q8_MAX_N / 4];
+    static _Thread_local int32_t c[TREE_MAX * Q8_MAX_N / 4];
     float buf[MM_MAX_ROWS * TILE_PANELS_MAX * PANEL];
     int n = m->n, gs = m->gs, G = gs ? n / gs : 0, R_max = gs ? Q8_MAX_ROWS : MM_MAX_ROWS;
     int blocks = (T + R_max - 1) / R_max;
@@ -3272,8 +3176,8 @@ typedef struct {
 } AutoK;
 
 // What a round's costs are read from: the target's and the drafter's seconds
-// and forwards (draft steps), and the wall clock
-typedef struct { double target_s, draft_s, wall; long target_n, draft_n; } Clocks;
+// and forwards (draft steps)
+typedef struct { double target_s, draft_s; long target_n, draft_n; } Clocks;
 
 // The statistics of a spec run (Appendix G), auto-K's estimates among them
 struct SpecStats {
@@ -3290,9 +3194,6 @@ struct SpecStats {
     long target_forwards, draft_forwards; // in the rounds (prefill not counted)
     double draft_seconds, verify_seconds; // the drafter's and the target's, in the rounds
     Clocks round_start;          // the clocks when the round started
-    double mode_tokens[2], mode_seconds[2]; // --tree auto: decayed tokens and seconds of chain, tree rounds
-    int retries;                 // ... and the rounds that tried the slower one
-    int last_n, first_round;     // the last round's position; 1: this round starts a generation
 };
 
 // argmax over K = 1..K_MAX of tokens per second; ties go to the smaller K.
@@ -3321,13 +3222,13 @@ static double time_forward(Transformer *tr, Sampler *s, float *probs, int token,
 }
 
 // The cost table: verify passes of 1..9 rows, then of every 4th row count up
-// to `rows`, each the fastest of 3, the row counts interleaved so a slow
+// to K_MAX + 1, each the fastest of 3, the row counts interleaved so a slow
 // stretch of the machine hits all of them; between them linear (by then a pass
 // is compute-bound), past the last at its slope. A draft step: the fastest of 3
 // (lookup: free). a starts at 1/2, a prior: one proposal accepted, one rejected.
-static void calibrate_auto_k(AutoK *ak, Transformer *target, Transformer *draft, int rows) {
+static void calibrate_auto_k(AutoK *ak, Transformer *target, Transformer *draft) {
     double t0 = now_seconds();
-    int timed[MAX_ROWS], m = 0;
+    int timed[MAX_ROWS], m = 0, rows = K_MAX + 1;
     if (rows > target->config.seq_len) rows = target->config.seq_len;
     for (int n = 1; n <= rows; n += n < 9 ? 1 : 4) timed[m++] = n;
     *ak = (AutoK){.accepted = 1, .examined = 2, .scale = 1, .draft_step = draft ? INFINITY : 0};
@@ -3364,36 +3265,22 @@ static void update_auto_k(AutoK *ak, int rows, int accepted, int examined, doubl
 }
 
 // ----------------------------------------------------------------------------
-// Appendix G. Statistics: the measurement beside the seeds' theory (stderr, JSON)
+// Appendix G. Statistics: the measurement beside the papers' theory (stderr, JSON)
 
 static SpecStats *new_spec_stats(void) { return xmalloc(sizeof(SpecStats), "statistics"); }
 
-// sp's rounds and st from the options: -k (0: auto-K) or --tree (a shape, or
-// auto). Auto-K and --tree auto time the target's passes first (--tree auto up
-// to MAX_ROWS rows: it reads those costs as it grows); nothing to generate times nothing.
+// sp's rounds and st from the options: -k (0: auto-K) or --tree's shape. Auto-K
+// times the target's passes first; -n 0 times nothing.
 static void plan_rounds(Speculator *sp, SpecStats *st, const Options *o, const Tokenizer *trace) {
-    if (o->tree) build_trees(sp, o->branch, o->tree_depth, o->tree_auto);
-    *st = (SpecStats){.k = !o->n_new ? 1 : o->tree_auto ? 0 : o->tree ? o->tree_depth : o->k, .trace = trace};
-    if (!st->k) calibrate_auto_k(&st->autok, sp->target, sp->drafter->model, o->tree_auto ? MAX_ROWS : K_MAX + 1);
-    if (o->tree_auto) sp->trees->verify_s = st->autok.calib, sp->trees->draft_s = &st->autok.draft_step;
-}
-
-// --tree auto: a tree round, or a chain round at auto-K's K, whichever has
-// committed more tokens per second lately (decayed over ~20 rounds of each; wall
-// time, but not a generation's first round, where the draft reads the prompt).
-// The chain until a tree has been timed, the other tried at rounds 32, 96, 224,
-// ...: a losing tree round costs ~4 chain rounds (PERFORMANCE.md, "trying the tree").
-static int tree_round_next(SpecStats *st) {
-    int best = st->mode_tokens[1] * st->mode_seconds[0] > st->mode_tokens[0] * st->mode_seconds[1];
-    if (st->rounds != 32L * ((2L << st->retries) - 1)) return best;
-    st->retries++;
-    return !best;
+    if (o->tree) build_trees(sp, o->branch, o->tree_depth);
+    *st = (SpecStats){.k = !o->n_new ? 1 : o->tree ? o->tree_depth : o->k, .trace = trace};
+    if (!st->k) calibrate_auto_k(&st->autok, sp->target, sp->drafter->model);
 }
 
 // The clocks now: a draft model's, or what the drafter counts itself (lookup: no steps)
 static Clocks clocks_now(const Speculator *sp) {
     const Drafter *d = sp->drafter;
-    return (Clocks){sp->target->seconds, d->model ? d->model->seconds : d->seconds, now_seconds(),
+    return (Clocks){sp->target->seconds, d->model ? d->model->seconds : d->seconds,
                     sp->target->forwards, d->model ? d->model->forwards : d->steps};
 }
 
@@ -3403,19 +3290,16 @@ static Clocks clocks_now(const Speculator *sp) {
 // other coins, and a short run would not be a prefix of a longer one. Notes
 // the models' clocks, so end_round can charge the round's costs.
 static int start_round(SpecStats *st, Speculator *sp, int n, int want) {
-    Trees *ts = sp->trees;
-    if (ts && ts->grow) ts->depth = tree_round_next(st) ? K_MAX : 0;
-    st->first_round = st->rounds == 0 || n <= st->last_n, st->last_n = n;
-    int k = st->k ? st->k : ts && ts->depth ? K_MAX : next_auto_k(&st->autok);
+    int k = st->k ? st->k : next_auto_k(&st->autok);
     int room = sp->target->config.seq_len - 1 - n;
-    if (k > want - 1 && (!ts || !ts->depth || ts->grow)) k = want - 1;
+    if (k > want - 1 && !sp->trees) k = want - 1;
     if (k > room) k = room;
     st->round_start = clocks_now(sp);
     return k < 0 ? 0 : k;
 }
 
-// A round keeps only its first `used` positions (generate_spec's), the ones emitted, for the
-// statistics and the -v trace (a static tree decides all its levels: see start_round)
+// A round keeps only its first `used` positions, the ones emitted, for the statistics
+// and the -v trace (a tree decides all its levels: see start_round)
 static void trim_round(Round *rd, const Speculator *sp, int used) {
     if (used >= rd->committed) return;
     rd->accepted = rd->plain = 0;
@@ -3454,7 +3338,7 @@ static void trace_tree(const Trees *ts, const Round *rd, const Tokenizer *t, int
 static void print_trace(const SpecStats *st, const Speculator *sp, const Round *rd, int n) {
     fflush(stdout); // the text so far, then the trace on lines of its own
     fprintf(stderr, "\nround %ld at position %d, K=%d\n", st->rounds, n, rd->k);
-    if (sp->trees && sp->trees->depth) trace_tree(sp->trees, rd, st->trace, 0);
+    if (sp->trees) trace_tree(sp->trees, rd, st->trace, 0);
     for (int i = 0; i < rd->committed; i++) {
         const Verdict *v = &sp->verdicts[i];
         fprintf(stderr, "  pos %d %s ", n + i, i < rd->k ? "draft" : "next ");
@@ -3463,7 +3347,8 @@ static void print_trace(const SpecStats *st, const Speculator *sp, const Round *
             trace_piece(st->trace, v->x);
             fprintf(stderr, " d=%.4f  q=%.4f p=%.4f p/q=%.4f u=%.4f  %s", v->d, v->q, v->p,
                     v->q > 0 ? v->p / v->q : 0.0, v->u, v->accepted ? "accept" : "REJECT");
-            if (v->tested > 1) fprintf(stderr, " (candidate %d; p, q: after the earlier ones)", v->tested);
+            int tested = sp->trees ? sp->trees->tested[i] : 1;
+            if (tested > 1) fprintf(stderr, " (candidate %d; p, q: after the earlier ones)", tested);
             if (!v->accepted) fprintf(stderr, " -> residual mass %.4f, coin %.4f: ", v->residual_mass, v->r);
         }
         if (v->x < 0 || !v->accepted) trace_piece(st->trace, v->token);
@@ -3471,11 +3356,14 @@ static void print_trace(const SpecStats *st, const Speculator *sp, const Round *
     }
 }
 
-static void end_round(SpecStats *st, const Speculator *sp, const Round *rd, int n) {
+// Round `whole` from position n into the statistics, its first `used` positions
+static void end_round(SpecStats *st, const Speculator *sp, const Round *whole, int n, int used) {
+    Round trimmed = *whole, *rd = &trimmed;
+    trim_round(rd, sp, used);
     Clocks now = clocks_now(sp), t0 = st->round_start;
     double verify_s = now.target_s - t0.target_s, draft_s = now.draft_s - t0.draft_s;
     long steps = now.draft_n - t0.draft_n;
-    int examined = rd->committed - rd->plain, tree = sp->trees && sp->trees->depth > 0;
+    int examined = rd->committed - rd->plain;
     st->rounds++;
     st->k_used[rd->k]++;
     if (rd->k > st->k_hi) st->k_hi = rd->k;
@@ -3489,12 +3377,8 @@ static void end_round(SpecStats *st, const Speculator *sp, const Round *rd, int 
     st->draft_forwards += steps;
     st->verify_seconds += verify_s;
     st->draft_seconds += draft_s;
-    if (st->k == 0 && rd->k >= 1 && !tree)
+    if (st->k == 0 && rd->k >= 1)
         update_auto_k(&st->autok, rd->k + 1, rd->accepted, examined, steps ? draft_s / (double)steps : 0, verify_s);
-    if (!st->first_round) {
-        st->mode_tokens[tree] = 0.95 * st->mode_tokens[tree] + rd->committed;
-        st->mode_seconds[tree] = 0.95 * st->mode_seconds[tree] + (now.wall - t0.wall);
-    }
     if (st->trace) print_trace(st, sp, rd, n);
 }
 
@@ -3785,12 +3669,11 @@ static const Flag FLAGS[] = {
     {"-n", "N", 'i', AT(n_new), 0, 1 << 24, "an integer in 0..16777216", "new tokens, 1..16777216 (default: until "
      "the context is full; so does 0, as in llama2.c)"},
     {"-k", "K", 'i', AT(k), 0, K_MAX, "an integer in 0.." STR(K_MAX) ", 0 for auto", "drafts per round, 1.."
-     STR(K_MAX) "; 0 chooses K as it goes (default 0, but -d medusa uses every head and -d eagle 4: their text "
-     "depends on K)"},
+     STR(K_MAX) "; 0 (the default) chooses K as it goes from measured costs, never changing the text; -d "
+     "medusa and -d eagle, whose text depends on K, take a fixed K instead: every head, or 4"},
     {"--tree", "B1,B2,...", 's', AT(tree), 0, 0, NULL, "draft a tree: B_d candidates under each node at depth d, "
-     "all verified in one pass (e.g. 3,2,1; 1,1,1 is the chain -k 3); --tree auto grows it where the draft is "
-     "sure, or runs the chain when that is faster; a model draft, medusa or eagle, the exact rule, no -k (depth "
-     "is K); timed: at t > 0 the text of --tree auto can differ from run to run"},
+     "all verified in one pass (e.g. 3,2,1; 1,1,1 is the chain -k 3); a draft model, the exact rule, no -k "
+     "(depth is K)"},
     {"-t", "T", 'f', AT(temperature), 0, 1e6, "a number in 0..1e6, 0 for greedy", "temperature, 0..1e6; 0 is "
      "greedy (default 1.0)"},
     {"-p", "P", 'f', AT(top_p), FLT_MIN, 1, "a number in (0, 1]", "top-p in (0, 1]; 1 is off (default 1.0)"},
@@ -3903,24 +3786,23 @@ static void set_flag(Options *o, const Flag *f, const char *v) {
     else *(unsigned long long *)(void *)at = u;
 }
 
-// --tree B1,B2,... (Options' branch) or auto, refused outside the limits its messages give
+// --tree B1,B2,... (Options' branch), refused outside the limits its messages give
 static void parse_tree(Options *o, int spec) {
     long nodes = 0, level = 1; // refused as soon as they pass TREE_MAX - 1: no overflow
-    if (!strcmp(o->tree, "auto")) o->tree_auto = 1, o->tree_depth = K_MAX;
-    else for (const char *c = o->tree;; c++) { // digits, then ',' and more, or the end
+    for (const char *c = o->tree;; c++) { // digits, then ',' and more, or the end
         char *end = NULL;
         long b = isdigit((unsigned char)*c) ? strtol(c, &end, 10) : 0;
         if (b < 1 || b > 8 || (*end && *end != ',') || o->tree_depth == K_MAX || (nodes += level *= b) > TREE_MAX - 1)
-            die("--tree %s: expected auto, or 1..8 children per level like 3,2,1 (3 + 6 + 6 = 15 nodes), "
+            die("--tree %s: expected 1..8 children per level like 3,2,1 (3 + 6 + 6 = 15 nodes), "
                 "at most %d levels and %d nodes (see specdec -h)", o->tree, K_MAX, TREE_MAX - 1);
         o->branch[o->tree_depth++] = (int)b;
         if (!*(c = end)) break;
     }
-    const char *with = !spec ? o->mode : o->lookup ? "-d lookup" : given(o, "-k") ? "-k"
-                     : o->lenience < 1.0f ? "--lenience" : NULL;
+    const char *with = !spec ? o->mode : o->lookup ? "-d lookup" : o->medusa ? "-d medusa" : o->eagle ? "-d eagle"
+                     : given(o, "-k") ? "-k" : o->lenience < 1.0f ? "--lenience" : NULL;
     if (with)
-        die("--tree %s with %s%s: a tree needs spec mode, a draft model, -d medusa or -d eagle, the exact rule "
-            "(no --lenience) and no -k (the tree's depth is its K)", o->tree, spec ? "" : "-m ", with);
+        die("--tree %s with %s%s: a tree needs spec mode, a draft model, the exact rule (no --lenience) and no -k "
+            "(the tree's depth is its K)", o->tree, spec ? "" : "-m ", with);
 }
 
 // A default file (not named on the command line): the working directory's, else the one
@@ -4021,8 +3903,8 @@ static void parse_options(Options *o, int argc, char **argv) {
     o->lookup = !strcmp(o->draft_path, "lookup");
     o->medusa = drafter_file(o->draft_path, "medusa", "weights/medusa.bin");
     o->eagle = drafter_file(o->draft_path, "eagle", "weights/eagle.bin");
-    // drafters on the target's hidden state: the sample depends on K, so a fixed one: every head, or 4
-    if ((o->medusa || o->eagle) && !given(o, "-k") && !o->tree) o->k = o->medusa ? K_MAX : 4;
+    // drafters on the target's hidden state: the sample depends on K, so a fixed one (-k 0 too): every head, or 4
+    if ((o->medusa || o->eagle) && !o->k) o->k = o->medusa ? K_MAX : 4;
     check_options(o, usable);
 }
 
@@ -4064,7 +3946,8 @@ static Transformer *load_draft_alone(Transformer *draft, Options *o, ThreadPool 
 // decode it; a draft the user named must fit.
 static Transformer *load_models(Transformer *target, Transformer *draft, Options *o, ThreadPool *pool) {
     if (!strcmp(o->mode, "draft")) return load_draft_alone(draft, o, pool);
-    build_transformer_as(target, o->target_path, MAX_ROWS, pool, o->threads, o->target_weights);
+    int rows = o->tree ? TREE_MAX : MAX_ROWS; // a pass's rows: a verify pass's, or a tree's nodes
+    build_transformer_as(target, o->target_path, rows, pool, o->threads, o->target_weights);
     ran_weights(o, &o->target_weights, target, "--target-weights");
     int V = target->config.vocab_size, v;
     if (strcmp(o->mode, "spec") || o->lookup || o->medusa || o->eagle) return target;
@@ -4081,7 +3964,7 @@ static Transformer *load_models(Transformer *target, Transformer *draft, Options
         o->mode = "target";
         return target;
     }
-    build_transformer_as(draft, o->draft_path, MAX_ROWS, pool, o->draft_threads, o->draft_weights);
+    build_transformer_as(draft, o->draft_path, rows, pool, o->draft_threads, o->draft_weights);
     ran_weights(o, &o->draft_weights, draft, "--draft-weights");
     struct stat ts, ds; // sizes on disk, both float32: a bigger draft is probably the two swapped
     if (!stat(o->target_path, &ts) && !stat(o->draft_path, &ds) && ds.st_size > ts.st_size)

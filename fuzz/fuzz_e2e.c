@@ -8,7 +8,8 @@
 //   t > 0: the same command line gives the same text twice, and another K and
 //          thread count give it again (every position has its own coins, and
 //          the forward is batch invariant; -d medusa: another thread count, the
-//          same K, since a head's q depends on where its round began);
+//          same K, since a head's q depends on where its round began, and -k 0
+//          is its fixed K);
 //   -m target / -m draft: the same text on another thread count;
 //   -q: nothing on stdout; -j: one JSON object, with -n, EOS and seq_len
 //          accounting for the tokens it counts;
@@ -37,8 +38,8 @@
 //   11 bit 0: -v; bit 1: -j FILE; bit 2: one more run with -q; bit 3 (target, draft
 //      modes): flags only spec mode takes (-k, --lenience, -d lookup/medusa, -v), to be
 //      refused (-m target ignores a -d);
-//      b >> 4 (spec mode with a model draft): 10..13 --tree with a fixed shape, 14..15
-//      --tree auto (then no -k and no --lenience), else the chain
+//      b >> 4 (spec mode with a model draft): 10..15 --tree with a shape (then no -k and
+//      no --lenience), else the chain
 //   12 the second run's K (b % 17)
 //   13 the second run's draft threads (1 + (b >> 4) % 3); at t = 0 its drafter
 //      ((b & 7) % 6), and bit 3 flips its draft weights
@@ -102,8 +103,8 @@ static void write_model(const char *path, const Config *c, int shared, uint64_t 
 static void write_heads(const char *path, const Config *c, uint64_t seed) {
     size_t n = medusa_n_floats(3, c->dim);
     float *w = xmalloc(n * sizeof(float), "heads");
-    Rng r;
-    rng_seed(&r, seed);
+    Stream r;
+    stream_seed(&r, seed);
     for (size_t i = 0; i < n; i++) w[i] = uniform(&r, 0.3f);
     if (write_medusa(path, 3, c->dim, c->vocab_size, w) != 0) {
         fprintf(stderr, "fuzz_e2e: cannot write %s\n", path);
@@ -519,9 +520,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (r.mode == SPEC) {
         r.give_k = r.k != 0 || !(b[1] & 0x80);
         if (b[11] >> 4 >= 10) { // a tree: a model draft, the depth as K, the exact rule
-            r.tree = b[11] >> 4 >= 14 ? "auto" : TREES[(b[11] >> 4) - 10];
+            r.tree = TREES[((b[11] >> 4) - 10) % 4];
             r.give_k = 0, r.lenience = 0;
-            if (r.drafter == LOOKUP) r.drafter = SELF;
+            if (r.drafter == LOOKUP || r.drafter == MEDUSA) r.drafter = SELF;
         }
     } else { // flags only spec mode takes: given (and then refused) only when asked
         r.give_k = misplaced && (b[1] & 1);
@@ -566,16 +567,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         run(&rt, &res_b);
         same_text("at t = 0 the speculative text must be -m target's", &r, &res_a, &rt, &res_b);
         r2.drafter = (b[13] & 7) % N_DRAFTERS;
-        if (r2.drafter == LOOKUP) r2.tree = NULL, r2.give_k = 1; // the chain: the same greedy text
+        if (r2.drafter == LOOKUP || r2.drafter == MEDUSA) r2.tree = NULL, r2.give_k = 1; // the chain: the same text
         if (b[13] & 8) r2.draft_weights = r.draft_weights == WEIGHTS_F32 ? WEIGHTS_INT8 : WEIGHTS_F32;
         run(&r2, &res_c);
         same_text("at t = 0 another K, thread count or drafter must print the same text", &r, &res_a, &r2, &res_c);
-    } else if ((r.tree && !strcmp(r.tree, "auto")) || (r.drafter == MEDUSA && r.give_k && r.k == 0)) {
-        // --tree auto's shape follows the measured costs, and so does auto-K's K with
-        // -d medusa (whose q depends on K): at t > 0 the sample is exact but not
-        // reproducible; only that it runs is checked
     } else {
-        if (r.drafter == MEDUSA) r2.k = r.k, r2.give_k = r.give_k, r2.tree = r.tree; // the same K
+        if (r.drafter == MEDUSA) r2.k = r.k, r2.give_k = r.give_k; // the same K
         Run again = r;
         again.verbose = again.json = 0;
         run(&again, &res_b);

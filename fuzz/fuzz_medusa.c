@@ -1,7 +1,7 @@
 // fuzz_medusa.c - any bytes as a medusa.bin (or, starting "EAGL", an
 // eagle.bin) for a tiny target: load (header against the target, size,
-// NaN/inf, packing), then the drafter proposes after a one-row forward, a chain
-// and a tree level: each q must be a distribution, or no proposal. Built by
+// NaN/inf, packing), then the drafter proposes after a one-row forward, a
+// chain: each q must be a distribution, or no proposal. Built by
 // `make fuzz`; seeds: fuzz/seeds/medusa (valid files and damaged ones).
 #include "fuzz.h"
 #include "../test/random_model.h"
@@ -61,17 +61,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         build_sampler(&s, FUZZ_VOCAB, 1.0f, 1.0f, 0);
         Drafter *d = eagle ? eagle_drafter(&ed, medusa_path, &t, &s) : medusa_drafter(&md, medusa_path, &t, &s);
         int tokens[8] = {TOKEN_BOS, 5, 7, 9, 11, 13, 15, 17};
-        Tree tree = {.n = 4, .token = {tokens[2], 9, 11, 13}, .parent = {-1, 0, 0, 1}, .depth = {0, 1, 1, 2}};
         forward(&t, tokens, 2, 0);
         d->observe(d, 1, 1);
-        float q[3 * FUZZ_VOCAB];
+        float q[FUZZ_VOCAB];
         for (int pos = 2; pos <= 7; pos++) { // z ran position 1: proposals from position 3 on
             int ok = d->propose(d, q, tokens, pos);
             if (ok && (pos < 3 || (!eagle && pos - 2 > md.n_heads))) abort();
             check_q(q, ok);
         }
-        int ok = d->propose(d, q, tokens, 3) && (eagle ? propose_tree_eagle : propose_tree_medusa)(d, q, &tree, 1, 3);
-        for (int i = 0; ok && i < 3; i++) check_q(q + i * FUZZ_VOCAB, 1);
         d->free(d);
         free_sampler(&s);
         free_transformer(&t);

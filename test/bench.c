@@ -20,8 +20,8 @@
 //        and a over temperatures 0..1.5 at K = 4; writes sweep_k.csv,
 //        sweep_temp.csv. (`all` runs the sweep at 1 and N threads.)
 // drafters: on 4 held-out prompts (HELD_OUT below; the fixed four without
-//        it), the draft model, -d lookup, Medusa heads (-d medusa, every head
-//        and a tree; --medusa F) and the EAGLE-style drafter (-d eagle; --eagle
+//        it), the draft model, -d lookup, Medusa heads (-d medusa, every head;
+//        --medusa F) and the EAGLE-style drafter (-d eagle, K = 4; --eagle
 //        F; each skipped if its file is absent), on the shipped target and on
 //        it embedded in dim 768 x 12 layers (325 MB, DRAM-bound; heads padded
 //        alike) at t = 0 and 1: speedup, a, c, tokens per round, how often a
@@ -291,9 +291,9 @@ static double attention_share(Transformer *tr) {
     double attn = 1e30, whole = 1e30;
     for (int rep = 0; rep < 15; rep++) {
         double t0 = now_seconds();
-        ForwardJob job = {.tr = tr, .T = T, .pos = pos};
+        ForwardJob job = {.tr = tr, .T = T, .pos = pos, .attention = attention_head};
         for (int l = 0; l < c->n_layers; l++)
-            for (int g = 0; g < c->n_kv_heads; g++) attention_head(tr, l, g, &job);
+            for (int g = 0; g < c->n_kv_heads; g++) attention_head(&job, l, g);
         double t1 = now_seconds();
         forward(tr, tokens, T, pos);
         double t2 = now_seconds();
@@ -469,8 +469,8 @@ static void build_spec_as(Spec *sc, Transformer *target, const Pair *pr, Sampler
     Drafter *d = medusa ? medusa_drafter(&sc->mh, medusa, target, s) : eagle ? eagle_drafter(&sc->ed, eagle, target, s)
                : draft ? model_drafter(&sc->md, draft, s) : lookup_drafter(&sc->lk, 1, 3, target->config.vocab_size);
     build_speculator(&sc->sp, target, d, s, NULL);
-    Options o = {.tree = tree, .k = medusa && !tree && !k ? K_MAX : k, .n_new = 1, .lenience = 1.0f};
-    if (tree) parse_tree(&o, 1); // as --tree: the shape, or auto
+    Options o = {.tree = tree, .k = k ? k : medusa ? K_MAX : eagle ? 4 : 0, .n_new = 1, .lenience = 1.0f}; // as -k
+    if (tree) parse_tree(&o, 1); // as --tree: the shape
     plan_rounds(&sc->sp, &sc->st, &o, NULL);
 }
 
@@ -481,6 +481,7 @@ static void build_spec(Spec *sc, Transformer *target, Transformer *draft, Sample
 
 static void free_spec(Spec *sc) {
     if (sc->sp.drafter->free) sc->sp.drafter->free(sc->sp.drafter);
+    if (sc->sp.trees) free_trees(&sc->sp);
     free_speculator(&sc->sp);
 }
 
@@ -585,7 +586,7 @@ static int clean_pairs(const double *target_rate, int n, int *clean) {
 // the spec runs' stats, c and r from those pairs' runs, in target steps those
 // pairs' target runs measured.
 static E2E measure_spec(Pair *pr, const char *name, float temp, int k, float lenience) {
-    E2E e = {.temperature = temp, .k = k, .is_auto = k == 0 && !pr->medusa && !pr->tree, .threads = pr->threads,
+    E2E e = {.temperature = temp, .k = k, .is_auto = k == 0 && !pr->medusa && !pr->eagle && !pr->tree, .threads = pr->threads,
              .lenience = lenience};
     snprintf(e.pair, sizeof(e.pair), "%s", name);
     snprintf(e.tree, sizeof(e.tree), "%s", pr->tree ? pr->tree : "");
@@ -930,18 +931,17 @@ static void parse_bench(BenchOptions *o, int argc, char **argv) {
 // ---- drafters compared: the draft model and the lookup drafter -----------------
 
 // At t = 0 and 1: the draft model (auto-K; K = 4), lookup (auto-K), given
-// heads (medusa) Medusa (every head each round; the tree MEDUSA_TREE) and given
-// an EAGLE drafter (eagle) that (auto-K; K = 4); the K = 4 rows only if all_k
+// heads (medusa) Medusa (every head each round) and given an EAGLE drafter
+// (eagle) that (K = 4, its fixed K); the draft model's K = 4 rows only if all_k
 // (the figure has room for 12 configurations). Rows named prefix + drafter;
 // appends to e and returns how many rows.
-#define MEDUSA_TREE "3,1" // 3 candidates from head 1, one from head 2 under each: the best of 3,1 2,1,1,1 3,1,1 4,1,1 (DRAM-bound target)
 static int compare_drafters(Pair *pr, E2E *e, const char *medusa, const char *eagle, const char *prefix,
                             int all_k) {
     int n = 0;
     Transformer *draft = pr->draft;
-    char name[5][64];
-    const char *names[5] = {"draft model", "lookup", "medusa", "medusa tree", "eagle"};
-    for (int i = 0; i < 5; i++) snprintf(name[i], sizeof(name[i]), "%s%s", prefix, names[i]);
+    char name[4][64];
+    const char *names[4] = {"draft model", "lookup", "medusa", "eagle"};
+    for (int i = 0; i < 4; i++) snprintf(name[i], sizeof(name[i]), "%s%s", prefix, names[i]);
     for (int ti = 0; ti < 2; ti++) {
         pr->draft = draft;
         e[n++] = bench_pair(pr, name[0], (float)ti, 0);
@@ -952,15 +952,11 @@ static int compare_drafters(Pair *pr, E2E *e, const char *medusa, const char *ea
         pr->draft = NULL;
         pr->medusa = medusa;
         e[n++] = bench_pair(pr, name[2], (float)ti, 0);
-        pr->tree = MEDUSA_TREE;
-        e[n++] = bench_pair(pr, name[3], (float)ti, 0);
-        pr->tree = NULL;
         pr->medusa = NULL;
     }
     for (int ti = 0; ti < 2 && eagle; ti++) {
         pr->eagle = eagle;
-        e[n++] = bench_pair(pr, name[4], (float)ti, 0);
-        if (all_k) e[n++] = bench_pair(pr, name[4], (float)ti, 4);
+        e[n++] = bench_pair(pr, name[3], (float)ti, 4);
         pr->eagle = NULL;
     }
     pr->draft = draft;
@@ -968,14 +964,13 @@ static int compare_drafters(Pair *pr, E2E *e, const char *medusa, const char *ea
 }
 
 // the rows e (n) into dir/name, their drafter names without the first `skip`
-// characters (the target's prefix); k: "auto", K, or "tree SHAPE"
+// characters (the target's prefix); k: "auto" or K
 static void write_drafters(const char *dir, const char *name, const E2E *e, int n, size_t skip) {
     FILE *f = open_output(dir, name, "drafter,threads,temperature,k,k_used,target_tok_s,spec_tok_s,"
                                             "speedup,a,c,tokens_per_round,no_match,r,bound,check");
     for (int i = 0; i < n; i++) {
         char k[40];
         if (e[i].is_auto) snprintf(k, sizeof(k), "auto");
-        else if (e[i].tree[0]) snprintf(k, sizeof(k), "tree %s", e[i].tree);
         else snprintf(k, sizeof(k), "%d", e[i].k);
         char check[48];
         fprintf(f, "\"%s\",%d,%.2f,\"%s\",%d,%.2f,%.2f,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%s\n", e[i].pair + skip,
@@ -1135,17 +1130,17 @@ static void write_lenience(const char *dir, const LenienceRow *r, int n) {
     close_output(f);
 }
 
-// Two ways of speculating head to head (-k k[j] or --tree tree[j]): `pairs`
+// Two K head to head (-k k[0] against -k k[1], 0: auto-K): `pairs`
 // generations of each, the two alternating (and which goes first alternating
 // too) on the same prompts and seeds, so both write the same text and a change
 // in the machine's speed hits both alike. Returns the median over the pairs
 // (at most H2H_PAIRS) of [0]'s tok/s over [1]'s.
-static double head_to_head(Pair *pr, float temp, const int k[2], const char *const tree[2], int pairs) {
+static double head_to_head(Pair *pr, float temp, const int k[2], int pairs) {
     if (pairs > H2H_PAIRS) pairs = H2H_PAIRS;
     Sampler s;
     build_sampler(&s, pr->target->config.vocab_size, temp, 1.0f, 0);
     Spec sc[2];
-    for (int j = 0; j < 2; j++) build_spec(&sc[j], pr->target, pr->draft, &s, k[j], tree[j]);
+    for (int j = 0; j < 2; j++) build_spec(&sc[j], pr->target, pr->draft, &s, k[j], NULL);
     double ratio[H2H_PAIRS], rate[2];
     for (int i = 0; i < pairs; i++) {
         for (int j = 0; j < 2; j++) {
@@ -1200,9 +1195,8 @@ static void auto_against_best(Pair *pr, E2E *e) {
         for (int j = 0; j < c; j++) seen |= cand[j] == cand[c];
         if (seen) continue;
         int h = e[0].n_h2h++, ks[2] = {0, e[cand[c]].k}; // auto-K against K
-        const char *const chains[2] = {NULL, NULL};
         e[0].h2h_k[h] = e[cand[c]].k;
-        e[0].h2h_ratio[h] = head_to_head(pr, e[0].temperature, ks, chains, H2H_PAIRS);
+        e[0].h2h_ratio[h] = head_to_head(pr, e[0].temperature, ks, H2H_PAIRS);
         if (e[0].h2h_ratio[h] < e[0].h2h_ratio[*worst]) *worst = h;
         printf("%-14s %dth t=%.2f auto-K against K = %d head to head (%d pairs, alternating): "
                "auto/K %.3f (median of the pairs' ratios)\n", e[0].pair, e[0].threads,
@@ -1387,9 +1381,8 @@ static void compare_llamacpp(const char *dir, const char *f32, const char *token
 // ---- trees against the chain: the shipped pair, then the shipped target embedded,
 // zero-padded, in dim 768 x 12 layers (DRAM-bound, the same logits to rounding).
 // Chains of K = 2..8 and static trees by the nodes a pass verifies (the node
-// budget), auto-K and --tree auto beside them; rows appended to trees.csv.
-// Then --tree auto against auto-K head to head (their rows ran minutes apart).
-static void compare_trees(Pair *pr, const char *name, FILE *csv, int pairs) {
+// budget), auto-K beside them; rows appended to trees.csv.
+static void compare_trees(Pair *pr, const char *name, FILE *csv) {
     const char *trees[] = {"2,1", "2,1,1", "2,1,1,1", "3,1,1", "2,2,1,1", "3,2,1"};
     for (int t = 0; t < 2; t++) {
         for (int k = 0; k <= 8; k += 2) {
@@ -1399,26 +1392,18 @@ static void compare_trees(Pair *pr, const char *name, FILE *csv, int pairs) {
             if (k) fprintf(csv, "%s,%d,chain,\"%s\",%d,%.4f,%.4f,%.4f,%.4f,%s\n", name, t, ones, k, e.speedup,
                            e.tokens_per_round, e.r, e.bound, flags_text(e.flags, check, sizeof(check)));
         }
-        for (int i = -1; i < (int)(sizeof(trees) / sizeof(trees[0])); i++) {
-            pr->tree = i < 0 ? "auto" : trees[i];
+        for (int i = 0; i < (int)(sizeof(trees) / sizeof(trees[0])); i++) {
+            pr->tree = trees[i];
             E2E e = bench_pair(pr, name, (float)t, 0);
             Options o = {.tree = pr->tree, .lenience = 1.0f};
             parse_tree(&o, 1);
             int nodes = 0;
-            for (int d = 0, level = 1; i >= 0 && d < o.tree_depth; d++) nodes += level *= o.branch[d];
+            for (int d = 0, level = 1; d < o.tree_depth; d++) nodes += level *= o.branch[d];
             char check[48];
-            if (i >= 0) fprintf(csv, "%s,%d,tree,\"%s\",%d,%.4f,%.4f,%.4f,%.4f,%s\n", name, t, trees[i], nodes,
-                                e.speedup, e.tokens_per_round, e.r, e.bound, flags_text(e.flags, check, sizeof(check)));
+            fprintf(csv, "%s,%d,tree,\"%s\",%d,%.4f,%.4f,%.4f,%.4f,%s\n", name, t, trees[i], nodes,
+                    e.speedup, e.tokens_per_round, e.r, e.bound, flags_text(e.flags, check, sizeof(check)));
         }
         pr->tree = NULL;
-    }
-    for (int t = 0; t < 2; t++) {
-        const int ks[2] = {0, 0};
-        const char *const trees[2] = {"auto", NULL};
-        printf("%-14s %dth t=%.2f --tree auto against auto-K head to head (%d pairs, alternating): "
-               "tree/chain %.3f (median of the pairs' ratios)\n", name, pr->threads, (double)t, pairs,
-               head_to_head(pr, (float)t, ks, trees, pairs));
-        fflush(stdout);
     }
 }
 
@@ -1521,7 +1506,6 @@ static void test_csv_writers(void) {
                 {.k = 4, .is_auto = 1, .tokens_per_round = 3.1, .r = 1.5, .speedup = 1.6, .bound = 1.84}};
     snprintf(e[0].pair, sizeof(e[0].pair), "lookup");
     snprintf(e[1].pair, sizeof(e[1].pair), "draft model");
-    snprintf(e[1].tree, sizeof(e[1].tree), "3,1");
     LenienceRow lr[1] = {{.lenience = 0.5, .e = e[0]}};
     ModelResult m = {.name = "model", .r = {{0, 1, 0.9, 1.2, 1.3, 1.4, 1.5, 1.6, 1.7, 1.8}}};
     write_sweep_k(dir, e, 2);
@@ -1696,11 +1680,11 @@ int main(int argc, char **argv) {
             }
             if (ti == 1 && !strcmp(o.what, "tree")) {
                 FILE *csv = open_output(o.csv, "trees.csv", "target,temperature,kind,shape,nodes,speedup,tokens_per_round,r,bound,check");
-                compare_trees(&pr, "shipped", csv, H2H_PAIRS);
+                compare_trees(&pr, "shipped", csv);
                 Transformer big;
                 build_transformer(&big, pbig, MAX_ROWS, pool, N);
                 Pair bp = {.target = &big, .draft = &draft, .tok = &tok, .n_new = 96, .reps = 3, .threads = N};
-                compare_trees(&bp, "embedded 325MB", csv, 32);
+                compare_trees(&bp, "embedded 325MB", csv);
                 close_output(csv);
                 free_transformer(&big);
             }

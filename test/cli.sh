@@ -75,8 +75,8 @@ else bad "-v with --tree: $marked nodes marked on the path, $accepted draft posi
 echo "trees: $n_tree greedy tree runs byte-identical to the target; --tree 1,1,1 == -k 3 at t=1; --tree 3,2 the same on 1..3 threads"
 
 # ---- drafters on the target's hidden state, random (the rule is exact for any):
-# greedy chains and trees give the target's text; at t = 1 a fixed -k gives the
-# same text on every thread count. hidden_state_drafter D K "RUNS": -d D, t = 1 at -k K
+# greedy runs give the target's text; at t = 1 a fixed -k gives the same text on
+# every thread count. hidden_state_drafter D K "RUNS": -d D, t = 1 at -k K
 hidden_state_drafter() {
     local d=$1 k=$2 runs=$3 a th n=0
     $SPECDEC $M -m target -t 0 -n 120 -i "the little dog" > $D/ref.txt 2>/dev/null
@@ -90,14 +90,23 @@ hidden_state_drafter() {
     done
     if cmp -s $D/hs_th1.txt $D/hs_th2.txt && cmp -s $D/hs_th1.txt $D/hs_th3.txt && [ -s $D/hs_th1.txt ]; then ok
     else bad "-d $d -k $k at t=1: the text depends on the thread count"; fi
-    echo "${d%%:*}: $n greedy runs (chains, auto-K, trees) byte-identical to the target; -k $k at t=1 the same on 1..3 threads"
+    echo "${d%%:*}: $n greedy runs (-k 0 and fixed K) byte-identical to the target; -k $k at t=1 the same on 1..3 threads"
 }
 $RANDCKPT --medusa $D/target.bin $D/medusa.bin 4 11 || exit 1
 $RANDCKPT --eagle $D/target.bin $D/eagle.bin 96 12 || exit 1
-hidden_state_drafter medusa:$D/medusa.bin 2 "-k_1 -k_3 -k_4 -k_0 --tree_2,2,1 --tree_3,1 --tree_auto"
-hidden_state_drafter eagle:$D/eagle.bin 3 "-k_1 -k_5 -k_4 -k_0 --tree_2,2,1 --tree_auto"
+hidden_state_drafter medusa:$D/medusa.bin 2 "-k_1 -k_3 -k_4 -k_0"
+hidden_state_drafter eagle:$D/eagle.bin 3 "-k_1 -k_5 -k_4 -k_0"
 $SPECDEC $M -d medusa:$D/medusa.bin -t 0 -n 60 2> $D/md.err > /dev/null
 if grep -q "rounds, K = 4$" $D/md.err; then ok; else bad "-d medusa: K is not the 4 heads: $(grep rounds $D/md.err)"; fi
+# their text depends on K, so -k 0 is their fixed K too (every head; 4), never auto-K's timed choice
+for d in medusa:$D/medusa.bin eagle:$D/eagle.bin; do
+    $SPECDEC $M -d $d -k 0 -t 1 -s 4 -n 60 -j $D/hk0.json > $D/hk0.txt 2> $D/hk0.err
+    $SPECDEC $M -d $d -k 4 -t 1 -s 4 -n 60 > $D/hk4.txt 2> /dev/null
+    if cmp -s $D/hk0.txt $D/hk4.txt && [ -s $D/hk0.txt ] && grep -q "rounds, K = 4$" $D/hk0.err &&
+       grep -q '"auto_k": false' $D/hk0.json; then ok
+    else bad "-d ${d%%:*} -k 0 is not its fixed K = 4: $(grep rounds $D/hk0.err)"; fi
+done
+echo "medusa, eagle: -k 0 is their fixed K (4 heads; 4), the text of -k 4 at t = 1"
 
 # ---- an int8 target in groups of 64 (hidden 192): its version-2 file (randckpt --q80, what
 # ./train quantize writes) and --target-weights int8 on the f32 file give the same text; greedy
@@ -113,7 +122,7 @@ else bad "int8 target: the version-2 file and --target-weights int8 differ"; fi
 n=0
 for a in "-d_DRAFT_-k_0" "-d_DRAFT_-k_1" "-d_DRAFT_-k_4" "-d_DRAFT_-k_8" "-d_DRAFT_--tree_3,2,1" "-d_DRAFT_--tree_4" \
          "-d_DRAFT_--draft-weights_f32_-k_3" "-d_$D/t192q80.bin_-k_4" "-d_lookup_-k_3" "-d_medusa:$D/medusa.bin_-k_3" \
-         "-d_medusa:$D/medusa.bin_--tree_2,2,1" "-d_eagle:$D/eagle.bin_-k_4" "-d_eagle:$D/eagle.bin_--tree_auto"; do
+         "-d_medusa:$D/medusa.bin_-k_0" "-d_eagle:$D/eagle.bin_-k_4" "-d_eagle:$D/eagle.bin_-k_0"; do
     a=${a//_/ }; a=${a//DRAFT/$D/draft.bin}
     $SPECDEC $MQ $a -t 0 -n 120 -i "the little dog" > $D/spec.txt 2>$D/spec.err
     if cmp -s $D/ref.txt $D/spec.txt; then ok; n=$((n + 1)); else bad "int8 target: greedy $a != int8 target-only: $(head -c 300 $D/spec.err)"; fi
@@ -575,13 +584,16 @@ python3 -c "import sys;b=bytearray(open(sys.argv[1],'rb').read());b[0:4]=(1024).
 long24k=$(head -c 24000 /dev/zero | tr '\0' 'a')
 err=$(timeout 10 $SPECDEC $D/target.bin -z $D/tok1024.bin -m target -n 5 -i "$long24k" 2>&1 >/dev/null); rc=$?
 if [ $rc -eq 1 ] && grep -q "the prompt is 24000 bytes, at least" <<<"$err"; then ok; else bad "a 24,000-byte prompt, max_token_length 1024: exit $rc (124: over 10 s), $err"; fi
-expect_fail "--tree 0: expected auto, or 1..8 children per level" $M --tree 0
-expect_fail "--tree 9,1: expected auto, or 1..8 children per level" $M --tree 9,1
-expect_fail "--tree 8,8: expected auto, or 1..8 children per level" $M --tree 8,8
-expect_fail "--tree 2,x: expected auto, or 1..8 children per level" $M --tree 2,x
-expect_fail "--tree 2,2 with -d lookup: a tree needs spec mode, a draft model, -d medusa or -d eagle" $M -d lookup --tree 2,2
+expect_fail "--tree 0: expected 1..8 children per level" $M --tree 0
+expect_fail "--tree 9,1: expected 1..8 children per level" $M --tree 9,1
+expect_fail "--tree 8,8: expected 1..8 children per level" $M --tree 8,8
+expect_fail "--tree 2,x: expected 1..8 children per level" $M --tree 2,x
+expect_fail "--tree 2,2 with -d lookup: a tree needs spec mode, a draft model, the exact rule" $M -d lookup --tree 2,2
+expect_fail "--tree 2,2 with -d medusa: a tree needs spec mode, a draft model" $M -d medusa:$D/medusa.bin --tree 2,2
+expect_fail "--tree 2,2 with -d eagle: a tree needs spec mode, a draft model" $M -d eagle:$D/eagle.bin --tree 2,2
+expect_fail "--tree auto: expected 1..8 children per level" $M --tree auto
 expect_fail "--tree 2,2 with -k: a tree needs" $M --tree 2,2 -k 3
-echo "bad input: 67 cases, each exit 1 with a message naming the file or flag"
+echo "bad input: 70 cases, each exit 1 with a message naming the file or flag"
 
 # ---- issue 44: a llama2.c user's files and habits work; a llama.cpp user's habits get a hint
 # 1. no -d and a default draft that does not fit the target (vocab 500 here, 2048 or missing
@@ -637,9 +649,9 @@ expect_fail "-s 18446744073709551616: expected an integer in 0..1844674407370955
 $SPECDEC $M -n 3 -q -s 18446744073709551615 -j $D/seed.json 2>/dev/null
 if grep -q '"seed": 18446744073709551615,' $D/seed.json; then ok; else bad "-s 2^64-1 not taken: $(grep -o '"seed": [0-9]*' $D/seed.json)"; fi
 for tr in 20 7,7,7,7,7,7,7,7,7,7,7 3,2,1, " 3" +3 2,,2 "" 1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1; do
-    expect_fail "--tree $tr: expected auto, or 1..8 children per level like 3,2,1 (3 + 6 + 6 = 15 nodes), at most 16 levels and 32 nodes" $M -d $D/draft.bin --tree "$tr"
+    expect_fail "--tree $tr: expected 1..8 children per level like 3,2,1 (3 + 6 + 6 = 15 nodes), at most 16 levels and 32 nodes" $M -d $D/draft.bin --tree "$tr"
 done
-expect_fail "--tree 3,1 with -d lookup: a tree needs spec mode, a draft model, -d medusa or -d eagle, the exact rule (no --lenience) and no -k" $M -d lookup --tree 3,1
+expect_fail "--tree 3,1 with -d lookup: a tree needs spec mode, a draft model, the exact rule (no --lenience) and no -k" $M -d lookup --tree 3,1
 expect_fail "--tree 3,1 with --lenience: a tree needs" $M -d $D/draft.bin --tree 3,1 --lenience 0.5
 expect_fail "--tree 2 with -m target: a tree needs" $M -m target --tree 2
 $SPECDEC $D/draft_small.bin -z $D/tok.bin -d $D/target.bin -t 0 -n 5 > /dev/null 2> $D/swap.err
@@ -658,7 +670,7 @@ $SPECDEC $M -d $D/draft.bin -t 0 -n 30 > $D/beside_ref.txt 2>/dev/null
 if [ $rc -eq 0 ] && cmp -s $D/beside_ref.txt $D/elsewhere/out.txt && ! grep -q note $D/elsewhere/err.txt; then ok
 else bad "default files beside the binary: exit $rc, $(head -c 300 $D/elsewhere/err.txt)"; fi
 $SPECDEC -h > $D/help.txt
-for w in "until the context is full" "taken from beside the binary" "-d medusa" "uses every head and -d eagle 4" "-f FILE" "0..2^64-1"; do
+for w in "until the context is full" "taken from beside the binary" "-d medusa" "whose text depends on K, take a fixed K" "-f FILE" "0..2^64-1"; do
     if grep -qF -- "$w" $D/help.txt; then ok; else bad "-h does not say '$w'"; fi
 done
 # 9. the docs say what the build and the files are

@@ -99,12 +99,12 @@ static void write_logits(FILE *f, const char *path, const char *draft, Tokenizer
 static void write_coins(FILE *f) {
     uint64_t seeds[] = {0, 1, 2, 42};
     for (int s = 0; s < 4; s++) {
-        Rng r;
-        rng_seed(&r, seeds[s]);
-        fprintf(f, "seed %llu: key %016llx\n", (unsigned long long)seeds[s], (unsigned long long)r.key);
+        Stream r;
+        stream_seed(&r, seeds[s]);
+        fprintf(f, "seed %llu: key %016llx\n", (unsigned long long)seeds[s], (unsigned long long)r.rng.key);
         for (int pos = 0; pos < 4; pos++)
-            fprintf(f, "  position %d: draw %.9g accept %.9g resample %.9g\n", pos,
-                    coin_at(&r, pos, COIN_DRAW), coin_at(&r, pos, COIN_ACCEPT), coin_at(&r, pos, COIN_RESAMPLE));
+            fprintf(f, "  position %d: draw %.9g accept %.9g resample %.9g\n", pos, coin_at(&r.rng, pos, COIN_DRAW),
+                    coin_at(&r.rng, pos, COIN_ACCEPT), coin_at(&r.rng, pos, COIN_RESAMPLE));
         fprintf(f, "  stream rng_u32:");
         for (int i = 0; i < 4; i++) fprintf(f, " %u", rng_u32(&r));
         fprintf(f, "\n");
@@ -175,8 +175,8 @@ static void write_run(FILE *f, FILE *pq, const char *target, const char *draft, 
 // the 40th new token (the last round's tree is whole, as specdec builds it).
 static void write_tree_run(FILE *f, const char *target, const char *draft, Tokenizer *tok) {
     Transformer tg, dr;
-    build_transformer(&tg, target, MAX_ROWS, NULL, 1);
-    build_transformer_as(&dr, draft, MAX_ROWS, NULL, 1, DRAFT_WEIGHTS);
+    build_transformer(&tg, target, TREE_MAX, NULL, 1); // a pass of up to TREE_MAX rows, as specdec --tree
+    build_transformer_as(&dr, draft, TREE_MAX, NULL, 1, DRAFT_WEIGHTS);
     Sampler s;
     build_sampler(&s, tg.config.vocab_size, 0.8f, 1.0f, 3);
     Rng rng;
@@ -184,7 +184,7 @@ static void write_tree_run(FILE *f, const char *target, const char *draft, Token
     Speculator sp;
     ModelDrafter md;
     build_speculator(&sp, &tg, model_drafter(&md, &dr, &s), &s, &rng);
-    build_trees(&sp, (int[K_MAX]){4, 2, 1}, 3, 0);
+    build_trees(&sp, (int[K_MAX]){4, 2, 1}, 3);
     int tokens[512], n = encode(tok, tokens, "Once upon a time", 1, 0), start = n;
     fprintf(f, "tree run: --tree 4,2,1, t = %.9g, top-p 1, top-k 3, seed 42, prompt \"Once upon a time\" "
             "(%d ids), %d new tokens, draft in %s\n", s.temperature, n, RUN_NEW, WEIGHTS_NAME[DRAFT_WEIGHTS]);
@@ -202,7 +202,7 @@ static void write_tree_run(FILE *f, const char *target, const char *draft, Token
             int node = i ? sp.trees->path[i - 1] : 0;
             fprintf(f, "  position %d: ", n + i);
             if (v->x < 0) fprintf(f, "no proposal d %.9g", v->d);
-            else fprintf(f, "candidate %d of %d: x %d d %.9g q %.9g p %.9g ratio %.9g u %.9g %s", v->tested,
+            else fprintf(f, "candidate %d of %d: x %d d %.9g q %.9g p %.9g ratio %.9g u %.9g %s", sp.trees->tested[i],
                          t->count[node] ? t->count[node] : 1, v->x, v->d, v->q, v->p,
                          acceptance_ratio(v->p, v->q, 1.0f), v->u, v->accepted ? "accept" : "reject");
             if (v->x >= 0 && !v->accepted) fprintf(f, " residual_mass %.9g r %.9g", v->residual_mass, v->r);
@@ -210,6 +210,7 @@ static void write_tree_run(FILE *f, const char *target, const char *draft, Token
         }
         n += rd.committed;
     }
+    free_trees(&sp);
     free_speculator(&sp);
     free_sampler(&s);
     free_transformer(&tg);

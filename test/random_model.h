@@ -3,18 +3,29 @@
 #ifndef SPECDEC_RANDOM_MODEL_H
 #define SPECDEC_RANDOM_MODEL_H
 
+// The sequential stream of a seed, the tests' random numbers: call i returns
+// element i of the seed's coin stream (rng_at; PORTING.md section 6), which
+// the position coins (coin_at) never move: 32 random bits, or a coin
+typedef struct { Rng rng; uint64_t next; } Stream;
+static void stream_seed(Stream *s, uint64_t seed) {
+    rng_seed(&s->rng, seed);
+    s->next = 0;
+}
+static uint32_t rng_u32(Stream *s) { return (uint32_t)(rng_at(&s->rng, s->next++) >> 32); }
+static float rng_coin(Stream *s) { return coin_of(rng_at(&s->rng, s->next++)); }
+
 // u uniform in [-a, a]
-static float uniform(Rng *r, float a) { return (2.0f * rng_coin(r) - 1.0f) * a; }
+static float uniform(Stream *r, float a) { return (2.0f * rng_coin(r) - 1.0f) * a; }
 
 // fill (n) with uniform [-a, a], plus eps * uniform [-a, a] from the noise rng
-static void fill(float *w, size_t n, float a, Rng *r, Rng *noise, float eps) {
+static void fill(float *w, size_t n, float a, Stream *r, Stream *noise, float eps) {
     for (size_t i = 0; i < n; i++) {
         w[i] = uniform(r, a);
         if (eps > 0) w[i] += eps * uniform(noise, a);
     }
 }
 
-static void fill_gain(float *w, size_t n, Rng *r) {
+static void fill_gain(float *w, size_t n, Stream *r) {
     for (size_t i = 0; i < n; i++) w[i] = 1.0f + uniform(r, 0.1f);
 }
 
@@ -26,9 +37,9 @@ static void random_weights(float *p, const Config *c, int shared, uint64_t seed,
                            float eps) {
     TransformerWeights w;
     map_weights(&w, c, p, shared);
-    Rng r, noise;
-    rng_seed(&r, seed);
-    rng_seed(&noise, nseed);
+    Stream r, noise;
+    stream_seed(&r, seed);
+    stream_seed(&noise, nseed);
     size_t dim = (size_t)c->dim, hid = (size_t)c->hidden_dim, L = (size_t)c->n_layers;
     size_t V = (size_t)c->vocab_size, hs = dim / (size_t)c->n_heads;
     size_t kv = (size_t)c->n_kv_heads * hs;
@@ -131,7 +142,7 @@ static void write_fill(FILE *f, float v, size_t n, const char *path) {
 }
 
 // write n uniform [-a, a] floats
-static void write_random(FILE *f, Rng *r, float a, size_t n, const char *path) {
+static void write_random(FILE *f, Stream *r, float a, size_t n, const char *path) {
     float buf[1024];
     for (size_t done = 0; done < n;) {
         size_t m = n - done < 1024 ? n - done : 1024;
@@ -152,8 +163,8 @@ static void write_emulated_checkpoint(const char *path, const Transformer *base,
     size_t hs = dim / (size_t)c.n_heads, kv = (size_t)c.n_kv_heads * hs;
     FILE *f = fopen(path, "wb");
     if (!f) die("%s: cannot write", path);
-    Rng r;
-    rng_seed(&r, 99);
+    Stream r;
+    stream_seed(&r, 99);
     float a = sqrtf(3.0f / (float)dim);
     c.n_layers += extra;
     if (write_config(f, &c, base->shared_classifier) != 0) die("%s: write failed", path);
@@ -193,8 +204,8 @@ static void write_embedded_checkpoint(const char *path, const Transformer *base,
     float *row = xmalloc((D > H ? D : H) * sizeof(float), "row"), g = 1.0f / sqrtf((float)scale);
     FILE *f = fopen(path, "wb");
     if (!f || layers < b.n_layers || write_config(f, &c, base->shared_classifier) != 0) die("%s: cannot write", path);
-    Rng r;
-    rng_seed(&r, 99);
+    Stream r;
+    stream_seed(&r, 99);
     // n rows of `in` floats from src (rows of src_in), each zero-padded to `in`; then pad rows of zeros; gain g
 #define PADDED(src, rows, src_in, in, pad_rows, gain)                                             \
     for (size_t i_ = 0; i_ < (rows) + (pad_rows); i_++) {                                        \
@@ -267,8 +278,8 @@ static void write_embedded_medusa(const char *path, const char *in, int scale) {
 static void write_random_medusa(const char *path, int H, int dim, int vocab, uint64_t seed, float a) {
     size_t n = medusa_n_floats(H, dim), per = (size_t)dim * dim + (size_t)dim;
     float *w = xmalloc(n * sizeof(float), "heads"); // zeroed
-    Rng r;
-    rng_seed(&r, seed);
+    Stream r;
+    stream_seed(&r, seed);
     for (size_t i = 0; i < n; i++)
         if (i % per < (size_t)dim * dim) w[i] = uniform(&r, a);
     if (H < 1 || H > MEDUSA_MAX_HEADS || write_medusa(path, H, dim, vocab, w)) die("%s: cannot write %d heads", path, H);
@@ -279,8 +290,8 @@ static void write_random_medusa(const char *path, int H, int dim, int vocab, uin
 static void write_random_eagle(const char *path, int dim, int vocab, int hidden, uint64_t seed, float a) {
     size_t n = eagle_n_floats(dim, hidden), H = (size_t)hidden, D = (size_t)dim;
     float *w = xmalloc(n * sizeof(float), "eagle"); // zeroed
-    Rng r;
-    rng_seed(&r, seed);
+    Stream r;
+    stream_seed(&r, seed);
     for (size_t i = 0; i < H * 2 * D; i++) w[i] = uniform(&r, a);                  // W1
     for (size_t i = 0; i < D * H; i++) w[H * 2 * D + H + i] = uniform(&r, a);      // W2
     if (write_eagle(path, dim, vocab, hidden, w)) die("%s: cannot write", path);

@@ -27,7 +27,7 @@ for dir in build/bin build/asan; do
 done
 
 echo "=== power: the chi-square test must fail against a deliberately wrong residual"
-out=$(build/bin/test_spec_wrong --power 2>&1); rc=$?
+out=$(build/bin/test_spec --power 2>&1); rc=$?
 echo "$out" | grep -E 'power check' | sed 's/^/    /'  # its FAIL lines are the expected outcome
 if [ $rc -ne 0 ] && echo "$out" | grep -q 'chi2 .* FAIL'; then passed=$((passed + 1)); echo "== power check: the wrong residual was caught"
 else failed=$((failed + 1)); echo "== power check: FAIL, the wrong residual passed the chi-square test"; fi

@@ -61,8 +61,8 @@ static void test_config(const char *name, Config c, int shared, int weights) {
     build_transformer_as(&one, path, MAX_ROWS, NULL, 1, weights);
     int S = c.seq_len, V = c.vocab_size;
     int *tokens = xmalloc((size_t)S * sizeof(int), "tokens");
-    Rng r;
-    rng_seed(&r, 5);
+    Stream r;
+    stream_seed(&r, 5);
     for (int i = 0; i < S; i++) tokens[i] = (int)(rng_u32(&r) % (uint32_t)V);
 
     // reference: one row at a time, every position, one thread
@@ -103,7 +103,7 @@ static void test_config(const char *name, Config c, int shared, int weights) {
     free_transformer(&one);
 }
 
-// Tree attention: for random trees (any shape, up to MAX_ROWS rows), every
+// Tree attention: for random trees (any shape, up to TREE_MAX rows), every
 // row's logits from ONE forward_tree, or from two passes (the second's nodes
 // attending to the first's), equal, bit for bit, a plain forward over the
 // context and that row's path; after commit_path of a random row's path
@@ -112,25 +112,26 @@ static void test_trees(const char *name, int weights) {
     char path[256];
     snprintf(path, sizeof(path), "build/test/forward_%s.bin", name);
     Transformer one;
-    build_transformer_as(&one, path, MAX_ROWS, NULL, 1, weights);
+    build_transformer_as(&one, path, TREE_MAX, NULL, 1, weights);
     int V = one.config.vocab_size, S = one.config.seq_len, ctx[128], bad = 0, bad_cache = 0, cases = 0;
-    Rng r;
-    rng_seed(&r, 17);
+    Stream r;
+    stream_seed(&r, 17);
     for (int i = 0; i < 128; i++) ctx[i] = (int)(rng_u32(&r) % (uint32_t)V);
     for (int threads = 1; threads <= 3; threads++) {
         ThreadPool *pool = build_pool(threads);
         Transformer many;
-        build_transformer_as(&many, path, MAX_ROWS, pool, threads, weights);
+        build_transformer_as(&many, path, TREE_MAX, pool, threads, weights);
+        float *kv = xmalloc(node_kv_floats(&many) * sizeof(float), "node keys and values");
         for (int trial = 0; trial < 6; trial++, cases++) {
-            int T = 1 + (int)(rng_u32(&r) % MAX_ROWS), pos = (int)(rng_u32(&r) % (uint32_t)(S - T - 1));
-            int tok[MAX_ROWS], parent[MAX_ROWS], depth[MAX_ROWS], chain[MAX_ROWS], path_rows[MAX_ROWS];
+            int T = 1 + (int)(rng_u32(&r) % TREE_MAX), pos = (int)(rng_u32(&r) % (uint32_t)(S - T - 1));
+            int tok[TREE_MAX], parent[TREE_MAX], depth[TREE_MAX], chain[TREE_MAX], path_rows[TREE_MAX];
             for (int i = 0; i < T; i++) {
                 tok[i] = (int)(rng_u32(&r) % (uint32_t)V);
                 parent[i] = i == 0 ? -1 : (int)(rng_u32(&r) % (uint32_t)(i + 1)) - 1;
                 depth[i] = parent[i] < 0 ? 0 : depth[parent[i]] + 1;
             }
             forward_chunked(&many, ctx, pos, 0);
-            float *lg = forward_tree(&many, tok, 0, parent, T, pos);
+            float *lg = forward_tree(&many, kv, tok, 0, parent, T, pos);
             forward_chunked(&one, ctx, pos, 0);
             for (int i = 0; i < T; i++) { // the plain forward over row i's path
                 for (int u = i; u >= 0; u = parent[u]) chain[depth[u]] = tok[u];
@@ -140,8 +141,8 @@ static void test_trees(const char *name, int weights) {
             int half = T / 2; // the same tree in two passes, as the draft grows one: the second half's rows
             if (half > 0) {
                 forward_chunked(&many, ctx, pos, 0);
-                forward_tree(&many, tok, 0, parent, half, pos);
-                lg = forward_tree(&many, tok + half, half, parent, T - half, pos);
+                forward_tree(&many, kv, tok, 0, parent, half, pos);
+                lg = forward_tree(&many, kv, tok + half, half, parent, T - half, pos);
                 for (int i = half; i < T; i++) {
                     for (int u = i; u >= 0; u = parent[u]) chain[depth[u]] = tok[u];
                     float *ref = forward(&one, chain, depth[i] + 1, pos);
@@ -150,10 +151,11 @@ static void test_trees(const char *name, int weights) {
             }
             int last = T - 1; // commit row `last`'s path, then compare with the plain forward over it
             for (int u = last; u >= 0; u = parent[u]) path_rows[depth[u]] = u, chain[depth[u]] = tok[u];
-            commit_path(&many, path_rows, depth[last] + 1, pos);
+            commit_path(&many, kv, path_rows, depth[last] + 1, pos);
             forward(&one, chain, depth[last] + 1, pos);
             bad_cache += !caches_equal(&many, &one, pos + depth[last] + 1);
         }
+        xfree(kv);
         free_transformer(&many);
         free_pool(pool);
     }
@@ -161,7 +163,7 @@ static void test_trees(const char *name, int weights) {
           "%d committed caches differ", name, bad, bad_cache);
     printf("%s, %s weights: %d random trees of 1..%d rows on 1..3 threads: every row's logits equal a plain "
            "forward over its path; committed paths leave the plain caches\n", name, WEIGHTS_NAME[weights],
-           cases, MAX_ROWS);
+           cases, TREE_MAX);
     free_transformer(&one);
 }
 

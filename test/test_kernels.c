@@ -3,6 +3,7 @@
 #define TESTING
 #include "../specdec.c"
 #include "check.h"
+#include "random_model.h" // Stream: the tests' random numbers
 
 // The matmul's definition, portable C: W (d,n) @ x (T,n) -> out (T,d), panels
 // [p0, p1) of m: output column j = 16*panel + lane is the chain over k of
@@ -26,7 +27,7 @@ static void matmul(float *out, const float *x, const Matrix *m, int T) {
     matmul_panels(out, x, T, m, 0, m->n_panels);
 }
 
-static void fill_random(float *v, size_t n, Rng *r) {
+static void fill_random(float *v, size_t n, Stream *r) {
     for (size_t i = 0; i < n; i++) v[i] = 2.0f * rng_coin(r) - 1.0f;
 }
 
@@ -42,7 +43,7 @@ static void matmul_definition(float *out, const float *x, const float *w, int T,
 }
 
 // a random W (d, n) in [-1, 1] -> *w (row-major), and packed into m (its floats at *packed)
-static void random_matrix(Matrix *m, float **w, float **packed, int d, int n, Rng *r) {
+static void random_matrix(Matrix *m, float **w, float **packed, int d, int n, Stream *r) {
     *w = xmalloc((size_t)d * n * 4, "w");
     fill_random(*w, (size_t)d * n, r);
     *packed = xmalloc_floats_aligned(panels_of(d) * (size_t)n * PANEL, "packed");
@@ -84,15 +85,15 @@ static void check_matmul_paths(const char *what, const Matrix *m, const float *x
 static void test_matmul(void) {
     int sizes[][2] = {{1, 1}, {7, 5}, {8, 8}, {13, 9}, {64, 33}, {100, 17}, {172, 64},
                       {257, 31}, {256, 112}, {40, 200}};
-    Rng r;
-    rng_seed(&r, 7);
+    Stream r;
+    stream_seed(&r, 7);
     int cases = 0;
     for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
         int n = sizes[s][0], d = sizes[s][1];
         Matrix m;
         float *w, *packed;
         random_matrix(&m, &w, &packed, d, n, &r);
-        for (int T = 1; T <= MAX_ROWS; T++, cases++) {
+        for (int T = 1; T <= TREE_MAX; T++, cases++) {
             float *x = xmalloc((size_t)T * n * 4, "x"), *o = xmalloc((size_t)T * d * 4, "o");
             float *def = xmalloc((size_t)T * d * 4, "def"), *os = xmalloc((size_t)T * d * 4, "os");
             fill_random(x, (size_t)T * n, &r);
@@ -114,7 +115,7 @@ static void test_matmul(void) {
         xfree(w); xfree(packed);
     }
     printf("matmul: %d cases (n x d from 1x1 to 257x31, T = 1..%d rows) memcmp-equal to the chain "
-           "definition, the scalar path, one-row calls (streamed too) and a 3-way split\n", cases, MAX_ROWS);
+           "definition, the scalar path, one-row calls (streamed too) and a 3-way split\n", cases, TREE_MAX);
 }
 
 // int8 quantisation of one group v (gs) as version 2 defines it, from the
@@ -170,8 +171,8 @@ static void *pack_q8(Matrix *m, const float *w, int d, int n, int gs) {
 static void test_matmul_int8(void) {
     int sizes[][3] = {{4, 1, 4}, {8, 5, 4}, {64, 33, 64}, {96, 112, 32}, {96, 130, 8}, {256, 96, 64},
                       {40, 200, 8}, {704, 48, 64}, {172, 20, 4}};
-    Rng r;
-    rng_seed(&r, 9);
+    Stream r;
+    stream_seed(&r, 9);
     int cases = 0;
     double worst_rel = 0;
     for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
@@ -182,7 +183,7 @@ static void test_matmul_int8(void) {
         for (int k = 0; k < gs; k++) w[k] = 0.0f; // an all-zero group
         void *packed = pack_q8(&m, w, d, n, gs);
         CHECK(*(const float *)(const void *)(q8_group_at(&m, 0, 0) + gs * PANEL) == 0.0f, "an all-zero group's scale");
-        for (int T = 1; T <= MAX_ROWS; T++, cases++) {
+        for (int T = 1; T <= TREE_MAX; T++, cases++) {
             size_t bytes = (size_t)T * d * 4;
             float *x = xmalloc((size_t)T * n * 4, "x"), *o = xmalloc(bytes, "o"), *def = xmalloc(bytes, "def");
             fill_random(x, (size_t)T * n, &r);
@@ -221,7 +222,7 @@ static void test_matmul_int8(void) {
     CHECK(worst_rel < 0.02, "int8 matmul: error %.4f of sum |w x| against the float product", worst_rel);
     printf("int8 matmul: %d cases (n x d from 4x1 to 704x48, groups of 4..64, T = 1..%d rows) "
            "memcmp-equal to the group definition, one-row calls and a 3-way split; error at most %.4f "
-           "of sum |w x|; zero and denormal rows -> 0, NaN -> NaN\n", cases, MAX_ROWS, worst_rel);
+           "of sum |w x|; zero and denormal rows -> 0, NaN -> NaN\n", cases, TREE_MAX, worst_rel);
 }
 
 // a deterministic spread of values in [-1, 1] for test inputs
@@ -274,8 +275,8 @@ static void test_exp(void) {
           exp_canonical(-INFINITY) == 0.0f, "exp_canonical edges: 0 -> 1, -100 -> 0, 100 -> inf, NaN -> NaN");
     // swiglu: every vector path (16, 8 lanes) and the tail == the scalar formula, n = 1..47
     static float h1[47], h3[47], out[47];
-    Rng r;
-    rng_seed(&r, 4);
+    Stream r;
+    stream_seed(&r, 4);
     for (int i = 0; i < 47; i++) h1[i] = 20.0f * rng_coin(&r) - 10.0f, h3[i] = rng_coin(&r);
     h1[5] = NAN, h1[13] = -INFINITY, h1[21] = 100.0f, h1[29] = -100.0f; // edges in each path
     int bad_swiglu = 0, outputs = 0;
@@ -295,8 +296,8 @@ static void test_exp(void) {
 }
 
 static void test_dot_rmsnorm_softmax(void) {
-    Rng r;
-    rng_seed(&r, 8);
+    Stream r;
+    stream_seed(&r, 8);
     float a[300], b[300], o[300];
     fill_random(a, 300, &r);
     fill_random(b, 300, &r);
@@ -362,8 +363,8 @@ static void test_truncate_vs_sort(void) {
     static float p[N], a[N], b[N];
     const float top_ps[4] = {0.5f, 0.9f, 0.99f, 1.0f};
     const int top_ks[3] = {0, 5, 40};
-    Rng r;
-    rng_seed(&r, 9);
+    Stream r;
+    stream_seed(&r, 9);
     int cases = 0, diff = 0;
     for (int c = 0; c < 40; c++) {
         float sum = 0, sharp = 1.0f + (float)(c % 8);
@@ -426,9 +427,9 @@ static void test_sampler(void) {
           sample(probs, 4, 0.7499f) == 2 && sample(probs, 4, 0.75f) == 3 && sample(probs, 4, 0.99999f) == 3,
           "sample() inverse CDF boundaries");
     // RNG: same seed same stream, coins in [0,1), coins looked up by position
-    Rng a, b;
-    rng_seed(&a, 42);
-    rng_seed(&b, 42);
+    Stream a, b;
+    stream_seed(&a, 42);
+    stream_seed(&b, 42);
     int same = 1, inrange = 1;
     for (int i = 0; i < 1000; i++) {
         float x = rng_coin(&a);
@@ -436,16 +437,16 @@ static void test_sampler(void) {
         inrange &= x >= 0.0f && x < 1.0f;
     }
     CHECK(same && inrange, "rng: same seed same coins, all in [0,1)");
-    rng_seed(&b, 43);
+    stream_seed(&b, 43);
     CHECK(rng_coin(&b) != rng_coin(&a), "rng: seeds 42 and 43 differ");
-    rng_seed(&a, 42);
-    float c1 = coin_at(&a, 17, COIN_ACCEPT);
+    stream_seed(&a, 42);
+    float c1 = coin_at(&a.rng, 17, COIN_ACCEPT);
     for (int i = 0; i < 100; i++) rng_coin(&a); // the stream does not move position coins
-    CHECK(c1 == coin_at(&a, 17, COIN_ACCEPT) && c1 != coin_at(&a, 17, COIN_DRAW) &&
-          c1 != coin_at(&a, 18, COIN_ACCEPT), "coin_at: a function of (seed, position, purpose) alone");
+    CHECK(c1 == coin_at(&a.rng, 17, COIN_ACCEPT) && c1 != coin_at(&a.rng, 17, COIN_DRAW) &&
+          c1 != coin_at(&a.rng, 18, COIN_ACCEPT), "coin_at: a function of (seed, position, purpose) alone");
     // coins are uniform: 64 bins of 64000 position coins, chi-square below its 1e-6 critical value
     long bins[64] = {0};
-    for (int i = 0; i < 64000; i++) bins[(int)(coin_at(&a, i / 3, i % 3) * 64)]++;
+    for (int i = 0; i < 64000; i++) bins[(int)(coin_at(&a.rng, i / 3, i % 3) * 64)]++;
     double chi2 = 0;
     for (int i = 0; i < 64; i++) chi2 += (bins[i] - 1000.0) * (bins[i] - 1000.0) / 1000.0;
     CHECK(chi2 < 130.0, "coin_at: chi-square of 64 bins = %.1f (critical 130 at p = 1e-6)", chi2);
@@ -458,8 +459,8 @@ static void test_attention_kernels(void) {
     enum { MAXPOS = 48, MAXHS = 72 };
     static float kc[MAXPOS * MAXHS], v[MAXPOS * MAXHS], q[6][MAXHS], s[6][MAXPOS], out[6][MAXHS];
     static float e[6][MAXPOS];
-    Rng r;
-    rng_seed(&r, 9);
+    Stream r;
+    stream_seed(&r, 9);
     fill_random(kc, MAXPOS * MAXHS, &r);
     fill_random(v, MAXPOS * MAXHS, &r);
     fill_random(&q[0][0], 6 * MAXHS, &r);

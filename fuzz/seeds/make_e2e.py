@@ -19,7 +19,7 @@ def seed(mode="spec", target=0, drafter=0, k=4, auto_k_omitted=False, t=0, top_p
     b[7] = draft_weights | threads << 2 | draft_threads << 4 | (threads == 3) << 6 | target_int8 << 7
     b[8] = n
     b[9], b[10] = s & 255, s >> 8
-    b[11] = verbose | json << 1 | quiet << 2 | misplaced << 3 | tree << 4  # tree 10..13 shapes, 14 auto
+    b[11] = verbose | json << 1 | quiet << 2 | misplaced << 3 | tree << 4  # tree 10..15 shapes
     b[12] = k2
     b[13] = drafter2 | flip_weights << 3 | draft_threads2 << 4
     b[14] = 7 if threads2_odd else 0
@@ -44,11 +44,11 @@ SEEDS = {
     "sampled_int8_target_tree": seed(target=1, t=1.0, n=30, tree=11, target_int8=True, prompt="Lily"),
     "greedy_tree": seed(k=0, tree=11, drafter2=0, prompt="Once upon a time"),
     "sampled_tree_short_draft": seed(target=0, drafter=1, t=1.0, n=40, tree=13, json=True, prompt="Lily"),
-    "tree_auto": seed(t=0.7, n=30, tree=14, verbose=True, prompt="the cat"),
+    "sampled_tree_one_per_level": seed(t=0.7, n=30, tree=14, verbose=True, prompt="the cat"),
     "greedy_medusa": seed(drafter=5, k=3, drafter2=0, prompt="Once upon a time"),
     "sampled_medusa_heads": seed(target=1, drafter=5, k=8, auto_k_omitted=True, t=1.0, threads=2, json=True,
                                  prompt="Lily"),
-    "sampled_medusa_tree": seed(drafter=5, t=0.8, n=30, tree=12, verbose=True, prompt="the cat"),
+    "sampled_medusa_k0": seed(drafter=5, k=0, t=0.8, n=30, verbose=True, prompt="the cat"),
     "refused_medusa_draft_mode": seed(mode="draft", drafter=5, misplaced=True, prompt="a"),
     # refused: 62 tokens, draft 1's seq_len is 48
     "refused_long_prompt_json": seed(mode="draft", drafter=1, t=0.5, n=30, json=True, prompt="abcdefghij" * 6),
