@@ -54,13 +54,13 @@
 // Appendices
 //  1500-1626  Appendix A. Errors and memory
 //  1629-2009  Appendix B. Loading
-//  2012-2701  Appendix C. Math kernels
-//  2704-2999  Appendix D. Threads
-//  3002-3156  Appendix E. Tokenizer
-//  3159-3265  Appendix F. Auto-K (-k 0)
-//  3268-3590  Appendix G. Statistics
-//  3593-3641  Appendix H. The text on stdout
-//  3644-4023  Appendix I. Command line
+//  2012-2722  Appendix C. Math kernels
+//  2725-3020  Appendix D. Threads
+//  3023-3177  Appendix E. Tokenizer
+//  3180-3286  Appendix F. Auto-K (-k 0)
+//  3289-3611  Appendix G. Statistics
+//  3614-3662  Appendix H. The text on stdout
+//  3665-4044  Appendix I. Command line
 //
 // Build: cc -std=c11 -O3 -mavx2 -mfma -ffp-contract=off -pthread specdec.c -lm
 #define _POSIX_C_SOURCE 200809L
@@ -2149,6 +2149,27 @@ static void outer_scalar(float *const *out, const float *const *a, int Q, const 
 // splits it cannot change a bit; the float sum over groups is one chain.
 typedef struct { int8_t *v; float *s; int32_t *c; int n, groups; } Q8Rows; // R rows: values (R, n),
 // scales and Q8_BIAS x the groups' sums (R, n/gs)
+
+// The formula as a loop to step through (runq.c's matmul, as llm.c keeps its
+// naive matmul beside the fast one; test_kernels checks every tile against it):
+// W (d, n) and x (T, n) floats, both quantised in groups of gs -> out (T, d)
+static UNUSED_OK void q8_matmul_naive(float *out, const float *x, const float *w, int T, int n, int d, int gs) {
+    int8_t xq[Q8_MAX_N], wq[Q8_MAX_N];
+    float xs[Q8_MAX_N / 4], ws[Q8_MAX_N / 4]; // a scale per group (gs >= 4)
+    for (int t = 0; t < T; t++) {
+        for (int g = 0; g < n / gs; g++) xs[g] = q80_group(xq + g * gs, x + (size_t)t * n + g * gs, gs);
+        for (int j = 0; j < d; j++) {
+            for (int g = 0; g < n / gs; g++) ws[g] = q80_group(wq + g * gs, w + (size_t)j * n + g * gs, gs);
+            float acc = 0.0f;
+            for (int g = 0; g < n / gs; g++) {
+                int32_t isum = 0;
+                for (int k = g * gs; k < (g + 1) * gs; k++) isum += (int32_t)wq[k] * xq[k];
+                acc += ((float)isum * ws[g]) * xs[g];
+            }
+            out[(size_t)t * d + j] = acc;
+        }
+    }
+}
 
 // ---- The vocabulary, defined once per ISA. Floats: VF, a vector of VL floats
 // (plain C's is one float, so it runs the same bodies), and

@@ -128,25 +128,6 @@ static float q8_definition_group(int *q, const float *v, int gs) {
     return s;
 }
 
-// The int8 matmul's definition: out[t][j] = 0, then for each group g in order
-// out += ((float)isum_g * s_w[j][g]) * s_x[t][g], isum_g in 64-bit integers.
-// W (d,n), x (T,n) -> out (T,d)
-static void q8_definition(float *out, const float *x, const float *w, int T, int n, int d, int gs) {
-    int qw[64], qx[64];
-    for (int j = 0; j < d; j++)
-        for (int t = 0; t < T; t++) {
-            float acc = 0.0f;
-            for (int g = 0; g < n / gs; g++) {
-                float sw = q8_definition_group(qw, w + (size_t)j * n + (size_t)g * gs, gs);
-                float sx = q8_definition_group(qx, x + (size_t)t * n + (size_t)g * gs, gs);
-                long long sum = 0;
-                for (int k = 0; k < gs; k++) sum += (long long)qw[k] * qx[k];
-                acc = acc + ((float)sum * sw) * sx;
-            }
-            out[(size_t)t * d + j] = acc;
-        }
-}
-
 // W (d, n) row-major floats -> m, quantised in groups of gs (q80_group) and
 // packed into a new allocation (returned)
 static void *pack_q8(Matrix *m, const float *w, int d, int n, int gs) {
@@ -182,6 +163,12 @@ static void test_matmul_int8(void) {
         fill_random(w, (size_t)d * n, &r);
         for (int k = 0; k < gs; k++) w[k] = 0.0f; // an all-zero group
         void *packed = pack_q8(&m, w, d, n, gs);
+        for (size_t g = 0; g < (size_t)d * n / gs; g++) { // q80_group (the naive loop's) is the words' definition
+            int8_t q[64];
+            int qd[64], same = q80_group(q, w + g * gs, gs) == q8_definition_group(qd, w + g * gs, gs);
+            for (int k = 0; k < gs; k++) same &= q[k] == qd[k];
+            CHECK(same, "q80_group n=%d gs=%d, group %zu differs from the definition", n, gs, g);
+        }
         CHECK(*(const float *)(const void *)(q8_group_at(&m, 0, 0) + gs * PANEL) == 0.0f, "an all-zero group's scale");
         for (int T = 1; T <= TREE_MAX; T++, cases++) {
             size_t bytes = (size_t)T * d * 4;
@@ -191,7 +178,7 @@ static void test_matmul_int8(void) {
             if (T == 4) // a row of denormals (max / 127 underflows to 0): quantised to zeros
                 for (int k = 0; k < n; k++) x[(size_t)2 * n + k] = 1e-44f * x[(size_t)2 * n + k];
             matmul(o, x, &m, T);
-            q8_definition(def, x, w, T, n, d, gs);
+            q8_matmul_naive(def, x, w, T, n, d, gs); // specdec.c's reference loop
             check_matmul_paths("int8 matmul", &m, x, T, n, d, o, def, def);
             for (int t = 0; t < T; t++)
                 for (int j = 0; j < d; j++) {
