@@ -165,24 +165,25 @@ static inline int check_checkpoint(Config *c, int *shared, const int32_t h[7], s
     return -1;
 }
 
+// Where each tensor starts, in floats after the header, in the table's (and
+// TransformerWeights') order: off[13], wcls, is 0 (the embedding's) when shared.
+#define CHECKPOINT_TENSORS 14
+static inline void checkpoint_offsets(size_t off[CHECKPOINT_TENSORS], const Config *c, int shared) {
+    size_t dim = (size_t)c->dim, hid = (size_t)c->hidden_dim, L = (size_t)c->n_layers;
+    size_t hs = dim / (size_t)c->n_heads, kv = (size_t)c->n_kv_heads * hs, rope = (size_t)c->seq_len * hs / 2;
+    size_t n[CHECKPOINT_TENSORS] = {(size_t)c->vocab_size * dim, L * dim, L * dim * dim, L * kv * dim, L * kv * dim,
+                                    L * dim * dim, L * dim, L * hid * dim, L * dim * hid, L * hid * dim, dim, rope, rope, 0};
+    for (size_t i = 0, at = 0; i < CHECKPOINT_TENSORS; at += n[i], i++) off[i] = at;
+    if (shared) off[13] = 0;
+}
+
 // Point w's fields into the flat array `at` laid out as above.
 static inline void map_weights(TransformerWeights *w, const Config *c, float *at, int shared) {
-    size_t dim = (size_t)c->dim, hid = (size_t)c->hidden_dim, L = (size_t)c->n_layers;
-    size_t hs = dim / (size_t)c->n_heads, kv_dim = (size_t)c->n_kv_heads * hs;
-    w->token_embedding = at; at += (size_t)c->vocab_size * dim;
-    w->rms_att = at;  at += L * dim;
-    w->wq = at;       at += L * dim * dim;
-    w->wk = at;       at += L * kv_dim * dim;
-    w->wv = at;       at += L * kv_dim * dim;
-    w->wo = at;       at += L * dim * dim;
-    w->rms_ffn = at;  at += L * dim;
-    w->w1 = at;       at += L * hid * dim;
-    w->w2 = at;       at += L * dim * hid;
-    w->w3 = at;       at += L * hid * dim;
-    w->rms_final = at; at += dim;
-    w->rope_cos = at; at += (size_t)c->seq_len * hs / 2;
-    w->rope_sin = at; at += (size_t)c->seq_len * hs / 2;
-    w->wcls = shared ? w->token_embedding : at;
+    size_t off[CHECKPOINT_TENSORS];
+    float **f[CHECKPOINT_TENSORS] = {&w->token_embedding, &w->rms_att, &w->wq, &w->wk, &w->wv, &w->wo, &w->rms_ffn,
+                                     &w->w1, &w->w2, &w->w3, &w->rms_final, &w->rope_cos, &w->rope_sin, &w->wcls};
+    checkpoint_offsets(off, c, shared);
+    for (int i = 0; i < CHECKPOINT_TENSORS; i++) *f[i] = at + off[i];
 }
 
 // The first float of v (n) that is NaN or inf, or n. A bit test (exponent all
@@ -299,12 +300,14 @@ static inline int write_checkpoint(const char *path, const Config *c, const floa
 //               rope_tables().
 //
 // A group's values are w_q * s: s = max|w| / 127, w_q = rint(w / s) (ties to even,
-// torch.round's rule; 0 where s is 0), so |w_q| <= 127. GS must divide dim and
-// hidden_dim (a row, of dim or hidden_dim values, is whole groups); specdec also
-// takes only multiples of 4.
+// torch.round's rule; 0 where s is 0), so |w_q| <= 127. GS divides dim, so a
+// layer's matrix is whole groups; export.py halves GS until it divides dim only,
+// so where it does not divide hidden_dim w2's groups run across its rows (the
+// readers here split them at each row's end: q80_row_group). specdec takes GS
+// a multiple of 4 whose parts of a row are too.
 #define Q80_MAGIC 0x616b3432
 #define Q80_HEADER_BYTES 256
-#define Q80_MATRICES 9
+enum { Q80_EMBEDDING, Q80_WQ, Q80_WK, Q80_WV, Q80_WO, Q80_W1, Q80_W2, Q80_W3, Q80_WCLS, Q80_MATRICES };
 
 // The matrices in file order: their names and sizes in values over all layers
 // (0: wcls, shared); L blocks of n / L values and their scales each but for the
@@ -323,7 +326,8 @@ static const char *const Q80_NAMES[Q80_MATRICES] = {"token_embedding", "wq", "wk
 // Where value e (of the n over all layers) of matrix i sits, in bytes from the
 // matrix's start; *scale_at: its group's scale
 static inline size_t q80_at(const Config *c, int i, size_t n, size_t e, int gs, size_t *scale_at) {
-    size_t each = i == 0 || i == 8 ? n : n / (size_t)c->n_layers, w = e % each, block = each + each / (size_t)gs * 4;
+    size_t each = i == Q80_EMBEDDING || i == Q80_WCLS ? n : n / (size_t)c->n_layers, w = e % each;
+    size_t block = each + each / (size_t)gs * 4;
     *scale_at = e / each * block + each + w / (size_t)gs * 4;
     return e / each * block + w;
 }
@@ -344,6 +348,17 @@ static inline int q80_group_size(const Config *c) {
     int gs = 64;
     while (gs >= 4 && (c->dim % gs || c->hidden_dim % gs)) gs /= 2;
     return gs >= 4 ? gs : 0;
+}
+
+// The groups a row of n values is held in: gcd(gs, n) (0 for gs 0, float). Where GS
+// does not divide n, a group that runs across rows is split at the row's end, each
+// part with the group's scale: the same weights, value for value.
+static inline int q80_row_group(int gs, int n) {
+    while (gs && n % gs) {
+        int r = n % gs;
+        n = gs, gs = r;
+    }
+    return gs;
 }
 
 // One group: x (gs) -> xq (gs), returns s. A group holding a NaN or inf gets
@@ -404,9 +419,9 @@ static inline int check_q80_head(Config *c, int *shared, int *gs, const unsigned
     if (check_config_fields(c, msg, len)) return -1;
     if (file[36] > 1)
         snprintf(msg, len, "header field shared_classifier = %d, expected 0 or 1", file[36]);
-    else if (*gs <= 0 || c->dim % *gs || c->hidden_dim % *gs || *gs % 4)
+    else if (*gs <= 0 || c->dim % *gs || *gs % 4 || q80_row_group(*gs, c->hidden_dim) % 4)
         snprintf(msg, len, "header field group_size = %d, expected a positive multiple of 4 dividing dim %d "
-                 "and hidden_dim %d", *gs, c->dim, c->hidden_dim);
+                 "and sharing a multiple of 4 with hidden_dim %d", *gs, c->dim, c->hidden_dim);
     else if (bytes != q80_file_bytes(c, *shared, *gs)) {
         size_t other = q80_file_bytes(c, !*shared, *gs);
         snprintf(msg, len, "file is %zu bytes but its version-2 header (dim %d, hidden_dim %d, n_layers %d, "

@@ -156,10 +156,11 @@ typedef struct {
 } RunState;
 
 typedef struct {
-    Config config;              // vocab_size is |vocab_size| here
-    TransformerWeights weights; // the norms, embedding and RoPE tables it reads (model.h's pointers)
+    Config config;              // vocab_size is |vocab_size|; seq_len the positions this run reaches (Appendix B)
+    TransformerWeights weights; // the norms and RoPE tables it reads (model.h's pointers)
     Layer *layers;              // (n_layers) the packed matrices
     Matrix wcls;                // the classifier (vocab, dim), packed
+    Matrix embedding;           // token_embedding, packed the same way (a copy of wcls when shared)
     int gs;                     // 0: float; else an int8 model (version 2) in groups of gs
     int shared_classifier;      // 1: wcls is token_embedding
     RunState state;
@@ -169,8 +170,8 @@ typedef struct {
     long forwards;              // forward() calls so far, and their seconds (statistics, auto-K)
     double seconds;
     const char *path;
-    void *held[4];              // what loading allocated: the file's bytes, an int8 image, the
-} Transformer;                  // packed matrices, the tables (Appendix B)
+    void *packed, *tables;      // what loading allocated: the matrices, the norms and RoPE tables
+} Transformer;
 
 typedef struct Tokenizer Tokenizer; // llama2.c's tokenizer.bin, BPE with byte fallback (Appendix E)
 
@@ -187,6 +188,8 @@ typedef struct Tokenizer Tokenizer; // llama2.c's tokenizer.bin, BPE with byte f
 // W (d,n) @ x (T,n) -> out (T,d): output panels [i0, i1) of m (16 rows each); an int8
 // model's W and x are int8 groups, summed exactly within a group (Appendix C, int8 matmul)
 static void matmul_panels(float *out, const float *x, int T, const Matrix *m, int i0, int i1);
+// row j of m (d, n) -> out (n): its floats, or int8 values times their groups' scales (Appendix B)
+static void matrix_row(float *out, const Matrix *m, int j);
 // silu(v) = v * (1 / (1 + exp(-v))), exp by a fixed polynomial (Appendix C)
 static float silu(float v);
 // x (T,n), weight (n) -> out (T,n): s = 1 / sqrtf(dot(x, x) / n + 1e-5), out = weight * (s * x),
@@ -397,8 +400,7 @@ static float *run_pass(Transformer *tr, const int *tokens, ForwardJob *job) {
     RunState *s = &tr->state;
     int dim = tr->config.dim;
     for (int i = 0; i < job->T; i++) // embed: x[i] = token_embedding[tokens[i]]
-        memcpy(s->x + (size_t)i * dim, tr->weights.token_embedding + (size_t)tokens[i] * dim,
-               (size_t)dim * sizeof(float));
+        matrix_row(s->x + (size_t)i * dim, &tr->embedding, tokens[i]);
     double t0 = now_seconds();
     pool_run_pass(tr->pool, tr->n_threads, forward_job, job);
     tr->seconds += now_seconds() - t0;
@@ -1149,7 +1151,7 @@ static void eagle_step(EagleDrafter *ed, float *out, const float *f, int x) {
     const Transformer *tg = ed->h.target;
     int dim = tg->config.dim;
     memcpy(ed->fe, f, (size_t)dim * sizeof(float));
-    memcpy(ed->fe + dim, tg->weights.token_embedding + (size_t)x * dim, (size_t)dim * sizeof(float));
+    matrix_row(ed->fe + dim, &tg->embedding, x);
     matmul_on(tg, ed->u, ed->fe, &ed->w1, 1);
     for (int i = 0; i < ed->hidden; i++) ed->u[i] = silu(ed->u[i] + ed->b1[i]);
     matmul_on(tg, out, ed->u, &ed->w2, 1);
@@ -1752,7 +1754,7 @@ static void build_run_state(RunState *s, const Config *c, int T, int threads) {
 // rows group by group: group g is gs / 4 quads of 64 bytes, quad k/4 holding
 // W[16i + j][k..k+3] as word j, then the 16 rows' scales of the group (one
 // line), so a matmul streams values and scales front to back once.
-#define Q8_MAX_N 8192 // the longest row int8 takes (sizes matmul_panels' per-thread buffers)
+#define Q8_MAX_N 16384 // the longest row int8 takes (sizes matmul_panels' per-thread buffers)
 static size_t q8_group_bytes(int gs) { return (size_t)gs * PANEL + PANEL * sizeof(float); }
 static int8_t *q8_group_at(const Matrix *m, int i, int g) {
     return m->w8 + ((size_t)i * (size_t)(m->n / m->gs) + (size_t)g) * q8_group_bytes(m->gs);
@@ -1763,166 +1765,129 @@ static size_t matrix_bytes(int d, int n, int gs) {
     return mul_size(panels_of(d), gs ? (size_t)(n / gs) * q8_group_bytes(gs) : (size_t)n * PANEL * sizeof(float));
 }
 
-// Pack W (d, n), row j read from rows[j] (NULL: zeros; int8 with its group
-// scales at scales[j] when gs > 0), as panels into dst (zeroed, so rows past
-// d stay 0); returns the end of what it wrote.
-static void *pack_rows(Matrix *m, void *dst, const void *const *rows, const float *const *scales, int d, int n,
-                       int gs) {
-    *m = (Matrix){.w = gs ? NULL : dst, .w8 = gs ? dst : NULL, .gs = gs, .d = d, .n = n, .n_panels = (int)panels_of(d)};
-    for (int j = 0; j < d; j++)
-        for (int k = 0; rows[j] && k < n; k++)
-            if (gs) {
-                int8_t *g = q8_group_at(m, j / PANEL, k / gs);
-                g[k % gs / 4 * 4 * PANEL + j % PANEL * 4 + k % 4] = ((const int8_t *)rows[j])[k];
-                if (k % gs == 0) memcpy(g + gs * PANEL + j % PANEL * 4, scales[j] + k / gs, sizeof(float));
-            } else
-                m->w[((size_t)(j / PANEL) * n + k) * PANEL + j % PANEL] = ((const float *)rows[j])[k];
-    return (char *)dst + matrix_bytes(d, n, gs);
+// m: a packed W (d, n) at `at` (int8 in groups of gs, or 0: floats), its rows still to fill (zeroed:
+// rows past d stay 0); returns the end
+static void *place_matrix(Matrix *m, void *at, int d, int n, int gs, int streamed) {
+    *m = (Matrix){.w = gs ? NULL : at, .w8 = gs ? at : NULL, .gs = gs, .d = d, .n = n, .n_panels = (int)panels_of(d),
+                  .streamed = streamed};
+    return (char *)at + matrix_bytes(d, n, gs);
+}
+
+// Rows j0..j0+r-1 (r <= PANEL) of m from src (r, n) row-major, int8 with their groups' scales
+// sc (r, n/gs): transposed into their panels, each line of a panel written whole at once
+static void pack_block(Matrix *m, int j0, int r, const void *src, const float *sc) {
+    size_t n = (size_t)m->n, gs = (size_t)m->gs, G = gs ? n / gs : 0;
+    char *to[PANEL]; // row j's first slot
+    for (int j = 0; j < r; j++)
+        to[j] = gs ? (char *)q8_group_at(m, (j0 + j) / PANEL, 0) + (j0 + j) % PANEL * 4
+                   : (char *)(m->w + (size_t)((j0 + j) / PANEL) * n * PANEL + (j0 + j) % PANEL);
+    for (size_t k = 0; !gs && k < n; k++)
+        for (int j = 0; j < r; j++) ((float *)(void *)to[j])[k * PANEL] = ((const float *)src)[j * n + k];
+    for (size_t g = 0; g < G; g++)
+        for (int j = 0; j < r; j++) {
+            char *at = to[j] + g * q8_group_bytes(m->gs);
+            for (size_t k = 0; k < gs; k += 4) memcpy(at + k * PANEL, (const int8_t *)src + j * n + g * gs + k, 4);
+            memcpy(at + gs * PANEL, sc + j * G + g, sizeof(float));
+        }
 }
 
 // W (d, n) row-major floats at w -> m, packed into dst; returns the end
 static float *pack_matrix(Matrix *m, float *dst, const float *w, int d, int n) {
-    const void **rows = xmalloc((size_t)d * sizeof(*rows), "rows");
-    for (int j = 0; j < d; j++) rows[j] = w + (size_t)j * n;
-    dst = pack_rows(m, dst, rows, NULL, d, n, 0);
-    xfree(rows);
-    return dst;
+    float *end = place_matrix(m, dst, d, n, 0, 0);
+    for (int j = 0; j < d; j += PANEL) pack_block(m, j, d - j < PANEL ? d - j : PANEL, w + (size_t)j * n, NULL);
+    return end;
 }
 
-// Bytes of all packed matrices (SIZE_MAX: too many to count)
-static size_t packed_bytes(const Config *c, int gs) {
+// Row j of m into out (n) as floats, an int8 value times its group's scale: the embedding's lookup
+static void matrix_row(float *out, const Matrix *m, int j) {
+    for (int k = 0; k < m->n; k++) {
+        if (!m->gs) {
+            out[k] = m->w[((size_t)(j / PANEL) * m->n + k) * PANEL + j % PANEL];
+            continue;
+        }
+        const int8_t *g = q8_group_at(m, j / PANEL, k / m->gs);
+        float s;
+        memcpy(&s, g + m->gs * PANEL + j % PANEL * 4, sizeof(s));
+        out[k] = (float)g[k % m->gs / 4 * 4 * PANEL + j % PANEL * 4 + k % 4] * s;
+    }
+}
+
+// Bytes of all packed matrices, the embedding's own when not shared (SIZE_MAX: too many to count)
+static size_t packed_bytes(const Config *c, int gs, int shared) {
     int dim = c->dim, kv_dim = c->n_kv_heads * (c->dim / c->n_heads);
     size_t per_layer = add_size(matrix_bytes(dim + 2 * kv_dim, dim, gs), matrix_bytes(dim, dim, gs));
     per_layer = add_size(per_layer, matrix_bytes(2 * (int)panels_of(c->hidden_dim) * PANEL, dim, gs));
-    per_layer = add_size(per_layer, matrix_bytes(dim, c->hidden_dim, gs));
-    return add_size(mul_size((size_t)c->n_layers, per_layer), matrix_bytes(c->vocab_size, dim, gs));
+    per_layer = add_size(per_layer, matrix_bytes(dim, c->hidden_dim, q80_row_group(gs, c->hidden_dim)));
+    return add_size(mul_size((size_t)c->n_layers, per_layer), mul_size(2 - (size_t)shared, matrix_bytes(c->vocab_size, dim, gs)));
 }
 
-// Refuse a model (int8 in groups of gs, or 0: f32) whose packed weights, tables (int8's:
-// map_q80), run state and `bytes` more (its file, its version-2 image) would pass the
-// limit with what the run holds already; 0, or -1 with the reason in msg
-static int check_memory(const Config *c, int gs, size_t bytes, int max_rows, int threads, char *msg, size_t len) {
+// What a model holds besides its packed matrices: the norms and the RoPE tables (floats), and
+// while it loads, each thread's buffer for PANEL rows (load_block's) and its message
+static size_t tables_floats(const Config *c) {
+    return (2 * (size_t)c->n_layers + 1) * (size_t)c->dim + (size_t)c->seq_len * (size_t)(c->dim / c->n_heads);
+}
+static size_t scratch_values(const Config *c) {
+    return (size_t)PANEL * (size_t)(c->dim > c->hidden_dim ? c->dim : c->hidden_dim);
+}
+static size_t scratch_bytes(const Config *c) { return 576 + 7 * scratch_values(c); }
+
+// Refuse a model (c with seq_len the run's positions; int8 in groups of gs, or 0: f32) whose
+// weights, tables, run state and load buffers would pass the limit with what the run holds
+// already: 0, or -1 with what it needs and how it could fit in msg
+static int check_memory(const Config *c, int gs, int shared, int max_rows, int threads, char *msg, size_t len) {
     RunState s;
-    size_t tables = gs ? ((size_t)c->vocab_size + (size_t)c->seq_len) * (size_t)c->dim * sizeof(float) : 0;
-    size_t need = add_size(add_size(packed_bytes(c, gs), tables), layout_run_state(&s, c, max_rows, threads, NULL));
-    need = add_size(add_size(need, bytes), allocated);
-    size_t limit = memory_limit();
+    size_t weights = packed_bytes(c, gs, shared), state = layout_run_state(&s, c, max_rows, threads, NULL);
+    size_t rest = add_size(add_size(tables_floats(c) * sizeof(float), mul_size((size_t)threads, scratch_bytes(c))),
+                           add_size(state, allocated)), need = add_size(weights, rest), limit = memory_limit();
     if (need <= limit) return 0;
-    snprintf(msg, len, "dim %d, %d layers, vocab %d, seq_len %d need %.1f GB for the file, packed weights, "
-             "activations and KV caches (with what the run holds already); specdec allows the whole run "
-             "half of the memory it may use, %.1f GB (is the header right?)", c->dim, c->n_layers,
-             c->vocab_size, c->seq_len, need == SIZE_MAX ? INFINITY : (double)need / 1e9, (double)limit / 1e9);
+    size_t kv = 2 * (size_t)c->n_layers * (size_t)s.seq_pad * (size_t)(c->n_kv_heads * (c->dim / c->n_heads)) * 4;
+    size_t int8 = add_size(packed_bytes(c, q80_group_size(c), shared), rest);
+    char hint[160] = "";
+    if (!gs && q80_group_size(c))
+        snprintf(hint, sizeof(hint), "; as int8 (--target-weights or --draft-weights int8) it would need %.1f GB%s",
+                 (double)int8 / 1e9, int8 > limit ? ", too much as well" : "");
+    snprintf(msg, len, "dim %d, %d layers, vocab %d need %.1f GB: %.1f GB of %s weights, %.1f GB of KV caches "
+             "for %d positions (fewer with a smaller -n), %.1f GB held already; specdec allows a run half "
+             "of the memory it may use (physical or its cgroup's), %.1f GB%s", c->dim, c->n_layers, c->vocab_size,
+             need == SIZE_MAX ? INFINITY : (double)need / 1e9, (double)weights / 1e9, gs ? "int8" : "f32",
+             (double)kv / 1e9, c->seq_len, (double)allocated / 1e9, (double)limit / 1e9, hint);
     return -1;
 }
 
-// What a Transformer's held[] holds (free_transformer frees them)
-enum { HELD_FILE, HELD_IMAGE, HELD_PACKED, HELD_TABLES };
-
-// Where an int8 model's matrices start in its version-2 image (by Q80_NAMES;
-// model.h's q80_at), and their values
-typedef struct { const int8_t *at[Q80_MATRICES]; size_t n[Q80_MATRICES]; } Q80Map;
-
-// Row r of matrix i (Q80_NAMES' order) of t, n values: its floats, or its int8
-// values (in q8) with *scale at their group scales
-static const void *row_of(const Transformer *t, const Q80Map *q8, int i, size_t r, int n, const float **scale) {
-    const TransformerWeights *w = &t->weights;
-    const float *f[Q80_MATRICES] = {w->token_embedding, w->wq, w->wk, w->wv, w->wo, w->w1, w->w2, w->w3, w->wcls};
-    size_t sat, at = t->gs ? q80_at(&t->config, i, q8->n[i], r * (size_t)n, t->gs, &sat) : 0;
-    if (t->gs) *scale = (const float *)(const void *)(q8->at[i] + sat);
-    return t->gs ? (const void *)(q8->at[i] + at) : (const void *)(f[i] + r * (size_t)n);
-}
-
-// Every matrix of the checkpoint, packed into one allocation as Layer lays them out (Part I).
-// Weights past STREAMED_BYTES come from DRAM: streamed (Matrix), so one panel at a time,
-// one stream the hardware prefetcher follows (PERFORMANCE.md).
-#define STREAMED_BYTES ((size_t)32 << 20) // a desktop's last-level cache
-static void pack_weights(Transformer *t, const Q80Map *q8) {
-    const Config *c = &t->config;
-    int streamed = packed_bytes(c, t->gs) > STREAMED_BYTES;
-    size_t dim = (size_t)c->dim, hid = (size_t)c->hidden_dim;
-    int kv = c->n_kv_heads * (c->dim / c->n_heads), h13 = 2 * (int)panels_of(c->hidden_dim) * PANEL;
-    size_t rows_max = (size_t)c->vocab_size + (size_t)(c->dim + 2 * kv + h13); // the most rows of a matrix
-    const void **rows = xmalloc(rows_max * sizeof(*rows), "rows");
-    const float **sc = xmalloc(rows_max * sizeof(*sc), "rows");
-    void *dst = t->held[HELD_PACKED] = xmalloc_aligned(packed_bytes(c, t->gs), 64, "packed weights");
-    t->layers = xmalloc((size_t)c->n_layers * sizeof(Layer), "layers");
-    for (size_t l = 0; l < (size_t)c->n_layers; l++) {
-        Layer *ly = &t->layers[l];
-        for (int j = 0; j < c->dim + 2 * kv; j++)
-            rows[j] = j < c->dim ? row_of(t, q8, 1, l * dim + (size_t)j, c->dim, &sc[j])
-                    : j < c->dim + kv ? row_of(t, q8, 2, l * (size_t)kv + (size_t)(j - c->dim), c->dim, &sc[j])
-                    : row_of(t, q8, 3, l * (size_t)kv + (size_t)(j - c->dim - kv), c->dim, &sc[j]);
-        dst = pack_rows(&ly->qkv, dst, rows, sc, c->dim + 2 * kv, c->dim, t->gs);
-        for (int j = 0; j < c->dim; j++) rows[j] = row_of(t, q8, 4, l * dim + (size_t)j, c->dim, &sc[j]);
-        dst = pack_rows(&ly->wo, dst, rows, sc, c->dim, c->dim, t->gs);
-        for (int j = 0; j < h13; j++) { // panel i holds rows r of w1 (i even) or w3 (i odd)
-            int i = j / PANEL, r = i / 2 * PANEL + j % PANEL;
-            rows[j] = r < c->hidden_dim ? row_of(t, q8, i % 2 ? 7 : 5, l * hid + (size_t)r, c->dim, &sc[j]) : NULL;
-        }
-        dst = pack_rows(&ly->w13, dst, rows, sc, h13, c->dim, t->gs);
-        for (int j = 0; j < c->dim; j++) rows[j] = row_of(t, q8, 6, l * dim + (size_t)j, c->hidden_dim, &sc[j]);
-        dst = pack_rows(&ly->w2, dst, rows, sc, c->dim, c->hidden_dim, t->gs);
-        ly->qkv.streamed = ly->wo.streamed = ly->w13.streamed = ly->w2.streamed = streamed;
-    }
-    for (int j = 0; j < c->vocab_size; j++) rows[j] = row_of(t, q8, 8, (size_t)j, c->dim, &sc[j]);
-    pack_rows(&t->wcls, dst, rows, sc, c->vocab_size, c->dim, t->gs);
-    t->wcls.streamed = streamed;
-    xfree(rows);
-    xfree(sc);
-}
-
-// An int8 model: its version-2 image at img (checked: model.h's check_q80), its
-// norms and int8 matrices mapped, the embedding dequantised (value * its
-// group's scale) and the RoPE tables computed into held[HELD_TABLES].
-static void map_q80(Transformer *t, Q80Map *q8, unsigned char *img) {
-    const Config *c = &t->config;
-    if (c->dim > Q8_MAX_N || c->hidden_dim > Q8_MAX_N)
-        die("%s: int8 takes dim and hidden_dim up to %d, not %d and %d (use f32 weights)", t->path, Q8_MAX_N,
-            c->dim, c->hidden_dim);
-    size_t dim = (size_t)c->dim, L = (size_t)c->n_layers, hs = dim / (size_t)c->n_heads, n[Q80_MATRICES];
-    TransformerWeights *w = &t->weights;
-    w->rms_att = (float *)(void *)(img + Q80_HEADER_BYTES);
-    w->rms_ffn = w->rms_att + L * dim, w->rms_final = w->rms_ffn + L * dim;
-    unsigned char *at = img + Q80_HEADER_BYTES + (2 * L + 1) * dim * sizeof(float);
-    q80_sizes(c, t->shared_classifier, n);
-    for (int i = 0; i < Q80_MATRICES; at += n[i] + n[i] / (size_t)t->gs * sizeof(float), i++)
-        q8->at[i] = (const int8_t *)at, q8->n[i] = n[i];
-    if (t->shared_classifier) q8->at[8] = q8->at[0], q8->n[8] = n[0];
-    size_t emb = (size_t)c->vocab_size * dim, rope = (size_t)c->seq_len * hs / 2;
-    const float *es = (const float *)(const void *)(q8->at[0] + emb); // one block: values, then scales
-    w->token_embedding = t->held[HELD_TABLES] = xmalloc_floats_aligned(emb + 2 * rope, "embedding and RoPE tables");
-    for (size_t k = 0; k < emb; k++) w->token_embedding[k] = (float)q8->at[0][k] * es[k / (size_t)t->gs];
-    w->rope_cos = w->token_embedding + emb, w->rope_sin = w->rope_cos + rope;
-    rope_tables(w->rope_cos, w->rope_sin, c->seq_len, (int)hs);
-}
-
-// How a model keeps an f32 file's matrices: as its floats, or as its version-2
-// export (model.h's q80_export, groups of q80_group_size) made at load. A
-// version-2 file is int8 either way.
+// How a model keeps an f32 file's matrices: as its floats, or quantised at load
+// as export.py --version 2 would (model.h's q80_group, groups of q80_group_size).
+// A version-2 file is int8 either way.
 enum { WEIGHTS_F32, WEIGHTS_INT8 };
 static const char *const WEIGHTS_NAME[] = {"f32", "int8"}; // as --target-weights/--draft-weights spell them
 #define DRAFT_WEIGHTS WEIGHTS_INT8 // the draft's, unless --draft-weights says otherwise
+
+// Open an input, a regular file, registered as an input of the run (model.h): its fd
+// and *st; die naming it otherwise. O_NONBLOCK: opening a FIFO must not wait for a
+// writer, so that fstat can refuse it.
+static int open_input(const char *path, const char *what, struct stat *st) {
+    int fd = open(path, O_RDONLY | O_NONBLOCK);
+    if (fd < 0) die("%s: cannot open %s: %s", path, what, strerror(errno));
+    if (fstat(fd, st) != 0 || !S_ISREG(st->st_mode))
+        close(fd), die("%s: not a regular file (expected the %s)", path, what);
+    char msg[2 * IO_PATH_MAX + 512], name[IO_PATH_MAX + 64]; // as the registry's messages name it: "the tokenizer (-z FILE) tok.bin"
+    snprintf(name, sizeof(name), "the %s %s", what, path);
+    if (note_input(fd, name, msg, sizeof(msg))) close(fd), die("%s", msg);
+    return fd;
+}
 
 // A check on a file's first bytes (at most HEAD_BYTES, zero-padded) and its
 // size, made before the body is read: 0, or -1 with the reason in msg.
 #define HEAD_BYTES Q80_HEADER_BYTES // the longest header an input has (model.h)
 typedef int (*HeadCheck)(const void *ctx, const unsigned char *head, size_t bytes, char *msg, size_t len);
 
-// Read a whole file (with a NUL after its n bytes); die naming it on any error. The file
-// is registered as an input of the run (model.h) and passes `check` (NULL: none) first, so
-// a large file of the wrong kind costs neither memory nor time. O_NONBLOCK: opening a
-// FIFO must not wait for a writer, so that fstat can refuse it.
+// Read a whole file (with a NUL after its n bytes); die naming it on any error. The
+// file (open_input's) passes `check` (NULL: none) first, so a large file of the wrong
+// kind costs neither memory nor time.
 static unsigned char *read_file_checked(const char *path, const char *what, size_t *n_out, HeadCheck check,
                                         const void *ctx) {
-    int fd = open(path, O_RDONLY | O_NONBLOCK);
-    if (fd < 0) die("%s: cannot open %s: %s", path, what, strerror(errno));
     struct stat st;
+    int fd = open_input(path, what, &st);
     char msg[2 * IO_PATH_MAX + 512];
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
-        close(fd), die("%s: not a regular file (expected the %s)", path, what);
-    char name[IO_PATH_MAX + 64]; // as the registry's messages name it: "the tokenizer (-z FILE) tok.bin"
-    snprintf(name, sizeof(name), "the %s %s", what, path);
-    if (note_input(fd, name, msg, sizeof(msg))) close(fd), die("%s", msg);
     size_t n = (size_t)st.st_size, got = 0;
     unsigned char head[HEAD_BYTES] = {0};
     ssize_t h = pread(fd, head, n < HEAD_BYTES ? n : HEAD_BYTES, 0);
@@ -1941,75 +1906,254 @@ static unsigned char *read_file_checked(const char *path, const char *what, size
 }
 
 // A checkpoint's header and size (model.h) from head (its first HEAD_BYTES will do), as
-// `weights` loads it: config, classifier and int8 groups (gs 0: f32) into t, and *image,
-// the bytes of the version-2 image to make (0: none). 1: version 2, 0: legacy, -1: see msg
-static int checkpoint_config(Transformer *t, size_t *image, const void *head, size_t bytes, int weights, char *msg,
-                             size_t len) {
+// `weights` loads it: config, classifier and int8 groups (gs 0: f32) into t. 1: version 2,
+// 0: legacy, -1: see msg
+static int checkpoint_config(Transformer *t, const void *head, size_t bytes, int weights, char *msg, size_t len) {
     int32_t h[7];
     if (bytes < CONFIG_HEADER_BYTES)
         return snprintf(msg, len, "file is %zu bytes, shorter than the 28-byte llama2.c header", bytes), -1;
     memcpy(h, head, sizeof(h));
-    *image = 0;
     if (h[0] == Q80_MAGIC && h[1] == 2)
         return check_q80_head(&t->config, &t->shared_classifier, &t->gs, head, bytes, msg, len) ? -1 : 1;
     if (check_checkpoint(&t->config, &t->shared_classifier, h, bytes, msg, len)) return -1;
     t->gs = weights == WEIGHTS_INT8 ? q80_group_size(&t->config) : 0;
-    if (t->gs) *image = q80_file_bytes(&t->config, t->shared_classifier, t->gs);
+    if (weights == WEIGHTS_INT8 && !t->gs)
+        return snprintf(msg, len, "int8 needs dim and hidden_dim multiples of 4, not %d and %d (use f32 weights)",
+                        t->config.dim, t->config.hidden_dim), -1;
     return 0;
 }
 
-// The checkpoint's header and size, before its body is read, and the memory
-// its model will need with its file and image (ctx: its rows, threads and weights)
-static int checkpoint_head(const void *ctx, const unsigned char *head, size_t bytes, char *msg, size_t len) {
-    const int *rows_threads_weights = ctx;
-    Transformer t;
-    size_t image;
-    if (checkpoint_config(&t, &image, head, bytes, rows_threads_weights[2], msg, len) < 0) return -1;
-    return check_memory(&t.config, t.gs, add_size(bytes, image), rows_threads_weights[0], rows_threads_weights[1],
-                        msg, len);
+// The load streams the file through a bounded buffer into the packed matrices, so they
+// are the one copy of its weights: in BLOCKS of up to PANEL rows of one matrix in one
+// layer, in the file's order, each read with pread (a file that shrinks while it loads
+// gives a short read, an error, never a signal), checked (f32: every float finite;
+// version 2: every scale finite and >= 0), quantised (an f32 file as int8: the bits of
+// q80_export) and packed (pack_block). Blocks go to the threads in turn; the first bad
+// one in file order names the error. Kept: the packed matrices (the embedding as
+// Q80_NAMES' first, read back a row at a time: matrix_row), the norms and RoPE tables.
+typedef struct {
+    size_t at, layer_bytes, scales; // the matrix's first byte, a layer's bytes, where its scales start (version 2)
+    int rows, n, layers, first;     // (rows, n) per layer, and its first block
+} Source;
+typedef struct {
+    Transformer *t;
+    Config file;                    // the file's config (t's seq_len may be less)
+    int fd, q80, gs, progress, blocks; // gs: a version-2 file's groups
+    size_t bytes;                   // the file's
+    Source src[Q80_MATRICES + 1];   // in Q80_NAMES' order; [Q80_MATRICES].first: the blocks
+    char *scratch;                  // each thread's scratch_bytes: its message, then its rows
+    atomic_int next, failed;
+    int bad[MAX_THREADS];           // each thread's failed block (INT_MAX: none)
+    double t0;
+    int shown;                      // the percentage on stderr (-1: none)
+} Stream;
+
+// Where rows r0.. of matrix i of layer l go: rows *j0.. of the matrix returned (Layer's
+// packing: w1 and w3 panels interleaved)
+static Matrix *destination(Transformer *t, int i, int l, int r0, int *j0) {
+    Layer *ly = &t->layers[l];
+    int dim = t->config.dim, kv = t->config.n_kv_heads * (dim / t->config.n_heads);
+    int at[Q80_MATRICES] = {r0, r0, dim + r0, dim + kv + r0, r0, 2 * r0, r0, 2 * r0 + PANEL, r0};
+    Matrix *m[Q80_MATRICES] = {t->shared_classifier ? &t->wcls : &t->embedding, &ly->qkv, &ly->qkv, &ly->qkv, &ly->wo,
+                               &ly->w13, &ly->w2, &ly->w13, &t->wcls};
+    *j0 = at[i];
+    return m[i];
 }
 
-// The checkpoint `path` held in memory at file (bytes, 4-byte aligned), checked
-// field by field and weight by weight, its matrices packed, the run state sized.
-static void load_checkpoint(Transformer *t, const void *file, size_t bytes, const char *path,
-                            int max_rows, ThreadPool *pool, int threads, int weights) {
+// n bytes of the file at `at` into buf: 0, or -1 and msg (the file is shorter than it was)
+static int read_at(const Stream *s, void *buf, size_t n, size_t at, char *msg, size_t len) {
+    for (size_t got = 0; got < n;) {
+        ssize_t r = pread(s->fd, (char *)buf + got, n - got, (off_t)(at + got));
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0)
+            return snprintf(msg, len, "read failed at byte %zu of %zu: %s (did the file change while it was read?)",
+                            at + got, s->bytes, r < 0 ? strerror(errno) : "end of file"), -1;
+        got += (size_t)r;
+    }
+    return 0;
+}
+
+// v (rows, n) of the tensor `name`, layer l, from row r0: 0 if every float is finite, else -1 and msg
+static int check_finite(const float *v, size_t rows, size_t n, const char *name, int l, size_t r0, char *msg,
+                        size_t len) {
+    size_t at = first_non_finite(v, rows * n);
+    if (at == rows * n) return 0;
+    return snprintf(msg, len, "weight %s (layer %d, row %zu, column %zu) is %s; a checkpoint must hold finite floats "
+                    "(a training run that diverged, or a damaged file?)", name, l, r0 + at / n, at % n,
+                    isnan(v[at]) ? "NaN" : "infinite"), -1;
+}
+
+// Block b of the stream, with x (scratch_bytes) its thread's: 0, or -1 with the reason at x
+static int load_block(const Stream *s, int b, char *x) {
+    int i = Q80_MATRICES - 1, j0;
+    while (b < s->src[i].first) i--;
+    const Source *f = &s->src[i];
+    int per = (f->rows + PANEL - 1) / PANEL, l = (b - f->first) / per, r0 = (b - f->first) % per * PANEL;
+    int r = f->rows - r0 < PANEL ? f->rows - r0 : PANEL, gs = s->gs;
+    Matrix *m = destination(s->t, i, l, r0, &j0);
+    size_t n = (size_t)f->n, rn = (size_t)r * n, layer = f->at + (size_t)l * f->layer_bytes, G = m->gs ? n / m->gs : 0;
+    size_t most = scratch_values(&s->t->config); // PANEL rows of the longest: floats, int8, two sets of scales
+    char *raw = x + 512;
+    int8_t *q = (int8_t *)(raw + most * 4);
+    float *fsc = (float *)(void *)(raw + most * 5), *sc = fsc + most / 4 + 2; // the file's scales, then each row's
+    if (read_at(s, raw, rn * (s->q80 ? 1 : 4), layer + (size_t)r0 * n * (s->q80 ? 1 : 4), x, 512)) return -1;
+    if (!s->q80) {
+        if (check_finite((const float *)(void *)raw, (size_t)r, n, Q80_NAMES[i], l, (size_t)r0, x, 512)) return -1;
+        for (size_t g = 0; m->gs && g < rn / (size_t)m->gs; g++)
+            sc[g] = q80_group(q + g * (size_t)m->gs, (const float *)(void *)raw + g * (size_t)m->gs, m->gs);
+        return pack_block(m, j0, r, m->gs ? (const void *)q : raw, sc), 0;
+    }
+    size_t e0 = (size_t)r0 * n, g0 = e0 / (size_t)gs, g1 = (e0 + rn - 1) / (size_t)gs + 1; // the layer's groups here
+    if (read_at(s, fsc, (g1 - g0) * 4, layer + f->scales + g0 * 4, x, 512)) return -1;
+    for (size_t g = g0; g < g1; g++)
+        if (!(fsc[g - g0] >= 0.0f && isfinite(fsc[g - g0]))) {
+            size_t at = (size_t)l * (f->scales / (size_t)gs) + g; // counted over all layers, as check_q80 does
+            return snprintf(x, 512, "%s's scale %zu (of values %zu..) is %g; a scale must be finite and >= 0",
+                            Q80_NAMES[i], at, at * (size_t)gs, (double)fsc[g - g0]), -1;
+        }
+    for (size_t j = 0; j < (size_t)r; j++) // row j's parts of groups (q80_row_group), each with its group's scale
+        for (size_t k = 0; k < G; k++) sc[j * G + k] = fsc[(e0 + j * n + k * (size_t)m->gs) / (size_t)gs - g0];
+    return pack_block(m, j0, r, raw, sc), 0;
+}
+
+// A thread's share of the stream: the next block, until none is left or one failed.
+// Thread 0 shows the percentage done once the load has taken a second.
+static void stream_job(void *arg, int tid, int nth) {
+    Stream *s = arg;
+    (void)nth;
+    for (int b; !atomic_load(&s->failed) && (b = atomic_fetch_add(&s->next, 1)) < s->blocks;) {
+        if (load_block(s, b, s->scratch + (size_t)tid * scratch_bytes(&s->t->config)))
+            s->bad[tid] = b, atomic_store(&s->failed, 1);
+        int pct = 100 * b / s->blocks;
+        if (tid == 0 && s->progress && pct != s->shown && now_seconds() - s->t0 > 1.0)
+            fprintf(stderr, "\rspecdec: loading %s: %d%%", s->t->path, s->shown = pct);
+    }
+}
+
+// The norms, and the RoPE tables (an f32 file's own, or computed: rope_tables), for
+// positions < seq_len: into the model's table block; 0, or -1 and msg
+static int load_tables(Stream *s, char *msg, size_t len) {
+    Transformer *t = s->t;
+    const Config *c = &t->config;
+    TransformerWeights *w = &t->weights;
+    size_t dim = (size_t)c->dim, L = (size_t)c->n_layers, rope = (size_t)c->seq_len * (dim / (size_t)c->n_heads) / 2;
+    size_t off[CHECKPOINT_TENSORS], at[5], n[5] = {L * dim, L * dim, dim, rope, rope};
+    w->rms_att = t->tables = xmalloc_floats_aligned(tables_floats(c), "norms and RoPE tables");
+    w->rms_ffn = w->rms_att + L * dim, w->rms_final = w->rms_ffn + L * dim;
+    w->rope_cos = w->rms_final + dim, w->rope_sin = w->rope_cos + rope;
+    float *to[5] = {w->rms_att, w->rms_ffn, w->rms_final, w->rope_cos, w->rope_sin};
+    const char *name[5] = {"rms_att", "rms_ffn", "rms_final", "freq_cis_real", "freq_cis_imag"};
+    checkpoint_offsets(off, &s->file, t->shared_classifier);
+    for (int i = 0, legacy[5] = {1, 6, 10, 11, 12}; i < 5; i++)
+        at[i] = s->q80 ? Q80_HEADER_BYTES + (i ? at[i - 1] - Q80_HEADER_BYTES + n[i - 1] * 4 : 0)
+                       : CONFIG_HEADER_BYTES + off[legacy[i]] * sizeof(float);
+    for (int i = 0; i < (t->gs ? 3 : 5); i++) {
+        size_t rows = i < 2 ? L : i == 2 ? 1 : (size_t)c->seq_len, per = n[i] / rows;
+        if (read_at(s, to[i], n[i] * sizeof(float), at[i], msg, len)) return -1;
+        for (size_t r = 0; r < rows; r++)
+            if (check_finite(to[i] + r * per, 1, per, name[i], i < 2 ? (int)r : 0, i < 3 ? 0 : r, msg, len)) return -1;
+    }
+    if (t->gs) rope_tables(w->rope_cos, w->rope_sin, c->seq_len, (int)(dim / (size_t)c->n_heads));
+    return 0;
+}
+
+static void stream_fail(const Stream *s, const char *why) {
+    close(s->fd);
+    die("%s: %s", s->t->path, why);
+}
+
+// Every matrix of the checkpoint, placed in one allocation as Layer lays them out (Part I):
+// the embedding after the classifier when it is not shared. Weights past STREAMED_BYTES come
+// from DRAM: streamed (Matrix), so one panel at a time, one stream the hardware prefetcher
+// follows (PERFORMANCE.md).
+#define STREAMED_BYTES ((size_t)32 << 20) // a desktop's last-level cache
+static void place_weights(Transformer *t) {
+    const Config *c = &t->config;
+    int streamed = packed_bytes(c, t->gs, t->shared_classifier) > STREAMED_BYTES, dim = c->dim;
+    int kv = c->n_kv_heads * (c->dim / c->n_heads), h13 = 2 * (int)panels_of(c->hidden_dim) * PANEL;
+    void *at = t->packed = xmalloc_aligned(packed_bytes(c, t->gs, t->shared_classifier), 64, "packed weights");
+    t->layers = xmalloc((size_t)c->n_layers * sizeof(Layer), "layers");
+    for (int l = 0; l < c->n_layers; l++) {
+        Layer *ly = &t->layers[l];
+        at = place_matrix(&ly->qkv, at, dim + 2 * kv, dim, t->gs, streamed);
+        at = place_matrix(&ly->wo, at, dim, dim, t->gs, streamed);
+        at = place_matrix(&ly->w13, at, h13, dim, t->gs, streamed);
+        at = place_matrix(&ly->w2, at, dim, c->hidden_dim, q80_row_group(t->gs, c->hidden_dim), streamed);
+    }
+    at = place_matrix(&t->wcls, at, c->vocab_size, dim, t->gs, streamed);
+    if (t->shared_classifier) t->embedding = t->wcls;
+    else place_matrix(&t->embedding, at, c->vocab_size, dim, t->gs, streamed);
+}
+
+// Where each matrix and its blocks are in the file (Stream)
+static void plan_stream(Stream *s) {
+    const Config *c = &s->t->config;
+    size_t n[Q80_MATRICES], off[CHECKPOINT_TENSORS], L = (size_t)c->n_layers, gs = (size_t)s->gs;
+    size_t at = Q80_HEADER_BYTES + (2 * L + 1) * (size_t)c->dim * sizeof(float);
+    int kv = c->n_kv_heads * (c->dim / c->n_heads), V = c->vocab_size, d = c->dim, h = c->hidden_dim, blocks = 0;
+    int rows[Q80_MATRICES] = {V, d, kv, kv, d, h, d, h, V}, legacy[Q80_MATRICES] = {0, 2, 3, 4, 5, 7, 8, 9, 13};
+    q80_sizes(c, s->t->shared_classifier, n);
+    checkpoint_offsets(off, &s->file, s->t->shared_classifier);
+    for (int i = 0; i < Q80_MATRICES; i++) {
+        int layers = i == Q80_EMBEDDING || i == Q80_WCLS ? 1 : (int)L;
+        size_t each = n[i] / (size_t)layers;
+        s->src[i] = s->q80 ? (Source){at, each + each / gs * 4, each, rows[i], i == Q80_W2 ? h : d, layers, blocks}
+                           : (Source){CONFIG_HEADER_BYTES + off[legacy[i]] * 4, each * 4, 0, rows[i], i == Q80_W2 ? h : d,
+                                      layers, blocks};
+        if (s->q80) at += n[i] + n[i] / gs * 4;
+        if (n[i]) blocks += layers * ((rows[i] + PANEL - 1) / PANEL);
+    }
+    s->src[Q80_MATRICES].first = s->blocks = blocks;
+}
+
+// The checkpoint `path` (a legacy or version-2 file; `weights` a WEIGHTS_*) for forwards of
+// up to max_rows rows on up to `threads` threads of `pool` (NULL: one) at positions below
+// `positions` (the file's seq_len when that is less): its header and size checked, then the
+// memory it needs, before anything large is allocated; then streamed (Stream), every weight
+// checked; the file must not change while it loads. progress: show the percentage on a
+// terminal once the load takes a second.
+static void load_transformer(Transformer *t, const char *path, int max_rows, ThreadPool *pool, int threads,
+                             int weights, int positions, int progress) {
     *t = (Transformer){.max_rows = max_rows, .pool = pool, .n_threads = pool && threads > 1 ? threads : 1,
                        .path = path};
-    char msg[512]; // the header, the file's size, then every weight (model.h)
-    size_t image;
-    int q80 = checkpoint_config(t, &image, file, bytes, weights, msg, sizeof(msg));
-    if (q80 < 0 || (q80 && check_q80(&t->config, &t->shared_classifier, &t->gs, file, bytes, msg, sizeof(msg))))
-        die("%s: %s", path, msg);
-    if (!q80) {
-        map_weights(&t->weights, &t->config, (float *)((char *)file + CONFIG_HEADER_BYTES), t->shared_classifier);
-        if (check_finite_weights(&t->weights, &t->config, t->shared_classifier, msg, sizeof(msg)))
-            die("%s: %s", path, msg);
-        if (weights == WEIGHTS_INT8 && !t->gs)
-            die("%s: int8 needs dim and hidden_dim multiples of 4, not %d and %d (use f32 weights)", path,
-                t->config.dim, t->config.hidden_dim);
-    }
-    if (check_memory(&t->config, t->gs, image, max_rows, threads, msg, sizeof(msg))) die("%s: %s", path, msg);
-    if (image) {
-        t->held[HELD_IMAGE] = xmalloc_aligned(image, 64, "the version-2 image");
-        q80_export(t->held[HELD_IMAGE], &t->config, &t->weights, t->shared_classifier, t->gs);
-    }
-    Q80Map q8;
-    if (t->gs) map_q80(t, &q8, q80 ? (unsigned char *)(uintptr_t)file : t->held[HELD_IMAGE]);
-    pack_weights(t, &q8);
+    struct stat st, end;
+    Stream s = {.t = t, .fd = open_input(path, "checkpoint (a llama2.c .bin)", &st), .bytes = (size_t)st.st_size,
+                .progress = progress && isatty(STDERR_FILENO), .t0 = now_seconds(), .shown = -1};
+    char msg[1024]; // the header, the file's size, the memory, then every weight (model.h)
+    unsigned char head[HEAD_BYTES] = {0};
+    if (pread(s.fd, head, s.bytes < HEAD_BYTES ? s.bytes : HEAD_BYTES, 0) < 0)
+        snprintf(msg, sizeof(msg), "cannot read its header: %s", strerror(errno)), stream_fail(&s, msg);
+    if ((s.q80 = checkpoint_config(t, head, s.bytes, weights, msg, sizeof(msg))) < 0) stream_fail(&s, msg);
+    s.gs = s.q80 ? t->gs : 0, s.file = t->config;
+    if (t->config.seq_len > positions) t->config.seq_len = positions; // what KV caches and RoPE tables hold
+    if (t->gs && (t->config.dim > Q8_MAX_N || t->config.hidden_dim > Q8_MAX_N))
+        snprintf(msg, sizeof(msg), "int8 takes dim and hidden_dim up to %d, not %d and %d (use f32 weights)",
+                 Q8_MAX_N, t->config.dim, t->config.hidden_dim), stream_fail(&s, msg);
+    if (check_memory(&t->config, t->gs, t->shared_classifier, max_rows, t->n_threads, msg, sizeof(msg)))
+        stream_fail(&s, msg);
+    place_weights(t);
+    if (load_tables(&s, msg, sizeof(msg))) stream_fail(&s, msg);
+    plan_stream(&s);
+    size_t each = scratch_bytes(&t->config);
+    s.scratch = xmalloc((size_t)t->n_threads * each, "load buffers");
+    for (int i = 0; i < MAX_THREADS; i++) s.bad[i] = INT_MAX;
+    pool_run(pool, t->n_threads, stream_job, &s);
+    if (s.shown >= 0) fprintf(stderr, "\r\033[K"); // the percentage's line, erased
+    for (int i = 1; i < t->n_threads; i++) // the first failed block in file order names the error
+        if (s.bad[i] < s.bad[0]) s.bad[0] = s.bad[i], memcpy(s.scratch, s.scratch + i * each, 512);
+    if (s.bad[0] < INT_MAX) stream_fail(&s, s.scratch);
+    if (fstat(s.fd, &end) || end.st_size != st.st_size || end.st_mtim.tv_sec != st.st_mtim.tv_sec ||
+        end.st_mtim.tv_nsec != st.st_mtim.tv_nsec)
+        stream_fail(&s, "the file changed while it was read (its size or time); load it once it is written");
+    close(s.fd);
+    xfree(s.scratch);
     build_run_state(&t->state, &t->config, max_rows, t->n_threads);
 }
 
-// Read `path` and load it (load_checkpoint, `weights` a WEIGHTS_*) for forwards of up to
-// max_rows rows on up to `threads` threads of `pool` (NULL: one). The file's bytes stay in
-// memory: the embedding, the norms and the RoPE tables are read from them.
-static void build_transformer_as(Transformer *t, const char *path, int max_rows, ThreadPool *pool,
-                                 int threads, int weights) {
-    size_t bytes;
-    int rows_threads_weights[3] = {max_rows, threads, weights};
-    unsigned char *file = read_file_checked(path, "checkpoint (a llama2.c .bin)", &bytes, checkpoint_head,
-                                            rows_threads_weights);
-    load_checkpoint(t, file, bytes, path, max_rows, pool, threads, weights);
-    t->held[HELD_FILE] = file;
+// A model for tests and the bench: every position of the file's seq_len
+static UNUSED_OK void build_transformer_as(Transformer *t, const char *path, int max_rows, ThreadPool *pool,
+                                           int threads, int weights) {
+    load_transformer(t, path, max_rows, pool, threads, weights, INT_MAX, 0);
 }
 
 static UNUSED_OK void build_transformer(Transformer *t, const char *path, int max_rows, ThreadPool *pool,
@@ -2017,10 +2161,21 @@ static UNUSED_OK void build_transformer(Transformer *t, const char *path, int ma
     build_transformer_as(t, path, max_rows, pool, threads, WEIGHTS_F32);
 }
 
+// A model for this run: KV caches and RoPE tables for the positions it reaches, the
+// prompt (a token per byte at most, BOS and a space) and -n, and a verify pass or a
+// tree past them; without -n, the whole context
+static void load_for_run(Transformer *t, const char *path, ThreadPool *pool, int threads, int weights,
+                         const Options *o) {
+    size_t n = strlen(o->prompt) + 2 + (size_t)o->n_new + MAX_ROWS;
+    load_transformer(t, path, MAX_ROWS, pool, threads, weights, given(o, "-n") && n < INT_MAX ? (int)n : INT_MAX,
+                     !o->quiet);
+}
+
 static UNUSED_OK void free_transformer(Transformer *t) {
     xfree(t->state.x); // the run state's one block
     xfree(t->layers);
-    for (int i = 0; i < 4; i++) xfree(t->held[i]), t->held[i] = NULL;
+    xfree(t->packed), xfree(t->tables);
+    t->packed = t->tables = NULL;
 }
 
 // A drafter file for h->target (model.h: a 5-int header that `check` tests
@@ -3985,7 +4140,7 @@ static Transformer *load_draft_alone(Transformer *draft, const Options *o, Threa
     if (o->target_named && !v)
         die("%s: cannot open checkpoint, or no header (-m draft checks the draft against the target named)",
             o->target_path);
-    build_transformer_as(draft, o->draft_path, MAX_ROWS, pool, o->draft_threads, o->draft_weights);
+    load_for_run(draft, o->draft_path, pool, o->draft_threads, o->draft_weights, o);
     if (o->target_named && v != draft->config.vocab_size)
         die("%s: vocab_size %d differs from the target's %d (%s); -m draft runs the draft (-d, default "
             "weights/draft.bin) that would speculate for it: name one with its vocabulary", o->draft_path,
@@ -3999,7 +4154,7 @@ static Transformer *load_draft_alone(Transformer *draft, const Options *o, Threa
 // decode it; a draft the user named must fit.
 static Transformer *load_models(Transformer *target, Transformer *draft, Options *o, ThreadPool *pool) {
     if (!strcmp(o->mode, "draft")) return load_draft_alone(draft, o, pool);
-    build_transformer_as(target, o->target_path, MAX_ROWS, pool, o->threads, o->target_weights);
+    load_for_run(target, o->target_path, pool, o->threads, o->target_weights, o);
     int V = target->config.vocab_size, v;
     if (strcmp(o->mode, "spec") || o->lookup || o->medusa || o->eagle) return target;
     if (!given(o, "-d") && (v = header_vocab(o->draft_path)) != V) {
@@ -4015,7 +4170,7 @@ static Transformer *load_models(Transformer *target, Transformer *draft, Options
         o->mode = "target";
         return target;
     }
-    build_transformer_as(draft, o->draft_path, MAX_ROWS, pool, o->draft_threads, o->draft_weights);
+    load_for_run(draft, o->draft_path, pool, o->draft_threads, o->draft_weights, o);
     struct stat ts, ds; // sizes on disk, both float32: a bigger draft is probably the two swapped
     if (!stat(o->target_path, &ts) && !stat(o->draft_path, &ds) && ds.st_size > ts.st_size)
         fprintf(stderr, "specdec: warning: the draft %s (%.1f MB) is larger than the target %s (%.1f MB): drafting "
