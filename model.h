@@ -204,14 +204,26 @@ static inline size_t first_non_finite(const float *v, size_t n) {
     return n;
 }
 
-// Every weight must be a finite float: a NaN or inf (a diverged training run,
-// a corrupted file) would otherwise decode silently into garbage. Returns 0,
-// or -1 with a message in msg naming the tensor, the layer and the element.
+// v (n): elements first.. of the tensor `name`, layers of per_layer floats in rows of
+// cols. Every weight must be a finite float: a NaN or inf (a diverged training run,
+// a corrupted file) would otherwise decode silently into garbage. Returns 0, or -1
+// with a message in msg naming the tensor, the layer, the row and the column.
+static inline int check_finite_tensor(const float *v, size_t n, const char *name, size_t first, size_t per_layer,
+                                      size_t cols, char *msg, size_t len) {
+    size_t at = first_non_finite(v, n), e = first + at;
+    if (at == n) return 0;
+    snprintf(msg, len, "weight %s (layer %zu, row %zu, column %zu) is %s; a checkpoint must hold finite floats "
+             "(a training run that diverged, or a damaged file?)", name, e / per_layer, e % per_layer / cols,
+             e % cols, isnan(v[at]) ? "NaN" : "infinite");
+    return -1;
+}
+
+// Every tensor of a checkpoint checked (check_finite_tensor)
 static inline int check_finite_weights(const TransformerWeights *w, const Config *c, int shared,
                                        char *msg, size_t len) {
     size_t dim = (size_t)c->dim, hid = (size_t)c->hidden_dim, L = (size_t)c->n_layers;
     size_t hs = dim / (size_t)c->n_heads, kv = (size_t)c->n_kv_heads * hs, V = (size_t)c->vocab_size;
-    struct { const char *name; const float *data; size_t layers, rows, cols; } tensors[] = {
+    struct { const char *name; const float *data; size_t layers, rows, cols; } t[] = {
         {"token_embedding", w->token_embedding, 1, V, dim}, {"rms_att", w->rms_att, L, 1, dim},
         {"wq", w->wq, L, dim, dim}, {"wk", w->wk, L, kv, dim}, {"wv", w->wv, L, kv, dim},
         {"wo", w->wo, L, dim, dim}, {"rms_ffn", w->rms_ffn, L, 1, dim}, {"w1", w->w1, L, hid, dim},
@@ -219,20 +231,12 @@ static inline int check_finite_weights(const TransformerWeights *w, const Config
         {"freq_cis_real", w->rope_cos, 1, (size_t)c->seq_len, hs / 2},
         {"freq_cis_imag", w->rope_sin, 1, (size_t)c->seq_len, hs / 2},
         {"wcls", w->wcls, shared ? 0 : 1, V, dim}};
-    for (size_t i = 0; i < sizeof(tensors) / sizeof(tensors[0]); i++) {
-        size_t per_layer = tensors[i].rows * tensors[i].cols, n = tensors[i].layers * per_layer;
-        size_t at = first_non_finite(tensors[i].data, n);
-        if (at == n) continue;
-        size_t in_layer = at % per_layer;
-        snprintf(msg, len, "weight %s (layer %zu, row %zu, column %zu) is %s; a checkpoint must hold "
-                 "finite floats (a training run that diverged, or a damaged file?)", tensors[i].name,
-                 at / per_layer, in_layer / tensors[i].cols, in_layer % tensors[i].cols,
-                 isnan(tensors[i].data[at]) ? "NaN" : "infinite");
-        return -1;
-    }
+    for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++)
+        if (check_finite_tensor(t[i].data, t[i].layers * t[i].rows * t[i].cols, t[i].name, 0, t[i].rows * t[i].cols,
+                                t[i].cols, msg, len))
+            return -1;
     return 0;
 }
-
 
 // The legacy RoPE tables: cos/sin (seq_len, hs/2) of pos * 10000^(-2i/hs).
 // Computed in double and rounded once, so every libm gives the same floats.
@@ -330,6 +334,24 @@ static inline size_t q80_at(const Config *c, int i, size_t n, size_t e, int gs, 
     size_t block = each + each / (size_t)gs * 4;
     *scale_at = e / each * block + each + w / (size_t)gs * 4;
     return e / each * block + w;
+}
+
+// Matrix i (Q80_NAMES) of a checkpoint file, legacy (q80 0) or version 2 in groups of gs:
+// `layers` blocks (one for the embedding and wcls) of (rows, n) values each, the first at
+// byte `at`, `layer_bytes` apart; a version-2 block's scales follow its values, at `scales`.
+typedef struct { size_t at, layer_bytes, scales; int layers, rows, n; } CheckpointMatrix;
+static inline CheckpointMatrix checkpoint_matrix(const Config *c, int shared, int q80, int gs, int i) {
+    size_t n[Q80_MATRICES], off[CHECKPOINT_TENSORS], at = Q80_HEADER_BYTES + (2 * (size_t)c->n_layers + 1) * (size_t)c->dim * 4;
+    int d = c->dim, h = c->hidden_dim, V = c->vocab_size, kv = c->n_kv_heads * (d / c->n_heads);
+    int rows[Q80_MATRICES] = {V, d, kv, kv, d, h, d, h, V}, legacy[Q80_MATRICES] = {0, 2, 3, 4, 5, 7, 8, 9, 13};
+    int layers = i == Q80_EMBEDDING || i == Q80_WCLS ? 1 : c->n_layers;
+    q80_sizes(c, shared, n);
+    checkpoint_offsets(off, c, shared);
+    for (int j = 0; q80 && j < i; j++) at += n[j] + n[j] / (size_t)gs * 4;
+    size_t each = n[i] / (size_t)layers;
+    CheckpointMatrix m = {q80 ? at : CONFIG_HEADER_BYTES + off[legacy[i]] * 4, q80 ? each + each / (size_t)gs * 4
+                          : each * 4, each, layers, n[i] ? rows[i] : 0, i == Q80_W2 ? h : d};
+    return m;
 }
 
 // Bytes of a version-2 file (SIZE_MAX: too many), with gs > 0 dividing dim

@@ -1801,14 +1801,11 @@ static float *pack_matrix(Matrix *m, float *dst, const float *w, int d, int n) {
 // Row j of m into out (n) as floats, an int8 value times its group's scale: the embedding's lookup
 static void matrix_row(float *out, const Matrix *m, int j) {
     for (int k = 0; k < m->n; k++) {
-        if (!m->gs) {
-            out[k] = m->w[((size_t)(j / PANEL) * m->n + k) * PANEL + j % PANEL];
-            continue;
-        }
-        const int8_t *g = q8_group_at(m, j / PANEL, k / m->gs);
+        const int8_t *g = m->gs ? q8_group_at(m, j / PANEL, k / m->gs) : NULL;
         float s;
-        memcpy(&s, g + m->gs * PANEL + j % PANEL * 4, sizeof(s));
-        out[k] = (float)g[k % m->gs / 4 * 4 * PANEL + j % PANEL * 4 + k % 4] * s;
+        if (g) memcpy(&s, g + m->gs * PANEL + j % PANEL * 4, sizeof(s));
+        out[k] = g ? (float)g[k % m->gs / 4 * 4 * PANEL + j % PANEL * 4 + k % 4] * s
+                   : m->w[((size_t)(j / PANEL) * m->n + k) * PANEL + j % PANEL];
     }
 }
 
@@ -1821,15 +1818,14 @@ static size_t packed_bytes(const Config *c, int gs, int shared) {
     return add_size(mul_size((size_t)c->n_layers, per_layer), mul_size(2 - (size_t)shared, matrix_bytes(c->vocab_size, dim, gs)));
 }
 
-// What a model holds besides its packed matrices: the norms and the RoPE tables (floats), and
-// while it loads, each thread's buffer for PANEL rows (load_block's) and its message
+// What a model holds besides its packed matrices: the norms and the RoPE tables, and
+// while it loads, each thread's buffer (load_block's): a message, then PANEL rows of the
+// longest as floats, as int8, and two sets of their scales (SCRATCH_VALUES each)
 static size_t tables_floats(const Config *c) {
     return (2 * (size_t)c->n_layers + 1) * (size_t)c->dim + (size_t)c->seq_len * (size_t)(c->dim / c->n_heads);
 }
-static size_t scratch_values(const Config *c) {
-    return (size_t)PANEL * (size_t)(c->dim > c->hidden_dim ? c->dim : c->hidden_dim);
-}
-static size_t scratch_bytes(const Config *c) { return 576 + 7 * scratch_values(c); }
+#define SCRATCH_VALUES(c) ((size_t)PANEL * (size_t)((c)->dim > (c)->hidden_dim ? (c)->dim : (c)->hidden_dim))
+#define SCRATCH_BYTES(c) (576 + 7 * SCRATCH_VALUES(c))
 
 // Refuse a model (c with seq_len the run's positions; int8 in groups of gs, or 0: f32) whose
 // weights, tables, run state and load buffers would pass the limit with what the run holds
@@ -1837,7 +1833,7 @@ static size_t scratch_bytes(const Config *c) { return 576 + 7 * scratch_values(c
 static int check_memory(const Config *c, int gs, int shared, int max_rows, int threads, char *msg, size_t len) {
     RunState s;
     size_t weights = packed_bytes(c, gs, shared), state = layout_run_state(&s, c, max_rows, threads, NULL);
-    size_t rest = add_size(add_size(tables_floats(c) * sizeof(float), mul_size((size_t)threads, scratch_bytes(c))),
+    size_t rest = add_size(add_size(tables_floats(c) * sizeof(float), mul_size((size_t)threads, SCRATCH_BYTES(c))),
                            add_size(state, allocated)), need = add_size(weights, rest), limit = memory_limit();
     if (need <= limit) return 0;
     size_t kv = 2 * (size_t)c->n_layers * (size_t)s.seq_pad * (size_t)(c->n_kv_heads * (c->dim / c->n_heads)) * 4;
@@ -1929,36 +1925,18 @@ static int checkpoint_config(Transformer *t, const void *head, size_t bytes, int
 // gives a short read, an error, never a signal), checked (f32: every float finite;
 // version 2: every scale finite and >= 0), quantised (an f32 file as int8: the bits of
 // q80_export) and packed (pack_block). Blocks go to the threads in turn; the first bad
-// one in file order names the error. Kept: the packed matrices (the embedding as
-// Q80_NAMES' first, read back a row at a time: matrix_row), the norms and RoPE tables.
-typedef struct {
-    size_t at, layer_bytes, scales; // the matrix's first byte, a layer's bytes, where its scales start (version 2)
-    int rows, n, layers, first;     // (rows, n) per layer, and its first block
-} Source;
+// one in file order names the error. Kept: the packed matrices (the embedding as the
+// classifier's, read back a row at a time: matrix_row), the norms and RoPE tables.
 typedef struct {
     Transformer *t;
-    Config file;                    // the file's config (t's seq_len may be less)
+    Config file;                       // the file's config (t's seq_len may be less)
     int fd, q80, gs, progress, blocks; // gs: a version-2 file's groups
-    size_t bytes;                   // the file's
-    Source src[Q80_MATRICES + 1];   // in Q80_NAMES' order; [Q80_MATRICES].first: the blocks
-    char *scratch;                  // each thread's scratch_bytes: its message, then its rows
-    atomic_int next, failed;
-    int bad[MAX_THREADS];           // each thread's failed block (INT_MAX: none)
+    size_t bytes;                      // the file's
+    char *scratch;                     // each thread's SCRATCH_BYTES
+    atomic_int next, failed;           // the next block to take; 1: stop
+    int bad[MAX_THREADS], shown;       // each thread's failed block (INT_MAX: none); the percentage shown
     double t0;
-    int shown;                      // the percentage on stderr (-1: none)
 } Stream;
-
-// Where rows r0.. of matrix i of layer l go: rows *j0.. of the matrix returned (Layer's
-// packing: w1 and w3 panels interleaved)
-static Matrix *destination(Transformer *t, int i, int l, int r0, int *j0) {
-    Layer *ly = &t->layers[l];
-    int dim = t->config.dim, kv = t->config.n_kv_heads * (dim / t->config.n_heads);
-    int at[Q80_MATRICES] = {r0, r0, dim + r0, dim + kv + r0, r0, 2 * r0, r0, 2 * r0 + PANEL, r0};
-    Matrix *m[Q80_MATRICES] = {t->shared_classifier ? &t->wcls : &t->embedding, &ly->qkv, &ly->qkv, &ly->qkv, &ly->wo,
-                               &ly->w13, &ly->w2, &ly->w13, &t->wcls};
-    *j0 = at[i];
-    return m[i];
-}
 
 // n bytes of the file at `at` into buf: 0, or -1 and msg (the file is shorter than it was)
 static int read_at(const Stream *s, void *buf, size_t n, size_t at, char *msg, size_t len) {
@@ -1973,47 +1951,46 @@ static int read_at(const Stream *s, void *buf, size_t n, size_t at, char *msg, s
     return 0;
 }
 
-// v (rows, n) of the tensor `name`, layer l, from row r0: 0 if every float is finite, else -1 and msg
-static int check_finite(const float *v, size_t rows, size_t n, const char *name, int l, size_t r0, char *msg,
-                        size_t len) {
-    size_t at = first_non_finite(v, rows * n);
-    if (at == rows * n) return 0;
-    return snprintf(msg, len, "weight %s (layer %d, row %zu, column %zu) is %s; a checkpoint must hold finite floats "
-                    "(a training run that diverged, or a damaged file?)", name, l, r0 + at / n, at % n,
-                    isnan(v[at]) ? "NaN" : "infinite"), -1;
-}
-
-// Block b of the stream, with x (scratch_bytes) its thread's: 0, or -1 with the reason at x
+// Block b of the stream (model.h's checkpoint_matrix: where), with x its thread's scratch:
+// 0, or -1 with the reason at x
 static int load_block(const Stream *s, int b, char *x) {
-    int i = Q80_MATRICES - 1, j0;
-    while (b < s->src[i].first) i--;
-    const Source *f = &s->src[i];
-    int per = (f->rows + PANEL - 1) / PANEL, l = (b - f->first) / per, r0 = (b - f->first) % per * PANEL;
-    int r = f->rows - r0 < PANEL ? f->rows - r0 : PANEL, gs = s->gs;
-    Matrix *m = destination(s->t, i, l, r0, &j0);
-    size_t n = (size_t)f->n, rn = (size_t)r * n, layer = f->at + (size_t)l * f->layer_bytes, G = m->gs ? n / m->gs : 0;
-    size_t most = scratch_values(&s->t->config); // PANEL rows of the longest: floats, int8, two sets of scales
+    CheckpointMatrix f;
+    int i = 0, per;
+    for (;; b -= f.layers * per, i++) {
+        f = checkpoint_matrix(&s->file, s->t->shared_classifier, s->q80, s->gs, i);
+        if (b < f.layers * (per = (f.rows + PANEL - 1) / PANEL)) break;
+    }
+    int l = b / per, r0 = b % per * PANEL, r = f.rows - r0 < PANEL ? f.rows - r0 : PANEL, gs = s->gs;
+    int dim = s->file.dim, kv = s->file.n_kv_heads * (dim / s->file.n_heads), j0[Q80_MATRICES] = {r0, r0, dim + r0,
+        dim + kv + r0, r0, 2 * r0, r0, 2 * r0 + PANEL, r0}; // Layer's rows: w1, w3 panels interleaved
+    Layer *ly = &s->t->layers[l];
+    Matrix *to[Q80_MATRICES] = {s->t->shared_classifier ? &s->t->wcls : &s->t->embedding, &ly->qkv, &ly->qkv,
+                                &ly->qkv, &ly->wo, &ly->w13, &ly->w2, &ly->w13, &s->t->wcls}, *m = to[i];
+    size_t n = (size_t)f.n, rn = (size_t)r * n, layer = f.at + (size_t)l * f.layer_bytes, G = m->gs ? n / m->gs : 0;
+    size_t most = SCRATCH_VALUES(&s->file);
     char *raw = x + 512;
     int8_t *q = (int8_t *)(raw + most * 4);
     float *fsc = (float *)(void *)(raw + most * 5), *sc = fsc + most / 4 + 2; // the file's scales, then each row's
     if (read_at(s, raw, rn * (s->q80 ? 1 : 4), layer + (size_t)r0 * n * (s->q80 ? 1 : 4), x, 512)) return -1;
     if (!s->q80) {
-        if (check_finite((const float *)(void *)raw, (size_t)r, n, Q80_NAMES[i], l, (size_t)r0, x, 512)) return -1;
+        if (check_finite_tensor((const float *)(void *)raw, rn, Q80_NAMES[i], ((size_t)l * (size_t)f.rows + (size_t)r0) * n,
+                                (size_t)f.rows * n, n, x, 512))
+            return -1;
         for (size_t g = 0; m->gs && g < rn / (size_t)m->gs; g++)
             sc[g] = q80_group(q + g * (size_t)m->gs, (const float *)(void *)raw + g * (size_t)m->gs, m->gs);
-        return pack_block(m, j0, r, m->gs ? (const void *)q : raw, sc), 0;
+        return pack_block(m, j0[i], r, m->gs ? (const void *)q : raw, sc), 0;
     }
     size_t e0 = (size_t)r0 * n, g0 = e0 / (size_t)gs, g1 = (e0 + rn - 1) / (size_t)gs + 1; // the layer's groups here
-    if (read_at(s, fsc, (g1 - g0) * 4, layer + f->scales + g0 * 4, x, 512)) return -1;
+    if (read_at(s, fsc, (g1 - g0) * 4, layer + f.scales + g0 * 4, x, 512)) return -1;
     for (size_t g = g0; g < g1; g++)
         if (!(fsc[g - g0] >= 0.0f && isfinite(fsc[g - g0]))) {
-            size_t at = (size_t)l * (f->scales / (size_t)gs) + g; // counted over all layers, as check_q80 does
+            size_t at = (size_t)l * (f.scales / (size_t)gs) + g; // counted over all layers, as check_q80 does
             return snprintf(x, 512, "%s's scale %zu (of values %zu..) is %g; a scale must be finite and >= 0",
                             Q80_NAMES[i], at, at * (size_t)gs, (double)fsc[g - g0]), -1;
         }
     for (size_t j = 0; j < (size_t)r; j++) // row j's parts of groups (q80_row_group), each with its group's scale
         for (size_t k = 0; k < G; k++) sc[j * G + k] = fsc[(e0 + j * n + k * (size_t)m->gs) / (size_t)gs - g0];
-    return pack_block(m, j0, r, raw, sc), 0;
+    return pack_block(m, j0[i], r, raw, sc), 0;
 }
 
 // A thread's share of the stream: the next block, until none is left or one failed.
@@ -2022,7 +1999,7 @@ static void stream_job(void *arg, int tid, int nth) {
     Stream *s = arg;
     (void)nth;
     for (int b; !atomic_load(&s->failed) && (b = atomic_fetch_add(&s->next, 1)) < s->blocks;) {
-        if (load_block(s, b, s->scratch + (size_t)tid * scratch_bytes(&s->t->config)))
+        if (load_block(s, b, s->scratch + (size_t)tid * SCRATCH_BYTES(&s->file)))
             s->bad[tid] = b, atomic_store(&s->failed, 1);
         int pct = 100 * b / s->blocks;
         if (tid == 0 && s->progress && pct != s->shown && now_seconds() - s->t0 > 1.0)
@@ -2031,28 +2008,25 @@ static void stream_job(void *arg, int tid, int nth) {
 }
 
 // The norms, and the RoPE tables (an f32 file's own, or computed: rope_tables), for
-// positions < seq_len: into the model's table block; 0, or -1 and msg
+// positions < seq_len, into the model's table block: 0, or -1 and msg
 static int load_tables(Stream *s, char *msg, size_t len) {
     Transformer *t = s->t;
     const Config *c = &t->config;
     TransformerWeights *w = &t->weights;
     size_t dim = (size_t)c->dim, L = (size_t)c->n_layers, rope = (size_t)c->seq_len * (dim / (size_t)c->n_heads) / 2;
-    size_t off[CHECKPOINT_TENSORS], at[5], n[5] = {L * dim, L * dim, dim, rope, rope};
+    size_t off[CHECKPOINT_TENSORS], n[5] = {L * dim, L * dim, dim, rope, rope};
     w->rms_att = t->tables = xmalloc_floats_aligned(tables_floats(c), "norms and RoPE tables");
     w->rms_ffn = w->rms_att + L * dim, w->rms_final = w->rms_ffn + L * dim;
     w->rope_cos = w->rms_final + dim, w->rope_sin = w->rope_cos + rope;
     float *to[5] = {w->rms_att, w->rms_ffn, w->rms_final, w->rope_cos, w->rope_sin};
     const char *name[5] = {"rms_att", "rms_ffn", "rms_final", "freq_cis_real", "freq_cis_imag"};
     checkpoint_offsets(off, &s->file, t->shared_classifier);
-    for (int i = 0, legacy[5] = {1, 6, 10, 11, 12}; i < 5; i++)
-        at[i] = s->q80 ? Q80_HEADER_BYTES + (i ? at[i - 1] - Q80_HEADER_BYTES + n[i - 1] * 4 : 0)
-                       : CONFIG_HEADER_BYTES + off[legacy[i]] * sizeof(float);
-    for (int i = 0; i < (t->gs ? 3 : 5); i++) {
-        size_t rows = i < 2 ? L : i == 2 ? 1 : (size_t)c->seq_len, per = n[i] / rows;
-        if (read_at(s, to[i], n[i] * sizeof(float), at[i], msg, len)) return -1;
-        for (size_t r = 0; r < rows; r++)
-            if (check_finite(to[i] + r * per, 1, per, name[i], i < 2 ? (int)r : 0, i < 3 ? 0 : r, msg, len)) return -1;
-    }
+    for (int i = 0, legacy[5] = {1, 6, 10, 11, 12}; i < (t->gs ? 3 : 5); i++) // version 2: the norms at 256
+        if (read_at(s, to[i], n[i] * 4, s->q80 ? Q80_HEADER_BYTES + (size_t)i * L * dim * 4
+                                               : CONFIG_HEADER_BYTES + off[legacy[i]] * 4, msg, len) ||
+            check_finite_tensor(to[i], n[i], name[i], 0, i < 3 ? dim : n[i], i < 3 ? dim : n[i] / (size_t)c->seq_len,
+                                msg, len))
+            return -1;
     if (t->gs) rope_tables(w->rope_cos, w->rope_sin, c->seq_len, (int)(dim / (size_t)c->n_heads));
     return 0;
 }
@@ -2085,27 +2059,6 @@ static void place_weights(Transformer *t) {
     else place_matrix(&t->embedding, at, c->vocab_size, dim, t->gs, streamed);
 }
 
-// Where each matrix and its blocks are in the file (Stream)
-static void plan_stream(Stream *s) {
-    const Config *c = &s->t->config;
-    size_t n[Q80_MATRICES], off[CHECKPOINT_TENSORS], L = (size_t)c->n_layers, gs = (size_t)s->gs;
-    size_t at = Q80_HEADER_BYTES + (2 * L + 1) * (size_t)c->dim * sizeof(float);
-    int kv = c->n_kv_heads * (c->dim / c->n_heads), V = c->vocab_size, d = c->dim, h = c->hidden_dim, blocks = 0;
-    int rows[Q80_MATRICES] = {V, d, kv, kv, d, h, d, h, V}, legacy[Q80_MATRICES] = {0, 2, 3, 4, 5, 7, 8, 9, 13};
-    q80_sizes(c, s->t->shared_classifier, n);
-    checkpoint_offsets(off, &s->file, s->t->shared_classifier);
-    for (int i = 0; i < Q80_MATRICES; i++) {
-        int layers = i == Q80_EMBEDDING || i == Q80_WCLS ? 1 : (int)L;
-        size_t each = n[i] / (size_t)layers;
-        s->src[i] = s->q80 ? (Source){at, each + each / gs * 4, each, rows[i], i == Q80_W2 ? h : d, layers, blocks}
-                           : (Source){CONFIG_HEADER_BYTES + off[legacy[i]] * 4, each * 4, 0, rows[i], i == Q80_W2 ? h : d,
-                                      layers, blocks};
-        if (s->q80) at += n[i] + n[i] / gs * 4;
-        if (n[i]) blocks += layers * ((rows[i] + PANEL - 1) / PANEL);
-    }
-    s->src[Q80_MATRICES].first = s->blocks = blocks;
-}
-
 // The checkpoint `path` (a legacy or version-2 file; `weights` a WEIGHTS_*) for forwards of
 // up to max_rows rows on up to `threads` threads of `pool` (NULL: one) at positions below
 // `positions` (the file's seq_len when that is less): its header and size checked, then the
@@ -2133,14 +2086,16 @@ static void load_transformer(Transformer *t, const char *path, int max_rows, Thr
         stream_fail(&s, msg);
     place_weights(t);
     if (load_tables(&s, msg, sizeof(msg))) stream_fail(&s, msg);
-    plan_stream(&s);
-    size_t each = scratch_bytes(&t->config);
-    s.scratch = xmalloc((size_t)t->n_threads * each, "load buffers");
+    for (int i = 0; i < Q80_MATRICES; i++) {
+        CheckpointMatrix f = checkpoint_matrix(&s.file, t->shared_classifier, s.q80, s.gs, i);
+        s.blocks += f.layers * ((f.rows + PANEL - 1) / PANEL);
+    }
+    s.scratch = xmalloc((size_t)t->n_threads * SCRATCH_BYTES(&s.file), "load buffers");
     for (int i = 0; i < MAX_THREADS; i++) s.bad[i] = INT_MAX;
     pool_run(pool, t->n_threads, stream_job, &s);
     if (s.shown >= 0) fprintf(stderr, "\r\033[K"); // the percentage's line, erased
     for (int i = 1; i < t->n_threads; i++) // the first failed block in file order names the error
-        if (s.bad[i] < s.bad[0]) s.bad[0] = s.bad[i], memcpy(s.scratch, s.scratch + i * each, 512);
+        if (s.bad[i] < s.bad[0]) s.bad[0] = s.bad[i], memcpy(s.scratch, s.scratch + i * SCRATCH_BYTES(&s.file), 512);
     if (s.bad[0] < INT_MAX) stream_fail(&s, s.scratch);
     if (fstat(s.fd, &end) || end.st_size != st.st_size || end.st_mtim.tv_sec != st.st_mtim.tv_sec ||
         end.st_mtim.tv_nsec != st.st_mtim.tv_nsec)
