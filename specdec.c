@@ -1871,6 +1871,19 @@ static int open_input(const char *path, const char *what, struct stat *st) {
     return fd;
 }
 
+// n bytes of the file open at fd from byte `at` into buf: 0, or -1 and msg (a short read: it changed)
+static int read_at(int fd, void *buf, size_t n, size_t at, char *msg, size_t len) {
+    for (size_t got = 0; got < n;) {
+        ssize_t r = pread(fd, (char *)buf + got, n - got, (off_t)(at + got));
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0)
+            return snprintf(msg, len, "read failed at byte %zu: %s (did the file change while it was read?)", at + got,
+                            r < 0 ? strerror(errno) : "end of file"), -1;
+        got += (size_t)r;
+    }
+    return 0;
+}
+
 // A check on a file's first bytes (at most HEAD_BYTES, zero-padded) and its
 // size, made before the body is read: 0, or -1 with the reason in msg.
 #define HEAD_BYTES Q80_HEADER_BYTES // the longest header an input has (model.h)
@@ -1884,18 +1897,12 @@ static unsigned char *read_file_checked(const char *path, const char *what, size
     struct stat st;
     int fd = open_input(path, what, &st);
     char msg[2 * IO_PATH_MAX + 512];
-    size_t n = (size_t)st.st_size, got = 0;
+    size_t n = (size_t)st.st_size;
     unsigned char head[HEAD_BYTES] = {0};
     ssize_t h = pread(fd, head, n < HEAD_BYTES ? n : HEAD_BYTES, 0);
     if (check && (h < 0 || check(ctx, head, n, msg, sizeof(msg)))) close(fd), die("%s: %s", path, msg);
     unsigned char *buf = xmalloc(n + 1, path); // zeroed: a NUL after the n bytes
-    while (got < n) {
-        ssize_t r = read(fd, buf + got, n - got);
-        if (r <= 0)
-            close(fd), die("%s: read failed after %zu of %zu bytes: %s (did the file change while it was read?)",
-                           path, got, n, r < 0 ? strerror(errno) : "end of file");
-        got += (size_t)r;
-    }
+    if (read_at(fd, buf, n, 0, msg, sizeof(msg))) close(fd), die("%s: %s", path, msg);
     close(fd);
     *n_out = n;
     return buf;
@@ -1906,17 +1913,19 @@ static unsigned char *read_file_checked(const char *path, const char *what, size
 // 0: legacy, -1: see msg
 static int checkpoint_config(Transformer *t, const void *head, size_t bytes, int weights, char *msg, size_t len) {
     int32_t h[7];
+    const Config *c = &t->config;
     if (bytes < CONFIG_HEADER_BYTES)
         return snprintf(msg, len, "file is %zu bytes, shorter than the 28-byte llama2.c header", bytes), -1;
     memcpy(h, head, sizeof(h));
-    if (h[0] == Q80_MAGIC && h[1] == 2)
-        return check_q80_head(&t->config, &t->shared_classifier, &t->gs, head, bytes, msg, len) ? -1 : 1;
-    if (check_checkpoint(&t->config, &t->shared_classifier, h, bytes, msg, len)) return -1;
-    t->gs = weights == WEIGHTS_INT8 ? q80_group_size(&t->config) : 0;
-    if (weights == WEIGHTS_INT8 && !t->gs)
-        return snprintf(msg, len, "int8 needs dim and hidden_dim multiples of 4, not %d and %d (use f32 weights)",
-                        t->config.dim, t->config.hidden_dim), -1;
-    return 0;
+    int q80 = h[0] == Q80_MAGIC && h[1] == 2;
+    if (q80 ? check_q80_head(&t->config, &t->shared_classifier, &t->gs, head, bytes, msg, len)
+            : check_checkpoint(&t->config, &t->shared_classifier, h, bytes, msg, len))
+        return -1;
+    if (!q80) t->gs = weights == WEIGHTS_INT8 ? q80_group_size(c) : 0;
+    if ((weights == WEIGHTS_INT8 || q80) && (!t->gs || c->dim > Q8_MAX_N || c->hidden_dim > Q8_MAX_N))
+        return snprintf(msg, len, "int8 takes dim and hidden_dim multiples of 4 up to %d, not %d and %d (use f32 "
+                        "weights)", Q8_MAX_N, c->dim, c->hidden_dim), -1;
+    return q80;
 }
 
 // The load streams the file through a bounded buffer into the packed matrices, so they
@@ -1931,25 +1940,10 @@ typedef struct {
     Transformer *t;
     Config file;                       // the file's config (t's seq_len may be less)
     int fd, q80, gs, progress, blocks; // gs: a version-2 file's groups
-    size_t bytes;                      // the file's
     char *scratch;                     // each thread's SCRATCH_BYTES
-    atomic_int next, failed;           // the next block to take; 1: stop
     int bad[MAX_THREADS], shown;       // each thread's failed block (INT_MAX: none); the percentage shown
     double t0;
 } Stream;
-
-// n bytes of the file at `at` into buf: 0, or -1 and msg (the file is shorter than it was)
-static int read_at(const Stream *s, void *buf, size_t n, size_t at, char *msg, size_t len) {
-    for (size_t got = 0; got < n;) {
-        ssize_t r = pread(s->fd, (char *)buf + got, n - got, (off_t)(at + got));
-        if (r < 0 && errno == EINTR) continue;
-        if (r <= 0)
-            return snprintf(msg, len, "read failed at byte %zu of %zu: %s (did the file change while it was read?)",
-                            at + got, s->bytes, r < 0 ? strerror(errno) : "end of file"), -1;
-        got += (size_t)r;
-    }
-    return 0;
-}
 
 // Block b of the stream (model.h's checkpoint_matrix: where), with x its thread's scratch:
 // 0, or -1 with the reason at x
@@ -1971,7 +1965,7 @@ static int load_block(const Stream *s, int b, char *x) {
     char *raw = x + 512;
     int8_t *q = (int8_t *)(raw + most * 4);
     float *fsc = (float *)(void *)(raw + most * 5), *sc = fsc + most / 4 + 2; // the file's scales, then each row's
-    if (read_at(s, raw, rn * (s->q80 ? 1 : 4), layer + (size_t)r0 * n * (s->q80 ? 1 : 4), x, 512)) return -1;
+    if (read_at(s->fd, raw, rn * (s->q80 ? 1 : 4), layer + (size_t)r0 * n * (s->q80 ? 1 : 4), x, 512)) return -1;
     if (!s->q80) {
         if (check_finite_tensor((const float *)(void *)raw, rn, Q80_NAMES[i], ((size_t)l * (size_t)f.rows + (size_t)r0) * n,
                                 (size_t)f.rows * n, n, x, 512))
@@ -1981,7 +1975,7 @@ static int load_block(const Stream *s, int b, char *x) {
         return pack_block(m, j0[i], r, m->gs ? (const void *)q : raw, sc), 0;
     }
     size_t e0 = (size_t)r0 * n, g0 = e0 / (size_t)gs, g1 = (e0 + rn - 1) / (size_t)gs + 1; // the layer's groups here
-    if (read_at(s, fsc, (g1 - g0) * 4, layer + f.scales + g0 * 4, x, 512)) return -1;
+    if (read_at(s->fd, fsc, (g1 - g0) * 4, layer + f.scales + g0 * 4, x, 512)) return -1;
     for (size_t g = g0; g < g1; g++)
         if (!(fsc[g - g0] >= 0.0f && isfinite(fsc[g - g0]))) {
             size_t at = (size_t)l * (f.scales / (size_t)gs) + g; // counted over all layers, as check_q80 does
@@ -1993,14 +1987,13 @@ static int load_block(const Stream *s, int b, char *x) {
     return pack_block(m, j0[i], r, raw, sc), 0;
 }
 
-// A thread's share of the stream: the next block, until none is left or one failed.
-// Thread 0 shows the percentage done once the load has taken a second.
+// Thread tid's share of the stream: every nth block from its tid, until one fails (so the
+// first failed blocks of all threads hold the file's first). Thread 0 shows the percentage
+// done once the load has taken a second.
 static void stream_job(void *arg, int tid, int nth) {
     Stream *s = arg;
-    (void)nth;
-    for (int b; !atomic_load(&s->failed) && (b = atomic_fetch_add(&s->next, 1)) < s->blocks;) {
-        if (load_block(s, b, s->scratch + (size_t)tid * SCRATCH_BYTES(&s->file)))
-            s->bad[tid] = b, atomic_store(&s->failed, 1);
+    for (int b = tid; b < s->blocks && s->bad[tid] == INT_MAX; b += nth) {
+        if (load_block(s, b, s->scratch + (size_t)tid * SCRATCH_BYTES(&s->file))) s->bad[tid] = b;
         int pct = 100 * b / s->blocks;
         if (tid == 0 && s->progress && pct != s->shown && now_seconds() - s->t0 > 1.0)
             fprintf(stderr, "\rspecdec: loading %s: %d%%", s->t->path, s->shown = pct);
@@ -2022,7 +2015,7 @@ static int load_tables(Stream *s, char *msg, size_t len) {
     const char *name[5] = {"rms_att", "rms_ffn", "rms_final", "freq_cis_real", "freq_cis_imag"};
     checkpoint_offsets(off, &s->file, t->shared_classifier);
     for (int i = 0, legacy[5] = {1, 6, 10, 11, 12}; i < (t->gs ? 3 : 5); i++) // version 2: the norms at 256
-        if (read_at(s, to[i], n[i] * 4, s->q80 ? Q80_HEADER_BYTES + (size_t)i * L * dim * 4
+        if (read_at(s->fd, to[i], n[i] * 4, s->q80 ? Q80_HEADER_BYTES + (size_t)i * L * dim * 4
                                                : CONFIG_HEADER_BYTES + off[legacy[i]] * 4, msg, len) ||
             check_finite_tensor(to[i], n[i], name[i], 0, i < 3 ? dim : n[i], i < 3 ? dim : n[i] / (size_t)c->seq_len,
                                 msg, len))
@@ -2070,18 +2063,15 @@ static void load_transformer(Transformer *t, const char *path, int max_rows, Thr
     *t = (Transformer){.max_rows = max_rows, .pool = pool, .n_threads = pool && threads > 1 ? threads : 1,
                        .path = path};
     struct stat st, end;
-    Stream s = {.t = t, .fd = open_input(path, "checkpoint (a llama2.c .bin)", &st), .bytes = (size_t)st.st_size,
+    Stream s = {.t = t, .fd = open_input(path, "checkpoint (a llama2.c .bin)", &st),
                 .progress = progress && isatty(STDERR_FILENO), .t0 = now_seconds(), .shown = -1};
     char msg[1024]; // the header, the file's size, the memory, then every weight (model.h)
     unsigned char head[HEAD_BYTES] = {0};
-    if (pread(s.fd, head, s.bytes < HEAD_BYTES ? s.bytes : HEAD_BYTES, 0) < 0)
+    if (pread(s.fd, head, (size_t)st.st_size < HEAD_BYTES ? (size_t)st.st_size : HEAD_BYTES, 0) < 0)
         snprintf(msg, sizeof(msg), "cannot read its header: %s", strerror(errno)), stream_fail(&s, msg);
-    if ((s.q80 = checkpoint_config(t, head, s.bytes, weights, msg, sizeof(msg))) < 0) stream_fail(&s, msg);
+    if ((s.q80 = checkpoint_config(t, head, (size_t)st.st_size, weights, msg, sizeof(msg))) < 0) stream_fail(&s, msg);
     s.gs = s.q80 ? t->gs : 0, s.file = t->config;
     if (t->config.seq_len > positions) t->config.seq_len = positions; // what KV caches and RoPE tables hold
-    if (t->gs && (t->config.dim > Q8_MAX_N || t->config.hidden_dim > Q8_MAX_N))
-        snprintf(msg, sizeof(msg), "int8 takes dim and hidden_dim up to %d, not %d and %d (use f32 weights)",
-                 Q8_MAX_N, t->config.dim, t->config.hidden_dim), stream_fail(&s, msg);
     if (check_memory(&t->config, t->gs, t->shared_classifier, max_rows, t->n_threads, msg, sizeof(msg)))
         stream_fail(&s, msg);
     place_weights(t);

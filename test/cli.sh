@@ -494,7 +494,7 @@ expect_fail "-j /nonexistent/x.json: cannot write" $M -j /nonexistent/x.json
 expect_fail "--draft-weights int4: expected int8 or f32" $M --draft-weights int4
 expect_fail "--draft-weights bf16: expected int8 or f32" $M --draft-weights bf16
 $RANDCKPT $D/wide_ffn.bin 16 16388 1 2 1 400 16 --seed 3 || exit 1
-expect_fail "$D/wide_ffn.bin: int8 takes dim and hidden_dim up to 16384, not 16 and 16388 (use f32 weights)" $M -d $D/wide_ffn.bin
+expect_fail "$D/wide_ffn.bin: int8 takes dim and hidden_dim multiples of 4 up to 16384, not 16 and 16388 (use f32 weights)" $M -d $D/wide_ffn.bin
 expect_fail "--target-weights int4: expected int8 or f32" $M --target-weights int4
 # a malformed version-2 file: exit 1, one message naming the file and the field
 q80poke() { python3 -c "import struct,sys; b=bytearray(open(sys.argv[1],'rb').read()); o=int(sys.argv[3]); b[o:o+len(bytes.fromhex(sys.argv[4]))]=bytes.fromhex(sys.argv[4]); open(sys.argv[2],'wb').write(b[:int(sys.argv[5])] if len(sys.argv) > 5 else b)" "$@"; }
