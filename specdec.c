@@ -1838,15 +1838,17 @@ static int check_memory(const Config *c, int gs, int shared, int max_rows, int t
     if (need <= limit) return 0;
     size_t kv = 2 * (size_t)c->n_layers * (size_t)s.seq_pad * (size_t)(c->n_kv_heads * (c->dim / c->n_heads)) * 4;
     size_t int8 = add_size(packed_bytes(c, q80_group_size(c), shared), rest);
-    char hint[160] = "";
-    if (!gs && q80_group_size(c))
-        snprintf(hint, sizeof(hint), "; as int8 (--target-weights or --draft-weights int8) it would need %.1f GB%s",
-                 (double)int8 / 1e9, int8 > limit ? ", too much as well" : "");
-    snprintf(msg, len, "dim %d, %d layers, vocab %d need %.1f GB: %.1f GB of %s weights, %.1f GB of KV caches "
-             "for %d positions (fewer with a smaller -n), %.1f GB held already; specdec allows a run half "
-             "of the memory it may use (physical or its cgroup's), %.1f GB%s", c->dim, c->n_layers, c->vocab_size,
-             need == SIZE_MAX ? INFINITY : (double)need / 1e9, (double)weights / 1e9, gs ? "int8" : "f32",
-             (double)kv / 1e9, c->seq_len, (double)allocated / 1e9, (double)limit / 1e9, hint);
+    size_t n = (size_t)snprintf(msg, len, "dim %d, %d layers, vocab %d: needs %.1f GB (%.1f GB of %s weights, %.1f GB "
+                                "of KV caches for %d positions, %.1f GB held already) where specdec allows a run "
+                                "%.1f GB, half of the memory it may use (physical or its cgroup's)", c->dim, c->n_layers,
+                                c->vocab_size, (double)need / 1e9, (double)weights / 1e9, gs ? "int8" : "f32",
+                                (double)kv / 1e9, c->seq_len, (double)allocated / 1e9, (double)limit / 1e9);
+    if (kv > need / 4 && n < len) // the caches: prompt + -n, or all of seq_len without -n
+        n += (size_t)snprintf(msg + n, len - n, "; fewer positions need less (a smaller -n): %.1f MB each",
+                              (double)kv / c->seq_len / 1e6);
+    if (!gs && q80_group_size(c) && n < len)
+        snprintf(msg + n, len - n, "; as int8 (--target-weights or --draft-weights int8) it would need %.1f GB%s",
+                 (double)int8 / 1e9, int8 > limit ? ": too much as well" : "");
     return -1;
 }
 
