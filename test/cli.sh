@@ -273,7 +273,17 @@ if [ -f $R/stories260K.bin ] && [ -f $R/tok512.bin ]; then
         out=$($SPECDEC $D/s260q80.bin $d -z $R/tok512.bin -t 0 -n 60 -i "Once upon a time" 2>/dev/null)
         case "$out" in "$want"*) ok ;; *) bad "stories260K in int8 ($d): got '$out'" ;; esac
     done
-    echo "stories260K: greedy output starts with llama2.c's known text (target and spec; its version-2 export too)"
+    # export.py's own version 2 (groups of 64, run across w2's rows of 172): read exactly, its text
+    # as its weights' in f32 (dequantised) for 60 tokens, where int8 activations have not yet told
+    $RANDCKPT --q80 $R/stories260K.bin $D/s260x.bin 64 && $RANDCKPT --dequantize $D/s260x.bin $D/s260x_f32.bin || exit 1
+    f32=$($SPECDEC $D/s260x_f32.bin -z $R/tok512.bin -m target -t 0 -n 60 -i "Once upon a time" 2>/dev/null)
+    for d in "-m target" "-d $R/stories260K.bin"; do
+        out=$($SPECDEC $D/s260x.bin $d -z $R/tok512.bin -t 0 -n 60 -i "Once upon a time" 2>/dev/null)
+        case "$out" in "$want"*) [ "$out" = "$f32" ] && ok || bad "stories260K export.py GS 64 ($d): '$out', in f32 '$f32'" ;;
+                       *) bad "stories260K export.py GS 64 ($d): got '$out'" ;; esac
+    done
+    echo "stories260K: greedy output starts with llama2.c's known text (target and spec; its version-2 exports too,"
+    echo "    export.py's with groups across w2's rows the same 60 tokens as its weights in f32)"
 else
     echo "SKIP stories260K: $R absent"
 fi
