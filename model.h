@@ -171,8 +171,9 @@ static inline int check_checkpoint(Config *c, int *shared, const int32_t h[7], s
 static inline void checkpoint_offsets(size_t off[CHECKPOINT_TENSORS], const Config *c, int shared) {
     size_t dim = (size_t)c->dim, hid = (size_t)c->hidden_dim, L = (size_t)c->n_layers;
     size_t hs = dim / (size_t)c->n_heads, kv = (size_t)c->n_kv_heads * hs, rope = (size_t)c->seq_len * hs / 2;
-    size_t n[CHECKPOINT_TENSORS] = {(size_t)c->vocab_size * dim, L * dim, L * dim * dim, L * kv * dim, L * kv * dim,
-                                    L * dim * dim, L * dim, L * hid * dim, L * dim * hid, L * hid * dim, dim, rope, rope, 0};
+    size_t n[CHECKPOINT_TENSORS] = {(size_t)c->vocab_size * dim, L * dim, L * dim * dim, L * kv * dim,
+                                    L * kv * dim, L * dim * dim, L * dim, L * hid * dim, L * dim * hid,
+                                    L * hid * dim, dim, rope, rope, 0};
     for (size_t i = 0, at = 0; i < CHECKPOINT_TENSORS; at += n[i], i++) off[i] = at;
     if (shared) off[13] = 0;
 }
@@ -341,7 +342,8 @@ static inline size_t q80_at(const Config *c, int i, size_t n, size_t e, int gs, 
 // byte `at`, `layer_bytes` apart; a version-2 block's scales follow its values, at `scales`.
 typedef struct { size_t at, layer_bytes, scales; int layers, rows, n; } CheckpointMatrix;
 static inline CheckpointMatrix checkpoint_matrix(const Config *c, int shared, int q80, int gs, int i) {
-    size_t n[Q80_MATRICES], off[CHECKPOINT_TENSORS], at = Q80_HEADER_BYTES + (2 * (size_t)c->n_layers + 1) * (size_t)c->dim * 4;
+    size_t n[Q80_MATRICES], off[CHECKPOINT_TENSORS];
+    size_t at = Q80_HEADER_BYTES + (2 * (size_t)c->n_layers + 1) * (size_t)c->dim * 4; // the first matrix
     int d = c->dim, h = c->hidden_dim, V = c->vocab_size, kv = c->n_kv_heads * (d / c->n_heads);
     int rows[Q80_MATRICES] = {V, d, kv, kv, d, h, d, h, V}, legacy[Q80_MATRICES] = {0, 2, 3, 4, 5, 7, 8, 9, 13};
     int layers = i == Q80_EMBEDDING || i == Q80_WCLS ? 1 : c->n_layers;
@@ -455,6 +457,22 @@ static inline int check_q80_head(Config *c, int *shared, int *gs, const unsigned
     } else
         return 0;
     return -1;
+}
+
+// A checkpoint's header (its first Q80_HEADER_BYTES, zero-padded) and its size, in either
+// format (check_checkpoint, check_q80_head): fills c, *shared and *gs (0: legacy, float32).
+// Returns 1 for version 2, 0 for legacy, or -1 with a message in msg.
+static inline int check_checkpoint_head(Config *c, int *shared, int *gs, const unsigned char *head, size_t bytes,
+                                        char *msg, size_t len) {
+    int32_t h[7];
+    if (bytes < CONFIG_HEADER_BYTES) {
+        snprintf(msg, len, "file is %zu bytes, shorter than the 28-byte llama2.c header", bytes);
+        return -1;
+    }
+    memcpy(h, head, sizeof(h));
+    *gs = 0;
+    if (h[0] == Q80_MAGIC && h[1] == 2) return check_q80_head(c, shared, gs, head, bytes, msg, len) ? -1 : 1;
+    return check_checkpoint(c, shared, h, bytes, msg, len);
 }
 
 // The whole version-2 file: the header and size, the norms finite, every scale finite and >= 0

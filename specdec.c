@@ -1815,7 +1815,8 @@ static size_t packed_bytes(const Config *c, int gs, int shared) {
     size_t per_layer = add_size(matrix_bytes(dim + 2 * kv_dim, dim, gs), matrix_bytes(dim, dim, gs));
     per_layer = add_size(per_layer, matrix_bytes(2 * (int)panels_of(c->hidden_dim) * PANEL, dim, gs));
     per_layer = add_size(per_layer, matrix_bytes(dim, c->hidden_dim, q80_row_group(gs, c->hidden_dim)));
-    return add_size(mul_size((size_t)c->n_layers, per_layer), mul_size(2 - (size_t)shared, matrix_bytes(c->vocab_size, dim, gs)));
+    size_t classifiers = mul_size(2 - (size_t)shared, matrix_bytes(c->vocab_size, dim, gs));
+    return add_size(mul_size((size_t)c->n_layers, per_layer), classifiers);
 }
 
 // What a model holds besides its packed matrices: the norms and the RoPE tables, and
@@ -1840,9 +1841,10 @@ static int check_memory(const Config *c, int gs, int shared, int max_rows, int t
     size_t int8 = add_size(packed_bytes(c, q80_group_size(c), shared), rest);
     size_t n = (size_t)snprintf(msg, len, "dim %d, %d layers, vocab %d: needs %.1f GB (%.1f GB of %s weights, %.1f GB "
                                 "of KV caches for %d positions, %.1f GB held already) where specdec allows a run "
-                                "%.1f GB, half of the memory it may use (physical or its cgroup's)", c->dim, c->n_layers,
-                                c->vocab_size, (double)need / 1e9, (double)weights / 1e9, gs ? "int8" : "f32",
-                                (double)kv / 1e9, c->seq_len, (double)allocated / 1e9, (double)limit / 1e9);
+                                "%.1f GB, half of the memory it may use (physical or its cgroup's)", c->dim,
+                                c->n_layers, c->vocab_size, (double)need / 1e9, (double)weights / 1e9,
+                                gs ? "int8" : "f32", (double)kv / 1e9, c->seq_len, (double)allocated / 1e9,
+                                (double)limit / 1e9);
     if (kv > need / 4 && n < len) // the caches: prompt + -n, or all of seq_len without -n
         n += (size_t)snprintf(msg + n, len - n, "; fewer positions need less (a smaller -n): %.1f MB each",
                               (double)kv / c->seq_len / 1e6);
@@ -1862,16 +1864,18 @@ static const char *const WEIGHTS_NAME[] = {"f32", "int8"}; // as --target-weight
 // Open an input, a regular file, registered as an input of the run (model.h): its fd
 // and *st; die naming it otherwise. O_NONBLOCK: opening a FIFO must not wait for a
 // writer, so that fstat can refuse it.
+static void close_fd(void *fd) { close((int)(intptr_t)fd); }
 static int open_input(const char *path, const char *what, struct stat *st) {
     int fd = open(path, O_RDONLY | O_NONBLOCK);
     if (fd < 0) die("%s: cannot open %s: %s", path, what, strerror(errno));
-    if (fstat(fd, st) != 0 || !S_ISREG(st->st_mode))
-        close(fd), die("%s: not a regular file (expected the %s)", path, what);
-    char msg[2 * IO_PATH_MAX + 512], name[IO_PATH_MAX + 64]; // as the registry's messages name it: "the tokenizer (-z FILE) tok.bin"
+    own_resource((void *)(intptr_t)fd, close_fd); // closed by die() too, or by close_input
+    if (fstat(fd, st) != 0 || !S_ISREG(st->st_mode)) die("%s: not a regular file (expected the %s)", path, what);
+    char msg[2 * IO_PATH_MAX + 512], name[IO_PATH_MAX + 64]; // "the tokenizer (-z FILE) tok.bin": the registry's
     snprintf(name, sizeof(name), "the %s %s", what, path);
-    if (note_input(fd, name, msg, sizeof(msg))) close(fd), die("%s", msg);
+    if (note_input(fd, name, msg, sizeof(msg))) die("%s", msg);
     return fd;
 }
+static void close_input(int fd) { release_resource((void *)(intptr_t)fd); }
 
 // n bytes of the file open at fd from byte `at` into buf: 0, or -1 and msg (a short read: it changed)
 static int read_at(int fd, void *buf, size_t n, size_t at, char *msg, size_t len) {
@@ -1902,29 +1906,23 @@ static unsigned char *read_file_checked(const char *path, const char *what, size
     size_t n = (size_t)st.st_size;
     unsigned char head[HEAD_BYTES] = {0};
     ssize_t h = pread(fd, head, n < HEAD_BYTES ? n : HEAD_BYTES, 0);
-    if (check && (h < 0 || check(ctx, head, n, msg, sizeof(msg)))) close(fd), die("%s: %s", path, msg);
+    if (check && (h < 0 || check(ctx, head, n, msg, sizeof(msg)))) die("%s: %s", path, msg);
     unsigned char *buf = xmalloc(n + 1, path); // zeroed: a NUL after the n bytes
-    if (read_at(fd, buf, n, 0, msg, sizeof(msg))) close(fd), die("%s: %s", path, msg);
-    close(fd);
+    if (read_at(fd, buf, n, 0, msg, sizeof(msg))) die("%s: %s", path, msg);
+    close_input(fd);
     *n_out = n;
     return buf;
 }
 
-// A checkpoint's header and size (model.h) from head (its first HEAD_BYTES will do), as
-// `weights` loads it: config, classifier and int8 groups (gs 0: f32) into t. 1: version 2,
-// 0: legacy, -1: see msg
-static int checkpoint_config(Transformer *t, const void *head, size_t bytes, int weights, char *msg, size_t len) {
-    int32_t h[7];
+// A checkpoint's header and size (model.h's check_checkpoint_head) from head, as `weights`
+// loads it: config, classifier and int8 groups (gs 0: f32) into t. 1: version 2, 0: legacy,
+// -1: see msg
+static int checkpoint_config(Transformer *t, const unsigned char *head, size_t bytes, int weights, char *msg,
+                             size_t len) {
     const Config *c = &t->config;
-    if (bytes < CONFIG_HEADER_BYTES)
-        return snprintf(msg, len, "file is %zu bytes, shorter than the 28-byte llama2.c header", bytes), -1;
-    memcpy(h, head, sizeof(h));
-    int q80 = h[0] == Q80_MAGIC && h[1] == 2;
-    if (q80 ? check_q80_head(&t->config, &t->shared_classifier, &t->gs, head, bytes, msg, len)
-            : check_checkpoint(&t->config, &t->shared_classifier, h, bytes, msg, len))
-        return -1;
-    if (!q80) t->gs = weights == WEIGHTS_INT8 ? q80_group_size(c) : 0;
-    if ((weights == WEIGHTS_INT8 || q80) && (!t->gs || c->dim > Q8_MAX_N || c->hidden_dim > Q8_MAX_N))
+    int q80 = check_checkpoint_head(&t->config, &t->shared_classifier, &t->gs, head, bytes, msg, len);
+    if (q80 == 0 && weights == WEIGHTS_INT8) t->gs = q80_group_size(c);
+    if (q80 >= 0 && (q80 || weights == WEIGHTS_INT8) && (!t->gs || c->dim > Q8_MAX_N || c->hidden_dim > Q8_MAX_N))
         return snprintf(msg, len, "int8 takes dim and hidden_dim multiples of 4 up to %d, not %d and %d (use f32 "
                         "weights)", Q8_MAX_N, c->dim, c->hidden_dim), -1;
     return q80;
@@ -1969,8 +1967,8 @@ static int load_block(const Stream *s, int b, char *x) {
     float *fsc = (float *)(void *)(raw + most * 5), *sc = fsc + most / 4 + 2; // the file's scales, then each row's
     if (read_at(s->fd, raw, rn * (s->q80 ? 1 : 4), layer + (size_t)r0 * n * (s->q80 ? 1 : 4), x, 512)) return -1;
     if (!s->q80) {
-        if (check_finite_tensor((const float *)(void *)raw, rn, Q80_NAMES[i], ((size_t)l * (size_t)f.rows + (size_t)r0) * n,
-                                (size_t)f.rows * n, n, x, 512))
+        if (check_finite_tensor((const float *)(void *)raw, rn, Q80_NAMES[i], ((size_t)l * (size_t)f.rows + (size_t)r0)
+                                * n, (size_t)f.rows * n, n, x, 512))
             return -1;
         for (size_t g = 0; m->gs && g < rn / (size_t)m->gs; g++)
             sc[g] = q80_group(q + g * (size_t)m->gs, (const float *)(void *)raw + g * (size_t)m->gs, m->gs);
@@ -2026,11 +2024,6 @@ static int load_tables(Stream *s, char *msg, size_t len) {
     return 0;
 }
 
-static void stream_fail(const Stream *s, const char *why) {
-    close(s->fd);
-    die("%s: %s", s->t->path, why);
-}
-
 // Every matrix of the checkpoint, placed in one allocation as Layer lays them out (Part I):
 // the embedding after the classifier when it is not shared. Weights past STREAMED_BYTES come
 // from DRAM: streamed (Matrix), so one panel at a time, one stream the hardware prefetcher
@@ -2070,14 +2063,14 @@ static void load_transformer(Transformer *t, const char *path, int max_rows, Thr
     char msg[1024]; // the header, the file's size, the memory, then every weight (model.h)
     unsigned char head[HEAD_BYTES] = {0};
     if (pread(s.fd, head, (size_t)st.st_size < HEAD_BYTES ? (size_t)st.st_size : HEAD_BYTES, 0) < 0)
-        snprintf(msg, sizeof(msg), "cannot read its header: %s", strerror(errno)), stream_fail(&s, msg);
-    if ((s.q80 = checkpoint_config(t, head, (size_t)st.st_size, weights, msg, sizeof(msg))) < 0) stream_fail(&s, msg);
+        die("%s: cannot read its header: %s", path, strerror(errno));
+    if ((s.q80 = checkpoint_config(t, head, (size_t)st.st_size, weights, msg, sizeof(msg))) < 0) die("%s: %s", path, msg);
     s.gs = s.q80 ? t->gs : 0, s.file = t->config;
     if (t->config.seq_len > positions) t->config.seq_len = positions; // what KV caches and RoPE tables hold
     if (check_memory(&t->config, t->gs, t->shared_classifier, max_rows, t->n_threads, msg, sizeof(msg)))
-        stream_fail(&s, msg);
+        die("%s: %s", path, msg);
     place_weights(t);
-    if (load_tables(&s, msg, sizeof(msg))) stream_fail(&s, msg);
+    if (load_tables(&s, msg, sizeof(msg))) die("%s: %s", path, msg);
     for (int i = 0; i < Q80_MATRICES; i++) {
         CheckpointMatrix f = checkpoint_matrix(&s.file, t->shared_classifier, s.q80, s.gs, i);
         s.blocks += f.layers * ((f.rows + PANEL - 1) / PANEL);
@@ -2088,11 +2081,11 @@ static void load_transformer(Transformer *t, const char *path, int max_rows, Thr
     if (s.shown >= 0) fprintf(stderr, "\r\033[K"); // the percentage's line, erased
     for (int i = 1; i < t->n_threads; i++) // the first failed block in file order names the error
         if (s.bad[i] < s.bad[0]) s.bad[0] = s.bad[i], memcpy(s.scratch, s.scratch + i * SCRATCH_BYTES(&s.file), 512);
-    if (s.bad[0] < INT_MAX) stream_fail(&s, s.scratch);
+    if (s.bad[0] < INT_MAX) die("%s: %s", path, s.scratch);
     if (fstat(s.fd, &end) || end.st_size != st.st_size || end.st_mtim.tv_sec != st.st_mtim.tv_sec ||
         end.st_mtim.tv_nsec != st.st_mtim.tv_nsec)
-        stream_fail(&s, "the file changed while it was read (its size or time); load it once it is written");
-    close(s.fd);
+        die("%s: the file changed while it was read (its size or time); load it once it is written", path);
+    close_input(s.fd);
     xfree(s.scratch);
     build_run_state(&t->state, &t->config, max_rows, t->n_threads);
 }

@@ -232,7 +232,8 @@ static void test_too_big(void) {
     snprintf(need, sizeof(need), "needs %zu", CONFIG_HEADER_BYTES + checkpoint_n_floats(&c7, 1) * 4);
     int rc = write_sparse(p7, h7, sizeof(h7), 1 << 20) ? in_child(load, p7) : -1;
     CHECK(rc == 1 && child_said("claims7B.bin: file is 1048576 bytes") && child_said(need),
-          "a 7B header on a 1 MB file under a 256 MB address-space limit: exit %d (want 1, the file and '%s')", rc, need);
+          "a 7B header on a 1 MB file under a 256 MB address-space limit: exit %d (want 1, the file and '%s')", rc,
+          need);
     off_t bytes = (off_t)(CONFIG_HEADER_BYTES + checkpoint_n_floats(&c13, 1) * 4);
     if (!write_sparse(p13, h13, sizeof(h13), bytes)) {
         printf("SKIP a 13B f32 file: this filesystem cannot hold a sparse %.0f GB file\n", (double)bytes / 1e9);
@@ -266,7 +267,8 @@ static void test_positions(void) {
     build_transformer(&full, f32, MAX_ROWS, NULL, 1);
     load_transformer(&part, f32, MAX_ROWS, NULL, 1, WEIGHTS_F32, 12, 0);
     int V = full.config.vocab_size, same = 1;
-    for (int i = 0; i < 8; i++) same &= !memcmp(forward(&full, tok + i, 1, i), forward(&part, tok + i, 1, i), (size_t)V * 4);
+    for (int i = 0; i < 8; i++)
+        same &= !memcmp(forward(&full, tok + i, 1, i), forward(&part, tok + i, 1, i), (size_t)V * 4);
     CHECK(same, "caches for 12 positions: logits differ from the full context's");
     printf("a version-2 file claiming seq_len %d, run at %d positions: %.1f MB held; caches sized to 12 positions give "
            "the full context's logits\n", seq, 8 + MAX_ROWS, (double)held / 1e6);
