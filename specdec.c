@@ -35,29 +35,29 @@
 //
 // CONTENTS (line numbers; test/cli.sh checks them)
 // Part I. The chain
-//   109-176   The data
-//   178-236   The kernel contract
-//   238-430   Forward
-//   432-536   Sampler
-//   538-617   The speculative step
-//   619-672   Drafters
-//   674-790   The speculative round
-//   792-863   Generation
-//   865-972   main
+//   109-177   The data
+//   179-239   The kernel contract
+//   241-432   Forward
+//   434-538   Sampler
+//   540-619   The speculative step
+//   621-674   Drafters
+//   676-792   The speculative round
+//   794-865   Generation
+//   867-974   main
 // Part II. The extensions
-//   992-1207  Drafters without a second model
-//  1209-1217  Lenience
-//  1219-1577  Tree speculation
+//   994-1209  Drafters without a second model
+//  1211-1219  Lenience
+//  1221-1579  Tree speculation
 // Appendices
-//  1584-1711  Appendix A. Errors and memory
-//  1713-2097  Appendix B. Loading
-//  2099-2789  Appendix C. Math kernels
-//  2791-3087  Appendix D. Threads
-//  3089-3244  Appendix E. Tokenizer
-//  3246-3356  Appendix F. Auto-K (-k 0)
-//  3358-3669  Appendix G. Statistics
-//  3671-3720  Appendix H. The text on stdout
-//  3722-4065  Appendix I. Command line
+//  1586-1713  Appendix A. Errors and memory
+//  1715-2192  Appendix B. Loading
+//  2194-2884  Appendix C. Math kernels
+//  2886-3182  Appendix D. Threads
+//  3184-3339  Appendix E. Tokenizer
+//  3341-3451  Appendix F. Auto-K (-k 0)
+//  3453-3764  Appendix G. Statistics
+//  3766-3815  Appendix H. The text on stdout
+//  3817-4160  Appendix I. Command line
 //
 // Build: cc -std=c11 -O3 -mavx2 -mfma -ffp-contract=off -pthread specdec.c -lm
 #define _POSIX_C_SOURCE 200809L
@@ -2062,9 +2062,9 @@ static void load_transformer(Transformer *t, const char *path, int max_rows, Thr
                 .progress = progress && isatty(STDERR_FILENO), .t0 = now_seconds(), .shown = -1};
     char msg[1024]; // the header, the file's size, the memory, then every weight (model.h)
     unsigned char head[HEAD_BYTES] = {0};
-    if (pread(s.fd, head, (size_t)st.st_size < HEAD_BYTES ? (size_t)st.st_size : HEAD_BYTES, 0) < 0)
-        die("%s: cannot read its header: %s", path, strerror(errno));
-    if ((s.q80 = checkpoint_config(t, head, (size_t)st.st_size, weights, msg, sizeof(msg))) < 0) die("%s: %s", path, msg);
+    if (read_at(s.fd, head, (size_t)st.st_size < HEAD_BYTES ? (size_t)st.st_size : HEAD_BYTES, 0, msg, sizeof(msg)) ||
+        (s.q80 = checkpoint_config(t, head, (size_t)st.st_size, weights, msg, sizeof(msg))) < 0)
+        die("%s: %s", path, msg);
     s.gs = s.q80 ? t->gs : 0, s.file = t->config;
     if (t->config.seq_len > positions) t->config.seq_len = positions; // what KV caches and RoPE tables hold
     if (check_memory(&t->config, t->gs, t->shared_classifier, max_rows, t->n_threads, msg, sizeof(msg)))
@@ -2322,7 +2322,7 @@ static void outer_scalar(float *const *out, const float *const *a, int Q, const 
             }
 }
 
-// int8 matmul (an int8 model; weights as pack_rows leaves them). Each input
+// int8 matmul (an int8 model; weights as pack_block leaves them). Each input
 // row x (n) is quantised in groups of gs as the weights are (model.h's
 // q80_group: values x_q, scale s_x[g]); then output r is
 //   out[r] = 0; for g = 0, 1, ..., n/gs - 1:
