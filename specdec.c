@@ -50,14 +50,14 @@
 //  1221-1579  Tree speculation
 // Appendices
 //  1586-1713  Appendix A. Errors and memory
-//  1715-2192  Appendix B. Loading
-//  2194-2884  Appendix C. Math kernels
-//  2886-3182  Appendix D. Threads
-//  3184-3339  Appendix E. Tokenizer
-//  3341-3451  Appendix F. Auto-K (-k 0)
-//  3453-3764  Appendix G. Statistics
-//  3766-3815  Appendix H. The text on stdout
-//  3817-4160  Appendix I. Command line
+//  1715-2193  Appendix B. Loading
+//  2195-2885  Appendix C. Math kernels
+//  2887-3183  Appendix D. Threads
+//  3185-3340  Appendix E. Tokenizer
+//  3342-3452  Appendix F. Auto-K (-k 0)
+//  3454-3765  Appendix G. Statistics
+//  3767-3816  Appendix H. The text on stdout
+//  3818-4161  Appendix I. Command line
 //
 // Build: cc -std=c11 -O3 -mavx2 -mfma -ffp-contract=off -pthread specdec.c -lm
 #define _POSIX_C_SOURCE 200809L
@@ -2101,14 +2101,15 @@ static UNUSED_OK void build_transformer(Transformer *t, const char *path, int ma
     build_transformer_as(t, path, max_rows, pool, threads, WEIGHTS_F32);
 }
 
-// A model for this run: KV caches and RoPE tables for the positions it reaches, the
-// prompt (a token per byte at most, BOS and a space) and -n, and a verify pass or a
-// tree past them; without -n, the whole context
+// A model for this run on `threads` threads, loaded on all of them: KV caches and RoPE
+// tables for the positions it reaches, the prompt (a token per byte at most, BOS and a
+// space) and -n, and a verify pass or a tree past them; without -n, the whole context
 static void load_for_run(Transformer *t, const char *path, ThreadPool *pool, int threads, int weights,
                          const Options *o) {
     size_t n = strlen(o->prompt) + 2 + (size_t)o->n_new + MAX_ROWS;
-    load_transformer(t, path, MAX_ROWS, pool, threads, weights, given(o, "-n") && n < INT_MAX ? (int)n : INT_MAX,
+    load_transformer(t, path, MAX_ROWS, pool, o->threads, weights, given(o, "-n") && n < INT_MAX ? (int)n : INT_MAX,
                      !o->quiet);
+    t->n_threads = pool && threads > 1 ? threads : 1;
 }
 
 static UNUSED_OK void free_transformer(Transformer *t) {
