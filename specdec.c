@@ -1956,7 +1956,7 @@ static int load_block(const Stream *s, int b, char *x) {
     }
     int l = b / per, r0 = b % per * PANEL, r = f.rows - r0 < PANEL ? f.rows - r0 : PANEL, gs = s->gs;
     int dim = s->file.dim, kv = s->file.n_kv_heads * (dim / s->file.n_heads), j0[Q80_MATRICES] = {r0, r0, dim + r0,
-        dim + kv + r0, r0, 2 * r0, r0, 2 * r0 + PANEL, r0}; // Layer's rows: w1, w3 panels interleaved
+        dim + kv + r0, r0, 2 * r0, r0, 2 * r0 + PANEL, r0}; // where, by Q80_NAMES: Layer's qkv, w1 and w3 panels
     Layer *ly = &s->t->layers[l];
     Matrix *to[Q80_MATRICES] = {s->t->shared_classifier ? &s->t->wcls : &s->t->embedding, &ly->qkv, &ly->qkv,
                                 &ly->qkv, &ly->wo, &ly->w13, &ly->w2, &ly->w13, &s->t->wcls}, *m = to[i];
