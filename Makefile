@@ -34,7 +34,7 @@ LDLIBS  = -lm -pthread
 TFLAGS  = $(REQUIRED) $(CFLAGS) -Wno-unused-function
 ASAN    = -std=c11 -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
           -fno-sanitize-recover=all -ffp-contract=off -Wall -Wextra -pedantic -Wno-unused-function
-TESTS   = test_kernels test_forward test_tokenizer test_spec test_io
+TESTS   = test_kernels test_forward test_tokenizer test_spec test_io test_load
 TEST_DEPS = specdec.c model.h test/check.h test/random_model.h
 
 .PHONY: all run test test-core test-port bench sweep bench-tree clean golden

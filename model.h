@@ -165,24 +165,26 @@ static inline int check_checkpoint(Config *c, int *shared, const int32_t h[7], s
     return -1;
 }
 
+// Where each tensor starts, in floats after the header, in the table's (and
+// TransformerWeights') order: off[13], wcls, is 0 (the embedding's) when shared.
+#define CHECKPOINT_TENSORS 14
+static inline void checkpoint_offsets(size_t off[CHECKPOINT_TENSORS], const Config *c, int shared) {
+    size_t dim = (size_t)c->dim, hid = (size_t)c->hidden_dim, L = (size_t)c->n_layers;
+    size_t hs = dim / (size_t)c->n_heads, kv = (size_t)c->n_kv_heads * hs, rope = (size_t)c->seq_len * hs / 2;
+    size_t n[CHECKPOINT_TENSORS] = {(size_t)c->vocab_size * dim, L * dim, L * dim * dim, L * kv * dim,
+                                    L * kv * dim, L * dim * dim, L * dim, L * hid * dim, L * dim * hid,
+                                    L * hid * dim, dim, rope, rope, 0};
+    for (size_t i = 0, at = 0; i < CHECKPOINT_TENSORS; at += n[i], i++) off[i] = at;
+    if (shared) off[13] = 0;
+}
+
 // Point w's fields into the flat array `at` laid out as above.
 static inline void map_weights(TransformerWeights *w, const Config *c, float *at, int shared) {
-    size_t dim = (size_t)c->dim, hid = (size_t)c->hidden_dim, L = (size_t)c->n_layers;
-    size_t hs = dim / (size_t)c->n_heads, kv_dim = (size_t)c->n_kv_heads * hs;
-    w->token_embedding = at; at += (size_t)c->vocab_size * dim;
-    w->rms_att = at;  at += L * dim;
-    w->wq = at;       at += L * dim * dim;
-    w->wk = at;       at += L * kv_dim * dim;
-    w->wv = at;       at += L * kv_dim * dim;
-    w->wo = at;       at += L * dim * dim;
-    w->rms_ffn = at;  at += L * dim;
-    w->w1 = at;       at += L * hid * dim;
-    w->w2 = at;       at += L * dim * hid;
-    w->w3 = at;       at += L * hid * dim;
-    w->rms_final = at; at += dim;
-    w->rope_cos = at; at += (size_t)c->seq_len * hs / 2;
-    w->rope_sin = at; at += (size_t)c->seq_len * hs / 2;
-    w->wcls = shared ? w->token_embedding : at;
+    size_t off[CHECKPOINT_TENSORS];
+    float **f[CHECKPOINT_TENSORS] = {&w->token_embedding, &w->rms_att, &w->wq, &w->wk, &w->wv, &w->wo, &w->rms_ffn,
+                                     &w->w1, &w->w2, &w->w3, &w->rms_final, &w->rope_cos, &w->rope_sin, &w->wcls};
+    checkpoint_offsets(off, c, shared);
+    for (int i = 0; i < CHECKPOINT_TENSORS; i++) *f[i] = at + off[i];
 }
 
 // The first float of v (n) that is NaN or inf, or n. A bit test (exponent all
@@ -203,14 +205,26 @@ static inline size_t first_non_finite(const float *v, size_t n) {
     return n;
 }
 
-// Every weight must be a finite float: a NaN or inf (a diverged training run,
-// a corrupted file) would otherwise decode silently into garbage. Returns 0,
-// or -1 with a message in msg naming the tensor, the layer and the element.
+// v (n): elements first.. of the tensor `name`, layers of per_layer floats in rows of
+// cols. Every weight must be a finite float: a NaN or inf (a diverged training run,
+// a corrupted file) would otherwise decode silently into garbage. Returns 0, or -1
+// with a message in msg naming the tensor, the layer, the row and the column.
+static inline int check_finite_tensor(const float *v, size_t n, const char *name, size_t first, size_t per_layer,
+                                      size_t cols, char *msg, size_t len) {
+    size_t at = first_non_finite(v, n), e = first + at;
+    if (at == n) return 0;
+    snprintf(msg, len, "weight %s (layer %zu, row %zu, column %zu) is %s; a checkpoint must hold finite floats "
+             "(a training run that diverged, or a damaged file?)", name, e / per_layer, e % per_layer / cols,
+             e % cols, isnan(v[at]) ? "NaN" : "infinite");
+    return -1;
+}
+
+// Every tensor of a checkpoint checked (check_finite_tensor)
 static inline int check_finite_weights(const TransformerWeights *w, const Config *c, int shared,
                                        char *msg, size_t len) {
     size_t dim = (size_t)c->dim, hid = (size_t)c->hidden_dim, L = (size_t)c->n_layers;
     size_t hs = dim / (size_t)c->n_heads, kv = (size_t)c->n_kv_heads * hs, V = (size_t)c->vocab_size;
-    struct { const char *name; const float *data; size_t layers, rows, cols; } tensors[] = {
+    struct { const char *name; const float *data; size_t layers, rows, cols; } t[] = {
         {"token_embedding", w->token_embedding, 1, V, dim}, {"rms_att", w->rms_att, L, 1, dim},
         {"wq", w->wq, L, dim, dim}, {"wk", w->wk, L, kv, dim}, {"wv", w->wv, L, kv, dim},
         {"wo", w->wo, L, dim, dim}, {"rms_ffn", w->rms_ffn, L, 1, dim}, {"w1", w->w1, L, hid, dim},
@@ -218,20 +232,12 @@ static inline int check_finite_weights(const TransformerWeights *w, const Config
         {"freq_cis_real", w->rope_cos, 1, (size_t)c->seq_len, hs / 2},
         {"freq_cis_imag", w->rope_sin, 1, (size_t)c->seq_len, hs / 2},
         {"wcls", w->wcls, shared ? 0 : 1, V, dim}};
-    for (size_t i = 0; i < sizeof(tensors) / sizeof(tensors[0]); i++) {
-        size_t per_layer = tensors[i].rows * tensors[i].cols, n = tensors[i].layers * per_layer;
-        size_t at = first_non_finite(tensors[i].data, n);
-        if (at == n) continue;
-        size_t in_layer = at % per_layer;
-        snprintf(msg, len, "weight %s (layer %zu, row %zu, column %zu) is %s; a checkpoint must hold "
-                 "finite floats (a training run that diverged, or a damaged file?)", tensors[i].name,
-                 at / per_layer, in_layer / tensors[i].cols, in_layer % tensors[i].cols,
-                 isnan(tensors[i].data[at]) ? "NaN" : "infinite");
-        return -1;
-    }
+    for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++)
+        if (check_finite_tensor(t[i].data, t[i].layers * t[i].rows * t[i].cols, t[i].name, 0, t[i].rows * t[i].cols,
+                                t[i].cols, msg, len))
+            return -1;
     return 0;
 }
-
 
 // The legacy RoPE tables: cos/sin (seq_len, hs/2) of pos * 10000^(-2i/hs).
 // Computed in double and rounded once, so every libm gives the same floats.
@@ -299,12 +305,14 @@ static inline int write_checkpoint(const char *path, const Config *c, const floa
 //               rope_tables().
 //
 // A group's values are w_q * s: s = max|w| / 127, w_q = rint(w / s) (ties to even,
-// torch.round's rule; 0 where s is 0), so |w_q| <= 127. GS must divide dim and
-// hidden_dim (a row, of dim or hidden_dim values, is whole groups); specdec also
-// takes only multiples of 4.
+// torch.round's rule; 0 where s is 0), so |w_q| <= 127. GS divides dim, so a
+// layer's matrix is whole groups; export.py halves GS until it divides dim only,
+// so where it does not divide hidden_dim w2's groups run across its rows (the
+// readers here split them at each row's end: q80_row_group). specdec takes GS
+// a multiple of 4 whose parts of a row are too.
 #define Q80_MAGIC 0x616b3432
 #define Q80_HEADER_BYTES 256
-#define Q80_MATRICES 9
+enum { Q80_EMBEDDING, Q80_WQ, Q80_WK, Q80_WV, Q80_WO, Q80_W1, Q80_W2, Q80_W3, Q80_WCLS, Q80_MATRICES };
 
 // The matrices in file order: their names and sizes in values over all layers
 // (0: wcls, shared); L blocks of n / L values and their scales each but for the
@@ -323,9 +331,29 @@ static const char *const Q80_NAMES[Q80_MATRICES] = {"token_embedding", "wq", "wk
 // Where value e (of the n over all layers) of matrix i sits, in bytes from the
 // matrix's start; *scale_at: its group's scale
 static inline size_t q80_at(const Config *c, int i, size_t n, size_t e, int gs, size_t *scale_at) {
-    size_t each = i == 0 || i == 8 ? n : n / (size_t)c->n_layers, w = e % each, block = each + each / (size_t)gs * 4;
+    size_t each = i == Q80_EMBEDDING || i == Q80_WCLS ? n : n / (size_t)c->n_layers, w = e % each;
+    size_t block = each + each / (size_t)gs * 4;
     *scale_at = e / each * block + each + w / (size_t)gs * 4;
     return e / each * block + w;
+}
+
+// Matrix i (Q80_NAMES) of a checkpoint file, legacy (q80 0) or version 2 in groups of gs:
+// `layers` blocks (one for the embedding and wcls) of (rows, n) values each, the first at
+// byte `at`, `layer_bytes` apart; a version-2 block's scales follow its values, at `scales`.
+typedef struct { size_t at, layer_bytes, scales; int layers, rows, n; } CheckpointMatrix;
+static inline CheckpointMatrix checkpoint_matrix(const Config *c, int shared, int q80, int gs, int i) {
+    size_t n[Q80_MATRICES], off[CHECKPOINT_TENSORS];
+    size_t at = Q80_HEADER_BYTES + (2 * (size_t)c->n_layers + 1) * (size_t)c->dim * 4; // the first matrix
+    int d = c->dim, h = c->hidden_dim, V = c->vocab_size, kv = c->n_kv_heads * (d / c->n_heads);
+    int rows[Q80_MATRICES] = {V, d, kv, kv, d, h, d, h, V}, legacy[Q80_MATRICES] = {0, 2, 3, 4, 5, 7, 8, 9, 13};
+    int layers = i == Q80_EMBEDDING || i == Q80_WCLS ? 1 : c->n_layers;
+    q80_sizes(c, shared, n);
+    checkpoint_offsets(off, c, shared);
+    for (int j = 0; q80 && j < i; j++) at += n[j] + n[j] / (size_t)gs * 4;
+    size_t each = n[i] / (size_t)layers;
+    CheckpointMatrix m = {q80 ? at : CONFIG_HEADER_BYTES + off[legacy[i]] * 4, q80 ? each + each / (size_t)gs * 4
+                          : each * 4, each, layers, n[i] ? rows[i] : 0, i == Q80_W2 ? h : d};
+    return m;
 }
 
 // Bytes of a version-2 file (SIZE_MAX: too many), with gs > 0 dividing dim
@@ -344,6 +372,17 @@ static inline int q80_group_size(const Config *c) {
     int gs = 64;
     while (gs >= 4 && (c->dim % gs || c->hidden_dim % gs)) gs /= 2;
     return gs >= 4 ? gs : 0;
+}
+
+// The groups a row of n values is held in: gcd(gs, n) (0 for gs 0, float). Where GS
+// does not divide n, a group that runs across rows is split at the row's end, each
+// part with the group's scale: the same weights, value for value.
+static inline int q80_row_group(int gs, int n) {
+    while (gs && n % gs) {
+        int r = n % gs;
+        n = gs, gs = r;
+    }
+    return gs;
 }
 
 // One group: x (gs) -> xq (gs), returns s. A group holding a NaN or inf gets
@@ -404,9 +443,9 @@ static inline int check_q80_head(Config *c, int *shared, int *gs, const unsigned
     if (check_config_fields(c, msg, len)) return -1;
     if (file[36] > 1)
         snprintf(msg, len, "header field shared_classifier = %d, expected 0 or 1", file[36]);
-    else if (*gs <= 0 || c->dim % *gs || c->hidden_dim % *gs || *gs % 4)
+    else if (*gs <= 0 || c->dim % *gs || *gs % 4 || q80_row_group(*gs, c->hidden_dim) % 4)
         snprintf(msg, len, "header field group_size = %d, expected a positive multiple of 4 dividing dim %d "
-                 "and hidden_dim %d", *gs, c->dim, c->hidden_dim);
+                 "and sharing a multiple of 4 with hidden_dim %d", *gs, c->dim, c->hidden_dim);
     else if (bytes != q80_file_bytes(c, *shared, *gs)) {
         size_t other = q80_file_bytes(c, !*shared, *gs);
         snprintf(msg, len, "file is %zu bytes but its version-2 header (dim %d, hidden_dim %d, n_layers %d, "
@@ -418,6 +457,22 @@ static inline int check_q80_head(Config *c, int *shared, int *gs, const unsigned
     } else
         return 0;
     return -1;
+}
+
+// A checkpoint's header (its first Q80_HEADER_BYTES, zero-padded) and its size, in either
+// format (check_checkpoint, check_q80_head): fills c, *shared and *gs (0: legacy, float32).
+// Returns 1 for version 2, 0 for legacy, or -1 with a message in msg.
+static inline int check_checkpoint_head(Config *c, int *shared, int *gs, const unsigned char *head, size_t bytes,
+                                        char *msg, size_t len) {
+    int32_t h[7];
+    if (bytes < CONFIG_HEADER_BYTES) {
+        snprintf(msg, len, "file is %zu bytes, shorter than the 28-byte llama2.c header", bytes);
+        return -1;
+    }
+    memcpy(h, head, sizeof(h));
+    *gs = 0;
+    if (h[0] == Q80_MAGIC && h[1] == 2) return check_q80_head(c, shared, gs, head, bytes, msg, len) ? -1 : 1;
+    return check_checkpoint(c, shared, h, bytes, msg, len);
 }
 
 // The whole version-2 file: the header and size, the norms finite, every scale finite and >= 0

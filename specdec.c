@@ -38,29 +38,29 @@
 //
 // CONTENTS (line numbers; test/cli.sh checks them)
 // Part I. The chain
-//   112-178   The data
-//   181-238   The kernel contract
-//   241-427   Forward
-//   430-527   Sampler
-//   530-603   The speculative step
-//   606-658   Drafters
-//   661-777   The speculative round
-//   780-857   Generation
-//   860-976   main
+//   112-179   The data
+//   182-241   The kernel contract
+//   244-429   Forward
+//   432-529   Sampler
+//   532-605   The speculative step
+//   608-660   Drafters
+//   663-779   The speculative round
+//   782-859   Generation
+//   862-978   main
 // Part II. The extensions
-//   979-1157  Drafters without a second model
-//  1160-1167  Lenience
-//  1170-1497  Tree speculation
+//   981-1159  Drafters without a second model
+//  1162-1169  Lenience
+//  1172-1499  Tree speculation
 // Appendices
-//  1500-1626  Appendix A. Errors and memory
-//  1629-2009  Appendix B. Loading
-//  2012-2722  Appendix C. Math kernels
-//  2725-3020  Appendix D. Threads
-//  3023-3177  Appendix E. Tokenizer
-//  3180-3286  Appendix F. Auto-K (-k 0)
-//  3289-3611  Appendix G. Statistics
-//  3614-3662  Appendix H. The text on stdout
-//  3665-4044  Appendix I. Command line
+//  1502-1628  Appendix A. Errors and memory
+//  1631-2106  Appendix B. Loading
+//  2109-2819  Appendix C. Math kernels
+//  2822-3117  Appendix D. Threads
+//  3120-3274  Appendix E. Tokenizer
+//  3277-3383  Appendix F. Auto-K (-k 0)
+//  3386-3708  Appendix G. Statistics
+//  3711-3759  Appendix H. The text on stdout
+//  3762-4140  Appendix I. Command line
 //
 // Build: cc -std=c11 -O3 -mavx2 -mfma -ffp-contract=off -pthread specdec.c -lm
 #define _POSIX_C_SOURCE 200809L
@@ -159,10 +159,11 @@ typedef struct {
 } RunState;
 
 typedef struct {
-    Config config;              // vocab_size is |vocab_size| here
-    TransformerWeights weights; // the norms, embedding and RoPE tables it reads (model.h's pointers)
+    Config config;              // vocab_size is |vocab_size|; seq_len the positions this run reaches (Appendix B)
+    TransformerWeights weights; // the norms and RoPE tables it reads (model.h's pointers)
     Layer *layers;              // (n_layers) the packed matrices
     Matrix wcls;                // the classifier (vocab, dim), packed
+    Matrix embedding;           // token_embedding, packed the same way (a copy of wcls when shared)
     int gs;                     // 0: float; else an int8 model (version 2) in groups of gs
     int shared_classifier;      // 1: wcls is token_embedding
     RunState state;
@@ -172,8 +173,8 @@ typedef struct {
     long forwards;              // forward() calls so far, and their seconds (statistics, auto-K)
     double seconds;
     const char *path;
-    void *held[4];              // what loading allocated: the file's bytes, an int8 image, the
-} Transformer;                  // packed matrices, the tables (Appendix B)
+    void *packed, *tables;      // what loading allocated: the matrices, the norms and RoPE tables
+} Transformer;
 
 typedef struct Tokenizer Tokenizer; // llama2.c's tokenizer.bin, BPE with byte fallback (Appendix E)
 
@@ -190,6 +191,8 @@ typedef struct Tokenizer Tokenizer; // llama2.c's tokenizer.bin, BPE with byte f
 // W (d,n) @ x (T,n) -> out (T,d): output panels [i0, i1) of m (16 rows each); an int8
 // model's W and x are int8 groups, summed exactly within a group (Appendix C, int8 matmul)
 static void matmul_panels(float *out, const float *x, int T, const Matrix *m, int i0, int i1);
+// row j of m (d, n) -> out (n): its floats, or int8 values times their groups' scales (Appendix B)
+static void matrix_row(float *out, const Matrix *m, int j);
 // silu(v) = v * (1 / (1 + exp(-v))), exp by a fixed polynomial (Appendix C)
 static float silu(float v);
 // x (T,n), weight (n) -> out (T,n): s = 1 / sqrtf(dot(x, x) / n + 1e-5), out = weight * (s * x),
@@ -395,8 +398,7 @@ static float *run_pass(Transformer *tr, const int *tokens, ForwardJob *job) {
     RunState *s = &tr->state;
     int dim = tr->config.dim;
     for (int i = 0; i < job->T; i++) // embed: x[i] = token_embedding[tokens[i]]
-        memcpy(s->x + (size_t)i * dim, tr->weights.token_embedding + (size_t)tokens[i] * dim,
-               (size_t)dim * sizeof(float));
+        matrix_row(s->x + (size_t)i * dim, &tr->embedding, tokens[i]);
     double t0 = now_seconds();
     pool_run_pass(tr->pool, tr->n_threads, forward_job, job);
     tr->seconds += now_seconds() - t0;
@@ -1121,7 +1123,7 @@ static void eagle_step(EagleDrafter *ed, float *out, const float *f, int x) {
     const Transformer *tg = ed->h.target;
     int dim = tg->config.dim;
     memcpy(ed->fe, f, (size_t)dim * sizeof(float));
-    memcpy(ed->fe + dim, tg->weights.token_embedding + (size_t)x * dim, (size_t)dim * sizeof(float));
+    matrix_row(ed->fe + dim, &tg->embedding, x);
     matmul_on(tg, ed->u, ed->fe, &ed->w1, 1);
     for (int i = 0; i < ed->hidden; i++) ed->u[i] = silu(ed->u[i] + ed->b1[i]);
     matmul_on(tg, out, ed->u, &ed->w2, 1);
@@ -1667,7 +1669,7 @@ static void build_run_state(RunState *s, const Config *c, int T, int threads) {
 // rows group by group: group g is gs / 4 quads of 64 bytes, quad k/4 holding
 // W[16i + j][k..k+3] as word j, then the 16 rows' scales of the group (one
 // line), so a matmul streams values and scales front to back once.
-#define Q8_MAX_N 8192 // the longest row int8 takes (sizes matmul_panels' per-thread buffers)
+#define Q8_MAX_N 16384 // the longest row int8 takes (sizes matmul_panels' per-thread buffers)
 static size_t q8_group_bytes(int gs) { return (size_t)gs * PANEL + PANEL * sizeof(float); }
 static int8_t *q8_group_at(const Matrix *m, int i, int g) {
     return m->w8 + ((size_t)i * (size_t)(m->n / m->gs) + (size_t)g) * q8_group_bytes(m->gs);
@@ -1678,253 +1680,335 @@ static size_t matrix_bytes(int d, int n, int gs) {
     return mul_size(panels_of(d), gs ? (size_t)(n / gs) * q8_group_bytes(gs) : (size_t)n * PANEL * sizeof(float));
 }
 
-// Pack W (d, n), row j read from rows[j] (NULL: zeros; int8 with its group
-// scales at scales[j] when gs > 0), as panels into dst (zeroed, so rows past
-// d stay 0); returns the end of what it wrote.
-static void *pack_rows(Matrix *m, void *dst, const void *const *rows, const float *const *scales, int d, int n,
-                       int gs) {
-    *m = (Matrix){.w = gs ? NULL : dst, .w8 = gs ? dst : NULL, .gs = gs, .d = d, .n = n, .n_panels = (int)panels_of(d)};
-    for (int j = 0; j < d; j++)
-        for (int k = 0; rows[j] && k < n; k++)
-            if (gs) {
-                int8_t *g = q8_group_at(m, j / PANEL, k / gs);
-                g[k % gs / 4 * 4 * PANEL + j % PANEL * 4 + k % 4] = ((const int8_t *)rows[j])[k];
-                if (k % gs == 0) memcpy(g + gs * PANEL + j % PANEL * 4, scales[j] + k / gs, sizeof(float));
-            } else
-                m->w[((size_t)(j / PANEL) * n + k) * PANEL + j % PANEL] = ((const float *)rows[j])[k];
-    return (char *)dst + matrix_bytes(d, n, gs);
+// m: a packed W (d, n) at `at` (int8 in groups of gs, or 0: floats), its rows still to fill (zeroed:
+// rows past d stay 0); returns the end
+static void *place_matrix(Matrix *m, void *at, int d, int n, int gs, int streamed) {
+    *m = (Matrix){.w = gs ? NULL : at, .w8 = gs ? at : NULL, .gs = gs, .d = d, .n = n, .n_panels = (int)panels_of(d),
+                  .streamed = streamed};
+    return (char *)at + matrix_bytes(d, n, gs);
+}
+
+// Rows j0..j0+r-1 (r <= PANEL) of m from src (r, n) row-major, int8 with their groups' scales
+// sc (r, n/gs): transposed into their panels, each line of a panel written whole at once
+static void pack_block(Matrix *m, int j0, int r, const void *src, const float *sc) {
+    size_t n = (size_t)m->n, gs = (size_t)m->gs, G = gs ? n / gs : 0;
+    char *to[PANEL]; // row j's first slot
+    for (int j = 0; j < r; j++)
+        to[j] = gs ? (char *)q8_group_at(m, (j0 + j) / PANEL, 0) + (j0 + j) % PANEL * 4
+                   : (char *)(m->w + (size_t)((j0 + j) / PANEL) * n * PANEL + (j0 + j) % PANEL);
+    for (size_t k = 0; !gs && k < n; k++)
+        for (int j = 0; j < r; j++) ((float *)(void *)to[j])[k * PANEL] = ((const float *)src)[j * n + k];
+    for (size_t g = 0; g < G; g++)
+        for (int j = 0; j < r; j++) {
+            char *at = to[j] + g * q8_group_bytes(m->gs);
+            for (size_t k = 0; k < gs; k += 4) memcpy(at + k * PANEL, (const int8_t *)src + j * n + g * gs + k, 4);
+            memcpy(at + gs * PANEL, sc + j * G + g, sizeof(float));
+        }
 }
 
 // W (d, n) row-major floats at w -> m, packed into dst; returns the end
 static float *pack_matrix(Matrix *m, float *dst, const float *w, int d, int n) {
-    const void **rows = xmalloc((size_t)d * sizeof(*rows), "rows");
-    for (int j = 0; j < d; j++) rows[j] = w + (size_t)j * n;
-    dst = pack_rows(m, dst, rows, NULL, d, n, 0);
-    xfree(rows);
-    return dst;
+    float *end = place_matrix(m, dst, d, n, 0, 0);
+    for (int j = 0; j < d; j += PANEL) pack_block(m, j, d - j < PANEL ? d - j : PANEL, w + (size_t)j * n, NULL);
+    return end;
 }
 
-// Bytes of all packed matrices (SIZE_MAX: too many to count)
-static size_t packed_bytes(const Config *c, int gs) {
+// Row j of m into out (n) as floats, an int8 value times its group's scale: the embedding's lookup
+static void matrix_row(float *out, const Matrix *m, int j) {
+    for (int k = 0; k < m->n; k++) {
+        const int8_t *g = m->gs ? q8_group_at(m, j / PANEL, k / m->gs) : NULL;
+        float s;
+        if (g) memcpy(&s, g + m->gs * PANEL + j % PANEL * 4, sizeof(s));
+        out[k] = g ? (float)g[k % m->gs / 4 * 4 * PANEL + j % PANEL * 4 + k % 4] * s
+                   : m->w[((size_t)(j / PANEL) * m->n + k) * PANEL + j % PANEL];
+    }
+}
+
+// Bytes of all packed matrices, the embedding's own when not shared (SIZE_MAX: too many to count)
+static size_t packed_bytes(const Config *c, int gs, int shared) {
     int dim = c->dim, kv_dim = c->n_kv_heads * (c->dim / c->n_heads);
     size_t per_layer = add_size(matrix_bytes(dim + 2 * kv_dim, dim, gs), matrix_bytes(dim, dim, gs));
     per_layer = add_size(per_layer, matrix_bytes(2 * (int)panels_of(c->hidden_dim) * PANEL, dim, gs));
-    per_layer = add_size(per_layer, matrix_bytes(dim, c->hidden_dim, gs));
-    return add_size(mul_size((size_t)c->n_layers, per_layer), matrix_bytes(c->vocab_size, dim, gs));
+    per_layer = add_size(per_layer, matrix_bytes(dim, c->hidden_dim, q80_row_group(gs, c->hidden_dim)));
+    size_t classifiers = mul_size(2 - (size_t)shared, matrix_bytes(c->vocab_size, dim, gs));
+    return add_size(mul_size((size_t)c->n_layers, per_layer), classifiers);
 }
 
-// Refuse a model (int8 in groups of gs, or 0: f32) whose packed weights, tables (int8's:
-// map_q80), run state and `bytes` more (its file, its version-2 image) would pass the
-// limit with what the run holds already; 0, or -1 with the reason in msg
-static int check_memory(const Config *c, int gs, size_t bytes, int max_rows, int threads, char *msg, size_t len) {
+// What a model holds besides its packed matrices: the norms and the RoPE tables, and
+// while it loads, each thread's buffer (load_block's): a message, then PANEL rows of the
+// longest as floats, as int8, and two sets of their scales (SCRATCH_VALUES each)
+static size_t tables_floats(const Config *c) {
+    return (2 * (size_t)c->n_layers + 1) * (size_t)c->dim + (size_t)c->seq_len * (size_t)(c->dim / c->n_heads);
+}
+#define SCRATCH_VALUES(c) ((size_t)PANEL * (size_t)((c)->dim > (c)->hidden_dim ? (c)->dim : (c)->hidden_dim))
+#define SCRATCH_BYTES(c) (576 + 7 * SCRATCH_VALUES(c))
+
+// Refuse a model (c with seq_len the run's positions; int8 in groups of gs, or 0: f32) whose
+// weights, tables, run state and load buffers would pass the limit with what the run holds
+// already: 0, or -1 with what it needs and how it could fit in msg
+static int check_memory(const Config *c, int gs, int shared, int max_rows, int threads, char *msg, size_t len) {
     RunState s;
-    size_t tables = gs ? ((size_t)c->vocab_size + (size_t)c->seq_len) * (size_t)c->dim * sizeof(float) : 0;
-    size_t need = add_size(add_size(packed_bytes(c, gs), tables), layout_run_state(&s, c, max_rows, threads, NULL));
-    need = add_size(add_size(need, bytes), allocated);
-    size_t limit = memory_limit();
+    size_t weights = packed_bytes(c, gs, shared), state = layout_run_state(&s, c, max_rows, threads, NULL);
+    size_t rest = add_size(add_size(tables_floats(c) * sizeof(float), mul_size((size_t)threads, SCRATCH_BYTES(c))),
+                           add_size(state, allocated)), need = add_size(weights, rest), limit = memory_limit();
     if (need <= limit) return 0;
-    snprintf(msg, len, "dim %d, %d layers, vocab %d, seq_len %d need %.1f GB for the file, packed weights, "
-             "activations and KV caches (with what the run holds already); specdec allows the whole run "
-             "half of the memory it may use, %.1f GB (is the header right?)", c->dim, c->n_layers,
-             c->vocab_size, c->seq_len, need == SIZE_MAX ? INFINITY : (double)need / 1e9, (double)limit / 1e9);
+    size_t kv = 2 * (size_t)c->n_layers * (size_t)s.seq_pad * (size_t)(c->n_kv_heads * (c->dim / c->n_heads)) * 4;
+    size_t int8 = add_size(packed_bytes(c, q80_group_size(c), shared), rest);
+    size_t n = (size_t)snprintf(msg, len, "dim %d, %d layers, vocab %d: needs %.1f GB (%.1f GB of %s weights, %.1f GB "
+                                "of KV caches for %d positions, %.1f GB held already) where specdec allows a run "
+                                "%.1f GB, half of the memory it may use (physical or its cgroup's)", c->dim,
+                                c->n_layers, c->vocab_size, (double)need / 1e9, (double)weights / 1e9,
+                                gs ? "int8" : "f32", (double)kv / 1e9, c->seq_len, (double)allocated / 1e9,
+                                (double)limit / 1e9);
+    if (kv > need / 4 && n < len) // the caches: prompt + -n, or all of seq_len without -n
+        n += (size_t)snprintf(msg + n, len - n, "; fewer positions need less (a smaller -n): %.1f MB each",
+                              (double)kv / c->seq_len / 1e6);
+    if (!gs && q80_group_size(c) && n < len)
+        snprintf(msg + n, len - n, "; as int8 (--target-weights or --draft-weights int8) it would need %.1f GB%s",
+                 (double)int8 / 1e9, int8 > limit ? ": too much as well" : "");
     return -1;
 }
 
-// What a Transformer's held[] holds (free_transformer frees them)
-enum { HELD_FILE, HELD_IMAGE, HELD_PACKED, HELD_TABLES };
-
-// Where an int8 model's matrices start in its version-2 image (by Q80_NAMES;
-// model.h's q80_at), and their values
-typedef struct { const int8_t *at[Q80_MATRICES]; size_t n[Q80_MATRICES]; } Q80Map;
-
-// Row r of matrix i (Q80_NAMES' order) of t, n values: its floats, or its int8
-// values (in q8) with *scale at their group scales
-static const void *row_of(const Transformer *t, const Q80Map *q8, int i, size_t r, int n, const float **scale) {
-    const TransformerWeights *w = &t->weights;
-    const float *f[Q80_MATRICES] = {w->token_embedding, w->wq, w->wk, w->wv, w->wo, w->w1, w->w2, w->w3, w->wcls};
-    size_t sat, at = t->gs ? q80_at(&t->config, i, q8->n[i], r * (size_t)n, t->gs, &sat) : 0;
-    if (t->gs) *scale = (const float *)(const void *)(q8->at[i] + sat);
-    return t->gs ? (const void *)(q8->at[i] + at) : (const void *)(f[i] + r * (size_t)n);
-}
-
-// Every matrix of the checkpoint, packed into one allocation as Layer lays them out (Part I).
-// Weights past STREAMED_BYTES come from DRAM: streamed (Matrix), so one panel at a time,
-// one stream the hardware prefetcher follows (PERFORMANCE.md).
-#define STREAMED_BYTES ((size_t)32 << 20) // a desktop's last-level cache
-static void pack_weights(Transformer *t, const Q80Map *q8) {
-    const Config *c = &t->config;
-    int streamed = packed_bytes(c, t->gs) > STREAMED_BYTES;
-    size_t dim = (size_t)c->dim, hid = (size_t)c->hidden_dim;
-    int kv = c->n_kv_heads * (c->dim / c->n_heads), h13 = 2 * (int)panels_of(c->hidden_dim) * PANEL;
-    size_t rows_max = (size_t)c->vocab_size + (size_t)(c->dim + 2 * kv + h13); // the most rows of a matrix
-    const void **rows = xmalloc(rows_max * sizeof(*rows), "rows");
-    const float **sc = xmalloc(rows_max * sizeof(*sc), "rows");
-    void *dst = t->held[HELD_PACKED] = xmalloc_aligned(packed_bytes(c, t->gs), 64, "packed weights");
-    t->layers = xmalloc((size_t)c->n_layers * sizeof(Layer), "layers");
-    for (size_t l = 0; l < (size_t)c->n_layers; l++) {
-        Layer *ly = &t->layers[l];
-        for (int j = 0; j < c->dim + 2 * kv; j++)
-            rows[j] = j < c->dim ? row_of(t, q8, 1, l * dim + (size_t)j, c->dim, &sc[j])
-                    : j < c->dim + kv ? row_of(t, q8, 2, l * (size_t)kv + (size_t)(j - c->dim), c->dim, &sc[j])
-                    : row_of(t, q8, 3, l * (size_t)kv + (size_t)(j - c->dim - kv), c->dim, &sc[j]);
-        dst = pack_rows(&ly->qkv, dst, rows, sc, c->dim + 2 * kv, c->dim, t->gs);
-        for (int j = 0; j < c->dim; j++) rows[j] = row_of(t, q8, 4, l * dim + (size_t)j, c->dim, &sc[j]);
-        dst = pack_rows(&ly->wo, dst, rows, sc, c->dim, c->dim, t->gs);
-        for (int j = 0; j < h13; j++) { // panel i holds rows r of w1 (i even) or w3 (i odd)
-            int i = j / PANEL, r = i / 2 * PANEL + j % PANEL;
-            rows[j] = r < c->hidden_dim ? row_of(t, q8, i % 2 ? 7 : 5, l * hid + (size_t)r, c->dim, &sc[j]) : NULL;
-        }
-        dst = pack_rows(&ly->w13, dst, rows, sc, h13, c->dim, t->gs);
-        for (int j = 0; j < c->dim; j++) rows[j] = row_of(t, q8, 6, l * dim + (size_t)j, c->hidden_dim, &sc[j]);
-        dst = pack_rows(&ly->w2, dst, rows, sc, c->dim, c->hidden_dim, t->gs);
-        ly->qkv.streamed = ly->wo.streamed = ly->w13.streamed = ly->w2.streamed = streamed;
-    }
-    for (int j = 0; j < c->vocab_size; j++) rows[j] = row_of(t, q8, 8, (size_t)j, c->dim, &sc[j]);
-    pack_rows(&t->wcls, dst, rows, sc, c->vocab_size, c->dim, t->gs);
-    t->wcls.streamed = streamed;
-    xfree(rows);
-    xfree(sc);
-}
-
-// An int8 model: its version-2 image at img (checked: model.h's check_q80), its
-// norms and int8 matrices mapped, the embedding dequantised (value * its
-// group's scale) and the RoPE tables computed into held[HELD_TABLES].
-static void map_q80(Transformer *t, Q80Map *q8, unsigned char *img) {
-    const Config *c = &t->config;
-    if (c->dim > Q8_MAX_N || c->hidden_dim > Q8_MAX_N)
-        die("%s: int8 takes dim and hidden_dim up to %d, not %d and %d (use f32 weights)", t->path, Q8_MAX_N,
-            c->dim, c->hidden_dim);
-    size_t dim = (size_t)c->dim, L = (size_t)c->n_layers, hs = dim / (size_t)c->n_heads, n[Q80_MATRICES];
-    TransformerWeights *w = &t->weights;
-    w->rms_att = (float *)(void *)(img + Q80_HEADER_BYTES);
-    w->rms_ffn = w->rms_att + L * dim, w->rms_final = w->rms_ffn + L * dim;
-    unsigned char *at = img + Q80_HEADER_BYTES + (2 * L + 1) * dim * sizeof(float);
-    q80_sizes(c, t->shared_classifier, n);
-    for (int i = 0; i < Q80_MATRICES; at += n[i] + n[i] / (size_t)t->gs * sizeof(float), i++)
-        q8->at[i] = (const int8_t *)at, q8->n[i] = n[i];
-    if (t->shared_classifier) q8->at[8] = q8->at[0], q8->n[8] = n[0];
-    size_t emb = (size_t)c->vocab_size * dim, rope = (size_t)c->seq_len * hs / 2;
-    const float *es = (const float *)(const void *)(q8->at[0] + emb); // one block: values, then scales
-    w->token_embedding = t->held[HELD_TABLES] = xmalloc_floats_aligned(emb + 2 * rope, "embedding and RoPE tables");
-    for (size_t k = 0; k < emb; k++) w->token_embedding[k] = (float)q8->at[0][k] * es[k / (size_t)t->gs];
-    w->rope_cos = w->token_embedding + emb, w->rope_sin = w->rope_cos + rope;
-    rope_tables(w->rope_cos, w->rope_sin, c->seq_len, (int)hs);
-}
-
-// How a model keeps an f32 file's matrices: as its floats, or as its version-2
-// export (model.h's q80_export, groups of q80_group_size) made at load. A
-// version-2 file is int8 either way.
+// How a model keeps an f32 file's matrices: as its floats, or quantised at load
+// as export.py --version 2 would (model.h's q80_group, groups of q80_group_size).
+// A version-2 file is int8 either way.
 enum { WEIGHTS_F32, WEIGHTS_INT8 };
 static const char *const WEIGHTS_NAME[] = {"f32", "int8"}; // as --target-weights/--draft-weights spell them
 #define DRAFT_WEIGHTS WEIGHTS_INT8 // the draft's, unless --draft-weights says otherwise
+
+// Open an input, a regular file, registered as an input of the run (model.h): its fd
+// and *st; die naming it otherwise. O_NONBLOCK: opening a FIFO must not wait for a
+// writer, so that fstat can refuse it.
+static void close_fd(void *fd) { close((int)(intptr_t)fd); }
+static int open_input(const char *path, const char *what, struct stat *st) {
+    int fd = open(path, O_RDONLY | O_NONBLOCK);
+    if (fd < 0) die("%s: cannot open %s: %s", path, what, strerror(errno));
+    own_resource((void *)(intptr_t)fd, close_fd); // closed by die() too, or by close_input
+    if (fstat(fd, st) != 0 || !S_ISREG(st->st_mode)) die("%s: not a regular file (expected the %s)", path, what);
+    char msg[2 * IO_PATH_MAX + 512], name[IO_PATH_MAX + 64]; // "the tokenizer (-z FILE) tok.bin": the registry's
+    snprintf(name, sizeof(name), "the %s %s", what, path);
+    if (note_input(fd, name, msg, sizeof(msg))) die("%s", msg);
+    return fd;
+}
+static void close_input(int fd) { release_resource((void *)(intptr_t)fd); }
+
+// n bytes of the file open at fd from byte `at` into buf: 0, or -1 and msg (a short read: it changed)
+static int read_at(int fd, void *buf, size_t n, size_t at, char *msg, size_t len) {
+    for (size_t got = 0; got < n;) {
+        ssize_t r = pread(fd, (char *)buf + got, n - got, (off_t)(at + got));
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0)
+            return snprintf(msg, len, "read failed at byte %zu: %s (did the file change while it was read?)", at + got,
+                            r < 0 ? strerror(errno) : "end of file"), -1;
+        got += (size_t)r;
+    }
+    return 0;
+}
 
 // A check on a file's first bytes (at most HEAD_BYTES, zero-padded) and its
 // size, made before the body is read: 0, or -1 with the reason in msg.
 #define HEAD_BYTES Q80_HEADER_BYTES // the longest header an input has (model.h)
 typedef int (*HeadCheck)(const void *ctx, const unsigned char *head, size_t bytes, char *msg, size_t len);
 
-// Read a whole file (with a NUL after its n bytes); die naming it on any error. The file
-// is registered as an input of the run (model.h) and passes `check` (NULL: none) first, so
-// a large file of the wrong kind costs neither memory nor time. O_NONBLOCK: opening a
-// FIFO must not wait for a writer, so that fstat can refuse it.
+// Read a whole file (with a NUL after its n bytes); die naming it on any error. The
+// file (open_input's) passes `check` (NULL: none) first, so a large file of the wrong
+// kind costs neither memory nor time.
 static unsigned char *read_file_checked(const char *path, const char *what, size_t *n_out, HeadCheck check,
                                         const void *ctx) {
-    int fd = open(path, O_RDONLY | O_NONBLOCK);
-    if (fd < 0) die("%s: cannot open %s: %s", path, what, strerror(errno));
     struct stat st;
+    int fd = open_input(path, what, &st);
     char msg[2 * IO_PATH_MAX + 512];
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
-        close(fd), die("%s: not a regular file (expected the %s)", path, what);
-    char name[IO_PATH_MAX + 64]; // as the registry's messages name it: "the tokenizer (-z FILE) tok.bin"
-    snprintf(name, sizeof(name), "the %s %s", what, path);
-    if (note_input(fd, name, msg, sizeof(msg))) close(fd), die("%s", msg);
-    size_t n = (size_t)st.st_size, got = 0;
+    size_t n = (size_t)st.st_size;
     unsigned char head[HEAD_BYTES] = {0};
     ssize_t h = pread(fd, head, n < HEAD_BYTES ? n : HEAD_BYTES, 0);
-    if (check && (h < 0 || check(ctx, head, n, msg, sizeof(msg)))) close(fd), die("%s: %s", path, msg);
+    if (check && (h < 0 || check(ctx, head, n, msg, sizeof(msg)))) die("%s: %s", path, msg);
     unsigned char *buf = xmalloc(n + 1, path); // zeroed: a NUL after the n bytes
-    while (got < n) {
-        ssize_t r = read(fd, buf + got, n - got);
-        if (r <= 0)
-            close(fd), die("%s: read failed after %zu of %zu bytes: %s (did the file change while it was read?)",
-                           path, got, n, r < 0 ? strerror(errno) : "end of file");
-        got += (size_t)r;
-    }
-    close(fd);
+    if (read_at(fd, buf, n, 0, msg, sizeof(msg))) die("%s: %s", path, msg);
+    close_input(fd);
     *n_out = n;
     return buf;
 }
 
-// A checkpoint's header and size (model.h) from head (its first HEAD_BYTES will do), as
-// `weights` loads it: config, classifier and int8 groups (gs 0: f32) into t, and *image,
-// the bytes of the version-2 image to make (0: none). 1: version 2, 0: legacy, -1: see msg
-static int checkpoint_config(Transformer *t, size_t *image, const void *head, size_t bytes, int weights, char *msg,
+// A checkpoint's header and size (model.h's check_checkpoint_head) from head, as `weights`
+// loads it: config, classifier and int8 groups (gs 0: f32) into t. 1: version 2, 0: legacy,
+// -1: see msg
+static int checkpoint_config(Transformer *t, const unsigned char *head, size_t bytes, int weights, char *msg,
                              size_t len) {
-    int32_t h[7];
-    if (bytes < CONFIG_HEADER_BYTES)
-        return snprintf(msg, len, "file is %zu bytes, shorter than the 28-byte llama2.c header", bytes), -1;
-    memcpy(h, head, sizeof(h));
-    *image = 0;
-    if (h[0] == Q80_MAGIC && h[1] == 2)
-        return check_q80_head(&t->config, &t->shared_classifier, &t->gs, head, bytes, msg, len) ? -1 : 1;
-    if (check_checkpoint(&t->config, &t->shared_classifier, h, bytes, msg, len)) return -1;
-    t->gs = weights == WEIGHTS_INT8 ? q80_group_size(&t->config) : 0;
-    if (t->gs) *image = q80_file_bytes(&t->config, t->shared_classifier, t->gs);
+    const Config *c = &t->config;
+    int q80 = check_checkpoint_head(&t->config, &t->shared_classifier, &t->gs, head, bytes, msg, len);
+    if (q80 == 0 && weights == WEIGHTS_INT8) t->gs = q80_group_size(c);
+    if (q80 >= 0 && (q80 || weights == WEIGHTS_INT8) && (!t->gs || c->dim > Q8_MAX_N || c->hidden_dim > Q8_MAX_N))
+        return snprintf(msg, len, "int8 takes dim and hidden_dim multiples of 4 up to %d, not %d and %d (use f32 "
+                        "weights)", Q8_MAX_N, c->dim, c->hidden_dim), -1;
+    return q80;
+}
+
+// The load streams the file through a bounded buffer into the packed matrices, so they
+// are the one copy of its weights: in BLOCKS of up to PANEL rows of one matrix in one
+// layer, in the file's order, each read with pread (a file that shrinks while it loads
+// gives a short read, an error, never a signal), checked (f32: every float finite;
+// version 2: every scale finite and >= 0), quantised (an f32 file as int8: the bits of
+// q80_export) and packed (pack_block). Blocks go to the threads in turn; the first bad
+// one in file order names the error. Kept: the packed matrices (the embedding as the
+// classifier's, read back a row at a time: matrix_row), the norms and RoPE tables.
+typedef struct {
+    Transformer *t;
+    Config file;                       // the file's config (t's seq_len may be less)
+    int fd, q80, gs, progress, blocks; // gs: a version-2 file's groups
+    char *scratch;                     // each thread's SCRATCH_BYTES
+    int bad[MAX_THREADS], shown;       // each thread's failed block (INT_MAX: none); the percentage shown
+    double t0;
+} Loader;
+
+// Block b of the stream (model.h's checkpoint_matrix: where), with x its thread's scratch:
+// 0, or -1 with the reason at x
+static int load_block(const Loader *s, int b, char *x) {
+    CheckpointMatrix f;
+    int i = 0, per;
+    for (;; b -= f.layers * per, i++) {
+        f = checkpoint_matrix(&s->file, s->t->shared_classifier, s->q80, s->gs, i);
+        if (b < f.layers * (per = (f.rows + PANEL - 1) / PANEL)) break;
+    }
+    int l = b / per, r0 = b % per * PANEL, r = f.rows - r0 < PANEL ? f.rows - r0 : PANEL, gs = s->gs;
+    int dim = s->file.dim, kv = s->file.n_kv_heads * (dim / s->file.n_heads), j0[Q80_MATRICES] = {r0, r0, dim + r0,
+        dim + kv + r0, r0, 2 * r0, r0, 2 * r0 + PANEL, r0}; // where, by Q80_NAMES: Layer's qkv, w1 and w3 panels
+    Layer *ly = &s->t->layers[l];
+    Matrix *to[Q80_MATRICES] = {s->t->shared_classifier ? &s->t->wcls : &s->t->embedding, &ly->qkv, &ly->qkv,
+                                &ly->qkv, &ly->wo, &ly->w13, &ly->w2, &ly->w13, &s->t->wcls}, *m = to[i];
+    size_t n = (size_t)f.n, rn = (size_t)r * n, layer = f.at + (size_t)l * f.layer_bytes, G = m->gs ? n / m->gs : 0;
+    size_t most = SCRATCH_VALUES(&s->file);
+    char *raw = x + 512;
+    int8_t *q = (int8_t *)(raw + most * 4);
+    float *fsc = (float *)(void *)(raw + most * 5), *sc = fsc + most / 4 + 2; // the file's scales, then each row's
+    if (read_at(s->fd, raw, rn * (s->q80 ? 1 : 4), layer + (size_t)r0 * n * (s->q80 ? 1 : 4), x, 512)) return -1;
+    if (!s->q80) {
+        if (check_finite_tensor((const float *)(void *)raw, rn, Q80_NAMES[i], ((size_t)l * (size_t)f.rows + (size_t)r0)
+                                * n, (size_t)f.rows * n, n, x, 512))
+            return -1;
+        for (size_t g = 0; m->gs && g < rn / (size_t)m->gs; g++)
+            sc[g] = q80_group(q + g * (size_t)m->gs, (const float *)(void *)raw + g * (size_t)m->gs, m->gs);
+        return pack_block(m, j0[i], r, m->gs ? (const void *)q : raw, sc), 0;
+    }
+    size_t e0 = (size_t)r0 * n, g0 = e0 / (size_t)gs, g1 = (e0 + rn - 1) / (size_t)gs + 1; // the layer's groups here
+    if (read_at(s->fd, fsc, (g1 - g0) * 4, layer + f.scales + g0 * 4, x, 512)) return -1;
+    for (size_t g = g0; g < g1; g++)
+        if (!(fsc[g - g0] >= 0.0f && isfinite(fsc[g - g0]))) {
+            size_t at = (size_t)l * (f.scales / (size_t)gs) + g; // counted over all layers, as check_q80 does
+            return snprintf(x, 512, "%s's scale %zu (of values %zu..) is %g; a scale must be finite and >= 0",
+                            Q80_NAMES[i], at, at * (size_t)gs, (double)fsc[g - g0]), -1;
+        }
+    for (size_t j = 0; j < (size_t)r; j++) // row j's parts of groups (q80_row_group), each with its group's scale
+        for (size_t k = 0; k < G; k++) sc[j * G + k] = fsc[(e0 + j * n + k * (size_t)m->gs) / (size_t)gs - g0];
+    return pack_block(m, j0[i], r, raw, sc), 0;
+}
+
+// Thread tid's share of the stream: every nth block from its tid, until one fails (so the
+// first failed blocks of all threads hold the file's first). Thread 0 shows the percentage
+// done once the load has taken a second.
+static void stream_job(void *arg, int tid, int nth) {
+    Loader *s = arg;
+    for (int b = tid; b < s->blocks && s->bad[tid] == INT_MAX; b += nth) {
+        if (load_block(s, b, s->scratch + (size_t)tid * SCRATCH_BYTES(&s->file))) s->bad[tid] = b;
+        int pct = 100 * b / s->blocks;
+        if (tid == 0 && s->progress && pct != s->shown && now_seconds() - s->t0 > 1.0)
+            fprintf(stderr, "\rspecdec: loading %s: %d%%", s->t->path, s->shown = pct);
+    }
+}
+
+// The norms, and the RoPE tables (an f32 file's own, or computed: rope_tables), for
+// positions < seq_len, into the model's table block: 0, or -1 and msg
+static int load_tables(Loader *s, char *msg, size_t len) {
+    Transformer *t = s->t;
+    const Config *c = &t->config;
+    TransformerWeights *w = &t->weights;
+    size_t dim = (size_t)c->dim, L = (size_t)c->n_layers, rope = (size_t)c->seq_len * (dim / (size_t)c->n_heads) / 2;
+    size_t off[CHECKPOINT_TENSORS], n[5] = {L * dim, L * dim, dim, rope, rope};
+    w->rms_att = t->tables = xmalloc_floats_aligned(tables_floats(c), "norms and RoPE tables");
+    w->rms_ffn = w->rms_att + L * dim, w->rms_final = w->rms_ffn + L * dim;
+    w->rope_cos = w->rms_final + dim, w->rope_sin = w->rope_cos + rope;
+    float *to[5] = {w->rms_att, w->rms_ffn, w->rms_final, w->rope_cos, w->rope_sin};
+    const char *name[5] = {"rms_att", "rms_ffn", "rms_final", "freq_cis_real", "freq_cis_imag"};
+    checkpoint_offsets(off, &s->file, t->shared_classifier);
+    for (int i = 0, legacy[5] = {1, 6, 10, 11, 12}; i < (t->gs ? 3 : 5); i++) // version 2: the norms at 256
+        if (read_at(s->fd, to[i], n[i] * 4, s->q80 ? Q80_HEADER_BYTES + (size_t)i * L * dim * 4
+                                               : CONFIG_HEADER_BYTES + off[legacy[i]] * 4, msg, len) ||
+            check_finite_tensor(to[i], n[i], name[i], 0, i < 3 ? dim : n[i], i < 3 ? dim : n[i] / (size_t)c->seq_len,
+                                msg, len))
+            return -1;
+    if (t->gs) rope_tables(w->rope_cos, w->rope_sin, c->seq_len, (int)(dim / (size_t)c->n_heads));
     return 0;
 }
 
-// The checkpoint's header and size, before its body is read, and the memory
-// its model will need with its file and image (ctx: its rows, threads and weights)
-static int checkpoint_head(const void *ctx, const unsigned char *head, size_t bytes, char *msg, size_t len) {
-    const int *rows_threads_weights = ctx;
-    Transformer t;
-    size_t image;
-    if (checkpoint_config(&t, &image, head, bytes, rows_threads_weights[2], msg, len) < 0) return -1;
-    return check_memory(&t.config, t.gs, add_size(bytes, image), rows_threads_weights[0], rows_threads_weights[1],
-                        msg, len);
+// Every matrix of the checkpoint, placed in one allocation as Layer lays them out (Part I):
+// the embedding after the classifier when it is not shared. Weights past STREAMED_BYTES come
+// from DRAM: streamed (Matrix), so one panel at a time, one stream the hardware prefetcher
+// follows (PERFORMANCE.md).
+#define STREAMED_BYTES ((size_t)32 << 20) // a desktop's last-level cache
+static void place_weights(Transformer *t) {
+    const Config *c = &t->config;
+    int streamed = packed_bytes(c, t->gs, t->shared_classifier) > STREAMED_BYTES, dim = c->dim;
+    int kv = c->n_kv_heads * (c->dim / c->n_heads), h13 = 2 * (int)panels_of(c->hidden_dim) * PANEL;
+    void *at = t->packed = xmalloc_aligned(packed_bytes(c, t->gs, t->shared_classifier), 64, "packed weights");
+    t->layers = xmalloc((size_t)c->n_layers * sizeof(Layer), "layers");
+    for (int l = 0; l < c->n_layers; l++) {
+        Layer *ly = &t->layers[l];
+        at = place_matrix(&ly->qkv, at, dim + 2 * kv, dim, t->gs, streamed);
+        at = place_matrix(&ly->wo, at, dim, dim, t->gs, streamed);
+        at = place_matrix(&ly->w13, at, h13, dim, t->gs, streamed);
+        at = place_matrix(&ly->w2, at, dim, c->hidden_dim, q80_row_group(t->gs, c->hidden_dim), streamed);
+    }
+    at = place_matrix(&t->wcls, at, c->vocab_size, dim, t->gs, streamed);
+    if (t->shared_classifier) t->embedding = t->wcls;
+    else place_matrix(&t->embedding, at, c->vocab_size, dim, t->gs, streamed);
 }
 
-// The checkpoint `path` held in memory at file (bytes, 4-byte aligned), checked
-// field by field and weight by weight, its matrices packed, the run state sized.
-static void load_checkpoint(Transformer *t, const void *file, size_t bytes, const char *path,
-                            int max_rows, ThreadPool *pool, int threads, int weights) {
+// The checkpoint `path` (a legacy or version-2 file; `weights` a WEIGHTS_*) for forwards of
+// up to max_rows rows on up to `threads` threads of `pool` (NULL: one) at positions below
+// `positions` (the file's seq_len when that is less): its header and size checked, then the
+// memory it needs, before anything large is allocated; then streamed (Loader), every weight
+// checked; the file must not change while it loads. progress: show the percentage on a
+// terminal once the load takes a second.
+static void load_transformer(Transformer *t, const char *path, int max_rows, ThreadPool *pool, int threads,
+                             int weights, int positions, int progress) {
     *t = (Transformer){.max_rows = max_rows, .pool = pool, .n_threads = pool && threads > 1 ? threads : 1,
                        .path = path};
-    char msg[512]; // the header, the file's size, then every weight (model.h)
-    size_t image;
-    int q80 = checkpoint_config(t, &image, file, bytes, weights, msg, sizeof(msg));
-    if (q80 < 0 || (q80 && check_q80(&t->config, &t->shared_classifier, &t->gs, file, bytes, msg, sizeof(msg))))
+    struct stat st, end;
+    Loader s = {.t = t, .fd = open_input(path, "checkpoint (a llama2.c .bin)", &st),
+                .progress = progress && isatty(STDERR_FILENO), .t0 = now_seconds(), .shown = -1};
+    char msg[1024]; // the header, the file's size, the memory, then every weight (model.h)
+    unsigned char head[HEAD_BYTES] = {0};
+    if (read_at(s.fd, head, (size_t)st.st_size < HEAD_BYTES ? (size_t)st.st_size : HEAD_BYTES, 0, msg, sizeof(msg)) ||
+        (s.q80 = checkpoint_config(t, head, (size_t)st.st_size, weights, msg, sizeof(msg))) < 0)
         die("%s: %s", path, msg);
-    if (!q80) {
-        map_weights(&t->weights, &t->config, (float *)((char *)file + CONFIG_HEADER_BYTES), t->shared_classifier);
-        if (check_finite_weights(&t->weights, &t->config, t->shared_classifier, msg, sizeof(msg)))
-            die("%s: %s", path, msg);
-        if (weights == WEIGHTS_INT8 && !t->gs)
-            die("%s: int8 needs dim and hidden_dim multiples of 4, not %d and %d (use f32 weights)", path,
-                t->config.dim, t->config.hidden_dim);
+    s.gs = s.q80 ? t->gs : 0, s.file = t->config;
+    if (t->config.seq_len > positions) t->config.seq_len = positions; // what KV caches and RoPE tables hold
+    if (check_memory(&t->config, t->gs, t->shared_classifier, max_rows, t->n_threads, msg, sizeof(msg)))
+        die("%s: %s", path, msg);
+    place_weights(t);
+    if (load_tables(&s, msg, sizeof(msg))) die("%s: %s", path, msg);
+    for (int i = 0; i < Q80_MATRICES; i++) {
+        CheckpointMatrix f = checkpoint_matrix(&s.file, t->shared_classifier, s.q80, s.gs, i);
+        s.blocks += f.layers * ((f.rows + PANEL - 1) / PANEL);
     }
-    if (check_memory(&t->config, t->gs, image, max_rows, threads, msg, sizeof(msg))) die("%s: %s", path, msg);
-    if (image) {
-        t->held[HELD_IMAGE] = xmalloc_aligned(image, 64, "the version-2 image");
-        q80_export(t->held[HELD_IMAGE], &t->config, &t->weights, t->shared_classifier, t->gs);
-    }
-    Q80Map q8;
-    if (t->gs) map_q80(t, &q8, q80 ? (unsigned char *)(uintptr_t)file : t->held[HELD_IMAGE]);
-    pack_weights(t, &q8);
+    s.scratch = xmalloc((size_t)t->n_threads * SCRATCH_BYTES(&s.file), "load buffers");
+    for (int i = 0; i < MAX_THREADS; i++) s.bad[i] = INT_MAX;
+    pool_run(pool, t->n_threads, stream_job, &s);
+    if (s.shown >= 0) fprintf(stderr, "\r\033[K"); // the percentage's line, erased
+    for (int i = 1; i < t->n_threads; i++) // the first failed block in file order names the error
+        if (s.bad[i] < s.bad[0]) s.bad[0] = s.bad[i], memcpy(s.scratch, s.scratch + i * SCRATCH_BYTES(&s.file), 512);
+    if (s.bad[0] < INT_MAX) die("%s: %s", path, s.scratch);
+    if (fstat(s.fd, &end) || end.st_size != st.st_size || end.st_mtim.tv_sec != st.st_mtim.tv_sec ||
+        end.st_mtim.tv_nsec != st.st_mtim.tv_nsec)
+        die("%s: the file changed while it was read (its size or time); load it once it is written", path);
+    close_input(s.fd);
+    xfree(s.scratch);
     build_run_state(&t->state, &t->config, max_rows, t->n_threads);
 }
 
-// Read `path` and load it (load_checkpoint, `weights` a WEIGHTS_*) for forwards of up to
-// max_rows rows on up to `threads` threads of `pool` (NULL: one). The file's bytes stay in
-// memory: the embedding, the norms and the RoPE tables are read from them.
-static void build_transformer_as(Transformer *t, const char *path, int max_rows, ThreadPool *pool,
-                                 int threads, int weights) {
-    size_t bytes;
-    int rows_threads_weights[3] = {max_rows, threads, weights};
-    unsigned char *file = read_file_checked(path, "checkpoint (a llama2.c .bin)", &bytes, checkpoint_head,
-                                            rows_threads_weights);
-    load_checkpoint(t, file, bytes, path, max_rows, pool, threads, weights);
-    t->held[HELD_FILE] = file;
+// A model for tests and the bench: every position of the file's seq_len
+static UNUSED_OK void build_transformer_as(Transformer *t, const char *path, int max_rows, ThreadPool *pool,
+                                           int threads, int weights) {
+    load_transformer(t, path, max_rows, pool, threads, weights, INT_MAX, 0);
 }
 
 static UNUSED_OK void build_transformer(Transformer *t, const char *path, int max_rows, ThreadPool *pool,
@@ -1932,10 +2016,23 @@ static UNUSED_OK void build_transformer(Transformer *t, const char *path, int ma
     build_transformer_as(t, path, max_rows, pool, threads, WEIGHTS_F32);
 }
 
+// A model for this run on `threads` threads, loaded on all of them: KV caches and RoPE
+// tables for the positions it reaches, the prompt (a token per byte at most, BOS and a
+// space) and -n, and a verify pass or a tree past them; without -n, the whole context
+static void load_for_run(Transformer *t, const char *path, ThreadPool *pool, int threads, int weights,
+                         const Options *o) {
+    int rows = o->tree ? TREE_MAX : MAX_ROWS; // a pass's rows: a verify pass's, or a tree's nodes
+    size_t n = strlen(o->prompt) + 2 + (size_t)o->n_new + (size_t)rows;
+    load_transformer(t, path, rows, pool, o->threads, weights, given(o, "-n") && n < INT_MAX ? (int)n : INT_MAX,
+                     !o->quiet);
+    t->n_threads = pool && threads > 1 ? threads : 1;
+}
+
 static UNUSED_OK void free_transformer(Transformer *t) {
     xfree(t->state.x); // the run state's one block
     xfree(t->layers);
-    for (int i = 0; i < 4; i++) xfree(t->held[i]), t->held[i] = NULL;
+    xfree(t->packed), xfree(t->tables);
+    t->packed = t->tables = NULL;
 }
 
 // A drafter file for h->target (model.h: a 5-int header that `check` tests
@@ -2140,7 +2237,7 @@ static void outer_scalar(float *const *out, const float *const *a, int Q, const 
             }
 }
 
-// int8 matmul (an int8 model; weights as pack_rows leaves them). Each input
+// int8 matmul (an int8 model; weights as pack_block leaves them). Each input
 // row x (n) is quantised in groups of gs as the weights are (model.h's
 // q80_group: values x_q, scale s_x[g]); then output r is
 //   out[r] = 0; for g = 0, 1, ..., n/gs - 1:
@@ -3952,7 +4049,7 @@ static Transformer *load_draft_alone(Transformer *draft, Options *o, ThreadPool 
     if (o->target_named && !v)
         die("%s: cannot open checkpoint, or no header (-m draft checks the draft against the target named)",
             o->target_path);
-    build_transformer_as(draft, o->draft_path, MAX_ROWS, pool, o->draft_threads, o->draft_weights);
+    load_for_run(draft, o->draft_path, pool, o->draft_threads, o->draft_weights, o);
     ran_weights(o, &o->draft_weights, draft, "--draft-weights");
     if (o->target_named && v != draft->config.vocab_size)
         die("%s: vocab_size %d differs from the target's %d (%s); -m draft runs the draft (-d, default "
@@ -3967,8 +4064,7 @@ static Transformer *load_draft_alone(Transformer *draft, Options *o, ThreadPool 
 // decode it; a draft the user named must fit.
 static Transformer *load_models(Transformer *target, Transformer *draft, Options *o, ThreadPool *pool) {
     if (!strcmp(o->mode, "draft")) return load_draft_alone(draft, o, pool);
-    int rows = o->tree ? TREE_MAX : MAX_ROWS; // a pass's rows: a verify pass's, or a tree's nodes
-    build_transformer_as(target, o->target_path, rows, pool, o->threads, o->target_weights);
+    load_for_run(target, o->target_path, pool, o->threads, o->target_weights, o);
     ran_weights(o, &o->target_weights, target, "--target-weights");
     int V = target->config.vocab_size, v;
     if (strcmp(o->mode, "spec") || o->lookup || o->medusa || o->eagle) return target;
@@ -3985,7 +4081,7 @@ static Transformer *load_models(Transformer *target, Transformer *draft, Options
         o->mode = "target";
         return target;
     }
-    build_transformer_as(draft, o->draft_path, rows, pool, o->draft_threads, o->draft_weights);
+    load_for_run(draft, o->draft_path, pool, o->draft_threads, o->draft_weights, o);
     ran_weights(o, &o->draft_weights, draft, "--draft-weights");
     struct stat ts, ds; // sizes on disk, both float32: a bigger draft is probably the two swapped
     if (!stat(o->target_path, &ts) && !stat(o->draft_path, &ds) && ds.st_size > ts.st_size)

@@ -7,12 +7,11 @@
 #include "../test/random_model.h"
 
 #define FUZZ_VOCAB 40
-static char dir[64], medusa_path[96];
-static unsigned char *target_file; // the harness's (die() releases what specdec owns)
-static size_t target_bytes;
+static char dir[64], medusa_path[96], target_path[96];
 
 static void remove_files(void) {
     unlink(medusa_path);
+    unlink(target_path);
     rmdir(dir);
 }
 
@@ -23,16 +22,9 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
         snprintf(dir, sizeof dir, "%s", "/tmp/specdec-medusa-XXXXXX");
         if (!mkdtemp(dir)) { perror("fuzz_medusa: mkdtemp"); exit(1); }
     }
-    char target_path[96];
     snprintf(target_path, sizeof target_path, "%s/target.bin", dir);
     const Config c = {16, 32, 1, 2, 1, FUZZ_VOCAB, 8}; // dim 16: the seeds' heads are for it
     write_random_checkpoint(target_path, &c, 1, 1, 2, 0);
-    unsigned char *file = read_file_checked(target_path, "checkpoint", &target_bytes, NULL, NULL);
-    target_file = malloc(target_bytes);
-    if (!target_file) abort();
-    memcpy(target_file, file, target_bytes);
-    xfree(file);
-    unlink(target_path);
     snprintf(medusa_path, sizeof medusa_path, "%s/medusa.bin", dir);
     atexit(remove_files);
     return 0;
@@ -57,7 +49,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         Sampler s;
         MedusaDrafter md;
         EagleDrafter ed;
-        load_checkpoint(&t, target_file, target_bytes, "target", 3, NULL, 1, WEIGHTS_F32);
+        build_transformer_as(&t, target_path, 3, NULL, 1, WEIGHTS_F32);
         build_sampler(&s, FUZZ_VOCAB, 1.0f, 1.0f, 0);
         Drafter *d = eagle ? eagle_drafter(&ed, medusa_path, &t, &s) : medusa_drafter(&md, medusa_path, &t, &s);
         int tokens[8] = {TOKEN_BOS, 5, 7, 9, 11, 13, 15, 17};

@@ -846,7 +846,8 @@ typedef struct {
 #define PUBLISHED_CSV "docs"       // the tracked CSVs the figures are drawn from: --publish
 #define SCRATCH_CSV "build/bench"  // where the CSVs go otherwise
 
-static const char *const MODES[] = {"all", "sweep", "drafters", "lenience", "tree", "runc", "llamacpp", "selftest"};
+static const char *const MODES[] = {"all", "sweep", "drafters", "lenience", "tree", "runc", "llamacpp", "selftest",
+                                    "shapes"};
 
 static void bench_usage(FILE *out) {
     fprintf(out,
@@ -871,6 +872,9 @@ static void bench_usage(FILE *out) {
         "                     and Q4_0 GGUFs, 1 and N threads; prints only\n"
         "  selftest  <1 s     the bench's own checks (the speedup bound, bandwidth states, options);\n"
         "                     writes nothing (make test-plot runs it)\n"
+        "  shapes    ~15 min  llama2.c's shapes (stories15M/42M/110M, TinyLlama-1.1B, Llama-2-7B; f32 and\n"
+        "                     int8) as random files in build/shapes/ (~15 GB of disk, deleted after): greedy\n"
+        "                     spec against target-only, time to first token against cat, peak RSS; prints only\n"
         "CSVs go to " SCRATCH_CSV "/ and docs/ is left alone; --publish writes them into " PUBLISHED_CSV "/\n"
         "(make bench PUBLISH=1), where make plots draws the figures from; --csv DIR into DIR.\n"
         "bench.json (--json F) is not tracked. Every end-to-end row is checked against the speedup its\n"
@@ -1558,6 +1562,203 @@ static void plan_outputs(const BenchOptions *o, int have_pair) {
         if (!strcmp(WRITES[i][0], o->what) && (have_pair || !WRITES[i][2][0])) plan_bench_output(o->csv, WRITES[i][1]);
 }
 
+// ---- llama2.c's shapes (bench shapes): random shape-only checkpoints -----------------
+// Every shape export.py writes for stories15M/42M/110M, TinyLlama-1.1B and Llama-2-7B, as
+// a legacy f32 file and a version-2 file (export.py's GS: 64 halved until it divides dim,
+// so stories42M's w2 groups run across rows), random weights (random_model.h's scales),
+// written into build/shapes/ and deleted after (a few GB: never shipped, never in make
+// test). Each runs in ./specdec, a process of its own (peak RSS from wait4), with llama2.c's
+// 32000-token tokenizer: greedy spec (the next smaller shape drafting) against target-only,
+// time to first token against `cat FILE > /dev/null` (page cache warm, medians of 3, side by
+// side), the RSS bound of the real-sizes issue (file x 1.05 + KV caches + 256 MB), and the
+// 7B f32 file (sparse: zeros) refused, then loaded as int8.
+#include <sys/resource.h>
+#include <sys/wait.h>
+#define SHAPES_TOKENIZER "../shared/data/ref/llama2_tokenizer.bin"
+typedef struct { const char *name; Config c; } Shape;
+static const Shape SHAPES[] = {{"stories15M", {288, 768, 6, 6, 6, 32000, 256}},
+                               {"stories42M", {512, 1376, 8, 8, 8, 32000, 1024}},
+                               {"stories110M", {768, 2048, 12, 12, 12, 32000, 1024}},
+                               {"tinyllama-1.1B", {2048, 5632, 22, 32, 4, 32000, 2048}},
+                               {"llama2-7B", {4096, 11008, 32, 32, 32, 32000, 4096}}};
+#define N_SHAPES 5
+
+// `layers` blocks of `each` values uniform in [-a, a] (a < 0: gains 1 +- 0.1) to f: floats,
+// or (gs > 0) each block's int8 groups (model.h's q80_group) and then its scales
+static void write_tensor(FILE *f, Stream *r, float a, size_t layers, size_t each, int gs, const char *path) {
+    float x[4096], *sc = gs ? xmalloc(each / (size_t)gs * sizeof(float), "scales") : NULL;
+    int8_t q[4096];
+    for (size_t l = 0; l < layers; l++) {
+        for (size_t done = 0, m; done < each; done += m) {
+            m = each - done < 4096 ? each - done : 4096; // whole groups: gs divides 4096 and each
+            for (size_t i = 0; i < m; i++) x[i] = a < 0 ? 1.0f + uniform(r, 0.1f) : uniform(r, a);
+            for (size_t g = 0; gs && g < m / (size_t)gs; g++)
+                sc[done / (size_t)gs + g] = q80_group(q + g * (size_t)gs, x + g * (size_t)gs, gs);
+            if (gs ? fwrite(q, 1, m, f) != m : fwrite(x, sizeof(float), m, f) != m) die("%s: write failed", path);
+        }
+        if (gs && fwrite(sc, sizeof(float), each / (size_t)gs, f) != each / (size_t)gs) die("%s: write failed", path);
+    }
+    xfree(sc);
+}
+
+// A random checkpoint of shape c (shared classifier): legacy f32 (gs 0) or version 2 in groups of gs
+static void write_shape(const char *path, const Config *c, int gs) {
+    size_t dim = (size_t)c->dim, hid = (size_t)c->hidden_dim, L = (size_t)c->n_layers, V = (size_t)c->vocab_size;
+    size_t hs = dim / (size_t)c->n_heads, kv = (size_t)c->n_kv_heads * hs;
+    float a_in = sqrtf(3.0f / (float)dim), a_hid = sqrtf(3.0f / (float)hid), a_emb = 4.0f / sqrtf((float)dim);
+    FILE *f = fopen(path, "wb");
+    Stream r;
+    stream_seed(&r, 7);
+    if (!f) die("%s: cannot write", path);
+    if (gs) {
+        unsigned char h[Q80_HEADER_BYTES] = {0};
+        int32_t v[9] = {Q80_MAGIC, 2, c->dim, c->hidden_dim, c->n_layers, c->n_heads, c->n_kv_heads, c->vocab_size,
+                        c->seq_len};
+        memcpy(h, v, sizeof(v)), h[36] = 1, memcpy(h + 37, &gs, sizeof(gs));
+        if (fwrite(h, 1, sizeof(h), f) != sizeof(h)) die("%s: write failed", path);
+        write_tensor(f, &r, -1, 1, (2 * L + 1) * dim, 0, path); // rms_att, rms_ffn, rms_final
+    } else if (write_config(f, c, 1)) die("%s: write failed", path);
+    write_tensor(f, &r, a_emb, 1, V * dim, gs, path);
+    if (!gs) write_tensor(f, &r, -1, 1, L * dim, 0, path);
+    write_tensor(f, &r, a_in, L, dim * dim, gs, path);
+    write_tensor(f, &r, a_in, L, kv * dim, gs, path);
+    write_tensor(f, &r, a_in, L, kv * dim, gs, path);
+    write_tensor(f, &r, a_in, L, dim * dim, gs, path);
+    if (!gs) write_tensor(f, &r, -1, 1, L * dim, 0, path);
+    write_tensor(f, &r, a_in, L, hid * dim, gs, path);
+    write_tensor(f, &r, a_hid, L, dim * hid, gs, path);
+    write_tensor(f, &r, a_in, L, hid * dim, gs, path);
+    if (!gs) {
+        float *rope = xmalloc((size_t)c->seq_len * hs * sizeof(float), "rope");
+        rope_tables(rope, rope + (size_t)c->seq_len * hs / 2, c->seq_len, (int)hs);
+        write_tensor(f, &r, -1, 1, dim, 0, path); // rms_final
+        if (fwrite(rope, sizeof(float), (size_t)c->seq_len * hs, f) != (size_t)c->seq_len * hs) die("%s: write failed", path);
+        xfree(rope);
+    }
+    if (fclose(f) != 0) die("%s: write failed", path);
+}
+
+// Run `cmd` (sh -c; stdout into out, n bytes at most): wall seconds, *rss its peak RSS in GB
+// (wait4), *rc its exit status
+static double run_timed(const char *cmd, char *out, size_t n, double *rss, int *rc) {
+    int fd[2];
+    struct rusage ru;
+    if (pipe(fd)) die("pipe failed");
+    fflush(stdout);
+    double t0 = now_seconds();
+    pid_t pid = fork();
+    if (pid == 0) {
+        dup2(fd[1], 1), close(fd[0]), close(fd[1]);
+        execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+        _exit(127);
+    }
+    close(fd[1]);
+    size_t got = 0;
+    for (ssize_t r; got + 1 < n && (r = read(fd[0], out + got, n - 1 - got)) > 0;) got += (size_t)r;
+    for (char sink[4096]; read(fd[0], sink, sizeof(sink)) > 0;) {}
+    close(fd[0]);
+    out[got] = '\0';
+    int status;
+    wait4(pid, &status, 0, &ru);
+    *rss = (double)ru.ru_maxrss / 1e6; // KB on Linux
+    *rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    return now_seconds() - t0;
+}
+
+// file's time to first token (-n 1, empty prompt: BOS, one forward) against cat's, medians
+// of 3 side by side; *ttft and *cat the medians, *rss the largest peak RSS (GB)
+static void time_first_token(const char *file, const char *flags, double *ttft, double *cat, double *rss) {
+    char cmd[1024], out[256];
+    double t[3], c[3], m;
+    int rc;
+    snprintf(cmd, sizeof(cmd), "exec cat %s > /dev/null", file);
+    run_timed(cmd, out, sizeof(out), &m, &rc); // the page cache warm
+    *rss = 0;
+    for (int i = 0; i < 3; i++) {
+        c[i] = run_timed(cmd, out, sizeof(out), &m, &rc);
+        char run[1024];
+        snprintf(run, sizeof(run), "exec ./specdec %s -z " SHAPES_TOKENIZER " -m target -i '' -n 1 -t 0 -q %s 2>/dev/null",
+                 file, flags);
+        t[i] = run_timed(run, out, sizeof(out), &m, &rc);
+        if (rc) t[i] = INFINITY;
+        if (m > *rss) *rss = m;
+    }
+    qsort(t, 3, sizeof(double), cmp_double), qsort(c, 3, sizeof(double), cmp_double);
+    *ttft = t[1], *cat = c[1];
+}
+
+static size_t file_size(const char *path) {
+    struct stat st;
+    return stat(path, &st) ? 0 : (size_t)st.st_size;
+}
+
+static int bench_shapes(void) {
+    char path[N_SHAPES][2][256], cmd[2048], a[8192], b[8192];
+    const char *fmt[2] = {"f32", "int8"};
+    int failed = 0, rc, rc2;
+    double rss, rss2;
+    if (access("./specdec", X_OK) || access(SHAPES_TOKENIZER, R_OK))
+        die("bench shapes: needs ./specdec (make specdec) and %s", SHAPES_TOKENIZER);
+    mkdir("build", 0755), mkdir("build/shapes", 0755);
+    for (int s = 0; s < N_SHAPES; s++)
+        for (int q = 0; q < 2; q++) {
+            int gs = 64;
+            while (q && SHAPES[s].c.dim % gs) gs /= 2; // export.py's rule
+            snprintf(path[s][q], sizeof(path[s][q]), "build/shapes/%s_%s.bin", SHAPES[s].name, fmt[q]);
+            double t0 = now_seconds();
+            if (s == N_SHAPES - 1 && !q) { // 27 GB: sparse, its weights zeros (disk and time)
+                FILE *f = fopen(path[s][q], "wb");
+                if (!f || write_config(f, &SHAPES[s].c, 1) || fclose(f) ||
+                    truncate(path[s][q], (off_t)(CONFIG_HEADER_BYTES + checkpoint_n_floats(&SHAPES[s].c, 1) * 4)))
+                    die("%s: cannot write", path[s][q]);
+            } else write_shape(path[s][q], &SHAPES[s].c, q ? gs : 0);
+            printf("wrote %s (%.2f GB, %s%s) in %.0f s\n", path[s][q], (double)file_size(path[s][q]) / 1e9, fmt[q],
+                   q && SHAPES[s].c.hidden_dim % gs ? ", groups across w2's rows" : "", now_seconds() - t0);
+        }
+    printf("\ngreedy spec == target-only (-t 0 -n 12), each shape drafting for the next larger one:\n");
+    for (int s = 1; s < N_SHAPES; s++)
+        for (int q = s == N_SHAPES - 1; q < 2; q++) { // not the 7B f32 file: zeros
+            const char *tflags = q ? "" : "--target-weights f32";
+            snprintf(cmd, sizeof(cmd), "exec ./specdec %s -z " SHAPES_TOKENIZER " -m target -t 0 -n 12 -i 'Once upon "
+                     "a time' %s 2>/dev/null", path[s][q], tflags);
+            run_timed(cmd, a, sizeof(a), &rss, &rc);
+            snprintf(cmd, sizeof(cmd), "exec ./specdec %s -d %s -z " SHAPES_TOKENIZER " -t 0 -n 12 -i 'Once upon a "
+                     "time' %s --draft-weights %s -k 4 2>/dev/null", path[s][q], path[s - 1][q], tflags, fmt[q]);
+            run_timed(cmd, b, sizeof(b), &rss2, &rc2);
+            int same = !rc && !rc2 && !strcmp(a, b) && strlen(a) > 0;
+            failed += !same;
+            printf("  %-15s %-4s target, %-15s %-4s draft: %s (peak RSS %.2f GB target-only, %.2f GB spec)\n",
+                   SHAPES[s].name, fmt[q], SHAPES[s - 1].name, fmt[q],
+                   same ? "same text" : "DIFFER", rss, rss2);
+        }
+    printf("\n7B f32 (27 GB): ");
+    snprintf(cmd, sizeof(cmd), "./specdec %s -z " SHAPES_TOKENIZER " -m target -n 1 2>&1", path[N_SHAPES - 1][0]);
+    run_timed(cmd, a, sizeof(a), &rss, &rc);
+    printf("exit %d: %s", rc, a);
+    failed += rc != 1 || !strstr(a, "as int8");
+    double load[3] = {0};
+    getloadavg(load, 3);
+    printf("\ntime to first token (-n 1, empty prompt) against cat FILE > /dev/null, medians of 3 (load average "
+           "%.2f):\n", load[0]);
+    for (int s = 0; s < N_SHAPES; s++)
+        for (int q = 0; q < 2; q++) {
+            double ttft, cat, rss_gb, gb = (double)file_size(path[s][q]) / 1e9;
+            const Config *c = &SHAPES[s].c;
+            double kv = 2.0 * c->n_layers * 48 * (c->n_kv_heads * (c->dim / c->n_heads)) * 4 / 1e9;
+            int as_int8 = s == N_SHAPES - 1 && !q;
+            time_first_token(path[s][q], as_int8 ? "--target-weights int8" : q ? "" : "--target-weights f32", &ttft,
+                             &cat, &rss_gb);
+            double bound = (as_int8 ? (double)file_size(path[s][1]) / 1e9 : gb) * 1.05 + kv + 0.256;
+            printf("  %-15s %-11s %6.2f GB: first token %6.2f s, cat %5.2f s (%.2fx); peak RSS %5.2f GB, bound %5.2f%s\n",
+                   SHAPES[s].name, as_int8 ? "f32 as int8" : fmt[q], gb, ttft, cat, ttft / cat, rss_gb, bound,
+                   rss_gb <= bound ? "" : " OVER");
+            failed += rss_gb > bound || !isfinite(ttft);
+        }
+    for (int s = 0; s < N_SHAPES; s++) remove(path[s][0]), remove(path[s][1]);
+    printf("bench shapes: %s\n", failed ? "FAILED" : "all as promised");
+    return failed != 0;
+}
+
 static char pbig[512]; // the large target's file while the bench runs
 static void remove_big(void) { remove(pbig); }
 
@@ -1565,6 +1766,7 @@ int main(int argc, char **argv) {
     BenchOptions o;
     parse_bench(&o, argc, argv);
     if (!strcmp(o.what, "selftest")) return selftest();
+    if (!strcmp(o.what, "shapes")) return bench_shapes();
     if (!o.publish && !strcmp(o.csv, SCRATCH_CSV)) {
         mkdir("build", 0755);
         mkdir(SCRATCH_CSV, 0755);

@@ -15,8 +15,11 @@
 //       A random EAGLE drafter for TARGET (W1, W2 uniform in +-0.05, b zero).
 //   randckpt --embed-eagle IN.bin OUT.bin SCALE
 //       IN for the target --embed made SCALE x wider (zero-padded alike).
-//   randckpt --q80 IN.bin OUT.bin
-//       IN (f32) as llama2.c's version 2 (int8 groups), as ./train quantize writes it.
+//   randckpt --q80 IN.bin OUT.bin [GS]
+//       IN (f32) as llama2.c's version 2 (int8 groups), as ./train quantize writes it;
+//       with GS, in groups of GS (export.py's: 64 halved until it divides dim).
+//   randckpt --dequantize IN.bin OUT.bin
+//       the weights of IN (version 2) as an f32 checkpoint (model.h's q80_dequantize).
 //   randckpt --embed-medusa IN.bin OUT.bin SCALE
 //       IN's heads for the target --embed made SCALE x wider: W and b
 //       zero-padded, so the padded hidden state (z, 0) gives the same logits.
@@ -57,8 +60,20 @@ int main(int argc, char **argv) {
         write_embedded_medusa(argv[3], argv[2], atoi(argv[4]));
         return 0;
     }
-    if (argc == 4 && !strcmp(argv[1], "--q80")) {
-        write_q80_checkpoint(argv[2], argv[3]);
+    if ((argc == 4 || argc == 5) && !strcmp(argv[1], "--q80")) {
+        write_q80_checkpoint_gs(argv[2], argv[3], argc == 5 ? atoi(argv[4]) : 0);
+        return 0;
+    }
+    if (argc == 4 && !strcmp(argv[1], "--dequantize")) {
+        size_t n;
+        char msg[512];
+        Config c;
+        int shared, gs;
+        unsigned char *img = read_file_checked(argv[2], "version-2 file", &n, NULL, NULL);
+        if (check_q80(&c, &shared, &gs, img, n, msg, sizeof(msg))) die("%s: %s", argv[2], msg);
+        float *f = xmalloc(checkpoint_n_floats(&c, shared) * sizeof(float), "weights");
+        q80_dequantize(f, &c, shared, gs, img);
+        if (write_checkpoint(argv[3], &c, f, shared)) die("%s: write failed", argv[3]);
         return 0;
     }
     if (argc == 4 && !strcmp(argv[1], "--tokenizer")) {
@@ -69,7 +84,8 @@ int main(int argc, char **argv) {
         fprintf(stderr, "usage: randckpt OUT.bin dim hidden n_layers n_heads n_kv_heads vocab seq_len "
                         "[--seed S] [--unshared] [--noise EPS --noise-seed S2]\n"
                         "       randckpt --tokenizer OUT.bin vocab\n"
-                        "       randckpt --q80 IN.bin OUT.bin  (IN as llama2.c's version 2, int8)\n"
+                        "       randckpt --q80 IN.bin OUT.bin [GS]  (IN as llama2.c's version 2, int8)\n"
+                        "       randckpt --dequantize IN.bin OUT.bin  (a version-2 IN's weights as f32)\n"
                         "       randckpt --embed BASE.bin OUT.bin SCALE LAYERS  (BASE zero-padded, SCALE x wider)\n"
                         "       randckpt --medusa TARGET.bin OUT.bin H SEED\n"
                         "       randckpt --embed-medusa IN.bin OUT.bin SCALE\n"

@@ -112,17 +112,36 @@ static void write_random_checkpoint(const char *path, const Config *c, int share
     xfree(p);
 }
 
-// Write the version-2 (int8) export of the f32 checkpoint `in` to `out`: the
-// image specdec builds at load with int8 weights (model.h's q80_export,
-// groups of q80_group_size)
-static void write_q80_checkpoint(const char *in, const char *out) {
-    Transformer t;
-    build_transformer_as(&t, in, 1, NULL, 1, WEIGHTS_INT8);
-    size_t bytes = q80_file_bytes(&t.config, t.shared_classifier, t.gs);
-    FILE *f = fopen(out, "wb");
-    if (!f || fwrite(t.held[HELD_IMAGE], 1, bytes, f) != bytes || fclose(f) != 0) die("%s: write failed", out);
-    free_transformer(&t);
+// The f32 checkpoint `path` read whole (the tests' own reader, not specdec's stream): its
+// config, classifier and weights (pointers into the returned buffer, xfree it)
+static unsigned char *read_f32_checkpoint(const char *path, Config *c, int *shared, TransformerWeights *w) {
+    size_t n;
+    char msg[512];
+    int32_t h[7] = {0};
+    unsigned char *file = read_file_checked(path, "checkpoint", &n, NULL, NULL);
+    memcpy(h, file, n < sizeof(h) ? n : sizeof(h));
+    if (check_checkpoint(c, shared, h, n, msg, sizeof(msg))) die("%s: %s", path, msg);
+    map_weights(w, c, (float *)(void *)(file + CONFIG_HEADER_BYTES), *shared);
+    return file;
 }
+
+// Write the version-2 (int8) export of the f32 checkpoint `in` to `out` in groups of gs (0:
+// q80_group_size's): what specdec packs at load with int8 weights (model.h's q80_export)
+static void write_q80_checkpoint_gs(const char *in, const char *out, int gs) {
+    Config c;
+    int shared;
+    TransformerWeights w;
+    unsigned char *file = read_f32_checkpoint(in, &c, &shared, &w);
+    if (!gs) gs = q80_group_size(&c);
+    size_t bytes = q80_file_bytes(&c, shared, gs);
+    unsigned char *img = xmalloc(bytes, "version-2 image");
+    q80_export(img, &c, &w, shared, gs);
+    FILE *f = fopen(out, "wb");
+    if (!f || fwrite(img, 1, bytes, f) != bytes || fclose(f) != 0) die("%s: write failed", out);
+    xfree(img);
+    xfree(file);
+}
+static void write_q80_checkpoint(const char *in, const char *out) { write_q80_checkpoint_gs(in, out, 0); }
 
 // ---- the emulated large target (make bench) -----------------------------------
 // base's layers, then `extra` layers whose output projections wo and w2 are zero:
@@ -157,8 +176,10 @@ static void write_floats(FILE *f, const float *p, size_t n, const char *path) {
 }
 
 static void write_emulated_checkpoint(const char *path, const Transformer *base, int extra) {
-    Config c = base->config;
-    const TransformerWeights *w = &base->weights;
+    Config c;
+    int shared;
+    TransformerWeights bw, *w = &bw;
+    unsigned char *file = read_f32_checkpoint(base->path, &c, &shared, &bw);
     size_t dim = (size_t)c.dim, hid = (size_t)c.hidden_dim, L = (size_t)c.n_layers, E = (size_t)extra;
     size_t hs = dim / (size_t)c.n_heads, kv = (size_t)c.n_kv_heads * hs;
     FILE *f = fopen(path, "wb");
@@ -167,7 +188,7 @@ static void write_emulated_checkpoint(const char *path, const Transformer *base,
     stream_seed(&r, 99);
     float a = sqrtf(3.0f / (float)dim);
     c.n_layers += extra;
-    if (write_config(f, &c, base->shared_classifier) != 0) die("%s: write failed", path);
+    if (write_config(f, &c, shared) != 0) die("%s: write failed", path);
     write_floats(f, w->token_embedding, (size_t)c.vocab_size * dim, path);
     write_floats(f, w->rms_att, L * dim, path);        write_fill(f, 1.0f, E * dim, path);
     write_floats(f, w->wq, L * dim * dim, path);       write_random(f, &r, a, E * dim * dim, path);
@@ -181,8 +202,9 @@ static void write_emulated_checkpoint(const char *path, const Transformer *base,
     write_floats(f, w->rms_final, dim, path);
     write_floats(f, w->rope_cos, (size_t)c.seq_len * hs / 2, path);
     write_floats(f, w->rope_sin, (size_t)c.seq_len * hs / 2, path);
-    if (!base->shared_classifier) write_floats(f, w->wcls, (size_t)c.vocab_size * dim, path);
+    if (!shared) write_floats(f, w->wcls, (size_t)c.vocab_size * dim, path);
     if (fclose(f) != 0) die("%s: write failed", path);
+    xfree(file);
 }
 
 // The base model embedded, zero-padded, in a model `scale` times as wide with
@@ -195,15 +217,18 @@ static void write_emulated_checkpoint(const char *path, const Transformer *base,
 // zero wo, w2 leave the residual stream unchanged. The logits match the base's
 // to rounding (RMSNorm's eps is the one difference).
 static void write_embedded_checkpoint(const char *path, const Transformer *base, int scale, int layers) {
-    Config b = base->config, c = b;
-    const TransformerWeights *w = &base->weights;
+    Config b, c;
+    int shared;
+    TransformerWeights bw, *w = &bw;
+    unsigned char *file = read_f32_checkpoint(base->path, &b, &shared, &bw);
+    c = b;
     c.dim *= scale, c.hidden_dim *= scale, c.n_heads *= scale, c.n_kv_heads *= scale, c.n_layers = layers;
     size_t D = (size_t)c.dim, H = (size_t)c.hidden_dim, d = (size_t)b.dim, h = (size_t)b.hidden_dim;
     size_t hs = d / (size_t)b.n_heads, kv = (size_t)b.n_kv_heads * hs, KV = kv * (size_t)scale;
     size_t V = (size_t)c.vocab_size, L = (size_t)b.n_layers, E = (size_t)(layers - b.n_layers);
     float *row = xmalloc((D > H ? D : H) * sizeof(float), "row"), g = 1.0f / sqrtf((float)scale);
     FILE *f = fopen(path, "wb");
-    if (!f || layers < b.n_layers || write_config(f, &c, base->shared_classifier) != 0) die("%s: cannot write", path);
+    if (!f || layers < b.n_layers || write_config(f, &c, shared) != 0) die("%s: cannot write", path);
     Stream r;
     stream_seed(&r, 99);
     // n rows of `in` floats from src (rows of src_in), each zero-padded to `in`; then pad rows of zeros; gain g
@@ -235,10 +260,11 @@ static void write_embedded_checkpoint(const char *path, const Transformer *base,
     PADDED(w->rms_final, 1, d, D, 0, g);
     write_floats(f, w->rope_cos, (size_t)c.seq_len * hs / 2, path);
     write_floats(f, w->rope_sin, (size_t)c.seq_len * hs / 2, path);
-    if (!base->shared_classifier) { PADDED(w->wcls, V, d, D, 0, 1.0f); }
+    if (!shared) { PADDED(w->wcls, V, d, D, 0, 1.0f); }
 #undef PADDED
     if (fclose(f) != 0) die("%s: write failed", path);
     xfree(row);
+    xfree(file);
 }
 
 // A drafter file `in` (what: its kind) read whole into *file, its 5-int header into h and

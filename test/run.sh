@@ -23,7 +23,7 @@ run() {
 
 for dir in build/bin build/asan; do
     echo "=== $dir"
-    for t in test_kernels test_forward test_tokenizer test_spec test_io; do run $dir/$t; done
+    for t in test_kernels test_forward test_tokenizer test_spec test_io test_load; do run $dir/$t; done
 done
 
 echo "=== power: the chi-square test must fail against a deliberately wrong residual"

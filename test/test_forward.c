@@ -336,9 +336,7 @@ static void test_q80_file(const char *name) {
     snprintf(v2, sizeof(v2), "build/test/forward_%s_q80.bin", name);
     Transformer a, b;
     build_transformer_as(&a, path, MAX_ROWS, NULL, 1, WEIGHTS_INT8);
-    FILE *f = fopen(v2, "wb");
-    size_t bytes = q80_file_bytes(&a.config, a.shared_classifier, a.gs);
-    CHECK(f && fwrite(a.held[HELD_IMAGE], 1, bytes, f) == bytes && fclose(f) == 0, "writing %s", v2);
+    write_q80_checkpoint(path, v2);
     build_transformer_as(&b, v2, MAX_ROWS, NULL, 1, WEIGHTS_F32);
     int V = a.config.vocab_size, bad = 0, tok[24];
     for (int i = 0; i < 24; i++) tok[i] = (i * 37 + 5) % V;

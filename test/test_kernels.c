@@ -133,14 +133,13 @@ static float q8_definition_group(int *q, const float *v, int gs) {
 static void *pack_q8(Matrix *m, const float *w, int d, int n, int gs) {
     int8_t *q = xmalloc((size_t)d * n, "q");
     float *s = xmalloc((size_t)d * (n / gs) * sizeof(float), "s");
-    const void **rows = xmalloc((size_t)d * sizeof(*rows), "rows");
-    const float **sc = xmalloc((size_t)d * sizeof(*sc), "scales");
     for (size_t g = 0; g < (size_t)d * (n / gs); g++) s[g] = q80_group(q + g * gs, w + g * gs, gs);
-    for (int j = 0; j < d; j++) rows[j] = q + (size_t)j * n, sc[j] = s + (size_t)j * (n / gs);
     void *packed = xmalloc_aligned(matrix_bytes(d, n, gs), 64, "packed");
-    CHECK(pack_rows(m, packed, rows, sc, d, n, gs) == (char *)packed + matrix_bytes(d, n, gs) && m->w8 == packed,
-          "pack_rows int8 n=%d d=%d gs=%d", n, d, gs);
-    xfree(q); xfree(s); xfree(rows); xfree(sc);
+    CHECK(place_matrix(m, packed, d, n, gs, 0) == (char *)packed + matrix_bytes(d, n, gs) && m->w8 == packed,
+          "place_matrix int8 n=%d d=%d gs=%d", n, d, gs);
+    for (int j = 0; j < d; j += PANEL) // blocks of rows, the last cut by d, as the load packs them
+        pack_block(m, j, d - j < PANEL ? d - j : PANEL, q + (size_t)j * n, s + (size_t)j * (n / gs));
+    xfree(q); xfree(s);
     return packed;
 }
 
