@@ -76,7 +76,7 @@ build/avx2/test_forward: test/test_forward.c $(TEST_DEPS)
 	@mkdir -p build/avx2 build/test
 	$(CC) $(TFLAGS) $(if $(findstring mavx2,$(SIMD)),-mavx2 -mfma) -o $@ $< $(LDLIBS)
 
-build/bin/golden: test/golden.c $(TEST_DEPS)
+build/bin/golden: test/golden/golden.c $(TEST_DEPS)
 	@mkdir -p build/bin build/test
 	$(CC) $(TFLAGS) $(SIMD) -o $@ $< $(LDLIBS)
 
@@ -90,9 +90,9 @@ test-core: specdec specdec_scalar build/bin/randckpt build/bin/golden build/bin/
 	bash test/run.sh
 
 # the Python port written from the docs alone reproduces the golden files
-# (test/port/README.md; --shipped adds the shipped pair's runs)
+# (port/README.md; --shipped adds the shipped pair's runs)
 test-port:
-	@if command -v python3 >/dev/null; then python3 test/port/port.py; \
+	@if command -v python3 >/dev/null; then python3 port/port.py; \
 	else echo "SKIP test-port: python3 not found"; fi
 
 # one after another: test-core and test-arm64 write the same fixtures in
@@ -104,7 +104,7 @@ test:
 	@for t in test-core test-train test-plot test-arm64 test-port; do $(MAKE) -j$(JOBS) --no-print-directory $$t || exit 1; done
 
 # ---- benchmarks (not tests: nothing asserted; numbers for README) -----------
-build/bin/bench: test/bench.c $(TEST_DEPS)
+build/bin/bench: bench/bench.c $(TEST_DEPS)
 	@mkdir -p build/bin
 	$(CC) $(TFLAGS) $(SIMD) -o $@ $< $(LDLIBS)
 

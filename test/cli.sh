@@ -798,8 +798,8 @@ bpb_bare=$(grep -ho '\./train bpb -m [^`]*' README.md docs/*.md | grep -v -- '-f
 rounds=$(sed -n 's/^  \([0-9]*\) rounds, K = .*/\1/p' README.md | head -1)
 examined=$(sed -n 's/^  [0-9]* proposals, \([0-9]*\) examined.*/\1/p' README.md | head -1)
 per=$(sed -n 's/^  tokens per round \([0-9.]*\);.*/\1/p' README.md | head -1)
-if grep -q "22 of the $n_golden files" README.md && grep -q "# all $n_golden: adds" test/port/README.md &&
-   ! grep -q "# 19 files\|# all 24" test/port/README.md && [ -z "$bpb_bare" ] && grep -q '\*\*proposals\*\*' README.md &&
+if grep -q "22 of the $n_golden files" README.md && grep -q "# all $n_golden: adds" port/README.md &&
+   ! grep -q "# 19 files\|# all 24" port/README.md && [ -z "$bpb_bare" ] && grep -q '\*\*proposals\*\*' README.md &&
    [ "$(awk -v e="${examined:-0}" -v r="${rounds:-1}" 'BEGIN { printf "%.2f", e / r }')" = "${per:-x}" ] &&
    grep -q 'with \*\*hidden 192\*\*' docs/PORTING.md && grep -q 'if fabs(x\[k\]) > amax or x\[k\] is NaN' docs/PORTING.md &&
    grep -q "rounds activations with \`round\` (ties away from" docs/PORTING.md; then ok

@@ -39,8 +39,8 @@
 // checked before anything is measured, and replaced whole (model.h's plan_output).
 #define TESTING
 #include "../specdec.c"
-#include "random_model.h"
-#include "check.h"
+#include "../test/random_model.h"
+#include "../test/check.h"
 
 #define N_PROMPTS 4
 static const char *PROMPTS[N_PROMPTS] = {"Once upon a time", "The little dog", "One day, Lily",

@@ -23,8 +23,8 @@
 //     text_random.txt   what specdec prints for the -m target run's ids and the hard strings'
 // Every float is printed exactly (%a, or %.9g, which reads back to the same float).
 #define TESTING
-#include "../specdec.c"
-#include "random_model.h"
+#include "../../specdec.c"
+#include "../random_model.h"
 
 #define RUN_K 4
 #define RUN_NEW 40 // new tokens per run: the last round is capped to fit, as specdec -n caps it

@@ -2,10 +2,10 @@
 """An independent port of specdec, written from docs/PORTING.md and
 test/golden/README.md alone, that reproduces the golden files bit for bit.
 
-python3 test/port/port.py             the random golden model (generated here) and
+python3 port/port.py             the random golden model (generated here) and
                                       the cheap shipped files (tokens, logits)
-python3 test/port/port.py --shipped   also the shipped pair's runs (minutes)
-python3 test/port/port.py --out DIR   also write every file it prints into DIR
+python3 port/port.py --shipped   also the shipped pair's runs (minutes)
+python3 port/port.py --out DIR   also write every file it prints into DIR
 
 Standard library only. Float32 arithmetic is exact: see f32.py.
 """
@@ -23,7 +23,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from f32 import (f32, r32, fma, vfma, vfma_s, matvec_cols, dot_lanes8,  # noqa: E402
                  sum_lanes8, exp_vec, hexfloat)
 
-ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..'))
+ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
 GOLDEN = os.path.join(ROOT, 'test', 'golden')
 M64 = (1 << 64) - 1
 FLT_MAX = float.fromhex('0x1.fffffep+127')
