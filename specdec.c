@@ -2833,20 +2833,19 @@ static inline void cpu_relax(void) {
 #define POOL_IDLE 2e-3   // for a job: the draft's steps between two verify passes
 #define POOL_STALL 1e-3  // a layer takes microseconds, a timeslice ms (note_stall)
 static int pool_wait(ThreadPool *pool, atomic_ullong *count, unsigned long long at_least, double spin) {
-    if (atomic_load(count) >= at_least) return 0;
-    double since = now_seconds();
+    double since = 0; // when the wait began, read once it has lasted ~1 us
     for (long turns = 1; atomic_load(count) < at_least; turns++) {
-        if (turns % 64 || now_seconds() - since < spin) { // a clock read every ~1 us
-            cpu_relax();
-            continue;
-        }
+        cpu_relax();
+        if (turns % 64) continue; // a clock read every ~1 us
+        if (!since) since = now_seconds();
+        if (now_seconds() - since < spin) continue;
         pthread_mutex_lock(&pool->lock);
         atomic_fetch_add(&pool->sleeping, 1); // seq_cst, as the count's store: pool_signal sees one or we the other
         while (atomic_load(count) < at_least) pthread_cond_wait(&pool->wake, &pool->lock);
         atomic_fetch_sub(&pool->sleeping, 1);
         pthread_mutex_unlock(&pool->lock);
     }
-    return now_seconds() - since > POOL_STALL;
+    return since && now_seconds() - since > POOL_STALL;
 }
 
 // after a count that others wait on has grown (seq_cst): wake the sleepers (pool_wait)
