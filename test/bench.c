@@ -1,7 +1,7 @@
 // bench.c - the instrument behind every performance claim (make bench).
 // Benchmarks are not tests: nothing is asserted.
 //
-//   bench [all | sweep | drafters | lenience | tree | runc | llamacpp] [--target F] [--draft F]
+//   bench [all | sweep | drafters | lenience | tree | runc | llamacpp | busy] [--target F] [--draft F]
 //         [--tokenizer F] [--medusa F] [--json F] [--csv DIR] [--threads N]
 //
 // all:   the machine (FMA peak from a register-only loop, read bandwidth from
@@ -34,6 +34,7 @@
 // runc, llamacpp: target-only against llama2.c's run.c and runq.c (RUNC, RUNQ) and
 //        llama.cpp's llama-bench on Q8_0 and Q4_0 GGUFs (LLAMACPP: its tools' directory),
 //        in alternating pairs (compare_peer); `all` runs them too when those are set.
+// busy:  the shipped pair on 1 and N threads beside 5 processes that spin, then alone (bench_busy).
 // N (--threads) defaults to the CPUs the process may use. Writes bench.json and, into
 // --csv DIR (default docs), the CSVs the plots read.
 #define TESTING
