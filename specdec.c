@@ -55,12 +55,12 @@
 //  1502-1628  Appendix A. Errors and memory
 //  1631-2106  Appendix B. Loading
 //  2109-2819  Appendix C. Math kernels
-//  2822-3117  Appendix D. Threads
-//  3120-3274  Appendix E. Tokenizer
-//  3277-3383  Appendix F. Auto-K (-k 0)
-//  3386-3708  Appendix G. Statistics
-//  3711-3759  Appendix H. The text on stdout
-//  3762-4140  Appendix I. Command line
+//  2822-3114  Appendix D. Threads
+//  3117-3271  Appendix E. Tokenizer
+//  3274-3380  Appendix F. Auto-K (-k 0)
+//  3383-3705  Appendix G. Statistics
+//  3708-3756  Appendix H. The text on stdout
+//  3759-4137  Appendix I. Command line
 //
 // Build: cc -std=c11 -O3 -mavx2 -mfma -ffp-contract=off -pthread specdec.c -lm
 #define _POSIX_C_SOURCE 200809L
@@ -224,7 +224,7 @@ static void truncate_distribution(Sampler *s, float *probs);
 // Threads (Appendix D): run job(arg, tid, n) for tid = 0..n-1, the caller as 0;
 // threads meet at barriers; share splits n items by thread
 static int pool_run(ThreadPool *pool, int n, Job job, void *arg);
-// pool_run for a forward pass: on one thread instead while passes keep stalling
+// pool_run for a pass (forward_job, matmul_job): on one thread while passes keep stalling
 static void pool_run_pass(ThreadPool *pool, int n, Job job, void *arg);
 static void pool_barrier(ThreadPool *pool, int tid, int n);
 static void share(int *lo, int *hi, int n, int tid, int nth);
@@ -1025,7 +1025,7 @@ static void matmul_job(void *arg, int tid, int nth) {
     matmul_panels(j->out, j->x, j->T, j->m, lo, hi);
 }
 static void matmul_on(const Transformer *tr, float *out, const float *x, const Matrix *m, int T) {
-    pool_run(tr->pool, tr->n_threads, matmul_job, &(MatmulJob){out, x, m, T});
+    pool_run_pass(tr->pool, tr->n_threads, matmul_job, &(MatmulJob){out, x, m, T});
 }
 
 // Medusa and EAGLE (below) need no second model: they read the target's
@@ -2823,17 +2823,17 @@ static void swiglu(float *out, const float *h1, const float *h3, int n) {
 //
 // N threads give the same bits as one: the work is split by OUTPUT (panels of a
 // matmul, key/value heads of attention), never inside a reduction. A layer of
-// the shipped target takes microseconds, so the threads meet at spinning
-// barriers; between jobs a worker spins for a while, then sleeps.
+// the shipped target takes microseconds, so a thread that waits (at a barrier,
+// for a job) spins for a while before it sleeps (pool_wait).
 
 struct ThreadPool {
     int n;                   // threads, the caller included
     struct Worker { pthread_t thread; ThreadPool *pool; int tid; } *workers; // [1, n)
     pthread_mutex_t lock;
-    pthread_cond_t wake;
-    atomic_uint generation;  // bumped once per job
-    atomic_int sleeping;     // workers waiting on `wake`
-    atomic_int finished;     // workers done with the current job
+    pthread_cond_t wake;     // broadcast when a count that a sleeper may wait on grows
+    atomic_ullong generation; // bumped once per job
+    atomic_ullong finished;  // workers done with the current job
+    atomic_int sleeping;     // threads waiting on `wake`
     atomic_int stalled;      // a wait in this job outlasted POOL_STALL
     unsigned long long base; // every thread's barrier count as a job starts: where the last job's ended
     struct Arrival {         // barrier: one per thread, each in a cache line of its own
@@ -2848,8 +2848,6 @@ struct ThreadPool {
     double quiet_at;         // ... and the latest pass on all threads that did not stall
 };
 
-#define POOL_SPIN 200000 // pause instructions a worker waits before it sleeps (~1-5 ms)
-
 static inline void cpu_relax(void) {
 #if defined(__x86_64__) || defined(__i386__)
     __asm__ __volatile__("pause");
@@ -2858,18 +2856,35 @@ static inline void cpu_relax(void) {
 #endif
 }
 
-// One turn of a spin-wait: pause, and after many turns give the CPU away, so more threads
-// than cores (--threads 3 on 2 cores) still make progress. A wait past POOL_STALL seconds
-// means the thread waited on is not running (another process holds its core; note_stall).
-#define POOL_STALL 1e-3 // a layer takes microseconds, waking a sleeper ~0.1 ms, a tick 4 ms
-static inline void spin_wait(ThreadPool *pool, long *turns, double *since) {
-    if (++*turns <= 2000) {
+// Wait until *count >= at_least: spin `spin` seconds (the other thread is running and
+// arrives within them; waking a sleeper costs ~0.1 ms), then sleep until pool_signal, so a
+// thread that waits on one that is not running (another process holds its core; more
+// threads than cores) gives its core away. Returns 1 if it waited past POOL_STALL.
+#define POOL_SPIN 50e-6  // at a barrier: a layer's imbalance is microseconds
+#define POOL_IDLE 2e-3   // for a job: the draft's steps between two verify passes
+#define POOL_STALL 1e-3  // a layer takes microseconds, a timeslice ms (note_stall)
+static int pool_wait(ThreadPool *pool, atomic_ullong *count, unsigned long long at_least, double spin) {
+    double since = 0; // when the wait began, read once it has lasted ~1 us
+    for (long turns = 1; atomic_load(count) < at_least; turns++) {
         cpu_relax();
-        return;
+        if (turns % 64) continue; // a clock read every ~1 us
+        if (!since) since = now_seconds();
+        if (now_seconds() - since < spin) continue;
+        pthread_mutex_lock(&pool->lock);
+        atomic_fetch_add(&pool->sleeping, 1); // seq_cst, as the count's store: pool_signal sees one or we the other
+        while (atomic_load(count) < at_least) pthread_cond_wait(&pool->wake, &pool->lock);
+        atomic_fetch_sub(&pool->sleeping, 1);
+        pthread_mutex_unlock(&pool->lock);
     }
-    if (*turns == 2001) *since = now_seconds();
-    sched_yield();
-    if (now_seconds() - *since > POOL_STALL) atomic_store(&pool->stalled, 1);
+    return since && now_seconds() - since > POOL_STALL;
+}
+
+// after a count that others wait on has grown (seq_cst): wake the sleepers (pool_wait)
+static void pool_signal(ThreadPool *pool) {
+    if (atomic_load(&pool->sleeping) == 0) return;
+    pthread_mutex_lock(&pool->lock);
+    pthread_cond_broadcast(&pool->wake);
+    pthread_mutex_unlock(&pool->lock);
 }
 
 // Wait until threads 0..n-1 of the job all reach this barrier. Each thread
@@ -2879,37 +2894,25 @@ static inline void spin_wait(ThreadPool *pool, long *turns, double *since) {
 static void pool_barrier(ThreadPool *pool, int tid, int n) {
     if (n <= 1) return;
     unsigned long long mine = atomic_load_explicit(&pool->arrivals[tid].passed, memory_order_relaxed) + 1;
-    atomic_store_explicit(&pool->arrivals[tid].passed, mine, memory_order_release);
-    for (int i = 0; i < n; i++) {
-        long turns = 0;
-        double since = 0;
-        while (atomic_load_explicit(&pool->arrivals[i].passed, memory_order_acquire) < mine)
-            spin_wait(pool, &turns, &since);
-    }
+    atomic_store(&pool->arrivals[tid].passed, mine);
+    pool_signal(pool);
+    for (int i = 0; i < n; i++)
+        if (pool_wait(pool, &pool->arrivals[i].passed, mine, POOL_SPIN)) atomic_store(&pool->stalled, 1);
 }
 
-// a worker: wait for a new generation (spin, then sleep), run the job, report
+// a worker: wait for the next job, run it, report
 static void *pool_worker(void *arg) {
     struct Worker *w = arg;
     ThreadPool *pool = w->pool;
-    unsigned seen = 0, g;
-    for (;;) {
-        long spin = 0;
-        while ((g = atomic_load(&pool->generation)) == seen && spin++ < POOL_SPIN) cpu_relax();
-        if (g == seen) {
-            pthread_mutex_lock(&pool->lock);
-            atomic_fetch_add(&pool->sleeping, 1);
-            while ((g = atomic_load(&pool->generation)) == seen) pthread_cond_wait(&pool->wake, &pool->lock);
-            atomic_fetch_sub(&pool->sleeping, 1);
-            pthread_mutex_unlock(&pool->lock);
-        }
-        seen = g;
+    for (unsigned long long job = 1;; job++) {
+        pool_wait(pool, &pool->generation, job, POOL_IDLE);
         if (!pool->job) return NULL;
         if (w->tid < pool->job_threads) {
             atomic_store_explicit(&pool->arrivals[w->tid].passed, pool->base, memory_order_relaxed);
             pool->job(pool->arg, w->tid, pool->job_threads);
         }
         atomic_fetch_add(&pool->finished, 1);
+        pool_signal(pool);
     }
 }
 
@@ -2920,28 +2923,22 @@ static void pool_start(ThreadPool *pool, Job job, void *arg, int n) {
     pool->job_threads = n;
     atomic_store(&pool->finished, 0);
     atomic_fetch_add(&pool->generation, 1);
-    if (atomic_load(&pool->sleeping) > 0) {
-        pthread_mutex_lock(&pool->lock);
-        pthread_cond_broadcast(&pool->wake);
-        pthread_mutex_unlock(&pool->lock);
-    }
+    pool_signal(pool);
 }
 
-// Part I's pool_run; returns when all are done: 1 if a thread waited past POOL_STALL (spin_wait)
+// Part I's pool_run; returns when all are done: 1 if a thread waited past POOL_STALL
 static int pool_run(ThreadPool *pool, int n, Job job, void *arg) {
     if (!pool || n <= 1) return job(arg, 0, 1), 0;
     pool_start(pool, job, arg, n);
     atomic_store_explicit(&pool->arrivals[0].passed, pool->base, memory_order_relaxed);
     job(arg, 0, n);
-    long turns = 0;
-    double since = 0;
-    while (atomic_load(&pool->finished) < pool->n - 1) spin_wait(pool, &turns, &since);
+    if (pool_wait(pool, &pool->finished, (unsigned long long)pool->n - 1, POOL_SPIN)) atomic_store(&pool->stalled, 1);
     pool->base = atomic_load_explicit(&pool->arrivals[0].passed, memory_order_relaxed);
     return atomic_exchange(&pool->stalled, 0);
 }
 
 // After a pass on `threads` threads that `stalled` (pool_run's), ending at `now`: a third
-// stall within STALL_WINDOW of two others, or a third stalled pass in a row (spin_wait's
+// stall within STALL_WINDOW of two others, or a third stalled pass in a row (pool_wait's
 // other process: a stall every timeslice, or every pass), sends a run of passes to one
 // thread, a run that grows 4x while stalls recur and halves with each quiet pass on all
 // threads. A lone stall is a hiccup, which DRAM-bound models on two threads have alone.
@@ -3014,7 +3011,7 @@ static void prefetch_shared(const float *x, size_t n, int nth) {
 
 // How many CPUs this process may use: the default --threads. Not the online CPUs when
 // the process is pinned (taskset, a container's cpuset) or held to a CPU quota (docker
-// --cpus): more threads than CPUs stall at every barrier (spin_wait; PERFORMANCE.md's
+// --cpus): more threads than CPUs stall at every barrier (pool_wait; PERFORMANCE.md's
 // mechanism table). Linux states both limits; elsewhere the online count stands.
 #if defined(__linux__)
 #include <sys/syscall.h>

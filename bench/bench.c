@@ -1,7 +1,7 @@
 // bench.c - the instrument behind every performance claim (make bench).
 // Benchmarks are not tests: nothing is asserted.
 //
-//   bench [all | sweep | drafters | lenience | tree | runc | llamacpp] [--target F] [--draft F]
+//   bench [all | sweep | drafters | lenience | tree | runc | llamacpp | busy] [--target F] [--draft F]
 //         [--tokenizer F] [--medusa F] [--json F] [--csv DIR] [--threads N]
 //
 // all:   the machine (FMA peak from a register-only loop, read bandwidth from
@@ -34,6 +34,7 @@
 // runc, llamacpp: target-only against llama2.c's run.c and runq.c (RUNC, RUNQ) and
 //        llama.cpp's llama-bench on Q8_0 and Q4_0 GGUFs (LLAMACPP: its tools' directory),
 //        in alternating pairs (compare_peer); `all` runs them too when those are set.
+// busy:  the shipped pair on 1 and N threads beside 5 processes that spin, then alone (bench_busy).
 // N (--threads) defaults to the CPUs the process may use. Writes bench.json and, into
 // --csv DIR (default build/bench; --publish: docs), the CSVs the plots read: each
 // checked before anything is measured, and replaced whole (model.h's plan_output).
@@ -846,8 +847,8 @@ typedef struct {
 #define PUBLISHED_CSV "docs"       // the tracked CSVs the figures are drawn from: --publish
 #define SCRATCH_CSV "build/bench"  // where the CSVs go otherwise
 
-static const char *const MODES[] = {"all", "sweep", "drafters", "lenience", "tree", "runc", "llamacpp", "selftest",
-                                    "shapes"};
+static const char *const MODES[] = {"all", "sweep", "drafters", "lenience", "tree", "runc", "llamacpp", "busy",
+                                    "selftest", "shapes"};
 
 static void bench_usage(FILE *out) {
     fprintf(out,
@@ -870,6 +871,8 @@ static void bench_usage(FILE *out) {
         "  llamacpp  ~2 min   with LLAMACPP=DIR (llama.cpp's llama-bench, llama-quantize, llama-convert-llama2c-\n"
         "                     to-ggml): int8 target-only on the 325 MB target against llama-bench on its Q8_0\n"
         "                     and Q4_0 GGUFs, 1 and N threads; prints only\n"
+        "  busy      ~1 min   the shipped pair on 1 and N threads beside 5 processes that spin, then alone;\n"
+        "                     prints only\n"
         "  selftest  <1 s     the bench's own checks (the speedup bound, bandwidth states, options);\n"
         "                     writes nothing (make test-plot runs it)\n"
         "  shapes    ~15 min  llama2.c's shapes (stories15M/42M/110M, TinyLlama-1.1B, Llama-2-7B; f32 and\n"
@@ -1762,11 +1765,81 @@ static int bench_shapes(void) {
 static char pbig[512]; // the large target's file while the bench runs
 static void remove_big(void) { remove(pbig); }
 
+// ---- busy: threads beside other processes --------------------------------------------
+//
+// The shipped pair (spec, t = 0, auto-K; then -d medusa if its heads are there) on 1 and N
+// threads, runs alternating, 256 tokens from the 4 prompts, first beside BUSY_CHILDREN
+// forked children that spin (`for (;;)`, as a laptop's other programs), then alone. Each
+// run starts with the pool's stall record cleared, as a new process would (note_stall).
+#include <sys/wait.h>
+#define BUSY_CHILDREN 5
+#define BUSY_PAIRS 8
+
+static void busy_row(Pair *one, Pair *many, const char *medusa, const char *state) {
+    Sampler s;
+    build_sampler(&s, one->target->config.vocab_size, 0.0f, 1.0f, 0);
+    Spec sc[2];
+    Pair *pr[2] = {one, many};
+    double rate[2][BUSY_PAIRS], ratio[BUSY_PAIRS], load[2] = {0};
+    getloadavg(load, 1);
+    for (int i = 0; i < 2; i++) pr[i]->medusa = medusa, build_spec_as(&sc[i], pr[i]->target, pr[i], &s, 0, NULL);
+    for (int rep = 0; rep < BUSY_PAIRS; rep++) {
+        for (int i = 0; i < 2; i++) {
+            ThreadPool *pool = pr[i]->target->pool;
+            if (pool) pool->solo_left = pool->solo_run = 0, pool->stalled_at[0] = pool->stalled_at[1] = -INFINITY;
+            int made;
+            double t = run_once(pr[i], &sc[i], &s, rep, 1000 + rep, &made);
+            rate[i][rep] = made / t;
+        }
+        ratio[rep] = rate[1][rep] / rate[0][rep];
+    }
+    getloadavg(load + 1, 1);
+    double lo = ratio[0], hi = ratio[0];
+    for (int i = 1; i < BUSY_PAIRS; i++) lo = fmin(lo, ratio[i]), hi = fmax(hi, ratio[i]);
+    printf("%-5s %-6s t=0 K=auto: 1 thread %7.1f tok/s, %d threads %7.1f tok/s (medians of %d); %d / 1 thread "
+           "%.2fx, the median of %d alternating pairs (%.2f-%.2f); load average %.1f -> %.1f\n",
+           state, medusa ? "medusa" : "draft", median(rate[0], BUSY_PAIRS), many->threads, median(rate[1], BUSY_PAIRS),
+           BUSY_PAIRS, many->threads, median(ratio, BUSY_PAIRS), BUSY_PAIRS, lo, hi, load[0], load[1]);
+    fflush(stdout);
+    for (int i = 0; i < 2; i++) free_spec(&sc[i]);
+    free_sampler(&s);
+}
+
+static int bench_busy(const BenchOptions *o) {
+    printf("specdec bench busy: %s path, the shipped pair on 1 and %d threads, %d CPUs usable; beside %d "
+           "children that spin, then alone\n", SIMD_NAME, o->threads, usable_cpus(), BUSY_CHILDREN);
+    ThreadPool *pool = build_pool(o->threads);
+    Transformer target1, targetN, draft;
+    build_transformer(&target1, o->target, MAX_ROWS, NULL, 1);
+    build_transformer(&targetN, o->target, MAX_ROWS, pool, o->threads);
+    build_transformer_as(&draft, o->draft, MAX_ROWS, NULL, 1, DRAFT_WEIGHTS);
+    Tokenizer tok;
+    build_tokenizer(&tok, o->tokenizer, target1.config.vocab_size);
+    Pair one = {.target = &target1, .draft = &draft, .tok = &tok, .n_new = 256, .threads = 1};
+    Pair many = one;
+    many.target = &targetN, many.threads = o->threads;
+    const char *medusa = access(o->medusa, R_OK) == 0 ? o->medusa : NULL;
+    pid_t parent = getpid(), child[BUSY_CHILDREN];
+    for (int c = 0; c < BUSY_CHILDREN; c++)
+        if ((child[c] = fork()) == 0) // spin; gone within ~10 ms of the bench (getppid), however it ends
+            for (volatile unsigned long i = 1;; i++)
+                if (!(i & 0xffffff) && getppid() != parent) _exit(0);
+    for (int m = 0; m < 1 + !!medusa; m++) busy_row(&one, &many, m ? medusa : NULL, "busy");
+    for (int c = 0; c < BUSY_CHILDREN; c++)
+        if (child[c] > 0) kill(child[c], SIGKILL), waitpid(child[c], NULL, 0);
+    for (int m = 0; m < 1 + !!medusa; m++) busy_row(&one, &many, m ? medusa : NULL, "alone");
+    free_tokenizer(&tok);
+    free_transformer(&target1), free_transformer(&targetN), free_transformer(&draft);
+    free_pool(pool);
+    return 0;
+}
+
 int main(int argc, char **argv) {
     BenchOptions o;
     parse_bench(&o, argc, argv);
     if (!strcmp(o.what, "selftest")) return selftest();
     if (!strcmp(o.what, "shapes")) return bench_shapes();
+    if (!strcmp(o.what, "busy")) return bench_busy(&o);
     if (!o.publish && !strcmp(o.csv, SCRATCH_CSV)) {
         mkdir("build", 0755);
         mkdir(SCRATCH_CSV, 0755);

@@ -254,6 +254,75 @@ static void test_stall_goes_solo(void) {
     free_pool(pool);
 }
 
+// A thread that waits on one that is not running sleeps (pool_wait) and wakes when it
+// arrives. A job whose threads take turns arriving 1 ms late (far past POOL_SPIN) at a
+// barrier, each checking every thread's slot after it: nothing passes early, and the
+// waiters block (voluntary context switches beyond the late threads' own sleeps; a
+// spinning or yielding waiter makes none). Then more threads than CPUs (pinned to one,
+// every pass kept on all threads): the same logits as one thread, and it terminates
+// (alarm: a lost wake-up fails the test instead of hanging it).
+#include <sys/resource.h>
+#define LATE_ROUNDS 20
+typedef struct { atomic_int slot[3], wrong; ThreadPool *pool; } LateJob;
+static void late_job(void *arg, int tid, int n) {
+    LateJob *j = arg;
+    for (int r = 1; r <= LATE_ROUNDS; r++) {
+        if (r % n == tid) nanosleep(&(struct timespec){0, 1000000}, NULL);
+        atomic_store(&j->slot[tid], r);
+        pool_barrier(j->pool, tid, n);
+        for (int i = 0; i < n; i++) atomic_fetch_add(&j->wrong, atomic_load(&j->slot[i]) != r);
+        pool_barrier(j->pool, tid, n); // no slot changes before every thread has read them all
+    }
+}
+
+static long voluntary_switches(void) {
+    struct rusage u;
+    return getrusage(RUSAGE_SELF, &u) == 0 ? u.ru_nvcsw : 0;
+}
+
+static void test_pool_sleeps(void) {
+    alarm(120);
+    LateJob j = {.pool = build_pool(3)};
+    long before = voluntary_switches();
+    pool_run(j.pool, 3, late_job, &j);
+    long slept = voluntary_switches() - before - LATE_ROUNDS; // less the late threads' sleeps
+    CHECK(atomic_load(&j.wrong) == 0 && slept >= LATE_ROUNDS,
+          "a thread late at a barrier in each of %d rounds: %d slots read before their thread arrived (want 0), "
+          "%ld voluntary context switches beyond the late threads' (want >= %d: the waiters sleep)",
+          LATE_ROUNDS, atomic_load(&j.wrong), slept, LATE_ROUNDS);
+    free_pool(j.pool);
+    int pinned = 0;
+#if defined(__linux__) && defined(SYS_sched_getaffinity)
+    unsigned long all[64] = {0}, one[64] = {0};
+    int w = 0;
+    pinned = syscall(SYS_sched_getaffinity, 0, sizeof all, all) > 0;
+    while (w < 63 && !all[w]) w++;
+    one[w] = all[w] & -all[w]; // its lowest CPU: the pool's threads inherit the mask
+    pinned = pinned && syscall(SYS_sched_setaffinity, 0, sizeof one, one) == 0;
+#endif
+    Transformer a, b;
+    ThreadPool *pool = build_pool(4);
+    build_transformer(&a, "build/test/forward_mha_shared.bin", MAX_ROWS, NULL, 1);
+    build_transformer(&b, "build/test/forward_mha_shared.bin", MAX_ROWS, pool, 4);
+    int tokens[40], V = a.config.vocab_size, bad = 0;
+    for (int i = 0; i < 40; i++) tokens[i] = (i * 53 + 7) % V;
+    for (int pos = 0; pos < 40; pos += 5) {
+        pool->solo_left = 0; // no pass sent to one thread: every one oversubscribed
+        float *la = forward(&a, tokens + pos, 5, pos), *lb = forward(&b, tokens + pos, 5, pos);
+        bad += memcmp(la, lb, (size_t)5 * V * sizeof(float)) != 0;
+    }
+    free_transformer(&a);
+    free_transformer(&b);
+    free_pool(pool);
+#if defined(__linux__) && defined(SYS_sched_getaffinity)
+    CHECK(!pinned || syscall(SYS_sched_setaffinity, 0, sizeof all, all) == 0, "cannot restore the affinity mask");
+#endif
+    alarm(0);
+    CHECK(bad == 0, "4 threads%s: %d of 8 five-row passes differ from one thread's logits", pinned ? " on one CPU" : "", bad);
+    printf("threads late at barriers: nothing passes early, the waiters sleep; 4 threads%s: one thread's logits\n",
+           pinned ? " pinned to one CPU" : "");
+}
+
 static void write_text(const char *path, const char *text) {
     FILE *f = fopen(path, "w");
     CHECK(f && fputs(text, f) >= 0 && fclose(f) == 0, "cannot write %s", path);
@@ -371,6 +440,7 @@ int main(void) {
     test_emulated();
     test_file_changed_after_load();
     test_stall_goes_solo();
+    test_pool_sleeps();
     printf("logits fingerprint: %016llx\n", (unsigned long long)fingerprint);
     return check_summary("test_forward");
 }
