@@ -1509,5 +1509,5 @@ int main(void) {
     test_tokenizer();
     test_quantize();
     test_quantize_files();
-    return check_exit("test_train passed");
+    return check_exit("test_train");
 }

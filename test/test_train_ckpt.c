@@ -321,5 +321,5 @@ int main(void) {
     test_bpb_refusals(test_bpb());
     test_bad_sources();
     test_killed_writes();
-    return check_exit("test_train_ckpt passed");
+    return check_exit("test_train_ckpt");
 }
