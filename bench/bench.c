@@ -226,6 +226,7 @@ typedef struct {
     double matmul_gflops[MAX_N + 1], matmul_peak_fraction[MAX_N + 1];
     double r[2][10];                      // r(n), n = 1..9, on 1 and N threads
     double attention_share;               // of a 5-row verify at position 200 (1 thread), or -1
+    int peak_passed;                      // a matmul rate above the peak measured (three times)
     double naive_tok_s;                   // the same model's matmuls with a naive loop
 } ModelResult;
 
@@ -357,11 +358,63 @@ static double single_row_tok_s(Transformer *tr, int steps, int passes) {
     return best;
 }
 
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__)) && (HAVE_AVX2 || HAVE_VNNI)
+#define LAUNDER(v) __asm__ volatile("" : "+v"(v))
+#elif defined(__GNUC__) && defined(__aarch64__)
+#define LAUNDER(v) __asm__ volatile("" : "+w"(v))
+#elif defined(__GNUC__)
+#define LAUNDER(v) __asm__ volatile("" : "+r"(v))
+#else
+#define LAUNDER(v) ((void)0)
+#endif
+// G multiply-adds x 2 a second of 8 independent chains of the int8 tiles' own step
+// (q8_step: vpdpbusd with VNNI, vpmaddubsw + vpmaddwd with AVX2, sdot, plain C), 64
+// products a step, on one core: the int8 peak the int8 rows are judged by.
+static double int8_peak(void) {
+    int8_t wb[2][64], xb[4][4];
+    for (int k = 0; k < 64; k++) wb[0][k] = (int8_t)(k - 40), wb[1][k] = (int8_t)(7 - k);
+    for (int k = 0; k < 16; k++) xb[k / 4][k % 4] = (int8_t)(3 - k);
+    Q8W w0 = q8_w(wb[0]), w1 = q8_w(wb[1]);
+    Q8In x0 = q8_in(xb[0]), x1 = q8_in(xb[1]), x2 = q8_in(xb[2]), x3 = q8_in(xb[3]);
+    Q8Acc a0 = (Q8Acc){0}, a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0;
+    double best = 0;
+    long iters = 2000000;
+    for (int rep = 0; rep < 5; rep++) {
+        double t0 = now_seconds();
+        for (long i = 0; i < iters; i++) { // 8 different products: none computed once for two chains
+            LAUNDER(x0); // inputs the compiler cannot see through: no product is hoisted
+            LAUNDER(x1);
+            LAUNDER(x2);
+            LAUNDER(x3);
+            a0 = q8_step(a0, x0, w0), a1 = q8_step(a1, x1, w0), a2 = q8_step(a2, x2, w0), a3 = q8_step(a3, x3, w0);
+            a4 = q8_step(a4, x0, w1), a5 = q8_step(a5, x1, w1), a6 = q8_step(a6, x2, w1), a7 = q8_step(a7, x3, w1);
+        }
+        double g = (double)iters * 8 * 64 * 2 / (now_seconds() - t0) / 1e9;
+        if (g > best) best = g;
+    }
+    Q8Acc all[8] = {a0, a1, a2, a3, a4, a5, a6, a7};
+    int32_t v[16], sum = 0; // the sums are read, so the chains cannot be dropped
+    for (int i = 0; i < 8; i++) memcpy(v, &all[i], sizeof(v)), sum += v[0];
+    return sum == INT32_MIN ? 0 : best;
+}
+
+// The widest f32 FMA peak the build has (1 with neither)
+static double fma_peak(void) {
+#if HAVE_AVX512
+    return fma_peak_avx512();
+#elif HAVE_AVX2
+    return fma_peak_avx2();
+#else
+    return 1;
+#endif
+}
+static double peak_int8; // main's measurement (0: not measured)
+
 // peak512, peak_avx2: the measured FMA peaks (0 where the build lacks the path);
 // fractions are of the widest, and in an AVX-512 build also of AVX2's
 static ModelResult bench_model(const char *name, const char *path, int weights, ThreadPool *pool,
                                int threads, double peak512, double peak_avx2) {
-    double peak = peak512 > 0 ? peak512 : peak_avx2 > 0 ? peak_avx2 : 1;
+    double peak = weights == WEIGHTS_INT8 && peak_int8 > 0 ? peak_int8 : peak512 > 0 ? peak512 : peak_avx2 > 0 ? peak_avx2 : 1;
     ModelResult m = {.attention_share = -1};
     snprintf(m.name, sizeof(m.name), "%s", name);
     Transformer tr;
@@ -379,10 +432,17 @@ static ModelResult bench_model(const char *name, const char *path, int weights, 
         time_rows(m.r[ti], &tr, 16, reps);
         for (int n = 9; n >= 1; n--) m.r[ti][n] /= m.r[ti][1];
         if (ti == 0) {
+            double most = 0;
             for (int T = 1; T <= MAX_N; T++) {
                 m.matmul_gflops[T] = matmul_gflops(&tr, T, big ? 2 : 5);
-                m.matmul_peak_fraction[T] = m.matmul_gflops[T] / peak;
+                if (m.matmul_gflops[T] > most) most = m.matmul_gflops[T];
             }
+            for (int again = 0; again < 2 && most > peak; again++) { // a peak taken in a busy moment
+                double p = weights == WEIGHTS_INT8 ? int8_peak() : fma_peak();
+                if (p > peak) peak = p;
+            }
+            m.peak_passed = most > peak;
+            for (int T = 1; T <= MAX_N; T++) m.matmul_peak_fraction[T] = m.matmul_gflops[T] / peak;
             m.attention_share = attention_share(&tr);
         }
     }
@@ -395,11 +455,13 @@ static ModelResult bench_model(const char *name, const char *path, int weights, 
         for (int n = 2; n <= 9; n++) printf(" %.2f", m.r[ti][n]);
         printf("\n");
     }
-    printf("%-20s %s (%% of the f32 FMA peak), 1 thread, rows 1..%d:", "", weights == WEIGHTS_INT8 ?
-           "int8 matmul G multiply-adds x 2 /s" : "matmul GFLOP/s", MAX_N);
+    printf("%-20s %s, 1 thread, rows 1..%d:", "", weights == WEIGHTS_INT8 ? "int8 matmul G multiply-adds x 2 /s "
+           "(% of the int8 peak)" : "matmul GFLOP/s (% of the f32 FMA peak)", MAX_N);
     for (int T = 1; T <= MAX_N; T++) printf(" %.0f(%.0f)", m.matmul_gflops[T], 100 * m.matmul_peak_fraction[T]);
     printf("\n");
-    if (peak512 > 0 && peak_avx2 > 0) { // an AVX-512 build: the same rates against AVX2's peak
+    if (m.peak_passed)
+        printf("%-20s ! rates above the peak, measured again twice: the machine was busy; compare within the row\n", "");
+    if (peak512 > 0 && peak_avx2 > 0 && weights != WEIGHTS_INT8) { // an AVX-512 build: the same rates against AVX2's peak
         printf("%-20s the same as %% of the AVX2 peak:", "");
         for (int T = 1; T <= MAX_N; T++) printf(" %.0f", 100 * m.matmul_gflops[T] / peak_avx2);
         printf("\n");
@@ -753,8 +815,8 @@ static void json_list(FILE *f, const char *key, const double *v, int from, int t
 static void write_bench_json(const char *path, double peak, double peak512, double bw, int threads,
                              const ModelResult *m, int n_models, const E2E *e, int n_e2e) {
     FILE *f = open_output(NULL, path, NULL);
-    fprintf(f, "{\"fma_peak_gflops\": %.2f, \"fma512_peak_gflops\": %.2f, \"bandwidth_gbs\": %.3f, "
-            "\"threads\": %d,\n \"models\": [", peak, peak512, bw, threads);
+    fprintf(f, "{\"fma_peak_gflops\": %.2f, \"fma512_peak_gflops\": %.2f, \"int8_peak_gmacs_x2\": %.2f, "
+            "\"bandwidth_gbs\": %.3f, \"threads\": %d,\n \"models\": [", peak, peak512, peak_int8, bw, threads);
     for (int i = 0; i < n_models; i++) {
         fprintf(f, "%s\n  {\"name\": \"%s\", \"params\": %.0f, \"bytes\": %.0f, "
                 "\"bandwidth_at_size_gbs\": %.3f, \"tok_s\": %.3f, \"gbs\": %.3f, "
@@ -1877,8 +1939,11 @@ int main(int argc, char **argv) {
         peak512 = fma_peak_avx512();
 #endif
         bw = bandwidth_gbs((size_t)1 << 30);
+        peak_int8 = int8_peak();
         printf("FMA peak, one core, 12 chains in registers: AVX2 %.1f GFLOP/s", peak);
         if (peak512 > 0) printf(", AVX-512 %.1f GFLOP/s", peak512);
+        printf("; int8 (%s, 8 chains of the tiles' step): %.1f G multiply-adds x 2 /s", HAVE_VNNI ? "vpdpbusd"
+               : HAVE_AVX2 ? "vpmaddubsw + vpmaddwd" : HAVE_NEON ? "NEON" : "plain C", peak_int8);
         printf("\nmemory read bandwidth (1 GiB, one thread, best pass): %.2f GB/s\n", bw);
         fflush(stdout);
         write_random_checkpoint(p15, &(Config){288, 768, 6, 6, 6, 32000, 256}, 1, 1, 0, 0);
