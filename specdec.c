@@ -221,11 +221,9 @@ typedef struct { float prob; int index; } ProbIndex;
 // rest renormalised (Appendix C: the order, the sums)
 static void truncate_distribution(Sampler *s, float *probs);
 
-// Threads (Appendix D): run job(arg, tid, n) for tid = 0..n-1, the caller as 0;
-// threads meet at barriers; share splits n items by thread
-static int pool_run(ThreadPool *pool, int n, Job job, void *arg);
-// pool_run for a pass (forward_job, matmul_job): on one thread while passes keep stalling
-static void pool_run_pass(ThreadPool *pool, int n, Job job, void *arg);
+// Threads (Appendix D): run job(arg, tid, n) for tid = 0..n-1, the caller as 0 (on one
+// thread while jobs keep stalling); threads meet at barriers; share splits n items by thread
+static void pool_run(ThreadPool *pool, int n, Job job, void *arg);
 static void pool_barrier(ThreadPool *pool, int tid, int n);
 static void share(int *lo, int *hi, int n, int tid, int nth);
 static void prefetch_shared(const float *x, size_t n, int nth);
@@ -400,7 +398,7 @@ static float *run_pass(Transformer *tr, const int *tokens, ForwardJob *job) {
     for (int i = 0; i < job->T; i++) // embed: x[i] = token_embedding[tokens[i]]
         matrix_row(s->x + (size_t)i * dim, &tr->embedding, tokens[i]);
     double t0 = now_seconds();
-    pool_run_pass(tr->pool, tr->n_threads, forward_job, job);
+    pool_run(tr->pool, tr->n_threads, forward_job, job);
     tr->seconds += now_seconds() - t0;
     tr->forwards++;
     return s->logits;
@@ -1025,7 +1023,7 @@ static void matmul_job(void *arg, int tid, int nth) {
     matmul_panels(j->out, j->x, j->T, j->m, lo, hi);
 }
 static void matmul_on(const Transformer *tr, float *out, const float *x, const Matrix *m, int T) {
-    pool_run_pass(tr->pool, tr->n_threads, matmul_job, &(MatmulJob){out, x, m, T});
+    pool_run(tr->pool, tr->n_threads, matmul_job, &(MatmulJob){out, x, m, T});
 }
 
 // Medusa and EAGLE (below) need no second model: they read the target's
@@ -2835,6 +2833,7 @@ struct ThreadPool {
     atomic_ullong finished;  // workers done with the current job
     atomic_int sleeping;     // threads waiting on `wake`
     atomic_int stalled;      // a wait in this job outlasted POOL_STALL
+    double spin;             // how long a waiter spins before it sleeps (pool_run)
     unsigned long long base; // every thread's barrier count as a job starts: where the last job's ended
     struct Arrival {         // barrier: one per thread, each in a cache line of its own
         atomic_ullong passed; // barriers this thread has reached, counted from base
@@ -2856,11 +2855,12 @@ static inline void cpu_relax(void) {
 #endif
 }
 
-// Wait until *count >= at_least: spin `spin` seconds (the other thread is running and
-// arrives within them; waking a sleeper costs ~0.1 ms), then sleep until pool_signal, so a
-// thread that waits on one that is not running (another process holds its core; more
-// threads than cores) gives its core away. Returns 1 if it waited past POOL_STALL.
-#define POOL_SPIN 50e-6  // at a barrier: a layer's imbalance is microseconds
+// Wait until *count >= at_least: spin `spin` seconds (a running thread arrives within
+// them, and waking a sleeper costs more), then sleep until pool_signal: a thread that waits
+// on one that is not running (another process holds its core; more threads than cores)
+// gives its core away. A longer spin costs a busy machine (PERFORMANCE.md's "a waiting
+// thread spins"). Returns 1 if it waited past POOL_STALL.
+#define POOL_SPIN 50e-6  // at a barrier, at least: a layer's imbalance is microseconds
 #define POOL_IDLE 2e-3   // for a job: the draft's steps between two verify passes
 #define POOL_STALL 1e-3  // a layer takes microseconds, a timeslice ms (note_stall)
 static int pool_wait(ThreadPool *pool, atomic_ullong *count, unsigned long long at_least, double spin) {
@@ -2871,7 +2871,7 @@ static int pool_wait(ThreadPool *pool, atomic_ullong *count, unsigned long long 
         if (!since) since = now_seconds();
         if (now_seconds() - since < spin) continue;
         pthread_mutex_lock(&pool->lock);
-        atomic_fetch_add(&pool->sleeping, 1); // seq_cst, as the count's store: pool_signal sees one or we the other
+        atomic_fetch_add(&pool->sleeping, 1); // seq_cst, as the count's store: pool_signal sees this, or we the count
         while (atomic_load(count) < at_least) pthread_cond_wait(&pool->wake, &pool->lock);
         atomic_fetch_sub(&pool->sleeping, 1);
         pthread_mutex_unlock(&pool->lock);
@@ -2897,7 +2897,7 @@ static void pool_barrier(ThreadPool *pool, int tid, int n) {
     atomic_store(&pool->arrivals[tid].passed, mine);
     pool_signal(pool);
     for (int i = 0; i < n; i++)
-        if (pool_wait(pool, &pool->arrivals[i].passed, mine, POOL_SPIN)) atomic_store(&pool->stalled, 1);
+        if (pool_wait(pool, &pool->arrivals[i].passed, mine, pool->spin)) atomic_store(&pool->stalled, 1);
 }
 
 // a worker: wait for the next job, run it, report
@@ -2926,17 +2926,6 @@ static void pool_start(ThreadPool *pool, Job job, void *arg, int n) {
     pool_signal(pool);
 }
 
-// Part I's pool_run; returns when all are done: 1 if a thread waited past POOL_STALL
-static int pool_run(ThreadPool *pool, int n, Job job, void *arg) {
-    if (!pool || n <= 1) return job(arg, 0, 1), 0;
-    pool_start(pool, job, arg, n);
-    atomic_store_explicit(&pool->arrivals[0].passed, pool->base, memory_order_relaxed);
-    job(arg, 0, n);
-    if (pool_wait(pool, &pool->finished, (unsigned long long)pool->n - 1, POOL_SPIN)) atomic_store(&pool->stalled, 1);
-    pool->base = atomic_load_explicit(&pool->arrivals[0].passed, memory_order_relaxed);
-    return atomic_exchange(&pool->stalled, 0);
-}
-
 // After a pass on `threads` threads that `stalled` (pool_run's), ending at `now`: a third
 // stall within STALL_WINDOW of two others, or a third stalled pass in a row (pool_wait's
 // other process: a stall every timeslice, or every pass), sends a run of passes to one
@@ -2954,10 +2943,27 @@ static void note_stall(ThreadPool *pool, int threads, int stalled, double now) {
     else if (threads > 1) pool->quiet_at = now;
 }
 
-static void pool_run_pass(ThreadPool *pool, int n, Job job, void *arg) {
-    int threads = n > 1 && pool && pool->solo_left > 0 ? (pool->solo_left--, 1) : n;
-    int stalled = pool_run(pool, threads, job, arg);
-    if (pool) note_stall(pool, threads, stalled, now_seconds());
+// Part I's pool_run; returns when all are done. Waiters spin one phase (between barriers)
+// of the latest job that did not stall: a running thread is late by a fraction of a phase
+// (15 us on the shipped target, 200 us at 325 MB, where 50 us lost 3%); at most POOL_STALL,
+// and up a quarter a job at most (a job whose threads were preempted is long, its phases not).
+static void pool_run(ThreadPool *pool, int n, Job job, void *arg) {
+    if (pool && n > 1 && pool->solo_left > 0) pool->solo_left--, n = 1;
+    if (!pool || n <= 1) {
+        job(arg, 0, 1);
+        return;
+    }
+    double t0 = now_seconds();
+    pool_start(pool, job, arg, n);
+    atomic_store_explicit(&pool->arrivals[0].passed, pool->base, memory_order_relaxed);
+    job(arg, 0, n);
+    if (pool_wait(pool, &pool->finished, (unsigned long long)pool->n - 1, pool->spin)) atomic_store(&pool->stalled, 1);
+    unsigned long long phases = atomic_load_explicit(&pool->arrivals[0].passed, memory_order_relaxed) - pool->base + 1;
+    int stalled = atomic_exchange(&pool->stalled, 0);
+    double now = now_seconds();
+    if (!stalled) pool->spin = fmin(POOL_STALL, fmax(POOL_SPIN, fmin(1.25 * pool->spin, (now - t0) / (double)phases)));
+    pool->base += phases - 1;
+    note_stall(pool, n, stalled, now);
 }
 
 // Stop the workers (the list's release of a pool: join, then its memory can go).
@@ -2976,6 +2982,7 @@ static ThreadPool *build_pool(int n) {
     pool->workers = xmalloc((size_t)n * sizeof(struct Worker), "threads");
     pool->arrivals = xmalloc((size_t)n * sizeof(struct Arrival), "thread arrivals");
     pool->stalled_at[0] = pool->stalled_at[1] = pool->quiet_at = -INFINITY; // no pass yet
+    pool->spin = POOL_SPIN;
     if (pthread_mutex_init(&pool->lock, NULL) || pthread_cond_init(&pool->wake, NULL))
         die("cannot create the thread pool's lock");
     pool->n = 1;

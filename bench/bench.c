@@ -933,7 +933,7 @@ static void bench_usage(FILE *out) {
         "  llamacpp  ~2 min   with LLAMACPP=DIR (llama.cpp's llama-bench, llama-quantize, llama-convert-llama2c-\n"
         "                     to-ggml): int8 target-only on the 325 MB target against llama-bench on its Q8_0\n"
         "                     and Q4_0 GGUFs, 1 and N threads; prints only\n"
-        "  busy      ~1 min   the shipped pair on 1 and N threads beside 5 processes that spin, then alone;\n"
+        "  busy      ~2 min   the shipped pair on 1 and N threads beside 5 processes that spin, then alone;\n"
         "                     prints only\n"
         "  selftest  <1 s     the bench's own checks (the speedup bound, bandwidth states, options);\n"
         "                     writes nothing (make test-plot runs it)\n"
@@ -1832,10 +1832,16 @@ static void remove_big(void) { remove(pbig); }
 // The shipped pair (spec, t = 0, auto-K; then -d medusa if its heads are there) on 1 and N
 // threads, runs alternating, 256 tokens from the 4 prompts, first beside BUSY_CHILDREN
 // forked children that spin (`for (;;)`, as a laptop's other programs), then alone. Each
-// run starts with the pool's stall record cleared, as a new process would (note_stall).
+// run starts with the pool as a new process finds it (fresh_pool).
 #include <sys/wait.h>
 #define BUSY_CHILDREN 5
-#define BUSY_PAIRS 8
+#define BUSY_PAIRS 12
+
+// the pool as a new process finds it: no stall on record, the shortest spin (pool_run)
+static void fresh_pool(ThreadPool *p) {
+    p->solo_left = p->solo_run = 0, p->spin = POOL_SPIN;
+    p->stalled_at[0] = p->stalled_at[1] = p->quiet_at = -INFINITY;
+}
 
 static void busy_row(Pair *one, Pair *many, const char *medusa, const char *state) {
     Sampler s;
@@ -1847,8 +1853,7 @@ static void busy_row(Pair *one, Pair *many, const char *medusa, const char *stat
     for (int i = 0; i < 2; i++) pr[i]->medusa = medusa, build_spec_as(&sc[i], pr[i]->target, pr[i], &s, 0, NULL);
     for (int rep = 0; rep < BUSY_PAIRS; rep++) {
         for (int i = 0; i < 2; i++) {
-            ThreadPool *pool = pr[i]->target->pool;
-            if (pool) pool->solo_left = pool->solo_run = 0, pool->stalled_at[0] = pool->stalled_at[1] = -INFINITY;
+            if (pr[i]->target->pool) fresh_pool(pr[i]->target->pool);
             int made;
             double t = run_once(pr[i], &sc[i], &s, rep, 1000 + rep, &made);
             rate[i][rep] = made / t;
@@ -1858,10 +1863,11 @@ static void busy_row(Pair *one, Pair *many, const char *medusa, const char *stat
     getloadavg(load + 1, 1);
     double lo = ratio[0], hi = ratio[0];
     for (int i = 1; i < BUSY_PAIRS; i++) lo = fmin(lo, ratio[i]), hi = fmax(hi, ratio[i]);
-    printf("%-5s %-6s t=0 K=auto: 1 thread %7.1f tok/s, %d threads %7.1f tok/s (medians of %d); %d / 1 thread "
-           "%.2fx, the median of %d alternating pairs (%.2f-%.2f); load average %.1f -> %.1f\n",
-           state, medusa ? "medusa" : "draft", median(rate[0], BUSY_PAIRS), many->threads, median(rate[1], BUSY_PAIRS),
-           BUSY_PAIRS, many->threads, median(ratio, BUSY_PAIRS), BUSY_PAIRS, lo, hi, load[0], load[1]);
+    printf("%-5s %-16s t=0: 1 thread %7.1f tok/s, %d threads %7.1f tok/s (medians of %d); %d / 1 thread "
+           "%.2fx, the median of %d alternating pairs (%.2f-%.2f); load average %.1f -> %.1f\n", state,
+           medusa ? "medusa all heads" : "draft auto-K", median(rate[0], BUSY_PAIRS), many->threads,
+           median(rate[1], BUSY_PAIRS), BUSY_PAIRS, many->threads, median(ratio, BUSY_PAIRS), BUSY_PAIRS, lo, hi,
+           load[0], load[1]);
     fflush(stdout);
     for (int i = 0; i < 2; i++) free_spec(&sc[i]);
     free_sampler(&s);
