@@ -39,28 +39,28 @@
 // CONTENTS (line numbers; test/cli.sh checks them)
 // Part I. The chain
 //   112-179   The data
-//   182-241   The kernel contract
-//   244-429   Forward
-//   432-529   Sampler
-//   532-605   The speculative step
-//   608-660   Drafters
-//   663-779   The speculative round
-//   782-859   Generation
-//   862-978   main
+//   182-239   The kernel contract
+//   242-427   Forward
+//   430-527   Sampler
+//   530-603   The speculative step
+//   606-658   Drafters
+//   661-777   The speculative round
+//   780-857   Generation
+//   860-976   main
 // Part II. The extensions
-//   981-1159  Drafters without a second model
-//  1162-1169  Lenience
-//  1172-1499  Tree speculation
+//   979-1157  Drafters without a second model
+//  1160-1167  Lenience
+//  1170-1497  Tree speculation
 // Appendices
-//  1502-1628  Appendix A. Errors and memory
-//  1631-2106  Appendix B. Loading
-//  2109-2819  Appendix C. Math kernels
-//  2822-3114  Appendix D. Threads
-//  3117-3271  Appendix E. Tokenizer
-//  3274-3380  Appendix F. Auto-K (-k 0)
-//  3383-3705  Appendix G. Statistics
-//  3708-3756  Appendix H. The text on stdout
-//  3759-4137  Appendix I. Command line
+//  1500-1626  Appendix A. Errors and memory
+//  1629-2104  Appendix B. Loading
+//  2107-2817  Appendix C. Math kernels
+//  2820-3121  Appendix D. Threads
+//  3124-3278  Appendix E. Tokenizer
+//  3281-3387  Appendix F. Auto-K (-k 0)
+//  3390-3712  Appendix G. Statistics
+//  3715-3763  Appendix H. The text on stdout
+//  3766-4144  Appendix I. Command line
 //
 // Build: cc -std=c11 -O3 -mavx2 -mfma -ffp-contract=off -pthread specdec.c -lm
 #define _POSIX_C_SOURCE 200809L
