@@ -417,6 +417,10 @@ build/arm64/%: test/%.c $(TEST_DEPS)
 	@mkdir -p build/arm64 build/test
 	$(ARM_CC) $(ARM_FLAGS) -Wno-unused-function -o $@ $< -lm
 
+build/arm64/golden: test/golden/golden.c $(TEST_DEPS)
+	@mkdir -p build/arm64 build/test
+	$(ARM_CC) $(ARM_FLAGS) -Wno-unused-function -o $@ $< -lm
+
 build/arm64/specdec: specdec.c model.h
 	@mkdir -p build/arm64
 	$(ARM_CC) $(ARM_FLAGS) -o $@ specdec.c -lm
