@@ -318,9 +318,12 @@ static void matmul_naive(float *out, const float *x, const float *w, int n, int 
 
 // seconds for one token's matmuls (every layer's 7 and the classifier) with
 // the naive loop on the file's row-major weights: a lower bound on a naive forward
-static double naive_token_seconds(Transformer *tr) {
-    const Config *c = &tr->config;
-    const TransformerWeights *w = &tr->weights;
+static double naive_token_seconds(const Transformer *tr) {
+    Config file_config;
+    int shared;
+    TransformerWeights weights, *w = &weights; // specdec keeps only the packed copy: the file's, read again
+    unsigned char *file = read_f32_checkpoint(tr->path, &file_config, &shared, &weights);
+    const Config *c = &file_config;
     size_t dim = (size_t)c->dim, hid = (size_t)c->hidden_dim, kv = (size_t)c->n_kv_heads * dim / c->n_heads;
     size_t wide = (size_t)c->vocab_size > hid ? (size_t)c->vocab_size : hid; // the widest vector
     wide = wide > dim ? wide : dim;
@@ -338,7 +341,7 @@ static double naive_token_seconds(Transformer *tr) {
     }
     matmul_naive(o, x, w->wcls, (int)dim, c->vocab_size);
     double t = now_seconds() - t0;
-    xfree(x); xfree(o);
+    xfree(x); xfree(o); xfree(file);
     return t;
 }
 
