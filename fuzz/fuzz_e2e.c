@@ -290,7 +290,7 @@ static int prompt_tokens(const char *prompt) {
 
 // Is this command line refused by design (parse_options' checks, and a prompt
 // longer than the decoding model's context)?
-static int refused(const Run *r) {
+static int refused_by_design(const Run *r) {
     int lo = r->ngram_min ? r->ngram_min : 1, hi = r->ngram_max ? r->ngram_max : 3;
     int no_model = (r->drafter == LOOKUP || r->drafter == MEDUSA) && r->mode == DRAFT; // nothing to run alone
     return lo > hi || no_model || (r->mode != SPEC && ((r->lenience > 0 && r->lenience < 1) || r->give_k ||
@@ -376,7 +376,7 @@ static void run(const Run *r, Result *res) {
         else print_text("stdout", res);
         dump_stderr(stderr);
     }
-    if (died != refused(r)) {
+    if (died != refused_by_design(r)) {
         fprintf(stderr, "fuzz_e2e: this command line %s:\n", died ? "died (a die() it should not reach)"
                                                                      : "was accepted, but it should be refused");
         print_command(stderr, r);
