@@ -55,12 +55,12 @@
 //  1500-1626  Appendix A. Errors and memory
 //  1629-2104  Appendix B. Loading
 //  2107-2817  Appendix C. Math kernels
-//  2820-3121  Appendix D. Threads
-//  3124-3278  Appendix E. Tokenizer
-//  3281-3387  Appendix F. Auto-K (-k 0)
-//  3390-3712  Appendix G. Statistics
-//  3715-3763  Appendix H. The text on stdout
-//  3766-4144  Appendix I. Command line
+//  2820-3125  Appendix D. Threads
+//  3128-3282  Appendix E. Tokenizer
+//  3285-3391  Appendix F. Auto-K (-k 0)
+//  3394-3716  Appendix G. Statistics
+//  3719-3767  Appendix H. The text on stdout
+//  3770-4148  Appendix I. Command line
 //
 // Build: cc -std=c11 -O3 -mavx2 -mfma -ffp-contract=off -pthread specdec.c -lm
 #define _POSIX_C_SOURCE 200809L
