@@ -55,12 +55,12 @@
 //  1500-1626  Appendix A. Errors and memory
 //  1629-2104  Appendix B. Loading
 //  2107-2817  Appendix C. Math kernels
-//  2820-3125  Appendix D. Threads
-//  3128-3282  Appendix E. Tokenizer
-//  3285-3391  Appendix F. Auto-K (-k 0)
-//  3394-3716  Appendix G. Statistics
-//  3719-3767  Appendix H. The text on stdout
-//  3770-4148  Appendix I. Command line
+//  2820-3117  Appendix D. Threads
+//  3120-3274  Appendix E. Tokenizer
+//  3277-3383  Appendix F. Auto-K (-k 0)
+//  3386-3708  Appendix G. Statistics
+//  3711-3759  Appendix H. The text on stdout
+//  3762-4140  Appendix I. Command line
 //
 // Build: cc -std=c11 -O3 -mavx2 -mfma -ffp-contract=off -pthread specdec.c -lm
 #define _POSIX_C_SOURCE 200809L
@@ -2820,9 +2820,8 @@ static void swiglu(float *out, const float *h1, const float *h3, int n) {
 // Appendix D. Threads: a pool of workers that run one job at a time
 //
 // N threads give the same bits as one: the work is split by OUTPUT (panels of a
-// matmul, key/value heads of attention), never inside a reduction. A layer of
-// the shipped target takes microseconds, so a thread that waits (at a barrier,
-// for a job) spins for a while before it sleeps (pool_wait).
+// matmul, key/value heads of attention), never inside a reduction. A thread that
+// waits (at a barrier, for a job) spins for a while, then sleeps (pool_wait).
 
 struct ThreadPool {
     int n;                   // threads, the caller included
@@ -2839,9 +2838,7 @@ struct ThreadPool {
         atomic_ullong passed; // barriers this thread has reached, counted from base
         unsigned long long pad[7];
     } *arrivals;             // (n)
-    Job job;                 // NULL: the workers exit
-    void *arg;
-    int job_threads;
+    Job job; void *arg; int job_threads; // the job (NULL: the workers exit) and its threads
     int solo_left, solo_run; // forward passes left to run on one thread, and that run's length
     double stalled_at[2];    // when the passes of the two latest stalled waits ended (note_stall)
     double quiet_at;         // ... and the latest pass on all threads that did not stall
@@ -2953,10 +2950,7 @@ static void note_stall(ThreadPool *pool, int threads, int stalled, double now) {
 // and up a quarter a job at most (a job whose threads were preempted is long, its phases not).
 static void pool_run(ThreadPool *pool, int n, Job job, void *arg) {
     if (pool && n > 1 && pool->solo_left > 0) pool->solo_left--, n = 1;
-    if (!pool || n <= 1) {
-        job(arg, 0, 1);
-        return;
-    }
+    if (!pool || n <= 1) { job(arg, 0, 1); return; }
     double t0 = now_seconds();
     pool_start(pool, job, arg, n);
     atomic_store_explicit(&pool->arrivals[0].passed, pool->base, memory_order_relaxed);
@@ -3114,11 +3108,9 @@ static size_t memory_limit(void) {
     return limit = (size_t)(bytes / 2);
 }
 
-static int cpu_quota(const char *root, const char *self) { return (int)cgroup_limit(root, self, "cpu", quota_in); }
-
 static int usable_cpus(void) {
     long n = sysconf(_SC_NPROCESSORS_ONLN);
-    int allowed = affinity_cpus(), quota = cpu_quota("/sys/fs/cgroup", "/proc/self/cgroup");
+    int allowed = affinity_cpus(), quota = (int)cgroup_limit("/sys/fs/cgroup", "/proc/self/cgroup", "cpu", quota_in);
     if (allowed > 0 && allowed < n) n = allowed;
     if (quota > 0 && quota < n) n = quota;
     return n < 1 ? 1 : n > MAX_THREADS ? MAX_THREADS : (int)n;

@@ -379,10 +379,10 @@ static void test_cpu_count(void) {
             write_text(path, q[i].files[f][1]);
         }
         snprintf(path, sizeof path, "%s/self", root);
-        int got = cpu_quota(root, path);
-        CHECK(got == q[i].n, "cpu_quota(%s) = %d, expected %d", root, got, q[i].n);
+        int got = (int)cgroup_limit(root, path, "cpu", quota_in);
+        CHECK(got == q[i].n, "cgroup cpu quota (%s) = %d, expected %d", root, got, q[i].n);
     }
-    CHECK(cpu_quota("build/test/cg0", "build/test/cg0/absent") == 0, "cpu_quota without a cgroup list");
+    CHECK(cgroup_limit("build/test/cg0", "build/test/cg0/absent", "cpu", quota_in) == 0, "cpu quota without a cgroup list");
     // the memory limit: cgroup v2's memory.max ("max": none), the tightest of the path's
     // directories; v1's memory.limit_in_bytes under root/memory
     mkdir("build/test/cgm", 0755), mkdir("build/test/cgm/a", 0755), mkdir("build/test/cgm/a/b", 0755);
