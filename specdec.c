@@ -36,23 +36,23 @@
 // CONTENTS (line numbers; test/cli.sh checks them)
 // Part I. The chain
 //   109-176   The data
-//   178-236   The kernel contract
-//   238-430   Forward
-//   432-536   Sampler
-//   538-617   The speculative step
-//   619-672   Drafters
-//   674-790   The speculative round
-//   792-863   Generation
-//   865-972   main
+//   178-234   The kernel contract
+//   236-428   Forward
+//   430-534   Sampler
+//   536-615   The speculative step
+//   617-670   Drafters
+//   672-788   The speculative round
+//   790-861   Generation
+//   863-970   main
 // Part II. The extensions
-//   992-1207  Drafters without a second model
-//  1209-1217  Lenience
-//  1219-1577  Tree speculation
+//   990-1205  Drafters without a second model
+//  1207-1215  Lenience
+//  1217-1575  Tree speculation
 // Appendices
-//  1584-1711  Appendix A. Errors and memory
-//  1713-2097  Appendix B. Loading
-//  2099-2789  Appendix C. Math kernels
-//  2791-3087  Appendix D. Threads
+//  1582-1709  Appendix A. Errors and memory
+//  1711-2095  Appendix B. Loading
+//  2097-2787  Appendix C. Math kernels
+//  2789-3087  Appendix D. Threads
 //  3089-3244  Appendix E. Tokenizer
 //  3246-3356  Appendix F. Auto-K (-k 0)
 //  3358-3669  Appendix G. Statistics
