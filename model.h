@@ -425,9 +425,6 @@ static inline void q80_export(unsigned char *dst, const Config *c, const Transfo
         }
 }
 
-// A version-2 file (file, bytes; magic and version checked by the caller),
-// checked: its header, its size, its norms finite, its scales finite and >= 0.
-// Fills c, *shared and *gs. Returns 0, or -1 with a message in msg naming the field.
 // The version-2 header (the file's first Q80_HEADER_BYTES) and the file's size
 static inline int check_q80_head(Config *c, int *shared, int *gs, const unsigned char *file, size_t bytes,
                                  char *msg, size_t len) {
