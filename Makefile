@@ -116,7 +116,7 @@ BENCH_PUBLISH = $(if $(filter 1,$(PUBLISH)),--publish)
 
 # bandwidth, single-row forward, verify cost r(n), end to end (shipped pair and
 # the shipped target embedded in a 325 MB one) -> bench.json and build/bench/*.csv
-# (docs/*.csv with PUBLISH=1); about 5 minutes. With
+# (docs/*.csv with PUBLISH=1); about 15 minutes (longer on a busy machine, where rows are measured again). With
 # RUNC=path/to/run (llama2.c's run.c, -Ofast -march=native -fopenmp) it also
 # compares target-only decoding with it (bench runc: that comparison alone); RUNQ=path/to/runq
 # (llama2.c's runq.c) compares int8 target-only on the 325 MB target's version-2 export;
@@ -155,7 +155,7 @@ help:
 	@echo "  test-port    the Python port reproduces the golden files (needs python3)"
 	@echo "  golden       rewrite test/golden (the files a port checks itself against)"
 	@echo "  fuzz         build and run the fuzzers"
-	@echo "  bench        the whole benchmark, about 5 min: bench.json, build/bench/*.csv (PUBLISH=1: docs/)"
+	@echo "  bench        the whole benchmark, about 15 min: bench.json, build/bench/*.csv (PUBLISH=1: docs/)"
 	@echo "  sweep        K = 1..8 and auto-K, a over temperature, about 1 min (PUBLISH=1: docs/)"
 	@echo "  bench-tree   trees against chains, about 1 min (PUBLISH=1: docs/trees.csv)"
 	@echo "  plots        draw docs/*.png from docs/*.csv (./plot all DIR for another folder)"
