@@ -52,12 +52,12 @@
 //  1582-1709  Appendix A. Errors and memory
 //  1711-2095  Appendix B. Loading
 //  2097-2787  Appendix C. Math kernels
-//  2789-3087  Appendix D. Threads
-//  3089-3244  Appendix E. Tokenizer
-//  3246-3356  Appendix F. Auto-K (-k 0)
-//  3358-3669  Appendix G. Statistics
-//  3671-3720  Appendix H. The text on stdout
-//  3722-4065  Appendix I. Command line
+//  2789-3084  Appendix D. Threads
+//  3086-3241  Appendix E. Tokenizer
+//  3243-3353  Appendix F. Auto-K (-k 0)
+//  3355-3666  Appendix G. Statistics
+//  3668-3717  Appendix H. The text on stdout
+//  3719-4062  Appendix I. Command line
 //
 // Build: cc -std=c11 -O3 -mavx2 -mfma -ffp-contract=off -pthread specdec.c -lm
 #define _POSIX_C_SOURCE 200809L
