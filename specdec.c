@@ -55,12 +55,12 @@
 //  1500-1626  Appendix A. Errors and memory
 //  1629-2104  Appendix B. Loading
 //  2107-2817  Appendix C. Math kernels
-//  2820-3117  Appendix D. Threads
-//  3120-3274  Appendix E. Tokenizer
-//  3277-3383  Appendix F. Auto-K (-k 0)
-//  3386-3708  Appendix G. Statistics
-//  3711-3759  Appendix H. The text on stdout
-//  3762-4140  Appendix I. Command line
+//  2820-3114  Appendix D. Threads
+//  3117-3271  Appendix E. Tokenizer
+//  3274-3380  Appendix F. Auto-K (-k 0)
+//  3383-3705  Appendix G. Statistics
+//  3708-3756  Appendix H. The text on stdout
+//  3759-4137  Appendix I. Command line
 //
 // Build: cc -std=c11 -O3 -mavx2 -mfma -ffp-contract=off -pthread specdec.c -lm
 #define _POSIX_C_SOURCE 200809L
@@ -2831,7 +2831,7 @@ struct ThreadPool {
     atomic_ullong generation; // bumped once per job
     atomic_ullong finished;  // workers done with the current job
     atomic_int sleeping;     // threads waiting on `wake`
-    atomic_int stalled;      // waits in this job that outlasted POOL_STALL
+    atomic_int stalled;      // a wait in this job outlasted POOL_STALL
     double spin;             // how long a waiter spins before it sleeps (pool_run)
     unsigned long long base; // every thread's barrier count as a job starts: where the last job's ended
     struct Arrival {         // barrier: one per thread, each in a cache line of its own
@@ -2840,7 +2840,7 @@ struct ThreadPool {
     } *arrivals;             // (n)
     Job job; void *arg; int job_threads; // the job (NULL: the workers exit) and its threads
     int solo_left, solo_run; // forward passes left to run on one thread, and that run's length
-    double stalled_at[2];    // when the passes of the two latest stalled waits ended (note_stall)
+    double stalled_at[2];    // when the two latest stalled passes ended (note_stall)
     double quiet_at;         // ... and the latest pass on all threads that did not stall
 };
 
@@ -2894,7 +2894,7 @@ static void pool_barrier(ThreadPool *pool, int tid, int n) {
     atomic_store(&pool->arrivals[tid].passed, mine);
     pool_signal(pool);
     for (int i = 0; i < n; i++)
-        if (pool_wait(pool, &pool->arrivals[i].passed, mine, pool->spin)) atomic_fetch_add(&pool->stalled, 1);
+        if (pool_wait(pool, &pool->arrivals[i].passed, mine, pool->spin)) atomic_store(&pool->stalled, 1);
 }
 
 // a worker: wait for the next job, run it, report
@@ -2923,25 +2923,22 @@ static void pool_start(ThreadPool *pool, Job job, void *arg, int n) {
     pool_signal(pool);
 }
 
-// After a pass on `threads` threads in which `stalled` waits outlasted POOL_STALL, ending at
-// `now`: a third stalled wait within STALL_WINDOW of two others, in one pass or several, or
-// a third since the latest quiet pass (another process: a stall every timeslice, or every
-// pass) sends a run of passes to one thread, a run that grows 4x while stalls recur and
-// halves with each quiet pass on all threads. A lone stall is a hiccup, which DRAM-bound
-// models on two threads have alone.
+// After a pass on `threads` threads that `stalled` (pool_run's), ending at `now`: a third
+// stall within STALL_WINDOW of two others, or a third stalled pass in a row (pool_wait's
+// other process: a stall every timeslice, or every pass), sends a run of passes to one
+// thread, a run that grows 4x while stalls recur and halves with each quiet pass on all
+// threads. A lone stall is a hiccup, which DRAM-bound models on two threads have alone
+// (counting a pass's stalled waits instead sent spec on 325 MB to one thread: 0.5-0.7x).
 #define STALL_WINDOW 0.05
 static void note_stall(ThreadPool *pool, int threads, int stalled, double now) {
-    int solo = 0;
-    for (int i = 0; i < stalled; i++) {
-        solo |= now - pool->stalled_at[0] < STALL_WINDOW || pool->stalled_at[0] > pool->quiet_at;
-        pool->stalled_at[0] = pool->stalled_at[1], pool->stalled_at[1] = now;
-    }
-    if (solo) {
+    if (stalled && (now - pool->stalled_at[0] < STALL_WINDOW || pool->stalled_at[0] > pool->quiet_at)) {
         pool->solo_run = pool->solo_run < 64 ? 64 : pool->solo_run < 4096 ? 4 * pool->solo_run : 4096;
         pool->solo_left = pool->solo_run;
     } else if (threads > 1 && !stalled) {
-        pool->solo_run /= 2, pool->quiet_at = now;
+        pool->solo_run /= 2;
     }
+    if (stalled) pool->stalled_at[0] = pool->stalled_at[1], pool->stalled_at[1] = now;
+    else if (threads > 1) pool->quiet_at = now;
 }
 
 // Part I's pool_run; returns when all are done. Waiters spin one phase (between barriers)
@@ -2955,7 +2952,7 @@ static void pool_run(ThreadPool *pool, int n, Job job, void *arg) {
     pool_start(pool, job, arg, n);
     atomic_store_explicit(&pool->arrivals[0].passed, pool->base, memory_order_relaxed);
     job(arg, 0, n);
-    if (pool_wait(pool, &pool->finished, (unsigned long long)pool->n - 1, pool->spin)) atomic_fetch_add(&pool->stalled, 1);
+    if (pool_wait(pool, &pool->finished, (unsigned long long)pool->n - 1, pool->spin)) atomic_store(&pool->stalled, 1);
     unsigned long long phases = atomic_load_explicit(&pool->arrivals[0].passed, memory_order_relaxed) - pool->base + 1;
     int stalled = atomic_exchange(&pool->stalled, 0);
     double now = now_seconds();
