@@ -37,7 +37,7 @@ ASAN    = -std=c11 -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
 TESTS   = test_kernels test_forward test_tokenizer test_spec test_io test_load
 TEST_DEPS = specdec.c model.h test/check.h test/random_model.h
 
-.PHONY: all run test test-core test-port bench sweep bench-tree clean golden
+.PHONY: all run test test-core test-port bench sweep bench-tree bench-scale clean golden
 
 all: specdec train
 
@@ -135,6 +135,11 @@ sweep: build/bin/bench
 bench-tree: build/bin/bench
 	build/bin/bench tree $(BENCH_PUBLISH)
 
+# speed at real sizes: the shipped target embedded in 81M, 1.0B and 6.0B-parameter shapes,
+# int8 (~8 GB of disk in $$TMPDIR, deleted after); about 12 minutes; RUNQ= adds runq.c; writes scale.csv
+bench-scale: build/bin/bench specdec
+	RUNQ="$(RUNQ)" build/bin/bench scale $(BENCH_PUBLISH)
+
 # specdec.c's line budget: the file, Part I, speculative_step, Part II (test/cli.sh checks it)
 .PHONY: budget
 budget:
@@ -158,6 +163,7 @@ help:
 	@echo "  bench        the whole benchmark, about 15 min: bench.json, build/bench/*.csv (PUBLISH=1: docs/)"
 	@echo "  sweep        K = 1..8 and auto-K, a over temperature, about 1 min (PUBLISH=1: docs/)"
 	@echo "  bench-tree   trees against chains, about 1 min (PUBLISH=1: docs/trees.csv)"
+	@echo "  bench-scale  speed at real sizes (1B and 7B-class int8), about 12 min (PUBLISH=1: docs/scale.csv)"
 	@echo "  plots        draw docs/*.png from docs/*.csv (./plot all DIR for another folder)"
 	@echo "  weights      train the shipped weights from ../shared/data (hours; docs/TRAINING.md)"
 	@echo "    its steps, each resumable and each running the ones before it: base, target, drafts,"

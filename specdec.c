@@ -2831,7 +2831,7 @@ struct ThreadPool {
     atomic_ullong generation; // bumped once per job
     atomic_ullong finished;  // workers done with the current job
     atomic_int sleeping;     // threads waiting on `wake`
-    atomic_int stalled;      // a wait in this job outlasted POOL_STALL
+    atomic_llong stalled_ns; // this job's waits past POOL_STALL, summed over its threads
     double spin;             // how long a waiter spins before it sleeps (pool_run)
     unsigned long long base; // every thread's barrier count as a job starts: where the last job's ended
     struct Arrival {         // barrier: one per thread, each in a cache line of its own
@@ -2840,6 +2840,7 @@ struct ThreadPool {
     } *arrivals;             // (n)
     Job job; void *arg; int job_threads; // the job (NULL: the workers exit) and its threads
     int solo_left, solo_run; // forward passes left to run on one thread, and that run's length
+    int look, cpus;          // look_around before the next pass; the machine's CPUs
     double stalled_at[2];    // when the two latest stalled passes ended (note_stall)
     double quiet_at;         // ... and the latest pass on all threads that did not stall
 };
@@ -2856,11 +2857,11 @@ static inline void cpu_relax(void) {
 // them, and waking a sleeper costs more), then sleep until pool_signal: a thread that waits
 // on one that is not running (another process holds its core; more threads than cores)
 // gives its core away. A longer spin costs a busy machine (PERFORMANCE.md's "a waiting
-// thread spins"). Returns 1 if it waited past POOL_STALL.
+// thread spins"). Returns the seconds it waited if that was past POOL_STALL, else 0.
 #define POOL_SPIN 50e-6  // at a barrier, at least: a layer's imbalance is microseconds
 #define POOL_IDLE 2e-3   // for a job: the draft's steps between two verify passes
-#define POOL_STALL 1e-3  // a layer takes microseconds, a timeslice ms (note_stall)
-static int pool_wait(ThreadPool *pool, atomic_ullong *count, unsigned long long at_least, double spin) {
+#define POOL_STALL 1e-3  // a layer takes microseconds, a timeslice ms (stalled_pass)
+static double pool_wait(ThreadPool *pool, atomic_ullong *count, unsigned long long at_least, double spin) {
     double since = 0; // when the wait began, read once it has lasted ~1 us
     for (long turns = 1; atomic_load(count) < at_least; turns++) {
         cpu_relax();
@@ -2873,7 +2874,11 @@ static int pool_wait(ThreadPool *pool, atomic_ullong *count, unsigned long long 
         atomic_fetch_sub(&pool->sleeping, 1);
         pthread_mutex_unlock(&pool->lock);
     }
-    return since && now_seconds() - since > POOL_STALL;
+    double waited = since ? now_seconds() - since : 0;
+    return waited > POOL_STALL ? waited : 0;
+}
+static void note_wait(ThreadPool *pool, double waited) {
+    if (waited > 0) atomic_fetch_add(&pool->stalled_ns, (long long)(waited * 1e9));
 }
 
 // after a count that others wait on has grown (seq_cst): wake the sleepers (pool_wait)
@@ -2894,7 +2899,7 @@ static void pool_barrier(ThreadPool *pool, int tid, int n) {
     atomic_store(&pool->arrivals[tid].passed, mine);
     pool_signal(pool);
     for (int i = 0; i < n; i++)
-        if (pool_wait(pool, &pool->arrivals[i].passed, mine, pool->spin)) atomic_store(&pool->stalled, 1);
+        note_wait(pool, pool_wait(pool, &pool->arrivals[i].passed, mine, pool->spin));
 }
 
 // a worker: wait for the next job, run it, report
@@ -2923,7 +2928,17 @@ static void pool_start(ThreadPool *pool, Job job, void *arg, int n) {
     pool_signal(pool);
 }
 
-// After a pass on `threads` threads that `stalled` (pool_run's), ending at `now`: a third
+// A pass stalled when its waits past POOL_STALL (a thread that was not running) add up to
+// over a quarter of its thread-time (stalled_ns): two threads then gain little on one (1.7x
+// at most when DRAM-bound, times 0.75). A 1 ms hiccup in a 55 ms pass of a 1 GB model is
+// not one (taking any such wait for a stall sent those models to one thread: 0.6x); all
+// waits counted, the imbalance of quiet passes sent the shipped pair to one thread (0.7x).
+#define STALL_SHARE 0.25
+static int stalled_pass(double stalled_seconds, int threads, double seconds) {
+    return stalled_seconds > STALL_SHARE * threads * seconds;
+}
+
+// After a pass on `threads` threads that `stalled` (stalled_pass), ending at `now`: a third
 // stall within STALL_WINDOW of two others, or a third stalled pass in a row (pool_wait's
 // other process: a stall every timeslice, or every pass), sends a run of passes to one
 // thread, a run that grows 4x while stalls recur and halves with each quiet pass on all
@@ -2941,21 +2956,42 @@ static void note_stall(ThreadPool *pool, int threads, int stalled, double now) {
     else if (threads > 1) pool->quiet_at = now;
 }
 
+// Threads of other processes running now (Linux's /proc/loadavg: "running/total", this
+// one counted); 0 where the system does not say
+static int others_running(void) {
+    FILE *f = fopen("/proc/loadavg", "r");
+    int running = 0;
+    if (f && fscanf(f, "%*s %*s %*s %d", &running) != 1) running = 0;
+    if (f) fclose(f);
+    return running > 1 ? running - 1 : 0;
+}
+
+// Before the first pass and after each run of passes on one thread: when other processes
+// hold more than every core, the next 64 passes run on one (a barrier would wait for a
+// thread that is not running). A core's worth of others is common on a quiet machine (a
+// kernel thread, a reader of /proc/loadavg). Beside 5 busy processes this took 2 threads from 0.75-0.90x
+// of one thread's speed (found by stalls alone) to PERFORMANCE.md's row.
+static void look_around(ThreadPool *pool) {
+    pool->look = 0;
+    if (others_running() > pool->cpus) pool->solo_left = pool->solo_run = pool->solo_run < 64 ? 64 : pool->solo_run;
+}
+
 // Part I's pool_run; returns when all are done. Waiters spin one phase (between barriers)
 // of the latest job that did not stall: a running thread is late by a fraction of a phase
 // (15 us on the shipped target, 200 us at 325 MB, where 50 us lost 3%); at most POOL_STALL,
 // and up a quarter a job at most (a job whose threads were preempted is long, its phases not).
 static void pool_run(ThreadPool *pool, int n, Job job, void *arg) {
-    if (pool && n > 1 && pool->solo_left > 0) pool->solo_left--, n = 1;
+    if (pool && n > 1 && pool->look) look_around(pool);
+    if (pool && n > 1 && pool->solo_left > 0) pool->look = --pool->solo_left == 0, n = 1;
     if (!pool || n <= 1) { job(arg, 0, 1); return; }
     double t0 = now_seconds();
     pool_start(pool, job, arg, n);
     atomic_store_explicit(&pool->arrivals[0].passed, pool->base, memory_order_relaxed);
     job(arg, 0, n);
-    if (pool_wait(pool, &pool->finished, (unsigned long long)pool->n - 1, pool->spin)) atomic_store(&pool->stalled, 1);
+    note_wait(pool, pool_wait(pool, &pool->finished, (unsigned long long)pool->n - 1, pool->spin));
     unsigned long long phases = atomic_load_explicit(&pool->arrivals[0].passed, memory_order_relaxed) - pool->base + 1;
-    int stalled = atomic_exchange(&pool->stalled, 0);
-    double now = now_seconds();
+    double now = now_seconds(), waited = (double)atomic_exchange(&pool->stalled_ns, 0) * 1e-9;
+    int stalled = stalled_pass(waited, n, now - t0);
     if (!stalled) pool->spin = fmin(POOL_STALL, fmax(POOL_SPIN, fmin(1.25 * pool->spin, (now - t0) / (double)phases)));
     pool->base += phases - 1;
     note_stall(pool, n, stalled, now);
@@ -2977,7 +3013,7 @@ static ThreadPool *build_pool(int n) {
     pool->workers = xmalloc((size_t)n * sizeof(struct Worker), "threads");
     pool->arrivals = xmalloc((size_t)n * sizeof(struct Arrival), "thread arrivals");
     pool->stalled_at[0] = pool->stalled_at[1] = pool->quiet_at = -INFINITY; // no pass yet
-    pool->spin = POOL_SPIN;
+    pool->spin = POOL_SPIN, pool->look = 1, pool->cpus = (int)sysconf(_SC_NPROCESSORS_ONLN);
     if (pthread_mutex_init(&pool->lock, NULL) || pthread_cond_init(&pool->wake, NULL))
         die("cannot create the thread pool's lock");
     pool->n = 1;

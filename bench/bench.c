@@ -196,7 +196,7 @@ static double read_pass_on(Transformer *tr, const float *buf, size_t n, float *s
 // decoding runs one forward after another and bandwidth_gbs rereads its
 // buffer: a 20 MB model and a 20 MB buffer do not fit one 32 MB L3 together,
 // so a pass right after the other's starts with part of its working set evicted.
-static double interleaved_fraction(Transformer *tr, double bytes, int reps) {
+static double interleaved_fraction(Transformer *tr, double bytes, int reps, double *read_gbs_out) {
     size_t n;
     float *buf = ones_buffer((size_t)bytes, &n), sink = 0;
     int tok = 100;
@@ -213,6 +213,7 @@ static double interleaved_fraction(Transformer *tr, double bytes, int reps) {
     }
     xfree(buf);
     double read_gbs = (double)n * sizeof(float) / best_read / 1e9;
+    if (read_gbs_out) *read_gbs_out = read_gbs;
     return sink > 0 ? bytes / best_step / 1e9 / read_gbs : 0;
 }
 
@@ -431,7 +432,7 @@ static ModelResult bench_model(const char *name, const char *path, int weights, 
         m.tok_s[ti] = single_row_tok_s(&tr, steps, big ? 3 : 10);
         m.gbs[ti] = m.tok_s[ti] * m.bytes / 1e9;
         m.roofline[ti] = m.gbs[ti] / (ti ? threads * m.bw_at_size : m.bw_at_size);
-        m.interleaved[ti] = interleaved_fraction(&tr, m.bytes, big ? 20 : 200);
+        m.interleaved[ti] = interleaved_fraction(&tr, m.bytes, big ? 20 : 200, NULL);
         time_rows(m.r[ti], &tr, 16, reps);
         for (int n = 9; n >= 1; n--) m.r[ti][n] /= m.r[ti][1];
         if (ti == 0) {
@@ -913,7 +914,7 @@ typedef struct {
 #define SCRATCH_CSV "build/bench"  // where the CSVs go otherwise
 
 static const char *const MODES[] = {"all", "sweep", "drafters", "lenience", "tree", "runc", "llamacpp", "busy",
-                                    "selftest", "shapes"};
+                                    "selftest", "shapes", "scale"};
 
 static void bench_usage(FILE *out) {
     fprintf(out,
@@ -944,6 +945,9 @@ static void bench_usage(FILE *out) {
         "  shapes    ~15 min  llama2.c's shapes (stories15M/42M/110M, TinyLlama-1.1B, Llama-2-7B; f32 and\n"
         "                     int8) as random files in build/shapes/ (~15 GB of disk, deleted after): greedy\n"
         "                     spec against target-only, time to first token against cat, peak RSS; prints only\n"
+        "  scale     ~12 min  the shipped target embedded in 81M, 1.0B and 6.0B-parameter shapes, int8 (~8 GB of\n"
+        "                     disk, deleted after): the one-row pass against the read loop, target-only and\n"
+        "                     spec, auto-K head to head, first token, peak RSS, runq.c (RUNQ=). scale.csv\n"
         "CSVs go to " SCRATCH_CSV "/ and docs/ is left alone; --publish writes them into " PUBLISHED_CSV "/\n"
         "(make bench PUBLISH=1), where make plots draws the figures from; --csv DIR into DIR.\n"
         "bench.json (--json F) is not tracked. Every end-to-end row is checked against the speedup its\n"
@@ -1300,14 +1304,14 @@ static int sweep_k(Pair *pr, const char *name, E2E *e) {
 
 typedef double (*PeerTokS)(const void *ctx, int threads); // a peer's tok/s on `threads` threads, or 0
 
-// run.c's (or runq.c's) tokens per second: its own "achieved tok/s" over 100 tokens
-typedef struct { const char *bin, *ckpt, *tok; } RunC;
+// run.c's (or runq.c's) tokens per second: its own "achieved tok/s" over n tokens
+typedef struct { const char *bin, *ckpt, *tok; int n; } RunC;
 static double runc_tok_s(const void *ctx, int threads) {
     const RunC *r = ctx;
     char cmd[2048], line[4096];
     double v = 0;
-    snprintf(cmd, sizeof cmd, "OMP_NUM_THREADS=%d '%s' '%s' -z '%s' -t 0 -n 100 2>&1", threads, r->bin, r->ckpt,
-             r->tok);
+    snprintf(cmd, sizeof cmd, "OMP_NUM_THREADS=%d '%s' '%s' -z '%s' -t 0 -n %d 2>&1", threads, r->bin, r->ckpt,
+             r->tok, r->n);
     FILE *p = popen(cmd, "r");
     while (p && fgets(line, sizeof line, p)) {
         char *at = strstr(line, "achieved tok/s:");
@@ -1318,46 +1322,58 @@ static double runc_tok_s(const void *ctx, int threads) {
 }
 
 #define PEER_PAIRS 7 // the VM's two-thread bandwidth moves between processes: pairs, not medians of each
+// specdec target-only on tr (greedy from BOS, n_new tokens) against the peer on `th` threads, alternating
+// in `pairs` pairs: *ours, *theirs the medians of each; returns the median of the pairs' ratios
+static double peer_pairs(Transformer *tr, int n_new, PeerTokS peer_tok_s, const void *ctx, int th, int pairs,
+                         double *ours, double *theirs, double *lo, double *hi, int *fewest) {
+    Sampler s;
+    build_sampler(&s, tr->config.vocab_size, 0.0f, 1.0f, 0);
+    Rng rng;
+    rng_seed(&rng, 1);
+    int *tokens = xmalloc((size_t)tr->config.seq_len * sizeof(int), "tokens");
+    int *gen = xmalloc((size_t)n_new * sizeof(int), "generated");
+    double a[PEER_PAIRS], b[PEER_PAIRS], ratio[PEER_PAIRS];
+    *lo = INFINITY, *hi = 0, *fewest = n_new;
+    for (int rep = 0; rep < pairs; rep++) {
+        Output o = {.quiet = 1, .generated = gen, .max_new = n_new};
+        tokens[0] = TOKEN_BOS;
+        double t0 = now_seconds();
+        generate_plain(tr, &s, &rng, tokens, 1, &o);
+        a[rep] = o.n_generated / (now_seconds() - t0);
+        if (o.n_generated < *fewest) *fewest = o.n_generated;
+        b[rep] = peer_tok_s(ctx, th);
+        ratio[rep] = b[rep] > 0 ? a[rep] / b[rep] : 0;
+        *lo = fmin(*lo, ratio[rep]), *hi = fmax(*hi, ratio[rep]);
+    }
+    *ours = median(a, pairs), *theirs = median(b, pairs);
+    xfree(gen);
+    xfree(tokens);
+    free_sampler(&s);
+    return median(ratio, pairs);
+}
+
 // specdec target-only on ckpt (an f32 file, or a version-2 one: int8) against `peer` on 1 and N threads
 static void compare_peer(const char *peer, const char *name, const char *ckpt, int n_new, PeerTokS peer_tok_s,
                          const void *ctx, ThreadPool *pool, int N) {
     for (int th = 1; th <= N; th += N > 1 ? N - 1 : 1) {
         Transformer tr;
         build_transformer(&tr, ckpt, MAX_ROWS, pool, th);
-        Sampler s;
-        build_sampler(&s, tr.config.vocab_size, 0.0f, 1.0f, 0);
-        Rng rng;
-        rng_seed(&rng, 1);
-        int *tokens = xmalloc((size_t)tr.config.seq_len * sizeof(int), "tokens");
-        int *gen = xmalloc((size_t)n_new * sizeof(int), "generated"), fewest = n_new;
-        double a[PEER_PAIRS], b[PEER_PAIRS], ratio[PEER_PAIRS], lo = INFINITY, hi = 0;
-        for (int rep = 0; rep < PEER_PAIRS; rep++) {
-            Output o = {.quiet = 1, .generated = gen, .max_new = n_new};
-            tokens[0] = TOKEN_BOS;
-            double t0 = now_seconds();
-            generate_plain(&tr, &s, &rng, tokens, 1, &o);
-            a[rep] = o.n_generated / (now_seconds() - t0);
-            if (o.n_generated < fewest) fewest = o.n_generated;
-            b[rep] = peer_tok_s(ctx, th);
-            ratio[rep] = b[rep] > 0 ? a[rep] / b[rep] : 0;
-            lo = fmin(lo, ratio[rep]), hi = fmax(hi, ratio[rep]);
-        }
+        double ours, theirs, lo, hi;
+        int fewest;
+        double ratio = peer_pairs(&tr, n_new, peer_tok_s, ctx, th, PEER_PAIRS, &ours, &theirs, &lo, &hi, &fewest);
         printf("vs %s: %-20s %d thread%s: specdec %7.1f tok/s, %s %7.1f tok/s (medians); %.2fx, the median "
-               "of %d pairs (%.2f-%.2f)\n", peer, name, th, th == 1 ? " " : "s", median(a, PEER_PAIRS), peer,
-               median(b, PEER_PAIRS), median(ratio, PEER_PAIRS), PEER_PAIRS, lo, hi);
+               "of %d pairs (%.2f-%.2f)\n", peer, name, th, th == 1 ? " " : "s", ours, peer, theirs, ratio,
+               PEER_PAIRS, lo, hi);
         if (lo == 0) printf("  (%s gave no tokens per second in some runs: run it by hand)\n", peer);
         if (fewest < n_new) printf("  (specdec's text ended after %d of %d tokens in some runs)\n", fewest, n_new);
         fflush(stdout);
-        xfree(gen);
-        xfree(tokens);
-        free_sampler(&s);
         free_transformer(&tr);
     }
 }
 
 static void compare_runc(const char *runc, const char *name, const char *ckpt, const char *tok, ThreadPool *pool,
                          int N) {
-    RunC r = {runc, ckpt, tok};
+    RunC r = {runc, ckpt, tok, 100};
     compare_peer("run.c", name, ckpt, 100, runc_tok_s, &r, pool, N);
 }
 
@@ -1619,7 +1635,7 @@ static void plan_outputs(const BenchOptions *o, int have_pair) {
         {"all", "sweep_temp.csv", "pair"}, {"all", "drafters.csv", "pair"}, {"all", "drafters_dram.csv", "pair"},
         {"all", "lenience.csv", "pair"}, {"sweep", "sweep_k.csv", "pair"}, {"sweep", "sweep_temp.csv", "pair"},
         {"drafters", "drafters.csv", "pair"}, {"drafters", "drafters_dram.csv", "pair"},
-        {"lenience", "lenience.csv", "pair"}, {"tree", "trees.csv", "pair"}};
+        {"lenience", "lenience.csv", "pair"}, {"tree", "trees.csv", "pair"}, {"scale", "scale.csv", "pair"}};
     char msg[2 * IO_PATH_MAX + 256];
     for (int i = 0; i < 5; i++) {
         int fd = open(in[i], O_RDONLY | O_NONBLOCK);
@@ -1736,7 +1752,8 @@ static double run_timed(const char *cmd, char *out, size_t n, double *rss, int *
 
 // file's time to first token (-n 1, empty prompt: BOS, one forward) against cat's, medians
 // of 3 side by side; *ttft and *cat the medians, *rss the largest peak RSS (GB)
-static void time_first_token(const char *file, const char *flags, double *ttft, double *cat, double *rss) {
+static void time_first_token(const char *file, const char *tok, const char *flags, double *ttft, double *cat,
+                             double *rss) {
     char cmd[1024], out[256];
     double t[3], c[3], m;
     int rc;
@@ -1746,8 +1763,8 @@ static void time_first_token(const char *file, const char *flags, double *ttft, 
     for (int i = 0; i < 3; i++) {
         c[i] = run_timed(cmd, out, sizeof(out), &m, &rc);
         char run[1024];
-        snprintf(run, sizeof(run), "exec ./specdec %s -z " SHAPES_TOKENIZER " -m target -i '' -n 1 -t 0 -q %s 2>/dev/null",
-                 file, flags);
+        snprintf(run, sizeof(run), "exec ./specdec %s -z %s -m target -i '' -n 1 -t 0 -q %s 2>/dev/null", file, tok,
+                 flags);
         t[i] = run_timed(run, out, sizeof(out), &m, &rc);
         if (rc) t[i] = INFINITY;
         if (m > *rss) *rss = m;
@@ -1815,7 +1832,7 @@ static int bench_shapes(void) {
             const Config *c = &SHAPES[s].c;
             double kv = 2.0 * c->n_layers * 48 * (c->n_kv_heads * (c->dim / c->n_heads)) * 4 / 1e9;
             int as_int8 = s == N_SHAPES - 1 && !q;
-            time_first_token(path[s][q], as_int8 ? "--target-weights int8" : q ? "" : "--target-weights f32", &ttft,
+            time_first_token(path[s][q], SHAPES_TOKENIZER, as_int8 ? "--target-weights int8" : q ? "" : "--target-weights f32", &ttft,
                              &cat, &rss_gb);
             double bound = (as_int8 ? (double)file_size(path[s][1]) / 1e9 : gb) * 1.05 + kv + 0.256;
             printf("  %-15s %-11s %6.2f GB: first token %6.2f s, cat %5.2f s (%.2fx); peak RSS %5.2f GB, bound %5.2f%s\n",
@@ -1843,7 +1860,7 @@ static void remove_big(void) { remove(pbig); }
 
 // the pool as a new process finds it: no stall on record, the shortest spin (pool_run)
 static void fresh_pool(ThreadPool *p) {
-    p->solo_left = p->solo_run = 0, p->spin = POOL_SPIN;
+    p->solo_left = p->solo_run = 0, p->spin = POOL_SPIN, p->look = 1;
     p->stalled_at[0] = p->stalled_at[1] = p->quiet_at = -INFINITY;
 }
 
@@ -1906,12 +1923,105 @@ static int bench_busy(const BenchOptions *o) {
     return 0;
 }
 
+// ---- speed at real sizes (bench scale) -------------------------------------------------
+// The shipped target embedded (write_embedded_checkpoint: the same logits, so the shipped
+// draft keeps its acceptance rate) in the widths and depths of llama2.c's real shapes, as
+// version-2 files (int8, groups of 64) in $TMPDIR, removed after. Per size: the one-row
+// pass against the plain read loop side by side (1 and N threads); target-only and
+// speculation with the shipped draft at t = 0 and 1, K = 4 and auto-K (N threads), and
+// auto-K against K = 4 and 8 head to head; time to first token against cat and peak RSS
+// (./specdec, a process of its own); runq.c (RUNQ=) on the same file. scale.csv.
+typedef struct { const char *name; int scale, layers, hidden, n_new, reps, h2h; } ScaleShape;
+static const ScaleShape SCALES[] = {{"81M", 3, 12, 0, 64, 3, 16}, {"1.0B", 8, 22, 0, 48, 3, 6},
+                                    {"6.0B", 16, 32, 11008, 24, 2, 0}};
+#define N_SCALES 3
+#define SCALE_CSV "shape,params,file_gb,bytes_per_token,threads,read_gbs,one_row_fraction,target_tok_s," \
+    "spec_t0_k4,spec_t0_auto,auto_k_t0,spec_t1_k4,spec_t1_auto,auto_k_t1,auto_vs_k4_t0,auto_vs_k8_t0," \
+    "auto_vs_k4_t1,auto_vs_k8_t1,first_token_s,cat_s,rss_target_gb,rss_spec_gb,runq_tok_s"
+
+// One size: its row of scale.csv (the E2E rows' target-only tok/s are the four rows' median)
+static void scale_row(FILE *csv, const ScaleShape *sh, const BenchOptions *o, ThreadPool *pool, int N) {
+    const char *tmp = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", *runq = getenv("RUNQ");
+    char *path = pbig, cmd[1400], out[4096]; // removed at exit, however the bench ends
+    snprintf(path, sizeof(pbig), "%s/specdec_scale_%s.bin", tmp, sh->name);
+    Transformer base, tr, draft;
+    build_transformer(&base, o->target, MAX_ROWS, NULL, 1);
+    double t0 = now_seconds();
+    write_embedded_checkpoint(path, &base, sh->scale, sh->layers, sh->hidden, 64);
+    free_transformer(&base);
+    double gb = (double)file_size(path) / 1e9, ttft, cat, rss, rss_spec;
+    printf("%s: wrote %s (%.2f GB, int8) in %.0f s\n", sh->name, path, gb, now_seconds() - t0);
+    fflush(stdout);
+    time_first_token(path, o->tokenizer, "", &ttft, &cat, &rss);
+    int rc;
+    snprintf(cmd, sizeof(cmd), "exec ./specdec %s -d %s -z %s -n 16 -k 4 -t 0 -q 2>/dev/null", path, o->draft,
+             o->tokenizer);
+    run_timed(cmd, out, sizeof(out), &rss_spec, &rc);
+    build_transformer(&tr, path, MAX_ROWS, pool, N);
+    build_transformer_as(&draft, o->draft, MAX_ROWS, pool, 1, DRAFT_WEIGHTS); // one thread, as specdec
+    Tokenizer tok;
+    build_tokenizer(&tok, o->tokenizer, tr.config.vocab_size);
+    const Config *c = &tr.config;
+    double bytes = bytes_per_token(c, WEIGHTS_INT8), params = bytes_per_token(c, WEIGHTS_F32) / 4, frac[2], bw[2];
+    for (int ti = 0; ti < 2; ti++) { // the one-row pass and the read loop side by side, 1 then N threads
+        tr.n_threads = ti ? N : 1;
+        frac[ti] = interleaved_fraction(&tr, bytes, gb > 2 ? 4 : gb > 0.5 ? 10 : 30, &bw[ti]);
+    }
+    Pair pr = {.target = &tr, .draft = &draft, .tok = &tok, .n_new = sh->n_new, .reps = sh->reps, .threads = N};
+    E2E e[4];
+    double h2h[2][2] = {{0, 0}, {0, 0}}, target[4];
+    for (int i = 0; i < 4; i++) e[i] = bench_pair(&pr, sh->name, (float)(i / 2), i % 2 ? 0 : 4);
+    for (int i = 0; i < 4; i++) target[i] = e[i].target_tok_s;
+    for (int t = 0; sh->h2h && t < 2; t++)
+        for (int j = 0; j < 2; j++) {
+            int ks[2] = {0, 4 + 4 * j};
+            h2h[t][j] = head_to_head(&pr, (float)t, ks, sh->h2h);
+            printf("%-14s %dth t=%d auto-K against K = %d head to head (%d pairs, alternating): auto/K %.3f\n",
+                   sh->name, N, t, ks[1], sh->h2h, h2h[t][j]);
+        }
+    double runq_tok_s = 0, ours = 0, lo, hi;
+    int fewest;
+    if (runq && *runq) {
+        RunC r = {runq, path, o->tokenizer, sh->n_new};
+        double ratio = peer_pairs(&tr, sh->n_new, runc_tok_s, &r, N, 3, &ours, &runq_tok_s, &lo, &hi, &fewest);
+        printf("%-14s vs runq.c, %d threads, greedy from BOS, %d tokens: specdec %.2f tok/s, runq.c %.2f tok/s; "
+               "%.2fx, the median of 3 pairs (%.2f-%.2f)\n", sh->name, N, sh->n_new, ours, runq_tok_s, ratio, lo, hi);
+    }
+    printf("%-14s %.2fB params, %.2f GB int8 (%.0f MB a token): one-row pass %.0f%% of the read loop side by side "
+           "on 1 thread (%.1f GB/s), %.0f%% on %d (%.1f GB/s); first token %.2f s (cat %.2f s, %.2fx); peak RSS %.2f "
+           "GB target-only, %.2f GB with the draft\n", sh->name, params / 1e9, gb, bytes / 1e6, 100 * frac[0], bw[0],
+           100 * frac[1], N, bw[1], ttft, cat, ttft / cat, rss, rss_spec);
+    fprintf(csv, "%s,%.0f,%.3f,%.0f,%d,%.2f,%.4f,%.3f,%.3f,%.3f,%d,%.3f,%.3f,%d,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,"
+            "%.3f,%.3f\n", sh->name, params, gb, bytes, N, bw[1], frac[1], median(target, 4), e[0].spec_tok_s,
+            e[1].spec_tok_s, e[1].k, e[2].spec_tok_s, e[3].spec_tok_s, e[3].k, h2h[0][0], h2h[0][1], h2h[1][0],
+            h2h[1][1], ttft, cat, rss, rss_spec, runq_tok_s);
+    fflush(stdout);
+    free_tokenizer(&tok);
+    free_transformer(&tr), free_transformer(&draft);
+    remove(path);
+}
+
+static int bench_scale(const BenchOptions *o) {
+    if (access("./specdec", X_OK) || access(o->target, R_OK) || access(o->draft, R_OK) || access(o->tokenizer, R_OK))
+        die("bench scale: needs ./specdec (make specdec), %s, %s and %s (make weights)", o->target, o->draft,
+            o->tokenizer);
+    printf("specdec bench scale: %s path, %d threads, %d CPUs usable\n", SIMD_NAME, o->threads, usable_cpus());
+    atexit(remove_big);
+    ThreadPool *pool = build_pool(o->threads);
+    FILE *csv = open_output(o->csv, "scale.csv", SCALE_CSV);
+    for (int i = 0; i < N_SCALES; i++) scale_row(csv, &SCALES[i], o, pool, o->threads);
+    close_output(csv);
+    free_pool(pool);
+    return 0;
+}
+
 int main(int argc, char **argv) {
     BenchOptions o;
     parse_bench(&o, argc, argv);
     if (!strcmp(o.what, "selftest")) return selftest();
     if (!strcmp(o.what, "shapes")) return bench_shapes();
     if (!strcmp(o.what, "busy")) return bench_busy(&o);
+    if (!strcmp(o.what, "scale")) return bench_scale(&o);
     if (!o.publish && !strcmp(o.csv, SCRATCH_CSV)) {
         mkdir("build", 0755);
         mkdir(SCRATCH_CSV, 0755);
@@ -1972,7 +2082,7 @@ int main(int argc, char **argv) {
     if (with_big) { // after the machine's and the models' timings, so its write-back runs under none of them
         Transformer base;
         build_transformer(&base, o.target, MAX_ROWS, NULL, 1);
-        write_embedded_checkpoint(pbig, &base, 3, 12);
+        write_embedded_checkpoint(pbig, &base, 3, 12, 0, 0);
         free_transformer(&base);
         atexit(remove_big); // an error exit (die) removes it too
     }

@@ -207,64 +207,101 @@ static void write_emulated_checkpoint(const char *path, const Transformer *base,
     xfree(file);
 }
 
-// The base model embedded, zero-padded, in a model `scale` times as wide with
-// `layers` layers (a realistic DRAM-bound shape: the shipped target in dim 768
-// x 12 layers is ~325 MB). Width: the base's heads, kv heads, hidden units and
-// embedding columns come first, the rest are zeros (an extra head scores 0
-// everywhere and reads zero values: it adds nothing); the RMSNorm gains are
-// divided by sqrt(scale), since the mean square over the padded width is
-// 1/scale of the base's. Depth: extra layers with random wq, wk, wv, w1, w3 and
-// zero wo, w2 leave the residual stream unchanged. The logits match the base's
-// to rounding (RMSNorm's eps is the one difference).
-static void write_embedded_checkpoint(const char *path, const Transformer *base, int scale, int layers) {
+// Where the embedded writer's rows go: floats (gs 0), or a version-2 file's int8 groups,
+// each matrix's scales after its values (model.h's q80_group; every row whole groups)
+typedef struct { FILE *f; const char *path; int gs; int8_t *q; float *sc; size_t n_sc; } RowOut;
+static void row_out(RowOut *o, const float *row, size_t n) {
+    if (!o->gs) { write_floats(o->f, row, n, o->path); return; }
+    for (size_t g = 0; g < n / (size_t)o->gs; g++)
+        o->sc[o->n_sc++] = q80_group(o->q + g * (size_t)o->gs, row + g * (size_t)o->gs, o->gs);
+    if (fwrite(o->q, 1, n, o->f) != n) die("%s: write failed", o->path);
+}
+static void end_matrix(RowOut *o) {
+    if (o->gs && fwrite(o->sc, sizeof(float), o->n_sc, o->f) != o->n_sc) die("%s: write failed", o->path);
+    o->n_sc = 0;
+}
+
+typedef struct { RowOut o; Stream r; float *row; size_t L, E; } Embed;
+// One weight of every layer: the base's `rows` rows (src_in floats each, per layer) zero-padded
+// to `in`, then pad_rows rows of zeros; the extra layers' rows uniform in [-a, a] (0: zeros).
+// A norm is one row (matrix 0: floats in both formats), its padding 0, extra layers' gains 1.
+static void embed_weight(Embed *e, const float *src, size_t rows, size_t src_in, size_t in, size_t pad_rows,
+                         float a, float gain, int matrix) {
+    for (size_t l = 0; l < e->L + e->E; l++) {
+        for (size_t i = 0; i < rows + pad_rows; i++) {
+            for (size_t k = 0; k < in; k++)
+                e->row[k] = l >= e->L ? (matrix ? (a > 0 ? uniform(&e->r, a) : 0.0f) : 1.0f)
+                          : i < rows && k < src_in ? gain * src[(l * rows + i) * src_in + k] : 0.0f;
+            if (matrix) row_out(&e->o, e->row, in);
+            else write_floats(e->o.f, e->row, in, e->o.path);
+        }
+        if (matrix) end_matrix(&e->o);
+    }
+}
+
+// The base model embedded, zero-padded, in a model `scale` times as wide with `layers`
+// layers and `hidden` hidden units (0: scale times the base's), as a legacy f32 file (gs 0)
+// or a version-2 file in groups of gs (a realistic DRAM-bound shape: the shipped target in
+// dim 768 x 12 layers is ~325 MB in f32; in dim 4096, hidden 11008, 32 layers 6.3 GB in int8).
+// Width: the base's heads, kv heads, hidden units and embedding columns come first, the rest
+// are zeros (an extra head scores 0 everywhere and reads zero values: it adds nothing); the
+// RMSNorm gains are divided by sqrt(scale), since the mean square over the padded width is
+// 1/scale of the base's. Depth: extra layers with random wq, wk, wv, w1, w3 and zero wo, w2
+// leave the residual stream unchanged. The logits match the base's to rounding (RMSNorm's
+// eps is the one difference; int8: the base's own groups, as its export's).
+static void write_embedded_checkpoint(const char *path, const Transformer *base, int scale, int layers, int hidden,
+                                      int gs) {
     Config b, c;
     int shared;
     TransformerWeights bw, *w = &bw;
     unsigned char *file = read_f32_checkpoint(base->path, &b, &shared, &bw);
     c = b;
-    c.dim *= scale, c.hidden_dim *= scale, c.n_heads *= scale, c.n_kv_heads *= scale, c.n_layers = layers;
+    c.dim *= scale, c.hidden_dim = hidden ? hidden : c.hidden_dim * scale, c.n_layers = layers;
+    c.n_heads *= scale, c.n_kv_heads *= scale;
     size_t D = (size_t)c.dim, H = (size_t)c.hidden_dim, d = (size_t)b.dim, h = (size_t)b.hidden_dim;
     size_t hs = d / (size_t)b.n_heads, kv = (size_t)b.n_kv_heads * hs, KV = kv * (size_t)scale;
-    size_t V = (size_t)c.vocab_size, L = (size_t)b.n_layers, E = (size_t)(layers - b.n_layers);
-    float *row = xmalloc((D > H ? D : H) * sizeof(float), "row"), g = 1.0f / sqrtf((float)scale);
-    FILE *f = fopen(path, "wb");
-    if (!f || layers < b.n_layers || write_config(f, &c, shared) != 0) die("%s: cannot write", path);
-    Stream r;
-    stream_seed(&r, 99);
-    // n rows of `in` floats from src (rows of src_in), each zero-padded to `in`; then pad rows of zeros; gain g
-#define PADDED(src, rows, src_in, in, pad_rows, gain)                                             \
-    for (size_t i_ = 0; i_ < (rows) + (pad_rows); i_++) {                                        \
-        memset(row, 0, (in) * sizeof(float));                                                     \
-        for (size_t k_ = 0; i_ < (rows) && k_ < (src_in); k_++) row[k_] = (gain) * (src)[i_ * (src_in) + k_]; \
-        write_floats(f, row, (in), path);                                                         \
+    size_t V = (size_t)c.vocab_size, most = (V > H ? V : H) * (D > H ? D : H);
+    float g = 1.0f / sqrtf((float)scale), a = 0.05f;
+    Embed e = {.o = {.f = fopen(path, "wb"), .path = path, .gs = gs}, .L = (size_t)b.n_layers,
+               .E = (size_t)(layers - b.n_layers), .row = xmalloc((D > H ? D : H) * sizeof(float), "row")};
+    if (!e.o.f || layers < b.n_layers || H < h || (gs && (D % (size_t)gs || H % (size_t)gs)))
+        die("%s: cannot write", path);
+    if (gs) e.o.q = xmalloc(D > H ? D : H, "row"), e.o.sc = xmalloc(most / (size_t)gs * sizeof(float), "scales");
+    stream_seed(&e.r, 99);
+    if (gs) { // version 2: the header, the norms, then each matrix of each layer, values then scales
+        unsigned char hd[Q80_HEADER_BYTES] = {0};
+        int32_t v[9] = {Q80_MAGIC, 2, c.dim, c.hidden_dim, c.n_layers, c.n_heads, c.n_kv_heads, c.vocab_size, c.seq_len};
+        memcpy(hd, v, sizeof(v)), hd[36] = (unsigned char)shared, memcpy(hd + 37, &gs, sizeof(gs));
+        if (fwrite(hd, 1, sizeof(hd), e.o.f) != sizeof(hd)) die("%s: write failed", path);
+        embed_weight(&e, w->rms_att, 1, d, D, 0, 0, g, 0);
+        embed_weight(&e, w->rms_ffn, 1, d, D, 0, 0, g, 0);
+        Embed one = e;
+        one.L = 1, one.E = 0, embed_weight(&one, w->rms_final, 1, d, D, 0, 0, g, 0);
+        one.o.n_sc = 0, embed_weight(&one, w->token_embedding, V, d, D, 0, 0, 1.0f, 1);
+    } else {
+        if (write_config(e.o.f, &c, shared) != 0) die("%s: write failed", path);
+        Embed one = e;
+        one.L = 1, one.E = 0, embed_weight(&one, w->token_embedding, V, d, D, 0, 0, 1.0f, 1);
+        embed_weight(&e, w->rms_att, 1, d, D, 0, 0, g, 0);
     }
-    PADDED(w->token_embedding, V, d, D, 0, 1.0f);
-    for (size_t l = 0; l < L; l++) { PADDED(w->rms_att + l * d, 1, d, D, 0, g); }
-    write_fill(f, 1.0f, E * D, path);
-    for (size_t l = 0; l < L; l++) { PADDED(w->wq + l * d * d, d, d, D, D - d, 1.0f); }
-    write_random(f, &r, 0.05f, E * D * D, path);
-    for (size_t l = 0; l < L; l++) { PADDED(w->wk + l * kv * d, kv, d, D, KV - kv, 1.0f); }
-    write_random(f, &r, 0.05f, E * KV * D, path);
-    for (size_t l = 0; l < L; l++) { PADDED(w->wv + l * kv * d, kv, d, D, KV - kv, 1.0f); }
-    write_random(f, &r, 0.05f, E * KV * D, path);
-    for (size_t l = 0; l < L; l++) { PADDED(w->wo + l * d * d, d, d, D, D - d, 1.0f); }
-    write_fill(f, 0.0f, E * D * D, path);
-    for (size_t l = 0; l < L; l++) { PADDED(w->rms_ffn + l * d, 1, d, D, 0, g); }
-    write_fill(f, 1.0f, E * D, path);
-    for (size_t l = 0; l < L; l++) { PADDED(w->w1 + l * h * d, h, d, D, H - h, 1.0f); }
-    write_random(f, &r, 0.05f, E * H * D, path);
-    for (size_t l = 0; l < L; l++) { PADDED(w->w2 + l * d * h, d, h, H, D - d, 1.0f); }
-    write_fill(f, 0.0f, E * D * H, path);
-    for (size_t l = 0; l < L; l++) { PADDED(w->w3 + l * h * d, h, d, D, H - h, 1.0f); }
-    write_random(f, &r, 0.05f, E * H * D, path);
-    PADDED(w->rms_final, 1, d, D, 0, g);
-    write_floats(f, w->rope_cos, (size_t)c.seq_len * hs / 2, path);
-    write_floats(f, w->rope_sin, (size_t)c.seq_len * hs / 2, path);
-    if (!shared) { PADDED(w->wcls, V, d, D, 0, 1.0f); }
-#undef PADDED
-    if (fclose(f) != 0) die("%s: write failed", path);
-    xfree(row);
-    xfree(file);
+    embed_weight(&e, w->wq, d, d, D, D - d, a, 1.0f, 1);
+    embed_weight(&e, w->wk, kv, d, D, KV - kv, a, 1.0f, 1);
+    embed_weight(&e, w->wv, kv, d, D, KV - kv, a, 1.0f, 1);
+    embed_weight(&e, w->wo, d, d, D, D - d, 0, 1.0f, 1);
+    if (!gs) embed_weight(&e, w->rms_ffn, 1, d, D, 0, 0, g, 0);
+    embed_weight(&e, w->w1, h, d, D, H - h, a, 1.0f, 1);
+    embed_weight(&e, w->w2, d, h, H, D - d, 0, 1.0f, 1);
+    embed_weight(&e, w->w3, h, d, D, H - h, a, 1.0f, 1);
+    Embed one = e;
+    one.L = 1, one.E = 0;
+    if (!gs) {
+        embed_weight(&one, w->rms_final, 1, d, D, 0, 0, g, 0);
+        write_floats(e.o.f, w->rope_cos, (size_t)c.seq_len * hs / 2, path);
+        write_floats(e.o.f, w->rope_sin, (size_t)c.seq_len * hs / 2, path);
+    }
+    if (!shared) embed_weight(&one, w->wcls, V, d, D, 0, 0, 1.0f, 1);
+    if (fclose(e.o.f) != 0) die("%s: write failed", path);
+    xfree(e.row), xfree(e.o.q), xfree(e.o.sc), xfree(file);
 }
 
 // A drafter file `in` (what: its kind) read whole into *file, its 5-int header into h and

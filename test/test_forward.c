@@ -218,6 +218,8 @@ static void test_stall_goes_solo(void) {
     ThreadPool *pool = build_pool(2);
     Transformer tr;
     build_transformer(&tr, "build/test/forward_gqa_unshared.bin", MAX_ROWS, pool, 2);
+    pool->stalled_at[0] = pool->stalled_at[1] = pool->quiet_at = -INFINITY; // as new: the load's passes forgotten
+    pool->solo_left = pool->solo_run = 0;
     note_stall(pool, 2, 1, 10.000);
     int after_one = pool->solo_left;
     note_stall(pool, 2, 1, 10.010);
@@ -249,6 +251,13 @@ static void test_stall_goes_solo(void) {
     CHECK(same && pool->solo_left == 0, "passes sent to one thread: same logits %d, %d left (want 0)", same, pool->solo_left);
     printf("stalled passes alone or in twos change nothing; three within 50 ms, or three in a row, send the "
            "next 64 to one thread, with the same logits; a quiet pass halves the run\n");
+    // which passes stalled (stalled_pass): waits past POOL_STALL over a quarter of the thread-time
+    int hiccup = stalled_pass(0.002, 2, 0.055), preempted = stalled_pass(0.004, 2, 0.005);
+    int quarter = stalled_pass(0.026, 2, 0.05), none = stalled_pass(0, 2, 0.001);
+    CHECK(!hiccup && preempted && quarter && !none,
+          "stalled_pass: a 2 ms wait in a 55 ms pass %d (want 0), 4 ms in a 5 ms pass %d (want 1), 26 ms in a 50 ms "
+          "pass on 2 threads %d (want 1), none %d (want 0)", hiccup, preempted, quarter, none);
+    printf("a 2 ms wait in a 55 ms pass on 2 threads is a hiccup, not a stall; 4 ms in a 5 ms pass is one\n");
     xfree(ref);
     free_transformer(&tr);
     free_pool(pool);
@@ -283,6 +292,7 @@ static long voluntary_switches(void) {
 static void test_pool_sleeps(void) {
     alarm(120);
     LateJob j = {.pool = build_pool(3)};
+    j.pool->look = 0; // on all threads however busy the machine is (look_around)
     long before = voluntary_switches();
     pool_run(j.pool, 3, late_job, &j);
     long slept = voluntary_switches() - before - LATE_ROUNDS; // less the late threads' sleeps
