@@ -1847,6 +1847,15 @@ static int bench_shapes(void) {
 
 static char pbig[512]; // the large target's file while the bench runs
 static void remove_big(void) { remove(pbig); }
+static void remove_big_on(int sig) { // Ctrl-C or kill: no GB files left behind
+    unlink(pbig);
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+static void remove_big_at_exit(void) {
+    atexit(remove_big); // an error exit (die) removes it too
+    signal(SIGINT, remove_big_on), signal(SIGTERM, remove_big_on);
+}
 
 // ---- busy: threads beside other processes --------------------------------------------
 //
@@ -2006,7 +2015,7 @@ static int bench_scale(const BenchOptions *o) {
         die("bench scale: needs ./specdec (make specdec), %s, %s and %s (make weights)", o->target, o->draft,
             o->tokenizer);
     printf("specdec bench scale: %s path, %d threads, %d CPUs usable\n", SIMD_NAME, o->threads, usable_cpus());
-    atexit(remove_big);
+    remove_big_at_exit();
     ThreadPool *pool = build_pool(o->threads);
     FILE *csv = open_output(o->csv, "scale.csv", SCALE_CSV);
     for (int i = 0; i < N_SCALES; i++) scale_row(csv, &SCALES[i], o, pool, o->threads);
@@ -2084,7 +2093,7 @@ int main(int argc, char **argv) {
         build_transformer(&base, o.target, MAX_ROWS, NULL, 1);
         write_embedded_checkpoint(pbig, &base, 3, 12, 0, 0);
         free_transformer(&base);
-        atexit(remove_big); // an error exit (die) removes it too
+        remove_big_at_exit();
     }
     E2E e[128], temps[8];
     int n_e = 0;

@@ -446,6 +446,7 @@ typedef struct {
     size_t n_categories;                 // the axis ('\n' splits a name into lines)
     int y_unit; // 1: y shows [0, 1] whatever the data (a probability)
     int y_zero; // 1: the y range reaches down (or up) to 0
+    int log_xy; // 1: both axes logarithmic: points are log10 of the data, ticks at powers of ten
 } Figure;
 
 static void build_figure(Figure *f, const char *title, const char *xlabel, const char *ylabel) {
@@ -546,6 +547,7 @@ typedef struct {
     double xmin, xmax, ymin, ymax; // the data range it shows
     double xstep, ystep;           // tick spacing
     int tick_lines;                // lines in the x tick labels (category names: 1 or more)
+    int log_xy;                    // the figure's: tick v is labelled 10^v
     int placed[MAX_NOTES + 1][4];  // where the legend (0; all 0: none) and note i (i + 1) went: x0, y0, x1, y1
 } Axes;
 
@@ -566,8 +568,13 @@ static size_t tick_values(double *v, size_t cap, double lo, double hi, double st
     return n;
 }
 
-// A tick label with just the decimals the step needs ("0.2", not "0.200000").
-static void format_tick(char *buf, size_t cap, double v, double step) {
+// A tick label with just the decimals the step needs ("0.2", not "0.200000"); on a log
+// axis (log) the power of ten v stands for ("0.01", "1000").
+static void format_tick(char *buf, size_t cap, double v, double step, int log) {
+    if (log) {
+        snprintf(buf, cap, "%g", pow(10, v));
+        return;
+    }
     int decimals = step >= 1 ? 0 : (int)ceil(-log10(step) - 1e-9);
     if (fabs(v) < step * 1e-6) v = 0; // no "-0"
     snprintf(buf, cap, "%.*f", decimals, v);
@@ -668,7 +675,7 @@ static int widest_y_label(const Axes *ax) {
     int w = 0;
     size_t n = tick_values(v, 64, ax->ymin, ax->ymax, ax->ystep);
     for (size_t i = 0; i < n; i++) {
-        format_tick(buf, sizeof(buf), v[i], ax->ystep);
+        format_tick(buf, sizeof(buf), v[i], ax->ystep, ax->log_xy);
         int t = text_width(buf, TEXT_SCALE);
         if (t > w) w = t;
     }
@@ -691,6 +698,9 @@ static void shown_range(Range *r, const Figure *f) {
     }
     pad_range(&r->xmin, &r->xmax, 0);
     pad_range(&r->ymin, &r->ymax, from_zero && !f->y_unit);
+    if (f->log_xy) { // whole decades
+        r->xmin = floor(r->xmin), r->xmax = ceil(r->xmax), r->ymin = floor(r->ymin), r->ymax = ceil(r->ymax);
+    }
     if (f->n_categories) {
         r->xmin = 0.5;
         r->xmax = (double)f->n_categories + 0.5;
@@ -733,9 +743,9 @@ static void layout_axes(Axes *ax, const Figure *f, int w, int h) {
     if (room > 0 && room < (bottom - top) / 2) // raise the top: the room stays free of data
         r.ymax += (r.ymax - r.ymin) * room / (bottom - top - room);
     *ax = (Axes){.xmin = r.xmin, .xmax = r.xmax, .ymin = r.ymin, .ymax = r.ymax,
-                 .xstep = f->n_categories ? 1 : nice_step(r.xmax - r.xmin, 10),
-                 .ystep = nice_step(r.ymax - r.ymin, 6), .top = top, .bottom = bottom,
-                 .right = w - 24, .tick_lines = lines};
+                 .xstep = f->n_categories || f->log_xy ? 1 : nice_step(r.xmax - r.xmin, 10),
+                 .ystep = f->log_xy ? 1 : nice_step(r.ymax - r.ymin, 6), .top = top, .bottom = bottom,
+                 .right = w - 24, .tick_lines = lines, .log_xy = f->log_xy};
     ax->left = 12 + (int)ceil(TEXT_H * TEXT_SCALE) + 12 + widest_y_label(ax) + 10;
 }
 
@@ -771,7 +781,7 @@ static void draw_x_ticks(Canvas *c, const Axes *ax, const Figure *f) {
             draw_block(c, floor(px) + 0.5, ax->bottom + 10, f->categories[k], NULL);
             continue;
         }
-        format_tick(buf, sizeof(buf), v[i], ax->xstep);
+        format_tick(buf, sizeof(buf), v[i], ax->xstep, ax->log_xy);
         draw_label(c, floor(px) + 0.5, ax->bottom + 10, 0.5, 0, buf, TEXT_SCALE);
     }
 }
@@ -786,7 +796,7 @@ static void draw_ticks(Canvas *c, const Axes *ax, const Figure *f) {
     for (size_t i = 0; i < n; i++) {
         data_to_pixel(&px, &py, ax, ax->xmin, v[i]);
         fill_rect(c, ax->left - 6, (int)floor(py), ax->left - 1, (int)floor(py) + 1, FRAME);
-        format_tick(buf, sizeof(buf), v[i], ax->ystep);
+        format_tick(buf, sizeof(buf), v[i], ax->ystep, ax->log_xy);
         draw_label(c, ax->left - 9, floor(py) + 0.5, 1, 0.5, buf, TEXT_SCALE);
     }
 }
@@ -2069,6 +2079,42 @@ typedef struct {
     FigureBuilder build;
 } FigureSpec;
 
+// scale.csv (bench scale): tokens a second against the model's int8 size, both axes
+// logarithmic: target-only, speculation at t = 0 and 1 (the better of K = 4 and auto-K),
+// runq.c where the bench had it, and the read limit (the read loop on the same threads
+// over the bytes a token reads) as a dashed line; each size named at its target point.
+enum { SC_GB, SC_BYTES, SC_READ, SC_TARGET, SC_T0K4, SC_T0AUTO, SC_T1K4, SC_T1AUTO, SC_RUNQ, N_SCALE_COLS };
+static int figure_scale(Figure *f, const Table *tables, size_t n_tables, Error *e) {
+    static const char *const names[N_SCALE_COLS] = {"file_gb", "bytes_per_token", "read_gbs", "target_tok_s",
+        "spec_t0_k4", "spec_t0_auto", "spec_t1_k4", "spec_t1_auto", "runq_tok_s"};
+    static const char *const labels[5] = {"read limit (the read loop's GB/s / bytes a token)", "target alone (int8)",
+        "speculation, t = 0 (K = 4 or auto-K, the better)", "speculation, t = 1 (the better)", "llama2.c runq.c"};
+    const Table *t = &tables[0];
+    int col[N_SCALE_COLS], shape = find_column(t, "shape");
+    double runq = 0;
+    (void)n_tables;
+    if (require_numbers(col, t, names, N_SCALE_COLS, e)) return -1;
+    for (size_t r = 0; r < t->n_rows; r++) runq = fmax(runq, num(t, r, col[SC_RUNQ]));
+    build_figure(f, "Speed at real sizes: tokens a second against model size",
+                 "model size in int8 (GB, log scale)", "tokens a second (log scale)");
+    f->log_xy = 1;
+    Series *s[5];
+    for (int i = 0; i < 5 - (runq <= 0); i++) {
+        if (!(s[i] = add_series(f, labels[i], i ? PALETTE[i - 1] : REFERENCE, SERIES_XY, e))) return -1;
+        s[i]->width = i ? 2.0 : 1.5, s[i]->pattern = i ? SOLID : DASHED, s[i]->marker = i ? MARK_CIRCLE : MARK_NONE;
+    }
+    for (size_t r = 0; r < t->n_rows; r++) {
+        double x = log10(num(t, r, col[SC_GB])), y[5] = {num(t, r, col[SC_READ]) * 1e9 / num(t, r, col[SC_BYTES]),
+            num(t, r, col[SC_TARGET]), fmax(num(t, r, col[SC_T0K4]), num(t, r, col[SC_T0AUTO])),
+            fmax(num(t, r, col[SC_T1K4]), num(t, r, col[SC_T1AUTO])), num(t, r, col[SC_RUNQ])};
+        for (int i = 0; i < 5 - (runq <= 0); i++)
+            if (y[i] > 0 && (i == 1 && shape >= 0 ? add_noted_point(f, s[i], x, log10(y[i]), cell(t, r, shape), e)
+                                                  : add_point(s[i], x, log10(y[i]), e)))
+                return -1;
+    }
+    return 0;
+}
+
 static const FigureSpec FIGURES[] = {
     {.name = "speedup_vs_k", .inputs = {"sweep_k.csv"}, .n_required = 1,
      .build = figure_speedup_vs_k},
@@ -2089,6 +2135,7 @@ static const FigureSpec FIGURES[] = {
     {.name = "drafters_dram", .inputs = {"drafters_dram.csv"}, .n_required = 1, .build = figure_drafters_dram},
     {.name = "trees_speedup", .inputs = {"trees.csv"}, .n_required = 1, .build = figure_trees_speedup},
     {.name = "trees_tokens", .inputs = {"trees.csv"}, .n_required = 1, .build = figure_trees_tokens},
+    {.name = "scale", .inputs = {"scale.csv"}, .n_required = 1, .build = figure_scale},
 };
 #define N_FIGURES (sizeof(FIGURES) / sizeof(FIGURES[0]))
 

@@ -96,6 +96,19 @@ static int write_verify_cost(const char *path) {
     return fclose(fp);
 }
 
+// scale.csv: three sizes, runq.c on two of them (the third's 0: not measured)
+static int write_scale(const char *path) {
+    FILE *fp = fopen(path, "w");
+    if (!fp) return -1;
+    fprintf(fp, "shape,params,file_gb,bytes_per_token,threads,read_gbs,one_row_fraction,target_tok_s,spec_t0_k4,"
+                "spec_t0_auto,auto_k_t0,spec_t1_k4,spec_t1_auto,auto_k_t1,auto_vs_k4_t0,auto_vs_k8_t0,auto_vs_k4_t1,"
+                "auto_vs_k8_t1,first_token_s,cat_s,rss_target_gb,rss_spec_gb,runq_tok_s\n"
+                "81M,81e6,0.086,86e6,2,22,0.9,240,600,700,6,500,520,5,1.05,1,1.1,1,0.08,0.02,0.09,0.1,20\n"
+                "1.0B,1.04e9,1.1,1.1e9,2,21,0.9,18,55,60,8,45,48,8,1,1,1,1,0.5,0.2,1.1,1.1,6\n"
+                "6.0B,5.95e9,6.3,6.3e9,2,20,0.9,3,9,10,8,7,8,8,0,0,0,0,6,1.3,6.5,6.6,0\n");
+    return fclose(fp);
+}
+
 // lenience.csv: l = 1 (exact) down to 0.2, the rows out of order (the curve
 // must still run in order of l), the measured distances beside the closed form.
 static int write_lenience(const char *path) {
@@ -180,7 +193,7 @@ static int write_fixtures(void) {
            write_train(DIR "/train_draft.csv", 2.3, 0) |
            write_train(DIR "/train_base.csv", 2.9, 100) |
            write_train(DIR "/train_target_dropout.csv", 1.45, 100) |
-           write_verify_cost(DIR "/verify_cost.csv") | write_lenience(DIR "/lenience.csv") |
+           write_verify_cost(DIR "/verify_cost.csv") | write_lenience(DIR "/lenience.csv") | write_scale(DIR "/scale.csv") |
            write_drafters(DIR "/drafters.csv") | write_crowded_drafters(DIR "/crowded_drafters.csv") | write_trees(DIR "/trees.csv") |
            write_sweep_temp(DIR "/partial/sweep_temp.csv") |
            write_text(DIR "/broken/verify_cost.csv", "model,n,rr\nx,1,1\n");
@@ -203,7 +216,7 @@ static void test_ticks(void) {
         {1500000, 500000, "1500000"}, {1.0, 0.1, "1.0"}};
     char buf[32];
     for (size_t i = 0; i < sizeof(labels) / sizeof(labels[0]); i++) {
-        format_tick(buf, sizeof(buf), labels[i].v, labels[i].step);
+        format_tick(buf, sizeof(buf), labels[i].v, labels[i].step, 0);
         CHECK(!strcmp(buf, labels[i].want), "format_tick(%g, step %g) = \"%s\", want \"%s\"",
               labels[i].v, labels[i].step, buf, labels[i].want);
     }
@@ -529,6 +542,34 @@ static int render_fixture(Canvas *c, Axes *ax, Figure *f, const char *name, cons
     int rc = render_from_files(c, ax, f, find_figure(name), p, 1, &e);
     CHECK(rc == 0, "%s from %s: %s", name, csv, e.msg);
     return rc;
+}
+
+// scale: both axes logarithmic (a point is log10 of its numbers; ticks read as powers of
+// ten), the read limit the read loop's GB/s over the bytes a token, speculation the better
+// of K = 4 and auto-K, each size named at its target point, runq.c only where measured.
+static void test_scale_log(void) {
+    Canvas c;
+    Axes ax;
+    Figure f;
+    char tick[2][32];
+    format_tick(tick[0], sizeof(tick[0]), 3, 1, 1), format_tick(tick[1], sizeof(tick[1]), -1, 1, 1);
+    CHECK(!strcmp(tick[0], "1000") && !strcmp(tick[1], "0.1"), "log ticks 3, -1 read \"%s\", \"%s\" (want "
+          "\"1000\", \"0.1\")", tick[0], tick[1]);
+    int rc = render_fixture(&c, &ax, &f, "scale", DIR "/scale.csv");
+    CHECK(rc || (f.log_xy && ax.log_xy && f.n_series == 5 && f.series[4].n == 2 && f.n_notes == 3),
+          "scale: log %d, %zu series (want 5), runq.c %zu points (want 2), %zu notes (want 3)", f.log_xy, f.n_series,
+          rc ? 0 : f.series[4].n, f.n_notes);
+    if (rc == 0 && f.n_series == 5 && f.series[1].n == 3) {
+        CHECK(fabs(f.series[0].pts[1].y - log10(21e9 / 1.1e9)) < 1e-9 && fabs(f.series[1].pts[1].y - log10(18)) < 1e-9
+              && fabs(f.series[1].pts[1].x - log10(1.1)) < 1e-9 && fabs(f.series[2].pts[0].y - log10(700)) < 1e-9,
+              "scale points: read limit %g (want %g), target %g at %g, speculation t = 0 %g (want log10 of 21e9 / "
+              "1.1e9, 18 at 1.1 GB, 700)", f.series[0].pts[1].y, log10(21e9 / 1.1e9), f.series[1].pts[1].y,
+              f.series[1].pts[1].x, f.series[2].pts[0].y);
+        CHECK(!strcmp(f.notes[1].text, "1.0B"), "scale: the second size named \"%s\" (want \"1.0B\")", f.notes[1].text);
+    }
+    free_canvas(&c);
+    free_figure(&f);
+    printf("scale: log axes, powers-of-ten ticks, each size named, runq.c where measured\n");
 }
 
 // The lenience curve runs in order of l from the exact point down, whatever
@@ -1199,6 +1240,9 @@ int main(void) {
     test_figure("drafters", drafters, 1, 10);
     test_figure("trees_speedup", trees, 1, 24);
     test_figure("trees_tokens", trees, 1, 24);
+    static const char *const scale[] = {"scale.csv"};
+    test_figure("scale", scale, 1, 11);
+    test_scale_log();
     test_tree_lines();
     test_labels_and_marks();
     test_histogram_matches(DIR "/sweep_k.csv");
