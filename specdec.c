@@ -170,8 +170,6 @@ typedef struct {
     int max_rows;               // rows one forward() may take
     ThreadPool *pool;           // NULL: one thread
     int n_threads;              // threads a forward() uses (<= the pool's)
-    long forwards;              // forward() calls so far, and their seconds (statistics, auto-K)
-    double seconds;
     const char *path;
     void *packed, *tables;      // what loading allocated: the matrices, the norms and RoPE tables
 } Transformer;
@@ -397,10 +395,7 @@ static float *run_pass(Transformer *tr, const int *tokens, ForwardJob *job) {
     int dim = tr->config.dim;
     for (int i = 0; i < job->T; i++) // embed: x[i] = token_embedding[tokens[i]]
         matrix_row(s->x + (size_t)i * dim, &tr->embedding, tokens[i]);
-    double t0 = now_seconds();
     pool_run(tr->pool, tr->n_threads, forward_job, job);
-    tr->seconds += now_seconds() - t0;
-    tr->forwards++;
     return s->logits;
 }
 
@@ -621,9 +616,7 @@ struct Drafter {
     // and decided the token after it (-1: none did; NULL: not needed)
     void (*observe)(Drafter *d, int row, int pos);
     void (*free)(Drafter *d); // what the drafter holds (NULL: nothing; a draft model is freed as a model)
-    Transformer *model;  // the draft model, or NULL; its clock is the drafter's
-    double seconds;      // ... else the drafter's own: seconds and steps spent proposing
-    long steps;
+    Transformer *model;  // the draft model, or NULL
 };
 
 // The draft model: its KV cache holds tokens[0..cached), and it runs whatever
@@ -801,14 +794,17 @@ static void emit(Output *o, int token);
 static void show_output(Output *o);
 
 // The prefill: tokens[0..n-1) (the prompt but its last token) into tr's caches,
-// max_rows a pass; Ctrl-C stops it between passes (and then generation).
-static void prefill(Transformer *tr, const int *tokens, int n, Output *o) {
+// max_rows a pass; Ctrl-C stops it between passes (and then generation). Returns
+// the row of its last pass that ran position n-2 (-1: none did).
+static int prefill(Transformer *tr, const int *tokens, int n, Output *o) {
     double t0 = now_seconds();
-    for (int rows; o->prefilled < n - 1 && !interrupted; o->prefilled += rows) {
+    int rows = 0;
+    for (; o->prefilled < n - 1 && !interrupted; o->prefilled += rows) {
         rows = n - 1 - o->prefilled < tr->max_rows ? n - 1 - o->prefilled : tr->max_rows;
         forward(tr, tokens + o->prefilled, rows, o->prefilled);
     }
     o->prompt_seconds = now_seconds() - t0;
+    return o->prefilled == n - 1 ? rows - 1 : -1;
 }
 
 // Plain decoding with one model from n committed tokens (the prompt): the
@@ -839,10 +835,9 @@ static void end_round(SpecStats *st, const Speculator *sp, const Round *rd, int 
 
 static int generate_spec(Speculator *sp, SpecStats *st, int *tokens, int n, Output *o) {
     Drafter *d = sp->drafter;
-    prefill(sp->target, tokens, n, o);
+    int row = prefill(sp->target, tokens, n, o); // the row that ran position n-2
     if (d->rewind) d->rewind(d, 0); // it catches up in round 1
-    // the prefill ran positions 0..n-2 in passes of max_rows: n-2 was its last pass's row (n-2) % max_rows
-    if (d->observe) d->observe(d, n > 1 ? (n - 2) % sp->target->max_rows : -1, n - 2);
+    if (d->observe) d->observe(d, row, n - 2);
     while (!o->done && !interrupted && n < sp->target->config.seq_len) {
         int k = start_round(st, sp, n, o->max_new - o->n_generated);
         Round rd = sp->step(sp, tokens, n, k);
@@ -1079,7 +1074,6 @@ static const float *head_logits(MedusaDrafter *md, int h) {
     HiddenDrafter *hd = &md->h;
     int dim = hd->target->config.dim;
     if (!hd->made) {
-        double t0 = now_seconds();
         for (int j = 0; j < md->n_heads; j++) {
             float *y = md->y + (size_t)j * dim;
             matmul_on(hd->target, y, hd->z, &md->w[j], 1);
@@ -1087,8 +1081,6 @@ static const float *head_logits(MedusaDrafter *md, int h) {
         }
         matmul_on(hd->target, hd->logits, md->y, &hd->target->wcls, md->n_heads);
         hd->made = 1;
-        hd->base.seconds += now_seconds() - t0;
-        hd->base.steps += md->n_heads;
     }
     return hd->logits + (size_t)(h - 1) * hd->target->config.vocab_size;
 }
@@ -1126,19 +1118,16 @@ static void eagle_step(EagleDrafter *ed, float *out, const float *f, int x) {
     for (int i = 0; i < ed->hidden; i++) ed->u[i] = silu(ed->u[i] + ed->b1[i]);
     matmul_on(tg, out, ed->u, &ed->w2, 1);
     for (int i = 0; i < dim; i++) out[i] = f[i] + (out[i] + ed->b2[i]);
-    ed->h.base.steps++;
 }
 
 static int propose_eagle(Drafter *d, float *q, const int *tokens, int pos) {
     HiddenDrafter *h = (HiddenDrafter *)d;
     int dim = h->target->config.dim, j = pos - h->at - 1; // feature j: q for position at + j + 1
     if (h->at < 0 || j < 1 || j > MAX_ROWS) return 0;
-    double t0 = now_seconds();
     for (; h->made < j; h->made++)
         eagle_step((EagleDrafter *)d, h->z + (size_t)(h->made + 1) * dim, h->z + (size_t)h->made * dim,
                    tokens[h->at + 1 + h->made]);
     matmul_on(h->target, h->logits, h->z + (size_t)j * dim, &h->target->wcls, 1);
-    d->seconds += now_seconds() - t0;
     return probs_from_logits(h->sampler, q, h->logits);
 }
 
@@ -1221,6 +1210,7 @@ typedef struct Trees {
     Tree tree;                   // the last round's tree, as verified (the -v trace draws it)
     int path[K_MAX + 1];         // ... the nodes it accepted
     int tested[K_MAX + 1];       // ... and the candidates tested at each position it decided
+    double draft_seconds;        // its draft passes' seconds after the root's (the statistics, Appendix G)
 } Trees;
 
 // A tree pass (forward_tree): row i is node first + i, at position pos + its
@@ -1434,7 +1424,9 @@ static Round tree_step(Speculator *sp, int *tokens, int n, int depth) {
         }
         first = last;
         if (rd.k + 1 == depth || first == t->n) continue;
+        double t0 = now_seconds();
         ok = propose_tree_model(ts->draft, ts->draft_kv, sp->q + first * row, t, first, n);
+        ts->draft_seconds += now_seconds() - t0;
         if (ok) memcpy(ts->ql + first * row, ts->draft->logits, (size_t)(t->n - first) * row * sizeof(float));
     }
     for (int v = rd.k = 0; v < t->n; v++) rd.k = t->depth[v] > rd.k ? t->depth[v] : rd.k;
@@ -1510,7 +1502,6 @@ typedef struct Owned {
 } Owned;
 
 static size_t allocated;       // bytes owned now: every block counts against memory_limit()
-static size_t memory_limit(void);
 static Owned owned = {.prev = &owned, .next = &owned}; // the list's sentinel
 
 // Put o at the list's end: it holds base (released by fn, or freed) and `bytes` bytes
@@ -1559,6 +1550,69 @@ static void die(const char *fmt, ...) {
     if (fuzz_on_error) longjmp(*fuzz_on_error, 1);
 #endif
     exit(EXIT_FAILURE);
+}
+
+// The numbers on the first line of file dir/name into v: how many (0 to 2)
+static int numbers_in(const char *dir, const char *name, double v[2]) {
+    char path[1400];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "r");
+    int got = f ? fscanf(f, "%lf %lf", &v[0], &v[1]) : 0;
+    if (f) fclose(f);
+    return got > 0 ? got : 0;
+}
+
+// The memory limit set in one cgroup directory (v2's memory.max, "max": none;
+// v1's memory.limit_in_bytes), in bytes; 0 where none is set
+static double memory_max_in(const char *dir) {
+    double v[2];
+    return numbers_in(dir, "memory.max", v) == 1 || numbers_in(dir, "memory.limit_in_bytes", v) == 1 ? v[0] : 0;
+}
+
+// The tightest limit, in(dir), on this process's cgroup and its parents for
+// `controller`; 0 if none. `self` lists the cgroups ("0::/path" for v2,
+// "N:cpu,cpuacct:/path" for v1's controllers), whose directories lie under `root`
+// (v1's under root/controller). In a container the path may name the host's view
+// while root shows the container's own: every prefix of the path is tried, "/" too.
+static double cgroup_limit(const char *root, const char *self, const char *controller, double (*in)(const char *)) {
+    char line[1024], controllers[1030], want[64], dir[1300];
+    FILE *f = fopen(self, "r");
+    double best = 0;
+    if (!f) return 0;
+    snprintf(want, sizeof want, ",%s,", controller);
+    while (fgets(line, sizeof line, f)) {
+        char *ctl = strchr(line, ':'), *cg = ctl ? strchr(ctl + 1, ':') : NULL;
+        if (!cg) continue;
+        *cg++ = '\0'; // ctl + 1: the controllers ("" in v2), cg: the path
+        snprintf(controllers, sizeof controllers, ",%s,", ctl + 1);
+        if (ctl[1] && !strstr(controllers, want)) continue;
+        for (size_t len = strcspn(cg, "\n");;) { // the path, then each parent
+            snprintf(dir, sizeof dir, "%s%s%s%.*s", root, ctl[1] ? "/" : "", ctl[1] ? controller : "", (int)len, cg);
+            double n = in(dir);
+            if (n > 0 && (best == 0 || n < best)) best = n;
+            if (len == 0) break;
+            while (len > 0 && cg[--len] != '/') continue; // back to the last '/'
+        }
+    }
+    fclose(f);
+    return best;
+}
+
+// The limit on what the run may allocate, all models and buffers together: half
+// of the memory this process may use (physical, or its cgroup's memory.max where
+// lower), so a checkpoint whose header asks for a huge context or vocabulary is
+// refused at load instead of failing (or swapping) mid-run.
+static size_t memory_limit(void) {
+#ifdef SPECDEC_MEMORY_LIMIT // the fuzz targets' smaller bound
+    return SPECDEC_MEMORY_LIMIT;
+#endif
+    static size_t limit; // measured once
+    if (limit) return limit;
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+    double bytes = pages > 0 && page > 0 ? (double)pages * (double)page : 0x1p62;
+    double cg = cgroup_limit("/sys/fs/cgroup", "/proc/self/cgroup", "memory", memory_max_in);
+    if (cg > 0 && cg < bytes) bytes = cg;
+    return limit = (size_t)(bytes / 2);
 }
 
 // n zeroed bytes, `align`-aligned (a power of two, 0 for malloc's), owned.
@@ -2031,6 +2085,71 @@ static UNUSED_OK void free_transformer(Transformer *t) {
     xfree(t->layers);
     xfree(t->packed), xfree(t->tables);
     t->packed = t->tables = NULL;
+}
+
+// The vocab_size in a checkpoint's header, or 0 if it cannot be read
+static int header_vocab(const char *path) {
+    int32_t h[9];
+    FILE *f = fopen(path, "rb");
+    int ok = f && fread(h, sizeof(h), 1, f) == 1;
+    if (f) fclose(f);
+    int v = ok && h[0] == Q80_MAGIC && h[1] == 2 ? h[7] : h[5]; // a version-2 file: the config after 8 bytes
+    return ok && v != INT32_MIN ? abs(v) : 0;
+}
+
+// What ran, into *weights (the JSON's): a version-2 file is int8 whatever --W-weights asked
+static void ran_weights(const Options *o, int *weights, const Transformer *t, const char *flag) {
+    if (given(o, flag) && *weights == WEIGHTS_F32 && t->gs)
+        fprintf(stderr, "specdec: warning: %s f32 ignored: %s is a version-2 file, int8 as written\n", flag, t->path);
+    *weights = t->gs ? WEIGHTS_INT8 : WEIGHTS_F32;
+}
+
+// -m draft: the draft as spec mode uses it, so it must fit the target named
+static Transformer *load_draft_alone(Transformer *draft, Options *o, ThreadPool *pool) {
+    int v = o->target_named ? header_vocab(o->target_path) : 0;
+    if (o->target_named && !v)
+        die("%s: cannot open checkpoint, or no header (-m draft checks the draft against the target named)",
+            o->target_path);
+    load_for_run(draft, o->draft_path, pool, o->draft_threads, o->draft_weights, o);
+    ran_weights(o, &o->draft_weights, draft, "--draft-weights");
+    if (o->target_named && v != draft->config.vocab_size)
+        die("%s: vocab_size %d differs from the target's %d (%s); -m draft runs the draft (-d, default "
+            "weights/draft.bin) that would speculate for it: name one with its vocabulary", o->draft_path,
+            draft->config.vocab_size, v, o->target_path);
+    return draft;
+}
+
+// Load what the mode needs and return the decoding model: the target (the draft
+// alone for -m draft) and, for spec, the draft. No -d, and the default draft does
+// not fit the target: the target alone (-m target), as llama2.c's run.c would
+// decode it; a draft the user named must fit.
+static Transformer *load_models(Transformer *target, Transformer *draft, Options *o, ThreadPool *pool) {
+    if (!strcmp(o->mode, "draft")) return load_draft_alone(draft, o, pool);
+    load_for_run(target, o->target_path, pool, o->threads, o->target_weights, o);
+    ran_weights(o, &o->target_weights, target, "--target-weights");
+    int V = target->config.vocab_size, v;
+    if (strcmp(o->mode, "spec") || o->lookup || o->medusa || o->eagle) return target;
+    if (!given(o, "-d") && (v = header_vocab(o->draft_path)) != V) {
+        char why[64] = "is missing or unreadable";
+        if (v) snprintf(why, sizeof(why), "has vocab_size %d, not %d", v, V);
+        const char *asked = given(o, "-k") ? "-k" : o->tree ? "--tree" : o->verbose ? "-v" : o->lenience < 1.0f
+                          ? "--lenience" : NULL; // these ask for speculation: no quiet fallback
+        if (asked)
+            die("%s: the default draft %s %s; name a draft with %s's vocabulary (-d FILE) or -d lookup", asked,
+                o->draft_path, why, o->target_path);
+        fprintf(stderr, "specdec: note: the default draft %s %s, so %s decodes alone (-m target); to speculate, "
+                "name a draft with its vocabulary (-d FILE) or -d lookup\n", o->draft_path, why, o->target_path);
+        o->mode = "target";
+        return target;
+    }
+    load_for_run(draft, o->draft_path, pool, o->draft_threads, o->draft_weights, o);
+    ran_weights(o, &o->draft_weights, draft, "--draft-weights");
+    struct stat ts, ds; // sizes on disk, both float32: a bigger draft is probably the two swapped
+    if (!stat(o->target_path, &ts) && !stat(o->draft_path, &ds) && ds.st_size > ts.st_size)
+        fprintf(stderr, "specdec: warning: the draft %s (%.1f MB) is larger than the target %s (%.1f MB): drafting "
+                "costs more than it saves; swapped? (specdec TARGET.bin -d DRAFT.bin)\n", o->draft_path,
+                (double)ds.st_size / 1e6, o->target_path, (double)ts.st_size / 1e6);
+    return target;
 }
 
 // A drafter file for h->target (model.h: a 5-int header that `check` tests
@@ -3031,16 +3150,6 @@ static int affinity_cpus(void) {
     return n;
 }
 
-// The numbers on the first line of file dir/name into v: how many (0 to 2)
-static int numbers_in(const char *dir, const char *name, double v[2]) {
-    char path[1400];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    FILE *f = fopen(path, "r");
-    int got = f ? fscanf(f, "%lf %lf", &v[0], &v[1]) : 0;
-    if (f) fclose(f);
-    return got > 0 ? got : 0;
-}
-
 // ceil(quota / period) set in one cgroup directory: cgroup v2's cpu.max ("max
 // 100000": none; "200000 100000": 2 CPUs) or v1's cpu.cfs_quota_us (-1: none)
 // over cpu.cfs_period_us; 0 where neither sets one
@@ -3050,59 +3159,6 @@ static double quota_in(const char *dir) {
     else if (numbers_in(dir, "cpu.cfs_quota_us", v) != 1 || numbers_in(dir, "cpu.cfs_period_us", period) != 1)
         return 0;
     return v[0] > 0 && period[0] > 0 ? fmin(ceil(v[0] / period[0]), MAX_THREADS) : 0;
-}
-
-// The memory limit set in one cgroup directory (v2's memory.max, "max": none;
-// v1's memory.limit_in_bytes), in bytes; 0 where none is set
-static double memory_max_in(const char *dir) {
-    double v[2];
-    return numbers_in(dir, "memory.max", v) == 1 || numbers_in(dir, "memory.limit_in_bytes", v) == 1 ? v[0] : 0;
-}
-
-// The tightest limit, in(dir), on this process's cgroup and its parents for
-// `controller`; 0 if none. `self` lists the cgroups ("0::/path" for v2,
-// "N:cpu,cpuacct:/path" for v1's controllers), whose directories lie under `root`
-// (v1's under root/controller). In a container the path may name the host's view
-// while root shows the container's own: every prefix of the path is tried, "/" too.
-static double cgroup_limit(const char *root, const char *self, const char *controller, double (*in)(const char *)) {
-    char line[1024], controllers[1030], want[64], dir[1300];
-    FILE *f = fopen(self, "r");
-    double best = 0;
-    if (!f) return 0;
-    snprintf(want, sizeof want, ",%s,", controller);
-    while (fgets(line, sizeof line, f)) {
-        char *ctl = strchr(line, ':'), *cg = ctl ? strchr(ctl + 1, ':') : NULL;
-        if (!cg) continue;
-        *cg++ = '\0'; // ctl + 1: the controllers ("" in v2), cg: the path
-        snprintf(controllers, sizeof controllers, ",%s,", ctl + 1);
-        if (ctl[1] && !strstr(controllers, want)) continue;
-        for (size_t len = strcspn(cg, "\n");;) { // the path, then each parent
-            snprintf(dir, sizeof dir, "%s%s%s%.*s", root, ctl[1] ? "/" : "", ctl[1] ? controller : "", (int)len, cg);
-            double n = in(dir);
-            if (n > 0 && (best == 0 || n < best)) best = n;
-            if (len == 0) break;
-            while (len > 0 && cg[--len] != '/') continue; // back to the last '/'
-        }
-    }
-    fclose(f);
-    return best;
-}
-
-// The limit on what the run may allocate, all models and buffers together: half
-// of the memory this process may use (physical, or its cgroup's memory.max where
-// lower), so a checkpoint whose header asks for a huge context or vocabulary is
-// refused at load instead of failing (or swapping) mid-run.
-static size_t memory_limit(void) {
-#ifdef SPECDEC_MEMORY_LIMIT // the fuzz targets' smaller bound
-    return SPECDEC_MEMORY_LIMIT;
-#endif
-    static size_t limit; // measured once
-    if (limit) return limit;
-    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
-    double bytes = pages > 0 && page > 0 ? (double)pages * (double)page : 0x1p62;
-    double cg = cgroup_limit("/sys/fs/cgroup", "/proc/self/cgroup", "memory", memory_max_in);
-    if (cg > 0 && cg < bytes) bytes = cg;
-    return limit = (size_t)(bytes / 2);
 }
 
 static int usable_cpus(void) {
@@ -3290,27 +3346,6 @@ typedef struct {
     double calibration_seconds; // what measuring took (once, before generating)
 } AutoK;
 
-// What a round's costs are read from: the target's and the drafter's seconds
-// and forwards (draft steps)
-typedef struct { double target_s, draft_s; long target_n, draft_n; } Clocks;
-
-// The statistics of a spec run (Appendix G), auto-K's estimates among them
-struct SpecStats {
-    int k;                       // -k: drafts per round, or 0: auto-K
-    AutoK autok;
-    const Tokenizer *trace;      // non-NULL: print the -v teaching trace to stderr
-    long rounds, drafted, accepted, examined;
-    long plain_tokens;           // positions without a proposal (drawn from p alone)
-    long reached[K_MAX + 2];     // rounds that examined position i of the round
-    long accepted_at[K_MAX + 2]; // ... and accepted the proposal there
-    long histogram[K_MAX + 2];   // rounds that accepted j proposals
-    long k_used[K_MAX + 1];      // rounds run with each K
-    int k_hi;                    // the largest K any round used
-    long target_forwards, draft_forwards; // in the rounds (prefill not counted)
-    double draft_seconds, verify_seconds; // the drafter's and the target's, in the rounds
-    Clocks round_start;          // the clocks when the round started
-};
-
 // argmax over K = 1..K_MAX of tokens per second; ties go to the smaller K.
 // verify[n] x scale: the seconds of an n-row verify pass.
 static int choose_k(double a, double draft_step, const double *verify, double scale) {
@@ -3382,34 +3417,70 @@ static void update_auto_k(AutoK *ak, int rows, int accepted, int examined, doubl
 // ----------------------------------------------------------------------------
 // Appendix G. Statistics: the measurement beside the papers' theory (stderr, JSON)
 
+// The drafter the rounds see (plan_rounds): sp's own, its proposals timed for the
+// statistics; the rest passed through
+typedef struct { Drafter base; Drafter *inner; double seconds; } TimedDrafter;
+static int propose_timed(Drafter *d, float *q, const int *tokens, int pos) {
+    TimedDrafter *td = (TimedDrafter *)d;
+    double t0 = now_seconds();
+    int made = td->inner->propose(td->inner, q, tokens, pos);
+    td->seconds += now_seconds() - t0;
+    return made;
+}
+static void rewind_timed(Drafter *d, int n) { Drafter *in = ((TimedDrafter *)d)->inner; in->rewind(in, n); }
+static void observe_timed(Drafter *d, int row, int pos) { Drafter *in = ((TimedDrafter *)d)->inner; in->observe(in, row, pos); }
+static void free_timed(Drafter *d) { Drafter *in = ((TimedDrafter *)d)->inner; in->free(in); }
+
+// The statistics of a spec run, auto-K's estimates among them
+struct SpecStats {
+    int k;                       // -k: drafts per round, or 0: auto-K
+    AutoK autok;
+    const Tokenizer *trace;      // non-NULL: print the -v teaching trace to stderr
+    long rounds, drafted, accepted, examined;
+    long plain_tokens;           // positions without a proposal (drawn from p alone)
+    long reached[K_MAX + 2];     // rounds that examined position i of the round
+    long accepted_at[K_MAX + 2]; // ... and accepted the proposal there
+    long histogram[K_MAX + 2];   // rounds that accepted j proposals
+    long k_used[K_MAX + 1];      // rounds run with each K
+    int k_hi;                    // the largest K any round used
+    double draft_seconds, verify_seconds; // the drafter's (a draft step: a proposal) and the rest of the rounds'
+    TimedDrafter timed;          // the drafter, timed
+    double round_start, draft_start; // the clock and the drafter's seconds as the round started
+};
+
 static SpecStats *new_spec_stats(void) { return xmalloc(sizeof(SpecStats), "statistics"); }
 
-// sp's rounds and st from the options: -k (0: auto-K) or --tree's shape. Auto-K
-// times the target's passes first; -n 0 times nothing.
+static double ratio(double x, double y) { return y > 0 ? x / y : 0; }
+
+// sp's rounds and st from the options: -k (0: auto-K) or --tree's shape, and sp's
+// drafter timed. Auto-K times the target's passes first; -n 0 times nothing.
 static void plan_rounds(Speculator *sp, SpecStats *st, const Options *o, const Tokenizer *trace) {
+    Drafter *in = sp->drafter;
     if (o->tree) build_trees(sp, o->branch, o->tree_depth);
     *st = (SpecStats){.k = !o->n_new ? 1 : o->tree ? o->tree_depth : o->k, .trace = trace};
-    if (!st->k) calibrate_auto_k(&st->autok, sp->target, sp->drafter->model);
+    st->timed = (TimedDrafter){{propose_timed, in->rewind ? rewind_timed : NULL, in->observe ? observe_timed : NULL,
+                                in->free ? free_timed : NULL, in->model}, in, 0};
+    sp->drafter = &st->timed.base;
+    if (!st->k) calibrate_auto_k(&st->autok, sp->target, in->model);
 }
 
-// The clocks now: a draft model's, or what the drafter counts itself (lookup: no steps)
-static Clocks clocks_now(const Speculator *sp) {
-    const Drafter *d = sp->drafter;
-    return (Clocks){sp->target->seconds, d->model ? d->model->seconds : d->seconds,
-                    sp->target->forwards, d->model ? d->model->forwards : d->steps};
+// The drafter's seconds so far: its proposals, and a tree's later draft passes
+static double draft_clock(const SpecStats *st, const Speculator *sp) {
+    return st->timed.seconds + (sp->trees ? sp->trees->draft_seconds : 0);
 }
 
 // This round's K: -k or auto-K's, within what -n still wants (k + 1 tokens at
 // most) and the target's context (verify rows n-1..n+k-1). A static tree is
 // not cut by -n: a cut level would decide its position as a chain leaf, with
 // other coins, and a short run would not be a prefix of a longer one. Notes
-// the models' clocks, so end_round can charge the round's costs.
+// the clocks, so end_round can charge the round's costs.
 static int start_round(SpecStats *st, Speculator *sp, int n, int want) {
     int k = st->k ? st->k : next_auto_k(&st->autok);
     int room = sp->target->config.seq_len - 1 - n;
     if (k > want - 1 && !sp->trees) k = want - 1;
     if (k > room) k = room;
-    st->round_start = clocks_now(sp);
+    st->round_start = now_seconds();
+    st->draft_start = draft_clock(st, sp);
     return k < 0 ? 0 : k;
 }
 
@@ -3475,9 +3546,7 @@ static void print_trace(const SpecStats *st, const Speculator *sp, const Round *
 static void end_round(SpecStats *st, const Speculator *sp, const Round *whole, int n, int used) {
     Round trimmed = *whole, *rd = &trimmed;
     trim_round(rd, sp, used);
-    Clocks now = clocks_now(sp), t0 = st->round_start;
-    double verify_s = now.target_s - t0.target_s, draft_s = now.draft_s - t0.draft_s;
-    long steps = now.draft_n - t0.draft_n;
+    double draft_s = draft_clock(st, sp) - st->draft_start, verify_s = now_seconds() - st->round_start - draft_s;
     int examined = rd->committed - rd->plain;
     st->rounds++;
     st->k_used[rd->k]++;
@@ -3488,12 +3557,10 @@ static void end_round(SpecStats *st, const Speculator *sp, const Round *whole, i
     st->histogram[rd->accepted]++;
     st->plain_tokens += rd->plain;
     for (int i = 0; i < examined; i++) st->reached[i]++, st->accepted_at[i] += sp->verdicts[i].accepted;
-    st->target_forwards += now.target_n - t0.target_n;
-    st->draft_forwards += steps;
     st->verify_seconds += verify_s;
     st->draft_seconds += draft_s;
     if (st->k == 0 && rd->k >= 1)
-        update_auto_k(&st->autok, rd->k + 1, rd->accepted, examined, steps ? draft_s / (double)steps : 0, verify_s);
+        update_auto_k(&st->autok, rd->k + 1, rd->accepted, examined, ratio(draft_s, rd->drafted), verify_s);
     if (st->trace) print_trace(st, sp, rd, n);
 }
 
@@ -3520,8 +3587,6 @@ typedef struct {
     double rows;            // a verify pass's rows, the rounds' mean: r above them is a busy machine's
 } SpecSummary;
 
-static double ratio(double x, double y) { return y > 0 ? x / y : 0; }
-
 static double per_position(const SpecStats *st, int i) { return ratio(st->accepted_at[i], st->reached[i]); }
 
 static SpecSummary summarize(const Report *rp) {
@@ -3532,7 +3597,7 @@ static SpecSummary summarize(const Report *rp) {
         if (st->k_used[k] > st->k_used[m.k] || (m.k == st->k && st->k_used[m.k] == 0)) m.k = k;
     m.acceptance_rate = ratio(st->accepted, st->drafted);
     m.a = ratio(st->accepted, st->examined);
-    m.c = ratio(ratio(st->draft_seconds, st->draft_forwards), rp->target_step);
+    m.c = ratio(ratio(st->draft_seconds, st->drafted), rp->target_step);
     m.r = ratio(ratio(st->verify_seconds, rounds), rp->target_step);
     m.tokens_per_round = ratio(st->examined + st->plain_tokens, rounds);
     for (int k = 0; k <= K_MAX; k++) {
@@ -3653,6 +3718,8 @@ static void json_string(FILE *f, const char *key, const char *v) {
     fputc('"', f);
 }
 
+// target_forwards: one verify pass a round; draft_forwards: the draft steps c counts, a proposal each
+// target_forwards: one verify pass a round; draft_forwards: the draft steps c counts, a proposal each
 static void write_json_spec(FILE *f, const Report *rp) {
     const SpecStats *st = rp->st;
     SpecSummary m = summarize(rp);
@@ -3660,7 +3727,7 @@ static void write_json_spec(FILE *f, const Report *rp) {
             "\"draft_forwards\": %ld, \"drafted\": %ld, \"examined\": %ld, \"accepted\": %ld, "
             "\"acceptance_rate\": %.6f, \"alpha\": %.6f, \"tokens_per_round\": %.6f, \"per_position_acceptance\": [",
             rp->sp->lenience, rp->sp->lenience < 1.0f ? "true" : "false", rp->opt->tree ? 0 : m.k,
-            st->k || rp->opt->tree ? "false" : "true", st->target_forwards, st->draft_forwards, st->drafted,
+            st->k || rp->opt->tree ? "false" : "true", st->rounds, st->drafted, st->drafted,
             st->examined, st->accepted, m.acceptance_rate, m.a, m.tokens_per_round);
     for (int i = 0; i <= st->k_hi; i++) fprintf(f, "%s%.6f", i ? ", " : "", per_position(st, i));
     fputc(']', f);
@@ -4021,71 +4088,6 @@ static void parse_options(Options *o, int argc, char **argv) {
     // drafters on the target's hidden state: the sample depends on K, so a fixed one (-k 0 too): every head, or 4
     if ((o->medusa || o->eagle) && !o->k) o->k = o->medusa ? K_MAX : 4;
     check_options(o, usable);
-}
-
-// The vocab_size in a checkpoint's header, or 0 if it cannot be read
-static int header_vocab(const char *path) {
-    int32_t h[9];
-    FILE *f = fopen(path, "rb");
-    int ok = f && fread(h, sizeof(h), 1, f) == 1;
-    if (f) fclose(f);
-    int v = ok && h[0] == Q80_MAGIC && h[1] == 2 ? h[7] : h[5]; // a version-2 file: the config after 8 bytes
-    return ok && v != INT32_MIN ? abs(v) : 0;
-}
-
-// What ran, into *weights (the JSON's): a version-2 file is int8 whatever --W-weights asked
-static void ran_weights(const Options *o, int *weights, const Transformer *t, const char *flag) {
-    if (given(o, flag) && *weights == WEIGHTS_F32 && t->gs)
-        fprintf(stderr, "specdec: warning: %s f32 ignored: %s is a version-2 file, int8 as written\n", flag, t->path);
-    *weights = t->gs ? WEIGHTS_INT8 : WEIGHTS_F32;
-}
-
-// -m draft: the draft as spec mode uses it, so it must fit the target named
-static Transformer *load_draft_alone(Transformer *draft, Options *o, ThreadPool *pool) {
-    int v = o->target_named ? header_vocab(o->target_path) : 0;
-    if (o->target_named && !v)
-        die("%s: cannot open checkpoint, or no header (-m draft checks the draft against the target named)",
-            o->target_path);
-    load_for_run(draft, o->draft_path, pool, o->draft_threads, o->draft_weights, o);
-    ran_weights(o, &o->draft_weights, draft, "--draft-weights");
-    if (o->target_named && v != draft->config.vocab_size)
-        die("%s: vocab_size %d differs from the target's %d (%s); -m draft runs the draft (-d, default "
-            "weights/draft.bin) that would speculate for it: name one with its vocabulary", o->draft_path,
-            draft->config.vocab_size, v, o->target_path);
-    return draft;
-}
-
-// Load what the mode needs and return the decoding model: the target (the draft
-// alone for -m draft) and, for spec, the draft. No -d, and the default draft does
-// not fit the target: the target alone (-m target), as llama2.c's run.c would
-// decode it; a draft the user named must fit.
-static Transformer *load_models(Transformer *target, Transformer *draft, Options *o, ThreadPool *pool) {
-    if (!strcmp(o->mode, "draft")) return load_draft_alone(draft, o, pool);
-    load_for_run(target, o->target_path, pool, o->threads, o->target_weights, o);
-    ran_weights(o, &o->target_weights, target, "--target-weights");
-    int V = target->config.vocab_size, v;
-    if (strcmp(o->mode, "spec") || o->lookup || o->medusa || o->eagle) return target;
-    if (!given(o, "-d") && (v = header_vocab(o->draft_path)) != V) {
-        char why[64] = "is missing or unreadable";
-        if (v) snprintf(why, sizeof(why), "has vocab_size %d, not %d", v, V);
-        const char *asked = given(o, "-k") ? "-k" : o->tree ? "--tree" : o->verbose ? "-v" : o->lenience < 1.0f
-                          ? "--lenience" : NULL; // these ask for speculation: no quiet fallback
-        if (asked)
-            die("%s: the default draft %s %s; name a draft with %s's vocabulary (-d FILE) or -d lookup", asked,
-                o->draft_path, why, o->target_path);
-        fprintf(stderr, "specdec: note: the default draft %s %s, so %s decodes alone (-m target); to speculate, "
-                "name a draft with its vocabulary (-d FILE) or -d lookup\n", o->draft_path, why, o->target_path);
-        o->mode = "target";
-        return target;
-    }
-    load_for_run(draft, o->draft_path, pool, o->draft_threads, o->draft_weights, o);
-    ran_weights(o, &o->draft_weights, draft, "--draft-weights");
-    struct stat ts, ds; // sizes on disk, both float32: a bigger draft is probably the two swapped
-    if (!stat(o->target_path, &ts) && !stat(o->draft_path, &ds) && ds.st_size > ts.st_size)
-        fprintf(stderr, "specdec: warning: the draft %s (%.1f MB) is larger than the target %s (%.1f MB): drafting "
-                "costs more than it saves; swapped? (specdec TARGET.bin -d DRAFT.bin)\n", o->draft_path,
-                (double)ds.st_size / 1e6, o->target_path, (double)ts.st_size / 1e6);
-    return target;
 }
 
 // -f FILE (- for stdin): the prompt, whole, less one final newline (as llama.cpp's -f); NULL without -f.
