@@ -3427,9 +3427,10 @@ static int propose_timed(Drafter *d, float *q, const int *tokens, int pos) {
     td->seconds += now_seconds() - t0;
     return made;
 }
-static void rewind_timed(Drafter *d, int n) { Drafter *in = ((TimedDrafter *)d)->inner; in->rewind(in, n); }
-static void observe_timed(Drafter *d, int row, int pos) { Drafter *in = ((TimedDrafter *)d)->inner; in->observe(in, row, pos); }
-static void free_timed(Drafter *d) { Drafter *in = ((TimedDrafter *)d)->inner; in->free(in); }
+static Drafter *inner(Drafter *d) { return ((TimedDrafter *)d)->inner; }
+static void rewind_timed(Drafter *d, int n) { inner(d)->rewind(inner(d), n); }
+static void observe_timed(Drafter *d, int row, int pos) { inner(d)->observe(inner(d), row, pos); }
+static void free_timed(Drafter *d) { inner(d)->free(inner(d)); }
 
 // The statistics of a spec run, auto-K's estimates among them
 struct SpecStats {
