@@ -73,7 +73,6 @@
 #include <math.h>
 #include <stddef.h>
 #include <pthread.h>
-#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -102,8 +101,7 @@
 #define UNUSED_OK
 #endif
 
-// The longest draft run K, and the rows of its verify pass: every buffer of a
-// round is sized for them once.
+// The longest draft run K and the rows of its verify pass: a round's buffers are sized for them
 #define K_MAX 16
 #define MAX_ROWS (K_MAX + 1)
 #define MAX_THREADS 64
@@ -112,18 +110,15 @@
 // The data: a transformer (config and weights as in model.h, packed matrices,
 // the run state), its thread pool, the tokenizer
 
-// Output rows per panel of a packed matrix: 16 floats, one 64-byte line (two
-// AVX2 vectors, one AVX-512 vector, four NEON ones).
-#define PANEL 16
+#define PANEL 16 // output rows per panel of a packed matrix: 16 floats, one 64-byte line
 
 typedef struct ThreadPool ThreadPool;
 typedef void (*Job)(void *arg, int tid, int n_threads);
 
-// A weight matrix W (d, n), repacked at load for the matmul kernel. Panel i
-// holds rows 16i..16i+15 stored k-major, w[(i*n + k)*16 + j] = W[16i + j][k],
-// so one step along k reads one 64-byte line with 16 outputs' weights, and a
-// matmul streams the whole matrix front to back once. Rows past d are zero.
-// The layout changes no result: those follow the reduction order (Appendix C).
+// A weight matrix W (d, n), repacked at load for the matmul kernel. Panel i holds
+// rows 16i..16i+15 k-major, w[(i*n + k)*16 + j] = W[16i + j][k], so a step along k
+// reads one line with 16 outputs' weights and a matmul streams the matrix front to
+// back once. Rows past d are zero. No result depends on the layout (Appendix C).
 typedef struct {
     float *w;     // (n_panels, n, PANEL)
     int8_t *w8;   // or, in an int8 model, W in groups of gs steps with their scales (q8_group_at)
