@@ -968,17 +968,12 @@ int main(int argc, char **argv) {
 // ----------------------------------------------------------------------------
 // Drafters without a second model: prompt lookup, Medusa heads, EAGLE features
 //
-// Each is a Drafter (Part I), exact by the step's argument: it asks only that
-// x_i was drawn from the q_i the drafter wrote.
+// Each is a Drafter (Part I), exact by the step's argument: x_i was drawn from the q_i it wrote.
 
-// Prompt lookup (Saxena 2023): the proposal is what followed the most recent
-// earlier occurrence of the context's last g tokens, g from ngram_max down to
-// ngram_min. A deterministic proposal is a one-hot q: accepted with
-// probability min(1, p(x)), and a rejection draws from p with x removed.
-typedef struct {
-    Drafter base;
-    int ngram_min, ngram_max, vocab_size;
-} LookupDrafter;
+// Prompt lookup (Saxena 2023): the proposal is what followed the latest earlier occurrence of the
+// context's last g tokens, g from ngram_max down to ngram_min: a one-hot q, accepted with
+// probability min(1, p(x)); a rejection draws from p with x removed.
+typedef struct { Drafter base; int ngram_min, ngram_max, vocab_size; } LookupDrafter;
 
 // the token after the latest earlier occurrence of tokens[n-g..n), or -1
 static int lookup_next(const LookupDrafter *lk, const int *tokens, int n) {
@@ -1002,9 +997,8 @@ static Drafter *lookup_drafter(LookupDrafter *lk, int ngram_min, int ngram_max, 
     return &lk->base;
 }
 
-// W (d,n) @ x (T,n) -> out (T,d) on tr's threads, split by output panels (the
-// same bits on any count): the drafters below run their matrices so
-// (PERFORMANCE.md's mechanism table: "the hidden-state drafters' matrices").
+// W (d,n) @ x (T,n) -> out (T,d) on tr's threads, split by output panels (the same bits on any
+// count), as the drafters below run their matrices (PERFORMANCE.md: "the hidden-state drafters' matrices")
 typedef struct { float *out; const float *x; const Matrix *m; int T; } MatmulJob;
 static void matmul_job(void *arg, int tid, int nth) {
     const MatmulJob *j = arg;
@@ -1016,15 +1010,12 @@ static void matmul_on(const Transformer *tr, float *out, const float *x, const M
     pool_run(tr->pool, tr->n_threads, matmul_job, &(MatmulJob){out, x, m, T});
 }
 
-// Medusa and EAGLE (below) need no second model: they read the target's
-// final hidden state z = rmsnorm(x, rms_final) of the row that decided the last
-// committed token (observe) and make q through the target's own classifier.
-// A round from n committed tokens reads the row that ran position n - 2.
-// Why it stays exact: the step's argument needs only that x_i was drawn from a
-// q_i fixed before position i's own coins and p_i are read, and z is a function
-// of t_0..t_{n-1}. Which row z comes from depends on where rounds begin, so at
-// t > 0 the sample depends on K: parse_options fixes K (-k 0 too, never auto-K's
-// timed choice), so the text is still a function of the seed.
+// Medusa and EAGLE (below) need no second model: a round from n committed tokens reads the target's
+// final hidden state z = rmsnorm(x, rms_final) of the row that ran position n - 2 (observe) and makes
+// q through the target's own classifier. Exact, as the step needs: q_i is fixed before position i's
+// coins and p_i are read, z a function of t_0..t_{n-1}. Which row z comes from depends on where
+// rounds begin, so at t > 0 the text depends on K: parse_options fixes K (-k 0 too), so the text is
+// still a function of the seed.
 typedef struct {
     Drafter base;
     Transformer *target;
@@ -1039,7 +1030,8 @@ typedef struct {
 static void observe_hidden(Drafter *d, int row, int pos) {
     HiddenDrafter *h = (HiddenDrafter *)d;
     int dim = h->target->config.dim;
-    h->at = row < 0 ? -1 : pos, h->made = 0;
+    h->at = row < 0 ? -1 : pos;
+    h->made = 0;
     if (row >= 0) memcpy(h->z, h->target->state.xn + (size_t)row * dim, (size_t)dim * sizeof(float));
 }
 
@@ -1048,11 +1040,10 @@ static void free_hidden(Drafter *d) {
     xfree(h->packed); xfree(h->z); xfree(h->logits); xfree(h->file);
 }
 
-// Medusa heads (Cai et al. 2024): head h maps z of the row that ran position t
-// to q for position t + 1 + h:
-//   logits_h = wcls @ (z + silu(W_h z + b_h))   (model.h: medusa.bin)
-// so head 1 proposes position n, head 2 n + 1, ... A head's q_i ignores
-// x_1..x_{i-1}: one choice of q_i given the context. Past the last head: p alone.
+// Medusa heads (Cai et al. 2024): head h maps z of the row that ran position t to q for position
+// t + 1 + h, logits_h = wcls @ (z + silu(W_h z + b_h)) (model.h: medusa.bin), so head 1 proposes
+// position n, head 2 n + 1, ... A head's q_i ignores x_1..x_{i-1}: one choice of q_i given the
+// context. Past the last head: p alone.
 typedef struct {
     HiddenDrafter h;   // h.made: 1 once every head's logits for z are made
     int n_heads;       // H
@@ -1061,10 +1052,9 @@ typedef struct {
     float *y;          // (H, dim) each head's z + silu(W_h z + b_h)
 } MedusaDrafter;
 
-// Head h's logits for z. Every head's at once, the first time one is asked
-// for z: u = W_h z + b_h, y_h = z + silu(u) with silu(u) = u * (1 / (1 +
-// exp(-u))), then logits = wcls @ y for all H rows in ONE pass: the same bits
-// as row by row, the classifier read once (PERFORMANCE.md: "Medusa's heads").
+// Head h's logits for z, every head's made the first time one is asked for: y_h = z + silu(W_h z +
+// b_h), then logits = wcls @ y for all H rows in ONE pass: the same bits as row by row, the
+// classifier read once (PERFORMANCE.md: "Medusa's heads").
 static const float *head_logits(MedusaDrafter *md, int h) {
     HiddenDrafter *hd = &md->h;
     int dim = hd->target->config.dim;
@@ -1088,13 +1078,11 @@ static int propose_medusa(Drafter *d, float *q, const int *tokens, int pos) {
     return probs_from_logits(md->h.sampler, q, head_logits(md, h));
 }
 
-// An EAGLE-style feature drafter (Li et al. 2024; one MLP where they use a
-// decoder layer). From a feature f at position t and the embedding e of the
-// token at t + 1 it predicts the feature at t + 1, and q for t + 2 through the
-// target's classifier (model.h: eagle.bin):
+// An EAGLE-style feature drafter (Li et al. 2024; one MLP where they use a decoder layer): from a
+// feature f at position t and the embedding e of the token at t + 1 it predicts the feature at t + 1,
+// and q for t + 2 through the target's classifier (model.h: eagle.bin):
 //   f' = f + (W2 silu(W1 [f; e] + b1) + b2),   logits = wcls @ f'
-// It starts from z, as Medusa does, then runs on its own features: unlike a
-// head it sees each token it drafted.
+// It starts from z, as Medusa does, then runs on its own features: it sees each token it drafted.
 typedef struct {
     HiddenDrafter h;      // h.z: features 0..MAX_ROWS (z first); h.made: those made
     int hidden;           // the MLP's width
@@ -1143,21 +1131,18 @@ static Drafter *build_drafter(const Options *o, Transformer *target, Transformer
 // ----------------------------------------------------------------------------
 // Lenience: a lossy rule, for measuring what exactness costs
 //
-// What it adds to Part I: the l that acceptance_ratio and residual_distribution
-// take, set by --lenience l (Leviathan et al. 2022, Appendix A.5). q is replaced
-// by l q in both rules: accept iff u < min(1, p(x) / (l q(x))) and resample from
-// norm(max(0, p - l q)). Proposals pass more often and the output is no longer
-// the target's distribution. l = 1 is the exact rule (l q == q exactly, so the
-// same bits); trees take the exact rule only.
+// What it adds to Part I: the l that acceptance_ratio and residual_distribution take, set by
+// --lenience l (Leviathan et al. 2022, Appendix A.5): accept iff u < min(1, p(x) / (l q(x))), resample
+// from norm(max(0, p - l q)). Proposals pass more often and the output is no longer the target's
+// distribution. l = 1 is the exact rule (l q == q exactly: the same bits); trees take it only.
 
 // ----------------------------------------------------------------------------
 // Tree speculation: several candidates where the draft is unsure, ONE pass
 //
-// A chain commits position m+1 only if position m's one proposal passed. A
-// tree (Miao et al. 2023, SpecInfer) puts branch[d] candidates under every
-// node of depth d; the target scores every node in ONE forward_tree pass,
-// each attending to the context and its own ancestors; the round then walks
-// down from the root, at each node testing its candidates in turn:
+// A chain commits position m+1 only if position m's one proposal passed. A tree (Miao et al. 2023,
+// SpecInfer) puts branch[d] candidates under every node of depth d; the target scores every node in ONE
+// forward_tree pass, each attending to the context and its own ancestors; the round then walks down from
+// the root, at each node testing its candidates in turn:
 //
 //   Recursive rejection sampling (Jeon et al. 2024; SpecInfer's rule for
 //   candidates drawn without replacement). At a node with target p_1 = p and
@@ -1167,24 +1152,20 @@ static Drafter *build_drafter(const Options *o, Transformer *target, Transformer
 //   descend to it; else p_{j+1} = norm(max(0, p_j - q_j)) and try x_{j+1};
 //   after m rejections draw from p_{m+1}.
 //
-// Why it is exact: each test is one chain step, whose output (x_j if
-// accepted, else a draw from p_{j+1}) is distributed as p_j, for ANY q_j that
-// x_j was drawn from with coins the target never sees. Trying x_{j+1} in place
-// of that draw keeps it: given x_1..x_j, x_{j+1} ~ q_{j+1}, so the step's
-// output is distributed as p_{j+1} again, which is all the draw needed. (A
-// rejected x_j had p_j(x_j) < q_j(x_j), so p_{j+1}(x_j) = 0: removing it from
-// q costs nothing.) By induction the node emits a token distributed as p, and
-// descending repeats the argument at the next position. With one candidate per
-// node this is the chain's rule, with the chain's coins: the same text.
+// Why it is exact: each test is one chain step, whose output (x_j if accepted, else a draw from p_{j+1})
+// is distributed as p_j, for ANY q_j that x_j was drawn from with coins the target never sees. Trying
+// x_{j+1} in place of that draw keeps it: given x_1..x_j, x_{j+1} ~ q_{j+1}, so the step's output is
+// distributed as p_{j+1} again, which is all the draw needed. (A rejected x_j had p_j(x_j) < q_j(x_j), so
+// p_{j+1}(x_j) = 0: removing it from q costs nothing.) By induction the node emits a token distributed as
+// p, and descending repeats the argument at the next position. With one candidate per node this is the
+// chain's rule, with the chain's coins: the same text.
 //
-// What it adds to Part I: the Trees a Speculator points to, a pass whose
-// attention masks all but each node's ancestors (forward_tree, tree_attention),
-// the draft model's tree pass (propose_tree_model), and tree_step, the round
-// generate_spec runs in place of speculative_step.
+// What it adds to Part I: the Trees a Speculator points to, a pass whose attention masks all but each
+// node's ancestors (forward_tree, tree_attention), the draft model's tree pass (propose_tree_model), and
+// tree_step, the round generate_spec runs in place of speculative_step.
 
-// A draft tree of a round from n committed tokens: node 0 is the root, the last
-// committed token (at position n-1); a node of depth d proposes position n-1+d;
-// a node's parent comes before it.
+// A draft tree of a round from n committed tokens: node 0 is the root, the last committed token (at
+// position n-1); a node of depth d proposes position n-1+d; a node's parent comes before it.
 #define TREE_MAX (2 * K_MAX + 1) // the most nodes of a tree, its root included: its verify pass's rows
 #define TREE_BRANCH 8 // the most candidates under one node
 typedef struct {
@@ -1194,8 +1175,7 @@ typedef struct {
     int onehot[TREE_MAX];                     // drawn as the best remaining logit: q_j one-hot
 } Tree;
 
-// A Speculator's trees (--tree): the round's shape, each model's node keys and
-// values, and the last round's tree for the -v trace
+// A Speculator's trees (--tree): the shape, each model's node keys and values, the last round's tree
 typedef struct Trees {
     int depth;                   // levels, branch[d] children under each node of depth d
     int branch[K_MAX];
@@ -1208,15 +1188,10 @@ typedef struct Trees {
     double draft_seconds;        // its draft passes' seconds after the root's (the statistics, Appendix G)
 } Trees;
 
-// A tree pass (forward_tree): row i is node first + i, at position pos + its
-// depth (parent[v] < v; -1: the context). node_kv (L, n_kv_heads, TREE_MAX, 2, hs)
-// keeps every node's key (after RoPE) and value for the passes after its own.
-typedef struct {
-    ForwardJob pass;
-    int first;
-    const int *parent, *depth;
-    float *node_kv;
-} TreePass;
+// A tree pass (forward_tree): row i is node first + i, at position pos + its depth (parent[v] < v;
+// -1: the context); node_kv (L, n_kv_heads, TREE_MAX, 2, hs) keeps every node's key (after RoPE)
+// and value for the passes after its own.
+typedef struct { ForwardJob pass; int first; const int *parent, *depth; float *node_kv; } TreePass;
 
 // Node `node`'s key and value in layer l, kv head g of node_kv: (2, hs)
 static float *node_kv_at(const Transformer *tr, float *kv, int l, int g, int node) {
@@ -1231,11 +1206,10 @@ static size_t node_kv_floats(const Transformer *tr) {
     return (size_t)c->n_layers * (size_t)c->n_kv_heads * TREE_MAX * 2 * (size_t)(c->dim / c->n_heads);
 }
 
-// Tree attention (Miao et al. 2023, SpecInfer), a tree pass's attention: each
-// row's key and value kept by node, then row i (node first+i) attends after
-// writing its path, itself and its ancestors from this pass or earlier ones,
-// into the caches at their positions: the cache then holds exactly what a plain
-// forward over the context and that path would, so every node gets its bits.
+// Tree attention (Miao et al. 2023, SpecInfer), a tree pass's attention: each row's key and value kept by
+// node, then row i (node first+i) attends after writing its path, itself and its ancestors from this pass
+// or earlier ones, into the caches at their positions: the cache then holds exactly what a plain forward
+// over the context and that path would, so every node gets its bits.
 static void tree_attention(const ForwardJob *job, int l, int g) {
     const TreePass *tp = (const TreePass *)job;
     Transformer *tr = job->tr;
@@ -1255,13 +1229,11 @@ static void tree_attention(const ForwardJob *job, int l, int g) {
     }
 }
 
-// Runs nodes first..first+n_rows-1 of a tree (tokens: theirs) through the
-// model: node v (parent[v] < v, or -1) at position pos + its depth, attending
-// to the cache below pos and to its ancestors, run in this pass or an earlier
-// one since the last chain pass (their keys and values in node_kv). Returns
-// logits (n_rows, vocab_size); each row's equal, bit for bit, those of a plain
-// forward over the context and its path. The caches past pos hold whatever
-// the last row's path left there.
+// Runs nodes first..first+n_rows-1 of a tree (tokens: theirs) through the model: node v (parent[v] < v,
+// or -1) at position pos + its depth, attending to the cache below pos and to its ancestors, run in this
+// pass or an earlier one since the last chain pass (their keys and values in node_kv). Returns logits
+// (n_rows, vocab_size); each row's equal, bit for bit, those of a plain forward over the context and its
+// path. The caches past pos hold whatever the last row's path left there.
 static float *forward_tree(Transformer *tr, float *node_kv, const int *tokens, int first, const int *parent,
                            int n_rows, int pos) {
     int depth[TREE_MAX], deepest = 0, nodes = first + n_rows, most = tr->max_rows < TREE_MAX ? tr->max_rows : TREE_MAX;
@@ -1290,9 +1262,8 @@ static void commit_path(Transformer *tr, float *node_kv, const int *path, int co
             }
 }
 
-// The draft model's tree pass: a level of tree nodes in ONE masked draft pass;
-// its cache keeps the context only, so the root is not a row (its children's
-// parent is the context, -1).
+// The draft model's tree pass: a level of tree nodes in ONE masked draft pass; its cache keeps the
+// context only, so the root is not a row (its children's parent is the context, -1).
 static int propose_tree_model(ModelDrafter *md, float *node_kv, float *q, const Tree *t, int first, int pos) {
     Transformer *dm = md->base.model;
     int V = dm->config.vocab_size, n_rows = t->n - first, parent[TREE_MAX];
@@ -1323,10 +1294,9 @@ static float remove_candidate(float *q, int n, int x) {
     return mass;
 }
 
-// Candidates x[0..b) under node v of the tree, at position pos: drawn from
-// v's q (row v of sp->q) without replacement (candidate j with candidate_coin
-// j), then, once q is used up, by v's draft logits (row v of ql), the best
-// remaining first (onehot[j] = 1). work (V) is scratch.
+// Candidates x[0..b) under node v of the tree, at position pos: drawn from v's q (row v of sp->q) without
+// replacement (candidate j with candidate_coin j), then, once q is used up, by v's draft logits (row v of
+// ql), the best remaining first (onehot[j] = 1). work (V) is scratch.
 static void draw_candidates(const Speculator *sp, int *x, int *onehot, int b, int v, int pos) {
     Trees *ts = sp->trees;
     int n = sp->target->config.vocab_size;
@@ -1357,10 +1327,9 @@ static int add_child(Tree *t, int v, int x, int onehot) {
     return c;
 }
 
-// Recursive rejection sampling at node v of the tree, at position pos (the
-// rule above): its candidates against p (row v of sp->p, made the residual as
-// they fail) and q (row v of sp->q, copied to the trees' work and made q_j as they
-// fail). Returns the accepted child, or -1 with the token drawn from the final
+// Recursive rejection sampling at node v of the tree, at position pos (the rule above): its candidates
+// against p (row v of sp->p, made the residual as they fail) and q (row v of sp->q, copied to the trees'
+// work and made q_j as they fail). Returns the accepted child, or -1 with the token drawn from the final
 // residual in vd->token.
 static int decide_candidates(Speculator *sp, Verdict *vd, int v, int pos) {
     Trees *ts = sp->trees;
@@ -1394,9 +1363,8 @@ static int decide_candidates(Speculator *sp, Verdict *vd, int v, int pos) {
     return -1;
 }
 
-// One round with a draft tree of up to `depth` levels from n committed tokens
-// (the trees' branch: the children per node at each depth). tokens (n, room for
-// n+depth+1); appends the round's tokens.
+// One round with a draft tree of up to `depth` levels from n committed tokens (the trees' branch: the
+// children per node at each depth). tokens (n, room for n+depth+1); appends the round's tokens.
 static Round tree_step(Speculator *sp, int *tokens, int n, int depth) {
     Trees *ts = sp->trees;
     int V = sp->target->config.vocab_size, *path = ts->path, n_path = 0;
@@ -1405,9 +1373,8 @@ static Round tree_step(Speculator *sp, int *tokens, int n, int depth) {
     *t = (Tree){.n = 1, .token = {tokens[n - 1]}, .parent = {-1}};
     Round rd = {0};
 
-    // 1. draft: the root's q (position n), then candidates level by level; the
-    // new level's q from ONE masked draft pass over its nodes (their ancestors'
-    // keys and values kept from the passes before)
+    // 1. draft: the root's q (position n), then candidates level by level; the new level's q from ONE
+    // masked draft pass over its nodes (their ancestors' keys and values kept from the passes before)
     int ok = depth > 0 && propose(sp, tokens, n, 0); // its x: candidate 0's
     if (ok) memcpy(ts->ql, ts->draft->logits, row * sizeof(float));
     for (int first = 0; ok && rd.k < depth; rd.k++) {
