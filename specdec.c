@@ -1531,11 +1531,10 @@ static double memory_max_in(const char *dir) {
     return numbers_in(dir, "memory.max", v) == 1 || numbers_in(dir, "memory.limit_in_bytes", v) == 1 ? v[0] : 0;
 }
 
-// The tightest limit, in(dir), on this process's cgroup and its parents for
-// `controller`; 0 if none. `self` lists the cgroups ("0::/path" for v2,
-// "N:cpu,cpuacct:/path" for v1's controllers), whose directories lie under `root`
-// (v1's under root/controller). In a container the path may name the host's view
-// while root shows the container's own: every prefix of the path is tried, "/" too.
+// The tightest limit, in(dir), on this process's cgroup and its parents for `controller`; 0 if none.
+// `self` lists the cgroups ("0::/path" for v2, "N:cpu,cpuacct:/path" for v1's controllers), whose
+// directories lie under `root` (v1's under root/controller). In a container the path may name the host's
+// view while root shows the container's own: every prefix of the path is tried, "/" too.
 static double cgroup_limit(const char *root, const char *self, const char *controller, double (*in)(const char *)) {
     char line[1024], controllers[1030], want[64], dir[1300];
     FILE *f = fopen(self, "r");
@@ -1560,10 +1559,9 @@ static double cgroup_limit(const char *root, const char *self, const char *contr
     return best;
 }
 
-// The limit on what the run may allocate, all models and buffers together: half
-// of the memory this process may use (physical, or its cgroup's memory.max where
-// lower), so a checkpoint whose header asks for a huge context or vocabulary is
-// refused at load instead of failing (or swapping) mid-run.
+// The limit on what the run may allocate, all models and buffers together: half of the memory this
+// process may use (physical, or its cgroup's memory.max where lower), so a checkpoint whose header asks
+// for a huge context or vocabulary is refused at load instead of failing (or swapping) mid-run.
 static size_t memory_limit(void) {
 #ifdef SPECDEC_MEMORY_LIMIT // the fuzz targets' smaller bound
     return SPECDEC_MEMORY_LIMIT;
@@ -1577,10 +1575,9 @@ static size_t memory_limit(void) {
     return limit = (size_t)(bytes / 2);
 }
 
-// n zeroed bytes, `align`-aligned (a power of two, 0 for malloc's), owned.
-// A block of 4 MB or more (packed weights, KV caches) starts on a 2 MB
-// boundary and asks the kernel for 2 MB pages: a 20 MB model then faults in
-// 10 pages instead of 5000 and its matmuls stream it through 10 TLB entries.
+// n zeroed bytes, `align`-aligned (a power of two, 0 for malloc's), owned. A block of 4 MB or more
+// (packed weights, KV caches) starts on a 2 MB boundary and asks the kernel for 2 MB pages: a 20 MB model
+// then faults in 10 pages instead of 5000 and its matmuls stream it through 10 TLB entries.
 #define HUGE_PAGE ((size_t)2 << 20)
 static void *xmalloc_aligned(size_t n, size_t align, const char *what) {
 #ifdef MADV_HUGEPAGE
@@ -1646,10 +1643,9 @@ static double now_seconds(void) {
 
 static size_t panels_of(int d) { return (size_t)(d + PANEL - 1) / PANEL; }
 
-// The run state's buffers for T rows on `threads` threads, one after another
-// from base, each 64-byte aligned (base NULL: none placed); returns their bytes
-// (SIZE_MAX: too many). The one description of the state: build_run_state
-// places it in one allocation, check_memory counts it.
+// The run state's buffers for T rows on `threads` threads, one after another from base, each 64-byte
+// aligned (base NULL: none placed); returns their bytes (SIZE_MAX: too many). The one description of the
+// state: build_run_state places it in one allocation, check_memory counts it.
 static size_t layout_run_state(RunState *s, const Config *c, int T, int threads, char *base) {
     size_t dim = (size_t)c->dim, t = (size_t)T, kv_dim = (size_t)c->n_kv_heads * (dim / (size_t)c->n_heads);
     s->seq_pad = (c->seq_len + LANES - 1) / LANES * LANES;
@@ -1668,10 +1664,9 @@ static size_t layout_run_state(RunState *s, const Config *c, int T, int threads,
     return off;
 }
 
-// The run state, in one block (s->x is its start), written now: calloc hands out
-// big blocks as pages the kernel maps on first write, so the caches would fault page
-// by page as the positions advance, inside the generation's clock (PERFORMANCE.md's
-// mechanism table, "KV caches written at load").
+// The run state, in one block (s->x is its start), written now: calloc hands out big blocks as pages the
+// kernel maps on first write, so the caches would fault page by page as the positions advance, inside the
+// generation's clock (PERFORMANCE.md's mechanism table, "KV caches written at load").
 static void build_run_state(RunState *s, const Config *c, int T, int threads) {
     size_t bytes = layout_run_state(s, c, T, threads, NULL);
     char *base = xmalloc_aligned(bytes, 64, "activations and KV caches");
@@ -1679,10 +1674,9 @@ static void build_run_state(RunState *s, const Config *c, int T, int threads) {
     layout_run_state(s, c, T, threads, base);
 }
 
-// int8 (a version-2 model, Appendix C's q8 tiles): panel i of W holds its 16
-// rows group by group: group g is gs / 4 quads of 64 bytes, quad k/4 holding
-// W[16i + j][k..k+3] as word j, then the 16 rows' scales of the group (one
-// line), so a matmul streams values and scales front to back once.
+// int8 (a version-2 model, Appendix C's q8 tiles): panel i of W holds its 16 rows group by group: group g
+// is gs / 4 quads of 64 bytes, quad k/4 holding W[16i + j][k..k+3] as word j, then the 16 rows' scales of
+// the group (one line), so a matmul streams values and scales front to back once.
 #define Q8_MAX_N 16384 // the longest row int8 takes (sizes matmul_panels' per-thread buffers)
 static size_t q8_group_bytes(int gs) { return (size_t)gs * PANEL + PANEL * sizeof(float); }
 static int8_t *q8_group_at(const Matrix *m, int i, int g) {
@@ -1783,16 +1777,14 @@ static int check_memory(const Config *c, int gs, int shared, int max_rows, int t
     return -1;
 }
 
-// How a model keeps an f32 file's matrices: as its floats, or quantised at load
-// as export.py --version 2 would (model.h's q80_group, groups of q80_group_size).
-// A version-2 file is int8 either way.
+// How a model keeps an f32 file's matrices: as its floats, or quantised at load as export.py --version 2
+// would (model.h's q80_group, groups of q80_group_size). A version-2 file is int8 either way.
 enum { WEIGHTS_F32, WEIGHTS_INT8 };
 static const char *const WEIGHTS_NAME[] = {"f32", "int8"}; // as --target-weights/--draft-weights spell them
 #define DRAFT_WEIGHTS WEIGHTS_INT8 // the draft's, unless --draft-weights says otherwise
 
-// Open an input, a regular file, registered as an input of the run (model.h): its fd
-// and *st; die naming it otherwise. O_NONBLOCK: opening a FIFO must not wait for a
-// writer, so that fstat can refuse it.
+// Open an input, a regular file, registered as an input of the run (model.h): its fd and *st; die naming
+// it otherwise. O_NONBLOCK: opening a FIFO must not wait for a writer, so that fstat can refuse it.
 static void close_fd(void *fd) { close((int)(intptr_t)fd); }
 static int open_input(const char *path, const char *what, struct stat *st) {
     int fd = open(path, O_RDONLY | O_NONBLOCK);
@@ -1824,9 +1816,8 @@ static int read_at(int fd, void *buf, size_t n, size_t at, char *msg, size_t len
 #define HEAD_BYTES Q80_HEADER_BYTES // the longest header an input has (model.h)
 typedef int (*HeadCheck)(const void *ctx, const unsigned char *head, size_t bytes, char *msg, size_t len);
 
-// Read a whole file (with a NUL after its n bytes); die naming it on any error. The
-// file (open_input's) passes `check` (NULL: none) first, so a large file of the wrong
-// kind costs neither memory nor time.
+// Read a whole file (with a NUL after its n bytes); die naming it on any error. The file (open_input's)
+// passes `check` (NULL: none) first, so a large file of the wrong kind costs neither memory nor time.
 static unsigned char *read_file_checked(const char *path, const char *what, size_t *n_out, HeadCheck check,
                                         const void *ctx) {
     struct stat st;
@@ -1843,9 +1834,8 @@ static unsigned char *read_file_checked(const char *path, const char *what, size
     return buf;
 }
 
-// A checkpoint's header and size (model.h's check_checkpoint_head) from head, as `weights`
-// loads it: config, classifier and int8 groups (gs 0: f32) into t. 1: version 2, 0: legacy,
-// -1: see msg
+// A checkpoint's header and size (model.h's check_checkpoint_head) from head, as `weights` loads it:
+// config, classifier and int8 groups (gs 0: f32) into t. 1: version 2, 0: legacy, -1: see msg
 static int checkpoint_config(Transformer *t, const unsigned char *head, size_t bytes, int weights, char *msg,
                              size_t len) {
     const Config *c = &t->config;
@@ -1857,14 +1847,13 @@ static int checkpoint_config(Transformer *t, const unsigned char *head, size_t b
     return q80;
 }
 
-// The load streams the file through a bounded buffer into the packed matrices, so they
-// are the one copy of its weights: in BLOCKS of up to PANEL rows of one matrix in one
-// layer, in the file's order, each read with pread (a file that shrinks while it loads
-// gives a short read, an error, never a signal), checked (f32: every float finite;
-// version 2: every scale finite and >= 0), quantised (an f32 file as int8: the bits of
-// q80_export) and packed (pack_block). Blocks go to the threads in turn; the first bad
-// one in file order names the error. Kept: the packed matrices (the embedding as the
-// classifier's, read back a row at a time: matrix_row), the norms and RoPE tables.
+// The load streams the file through a bounded buffer into the packed matrices, so they are the one copy
+// of its weights: in BLOCKS of up to PANEL rows of one matrix in one layer, in the file's order, each
+// read with pread (a file that shrinks while it loads gives a short read, an error, never a signal),
+// checked (f32: every float finite; version 2: every scale finite and >= 0), quantised (an f32 file as
+// int8: the bits of q80_export) and packed (pack_block). Blocks go to the threads in turn; the first bad
+// one in file order names the error. Kept: the packed matrices (the embedding as the classifier's, read
+// back a row at a time: matrix_row), the norms and RoPE tables.
 typedef struct {
     Transformer *t;
     Config file;                       // the file's config (t's seq_len may be less)
@@ -1953,10 +1942,9 @@ static int load_tables(Loader *s, char *msg, size_t len) {
     return 0;
 }
 
-// Every matrix of the checkpoint, placed in one allocation as Layer lays them out (Part I):
-// the embedding after the classifier when it is not shared. Weights past STREAMED_BYTES come
-// from DRAM: streamed (Matrix), so one panel at a time, one stream the hardware prefetcher
-// follows (PERFORMANCE.md).
+// Every matrix of the checkpoint, placed in one allocation as Layer lays them out (Part I): the embedding
+// after the classifier when it is not shared. Weights past STREAMED_BYTES come from DRAM: streamed
+// (Matrix), so one panel at a time, one stream the hardware prefetcher follows (PERFORMANCE.md).
 #define STREAMED_BYTES ((size_t)32 << 20) // a desktop's last-level cache
 static void place_weights(Transformer *t) {
     const Config *c = &t->config;
@@ -1976,12 +1964,11 @@ static void place_weights(Transformer *t) {
     else place_matrix(&t->embedding, at, c->vocab_size, dim, t->gs, streamed);
 }
 
-// The checkpoint `path` (a legacy or version-2 file; `weights` a WEIGHTS_*) for forwards of
-// up to max_rows rows on up to `threads` threads of `pool` (NULL: one) at positions below
-// `positions` (the file's seq_len when that is less): its header and size checked, then the
-// memory it needs, before anything large is allocated; then streamed (Loader), every weight
-// checked; the file must not change while it loads. progress: show the percentage on a
-// terminal once the load takes a second.
+// The checkpoint `path` (a legacy or version-2 file; `weights` a WEIGHTS_*) for forwards of up to
+// max_rows rows on up to `threads` threads of `pool` (NULL: one) at positions below `positions` (the
+// file's seq_len when that is less): its header and size checked, then the memory it needs, before
+// anything large is allocated; then streamed (Loader), every weight checked; the file must not change
+// while it loads. progress: show the percentage on a terminal once the load takes a second.
 static void load_transformer(Transformer *t, const char *path, int max_rows, ThreadPool *pool, int threads,
                              int weights, int positions, int progress) {
     *t = (Transformer){.max_rows = max_rows, .pool = pool, .n_threads = pool && threads > 1 ? threads : 1,
@@ -2081,10 +2068,9 @@ static Transformer *load_draft_alone(Transformer *draft, Options *o, ThreadPool 
     return draft;
 }
 
-// Load what the mode needs and return the decoding model: the target (the draft
-// alone for -m draft) and, for spec, the draft. No -d, and the default draft does
-// not fit the target: the target alone (-m target), as llama2.c's run.c would
-// decode it; a draft the user named must fit.
+// Load what the mode needs and return the decoding model: the target (the draft alone for -m draft) and,
+// for spec, the draft. No -d, and the default draft does not fit the target: the target alone (-m
+// target), as llama2.c's run.c would decode it; a draft the user named must fit.
 static Transformer *load_models(Transformer *target, Transformer *draft, Options *o, ThreadPool *pool) {
     if (!strcmp(o->mode, "draft")) return load_draft_alone(draft, o, pool);
     load_for_run(target, o->target_path, pool, o->threads, o->target_weights, o);
@@ -3291,12 +3277,11 @@ static void print_piece(const char *piece) {
 // ----------------------------------------------------------------------------
 // Appendix F. Auto-K (-k 0): the K that maximises the predicted tokens per second
 //
-// Leviathan et al. 2022, Cor 3.9: the best K is the argmax of model.h's
-// predicted_speedup (Thm 3.8). The costs: a table of verify passes of 1..MAX_ROWS
-// rows timed once at start-up (calibrate_auto_k), times one running factor for how
-// much dearer passes are now (attention grows with the position, the machine's
-// speed moves); the draft step and a are running means. Auto-K changes only the
-// speed, never the text (the text is the same for every K: the round, Part I).
+// Leviathan et al. 2022, Cor 3.9: the best K is the argmax of model.h's predicted_speedup (Thm 3.8). The
+// costs: a table of verify passes of 1..MAX_ROWS rows timed once at start-up (calibrate_auto_k), times
+// one running factor for how much dearer passes are now (attention grows with the position, the machine's
+// speed moves); the draft step and a are running means. Auto-K changes only the speed, never the text
+// (the text is the same for every K: the round, Part I).
 #define AUTO_DECAY 0.9       // the draft step's and the cost factor's running means (~10 rounds)
 #define AUTO_DECAY_A 0.97    // a's running counts (~30 rounds: at t = 0 acceptance comes in streaks)
 
@@ -3320,10 +3305,9 @@ static int choose_k(double a, double draft_step, const double *verify, double sc
     return best;
 }
 
-// Seconds of one forward over `rows` copies of `token` at pos; with s, and its
-// distribution into probs (vocab): a target-alone step (logits that are not finite
-// cannot fail a finished run). It writes the cache at pos..: generation overwrites
-// it later, or nothing reads it again.
+// Seconds of one forward over `rows` copies of `token` at pos; with s, and its distribution into probs
+// (vocab): a target-alone step (logits that are not finite cannot fail a finished run). It writes the
+// cache at pos..: generation overwrites it later, or nothing reads it again.
 static double time_forward(Transformer *tr, Sampler *s, float *probs, int token, int rows, int pos) {
     int tokens[MAX_ROWS];
     for (int i = 0; i < rows; i++) tokens[i] = token;
@@ -3333,11 +3317,10 @@ static double time_forward(Transformer *tr, Sampler *s, float *probs, int token,
     return now_seconds() - t0;
 }
 
-// The cost table: verify passes of 1..9 rows, then of every 4th row count up
-// to K_MAX + 1, each the fastest of 3, the row counts interleaved so a slow
-// stretch of the machine hits all of them; between them linear (by then a pass
-// is compute-bound), past the last at its slope. A draft step: the fastest of 3
-// (lookup: free). a starts at 1/2, a prior: one proposal accepted, one rejected.
+// The cost table: verify passes of 1..9 rows, then of every 4th row count up to K_MAX + 1, each the
+// fastest of 3, the row counts interleaved so a slow stretch of the machine hits all of them; between
+// them linear (by then a pass is compute-bound), past the last at its slope. A draft step: the fastest of
+// 3 (lookup: free). a starts at 1/2, a prior: one proposal accepted, one rejected.
 static void calibrate_auto_k(AutoK *ak, Transformer *target, Transformer *draft) {
     double t0 = now_seconds();
     int timed[MAX_ROWS], m = 0, rows = K_MAX + 1;
@@ -3432,11 +3415,10 @@ static double draft_clock(const SpecStats *st, const Speculator *sp) {
     return st->timed.seconds + (sp->trees ? sp->trees->draft_seconds : 0);
 }
 
-// This round's K: -k or auto-K's, within what -n still wants (k + 1 tokens at
-// most) and the target's context (verify rows n-1..n+k-1). A static tree is
-// not cut by -n: a cut level would decide its position as a chain leaf, with
-// other coins, and a short run would not be a prefix of a longer one. Notes
-// the clocks, so end_round can charge the round's costs.
+// This round's K: -k or auto-K's, within what -n still wants (k + 1 tokens at most) and the target's
+// context (verify rows n-1..n+k-1). A static tree is not cut by -n: a cut level would decide its position
+// as a chain leaf, with other coins, and a short run would not be a prefix of a longer one. Notes the
+// clocks, so end_round can charge the round's costs.
 static int start_round(SpecStats *st, Speculator *sp, int n, int want) {
     int k = st->k ? st->k : next_auto_k(&st->autok);
     int room = sp->target->config.seq_len - 1 - n;
@@ -3527,9 +3509,8 @@ static void end_round(SpecStats *st, const Speculator *sp, const Round *whole, i
     if (st->trace) print_trace(st, sp, rd, n);
 }
 
-// Seconds of one target-alone step (a 1-row forward and its distribution) at
-// pos: the median of 5, timed after generating so the run does not count it;
-// probs (vocab) is scratch
+// Seconds of one target-alone step (a 1-row forward and its distribution) at pos: the median of 5, timed
+// after generating so the run does not count it; probs (vocab) is scratch
 static double time_target_step(Transformer *tr, Sampler *s, float *probs, int token, int pos) {
     double t[5];
     for (int i = 0; i < 5; i++) { // sorted as they come
@@ -3774,10 +3755,9 @@ static void emit(Output *o, int token) {
     if (o->n_generated >= o->max_new) o->done = 1;
 }
 
-// The text emitted so far onto the screen, at most every 40 ms (25 times a
-// second looks continuous): each write wakes whatever reads the text, on a
-// core the forward's threads were using (PERFORMANCE.md, "text flushed at most
-// every 40 ms"). The rest goes out when generation ends.
+// The text emitted so far onto the screen, at most every 40 ms (25 times a second looks continuous): each
+// write wakes whatever reads the text, on a core the forward's threads were using (PERFORMANCE.md, "text
+// flushed at most every 40 ms"). The rest goes out when generation ends.
 static void show_output(Output *o) {
     double now = now_seconds();
     if (o->quiet || now - o->shown_at < 0.04) return;
@@ -3788,10 +3768,9 @@ static void show_output(Output *o) {
 // ----------------------------------------------------------------------------
 // Appendix I. Command line
 
-// Every flag, in -h's order: the field of Options it sets ('s' string, 'i'
-// int, 'f' float, 'u' unsigned long long; 'b' an int set to 1, the flag
-// takes no value), the value's range and what an error says it expects, and
-// its text in -h (a printf format: %d is the CPUs this process may use).
+// Every flag, in -h's order: the field of Options it sets ('s' string, 'i' int, 'f' float, 'u' unsigned
+// long long; 'b' an int set to 1, the flag takes no value), the value's range and what an error says it
+// expects, and its text in -h (a printf format: %d is the CPUs this process may use).
 #define STR(x) STR_(x)
 #define STR_(x) #x
 #define AT(field) offsetof(Options, field)
@@ -4080,10 +4059,9 @@ static char *read_prompt(const Options *o) {
     return text;
 }
 
-// BOS then the prompt's tokens into tokens (room for seq_len); returns the count.
-// A token covers at most max_token_length bytes (the longest piece there is),
-// so a prompt that cannot fit is refused before the (quadratic) merge loop runs.
-// file: -f's (named in the errors), or NULL for -i.
+// BOS then the prompt's tokens into tokens (room for seq_len); returns the count. A token covers at most
+// max_token_length bytes (the longest piece there is), so a prompt that cannot fit is refused before the
+// (quadratic) merge loop runs. file: -f's (named in the errors), or NULL for -i.
 static int encode_prompt(Tokenizer *tok, int *tokens, const char *prompt, const char *file, const Transformer *tr) {
     size_t len = strlen(prompt), most = (size_t)tok->max_token_length;
     size_t at_least = 1 + (len + most) / most; // BOS, then ceil((len + 1) / most): a leading space, the bytes
