@@ -3839,22 +3839,17 @@ static void usage(void) {
     printf("Default files missing from the working directory are taken from beside the binary.\n");
 }
 
-// Other programs' flags (llama.cpp's, run.c's) and what they are here: each error names it
+// The commonest of other programs' flags (llama.cpp's, run.c's) and what they are here: each error names it
 static const char *const HABITS[][2] = {
-    {" -m ", "-m is the mode, run.c's generate is spec or target, no chat; the model is the first argument: "
-             "specdec MODEL.bin [options]"},
+    {" -m --model ", "-m is the mode, run.c's generate is spec or target, no chat; the model is the first "
+                     "argument: specdec MODEL.bin [options]"},
     {" -n ", "without -n it decodes until the context is full (so does -n 0), as llama.cpp's -n -1"},
     {" -s ", "llama.cpp's -s -1, a random seed, is -s $RANDOM here"},
-    {" --model ", "the model is the first argument: specdec MODEL.bin [options]"},
-    {" -p ", "-p is top-p, as in llama2.c; the prompt is -i TEXT or -f FILE"},
-    {" --prompt --file ", "the prompt is -i TEXT or -f FILE"},
+    {" -p --top-p --prompt --file ", "-p is top-p, as in llama2.c; the prompt is -i TEXT or -f FILE"},
     {" --temp ", "the temperature is -t T"},
     {" -md --model-draft ", "the draft is -d FILE"},
-    {" --draft --draft-max ", "drafts per round are -k K"},
     {" -c --ctx-size ", "the context is the checkpoint's seq_len; -n N caps the new tokens"},
     {" -ngl --n-gpu-layers -ngld ", "specdec runs on the CPU"},
-    {" -tb --threads-batch ", "threads are --threads N"},
-    {" --top-p --seed --n-predict ", "top-p, seed and new tokens are -p, -s and -n"},
     {" -y -cnv --conversation -sys ", "no chat: the prompt (-i, -f) is text to continue"},
     {" --repeat-penalty --min-p ", "no such sampler here: -t, -p and --top-k shape the distribution"},
     {" -e --escape ", "-i takes the text as it is: a newline as $'a\\nb' in bash, or -f FILE"},
