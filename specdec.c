@@ -197,11 +197,9 @@ static void rope(float *v, const float *cos_row, const float *sin_row, int n_hea
 static void swiglu(float *out, const float *h1, const float *h3, int n);
 // query (Q <= 6) pointers to (hs), kc (n_blocks, hs, LANES) -> s (Q) pointers to (LANES n_blocks):
 // s[i][t] = query[i] . key_t
-static void attention_scores(float *const *s, const float *const *query, int Q, const float *kc,
-                             int n_blocks, int hs);
+static void attention_scores(float *const *s, const float *const *query, int Q, const float *kc, int n_blocks, int hs);
 // e (Q <= 6) pointers to (n_pos), v (n_pos, hs) -> out (Q) pointers to (hs): sum_t e[i][t] v_t
-static void attention_values(float *const *out, const float *const *e, int Q, const float *v,
-                             int n_pos, int hs);
+static void attention_values(float *const *out, const float *const *e, int Q, const float *v, int n_pos, int hs);
 // x (n) in place: x[i] = exp(x[i] - max); returns their sum
 static float exp_and_sum(float *x, int n, float max);
 // the largest of x (n)
@@ -1536,17 +1534,15 @@ static double memory_max_in(const char *dir) {
 // directories lie under `root` (v1's under root/controller). In a container the path may name the host's
 // view while root shows the container's own: every prefix of the path is tried, "/" too.
 static double cgroup_limit(const char *root, const char *self, const char *controller, double (*in)(const char *)) {
-    char line[1024], controllers[1030], want[64], dir[1300];
+    char line[1024], dir[1300];
     FILE *f = fopen(self, "r");
     double best = 0;
     if (!f) return 0;
-    snprintf(want, sizeof want, ",%s,", controller);
     while (fgets(line, sizeof line, f)) {
         char *ctl = strchr(line, ':'), *cg = ctl ? strchr(ctl + 1, ':') : NULL;
         if (!cg) continue;
         *cg++ = '\0'; // ctl + 1: the controllers ("" in v2), cg: the path
-        snprintf(controllers, sizeof controllers, ",%s,", ctl + 1);
-        if (ctl[1] && !strstr(controllers, want)) continue;
+        if (ctl[1] && !strstr(ctl + 1, controller)) continue; // (cpuset's path, read for cpu too, adds nothing)
         for (size_t len = strcspn(cg, "\n");;) { // the path, then each parent
             snprintf(dir, sizeof dir, "%s%s%s%.*s", root, ctl[1] ? "/" : "", ctl[1] ? controller : "", (int)len, cg);
             double n = in(dir);
@@ -3147,8 +3143,7 @@ static void keep_token(void *ctx, int i, float score, const unsigned char *bytes
 // Parse a tokenizer file held in memory, buf (n), for a model with vocab_size
 // tokens (0: as many as the file holds; the file does not store its size, so
 // count its tokens and compare), check its byte-fallback ids, build the lookup.
-static void parse_tokenizer(Tokenizer *t, const unsigned char *buf, size_t n, const char *path,
-                            int vocab_size) {
+static void parse_tokenizer(Tokenizer *t, const unsigned char *buf, size_t n, const char *path, int vocab_size) {
     char msg[256];
     int32_t maxlen;
     int count = walk_tokenizer(buf, n, &maxlen, NULL, NULL, msg, sizeof(msg));
@@ -3350,8 +3345,7 @@ static int next_auto_k(AutoK *ak) {
 
 // Fold one round in: accepted of examined proposals, its seconds per draft
 // step (0: none ran) and of its verify pass of `rows` rows.
-static void update_auto_k(AutoK *ak, int rows, int accepted, int examined, double draft_step,
-                          double verify_s) {
+static void update_auto_k(AutoK *ak, int rows, int accepted, int examined, double draft_step, double verify_s) {
     double d = AUTO_DECAY;
     ak->accepted = AUTO_DECAY_A * ak->accepted + accepted;
     ak->examined = AUTO_DECAY_A * ak->examined + examined;
@@ -3429,15 +3423,6 @@ static int start_round(SpecStats *st, Speculator *sp, int n, int want) {
     return k < 0 ? 0 : k;
 }
 
-// A round keeps only its first `used` positions, the ones emitted, for the statistics
-// and the -v trace (a tree decides all its levels: see start_round)
-static void trim_round(Round *rd, const Speculator *sp, int used) {
-    if (used >= rd->committed) return;
-    rd->accepted = rd->plain = 0;
-    for (int i = 0; i < used; i++) rd->accepted += sp->verdicts[i].accepted;
-    rd->committed = used;
-}
-
 // a piece made safe for one line of the trace: newlines shown as \n, byte
 // tokens by their name (<0xC9>) since a lone byte is no printable text
 static void trace_piece(const Tokenizer *t, int token) {
@@ -3487,10 +3472,15 @@ static void print_trace(const SpecStats *st, const Speculator *sp, const Round *
     }
 }
 
-// Round `whole` from position n into the statistics, its first `used` positions
+// Round `whole` from position n into the statistics and the -v trace, its first `used` positions,
+// the ones emitted (a tree decides all its levels: see start_round)
 static void end_round(SpecStats *st, const Speculator *sp, const Round *whole, int n, int used) {
     Round trimmed = *whole, *rd = &trimmed;
-    trim_round(rd, sp, used);
+    if (used < rd->committed) {
+        rd->accepted = rd->plain = 0;
+        for (int i = 0; i < used; i++) rd->accepted += sp->verdicts[i].accepted;
+        rd->committed = used;
+    }
     double draft_s = draft_clock(st, sp) - st->draft_start, verify_s = now_seconds() - st->round_start - draft_s;
     int examined = rd->committed - rd->plain;
     st->rounds++;
