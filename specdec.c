@@ -174,12 +174,11 @@ typedef struct Tokenizer Tokenizer; // llama2.c's tokenizer.bin, BPE with byte f
 // ----------------------------------------------------------------------------
 // The kernel contract: what the method calls, implemented in the appendices
 //
-// Every number is defined by a REDUCTION ORDER (Appendix C), not by the code
-// that computes it: a matmul output or an attention score is ONE chain of
-// fused multiply-adds over k = 0, 1, ..., n-1; RMSNorm's and softmax's sums
-// take 8 lanes combined in a fixed order; exp is exp_canonical. So the AVX-512,
-// AVX2, NEON and plain C paths, any number of rows and any number of threads
-// give the same bits, and a (K+1)-row verify pass equals K+1 one-row steps.
+// Every number is defined by a REDUCTION ORDER (Appendix C), not by the code that computes it: a
+// matmul output or an attention score is ONE chain of fused multiply-adds over k = 0, 1, ..., n-1;
+// RMSNorm's and softmax's sums take 8 lanes combined in a fixed order; exp is exp_canonical. So the
+// AVX-512, AVX2, NEON and plain C paths, any number of rows and any number of threads give the same
+// bits, and a (K+1)-row verify pass equals K+1 one-row steps.
 
 // W (d,n) @ x (T,n) -> out (T,d): output panels [i0, i1) of m (16 rows each); an int8
 // model's W and x are int8 groups, summed exactly within a group (Appendix C, int8 matmul)
@@ -204,8 +203,6 @@ static void attention_values(float *const *out, const float *const *e, int Q, co
 static float exp_and_sum(float *x, int n, float max);
 // the largest of x (n)
 static float max_of(const float *x, int n);
-// x (n) in place: x[i] = exp(x[i] - max) / sum (a division, not a product by 1 / sum)
-static void softmax(float *x, int n);
 typedef struct Sampler Sampler;
 typedef struct { float prob; int index; } ProbIndex;
 // probs (n) in place: all but the top_k most likely and the top_p nucleus zeroed, the
@@ -234,12 +231,11 @@ static double now_seconds(void);
 
 // A pass: T rows, row i at position pos + i. attention is what a pass runs for
 // layer l's kv head g over its rows: attention_head (Part II's trees bring their own).
-typedef struct ForwardJob ForwardJob;
-struct ForwardJob {
+typedef struct ForwardJob {
     Transformer *tr;
     int T, pos;
-    void (*attention)(const ForwardJob *job, int l, int g);
-};
+    void (*attention)(const struct ForwardJob *job, int l, int g);
+} ForwardJob;
 
 // Row i's queries of kv head g and its key, in place in its qkv row, turned by
 // RoPE at position `at`; returns the key (hs), its value kv_dim floats on.
@@ -263,14 +259,12 @@ static void put_kv(Transformer *tr, int l, int g, size_t at, const float *k, con
     memcpy(s->value_cache + (head * (size_t)c->seq_len + at) * hs, v, hs * sizeof(float));
 }
 
-// Causal attention of rows first..first+T-1 (at positions pos..pos+T-1) for
-// the query heads of key/value head g (heads g*group .. g*group+group-1 share
-// its keys and values), against the cache up to each row's own position: every
-// query of the group is scored against the cache in one pass: score_t =
-// (query . key_t) / sqrt(hs), w = softmax of the scores over t <= its own
-// position, out = sum_t w_t value_t / sum_t w_t. Positions after a row's own
-// are computed (the block is shared) but get weight exactly 0, and 0 * v adds
-// nothing, so each row's bits are those of a one-row pass.
+// Causal attention of rows first..first+T-1 (at positions pos..pos+T-1) for the query heads of
+// key/value head g (heads g*group .. g*group+group-1 share its keys and values), against the cache
+// up to each row's own position: every query of the group is scored against the cache in one pass:
+// score_t = (query . key_t) / sqrt(hs), w = softmax of the scores over t <= its own position, out =
+// sum_t w_t value_t / sum_t w_t. Positions after a row's own are computed (the block is shared) but
+// get weight exactly 0, and 0 * v adds nothing, so each row's bits are those of a one-row pass.
 static void attend(Transformer *tr, int l, int g, int first, int T, int pos) {
     const Config *c = &tr->config;
     RunState *s = &tr->state;
@@ -323,10 +317,9 @@ static void add_columns(float *x, const float *y, int T, int n, int lo, int hi) 
         for (int j = lo; j < hi && j < n; j++) x[(size_t)t * n + j] += y[(size_t)t * n + j];
 }
 
-// The layers, then the classifier, on thread tid of nth.
-// Between phases the threads meet at a barrier; inside one, each writes only
-// its own outputs, and first asks for the lines of its inputs, which the other
-// threads just wrote (prefetch_shared).
+// The layers, then the classifier, on thread tid of nth. Between phases the threads meet at a
+// barrier; inside one, each writes only its own outputs, and first asks for the lines of its
+// inputs, which the other threads just wrote (prefetch_shared).
 static void forward_job(void *arg, int tid, int nth) {
     const ForwardJob *job = arg;
     Transformer *tr = job->tr;
@@ -392,10 +385,9 @@ static float *run_pass(Transformer *tr, const int *tokens, ForwardJob *job) {
     return s->logits;
 }
 
-// Runs tokens[0..n_rows) at positions pos..pos+n_rows-1: row i attends to
-// positions <= pos+i; keys and values of all rows go into the caches. Every
-// row's arithmetic is independent of n_rows and of the thread count, so the
-// result equals n_rows single-row calls bit for bit (batch invariance).
+// Runs tokens[0..n_rows) at positions pos..pos+n_rows-1: row i attends to positions <= pos+i; keys
+// and values of all rows go into the caches. Every row's arithmetic is independent of n_rows and of
+// the thread count, so the result equals n_rows single-row calls bit for bit (batch invariance).
 static float *forward(Transformer *tr, const int *tokens, int n_rows, int pos) {
     if (n_rows < 1 || n_rows > tr->max_rows || pos < 0 || pos + n_rows > tr->config.seq_len)
         die("%s: forward(%d rows at pos %d) outside 1..%d rows and seq_len %d", tr->path, n_rows, pos,
@@ -417,15 +409,14 @@ static float *forward_chunked(Transformer *tr, const int *tokens, int n, int sta
 // ----------------------------------------------------------------------------
 // Sampler: coins from a seed, and ONE function from logits to a distribution
 //
-// Every random choice is a coin in [0, 1) looked up by WHAT it decides, never
-// drawn from a running stream: coin_at(rng, position, purpose). So the token at
-// a position depends on the seed and the context alone, not on how rounds
-// happened to fall, on K, on timing or on threads. The coins come from
-// splitmix64 (Steele, Lea, Flood 2014): key = mix64(seed + G), and element i of
-// the stream is mix64(key + (i + 1) G), G = 0x9E3779B97F4A7C15; the position's
-// coin for `purpose` (one of the three below) is element 4 * position + purpose,
-// its top 24 bits / 2^24 (exactly representable as a float). Element 4 * position
-// + 3 is no coin: Part II's trees key the coins of their later candidates there.
+// Every random choice is a coin in [0, 1) looked up by WHAT it decides, never drawn from a running
+// stream: coin_at(rng, position, purpose). So the token at a position depends on the seed and the
+// context alone, not on how rounds happened to fall, on K, on timing or on threads. The coins come
+// from splitmix64 (Steele, Lea, Flood 2014): key = mix64(seed + G), and element i of the stream is
+// mix64(key + (i + 1) G), G = 0x9E3779B97F4A7C15; the position's coin for `purpose` (one of the
+// three below) is element 4 * position + purpose, its top 24 bits / 2^24 (exactly representable as
+// a float). Element 4 * position + 3 is no coin: Part II's trees key the coins of their later
+// candidates there.
 
 typedef struct { uint64_t key; } Rng; // key = mix64(seed + G)
 
@@ -478,11 +469,10 @@ static int argmax(const float *v, int n) {
     return best;
 }
 
-// THE function from logits to the distribution a token is drawn from. Target
-// (p) and draft (q) both go through it, so they can never be processed
-// differently. Temperature 0 gives the one-hot argmax: greedy decoding is
-// sampling from a one-hot distribution. logits (n) -> probs (n); returns 0
-// (probs undefined) if the logits are not finite.
+// THE function from logits to the distribution a token is drawn from. Target (p) and draft (q) both
+// go through it, so they can never be processed differently. Temperature 0 gives the one-hot
+// argmax: greedy decoding is sampling from a one-hot distribution. logits (n) -> probs (n); returns
+// 0 (probs undefined) if the logits are not finite.
 static int probs_from_logits(Sampler *s, float *probs, const float *logits) {
     int n = s->vocab_size;
     if (s->temperature == 0.0f) {
@@ -517,18 +507,16 @@ static int sample(const float *probs, int n, float coin) {
 // ----------------------------------------------------------------------------
 // The speculative step: the papers' equations, one function each
 //
-// Why it is exact (Leviathan et al. 2022, Thm 1 / Appendix A.1): a draft token
-// x ~ q is kept with probability min(1, p(x)/q(x)), so it is EMITTED with
-// probability q(x) min(1, p(x)/q(x)) = min(q(x), p(x)). It is rejected with
-// total probability beta = sum_x (q(x) - min(q(x), p(x))) = sum_x max(0, p(x) - q(x)),
-// and then a token is drawn from norm(max(0, p - q)), which adds exactly
-// max(0, p(x) - q(x)) to each x. min(q,p) + max(0, p-q) = p(x). The next
-// position is only examined after an acceptance, and then the context is the
-// same one the target would have seen, so the argument repeats position by
-// position. It needs nothing of q but that x was drawn from it: any drafter
-// (a smaller model, n-gram lookup, heads on the target) keeps the output
-// exact, as long as its q does not look at the target's p or coins. The l
-// below is Part II's lenience (l = 1: the exact rule).
+// Why it is exact (Leviathan et al. 2022, Thm 1 / Appendix A.1): a draft token x ~ q is kept with
+// probability min(1, p(x)/q(x)), so it is EMITTED with probability q(x) min(1, p(x)/q(x)) =
+// min(q(x), p(x)). It is rejected with total probability beta = sum_x (q(x) - min(q(x), p(x))) =
+// sum_x max(0, p(x) - q(x)), and then a token is drawn from norm(max(0, p - q)), which adds exactly
+// max(0, p(x) - q(x)) to each x. min(q,p) + max(0, p-q) = p(x). The next position is only examined
+// after an acceptance, and then the context is the same one the target would have seen, so the
+// argument repeats position by position. It needs nothing of q but that x was drawn from it: any
+// drafter (a smaller model, n-gram lookup, heads on the target) keeps the output exact, as long as
+// its q does not look at the target's p or coins. The l below is Part II's lenience (l = 1: the
+// exact rule).
 
 // The accept test's threshold min(1, p(x) / (l q(x))); x ~ q, so q(x) > 0.
 static float acceptance_ratio(float p_x, float q_x, float lenience) {
@@ -538,17 +526,15 @@ static float acceptance_ratio(float p_x, float q_x, float lenience) {
     return r >= 1.0f ? 1.0f : r; // NaN stays NaN, and u < NaN rejects
 }
 
-// The residual distribution norm(max(0, p - l q)) a rejected position draws
-// from, its mass summed in index order. p, q (n) -> out (n); returns the mass
-// before normalising.
+// The residual distribution norm(max(0, p - l q)) a rejected position draws from, its mass summed
+// in index order. p, q (n) -> out (n); returns the mass before normalising.
 //
-// Zero residual: sum max(0, p - q) = 0 means p <= q everywhere; both sum to 1,
-// so p == q up to rounding. If p == q exactly, every ratio is 1 and no draft is
-// ever rejected. A rejection can only happen where rounding left the float p
-// summing to S < 1 while q sums to 1: then x is emitted with probability
-// min(p(x), q(x)) = p(x) and rejected with probability 1 - S. Drawing the
-// replacement from p (normalised) emits x with p(x) + (1 - S) p(x)/S = p(x)/S,
-// exactly the normalised target. Any other choice (the argmax, say) biases it.
+// Zero residual: sum max(0, p - q) = 0 means p <= q everywhere; both sum to 1, so p == q up to
+// rounding. If p == q exactly, every ratio is 1 and no draft is ever rejected. A rejection can only
+// happen where rounding left the float p summing to S < 1 while q sums to 1: then x is emitted with
+// probability min(p(x), q(x)) = p(x) and rejected with probability 1 - S. Drawing the replacement
+// from p (normalised) emits x with p(x) + (1 - S) p(x)/S = p(x)/S, exactly the normalised target.
+// Any other choice (the argmax, say) biases it.
 static float residual_distribution(float *out, const float *p, const float *q, float lenience, int n) {
     float mass = 0.0f;
     for (int i = 0; i < n; i++) {
@@ -574,10 +560,9 @@ typedef struct {
     int token;           // the token the position commits
 } Verdict;
 
-// Leviathan et al. 2022, Algorithm 1, at ONE position: keep the proposal v->x
-// with probability min(1, p(x)/q(x)) (coin v->u); otherwise draw from
-// norm(max(0, p - q)) (coin v->r). p, q (n); residual (n) is scratch.
-// Returns the committed token.
+// Leviathan et al. 2022, Algorithm 1, at ONE position: keep the proposal v->x with probability
+// min(1, p(x)/q(x)) (coin v->u); otherwise draw from norm(max(0, p - q)) (coin v->r). p, q (n);
+// residual (n) is scratch. Returns the committed token.
 static int decide(Verdict *v, const float *p, const float *q, float *residual, int n, float lenience) {
     v->q = q[v->x];
     v->p = p[v->x];
@@ -593,10 +578,9 @@ static int decide(Verdict *v, const float *p, const float *q, float *residual, i
 // ----------------------------------------------------------------------------
 // Drafters: anything that proposes a distribution q for the next position
 //
-// A drafter gets the context tokens[0..pos) (this round's earlier proposals
-// included) and writes its q for position pos, or says it has none (the
-// position is then drawn from p alone). The round draws x ~ q with the
-// position's coin. Here the draft model, a smaller transformer; Part II adds
+// A drafter gets the context tokens[0..pos) (this round's earlier proposals included) and writes
+// its q for position pos, or says it has none (the position is then drawn from p alone). The round
+// draws x ~ q with the position's coin. Here the draft model, a smaller transformer; Part II adds
 // n-gram lookup and two on the target's own hidden state: Medusa heads, EAGLE.
 
 typedef struct Drafter Drafter;
@@ -657,12 +641,11 @@ static Drafter *model_drafter(ModelDrafter *md, Transformer *draft, Sampler *s) 
 //   all K accepted: position n+K is proposed too (the draft runs x_K) and
 //       decided against p_{K+1} like any other (ONE ROUND, step 3): K+1 tokens.
 //
-// Every position m is decided by the same rule with the same coins (draw
-// coin_at(m, DRAW), accept coin_at(m, ACCEPT), resample coin_at(m, RESAMPLE))
-// from p_m and q_m, which batch invariance makes independent of how many rows
-// computed them: so the text is a function of the seed, the prompt, the models
-// and the sampling flags, the same for every K and every thread count.
-// A position with no proposal is drawn from p_m alone with coin_at(m, DRAW).
+// Every position m is decided by the same rule with the same coins (draw coin_at(m, DRAW), accept
+// coin_at(m, ACCEPT), resample coin_at(m, RESAMPLE)) from p_m and q_m, which batch invariance makes
+// independent of how many rows computed them: so the text is a function of the seed, the prompt,
+// the models and the sampling flags, the same for every K and every thread count. A position with
+// no proposal is drawn from p_m alone with coin_at(m, DRAW).
 
 // What a round did: the statistics and auto-K read this.
 typedef struct {
@@ -2841,7 +2824,7 @@ static float max_of(const float *x, int n) {
     return max;
 }
 
-// softmax in place: x (n) -> exp(x - max) / sum
+// x (n) in place: x[i] = exp(x[i] - max) / sum (a division, not a product by 1 / sum): the tests'
 static UNUSED_OK void softmax(float *x, int n) {
     float sum = exp_and_sum(x, n, max_of(x, n));
     for (int i = 0; i < n; i++) x[i] /= sum;
