@@ -800,11 +800,10 @@ static int generate_plain(Transformer *tr, Sampler *s, const Rng *rng, int *toke
     return n;
 }
 
-// Speculative decoding: rounds until -n, BOS/EOS or the target's context.
-// start_round picks the round's K (-k, or auto-K) and end_round records what
-// the round did up to -n or the end of the text (statistics, auto-K's
-// estimates, the -v trace): both in the appendix. A round never decides more tokens than -n still wants (that
-// changes no token: positions do not depend on rounds).
+// Speculative decoding: rounds until -n, BOS/EOS or the target's context. start_round picks the
+// round's K (-k, or auto-K's) and end_round records what the round did up to -n or the end of the
+// text (statistics, auto-K's estimates, the -v trace), both in Appendix G. A round never decides
+// more tokens than -n still wants (that changes no token: positions do not depend on rounds).
 typedef struct SpecStats SpecStats;
 static int start_round(SpecStats *st, Speculator *sp, int n, int want);
 static void end_round(SpecStats *st, const Speculator *sp, const Round *rd, int n, int used);
@@ -1122,16 +1121,13 @@ static Drafter *build_drafter(const Options *o, Transformer *target, Transformer
 //
 // A chain commits position m+1 only if position m's one proposal passed. A tree (Miao et al. 2023,
 // SpecInfer) puts branch[d] candidates under every node of depth d; the target scores every node in ONE
-// forward_tree pass, each attending to the context and its own ancestors; the round then walks down from
-// the root, at each node testing its candidates in turn:
+// pass, each attending to the context and its ancestors; the round walks down from the root:
 //
-//   Recursive rejection sampling (Jeon et al. 2024; SpecInfer's rule for
-//   candidates drawn without replacement). At a node with target p_1 = p and
-//   candidates x_1..x_m, x_j drawn from q_j (q_1 = q; q_{j+1} = q_j with x_j
-//   removed, renormalised; once q is used up, the best remaining draft logit,
-//   q_j one-hot): accept x_j with probability min(1, p_j(x_j) / q_j(x_j)) and
-//   descend to it; else p_{j+1} = norm(max(0, p_j - q_j)) and try x_{j+1};
-//   after m rejections draw from p_{m+1}.
+//   Recursive rejection sampling (Jeon et al. 2024; SpecInfer's rule for candidates drawn without
+//   replacement). At a node with target p_1 = p and candidates x_1..x_m, x_j drawn from q_j (q_1 = q;
+//   q_{j+1} = q_j with x_j removed, renormalised; once q is used up, the best remaining draft logit,
+//   q_j one-hot): accept x_j with probability min(1, p_j(x_j) / q_j(x_j)) and descend to it; else
+//   p_{j+1} = norm(max(0, p_j - q_j)) and try x_{j+1}; after m rejections draw from p_{m+1}.
 //
 // Why it is exact: each test is one chain step, whose output (x_j if accepted, else a draw from p_{j+1})
 // is distributed as p_j, for ANY q_j that x_j was drawn from with coins the target never sees. Trying
@@ -1141,9 +1137,8 @@ static Drafter *build_drafter(const Options *o, Transformer *target, Transformer
 // p, and descending repeats the argument at the next position. With one candidate per node this is the
 // chain's rule, with the chain's coins: the same text.
 //
-// What it adds to Part I: the Trees a Speculator points to, a pass whose attention masks all but each
-// node's ancestors (forward_tree, tree_attention), the draft model's tree pass (propose_tree_model), and
-// tree_step, the round generate_spec runs in place of speculative_step.
+// What it adds to Part I: the Trees a Speculator points to, passes whose attention masks all but each
+// node's ancestors (forward_tree; propose_tree_model for the draft) and tree_step, the round.
 
 // A draft tree of a round from n committed tokens: node 0 is the root, the last committed token (at
 // position n-1); a node of depth d proposes position n-1+d; a node's parent comes before it.
@@ -1187,10 +1182,9 @@ static size_t node_kv_floats(const Transformer *tr) {
     return (size_t)c->n_layers * (size_t)c->n_kv_heads * TREE_MAX * 2 * (size_t)(c->dim / c->n_heads);
 }
 
-// Tree attention (Miao et al. 2023, SpecInfer), a tree pass's attention: each row's key and value kept by
-// node, then row i (node first+i) attends after writing its path, itself and its ancestors from this pass
-// or earlier ones, into the caches at their positions: the cache then holds exactly what a plain forward
-// over the context and that path would, so every node gets its bits.
+// A tree pass's attention: each row's key and value kept by node, then row i (node first+i) attends
+// after writing its path (itself and its ancestors, of this pass or earlier ones) into the caches at
+// their positions, which then hold what a plain forward over the context and that path would.
 static void tree_attention(const ForwardJob *job, int l, int g) {
     const TreePass *tp = (const TreePass *)job;
     Transformer *tr = job->tr;
@@ -1210,11 +1204,10 @@ static void tree_attention(const ForwardJob *job, int l, int g) {
     }
 }
 
-// Runs nodes first..first+n_rows-1 of a tree (tokens: theirs) through the model: node v (parent[v] < v,
-// or -1) at position pos + its depth, attending to the cache below pos and to its ancestors, run in this
-// pass or an earlier one since the last chain pass (their keys and values in node_kv). Returns logits
-// (n_rows, vocab_size); each row's equal, bit for bit, those of a plain forward over the context and its
-// path. The caches past pos hold whatever the last row's path left there.
+// Runs nodes first..first+n_rows-1 of a tree (tokens: theirs): node v (parent[v] < v, or -1) at
+// position pos + its depth, attending to the cache below pos and to its ancestors (of this pass or one
+// since the last chain pass: node_kv). Returns logits (n_rows, vocab_size), each row's bit for bit a
+// plain forward's over the context and its path. The caches past pos hold the last row's path.
 static float *forward_tree(Transformer *tr, float *node_kv, const int *tokens, int first, const int *parent,
                            int n_rows, int pos) {
     int depth[TREE_MAX], deepest = 0, nodes = first + n_rows, most = tr->max_rows < TREE_MAX ? tr->max_rows : TREE_MAX;
@@ -1308,10 +1301,9 @@ static int add_child(Tree *t, int v, int x, int onehot) {
     return c;
 }
 
-// Recursive rejection sampling at node v of the tree, at position pos (the rule above): its candidates
-// against p (row v of sp->p, made the residual as they fail) and q (row v of sp->q, copied to the trees'
-// work and made q_j as they fail). Returns the accepted child, or -1 with the token drawn from the final
-// residual in vd->token.
+// Recursive rejection sampling at node v, position pos: its candidates against p (row v of sp->p,
+// made the residual as they fail) and q (row v of sp->q, copied to work, made q_j as they fail).
+// Returns the accepted child, or -1 with the token drawn from the final residual in vd->token.
 static int decide_candidates(Speculator *sp, Verdict *vd, int v, int pos) {
     Trees *ts = sp->trees;
     const Tree *t = &ts->tree;
@@ -2168,10 +2160,9 @@ static Drafter *eagle_drafter(EagleDrafter *ed, const char *path, Transformer *t
 //   exp:   exp_canonical() below, a fixed polynomial, so softmax and SiLU do
 //          not depend on the C library's expf.
 //
-// In order: the orders in portable C (the references the tests hold every
-// path to); each ISA's vocabulary (a float vector, a few operations, an int8
-// step); the tiles written once over it (llamafile's tinyBLAS arrangement);
-// each ISA's tile shapes; the dispatch; the lanes8 and elementwise kernels.
+// In order: the orders in portable C (the references the tests hold every path to); each ISA's vocabulary
+// (a float vector, a few operations, an int8 step); the tiles written once over it (llamafile's tinyBLAS
+// arrangement); each ISA's tile shapes; the dispatch; the lanes8 and elementwise kernels.
 
 #if defined(__AVX2__) && defined(__FMA__)
 #include <immintrin.h>
@@ -2211,8 +2202,7 @@ static float sum_lanes(const float l[8]) {
     return ((l[0] + l[4]) + (l[2] + l[6])) + ((l[1] + l[5]) + (l[3] + l[7]));
 }
 
-// x (n) . y (n) -> scalar, lanes8 order (rmsnorm's sum of squares: one call a
-// row, so plain C)
+// x (n) . y (n) -> scalar, lanes8 order (rmsnorm's sum of squares: one call a row, so plain C)
 static float dot(const float *x, const float *y, int n) {
     float lane[8] = {0};
     int n8 = n & ~7;
@@ -2234,12 +2224,11 @@ static float sum_lanes8(float lane[8], const float *x, int n) {
     return s;
 }
 
-// exp(x), the same bits on every path: x = n ln2 + r with n = rint(x log2(e))
-// and |r| <= ln2/2 (ln2 split in two so r is exact to ~2^-32), then
-// exp(r) = 1 + r + r^2 P(r) with Cephes' degree-5 P (within 2 ulp of exp on
-// this range), scaled by 2^n through the exponent field. Below -87 the result
-// is 0, from 88.3 up it is inf (2^n must stay a normal float; only SiLU sees
-// such inputs, where the result rounds the same), NaN stays NaN.
+// exp(x), the same bits on every path: x = n ln2 + r with n = rint(x log2(e)) and |r| <= ln2/2 (ln2 split
+// in two so r is exact to ~2^-32), then exp(r) = 1 + r + r^2 P(r) with Cephes' degree-5 P (within 2 ulp
+// of exp on this range), scaled by 2^n through the exponent field. Below -87 the result is 0, from 88.3
+// up it is inf (2^n must stay a normal float; only SiLU sees such inputs, where the result rounds the
+// same), NaN stays NaN.
 #define EXP_LOG2E 1.44269504088896341f
 #define EXP_LN2_HI 0.693359375f
 #define EXP_LN2_LO -2.12194440e-4f
@@ -2378,10 +2367,9 @@ typedef float VF;
 #define IN_REGISTER(v) ((void)0) // NEON's FMA takes no memory operand
 #endif
 
-// exp_canonical of every lane, step for step, in GNU C's vector operators (a
-// scalar operand goes to every lane; a comparison gives -1 where true). For
-// |v| < 2^22, t = v + 1.5*2^23 rounds v to n = rint(v) and holds n in its low
-// bits: n = t - 1.5*2^23, and t's bits << 23 are n << 23, 2^n's exponent.
+// exp_canonical of every lane, step for step, in GNU C's vector operators (a scalar operand goes to every
+// lane; a comparison gives -1 where true). For |v| < 2^22, t = v + 1.5*2^23 rounds v to n = rint(v) and
+// holds n in its low bits: n = t - 1.5*2^23, and t's bits << 23 are n << 23, 2^n's exponent.
 #if VL == 1
 #define v_exp exp_canonical
 #else
@@ -2768,11 +2756,10 @@ static int nucleus_order(const void *a, const void *b) {
     return (x->index > y->index) - (x->index < y->index);
 }
 
-// probs (n) in place. The candidates are the tokens with probability >=
-// (1 - top_p) / (n - 1) (the others together hold less than 1 - top_p, so could
-// only be in the nucleus through rounding; the filter is part of the rule). Of
-// the top_k most likely, keep the shortest prefix in nucleus order whose running
-// float sum reaches top_p (all if none does); zero the rest, divide by that sum.
+// probs (n) in place. The candidates are the tokens with probability >= (1 - top_p) / (n - 1) (the others
+// together hold less than 1 - top_p, so could only be in the nucleus through rounding; the filter is part
+// of the rule). Of the top_k most likely, keep the shortest prefix in nucleus order whose running float
+// sum reaches top_p (all if none does); zero the rest, divide by that sum.
 static void truncate_distribution(Sampler *s, float *probs) {
     int n = s->vocab_size, m = 0;
     ProbIndex *o = s->order;
@@ -3077,9 +3064,8 @@ static int affinity_cpus(void) {
     return n;
 }
 
-// ceil(quota / period) set in one cgroup directory: cgroup v2's cpu.max ("max
-// 100000": none; "200000 100000": 2 CPUs) or v1's cpu.cfs_quota_us (-1: none)
-// over cpu.cfs_period_us; 0 where neither sets one
+// ceil(quota / period) set in one cgroup directory: cgroup v2's cpu.max ("max 100000": none; "200000
+// 100000": 2 CPUs) or v1's cpu.cfs_quota_us (-1: none) over cpu.cfs_period_us; 0 where neither sets one
 static double quota_in(const char *dir) {
     double v[2], period[2];
     if (numbers_in(dir, "cpu.max", v) == 2) period[0] = v[1];
