@@ -1504,10 +1504,9 @@ static double memory_max_in(const char *dir) {
     return numbers_in(dir, "memory.max", v) == 1 || numbers_in(dir, "memory.limit_in_bytes", v) == 1 ? v[0] : 0;
 }
 
-// The tightest limit, in(dir), on this process's cgroup and its parents for `controller`; 0 if none.
-// `self` lists the cgroups ("0::/path" for v2, "N:cpu,cpuacct:/path" for v1's controllers), whose
-// directories lie under `root` (v1's under root/controller). In a container the path may name the host's
-// view while root shows the container's own: every prefix of the path is tried, "/" too.
+// The tightest limit in(dir) of this process's cgroups for `controller` (0: none). `self` lists them
+// ("0::/path" for v2, "N:cpu,cpuacct:/path" for v1), their directories under `root` (v1's under
+// root/controller). Every prefix of a path is tried, "/" too: a container's path may be the host's.
 static double cgroup_limit(const char *root, const char *self, const char *controller, double (*in)(const char *)) {
     char line[1024], dir[1300];
     FILE *f = fopen(self, "r");
@@ -1530,9 +1529,9 @@ static double cgroup_limit(const char *root, const char *self, const char *contr
     return best;
 }
 
-// The limit on what the run may allocate, all models and buffers together: half of the memory this
-// process may use (physical, or its cgroup's memory.max where lower), so a checkpoint whose header asks
-// for a huge context or vocabulary is refused at load instead of failing (or swapping) mid-run.
+// What the run may allocate, all models and buffers together: half of the memory this process may use
+// (physical, or its cgroup's where lower), so a header that asks for a huge context or vocabulary is
+// refused at load instead of failing (or swapping) mid-run.
 static size_t memory_limit(void) {
 #ifdef SPECDEC_MEMORY_LIMIT // the fuzz targets' smaller bound
     return SPECDEC_MEMORY_LIMIT;
@@ -1614,9 +1613,8 @@ static double now_seconds(void) {
 
 static size_t panels_of(int d) { return (size_t)(d + PANEL - 1) / PANEL; }
 
-// The run state's buffers for T rows on `threads` threads, one after another from base, each 64-byte
-// aligned (base NULL: none placed); returns their bytes (SIZE_MAX: too many). The one description of the
-// state: build_run_state places it in one allocation, check_memory counts it.
+// The run state's buffers for T rows on `threads` threads, 64-byte aligned one after another from base
+// (NULL: none placed); returns their bytes (SIZE_MAX: too many): build_run_state's, check_memory's.
 static size_t layout_run_state(RunState *s, const Config *c, int T, int threads, char *base) {
     size_t dim = (size_t)c->dim, t = (size_t)T, kv_dim = (size_t)c->n_kv_heads * (dim / (size_t)c->n_heads);
     s->seq_pad = (c->seq_len + LANES - 1) / LANES * LANES;
@@ -1635,9 +1633,8 @@ static size_t layout_run_state(RunState *s, const Config *c, int T, int threads,
     return off;
 }
 
-// The run state, in one block (s->x is its start), written now: calloc hands out big blocks as pages the
-// kernel maps on first write, so the caches would fault page by page as the positions advance, inside the
-// generation's clock (PERFORMANCE.md's mechanism table, "KV caches written at load").
+// The run state in one block (s->x its start), written now: the kernel maps a big block's pages on first
+// write, page by page inside the generation's clock (PERFORMANCE.md: "KV caches written at load").
 static void build_run_state(RunState *s, const Config *c, int T, int threads) {
     size_t bytes = layout_run_state(s, c, T, threads, NULL);
     char *base = xmalloc_aligned(bytes, 64, "activations and KV caches");
@@ -1713,18 +1710,16 @@ static size_t packed_bytes(const Config *c, int gs, int shared) {
     return add_size(mul_size((size_t)c->n_layers, per_layer), classifiers);
 }
 
-// What a model holds besides its packed matrices: the norms and the RoPE tables, and
-// while it loads, each thread's buffer (load_block's): a message, then PANEL rows of the
-// longest as floats, as int8, and two sets of their scales (SCRATCH_VALUES each)
+// What a model holds besides its packed matrices: the norms and RoPE tables, and while it loads each
+// thread's buffer (load_block's): a message, PANEL rows as floats, as int8 and two sets of scales
 static size_t tables_floats(const Config *c) {
     return (2 * (size_t)c->n_layers + 1) * (size_t)c->dim + (size_t)c->seq_len * (size_t)(c->dim / c->n_heads);
 }
 #define SCRATCH_VALUES(c) ((size_t)PANEL * (size_t)((c)->dim > (c)->hidden_dim ? (c)->dim : (c)->hidden_dim))
 #define SCRATCH_BYTES(c) (576 + 7 * SCRATCH_VALUES(c))
 
-// Refuse a model (c with seq_len the run's positions; int8 in groups of gs, or 0: f32) whose
-// weights, tables, run state and load buffers would pass the limit with what the run holds
-// already: 0, or -1 with what it needs and how it could fit in msg
+// 0, or -1 with what it needs and how it could fit in msg: a model (c with seq_len the run's positions;
+// int8 in groups of gs, or 0: f32) whose weights, tables, state and load buffers pass the limit
 static int check_memory(const Config *c, int gs, int shared, int max_rows, int threads, char *msg, size_t len) {
     RunState s;
     size_t weights = packed_bytes(c, gs, shared), state = layout_run_state(&s, c, max_rows, threads, NULL);
@@ -1818,13 +1813,11 @@ static int checkpoint_config(Transformer *t, const unsigned char *head, size_t b
     return q80;
 }
 
-// The load streams the file through a bounded buffer into the packed matrices, so they are the one copy
-// of its weights: in BLOCKS of up to PANEL rows of one matrix in one layer, in the file's order, each
-// read with pread (a file that shrinks while it loads gives a short read, an error, never a signal),
-// checked (f32: every float finite; version 2: every scale finite and >= 0), quantised (an f32 file as
-// int8: the bits of q80_export) and packed (pack_block). Blocks go to the threads in turn; the first bad
-// one in file order names the error. Kept: the packed matrices (the embedding as the classifier's, read
-// back a row at a time: matrix_row), the norms and RoPE tables.
+// The load streams the file through a bounded buffer into the packed matrices, the one copy of its
+// weights: BLOCKS of up to PANEL rows of one matrix in one layer, in file order, each read with pread (a
+// file that shrinks gives a short read, an error, never a signal), checked (f32: every float finite;
+// version 2: every scale finite and >= 0), quantised (f32 as int8: q80_export's bits) and packed
+// (pack_block). Blocks go to the threads in turn; the first bad one in file order names the error.
 typedef struct {
     Transformer *t;
     Config file;                       // the file's config (t's seq_len may be less)
@@ -1876,9 +1869,8 @@ static int load_block(const Loader *s, int b, char *x) {
     return pack_block(m, j0[i], r, raw, sc), 0;
 }
 
-// Thread tid's share of the stream: every nth block from its tid, until one fails (so the
-// first failed blocks of all threads hold the file's first). Thread 0 shows the percentage
-// done once the load has taken a second.
+// Thread tid's share of the stream: every nth block from its tid, until one fails (the threads' first
+// failures hold the file's first). Thread 0 shows the percentage once the load has taken a second.
 static void stream_job(void *arg, int tid, int nth) {
     Loader *s = arg;
     for (int b = tid; b < s->blocks && s->bad[tid] == INT_MAX; b += nth) {
@@ -1935,11 +1927,10 @@ static void place_weights(Transformer *t) {
     else place_matrix(&t->embedding, at, c->vocab_size, dim, t->gs, streamed);
 }
 
-// The checkpoint `path` (a legacy or version-2 file; `weights` a WEIGHTS_*) for forwards of up to
-// max_rows rows on up to `threads` threads of `pool` (NULL: one) at positions below `positions` (the
-// file's seq_len when that is less): its header and size checked, then the memory it needs, before
-// anything large is allocated; then streamed (Loader), every weight checked; the file must not change
-// while it loads. progress: show the percentage on a terminal once the load takes a second.
+// The checkpoint `path` (legacy or version 2; `weights` a WEIGHTS_*) for forwards of up to max_rows rows
+// on `threads` threads of `pool` (NULL: one) at positions below `positions` (or the file's seq_len): its
+// header, size and the memory it needs checked before anything large is allocated, then streamed
+// (Loader), every weight checked; the file must not change meanwhile. progress: show the percentage.
 static void load_transformer(Transformer *t, const char *path, int max_rows, ThreadPool *pool, int threads,
                              int weights, int positions, int progress) {
     *t = (Transformer){.max_rows = max_rows, .pool = pool, .n_threads = pool && threads > 1 ? threads : 1,
@@ -1988,9 +1979,8 @@ static UNUSED_OK void build_transformer(Transformer *t, const char *path, int ma
     build_transformer_as(t, path, max_rows, pool, threads, WEIGHTS_F32);
 }
 
-// A model for this run on `threads` threads, loaded on all of them: KV caches and RoPE
-// tables for the positions it reaches, the prompt (a token per byte at most, BOS and a
-// space) and -n, and a verify pass or a tree past them; without -n, the whole context
+// A model for this run on `threads` threads, loaded on all: KV caches and RoPE tables for the prompt (a
+// token a byte at most, BOS and a space), -n and a pass past them; without -n, the whole context
 static void load_for_run(Transformer *t, const char *path, ThreadPool *pool, int threads, int weights,
                          const Options *o) {
     int rows = o->tree ? TREE_MAX : MAX_ROWS; // a pass's rows: a verify pass's, or a tree's nodes
@@ -2071,9 +2061,8 @@ static Transformer *load_models(Transformer *target, Transformer *draft, Options
     return target;
 }
 
-// A drafter file for h->target (model.h: a 5-int header that `check` tests
-// against the target's dim and vocab_size, then floats) read into h->file, dying
-// naming both files; returns the floats past the header, *n = check's count.
+// A drafter file for h->target (model.h: 5 ints that `check` tests against the target's dim and
+// vocab_size, then floats) into h->file, dying naming both files; returns the floats, *n = check's count
 typedef int (*DrafterCheck)(const int32_t h[5], size_t bytes, int dim, int vocab_size, char *msg, size_t len);
 typedef struct {
     DrafterCheck check;
@@ -2096,8 +2085,7 @@ static const float *read_drafter_file(HiddenDrafter *h, int *n, const char *path
     return (const float *)(void *)(h->file + 5 * sizeof(int32_t));
 }
 
-// Medusa heads for `target` from path (model.h: medusa.bin), checked like a
-// checkpoint (the header against the target, every float finite); W_h packed.
+// Medusa heads for `target` from path (model.h: medusa.bin), every float checked; W_h packed
 static Drafter *medusa_drafter(MedusaDrafter *md, const char *path, Transformer *target, Sampler *s) {
     int dim = target->config.dim, V = target->config.vocab_size;
     size_t per = (size_t)dim * dim + (size_t)dim, panel_floats = panels_of(dim) * dim * PANEL;
@@ -2120,8 +2108,7 @@ static Drafter *medusa_drafter(MedusaDrafter *md, const char *path, Transformer 
     return &md->h.base;
 }
 
-// The feature drafter for `target` from path (model.h: eagle.bin), checked like
-// a checkpoint; W1 and W2 packed.
+// The feature drafter for `target` from path (model.h: eagle.bin), every float checked; W1, W2 packed
 static Drafter *eagle_drafter(EagleDrafter *ed, const char *path, Transformer *target, Sampler *s) {
     int dim = target->config.dim, V = target->config.vocab_size;
     *ed = (EagleDrafter){.h = {.base = {.propose = propose_eagle, .observe = observe_hidden, .free = free_hidden},
@@ -3109,9 +3096,8 @@ static void keep_token(void *ctx, int i, float score, const unsigned char *bytes
     if (len > t->max_token_length) t->max_token_length = len;
 }
 
-// Parse a tokenizer file held in memory, buf (n), for a model with vocab_size
-// tokens (0: as many as the file holds; the file does not store its size, so
-// count its tokens and compare), check its byte-fallback ids, build the lookup.
+// Parse a tokenizer file held in memory, buf (n), for a model of vocab_size tokens (0: as many as the
+// file holds, which does not store its size), check its byte-fallback ids, build the lookup.
 static void parse_tokenizer(Tokenizer *t, const unsigned char *buf, size_t n, const char *path, int vocab_size) {
     char msg[256];
     int32_t maxlen;
@@ -3202,9 +3188,8 @@ static int encode_codepoints(const Tokenizer *t, int *out, const char *text) {
     return n;
 }
 
-// BPE encode as llama2.c: optional BOS, a dummy-prefix " " before non-empty
-// text, codepoints, then repeatedly merge the adjacent pair whose concatenation
-// is in the vocab with the highest score. out needs strlen(text) + 3 slots.
+// BPE encode as llama2.c: optional BOS, a dummy-prefix " " before non-empty text, codepoints, then merge
+// the adjacent pair whose concatenation has the highest score, again and again. out: strlen(text) + 3
 static int encode(Tokenizer *t, int *out, const char *text, int bos, int eos) {
     char pair[2 * MAX_TOKEN_LENGTH + 1]; // two pieces (walk_tokenizer bounds each)
     int n = 0;
@@ -3242,10 +3227,9 @@ static void print_piece(const char *piece) {
 // Appendix F. Auto-K (-k 0): the K that maximises the predicted tokens per second
 //
 // Leviathan et al. 2022, Cor 3.9: the best K is the argmax of model.h's predicted_speedup (Thm 3.8). The
-// costs: a table of verify passes of 1..MAX_ROWS rows timed once at start-up (calibrate_auto_k), times
-// one running factor for how much dearer passes are now (attention grows with the position, the machine's
-// speed moves); the draft step and a are running means. Auto-K changes only the speed, never the text
-// (the text is the same for every K: the round, Part I).
+// costs: verify passes of 1..MAX_ROWS rows timed at start-up (calibrate_auto_k), times a running factor
+// for how much dearer passes are now (attention grows with the position; the machine's speed moves); the
+// draft step and a are running means. Auto-K changes only the speed (the text is the same for every K).
 #define AUTO_DECAY 0.9       // the draft step's and the cost factor's running means (~10 rounds)
 #define AUTO_DECAY_A 0.97    // a's running counts (~30 rounds: at t = 0 acceptance comes in streaks)
 
@@ -3269,9 +3253,8 @@ static int choose_k(double a, double draft_step, const double *verify, double sc
     return best;
 }
 
-// Seconds of one forward over `rows` copies of `token` at pos; with s, and its distribution into probs
-// (vocab): a target-alone step (logits that are not finite cannot fail a finished run). It writes the
-// cache at pos..: generation overwrites it later, or nothing reads it again.
+// Seconds of one forward over `rows` copies of `token` at pos (the cache there is overwritten later or
+// never read); with s, and its distribution into probs (vocab): a target-alone step, never failing
 static double time_forward(Transformer *tr, Sampler *s, float *probs, int token, int rows, int pos) {
     int tokens[MAX_ROWS];
     for (int i = 0; i < rows; i++) tokens[i] = token;
@@ -3281,10 +3264,9 @@ static double time_forward(Transformer *tr, Sampler *s, float *probs, int token,
     return now_seconds() - t0;
 }
 
-// The cost table: verify passes of 1..9 rows, then of every 4th row count up to K_MAX + 1, each the
-// fastest of 3, the row counts interleaved so a slow stretch of the machine hits all of them; between
-// them linear (by then a pass is compute-bound), past the last at its slope. A draft step: the fastest of
-// 3 (lookup: free). a starts at 1/2, a prior: one proposal accepted, one rejected.
+// The cost table: verify passes of 1..9 rows, then every 4th up to K_MAX + 1, the fastest of 3 each,
+// interleaved so a slow stretch hits all; linear between (a pass is compute-bound by then). A draft
+// step: the fastest of 3 (lookup: free). a starts at 1/2: one proposal accepted, one rejected.
 static void calibrate_auto_k(AutoK *ak, Transformer *target, Transformer *draft) {
     double t0 = now_seconds();
     int timed[MAX_ROWS], m = 0, rows = K_MAX + 1;
@@ -3378,10 +3360,9 @@ static double draft_clock(const SpecStats *st, const Speculator *sp) {
     return st->timed.seconds + (sp->trees ? sp->trees->draft_seconds : 0);
 }
 
-// This round's K: -k or auto-K's, within what -n still wants (k + 1 tokens at most) and the target's
-// context (verify rows n-1..n+k-1). A static tree is not cut by -n: a cut level would decide its position
-// as a chain leaf, with other coins, and a short run would not be a prefix of a longer one. Notes the
-// clocks, so end_round can charge the round's costs.
+// This round's K: -k or auto-K's, within what -n still wants (k + 1 tokens at most) and the context
+// (verify rows n-1..n+k-1); a tree is not cut by -n (a cut level would decide its position as a chain
+// leaf, with other coins: a short run would not be a longer one's prefix). Notes the round's clocks.
 static int start_round(SpecStats *st, Speculator *sp, int n, int want) {
     int k = st->k ? st->k : next_auto_k(&st->autok);
     int room = sp->target->config.seq_len - 1 - n;
@@ -3714,9 +3695,8 @@ static void emit(Output *o, int token) {
     if (o->n_generated >= o->max_new) o->done = 1;
 }
 
-// The text emitted so far onto the screen, at most every 40 ms (25 times a second looks continuous): each
-// write wakes whatever reads the text, on a core the forward's threads were using (PERFORMANCE.md, "text
-// flushed at most every 40 ms"). The rest goes out when generation ends.
+// The text so far onto the screen, at most every 40 ms (25 a second looks continuous): each write wakes
+// the reader on a core the forward's threads were using (PERFORMANCE.md, "text flushed at most every 40 ms")
 static void show_output(Output *o) {
     double now = now_seconds();
     if (o->quiet || now - o->shown_at < 0.04) return;
@@ -4014,8 +3994,8 @@ static char *read_prompt(const Options *o) {
 }
 
 // BOS then the prompt's tokens into tokens (room for seq_len); returns the count. A token covers at most
-// max_token_length bytes (the longest piece there is), so a prompt that cannot fit is refused before the
-// (quadratic) merge loop runs. file: -f's (named in the errors), or NULL for -i.
+// max_token_length bytes, so a prompt that cannot fit is refused before the (quadratic) merges. file:
+// -f's (named in the errors), or NULL for -i.
 static int encode_prompt(Tokenizer *tok, int *tokens, const char *prompt, const char *file, const Transformer *tr) {
     size_t len = strlen(prompt), most = (size_t)tok->max_token_length;
     size_t at_least = 1 + (len + most) / most; // BOS, then ceil((len + 1) / most): a leading space, the bytes
