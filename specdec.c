@@ -458,8 +458,6 @@ static void build_sampler(Sampler *s, int vocab_size, float temperature, float t
                    xmalloc((size_t)vocab_size * sizeof(ProbIndex), "sampler order")};
 }
 
-static UNUSED_OK void free_sampler(Sampler *s) { xfree(s->order); }
-
 // index of the largest value; ties go to the lowest index (a NaN at v[0]
 // wins, elsewhere never). v (n)
 static int argmax(const float *v, int n) {
@@ -739,10 +737,6 @@ static void build_speculator(Speculator *sp, Transformer *target, Drafter *draft
     sp->q = xmalloc((size_t)target->max_rows * V * sizeof(float), "draft distributions");
     sp->p = xmalloc((size_t)target->max_rows * V * sizeof(float), "target distributions");
     sp->residual = xmalloc(V * sizeof(float), "residual");
-}
-
-static UNUSED_OK void free_speculator(Speculator *sp) {
-    xfree(sp->q); xfree(sp->p); xfree(sp->residual);
 }
 
 // ----------------------------------------------------------------------------
@@ -1405,8 +1399,8 @@ static Round tree_step(Speculator *sp, int *tokens, int n, int depth) {
     return rd;
 }
 
-// sp's trees, --tree B1,B2,... (depth levels of branch[d] children), in one block
-// (free_trees); sp's drafter is the draft model (parse_tree allows no other)
+// sp's trees, --tree B1,B2,... (depth levels of branch[d] children), in one block; sp's drafter is
+// the draft model (parse_tree allows no other)
 static void build_trees(Speculator *sp, const int *branch, int depth) {
     size_t V = (size_t)sp->target->config.vocab_size, nt = node_kv_floats(sp->target);
     size_t nd = node_kv_floats(sp->drafter->model);
@@ -1416,8 +1410,6 @@ static void build_trees(Speculator *sp, const int *branch, int depth) {
     memcpy(ts->branch, branch, sizeof(ts->branch));
     sp->step = tree_step;
 }
-
-static UNUSED_OK void free_trees(Speculator *sp) { xfree(sp->trees); }
 
 // ============================================================================
 // APPENDICES: the implementations the method above calls
@@ -1968,17 +1960,6 @@ static void load_transformer(Transformer *t, const char *path, int max_rows, Thr
     build_run_state(&t->state, &t->config, max_rows, t->n_threads);
 }
 
-// A model for tests and the bench: every position of the file's seq_len
-static UNUSED_OK void build_transformer_as(Transformer *t, const char *path, int max_rows, ThreadPool *pool,
-                                           int threads, int weights) {
-    load_transformer(t, path, max_rows, pool, threads, weights, INT_MAX, 0);
-}
-
-static UNUSED_OK void build_transformer(Transformer *t, const char *path, int max_rows, ThreadPool *pool,
-                              int threads) {
-    build_transformer_as(t, path, max_rows, pool, threads, WEIGHTS_F32);
-}
-
 // A model for this run on `threads` threads, loaded on all: KV caches and RoPE tables for the prompt (a
 // token a byte at most, BOS and a space), -n and a pass past them; without -n, the whole context
 static void load_for_run(Transformer *t, const char *path, ThreadPool *pool, int threads, int weights,
@@ -1988,13 +1969,6 @@ static void load_for_run(Transformer *t, const char *path, ThreadPool *pool, int
     load_transformer(t, path, rows, pool, o->threads, weights, given(o, "-n") && n < INT_MAX ? (int)n : INT_MAX,
                      !o->quiet);
     t->n_threads = pool && threads > 1 ? threads : 1;
-}
-
-static UNUSED_OK void free_transformer(Transformer *t) {
-    xfree(t->state.x); // the run state's one block
-    xfree(t->layers);
-    xfree(t->packed), xfree(t->tables);
-    t->packed = t->tables = NULL;
 }
 
 // The vocab_size in a checkpoint's header, or 0 if it cannot be read
@@ -2134,18 +2108,13 @@ static Drafter *eagle_drafter(EagleDrafter *ed, const char *path, Transformer *t
 // The reduction orders that define every result (the kernel contract, Part I); a
 // port that follows them (with fused multiply-adds) gets the same logits:
 //
-//   chain  (matmuls, attention): acc = 0; for k = 0, 1, ..., n-1:
-//          acc = fma(a[k], b[k], acc), one rounding per step. Each output has
-//          its own chain, so the SIMD code puts outputs side by side in a
-//          vector (weight rows, cached positions, head dimensions) and never
-//          sums across lanes.
-//   lanes8 (rmsnorm's sum of squares, softmax's sum): lane l (0..7) sums the
-//          terms k = l, l+8, l+16, ... below n8 = n - n%8 in order (fma for a
-//          dot product, plain adds for a sum); the lanes are combined as
-//          ((l0+l4) + (l2+l6)) + ((l1+l5) + (l3+l7)); the tail k = n8..n-1 is
-//          added in order.
-//   exp:   exp_canonical() below, a fixed polynomial, so softmax and SiLU do
-//          not depend on the C library's expf.
+//   chain  (matmuls, attention): acc = 0; for k = 0, 1, ..., n-1: acc = fma(a[k], b[k], acc), one
+//          rounding per step. Each output has its own chain, so the SIMD code puts outputs side by
+//          side in a vector (weight rows, cached positions, head dimensions), never summing across lanes.
+//   lanes8 (rmsnorm's sum of squares, softmax's sum): lane l (0..7) sums the terms k = l, l+8, l+16,
+//          ... below n8 = n - n%8 in order (fma for a dot product, plain adds for a sum); the lanes are
+//          combined as ((l0+l4) + (l2+l6)) + ((l1+l5) + (l3+l7)); the tail k = n8..n-1 added in order.
+//   exp:   exp_canonical() below, a fixed polynomial, so softmax and SiLU do not depend on expf.
 //
 // In order: the orders in portable C (the references the tests hold every path to); each ISA's vocabulary
 // (a float vector, a few operations, an int8 step); the tiles written once over it (llamafile's tinyBLAS
@@ -2185,9 +2154,7 @@ static Drafter *eagle_drafter(EagleDrafter *ed, const char *path, Transformer *t
 #define UNROLL
 #endif
 
-static float sum_lanes(const float l[8]) {
-    return ((l[0] + l[4]) + (l[2] + l[6])) + ((l[1] + l[5]) + (l[3] + l[7]));
-}
+static float sum_lanes(const float l[8]) { return ((l[0] + l[4]) + (l[2] + l[6])) + ((l[1] + l[5]) + (l[3] + l[7])); }
 
 // x (n) . y (n) -> scalar, lanes8 order (rmsnorm's sum of squares: one call a row, so plain C)
 static float dot(const float *x, const float *y, int n) {
@@ -3010,10 +2977,6 @@ static ThreadPool *build_pool(int n) {
     return pool;
 }
 
-static UNUSED_OK void free_pool(ThreadPool *pool) {
-    if (pool) release_resource(pool), xfree(pool->workers), xfree(pool->arrivals), xfree(pool);
-}
-
 // the share [*lo, *hi) of n items that thread tid of nth takes
 static void share(int *lo, int *hi, int n, int tid, int nth) {
     *lo = (int)((long)n * tid / nth);
@@ -3141,11 +3104,6 @@ static void build_tokenizer(Tokenizer *t, const char *path, int vocab_size) {
     unsigned char *buf = read_file_checked(path, "tokenizer (-z FILE)", &n, tokenizer_head, &vocab_size);
     parse_tokenizer(t, buf, n, path, vocab_size);
     xfree(buf);
-}
-
-static UNUSED_OK void free_tokenizer(Tokenizer *t) {
-    for (int i = 0; i < t->vocab_size; i++) xfree(t->vocab[i]);
-    xfree(t->vocab); xfree(t->scores); xfree(t->sorted);
 }
 
 static Tokenizer *new_tokenizer(const char *path, int vocab_size) {

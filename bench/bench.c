@@ -40,6 +40,7 @@
 // checked before anything is measured, and replaced whole (model.h's plan_output).
 #define TESTING
 #include "../specdec.c"
+#include "../test/harness.h"
 #include "../test/random_model.h"
 #include "../test/check.h"
 

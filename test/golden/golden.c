@@ -24,6 +24,7 @@
 // Every float is printed exactly (%a, or %.9g, which reads back to the same float).
 #define TESTING
 #include "../../specdec.c"
+#include "../harness.h"
 #include "../random_model.h"
 
 #define RUN_K 4
