@@ -458,8 +458,7 @@ static void build_sampler(Sampler *s, int vocab_size, float temperature, float t
                    xmalloc((size_t)vocab_size * sizeof(ProbIndex), "sampler order")};
 }
 
-// index of the largest value; ties go to the lowest index (a NaN at v[0]
-// wins, elsewhere never). v (n)
+// index of the largest value; ties go to the lowest index (a NaN at v[0] wins, elsewhere never). v (n)
 static int argmax(const float *v, int n) {
     int best = 0;
     for (int i = 1; i < n; i++)
@@ -590,7 +589,6 @@ struct Drafter {
     // row `row` of the target's last pass ran position pos, now committed,
     // and decided the token after it (-1: none did; NULL: not needed)
     void (*observe)(Drafter *d, int row, int pos);
-    void (*free)(Drafter *d); // what the drafter holds (NULL: nothing; a draft model is freed as a model)
     Transformer *model;  // the draft model, or NULL
 };
 
@@ -718,8 +716,7 @@ static Round speculative_step(Speculator *sp, int *tokens, int n, int k) {
         rd.accepted++;
     }
 
-    // 4. the drafter's state is valid up to the last accepted proposal; row
-    // committed - 1 decided the last token
+    // 4. the drafter's state is valid up to the last accepted proposal; row committed - 1 decided the last token
     if (sp->drafter->rewind) sp->drafter->rewind(sp->drafter, n + rd.accepted);
     if (sp->drafter->observe) sp->drafter->observe(sp->drafter, rd.committed - 1, n + rd.committed - 2);
     return rd;
@@ -1007,11 +1004,6 @@ static void observe_hidden(Drafter *d, int row, int pos) {
     h->at = row < 0 ? -1 : pos;
     h->made = 0;
     if (row >= 0) memcpy(h->z, h->target->state.xn + (size_t)row * dim, (size_t)dim * sizeof(float));
-}
-
-static void free_hidden(Drafter *d) {
-    HiddenDrafter *h = (HiddenDrafter *)d;
-    xfree(h->packed); xfree(h->z); xfree(h->logits); xfree(h->file);
 }
 
 // Medusa heads (Cai et al. 2024): head h maps z of the row that ran position t to q for position
@@ -1739,7 +1731,6 @@ static int check_memory(const Config *c, int gs, int shared, int max_rows, int t
 // would (model.h's q80_group, groups of q80_group_size). A version-2 file is int8 either way.
 enum { WEIGHTS_F32, WEIGHTS_INT8 };
 static const char *const WEIGHTS_NAME[] = {"f32", "int8"}; // as --target-weights/--draft-weights spell them
-#define DRAFT_WEIGHTS WEIGHTS_INT8 // the draft's, unless --draft-weights says otherwise
 
 // Open an input, a regular file, registered as an input of the run (model.h): its fd and *st; die naming
 // it otherwise. O_NONBLOCK: opening a FIFO must not wait for a writer, so that fstat can refuse it.
@@ -1819,8 +1810,7 @@ typedef struct {
     double t0;
 } Loader;
 
-// Block b of the stream (model.h's checkpoint_matrix: where), with x its thread's scratch:
-// 0, or -1 with the reason at x
+// Block b of the stream (where: model.h's checkpoint_matrix), x its thread's scratch: 0, or -1, why at x
 static int load_block(const Loader *s, int b, char *x) {
     CheckpointMatrix f;
     int i = 0, per;
@@ -2063,7 +2053,7 @@ static const float *read_drafter_file(HiddenDrafter *h, int *n, const char *path
 static Drafter *medusa_drafter(MedusaDrafter *md, const char *path, Transformer *target, Sampler *s) {
     int dim = target->config.dim, V = target->config.vocab_size;
     size_t per = (size_t)dim * dim + (size_t)dim, panel_floats = panels_of(dim) * dim * PANEL;
-    *md = (MedusaDrafter){.h = {.base = {.propose = propose_medusa, .observe = observe_hidden, .free = free_hidden},
+    *md = (MedusaDrafter){.h = {.base = {.propose = propose_medusa, .observe = observe_hidden},
                                 .target = target, .sampler = s, .at = -1}};
     const float *f = read_drafter_file(&md->h, &md->n_heads, path, "Medusa heads (a medusa.bin from ./train medusa)",
                                        check_medusa);
@@ -2085,7 +2075,7 @@ static Drafter *medusa_drafter(MedusaDrafter *md, const char *path, Transformer 
 // The feature drafter for `target` from path (model.h: eagle.bin), every float checked; W1, W2 packed
 static Drafter *eagle_drafter(EagleDrafter *ed, const char *path, Transformer *target, Sampler *s) {
     int dim = target->config.dim, V = target->config.vocab_size;
-    *ed = (EagleDrafter){.h = {.base = {.propose = propose_eagle, .observe = observe_hidden, .free = free_hidden},
+    *ed = (EagleDrafter){.h = {.base = {.propose = propose_eagle, .observe = observe_hidden},
                                .target = target, .sampler = s, .at = -1}};
     const float *f = read_drafter_file(&ed->h, &ed->hidden, path, "EAGLE drafter (an eagle.bin from ./train eagle)",
                                        check_eagle);
@@ -3265,8 +3255,7 @@ static void update_auto_k(AutoK *ak, int rows, int accepted, int examined, doubl
 // ----------------------------------------------------------------------------
 // Appendix G. Statistics: the measurement beside the papers' theory (stderr, JSON)
 
-// The drafter the rounds see (plan_rounds): sp's own, its proposals timed for the
-// statistics; the rest passed through
+// The drafter the rounds see (plan_rounds): sp's own, its proposals timed; the rest passed through
 typedef struct { Drafter base; Drafter *inner; double seconds; } TimedDrafter;
 static int propose_timed(Drafter *d, float *q, const int *tokens, int pos) {
     TimedDrafter *td = (TimedDrafter *)d;
@@ -3278,7 +3267,6 @@ static int propose_timed(Drafter *d, float *q, const int *tokens, int pos) {
 static Drafter *inner(Drafter *d) { return ((TimedDrafter *)d)->inner; }
 static void rewind_timed(Drafter *d, int n) { inner(d)->rewind(inner(d), n); }
 static void observe_timed(Drafter *d, int row, int pos) { inner(d)->observe(inner(d), row, pos); }
-static void free_timed(Drafter *d) { inner(d)->free(inner(d)); }
 
 // The statistics of a spec run, auto-K's estimates among them
 struct SpecStats {
@@ -3308,7 +3296,7 @@ static void plan_rounds(Speculator *sp, SpecStats *st, const Options *o, const T
     if (o->tree) build_trees(sp, o->branch, o->tree_depth);
     *st = (SpecStats){.k = !o->n_new ? 1 : o->tree ? o->tree_depth : o->k, .trace = trace};
     st->timed = (TimedDrafter){{propose_timed, in->rewind ? rewind_timed : NULL, in->observe ? observe_timed : NULL,
-                                in->free ? free_timed : NULL, in->model}, in, 0};
+                                in->model}, in, 0};
     sp->drafter = &st->timed.base;
     if (!st->k) calibrate_auto_k(&st->autok, sp->target, in->model);
 }

@@ -547,7 +547,7 @@ static void build_spec(Spec *sc, Transformer *target, Transformer *draft, Sample
 }
 
 static void free_spec(Spec *sc) {
-    if (sc->sp.drafter->free) sc->sp.drafter->free(sc->sp.drafter);
+    free_drafter(sc->st.timed.inner);
     if (sc->sp.trees) free_trees(&sc->sp);
     free_speculator(&sc->sp);
 }

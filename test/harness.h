@@ -5,6 +5,8 @@
 #ifndef SPECDEC_HARNESS_H
 #define SPECDEC_HARNESS_H
 
+#define DRAFT_WEIGHTS WEIGHTS_INT8 // specdec's draft, unless --draft-weights says otherwise
+
 // A model for every position of the file's seq_len, quiet
 static void build_transformer_as(Transformer *t, const char *path, int max_rows, ThreadPool *pool, int threads,
                                  int weights) {
@@ -38,6 +40,17 @@ static void free_speculator(Speculator *sp) {
 }
 
 static void free_trees(Speculator *sp) { xfree(sp->trees); }
+
+// What a drafter holds of its own: Medusa's and EAGLE's buffers (observe_hidden marks them); a draft
+// model is freed as a model, lookup holds nothing
+static void free_drafter(Drafter *d) {
+    if (d->observe != observe_hidden) return;
+    HiddenDrafter *h = (HiddenDrafter *)d;
+    xfree(h->packed);
+    xfree(h->z);
+    xfree(h->logits);
+    xfree(h->file);
+}
 
 static void free_pool(ThreadPool *pool) {
     if (!pool) return;

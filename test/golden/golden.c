@@ -301,7 +301,7 @@ static void write_drafter_run(FILE *f, const char *drafter, float lenience, Toke
     write_rounds(f, &sp, tokens, n, K);
     free_speculator(&sp);
     if (d->model) free_transformer(&dr);
-    if (d->free) d->free(d);
+    free_drafter(d);
     free_sampler(&s);
     free_transformer(&tg);
 }
