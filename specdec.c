@@ -1080,20 +1080,6 @@ static int propose_eagle(Drafter *d, float *q, const int *tokens, int pos) {
     return probs_from_logits(h->sampler, q, h->logits);
 }
 
-static Drafter *medusa_drafter(MedusaDrafter *md, const char *path, Transformer *target, Sampler *s);
-static Drafter *eagle_drafter(EagleDrafter *ed, const char *path, Transformer *target, Sampler *s);
-
-// The drafter -d names (main, spec mode): the draft model, lookup, Medusa or EAGLE
-static Drafter *build_drafter(const Options *o, Transformer *target, Transformer *draft, Sampler *s) {
-    static ModelDrafter md; // the run's one drafter
-    static LookupDrafter lk;
-    static MedusaDrafter mh;
-    static EagleDrafter ed;
-    return o->lookup ? lookup_drafter(&lk, o->ngram_min, o->ngram_max, target->config.vocab_size)
-         : o->medusa ? medusa_drafter(&mh, o->medusa, target, s)
-         : o->eagle  ? eagle_drafter(&ed, o->eagle, target, s) : model_drafter(&md, draft, s);
-}
-
 // ----------------------------------------------------------------------------
 // Lenience: a lossy rule, for measuring what exactness costs
 //
@@ -1441,9 +1427,7 @@ static void release(Owned *o) {
 // Everything owned since `mark` (owned_mark's; &owned: everything), newest first (so
 // the thread pool stops before its memory goes).
 static void *owned_mark(void) { return owned.prev; }
-static void release_since(void *mark) {
-    while (owned.prev != (Owned *)mark) release(owned.prev);
-}
+static void release_since(void *mark) { while (owned.prev != (Owned *)mark) release(owned.prev); }
 
 #ifdef SPECDEC_FUZZ
 #include <setjmp.h>
@@ -1568,9 +1552,7 @@ static float *xmalloc_floats_aligned(size_t n, const char *what) {
     return xmalloc_aligned(n * sizeof(float), 64, what);
 }
 
-static void xfree(void *block) {
-    if (block) release((Owned *)block - 1);
-}
+static void xfree(void *block) { if (block) release((Owned *)block - 1); }
 
 // an owned entry for a resource with its own release function
 static void own_resource(void *base, void (*fn)(void *)) {
@@ -2090,6 +2072,14 @@ static Drafter *eagle_drafter(EagleDrafter *ed, const char *path, Transformer *t
     ed->u = ed->fe + 2 * (size_t)dim;
     ed->h.logits = xmalloc((size_t)V * sizeof(float), "EAGLE logits");
     return &ed->h.base;
+}
+
+// The drafter -d names (main, spec mode): the draft model, lookup, Medusa or EAGLE
+static Drafter *build_drafter(const Options *o, Transformer *target, Transformer *draft, Sampler *s) {
+    static struct { ModelDrafter md; LookupDrafter lk; MedusaDrafter mh; EagleDrafter ed; } d; // the run's one
+    return o->lookup ? lookup_drafter(&d.lk, o->ngram_min, o->ngram_max, target->config.vocab_size)
+         : o->medusa ? medusa_drafter(&d.mh, o->medusa, target, s)
+         : o->eagle  ? eagle_drafter(&d.ed, o->eagle, target, s) : model_drafter(&d.md, draft, s);
 }
 
 // ----------------------------------------------------------------------------
@@ -2984,16 +2974,14 @@ static void prefetch_shared(const float *x, size_t n, int nth) {
 #endif
 }
 
-// How many CPUs this process may use: the default --threads. Not the online CPUs when
-// the process is pinned (taskset, a container's cpuset) or held to a CPU quota (docker
-// --cpus): more threads than CPUs stall at every barrier (pool_wait; PERFORMANCE.md's
-// mechanism table). Linux states both limits; elsewhere the online count stands.
+// How many CPUs this process may use, the default --threads: fewer than the online ones when it is pinned
+// (taskset, a cpuset) or held to a quota (docker --cpus), which Linux states; more threads than CPUs stall
+// at every barrier (pool_wait; PERFORMANCE.md's mechanism table).
 #if defined(__linux__)
 #include <sys/syscall.h>
 #endif
 
-// The CPUs in this thread's affinity mask (sched_getaffinity, by its system
-// call: the libc wrapper needs _GNU_SOURCE); 0 where unknown
+// The CPUs in this thread's affinity mask (by the system call: the libc wrapper needs _GNU_SOURCE); 0: unknown
 static int affinity_cpus(void) {
     int n = 0;
 #if defined(__linux__) && defined(SYS_sched_getaffinity)
