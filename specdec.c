@@ -84,9 +84,8 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-// Positions per block of the key cache, and outputs per group of the attention
-// kernels: 16 with AVX-512 (one register), else 8 (Appendix C). Only the layout
-// changes with it; every score and weighted sum is the same chain.
+// Positions per block of the key cache and outputs per group of the attention kernels: 16 with
+// AVX-512 (one register), else 8 (Appendix C); only the layout changes, no score's chain.
 #if defined(__AVX512F__) && defined(__AVX2__) && defined(__FMA__)
 #define LANES 16
 #else
@@ -115,10 +114,9 @@
 typedef struct ThreadPool ThreadPool;
 typedef void (*Job)(void *arg, int tid, int n_threads);
 
-// A weight matrix W (d, n), repacked at load for the matmul kernel. Panel i holds
-// rows 16i..16i+15 k-major, w[(i*n + k)*16 + j] = W[16i + j][k], so a step along k
-// reads one line with 16 outputs' weights and a matmul streams the matrix front to
-// back once. Rows past d are zero. No result depends on the layout (Appendix C).
+// A weight matrix W (d, n), repacked at load for the matmul kernel: panel i holds rows 16i..16i+15
+// k-major, w[(i*n + k)*16 + j] = W[16i + j][k], so a step along k reads a line of 16 outputs'
+// weights and a matmul streams W once. Rows past d are zero. No result depends on it (Appendix C).
 typedef struct {
     float *w;     // (n_panels, n, PANEL)
     int8_t *w8;   // or, in an int8 model, W in groups of gs steps with their scales (q8_group_at)
@@ -298,9 +296,8 @@ static void attend(Transformer *tr, int l, int g, int first, int T, int pos) {
     }
 }
 
-// Grouped-query attention of the pass's T rows for key/value head g: RoPE
-// turns the head's queries and key at each row's position, every row's key and
-// value go into the caches, then all rows attend in one pass.
+// Grouped-query attention of the pass's T rows for kv head g: RoPE turns the head's queries and key
+// at each row's position, the keys and values go into the caches, then all rows attend at once.
 static void attention_head(const ForwardJob *job, int l, int g) {
     Transformer *tr = job->tr;
     int kv_dim = tr->config.n_kv_heads * (tr->config.dim / tr->config.n_heads);
@@ -373,9 +370,8 @@ static void forward_job(void *arg, int tid, int nth) {
     matmul_panels(s->logits, xn, T, &tr->wcls, lo, hi);
 }
 
-// One pass of job's rows (tokens: theirs) through the model, on all threads
-// unless passes keep stalling (note_stall): any thread count gives the same
-// bits. Returns logits (T, vocab_size), valid until the next pass.
+// One pass of job's rows (tokens: theirs), on all threads unless passes keep stalling (note_stall;
+// any count gives the same bits). Returns logits (T, vocab_size), valid until the next pass.
 static float *run_pass(Transformer *tr, const int *tokens, ForwardJob *job) {
     RunState *s = &tr->state;
     int dim = tr->config.dim;
@@ -411,12 +407,11 @@ static float *forward_chunked(Transformer *tr, const int *tokens, int n, int sta
 //
 // Every random choice is a coin in [0, 1) looked up by WHAT it decides, never drawn from a running
 // stream: coin_at(rng, position, purpose). So the token at a position depends on the seed and the
-// context alone, not on how rounds happened to fall, on K, on timing or on threads. The coins come
-// from splitmix64 (Steele, Lea, Flood 2014): key = mix64(seed + G), and element i of the stream is
-// mix64(key + (i + 1) G), G = 0x9E3779B97F4A7C15; the position's coin for `purpose` (one of the
-// three below) is element 4 * position + purpose, its top 24 bits / 2^24 (exactly representable as
-// a float). Element 4 * position + 3 is no coin: Part II's trees key the coins of their later
-// candidates there.
+// context alone, not on how rounds fell, on K, timing or threads. The coins come from splitmix64
+// (Steele, Lea, Flood 2014): key = mix64(seed + G), element i of the stream is mix64(key + (i + 1) G),
+// G = 0x9E3779B97F4A7C15; the coin for `purpose` (below) is element 4 * position + purpose, its top
+// 24 bits / 2^24 (exact as a float). Element 4 * position + 3 is no coin: Part II's trees key the
+// coins of their later candidates there.
 
 typedef struct { uint64_t key; } Rng; // key = mix64(seed + G)
 
@@ -436,9 +431,8 @@ static uint64_t rng_at(const Rng *r, uint64_t i) { return mix64(r->key + (i + 1)
 
 static float coin_of(uint64_t bits) { return (float)(bits >> 40) / 16777216.0f; }
 
-// What a coin at a position decides: the draw of a token from a distribution
-// (the draft's proposal, or the one plain sampling draws), the accept test of
-// a proposal, and the draw from the residual after a rejection.
+// What a coin at a position decides: the draw of a token from a distribution (the draft's proposal,
+// or plain sampling's), the accept test of a proposal, the draw from the residual after a rejection.
 enum { COIN_DRAW = 0, COIN_ACCEPT = 1, COIN_RESAMPLE = 2 };
 
 static float coin_at(const Rng *r, int pos, int purpose) {
@@ -486,9 +480,8 @@ static int probs_from_logits(Sampler *s, float *probs, const float *logits) {
     return 1;
 }
 
-// Inverse CDF: the first i with coin < probs[0] + ... + probs[i], the sum in
-// index order over the tokens with mass (zeros are skipped, never added). If
-// rounding leaves the total below the coin, the last token with mass.
+// Inverse CDF: the first i with coin < probs[0] + ... + probs[i], summed in index order over the
+// tokens with mass (zeros skipped); if rounding leaves the total below the coin, the last with mass.
 static int sample(const float *probs, int n, float coin) {
     float cdf = 0.0f;
     int last = 0;
@@ -592,9 +585,8 @@ struct Drafter {
     Transformer *model;  // the draft model, or NULL
 };
 
-// The draft model: its KV cache holds tokens[0..cached), and it runs whatever
-// the context adds before each proposal (the prompt in the first round, one
-// token after that). Past its seq_len it has no proposal.
+// The draft model: its KV cache holds tokens[0..cached); before each proposal it runs what the
+// context added (the prompt in the first round, one token after that). Past its seq_len: none.
 typedef struct {
     Drafter base;
     Sampler *sampler;     // q goes through the same function as p
@@ -680,9 +672,8 @@ static int propose(Speculator *sp, int *tokens, int pos, int i) {
     return 1;
 }
 
-// One round from n committed tokens with up to k drafts (0 <= k <= K_MAX):
-// Leviathan et al. 2022, Algorithm 1. tokens (n, room for n+k+1); appends
-// the round's tokens (1..k+1) and returns what happened.
+// One round from n committed tokens with up to k drafts (0 <= k <= K_MAX), Leviathan et al. 2022,
+// Algorithm 1: tokens (n, room for n+k+1) gets the round's 1..k+1 tokens; returns what happened.
 static Round speculative_step(Speculator *sp, int *tokens, int n, int k) {
     int V = sp->target->config.vocab_size;
     Round rd = {0};
@@ -694,9 +685,8 @@ static Round speculative_step(Speculator *sp, int *tokens, int n, int k) {
     // 2. verify: ONE target pass over [t_last, x_1..x_k] at positions n-1..n+k-1 -> p_1..p_{k+1}
     const float *logits = forward(sp->target, tokens + n - 1, rd.k + 1, n - 1);
 
-    // 3. accept or reject position by position, each with its own coins; stop
-    // at the first rejection. p_i is made from its row only when reached.
-    // After k acceptances, position n+k is proposed and decided the same way.
+    // 3. accept or reject position by position, each with its own coins, up to the first rejection (p_i
+    // made from its row when reached); after k acceptances, position n+k is proposed and decided too
     for (int i = 0; i <= rd.k; i++) {
         float *p = sp->p + (size_t)i * V;
         if (!probs_from_logits(sp->sampler, p, logits + (size_t)i * V))
@@ -716,7 +706,7 @@ static Round speculative_step(Speculator *sp, int *tokens, int n, int k) {
         rd.accepted++;
     }
 
-    // 4. the drafter's state is valid up to the last accepted proposal; row committed - 1 decided the last token
+    // 4. the drafter is valid up to the last accepted proposal; row committed - 1 decided the last token
     if (sp->drafter->rewind) sp->drafter->rewind(sp->drafter, n + rd.accepted);
     if (sp->drafter->observe) sp->drafter->observe(sp->drafter, rd.committed - 1, n + rd.committed - 2);
     return rd;
@@ -760,9 +750,8 @@ static void start_output(Output *o, const int *tokens, int n);
 static void emit(Output *o, int token);
 static void show_output(Output *o);
 
-// The prefill: tokens[0..n-1) (the prompt but its last token) into tr's caches,
-// max_rows a pass; Ctrl-C stops it between passes (and then generation). Returns
-// the row of its last pass that ran position n-2 (-1: none did).
+// The prefill: tokens[0..n-1) (the prompt but its last token) into tr's caches, max_rows a pass,
+// Ctrl-C stopping it between passes. Returns the row of its last pass that ran n-2 (-1: none).
 static int prefill(Transformer *tr, const int *tokens, int n, Output *o) {
     double t0 = now_seconds();
     int rows = 0;
@@ -774,9 +763,8 @@ static int prefill(Transformer *tr, const int *tokens, int n, Output *o) {
     return o->prefilled == n - 1 ? rows - 1 : -1;
 }
 
-// Plain decoding with one model from n committed tokens (the prompt): the
-// token at position n drawn from p_n with coin_at(n, DRAW). tokens has room
-// for seq_len. Returns the number of committed tokens.
+// Plain decoding with one model from n committed tokens (the prompt): position n's token drawn from
+// p_n with coin_at(n, DRAW); tokens has room for seq_len. Returns the count of committed tokens.
 static int generate_plain(Transformer *tr, Sampler *s, const Rng *rng, int *tokens, int n, Output *o) {
     float *probs = xmalloc((size_t)tr->config.vocab_size * sizeof(float), "probs");
     prefill(tr, tokens, n, o);
@@ -982,11 +970,10 @@ static void matmul_on(const Transformer *tr, float *out, const float *x, const M
 }
 
 // Medusa and EAGLE (below) need no second model: a round from n committed tokens reads the target's
-// final hidden state z = rmsnorm(x, rms_final) of the row that ran position n - 2 (observe) and makes
-// q through the target's own classifier. Exact, as the step needs: q_i is fixed before position i's
-// coins and p_i are read, z a function of t_0..t_{n-1}. Which row z comes from depends on where
-// rounds begin, so at t > 0 the text depends on K: parse_options fixes K (-k 0 too), so the text is
-// still a function of the seed.
+// final hidden state z = rmsnorm(x, rms_final) of the row that ran position n - 2 (observe) and makes q
+// through the target's classifier. Exact: q_i is fixed before position i's coins and p_i are read, z is
+// a function of t_0..t_{n-1}. Where rounds begin picks z's row, so at t > 0 the text depends on K:
+// parse_options fixes K (-k 0 too), keeping the text a function of the seed.
 typedef struct {
     Drafter base;
     Transformer *target;
@@ -1007,9 +994,8 @@ static void observe_hidden(Drafter *d, int row, int pos) {
 }
 
 // Medusa heads (Cai et al. 2024): head h maps z of the row that ran position t to q for position
-// t + 1 + h, logits_h = wcls @ (z + silu(W_h z + b_h)) (model.h: medusa.bin), so head 1 proposes
-// position n, head 2 n + 1, ... A head's q_i ignores x_1..x_{i-1}: one choice of q_i given the
-// context. Past the last head: p alone.
+// t + 1 + h, logits_h = wcls @ (z + silu(W_h z + b_h)) (model.h: medusa.bin). A head's q_i ignores
+// x_1..x_{i-1}: one choice of q_i given the context. Past the last head: p alone.
 typedef struct {
     HiddenDrafter h;   // h.made: 1 once every head's logits for z are made
     int n_heads;       // H
@@ -1136,9 +1122,8 @@ typedef struct Trees {
     double draft_seconds;        // its draft passes' seconds after the root's (the statistics, Appendix G)
 } Trees;
 
-// A tree pass (forward_tree): row i is node first + i, at position pos + its depth (parent[v] < v;
-// -1: the context); node_kv (L, n_kv_heads, TREE_MAX, 2, hs) keeps every node's key (after RoPE)
-// and value for the passes after its own.
+// A tree pass (forward_tree): row i is node first + i at position pos + its depth (parent[v] < v, -1:
+// the context); node_kv (L, n_kv_heads, TREE_MAX, 2, hs) keeps each node's key and value for later passes
 typedef struct { ForwardJob pass; int first; const int *parent, *depth; float *node_kv; } TreePass;
 
 // Node `node`'s key and value in layer l, kv head g of node_kv: (2, hs)
@@ -3177,8 +3162,7 @@ typedef struct {
     double calibration_seconds; // what measuring took (once, before generating)
 } AutoK;
 
-// argmax over K = 1..K_MAX of tokens per second; ties go to the smaller K.
-// verify[n] x scale: the seconds of an n-row verify pass.
+// argmax over K = 1..K_MAX of tokens per second (ties: the smaller K); verify[n] x scale: an n-row pass
 static int choose_k(double a, double draft_step, const double *verify, double scale) {
     int best = 1;
     double best_rate = -1;
@@ -3499,8 +3483,7 @@ static void print_report(const Report *rp) {
     if (rp->sp) print_spec_report(rp);
 }
 
-// -j FILE, checked before anything runs (model.h's plan_output); the file is not
-// touched until write_json replaces it whole.
+// -j FILE, checked before anything runs (model.h's plan_output); write_json replaces the file whole
 static void check_json_path(const Options *o) {
     char msg[IO_PATH_MAX + 256];
     if (o->json_path && plan_output(&json_out, o->json_path, msg, sizeof(msg)))
