@@ -235,8 +235,7 @@ typedef struct ForwardJob {
     void (*attention)(const struct ForwardJob *job, int l, int g);
 } ForwardJob;
 
-// Row i's queries of kv head g and its key, in place in its qkv row, turned by
-// RoPE at position `at`; returns the key (hs), its value kv_dim floats on.
+// Row i's queries of kv head g and its key, turned by RoPE at position `at` in place; returns the key
 static float *rope_row(Transformer *tr, int i, int g, size_t at) {
     const Config *c = &tr->config;
     int hs = c->dim / c->n_heads, group = c->n_heads / c->n_kv_heads;
@@ -314,9 +313,8 @@ static void add_columns(float *x, const float *y, int T, int n, int lo, int hi) 
         for (int j = lo; j < hi && j < n; j++) x[(size_t)t * n + j] += y[(size_t)t * n + j];
 }
 
-// The layers, then the classifier, on thread tid of nth. Between phases the threads meet at a
-// barrier; inside one, each writes only its own outputs, and first asks for the lines of its
-// inputs, which the other threads just wrote (prefetch_shared).
+// The layers, then the classifier, on thread tid of nth. Phases end at a barrier; in a phase a thread
+// writes only its own outputs, and first asks for the lines of its inputs (prefetch_shared).
 static void forward_job(void *arg, int tid, int nth) {
     const ForwardJob *job = arg;
     Transformer *tr = job->tr;
@@ -391,8 +389,7 @@ static float *forward(Transformer *tr, const int *tokens, int n_rows, int pos) {
     return run_pass(tr, tokens, &(ForwardJob){.tr = tr, .T = n_rows, .pos = pos, .attention = attention_head});
 }
 
-// Feed tokens[0..n) at positions start.. in chunks of max_rows rows (prompt
-// prefill, draft catch-up). Returns the logits row of the last token.
+// tokens[0..n) at positions start.., max_rows a pass (draft catch-up); returns the last one's logits
 static float *forward_chunked(Transformer *tr, const int *tokens, int n, int start) {
     float *last = NULL;
     for (int i = 0; i < n; i += tr->max_rows) {
@@ -550,9 +547,8 @@ typedef struct {
     int token;           // the token the position commits
 } Verdict;
 
-// Leviathan et al. 2022, Algorithm 1, at ONE position: keep the proposal v->x with probability
-// min(1, p(x)/q(x)) (coin v->u); otherwise draw from norm(max(0, p - q)) (coin v->r). p, q (n);
-// residual (n) is scratch. Returns the committed token.
+// Leviathan et al. 2022, Algorithm 1, at ONE position: keep v->x with probability min(1, p(x)/q(x))
+// (coin v->u), else draw from norm(max(0, p - q)) (coin v->r); returns the token. residual: scratch
 static int decide(Verdict *v, const float *p, const float *q, float *residual, int n, float lenience) {
     v->q = q[v->x];
     v->p = p[v->x];
@@ -579,8 +575,7 @@ struct Drafter {
     int (*propose)(Drafter *d, float *q, const int *tokens, int pos);
     // positions >= n were not committed: forget them (NULL: nothing to forget)
     void (*rewind)(Drafter *d, int n);
-    // row `row` of the target's last pass ran position pos, now committed,
-    // and decided the token after it (-1: none did; NULL: not needed)
+    // row `row` of the target's last pass ran position pos and decided the next (-1: none did)
     void (*observe)(Drafter *d, int row, int pos);
     Transformer *model;  // the draft model, or NULL
 };
@@ -659,8 +654,7 @@ struct Speculator {
     struct Trees *trees;       // Part II's draft trees (--tree), or NULL: a chain
 };
 
-// Propose position pos, slot i of the round: q_i from the drafter, then
-// x_i ~ q_i drawn with the position's coin, into tokens[pos]. 0: no proposal.
+// Proposes position pos, slot i of the round: q_i from the drafter, x_i ~ q_i into tokens[pos]; 0: none
 static int propose(Speculator *sp, int *tokens, int pos, int i) {
     int V = sp->target->config.vocab_size;
     float *q = sp->q + (size_t)i * V;
@@ -837,8 +831,7 @@ typedef struct {
     int target_gs;           // the target's int8 groups (0: f32; -1: no target, -m draft)
 } Report;
 
-// What main calls from the appendices: the command line (I), loading (B), the
-// thread pool (D), the tokenizer (E), statistics and the report (F, G).
+// What main calls: the command line (I), loading (B), threads (D), the tokenizer (E), the report (G)
 static void parse_options(Options *o, int argc, char **argv);
 static void usage(void);
 static void check_json_path(const Options *o);
@@ -1181,8 +1174,7 @@ static float *forward_tree(Transformer *tr, float *node_kv, const int *tokens, i
     return run_pass(tr, tokens, &tp.pass);
 }
 
-// After tree passes: the keys and values of nodes path[0..count) go into the
-// caches at positions pos.. (the path the round accepted), in every layer.
+// After tree passes: the keys and values of the accepted path[0..count) into the caches at pos..
 static void commit_path(Transformer *tr, float *node_kv, const int *path, int count, int pos) {
     size_t hs = (size_t)(tr->config.dim / tr->config.n_heads);
     for (int l = 0; l < tr->config.n_layers; l++)
@@ -1208,15 +1200,13 @@ static int propose_tree_model(ModelDrafter *md, float *node_kv, float *q, const 
     return 1;
 }
 
-// Candidate j's coin for `purpose` at position pos: candidate 0 uses the
-// chain's coin_at; later ones an element of their own (4 pos + 3 keys them).
+// Candidate j's coin for `purpose` at pos: candidate 0's is the chain's, later ones' are keyed by 4 pos + 3
 static float candidate_coin(const Rng *r, int pos, int purpose, int j) {
     if (j == 0) return coin_at(r, pos, purpose);
     return coin_of(mix64(rng_at(r, 4 * (uint64_t)pos + 3) + (uint64_t)(2 * j + purpose) * RNG_GAMMA));
 }
 
-// q_{j+1} from q_j: x removed, the rest renormalised (sum in index order).
-// q (n) in place; returns the mass left before renormalising (0: used up).
+// q_{j+1} from q_j (n, in place): x removed, renormalised; returns the mass left (0: used up)
 static float remove_candidate(float *q, int n, int x) {
     float mass = 0.0f;
     q[x] = 0.0f;
@@ -1327,8 +1317,7 @@ static Round tree_step(Speculator *sp, int *tokens, int n, int depth) {
     // 2. verify: ONE target pass over every node, each seeing its ancestors -> p per node
     const float *logits = forward_tree(sp->target, ts->target_kv, t->token, 0, t->parent, t->n, n - 1);
 
-    // 3. walk down from the root: at each node its candidates by the rule above;
-    // a node without candidates is decided as the chain's last position
+    // 3. walk down from the root, each node's candidates by the rule; a leaf decides as the chain's last
     for (int v = 0;;) {
         int i = t->depth[v], pos = n + i;
         float *p = sp->p + v * row;
@@ -1355,15 +1344,13 @@ static Round tree_step(Speculator *sp, int *tokens, int n, int depth) {
         path[n_path++] = v = c;
     }
 
-    // 4. the accepted path's keys and values into the target's cache, at their
-    // positions; the draft's cache holds the context only and catches up
+    // 4. the accepted path into the target's cache; the draft's holds the context and catches up
     commit_path(sp->target, ts->target_kv, path, n_path, n);
     rewind_model(&ts->draft->base, n + rd.accepted);
     return rd;
 }
 
-// sp's trees, --tree B1,B2,... (depth levels of branch[d] children), in one block; sp's drafter is
-// the draft model (parse_tree allows no other)
+// sp's trees, --tree B1,B2,... (branch[d] children at depth d), one block; sp's drafter: a model
 static void build_trees(Speculator *sp, const int *branch, int depth) {
     size_t V = (size_t)sp->target->config.vocab_size, nt = node_kv_floats(sp->target);
     size_t nd = node_kv_floats(sp->drafter->model);
@@ -1409,8 +1396,7 @@ static void release(Owned *o) {
     else free(o->base);
 }
 
-// Everything owned since `mark` (owned_mark's; &owned: everything), newest first (so
-// the thread pool stops before its memory goes).
+// All owned since `mark` (&owned: all), newest first: the thread pool stops before its memory goes
 static void *owned_mark(void) { return owned.prev; }
 static void release_since(void *mark) { while (owned.prev != (Owned *)mark) release(owned.prev); }
 
@@ -1450,8 +1436,7 @@ static int numbers_in(const char *dir, const char *name, double v[2]) {
     return got > 0 ? got : 0;
 }
 
-// The memory limit set in one cgroup directory (v2's memory.max, "max": none;
-// v1's memory.limit_in_bytes), in bytes; 0 where none is set
+// One cgroup directory's memory limit (v2's memory.max, v1's memory.limit_in_bytes); 0: none
 static double memory_max_in(const char *dir) {
     double v[2];
     return numbers_in(dir, "memory.max", v) == 1 || numbers_in(dir, "memory.limit_in_bytes", v) == 1 ? v[0] : 0;
@@ -1607,8 +1592,7 @@ static size_t matrix_bytes(int d, int n, int gs) {
     return mul_size(panels_of(d), gs ? (size_t)(n / gs) * q8_group_bytes(gs) : (size_t)n * PANEL * sizeof(float));
 }
 
-// m: a packed W (d, n) at `at` (int8 in groups of gs, or 0: floats), its rows still to fill (zeroed:
-// rows past d stay 0); returns the end
+// m: a packed W (d, n) at `at` (int8 in groups of gs, or 0: floats), rows still zero; returns the end
 static void *place_matrix(Matrix *m, void *at, int d, int n, int gs, int streamed) {
     *m = (Matrix){.w = gs ? NULL : at, .w8 = gs ? at : NULL, .gs = gs, .d = d, .n = n, .n_panels = (int)panels_of(d),
                   .streamed = streamed};
@@ -1727,8 +1711,7 @@ static int read_at(int fd, void *buf, size_t n, size_t at, char *msg, size_t len
     return 0;
 }
 
-// A check on a file's first bytes (at most HEAD_BYTES, zero-padded) and its
-// size, made before the body is read: 0, or -1 with the reason in msg.
+// A check on a file's first HEAD_BYTES (zero-padded) and size before its body: 0, or -1 and msg
 #define HEAD_BYTES Q80_HEADER_BYTES // the longest header an input has (model.h)
 typedef int (*HeadCheck)(const void *ctx, const unsigned char *head, size_t bytes, char *msg, size_t len);
 
@@ -1830,8 +1813,7 @@ static void stream_job(void *arg, int tid, int nth) {
     }
 }
 
-// The norms, and the RoPE tables (an f32 file's own, or computed: rope_tables), for
-// positions < seq_len, into the model's table block: 0, or -1 and msg
+// The norms and RoPE tables (an f32 file's own, or rope_tables') into its table block: 0, or -1 and msg
 static int load_tables(Loader *s, char *msg, size_t len) {
     Transformer *t = s->t;
     const Config *c = &t->config;
@@ -3050,8 +3032,7 @@ static void parse_tokenizer(Tokenizer *t, const unsigned char *buf, size_t n, co
     qsort(t->sorted, (size_t)vocab_size, sizeof(TokenIndex), cmp_token_index);
 }
 
-// The tokenizer's max_token_length, and a size that vocab_size tokens of at
-// most that length can fill (ctx: the vocab_size, <= 0: any), before the body
+// Checks, before the body, that vocab_size tokens (ctx; <= 0: any) of the header's max length fit the size
 static int tokenizer_head(const void *ctx, const unsigned char *head, size_t bytes, char *msg, size_t len) {
     int32_t max_len, vocab = *(const int *)ctx;
     if (walk_tokenizer(head, bytes < 4 ? bytes : 4, &max_len, NULL, NULL, msg, len) < 0) return -1;
@@ -3082,8 +3063,7 @@ static int lookup_token(const Tokenizer *t, const char *str) {
     return hit ? hit->id : -1;
 }
 
-// The text of `token` following `prev`: a piece right after BOS loses its
-// leading space (the dummy prefix encode added); byte tokens become their byte.
+// The text of `token` after `prev` (after BOS, less the space encode prepends); byte tokens: their byte
 static const char *decode_piece(const Tokenizer *t, int prev, int token) {
     if (token >= TOKEN_BYTE0 && token < TOKEN_BYTE0 + 256)
         return (const char *)t->byte_pieces + 2 * (token - TOKEN_BYTE0);
@@ -3092,8 +3072,7 @@ static const char *decode_piece(const Tokenizer *t, int prev, int token) {
     return piece;
 }
 
-// Split UTF-8 text into codepoint tokens (byte tokens where the vocab lacks
-// the codepoint). Returns the number of ids written to out.
+// UTF-8 text into codepoint tokens (byte tokens where the vocab lacks one); returns their count
 static int encode_codepoints(const Tokenizer *t, int *out, const char *text) {
     char cp[5];
     int n = 0, len = 0;
@@ -3214,8 +3193,7 @@ static int next_auto_k(AutoK *ak) {
     return choose_k(ak->accepted / ak->examined, ak->draft_step, ak->calib, ak->scale);
 }
 
-// Fold one round in: accepted of examined proposals, its seconds per draft
-// step (0: none ran) and of its verify pass of `rows` rows.
+// Folds one round in: its acceptances, seconds per draft step (0: none) and of its `rows`-row verify pass
 static void update_auto_k(AutoK *ak, int rows, int accepted, int examined, double draft_step, double verify_s) {
     double d = AUTO_DECAY;
     ak->accepted = AUTO_DECAY_A * ak->accepted + accepted;
@@ -3261,8 +3239,7 @@ static SpecStats *new_spec_stats(void) { return xmalloc(sizeof(SpecStats), "stat
 
 static double ratio(double x, double y) { return y > 0 ? x / y : 0; }
 
-// sp's rounds and st from the options: -k (0: auto-K) or --tree's shape, and sp's
-// drafter timed. Auto-K times the target's passes first; -n 0 times nothing.
+// sp's rounds (-k, or --tree's shape; 0: auto-K, timed now unless nothing is to be generated), its drafter timed
 static void plan_rounds(Speculator *sp, SpecStats *st, const Options *o, const Tokenizer *trace) {
     Drafter *in = sp->drafter;
     if (o->tree) build_trees(sp, o->branch, o->tree_depth);
@@ -3291,8 +3268,7 @@ static int start_round(SpecStats *st, Speculator *sp, int n, int want) {
     return k < 0 ? 0 : k;
 }
 
-// a piece made safe for one line of the trace: newlines shown as \n, byte
-// tokens by their name (<0xC9>) since a lone byte is no printable text
+// a piece on one line of the trace: newlines as \n, byte tokens by their name (<0xC9>)
 static void trace_piece(const Tokenizer *t, int token) {
     if (token >= TOKEN_BYTE0 && token < TOKEN_BYTE0 + 256 && t->vocab[token][0] == '<') {
         fputs(t->vocab[token], stderr);
@@ -3501,8 +3477,7 @@ static int utf8_length(const unsigned char *c) {
     return n > 1 && (c[1] < lo || c[1] > hi) ? 0 : n;
 }
 
-// ", "key": "value" with the value escaped for JSON (null for NULL); a byte that
-// is not UTF-8 (a Latin-1 prompt) as \u00XX, the character it is in Latin-1
+// ", "key": "value" escaped for JSON (NULL: null); a byte that is not UTF-8 as \u00XX, its Latin-1 character
 static void json_string(FILE *f, const char *key, const char *v) {
     fprintf(f, ", \"%s\": ", key);
     if (!v) { fputs("null", f); return; }
@@ -3799,8 +3774,7 @@ static const char *drafter_file(const char *d, const char *name, const char *def
     return d[n] ? d + n + 1 : beside_binary(default_file, 1);
 }
 
-// Flags that contradict each other or the mode: an error; flags that do
-// nothing here or look like a mistake: a warning, and the run goes on.
+// Flags that contradict each other or the mode: an error; useless or odd ones: a warning
 static void check_options(Options *o, int usable) {
     int spec = !strcmp(o->mode, "spec"), target = !strcmp(o->mode, "target");
     int on_target = o->medusa || o->eagle; // drafters on the target's hidden state
