@@ -38,29 +38,29 @@
 //
 // CONTENTS (line numbers; test/cli.sh checks them)
 // Part I. The chain
-//   112-179   The data
-//   182-239   The kernel contract
-//   242-427   Forward
-//   430-527   Sampler
-//   530-603   The speculative step
-//   606-658   Drafters
-//   661-777   The speculative round
-//   780-857   Generation
-//   860-976   main
+//   109-170   The data
+//   173-224   The kernel contract
+//   227-399   Forward
+//   402-490   Sampler
+//   493-560   The speculative step
+//   563-609   Drafters
+//   612-719   The speculative round
+//   722-798   Generation
+//   801-916   main
 // Part II. The extensions
-//   979-1157  Drafters without a second model
-//  1160-1167  Lenience
-//  1170-1497  Tree speculation
+//   919-1057  Drafters without a second model
+//  1060-1064  Lenience
+//  1067-1362  Tree speculation
 // Appendices
-//  1500-1626  Appendix A. Errors and memory
-//  1629-2104  Appendix B. Loading
-//  2107-2817  Appendix C. Math kernels
-//  2820-3114  Appendix D. Threads
-//  3117-3271  Appendix E. Tokenizer
-//  3274-3380  Appendix F. Auto-K (-k 0)
-//  3383-3705  Appendix G. Statistics
-//  3708-3756  Appendix H. The text on stdout
-//  3759-4137  Appendix I. Command line
+//  1365-1540  Appendix A. Errors and memory
+//  1543-2045  Appendix B. Loading
+//  2048-2746  Appendix C. Math kernels
+//  2749-2973  Appendix D. Threads
+//  2976-3119  Appendix E. Tokenizer
+//  3122-3198  Appendix F. Auto-K (-k 0)
+//  3201-3541  Appendix G. Statistics
+//  3544-3589  Appendix H. The text on stdout
+//  3592-3896  Appendix I. Command line
 //
 // Build: cc -std=c11 -O3 -mavx2 -mfma -ffp-contract=off -pthread specdec.c -lm
 #define _POSIX_C_SOURCE 200809L
@@ -203,8 +203,7 @@ static float exp_and_sum(float *x, int n, float max);
 static float max_of(const float *x, int n);
 typedef struct Sampler Sampler;
 typedef struct { float prob; int index; } ProbIndex;
-// probs (n) in place: all but the top_k most likely and the top_p nucleus zeroed, the
-// rest renormalised (Appendix C: the order, the sums)
+// probs (n) in place: all but the top_k most likely and the top_p nucleus zeroed, the rest renormalised
 static void truncate_distribution(Sampler *s, float *probs);
 
 // Threads (Appendix D): run job(arg, tid, n) for tid = 0..n-1, the caller as 0 (on one
@@ -457,10 +456,9 @@ static int argmax(const float *v, int n) {
     return best;
 }
 
-// THE function from logits to the distribution a token is drawn from. Target (p) and draft (q) both
-// go through it, so they can never be processed differently. Temperature 0 gives the one-hot
-// argmax: greedy decoding is sampling from a one-hot distribution. logits (n) -> probs (n); returns
-// 0 (probs undefined) if the logits are not finite.
+// THE function from logits to the distribution a token is drawn from: target (p) and draft (q) both
+// go through it, so they are never processed differently. Temperature 0 gives the one-hot argmax
+// (greedy decoding samples a one-hot distribution). logits (n) -> probs (n); 0: logits not finite.
 static int probs_from_logits(Sampler *s, float *probs, const float *logits) {
     int n = s->vocab_size;
     if (s->temperature == 0.0f) {
@@ -997,9 +995,8 @@ typedef struct {
     float *y;          // (H, dim) each head's z + silu(W_h z + b_h)
 } MedusaDrafter;
 
-// Head h's logits for z, every head's made the first time one is asked for: y_h = z + silu(W_h z +
-// b_h), then logits = wcls @ y for all H rows in ONE pass: the same bits as row by row, the
-// classifier read once (PERFORMANCE.md: "Medusa's heads").
+// Head h's logits for z, all heads' made at the first ask: y_h = z + silu(W_h z + b_h), then wcls @ y for
+// all H rows in ONE pass: row by row's bits, the classifier read once (PERFORMANCE.md: "Medusa's heads")
 static const float *head_logits(MedusaDrafter *md, int h) {
     HiddenDrafter *hd = &md->h;
     int dim = hd->target->config.dim;
@@ -1062,10 +1059,9 @@ static int propose_eagle(Drafter *d, float *q, const int *tokens, int pos) {
 // ----------------------------------------------------------------------------
 // Lenience: a lossy rule, for measuring what exactness costs
 //
-// What it adds to Part I: the l that acceptance_ratio and residual_distribution take, set by
-// --lenience l (Leviathan et al. 2022, Appendix A.5): accept iff u < min(1, p(x) / (l q(x))), resample
-// from norm(max(0, p - l q)). Proposals pass more often and the output is no longer the target's
-// distribution. l = 1 is the exact rule (l q == q exactly: the same bits); trees take it only.
+// What it adds to Part I: the l of acceptance_ratio and residual_distribution, --lenience l (Leviathan
+// et al. 2022, Appendix A.5): accept iff u < min(1, p(x) / (l q(x))), resample from norm(max(0, p - l q)).
+// More proposals pass, the output no longer the target's; l = 1 is exact (the same bits), trees' only.
 
 // ----------------------------------------------------------------------------
 // Tree speculation: several candidates where the draft is unsure, ONE pass
@@ -1467,9 +1463,8 @@ static double cgroup_limit(const char *root, const char *self, const char *contr
     return best;
 }
 
-// What the run may allocate, all models and buffers together: half of the memory this process may use
-// (physical, or its cgroup's where lower), so a header that asks for a huge context or vocabulary is
-// refused at load instead of failing (or swapping) mid-run.
+// What the run may allocate, all models and buffers together: half the memory this process may use
+// (physical, or its cgroup's), so a huge header is refused at load, not failing (or swapping) mid-run.
 static size_t memory_limit(void) {
 #ifdef SPECDEC_MEMORY_LIMIT // the fuzz targets' smaller bound
     return SPECDEC_MEMORY_LIMIT;
@@ -3236,7 +3231,6 @@ struct SpecStats {
 };
 
 static SpecStats *new_spec_stats(void) { return xmalloc(sizeof(SpecStats), "statistics"); }
-
 static double ratio(double x, double y) { return y > 0 ? x / y : 0; }
 
 // sp's rounds (-k, or --tree's shape; 0: auto-K, timed now unless nothing is to be generated), its drafter timed
@@ -3466,9 +3460,8 @@ static void check_json_path(const Options *o) {
         json_out.name[0] = '\0', die("-j %s", msg);
 }
 
-// The bytes of the UTF-8 character at c, or 0 if c does not start one (RFC 3629's
-// table: the lead byte, then continuation bytes, the second one's range narrowed after
-// E0 and F0 (no overlong forms), ED (no surrogates) and F4 (nothing past U+10FFFF))
+// The bytes of the UTF-8 character at c, or 0 if c starts none (RFC 3629: the lead byte, continuation
+// bytes, the second's range narrowed after E0, F0 (overlong), ED (surrogates) and F4 (past U+10FFFF))
 static int utf8_length(const unsigned char *c) {
     int n = c[0] < 0x80 ? 1 : c[0] < 0xC2 ? 0 : c[0] < 0xE0 ? 2 : c[0] < 0xF0 ? 3 : c[0] < 0xF5 ? 4 : 0;
     for (int i = 1; i < n; i++) // a NUL ends the text: it is no continuation byte
@@ -3567,8 +3560,7 @@ static void start_output(Output *o, const int *tokens, int n) {
     o->shown_at = now_seconds();
 }
 
-// Send the buffered text; a write error (a full disk, /dev/full, a closed pipe
-// with SIGPIPE ignored) ends the run with exit 1 rather than decoding on unseen.
+// Send the buffered text; a write error (a full disk, a closed pipe) ends the run, not decoding on unseen
 static void flush_text(void) {
     if (fflush(stdout) != 0 || ferror(stdout)) die("cannot write the text to stdout: %s", strerror(errno));
 }
@@ -3884,9 +3876,8 @@ static char *read_prompt(const Options *o) {
     return text;
 }
 
-// BOS then the prompt's tokens into tokens (room for seq_len); returns the count. A token covers at most
-// max_token_length bytes, so a prompt that cannot fit is refused before the (quadratic) merges. file:
-// -f's (named in the errors), or NULL for -i.
+// BOS and the prompt's tokens into tokens (room for seq_len); returns the count. A prompt that cannot fit
+// (a token covers max_token_length bytes at most) is refused before the quadratic merges. file: -f's or NULL
 static int encode_prompt(Tokenizer *tok, int *tokens, const char *prompt, const char *file, const Transformer *tr) {
     size_t len = strlen(prompt), most = (size_t)tok->max_token_length;
     size_t at_least = 1 + (len + most) / most; // BOS, then ceil((len + 1) / most): a leading space, the bytes
