@@ -35,7 +35,7 @@ TFLAGS  = $(REQUIRED) $(CFLAGS) -Wno-unused-function
 ASAN    = -std=c11 -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
           -fno-sanitize-recover=all -ffp-contract=off -Wall -Wextra -pedantic -Wno-unused-function
 TESTS   = test_kernels test_forward test_tokenizer test_spec test_io test_load
-TEST_DEPS = specdec.c model.h test/check.h test/random_model.h
+TEST_DEPS = specdec.c model.h test/check.h test/random_model.h test/harness.h
 
 .PHONY: all run test test-core test-port bench sweep bench-tree bench-scale clean golden
 
@@ -221,7 +221,7 @@ build/train/test_train: test/test_train.c test/train_check.h $(TRAINER)
 	@mkdir -p build/train
 	$(CC) $(REQUIRED) $(CFLAGS) $(SIMD) -pthread -o $@ test/test_train.c $(LDLIBS)
 
-build/train/test_train_ckpt: test/test_train_ckpt.c test/train_check.h specdec.c model.h
+build/train/test_train_ckpt: test/test_train_ckpt.c test/train_check.h test/harness.h specdec.c model.h
 	@mkdir -p build/train
 	$(CC) $(REQUIRED) $(CFLAGS) -Wno-unused-function $(SIMD) -o $@ test/test_train_ckpt.c $(LDLIBS)
 
@@ -230,7 +230,7 @@ build/train/asan/test_train: test/test_train.c test/train_check.h $(TRAINER)
 	@mkdir -p build/train/asan
 	$(CC) $(ASAN) $(SIMD) -pthread -o $@ test/test_train.c $(LDLIBS)
 
-build/train/asan/test_train_ckpt: test/test_train_ckpt.c test/train_check.h specdec.c model.h
+build/train/asan/test_train_ckpt: test/test_train_ckpt.c test/train_check.h test/harness.h specdec.c model.h
 	@mkdir -p build/train/asan
 	$(CC) $(ASAN) $(SIMD) -o $@ test/test_train_ckpt.c $(LDLIBS)
 
@@ -451,7 +451,7 @@ FUZZ_FLAGS = -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-r
              -ffp-contract=off -Wall -Wextra -Wno-unused-function $(SIMD)
 .PHONY: fuzz fuzz-build
 
-build/fuzz/%: fuzz/fuzz_%.c fuzz/fuzz.h specdec.c model.h
+build/fuzz/%: fuzz/fuzz_%.c fuzz/fuzz.h test/harness.h specdec.c model.h
 	@mkdir -p build/fuzz
 	$(FUZZ_CC) $(FUZZ_FLAGS) -o $@ $< -lm -pthread
 

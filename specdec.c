@@ -38,29 +38,29 @@
 //
 // CONTENTS (line numbers; test/cli.sh checks them)
 // Part I. The chain
-//   112-179   The data
-//   182-239   The kernel contract
-//   242-427   Forward
-//   430-527   Sampler
-//   530-603   The speculative step
-//   606-658   Drafters
-//   661-777   The speculative round
-//   780-857   Generation
-//   860-976   main
+//   109-170   The data
+//   173-224   The kernel contract
+//   227-399   Forward
+//   402-490   Sampler
+//   493-560   The speculative step
+//   563-609   Drafters
+//   612-719   The speculative round
+//   722-798   Generation
+//   801-916   main
 // Part II. The extensions
-//   979-1157  Drafters without a second model
-//  1160-1167  Lenience
-//  1170-1497  Tree speculation
+//   919-1057  Drafters without a second model
+//  1060-1064  Lenience
+//  1067-1362  Tree speculation
 // Appendices
-//  1500-1626  Appendix A. Errors and memory
-//  1629-2104  Appendix B. Loading
-//  2107-2817  Appendix C. Math kernels
-//  2820-3114  Appendix D. Threads
-//  3117-3271  Appendix E. Tokenizer
-//  3274-3380  Appendix F. Auto-K (-k 0)
-//  3383-3705  Appendix G. Statistics
-//  3708-3756  Appendix H. The text on stdout
-//  3759-4137  Appendix I. Command line
+//  1365-1540  Appendix A. Errors and memory
+//  1543-2045  Appendix B. Loading
+//  2048-2746  Appendix C. Math kernels
+//  2749-2973  Appendix D. Threads
+//  2976-3119  Appendix E. Tokenizer
+//  3122-3198  Appendix F. Auto-K (-k 0)
+//  3201-3541  Appendix G. Statistics
+//  3544-3589  Appendix H. The text on stdout
+//  3592-3896  Appendix I. Command line
 //
 // Build: cc -std=c11 -O3 -mavx2 -mfma -ffp-contract=off -pthread specdec.c -lm
 #define _POSIX_C_SOURCE 200809L
@@ -73,7 +73,6 @@
 #include <math.h>
 #include <stddef.h>
 #include <pthread.h>
-#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -85,9 +84,8 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-// Positions per block of the key cache, and outputs per group of the attention
-// kernels: 16 with AVX-512 (one register), else 8 (Appendix C). Only the layout
-// changes with it; every score and weighted sum is the same chain.
+// Positions per block of the key cache and outputs per group of the attention kernels: 16 with
+// AVX-512 (one register), else 8 (Appendix C); only the layout changes, no score's chain.
 #if defined(__AVX512F__) && defined(__AVX2__) && defined(__FMA__)
 #define LANES 16
 #else
@@ -102,8 +100,7 @@
 #define UNUSED_OK
 #endif
 
-// The longest draft run K, and the rows of its verify pass: every buffer of a
-// round is sized for them once.
+// The longest draft run K and the rows of its verify pass: a round's buffers are sized for them
 #define K_MAX 16
 #define MAX_ROWS (K_MAX + 1)
 #define MAX_THREADS 64
@@ -112,18 +109,14 @@
 // The data: a transformer (config and weights as in model.h, packed matrices,
 // the run state), its thread pool, the tokenizer
 
-// Output rows per panel of a packed matrix: 16 floats, one 64-byte line (two
-// AVX2 vectors, one AVX-512 vector, four NEON ones).
-#define PANEL 16
+#define PANEL 16 // output rows per panel of a packed matrix: 16 floats, one 64-byte line
 
 typedef struct ThreadPool ThreadPool;
 typedef void (*Job)(void *arg, int tid, int n_threads);
 
-// A weight matrix W (d, n), repacked at load for the matmul kernel. Panel i
-// holds rows 16i..16i+15 stored k-major, w[(i*n + k)*16 + j] = W[16i + j][k],
-// so one step along k reads one 64-byte line with 16 outputs' weights, and a
-// matmul streams the whole matrix front to back once. Rows past d are zero.
-// The layout changes no result: those follow the reduction order (Appendix C).
+// A weight matrix W (d, n), repacked at load for the matmul kernel: panel i holds rows 16i..16i+15
+// k-major, w[(i*n + k)*16 + j] = W[16i + j][k], so a step along k reads a line of 16 outputs'
+// weights and a matmul streams W once. Rows past d are zero. No result depends on it (Appendix C).
 typedef struct {
     float *w;     // (n_panels, n, PANEL)
     int8_t *w8;   // or, in an int8 model, W in groups of gs steps with their scales (q8_group_at)
@@ -170,8 +163,6 @@ typedef struct {
     int max_rows;               // rows one forward() may take
     ThreadPool *pool;           // NULL: one thread
     int n_threads;              // threads a forward() uses (<= the pool's)
-    long forwards;              // forward() calls so far, and their seconds (statistics, auto-K)
-    double seconds;
     const char *path;
     void *packed, *tables;      // what loading allocated: the matrices, the norms and RoPE tables
 } Transformer;
@@ -181,12 +172,11 @@ typedef struct Tokenizer Tokenizer; // llama2.c's tokenizer.bin, BPE with byte f
 // ----------------------------------------------------------------------------
 // The kernel contract: what the method calls, implemented in the appendices
 //
-// Every number is defined by a REDUCTION ORDER (Appendix C), not by the code
-// that computes it: a matmul output or an attention score is ONE chain of
-// fused multiply-adds over k = 0, 1, ..., n-1; RMSNorm's and softmax's sums
-// take 8 lanes combined in a fixed order; exp is exp_canonical. So the AVX-512,
-// AVX2, NEON and plain C paths, any number of rows and any number of threads
-// give the same bits, and a (K+1)-row verify pass equals K+1 one-row steps.
+// Every number is defined by a REDUCTION ORDER (Appendix C), not by the code that computes it: a
+// matmul output or an attention score is ONE chain of fused multiply-adds over k = 0, 1, ..., n-1;
+// RMSNorm's and softmax's sums take 8 lanes combined in a fixed order; exp is exp_canonical. So the
+// AVX-512, AVX2, NEON and plain C paths, any number of rows and any number of threads give the same
+// bits, and a (K+1)-row verify pass equals K+1 one-row steps.
 
 // W (d,n) @ x (T,n) -> out (T,d): output panels [i0, i1) of m (16 rows each); an int8
 // model's W and x are int8 groups, summed exactly within a group (Appendix C, int8 matmul)
@@ -204,21 +194,16 @@ static void rope(float *v, const float *cos_row, const float *sin_row, int n_hea
 static void swiglu(float *out, const float *h1, const float *h3, int n);
 // query (Q <= 6) pointers to (hs), kc (n_blocks, hs, LANES) -> s (Q) pointers to (LANES n_blocks):
 // s[i][t] = query[i] . key_t
-static void attention_scores(float *const *s, const float *const *query, int Q, const float *kc,
-                             int n_blocks, int hs);
+static void attention_scores(float *const *s, const float *const *query, int Q, const float *kc, int n_blocks, int hs);
 // e (Q <= 6) pointers to (n_pos), v (n_pos, hs) -> out (Q) pointers to (hs): sum_t e[i][t] v_t
-static void attention_values(float *const *out, const float *const *e, int Q, const float *v,
-                             int n_pos, int hs);
+static void attention_values(float *const *out, const float *const *e, int Q, const float *v, int n_pos, int hs);
 // x (n) in place: x[i] = exp(x[i] - max); returns their sum
 static float exp_and_sum(float *x, int n, float max);
 // the largest of x (n)
 static float max_of(const float *x, int n);
-// x (n) in place: x[i] = exp(x[i] - max) / sum (a division, not a product by 1 / sum)
-static void softmax(float *x, int n);
 typedef struct Sampler Sampler;
 typedef struct { float prob; int index; } ProbIndex;
-// probs (n) in place: all but the top_k most likely and the top_p nucleus zeroed, the
-// rest renormalised (Appendix C: the order, the sums)
+// probs (n) in place: all but the top_k most likely and the top_p nucleus zeroed, the rest renormalised
 static void truncate_distribution(Sampler *s, float *probs);
 
 // Threads (Appendix D): run job(arg, tid, n) for tid = 0..n-1, the caller as 0 (on one
@@ -243,15 +228,13 @@ static double now_seconds(void);
 
 // A pass: T rows, row i at position pos + i. attention is what a pass runs for
 // layer l's kv head g over its rows: attention_head (Part II's trees bring their own).
-typedef struct ForwardJob ForwardJob;
-struct ForwardJob {
+typedef struct ForwardJob {
     Transformer *tr;
     int T, pos;
-    void (*attention)(const ForwardJob *job, int l, int g);
-};
+    void (*attention)(const struct ForwardJob *job, int l, int g);
+} ForwardJob;
 
-// Row i's queries of kv head g and its key, in place in its qkv row, turned by
-// RoPE at position `at`; returns the key (hs), its value kv_dim floats on.
+// Row i's queries of kv head g and its key, turned by RoPE at position `at` in place; returns the key
 static float *rope_row(Transformer *tr, int i, int g, size_t at) {
     const Config *c = &tr->config;
     int hs = c->dim / c->n_heads, group = c->n_heads / c->n_kv_heads;
@@ -272,14 +255,12 @@ static void put_kv(Transformer *tr, int l, int g, size_t at, const float *k, con
     memcpy(s->value_cache + (head * (size_t)c->seq_len + at) * hs, v, hs * sizeof(float));
 }
 
-// Causal attention of rows first..first+T-1 (at positions pos..pos+T-1) for
-// the query heads of key/value head g (heads g*group .. g*group+group-1 share
-// its keys and values), against the cache up to each row's own position: every
-// query of the group is scored against the cache in one pass: score_t =
-// (query . key_t) / sqrt(hs), w = softmax of the scores over t <= its own
-// position, out = sum_t w_t value_t / sum_t w_t. Positions after a row's own
-// are computed (the block is shared) but get weight exactly 0, and 0 * v adds
-// nothing, so each row's bits are those of a one-row pass.
+// Causal attention of rows first..first+T-1 (at positions pos..pos+T-1) for the query heads of
+// key/value head g (heads g*group .. g*group+group-1 share its keys and values), against the cache
+// up to each row's own position: every query of the group is scored against the cache in one pass:
+// score_t = (query . key_t) / sqrt(hs), w = softmax of the scores over t <= its own position, out =
+// sum_t w_t value_t / sum_t w_t. Positions after a row's own are computed (the block is shared) but
+// get weight exactly 0, and 0 * v adds nothing, so each row's bits are those of a one-row pass.
 static void attend(Transformer *tr, int l, int g, int first, int T, int pos) {
     const Config *c = &tr->config;
     RunState *s = &tr->state;
@@ -313,9 +294,8 @@ static void attend(Transformer *tr, int l, int g, int first, int T, int pos) {
     }
 }
 
-// Grouped-query attention of the pass's T rows for key/value head g: RoPE
-// turns the head's queries and key at each row's position, every row's key and
-// value go into the caches, then all rows attend in one pass.
+// Grouped-query attention of the pass's T rows for kv head g: RoPE turns the head's queries and key
+// at each row's position, the keys and values go into the caches, then all rows attend at once.
 static void attention_head(const ForwardJob *job, int l, int g) {
     Transformer *tr = job->tr;
     int kv_dim = tr->config.n_kv_heads * (tr->config.dim / tr->config.n_heads);
@@ -332,10 +312,8 @@ static void add_columns(float *x, const float *y, int T, int n, int lo, int hi) 
         for (int j = lo; j < hi && j < n; j++) x[(size_t)t * n + j] += y[(size_t)t * n + j];
 }
 
-// The layers, then the classifier, on thread tid of nth.
-// Between phases the threads meet at a barrier; inside one, each writes only
-// its own outputs, and first asks for the lines of its inputs, which the other
-// threads just wrote (prefetch_shared).
+// The layers, then the classifier, on thread tid of nth. Phases end at a barrier; in a phase a thread
+// writes only its own outputs, and first asks for the lines of its inputs (prefetch_shared).
 static void forward_job(void *arg, int tid, int nth) {
     const ForwardJob *job = arg;
     Transformer *tr = job->tr;
@@ -389,25 +367,20 @@ static void forward_job(void *arg, int tid, int nth) {
     matmul_panels(s->logits, xn, T, &tr->wcls, lo, hi);
 }
 
-// One pass of job's rows (tokens: theirs) through the model, on all threads
-// unless passes keep stalling (note_stall): any thread count gives the same
-// bits. Returns logits (T, vocab_size), valid until the next pass.
+// One pass of job's rows (tokens: theirs), on all threads unless passes keep stalling (note_stall;
+// any count gives the same bits). Returns logits (T, vocab_size), valid until the next pass.
 static float *run_pass(Transformer *tr, const int *tokens, ForwardJob *job) {
     RunState *s = &tr->state;
     int dim = tr->config.dim;
     for (int i = 0; i < job->T; i++) // embed: x[i] = token_embedding[tokens[i]]
         matrix_row(s->x + (size_t)i * dim, &tr->embedding, tokens[i]);
-    double t0 = now_seconds();
     pool_run(tr->pool, tr->n_threads, forward_job, job);
-    tr->seconds += now_seconds() - t0;
-    tr->forwards++;
     return s->logits;
 }
 
-// Runs tokens[0..n_rows) at positions pos..pos+n_rows-1: row i attends to
-// positions <= pos+i; keys and values of all rows go into the caches. Every
-// row's arithmetic is independent of n_rows and of the thread count, so the
-// result equals n_rows single-row calls bit for bit (batch invariance).
+// Runs tokens[0..n_rows) at positions pos..pos+n_rows-1: row i attends to positions <= pos+i; keys
+// and values of all rows go into the caches. Every row's arithmetic is independent of n_rows and of
+// the thread count, so the result equals n_rows single-row calls bit for bit (batch invariance).
 static float *forward(Transformer *tr, const int *tokens, int n_rows, int pos) {
     if (n_rows < 1 || n_rows > tr->max_rows || pos < 0 || pos + n_rows > tr->config.seq_len)
         die("%s: forward(%d rows at pos %d) outside 1..%d rows and seq_len %d", tr->path, n_rows, pos,
@@ -415,8 +388,7 @@ static float *forward(Transformer *tr, const int *tokens, int n_rows, int pos) {
     return run_pass(tr, tokens, &(ForwardJob){.tr = tr, .T = n_rows, .pos = pos, .attention = attention_head});
 }
 
-// Feed tokens[0..n) at positions start.. in chunks of max_rows rows (prompt
-// prefill, draft catch-up). Returns the logits row of the last token.
+// tokens[0..n) at positions start.., max_rows a pass (draft catch-up); returns the last one's logits
 static float *forward_chunked(Transformer *tr, const int *tokens, int n, int start) {
     float *last = NULL;
     for (int i = 0; i < n; i += tr->max_rows) {
@@ -429,15 +401,13 @@ static float *forward_chunked(Transformer *tr, const int *tokens, int n, int sta
 // ----------------------------------------------------------------------------
 // Sampler: coins from a seed, and ONE function from logits to a distribution
 //
-// Every random choice is a coin in [0, 1) looked up by WHAT it decides, never
-// drawn from a running stream: coin_at(rng, position, purpose). So the token at
-// a position depends on the seed and the context alone, not on how rounds
-// happened to fall, on K, on timing or on threads. The coins come from
-// splitmix64 (Steele, Lea, Flood 2014): key = mix64(seed + G), and element i of
-// the stream is mix64(key + (i + 1) G), G = 0x9E3779B97F4A7C15; the position's
-// coin for `purpose` (one of the three below) is element 4 * position + purpose,
-// its top 24 bits / 2^24 (exactly representable as a float). Element 4 * position
-// + 3 is no coin: Part II's trees key the coins of their later candidates there.
+// Every random choice is a coin in [0, 1) looked up by WHAT it decides, never drawn from a running
+// stream: coin_at(rng, position, purpose). So the token at a position depends on the seed and the
+// context alone, not on how rounds fell, on K, timing or threads. The coins come from splitmix64
+// (Steele, Lea, Flood 2014): key = mix64(seed + G), element i of the stream is mix64(key + (i + 1) G),
+// G = 0x9E3779B97F4A7C15; the coin for `purpose` (below) is element 4 * position + purpose, its top
+// 24 bits / 2^24 (exact as a float). Element 4 * position + 3 is no coin: Part II's trees key the
+// coins of their later candidates there.
 
 typedef struct { uint64_t key; } Rng; // key = mix64(seed + G)
 
@@ -457,9 +427,8 @@ static uint64_t rng_at(const Rng *r, uint64_t i) { return mix64(r->key + (i + 1)
 
 static float coin_of(uint64_t bits) { return (float)(bits >> 40) / 16777216.0f; }
 
-// What a coin at a position decides: the draw of a token from a distribution
-// (the draft's proposal, or the one plain sampling draws), the accept test of
-// a proposal, and the draw from the residual after a rejection.
+// What a coin at a position decides: the draw of a token from a distribution (the draft's proposal,
+// or plain sampling's), the accept test of a proposal, the draw from the residual after a rejection.
 enum { COIN_DRAW = 0, COIN_ACCEPT = 1, COIN_RESAMPLE = 2 };
 
 static float coin_at(const Rng *r, int pos, int purpose) {
@@ -479,10 +448,7 @@ static void build_sampler(Sampler *s, int vocab_size, float temperature, float t
                    xmalloc((size_t)vocab_size * sizeof(ProbIndex), "sampler order")};
 }
 
-static UNUSED_OK void free_sampler(Sampler *s) { xfree(s->order); }
-
-// index of the largest value; ties go to the lowest index (a NaN at v[0]
-// wins, elsewhere never). v (n)
+// index of the largest value; ties go to the lowest index (a NaN at v[0] wins, elsewhere never). v (n)
 static int argmax(const float *v, int n) {
     int best = 0;
     for (int i = 1; i < n; i++)
@@ -490,11 +456,9 @@ static int argmax(const float *v, int n) {
     return best;
 }
 
-// THE function from logits to the distribution a token is drawn from. Target
-// (p) and draft (q) both go through it, so they can never be processed
-// differently. Temperature 0 gives the one-hot argmax: greedy decoding is
-// sampling from a one-hot distribution. logits (n) -> probs (n); returns 0
-// (probs undefined) if the logits are not finite.
+// THE function from logits to the distribution a token is drawn from: target (p) and draft (q) both
+// go through it, so they are never processed differently. Temperature 0 gives the one-hot argmax
+// (greedy decoding samples a one-hot distribution). logits (n) -> probs (n); 0: logits not finite.
 static int probs_from_logits(Sampler *s, float *probs, const float *logits) {
     int n = s->vocab_size;
     if (s->temperature == 0.0f) {
@@ -511,9 +475,8 @@ static int probs_from_logits(Sampler *s, float *probs, const float *logits) {
     return 1;
 }
 
-// Inverse CDF: the first i with coin < probs[0] + ... + probs[i], the sum in
-// index order over the tokens with mass (zeros are skipped, never added). If
-// rounding leaves the total below the coin, the last token with mass.
+// Inverse CDF: the first i with coin < probs[0] + ... + probs[i], summed in index order over the
+// tokens with mass (zeros skipped); if rounding leaves the total below the coin, the last with mass.
 static int sample(const float *probs, int n, float coin) {
     float cdf = 0.0f;
     int last = 0;
@@ -529,18 +492,16 @@ static int sample(const float *probs, int n, float coin) {
 // ----------------------------------------------------------------------------
 // The speculative step: the papers' equations, one function each
 //
-// Why it is exact (Leviathan et al. 2022, Thm 1 / Appendix A.1): a draft token
-// x ~ q is kept with probability min(1, p(x)/q(x)), so it is EMITTED with
-// probability q(x) min(1, p(x)/q(x)) = min(q(x), p(x)). It is rejected with
-// total probability beta = sum_x (q(x) - min(q(x), p(x))) = sum_x max(0, p(x) - q(x)),
-// and then a token is drawn from norm(max(0, p - q)), which adds exactly
-// max(0, p(x) - q(x)) to each x. min(q,p) + max(0, p-q) = p(x). The next
-// position is only examined after an acceptance, and then the context is the
-// same one the target would have seen, so the argument repeats position by
-// position. It needs nothing of q but that x was drawn from it: any drafter
-// (a smaller model, n-gram lookup, heads on the target) keeps the output
-// exact, as long as its q does not look at the target's p or coins. The l
-// below is Part II's lenience (l = 1: the exact rule).
+// Why it is exact (Leviathan et al. 2022, Thm 1 / Appendix A.1): a draft token x ~ q is kept with
+// probability min(1, p(x)/q(x)), so it is EMITTED with probability q(x) min(1, p(x)/q(x)) =
+// min(q(x), p(x)). It is rejected with total probability beta = sum_x (q(x) - min(q(x), p(x))) =
+// sum_x max(0, p(x) - q(x)), and then a token is drawn from norm(max(0, p - q)), which adds exactly
+// max(0, p(x) - q(x)) to each x. min(q,p) + max(0, p-q) = p(x). The next position is only examined
+// after an acceptance, and then the context is the same one the target would have seen, so the
+// argument repeats position by position. It needs nothing of q but that x was drawn from it: any
+// drafter (a smaller model, n-gram lookup, heads on the target) keeps the output exact, as long as
+// its q does not look at the target's p or coins. The l below is Part II's lenience (l = 1: the
+// exact rule).
 
 // The accept test's threshold min(1, p(x) / (l q(x))); x ~ q, so q(x) > 0.
 static float acceptance_ratio(float p_x, float q_x, float lenience) {
@@ -550,17 +511,15 @@ static float acceptance_ratio(float p_x, float q_x, float lenience) {
     return r >= 1.0f ? 1.0f : r; // NaN stays NaN, and u < NaN rejects
 }
 
-// The residual distribution norm(max(0, p - l q)) a rejected position draws
-// from, its mass summed in index order. p, q (n) -> out (n); returns the mass
-// before normalising.
+// The residual distribution norm(max(0, p - l q)) a rejected position draws from, its mass summed
+// in index order. p, q (n) -> out (n); returns the mass before normalising.
 //
-// Zero residual: sum max(0, p - q) = 0 means p <= q everywhere; both sum to 1,
-// so p == q up to rounding. If p == q exactly, every ratio is 1 and no draft is
-// ever rejected. A rejection can only happen where rounding left the float p
-// summing to S < 1 while q sums to 1: then x is emitted with probability
-// min(p(x), q(x)) = p(x) and rejected with probability 1 - S. Drawing the
-// replacement from p (normalised) emits x with p(x) + (1 - S) p(x)/S = p(x)/S,
-// exactly the normalised target. Any other choice (the argmax, say) biases it.
+// Zero residual: sum max(0, p - q) = 0 means p <= q everywhere; both sum to 1, so p == q up to
+// rounding. If p == q exactly, every ratio is 1 and no draft is ever rejected. A rejection can only
+// happen where rounding left the float p summing to S < 1 while q sums to 1: then x is emitted with
+// probability min(p(x), q(x)) = p(x) and rejected with probability 1 - S. Drawing the replacement
+// from p (normalised) emits x with p(x) + (1 - S) p(x)/S = p(x)/S, exactly the normalised target.
+// Any other choice (the argmax, say) biases it.
 static float residual_distribution(float *out, const float *p, const float *q, float lenience, int n) {
     float mass = 0.0f;
     for (int i = 0; i < n; i++) {
@@ -586,10 +545,8 @@ typedef struct {
     int token;           // the token the position commits
 } Verdict;
 
-// Leviathan et al. 2022, Algorithm 1, at ONE position: keep the proposal v->x
-// with probability min(1, p(x)/q(x)) (coin v->u); otherwise draw from
-// norm(max(0, p - q)) (coin v->r). p, q (n); residual (n) is scratch.
-// Returns the committed token.
+// Leviathan et al. 2022, Algorithm 1, at ONE position: keep v->x with probability min(1, p(x)/q(x))
+// (coin v->u), else draw from norm(max(0, p - q)) (coin v->r); returns the token. residual: scratch
 static int decide(Verdict *v, const float *p, const float *q, float *residual, int n, float lenience) {
     v->q = q[v->x];
     v->p = p[v->x];
@@ -605,10 +562,9 @@ static int decide(Verdict *v, const float *p, const float *q, float *residual, i
 // ----------------------------------------------------------------------------
 // Drafters: anything that proposes a distribution q for the next position
 //
-// A drafter gets the context tokens[0..pos) (this round's earlier proposals
-// included) and writes its q for position pos, or says it has none (the
-// position is then drawn from p alone). The round draws x ~ q with the
-// position's coin. Here the draft model, a smaller transformer; Part II adds
+// A drafter gets the context tokens[0..pos) (this round's earlier proposals included) and writes
+// its q for position pos, or says it has none (the position is then drawn from p alone). The round
+// draws x ~ q with the position's coin. Here the draft model, a smaller transformer; Part II adds
 // n-gram lookup and two on the target's own hidden state: Medusa heads, EAGLE.
 
 typedef struct Drafter Drafter;
@@ -617,18 +573,13 @@ struct Drafter {
     int (*propose)(Drafter *d, float *q, const int *tokens, int pos);
     // positions >= n were not committed: forget them (NULL: nothing to forget)
     void (*rewind)(Drafter *d, int n);
-    // row `row` of the target's last pass ran position pos, now committed,
-    // and decided the token after it (-1: none did; NULL: not needed)
+    // row `row` of the target's last pass ran position pos and decided the next (-1: none did)
     void (*observe)(Drafter *d, int row, int pos);
-    void (*free)(Drafter *d); // what the drafter holds (NULL: nothing; a draft model is freed as a model)
-    Transformer *model;  // the draft model, or NULL; its clock is the drafter's
-    double seconds;      // ... else the drafter's own: seconds and steps spent proposing
-    long steps;
+    Transformer *model;  // the draft model, or NULL
 };
 
-// The draft model: its KV cache holds tokens[0..cached), and it runs whatever
-// the context adds before each proposal (the prompt in the first round, one
-// token after that). Past its seq_len it has no proposal.
+// The draft model: its KV cache holds tokens[0..cached); before each proposal it runs what the
+// context added (the prompt in the first round, one token after that). Past its seq_len: none.
 typedef struct {
     Drafter base;
     Sampler *sampler;     // q goes through the same function as p
@@ -671,12 +622,11 @@ static Drafter *model_drafter(ModelDrafter *md, Transformer *draft, Sampler *s) 
 //   all K accepted: position n+K is proposed too (the draft runs x_K) and
 //       decided against p_{K+1} like any other (ONE ROUND, step 3): K+1 tokens.
 //
-// Every position m is decided by the same rule with the same coins (draw
-// coin_at(m, DRAW), accept coin_at(m, ACCEPT), resample coin_at(m, RESAMPLE))
-// from p_m and q_m, which batch invariance makes independent of how many rows
-// computed them: so the text is a function of the seed, the prompt, the models
-// and the sampling flags, the same for every K and every thread count.
-// A position with no proposal is drawn from p_m alone with coin_at(m, DRAW).
+// Every position m is decided by the same rule with the same coins (draw coin_at(m, DRAW), accept
+// coin_at(m, ACCEPT), resample coin_at(m, RESAMPLE)) from p_m and q_m, which batch invariance makes
+// independent of how many rows computed them: so the text is a function of the seed, the prompt,
+// the models and the sampling flags, the same for every K and every thread count. A position with
+// no proposal is drawn from p_m alone with coin_at(m, DRAW).
 
 // What a round did: the statistics and auto-K read this.
 typedef struct {
@@ -702,8 +652,7 @@ struct Speculator {
     struct Trees *trees;       // Part II's draft trees (--tree), or NULL: a chain
 };
 
-// Propose position pos, slot i of the round: q_i from the drafter, then
-// x_i ~ q_i drawn with the position's coin, into tokens[pos]. 0: no proposal.
+// Proposes position pos, slot i of the round: q_i from the drafter, x_i ~ q_i into tokens[pos]; 0: none
 static int propose(Speculator *sp, int *tokens, int pos, int i) {
     int V = sp->target->config.vocab_size;
     float *q = sp->q + (size_t)i * V;
@@ -715,9 +664,8 @@ static int propose(Speculator *sp, int *tokens, int pos, int i) {
     return 1;
 }
 
-// One round from n committed tokens with up to k drafts (0 <= k <= K_MAX):
-// Leviathan et al. 2022, Algorithm 1. tokens (n, room for n+k+1); appends
-// the round's tokens (1..k+1) and returns what happened.
+// One round from n committed tokens with up to k drafts (0 <= k <= K_MAX), Leviathan et al. 2022,
+// Algorithm 1: tokens (n, room for n+k+1) gets the round's 1..k+1 tokens; returns what happened.
 static Round speculative_step(Speculator *sp, int *tokens, int n, int k) {
     int V = sp->target->config.vocab_size;
     Round rd = {0};
@@ -729,9 +677,8 @@ static Round speculative_step(Speculator *sp, int *tokens, int n, int k) {
     // 2. verify: ONE target pass over [t_last, x_1..x_k] at positions n-1..n+k-1 -> p_1..p_{k+1}
     const float *logits = forward(sp->target, tokens + n - 1, rd.k + 1, n - 1);
 
-    // 3. accept or reject position by position, each with its own coins; stop
-    // at the first rejection. p_i is made from its row only when reached.
-    // After k acceptances, position n+k is proposed and decided the same way.
+    // 3. accept or reject position by position, each with its own coins, up to the first rejection (p_i
+    // made from its row when reached); after k acceptances, position n+k is proposed and decided too
     for (int i = 0; i <= rd.k; i++) {
         float *p = sp->p + (size_t)i * V;
         if (!probs_from_logits(sp->sampler, p, logits + (size_t)i * V))
@@ -751,8 +698,7 @@ static Round speculative_step(Speculator *sp, int *tokens, int n, int k) {
         rd.accepted++;
     }
 
-    // 4. the drafter's state is valid up to the last accepted proposal; row
-    // committed - 1 decided the last token
+    // 4. the drafter is valid up to the last accepted proposal; row committed - 1 decided the last token
     if (sp->drafter->rewind) sp->drafter->rewind(sp->drafter, n + rd.accepted);
     if (sp->drafter->observe) sp->drafter->observe(sp->drafter, rd.committed - 1, n + rd.committed - 2);
     return rd;
@@ -770,10 +716,6 @@ static void build_speculator(Speculator *sp, Transformer *target, Drafter *draft
     sp->q = xmalloc((size_t)target->max_rows * V * sizeof(float), "draft distributions");
     sp->p = xmalloc((size_t)target->max_rows * V * sizeof(float), "target distributions");
     sp->residual = xmalloc(V * sizeof(float), "residual");
-}
-
-static UNUSED_OK void free_speculator(Speculator *sp) {
-    xfree(sp->q); xfree(sp->p); xfree(sp->residual);
 }
 
 // ----------------------------------------------------------------------------
@@ -800,20 +742,21 @@ static void start_output(Output *o, const int *tokens, int n);
 static void emit(Output *o, int token);
 static void show_output(Output *o);
 
-// The prefill: tokens[0..n-1) (the prompt but its last token) into tr's caches,
-// max_rows a pass; Ctrl-C stops it between passes (and then generation).
-static void prefill(Transformer *tr, const int *tokens, int n, Output *o) {
+// The prefill: tokens[0..n-1) (the prompt but its last token) into tr's caches, max_rows a pass,
+// Ctrl-C stopping it between passes. Returns the row of its last pass that ran n-2 (-1: none).
+static int prefill(Transformer *tr, const int *tokens, int n, Output *o) {
     double t0 = now_seconds();
-    for (int rows; o->prefilled < n - 1 && !interrupted; o->prefilled += rows) {
+    int rows = 0;
+    for (; o->prefilled < n - 1 && !interrupted; o->prefilled += rows) {
         rows = n - 1 - o->prefilled < tr->max_rows ? n - 1 - o->prefilled : tr->max_rows;
         forward(tr, tokens + o->prefilled, rows, o->prefilled);
     }
     o->prompt_seconds = now_seconds() - t0;
+    return o->prefilled == n - 1 ? rows - 1 : -1;
 }
 
-// Plain decoding with one model from n committed tokens (the prompt): the
-// token at position n drawn from p_n with coin_at(n, DRAW). tokens has room
-// for seq_len. Returns the number of committed tokens.
+// Plain decoding with one model from n committed tokens (the prompt): position n's token drawn from
+// p_n with coin_at(n, DRAW); tokens has room for seq_len. Returns the count of committed tokens.
 static int generate_plain(Transformer *tr, Sampler *s, const Rng *rng, int *tokens, int n, Output *o) {
     float *probs = xmalloc((size_t)tr->config.vocab_size * sizeof(float), "probs");
     prefill(tr, tokens, n, o);
@@ -828,21 +771,19 @@ static int generate_plain(Transformer *tr, Sampler *s, const Rng *rng, int *toke
     return n;
 }
 
-// Speculative decoding: rounds until -n, BOS/EOS or the target's context.
-// start_round picks the round's K (-k, or auto-K) and end_round records what
-// the round did up to -n or the end of the text (statistics, auto-K's
-// estimates, the -v trace): both in the appendix. A round never decides more tokens than -n still wants (that
-// changes no token: positions do not depend on rounds).
+// Speculative decoding: rounds until -n, BOS/EOS or the target's context. start_round picks the
+// round's K (-k, or auto-K's) and end_round records what the round did up to -n or the end of the
+// text (statistics, auto-K's estimates, the -v trace), both in Appendix G. A round never decides
+// more tokens than -n still wants (that changes no token: positions do not depend on rounds).
 typedef struct SpecStats SpecStats;
 static int start_round(SpecStats *st, Speculator *sp, int n, int want);
 static void end_round(SpecStats *st, const Speculator *sp, const Round *rd, int n, int used);
 
 static int generate_spec(Speculator *sp, SpecStats *st, int *tokens, int n, Output *o) {
     Drafter *d = sp->drafter;
-    prefill(sp->target, tokens, n, o);
+    int row = prefill(sp->target, tokens, n, o); // the row that ran position n-2
     if (d->rewind) d->rewind(d, 0); // it catches up in round 1
-    // the prefill ran positions 0..n-2 in passes of max_rows: n-2 was its last pass's row (n-2) % max_rows
-    if (d->observe) d->observe(d, n > 1 ? (n - 2) % sp->target->max_rows : -1, n - 2);
+    if (d->observe) d->observe(d, row, n - 2);
     while (!o->done && !interrupted && n < sp->target->config.seq_len) {
         int k = start_round(st, sp, n, o->max_new - o->n_generated);
         Round rd = sp->step(sp, tokens, n, k);
@@ -888,8 +829,7 @@ typedef struct {
     int target_gs;           // the target's int8 groups (0: f32; -1: no target, -m draft)
 } Report;
 
-// What main calls from the appendices: the command line (I), loading (B), the
-// thread pool (D), the tokenizer (E), statistics and the report (F, G).
+// What main calls: the command line (I), loading (B), threads (D), the tokenizer (E), the report (G)
 static void parse_options(Options *o, int argc, char **argv);
 static void usage(void);
 static void check_json_path(const Options *o);
@@ -978,17 +918,12 @@ int main(int argc, char **argv) {
 // ----------------------------------------------------------------------------
 // Drafters without a second model: prompt lookup, Medusa heads, EAGLE features
 //
-// Each is a Drafter (Part I), exact by the step's argument: it asks only that
-// x_i was drawn from the q_i the drafter wrote.
+// Each is a Drafter (Part I), exact by the step's argument: x_i was drawn from the q_i it wrote.
 
-// Prompt lookup (Saxena 2023): the proposal is what followed the most recent
-// earlier occurrence of the context's last g tokens, g from ngram_max down to
-// ngram_min. A deterministic proposal is a one-hot q: accepted with
-// probability min(1, p(x)), and a rejection draws from p with x removed.
-typedef struct {
-    Drafter base;
-    int ngram_min, ngram_max, vocab_size;
-} LookupDrafter;
+// Prompt lookup (Saxena 2023): the proposal is what followed the latest earlier occurrence of the
+// context's last g tokens, g from ngram_max down to ngram_min: a one-hot q, accepted with
+// probability min(1, p(x)); a rejection draws from p with x removed.
+typedef struct { Drafter base; int ngram_min, ngram_max, vocab_size; } LookupDrafter;
 
 // the token after the latest earlier occurrence of tokens[n-g..n), or -1
 static int lookup_next(const LookupDrafter *lk, const int *tokens, int n) {
@@ -1012,9 +947,8 @@ static Drafter *lookup_drafter(LookupDrafter *lk, int ngram_min, int ngram_max, 
     return &lk->base;
 }
 
-// W (d,n) @ x (T,n) -> out (T,d) on tr's threads, split by output panels (the
-// same bits on any count): the drafters below run their matrices so
-// (PERFORMANCE.md's mechanism table: "the hidden-state drafters' matrices").
+// W (d,n) @ x (T,n) -> out (T,d) on tr's threads, split by output panels (the same bits on any
+// count), as the drafters below run their matrices (PERFORMANCE.md: "the hidden-state drafters' matrices")
 typedef struct { float *out; const float *x; const Matrix *m; int T; } MatmulJob;
 static void matmul_job(void *arg, int tid, int nth) {
     const MatmulJob *j = arg;
@@ -1026,15 +960,11 @@ static void matmul_on(const Transformer *tr, float *out, const float *x, const M
     pool_run(tr->pool, tr->n_threads, matmul_job, &(MatmulJob){out, x, m, T});
 }
 
-// Medusa and EAGLE (below) need no second model: they read the target's
-// final hidden state z = rmsnorm(x, rms_final) of the row that decided the last
-// committed token (observe) and make q through the target's own classifier.
-// A round from n committed tokens reads the row that ran position n - 2.
-// Why it stays exact: the step's argument needs only that x_i was drawn from a
-// q_i fixed before position i's own coins and p_i are read, and z is a function
-// of t_0..t_{n-1}. Which row z comes from depends on where rounds begin, so at
-// t > 0 the sample depends on K: parse_options fixes K (-k 0 too, never auto-K's
-// timed choice), so the text is still a function of the seed.
+// Medusa and EAGLE (below) need no second model: a round from n committed tokens reads the target's
+// final hidden state z = rmsnorm(x, rms_final) of the row that ran position n - 2 (observe) and makes q
+// through the target's classifier. Exact: q_i is fixed before position i's coins and p_i are read, z is
+// a function of t_0..t_{n-1}. Where rounds begin picks z's row, so at t > 0 the text depends on K:
+// parse_options fixes K (-k 0 too), keeping the text a function of the seed.
 typedef struct {
     Drafter base;
     Transformer *target;
@@ -1049,19 +979,13 @@ typedef struct {
 static void observe_hidden(Drafter *d, int row, int pos) {
     HiddenDrafter *h = (HiddenDrafter *)d;
     int dim = h->target->config.dim;
-    h->at = row < 0 ? -1 : pos, h->made = 0;
+    h->at = row < 0 ? -1 : pos;
+    h->made = 0;
     if (row >= 0) memcpy(h->z, h->target->state.xn + (size_t)row * dim, (size_t)dim * sizeof(float));
 }
 
-static void free_hidden(Drafter *d) {
-    HiddenDrafter *h = (HiddenDrafter *)d;
-    xfree(h->packed); xfree(h->z); xfree(h->logits); xfree(h->file);
-}
-
-// Medusa heads (Cai et al. 2024): head h maps z of the row that ran position t
-// to q for position t + 1 + h:
-//   logits_h = wcls @ (z + silu(W_h z + b_h))   (model.h: medusa.bin)
-// so head 1 proposes position n, head 2 n + 1, ... A head's q_i ignores
+// Medusa heads (Cai et al. 2024): head h maps z of the row that ran position t to q for position
+// t + 1 + h, logits_h = wcls @ (z + silu(W_h z + b_h)) (model.h: medusa.bin). A head's q_i ignores
 // x_1..x_{i-1}: one choice of q_i given the context. Past the last head: p alone.
 typedef struct {
     HiddenDrafter h;   // h.made: 1 once every head's logits for z are made
@@ -1071,15 +995,12 @@ typedef struct {
     float *y;          // (H, dim) each head's z + silu(W_h z + b_h)
 } MedusaDrafter;
 
-// Head h's logits for z. Every head's at once, the first time one is asked
-// for z: u = W_h z + b_h, y_h = z + silu(u) with silu(u) = u * (1 / (1 +
-// exp(-u))), then logits = wcls @ y for all H rows in ONE pass: the same bits
-// as row by row, the classifier read once (PERFORMANCE.md: "Medusa's heads").
+// Head h's logits for z, all heads' made at the first ask: y_h = z + silu(W_h z + b_h), then wcls @ y for
+// all H rows in ONE pass: row by row's bits, the classifier read once (PERFORMANCE.md: "Medusa's heads")
 static const float *head_logits(MedusaDrafter *md, int h) {
     HiddenDrafter *hd = &md->h;
     int dim = hd->target->config.dim;
     if (!hd->made) {
-        double t0 = now_seconds();
         for (int j = 0; j < md->n_heads; j++) {
             float *y = md->y + (size_t)j * dim;
             matmul_on(hd->target, y, hd->z, &md->w[j], 1);
@@ -1087,8 +1008,6 @@ static const float *head_logits(MedusaDrafter *md, int h) {
         }
         matmul_on(hd->target, hd->logits, md->y, &hd->target->wcls, md->n_heads);
         hd->made = 1;
-        hd->base.seconds += now_seconds() - t0;
-        hd->base.steps += md->n_heads;
     }
     return hd->logits + (size_t)(h - 1) * hd->target->config.vocab_size;
 }
@@ -1101,13 +1020,11 @@ static int propose_medusa(Drafter *d, float *q, const int *tokens, int pos) {
     return probs_from_logits(md->h.sampler, q, head_logits(md, h));
 }
 
-// An EAGLE-style feature drafter (Li et al. 2024; one MLP where they use a
-// decoder layer). From a feature f at position t and the embedding e of the
-// token at t + 1 it predicts the feature at t + 1, and q for t + 2 through the
-// target's classifier (model.h: eagle.bin):
+// An EAGLE-style feature drafter (Li et al. 2024; one MLP where they use a decoder layer): from a
+// feature f at position t and the embedding e of the token at t + 1 it predicts the feature at t + 1,
+// and q for t + 2 through the target's classifier (model.h: eagle.bin):
 //   f' = f + (W2 silu(W1 [f; e] + b1) + b2),   logits = wcls @ f'
-// It starts from z, as Medusa does, then runs on its own features: unlike a
-// head it sees each token it drafted.
+// It starts from z, as Medusa does, then runs on its own features: it sees each token it drafted.
 typedef struct {
     HiddenDrafter h;      // h.z: features 0..MAX_ROWS (z first); h.made: those made
     int hidden;           // the MLP's width
@@ -1126,81 +1043,52 @@ static void eagle_step(EagleDrafter *ed, float *out, const float *f, int x) {
     for (int i = 0; i < ed->hidden; i++) ed->u[i] = silu(ed->u[i] + ed->b1[i]);
     matmul_on(tg, out, ed->u, &ed->w2, 1);
     for (int i = 0; i < dim; i++) out[i] = f[i] + (out[i] + ed->b2[i]);
-    ed->h.base.steps++;
 }
 
 static int propose_eagle(Drafter *d, float *q, const int *tokens, int pos) {
     HiddenDrafter *h = (HiddenDrafter *)d;
     int dim = h->target->config.dim, j = pos - h->at - 1; // feature j: q for position at + j + 1
     if (h->at < 0 || j < 1 || j > MAX_ROWS) return 0;
-    double t0 = now_seconds();
     for (; h->made < j; h->made++)
         eagle_step((EagleDrafter *)d, h->z + (size_t)(h->made + 1) * dim, h->z + (size_t)h->made * dim,
                    tokens[h->at + 1 + h->made]);
     matmul_on(h->target, h->logits, h->z + (size_t)j * dim, &h->target->wcls, 1);
-    d->seconds += now_seconds() - t0;
     return probs_from_logits(h->sampler, q, h->logits);
-}
-
-static Drafter *medusa_drafter(MedusaDrafter *md, const char *path, Transformer *target, Sampler *s);
-static Drafter *eagle_drafter(EagleDrafter *ed, const char *path, Transformer *target, Sampler *s);
-
-// The drafter -d names (main, spec mode): the draft model, lookup, Medusa or EAGLE
-static Drafter *build_drafter(const Options *o, Transformer *target, Transformer *draft, Sampler *s) {
-    static ModelDrafter md; // the run's one drafter
-    static LookupDrafter lk;
-    static MedusaDrafter mh;
-    static EagleDrafter ed;
-    return o->lookup ? lookup_drafter(&lk, o->ngram_min, o->ngram_max, target->config.vocab_size)
-         : o->medusa ? medusa_drafter(&mh, o->medusa, target, s)
-         : o->eagle  ? eagle_drafter(&ed, o->eagle, target, s) : model_drafter(&md, draft, s);
 }
 
 // ----------------------------------------------------------------------------
 // Lenience: a lossy rule, for measuring what exactness costs
 //
-// What it adds to Part I: the l that acceptance_ratio and residual_distribution
-// take, set by --lenience l (Leviathan et al. 2022, Appendix A.5). q is replaced
-// by l q in both rules: accept iff u < min(1, p(x) / (l q(x))) and resample from
-// norm(max(0, p - l q)). Proposals pass more often and the output is no longer
-// the target's distribution. l = 1 is the exact rule (l q == q exactly, so the
-// same bits); trees take the exact rule only.
+// What it adds to Part I: the l of acceptance_ratio and residual_distribution, --lenience l (Leviathan
+// et al. 2022, Appendix A.5): accept iff u < min(1, p(x) / (l q(x))), resample from norm(max(0, p - l q)).
+// More proposals pass, the output no longer the target's; l = 1 is exact (the same bits), trees' only.
 
 // ----------------------------------------------------------------------------
 // Tree speculation: several candidates where the draft is unsure, ONE pass
 //
-// A chain commits position m+1 only if position m's one proposal passed. A
-// tree (Miao et al. 2023, SpecInfer) puts branch[d] candidates under every
-// node of depth d; the target scores every node in ONE forward_tree pass,
-// each attending to the context and its own ancestors; the round then walks
-// down from the root, at each node testing its candidates in turn:
+// A chain commits position m+1 only if position m's one proposal passed. A tree (Miao et al. 2023,
+// SpecInfer) puts branch[d] candidates under every node of depth d; the target scores every node in ONE
+// pass, each attending to the context and its ancestors; the round walks down from the root:
 //
-//   Recursive rejection sampling (Jeon et al. 2024; SpecInfer's rule for
-//   candidates drawn without replacement). At a node with target p_1 = p and
-//   candidates x_1..x_m, x_j drawn from q_j (q_1 = q; q_{j+1} = q_j with x_j
-//   removed, renormalised; once q is used up, the best remaining draft logit,
-//   q_j one-hot): accept x_j with probability min(1, p_j(x_j) / q_j(x_j)) and
-//   descend to it; else p_{j+1} = norm(max(0, p_j - q_j)) and try x_{j+1};
-//   after m rejections draw from p_{m+1}.
+//   Recursive rejection sampling (Jeon et al. 2024; SpecInfer's rule for candidates drawn without
+//   replacement). At a node with target p_1 = p and candidates x_1..x_m, x_j drawn from q_j (q_1 = q;
+//   q_{j+1} = q_j with x_j removed, renormalised; once q is used up, the best remaining draft logit,
+//   q_j one-hot): accept x_j with probability min(1, p_j(x_j) / q_j(x_j)) and descend to it; else
+//   p_{j+1} = norm(max(0, p_j - q_j)) and try x_{j+1}; after m rejections draw from p_{m+1}.
 //
-// Why it is exact: each test is one chain step, whose output (x_j if
-// accepted, else a draw from p_{j+1}) is distributed as p_j, for ANY q_j that
-// x_j was drawn from with coins the target never sees. Trying x_{j+1} in place
-// of that draw keeps it: given x_1..x_j, x_{j+1} ~ q_{j+1}, so the step's
-// output is distributed as p_{j+1} again, which is all the draw needed. (A
-// rejected x_j had p_j(x_j) < q_j(x_j), so p_{j+1}(x_j) = 0: removing it from
-// q costs nothing.) By induction the node emits a token distributed as p, and
-// descending repeats the argument at the next position. With one candidate per
-// node this is the chain's rule, with the chain's coins: the same text.
+// Why it is exact: each test is one chain step, whose output (x_j if accepted, else a draw from p_{j+1})
+// is distributed as p_j, for ANY q_j that x_j was drawn from with coins the target never sees. Trying
+// x_{j+1} in place of that draw keeps it: given x_1..x_j, x_{j+1} ~ q_{j+1}, so the step's output is
+// distributed as p_{j+1} again, which is all the draw needed. (A rejected x_j had p_j(x_j) < q_j(x_j), so
+// p_{j+1}(x_j) = 0: removing it from q costs nothing.) By induction the node emits a token distributed as
+// p, and descending repeats the argument at the next position. With one candidate per node this is the
+// chain's rule, with the chain's coins: the same text.
 //
-// What it adds to Part I: the Trees a Speculator points to, a pass whose
-// attention masks all but each node's ancestors (forward_tree, tree_attention),
-// the draft model's tree pass (propose_tree_model), and tree_step, the round
-// generate_spec runs in place of speculative_step.
+// What it adds to Part I: the Trees a Speculator points to, passes whose attention masks all but each
+// node's ancestors (forward_tree; propose_tree_model for the draft) and tree_step, the round.
 
-// A draft tree of a round from n committed tokens: node 0 is the root, the last
-// committed token (at position n-1); a node of depth d proposes position n-1+d;
-// a node's parent comes before it.
+// A draft tree of a round from n committed tokens: node 0 is the root, the last committed token (at
+// position n-1); a node of depth d proposes position n-1+d; a node's parent comes before it.
 #define TREE_MAX (2 * K_MAX + 1) // the most nodes of a tree, its root included: its verify pass's rows
 #define TREE_BRANCH 8 // the most candidates under one node
 typedef struct {
@@ -1210,8 +1098,7 @@ typedef struct {
     int onehot[TREE_MAX];                     // drawn as the best remaining logit: q_j one-hot
 } Tree;
 
-// A Speculator's trees (--tree): the round's shape, each model's node keys and
-// values, and the last round's tree for the -v trace
+// A Speculator's trees (--tree): the shape, each model's node keys and values, the last round's tree
 typedef struct Trees {
     int depth;                   // levels, branch[d] children under each node of depth d
     int branch[K_MAX];
@@ -1221,17 +1108,12 @@ typedef struct Trees {
     Tree tree;                   // the last round's tree, as verified (the -v trace draws it)
     int path[K_MAX + 1];         // ... the nodes it accepted
     int tested[K_MAX + 1];       // ... and the candidates tested at each position it decided
+    double draft_seconds;        // its draft passes' seconds after the root's (the statistics, Appendix G)
 } Trees;
 
-// A tree pass (forward_tree): row i is node first + i, at position pos + its
-// depth (parent[v] < v; -1: the context). node_kv (L, n_kv_heads, TREE_MAX, 2, hs)
-// keeps every node's key (after RoPE) and value for the passes after its own.
-typedef struct {
-    ForwardJob pass;
-    int first;
-    const int *parent, *depth;
-    float *node_kv;
-} TreePass;
+// A tree pass (forward_tree): row i is node first + i at position pos + its depth (parent[v] < v, -1:
+// the context); node_kv (L, n_kv_heads, TREE_MAX, 2, hs) keeps each node's key and value for later passes
+typedef struct { ForwardJob pass; int first; const int *parent, *depth; float *node_kv; } TreePass;
 
 // Node `node`'s key and value in layer l, kv head g of node_kv: (2, hs)
 static float *node_kv_at(const Transformer *tr, float *kv, int l, int g, int node) {
@@ -1246,11 +1128,9 @@ static size_t node_kv_floats(const Transformer *tr) {
     return (size_t)c->n_layers * (size_t)c->n_kv_heads * TREE_MAX * 2 * (size_t)(c->dim / c->n_heads);
 }
 
-// Tree attention (Miao et al. 2023, SpecInfer), a tree pass's attention: each
-// row's key and value kept by node, then row i (node first+i) attends after
-// writing its path, itself and its ancestors from this pass or earlier ones,
-// into the caches at their positions: the cache then holds exactly what a plain
-// forward over the context and that path would, so every node gets its bits.
+// A tree pass's attention: each row's key and value kept by node, then row i (node first+i) attends
+// after writing its path (itself and its ancestors, of this pass or earlier ones) into the caches at
+// their positions, which then hold what a plain forward over the context and that path would.
 static void tree_attention(const ForwardJob *job, int l, int g) {
     const TreePass *tp = (const TreePass *)job;
     Transformer *tr = job->tr;
@@ -1270,13 +1150,10 @@ static void tree_attention(const ForwardJob *job, int l, int g) {
     }
 }
 
-// Runs nodes first..first+n_rows-1 of a tree (tokens: theirs) through the
-// model: node v (parent[v] < v, or -1) at position pos + its depth, attending
-// to the cache below pos and to its ancestors, run in this pass or an earlier
-// one since the last chain pass (their keys and values in node_kv). Returns
-// logits (n_rows, vocab_size); each row's equal, bit for bit, those of a plain
-// forward over the context and its path. The caches past pos hold whatever
-// the last row's path left there.
+// Runs nodes first..first+n_rows-1 of a tree (tokens: theirs): node v (parent[v] < v, or -1) at
+// position pos + its depth, attending to the cache below pos and to its ancestors (of this pass or one
+// since the last chain pass: node_kv). Returns logits (n_rows, vocab_size), each row's bit for bit a
+// plain forward's over the context and its path. The caches past pos hold the last row's path.
 static float *forward_tree(Transformer *tr, float *node_kv, const int *tokens, int first, const int *parent,
                            int n_rows, int pos) {
     int depth[TREE_MAX], deepest = 0, nodes = first + n_rows, most = tr->max_rows < TREE_MAX ? tr->max_rows : TREE_MAX;
@@ -1293,8 +1170,7 @@ static float *forward_tree(Transformer *tr, float *node_kv, const int *tokens, i
     return run_pass(tr, tokens, &tp.pass);
 }
 
-// After tree passes: the keys and values of nodes path[0..count) go into the
-// caches at positions pos.. (the path the round accepted), in every layer.
+// After tree passes: the keys and values of the accepted path[0..count) into the caches at pos..
 static void commit_path(Transformer *tr, float *node_kv, const int *path, int count, int pos) {
     size_t hs = (size_t)(tr->config.dim / tr->config.n_heads);
     for (int l = 0; l < tr->config.n_layers; l++)
@@ -1305,9 +1181,8 @@ static void commit_path(Transformer *tr, float *node_kv, const int *path, int co
             }
 }
 
-// The draft model's tree pass: a level of tree nodes in ONE masked draft pass;
-// its cache keeps the context only, so the root is not a row (its children's
-// parent is the context, -1).
+// The draft model's tree pass: a level of tree nodes in ONE masked draft pass; its cache keeps the
+// context only, so the root is not a row (its children's parent is the context, -1).
 static int propose_tree_model(ModelDrafter *md, float *node_kv, float *q, const Tree *t, int first, int pos) {
     Transformer *dm = md->base.model;
     int V = dm->config.vocab_size, n_rows = t->n - first, parent[TREE_MAX];
@@ -1321,15 +1196,13 @@ static int propose_tree_model(ModelDrafter *md, float *node_kv, float *q, const 
     return 1;
 }
 
-// Candidate j's coin for `purpose` at position pos: candidate 0 uses the
-// chain's coin_at; later ones an element of their own (4 pos + 3 keys them).
+// Candidate j's coin for `purpose` at pos: candidate 0's is the chain's, later ones' are keyed by 4 pos + 3
 static float candidate_coin(const Rng *r, int pos, int purpose, int j) {
     if (j == 0) return coin_at(r, pos, purpose);
     return coin_of(mix64(rng_at(r, 4 * (uint64_t)pos + 3) + (uint64_t)(2 * j + purpose) * RNG_GAMMA));
 }
 
-// q_{j+1} from q_j: x removed, the rest renormalised (sum in index order).
-// q (n) in place; returns the mass left before renormalising (0: used up).
+// q_{j+1} from q_j (n, in place): x removed, renormalised; returns the mass left (0: used up)
 static float remove_candidate(float *q, int n, int x) {
     float mass = 0.0f;
     q[x] = 0.0f;
@@ -1338,10 +1211,9 @@ static float remove_candidate(float *q, int n, int x) {
     return mass;
 }
 
-// Candidates x[0..b) under node v of the tree, at position pos: drawn from
-// v's q (row v of sp->q) without replacement (candidate j with candidate_coin
-// j), then, once q is used up, by v's draft logits (row v of ql), the best
-// remaining first (onehot[j] = 1). work (V) is scratch.
+// Candidates x[0..b) under node v of the tree, at position pos: drawn from v's q (row v of sp->q) without
+// replacement (candidate j with candidate_coin j), then, once q is used up, by v's draft logits (row v of
+// ql), the best remaining first (onehot[j] = 1). work (V) is scratch.
 static void draw_candidates(const Speculator *sp, int *x, int *onehot, int b, int v, int pos) {
     Trees *ts = sp->trees;
     int n = sp->target->config.vocab_size;
@@ -1372,11 +1244,9 @@ static int add_child(Tree *t, int v, int x, int onehot) {
     return c;
 }
 
-// Recursive rejection sampling at node v of the tree, at position pos (the
-// rule above): its candidates against p (row v of sp->p, made the residual as
-// they fail) and q (row v of sp->q, copied to the trees' work and made q_j as they
-// fail). Returns the accepted child, or -1 with the token drawn from the final
-// residual in vd->token.
+// Recursive rejection sampling at node v, position pos: its candidates against p (row v of sp->p,
+// made the residual as they fail) and q (row v of sp->q, copied to work, made q_j as they fail).
+// Returns the accepted child, or -1 with the token drawn from the final residual in vd->token.
 static int decide_candidates(Speculator *sp, Verdict *vd, int v, int pos) {
     Trees *ts = sp->trees;
     const Tree *t = &ts->tree;
@@ -1409,9 +1279,8 @@ static int decide_candidates(Speculator *sp, Verdict *vd, int v, int pos) {
     return -1;
 }
 
-// One round with a draft tree of up to `depth` levels from n committed tokens
-// (the trees' branch: the children per node at each depth). tokens (n, room for
-// n+depth+1); appends the round's tokens.
+// One round with a draft tree of up to `depth` levels from n committed tokens (the trees' branch: the
+// children per node at each depth). tokens (n, room for n+depth+1); appends the round's tokens.
 static Round tree_step(Speculator *sp, int *tokens, int n, int depth) {
     Trees *ts = sp->trees;
     int V = sp->target->config.vocab_size, *path = ts->path, n_path = 0;
@@ -1420,9 +1289,8 @@ static Round tree_step(Speculator *sp, int *tokens, int n, int depth) {
     *t = (Tree){.n = 1, .token = {tokens[n - 1]}, .parent = {-1}};
     Round rd = {0};
 
-    // 1. draft: the root's q (position n), then candidates level by level; the
-    // new level's q from ONE masked draft pass over its nodes (their ancestors'
-    // keys and values kept from the passes before)
+    // 1. draft: the root's q (position n), then candidates level by level; the new level's q from ONE
+    // masked draft pass over its nodes (their ancestors' keys and values kept from the passes before)
     int ok = depth > 0 && propose(sp, tokens, n, 0); // its x: candidate 0's
     if (ok) memcpy(ts->ql, ts->draft->logits, row * sizeof(float));
     for (int first = 0; ok && rd.k < depth; rd.k++) {
@@ -1434,7 +1302,9 @@ static Round tree_step(Speculator *sp, int *tokens, int n, int depth) {
         }
         first = last;
         if (rd.k + 1 == depth || first == t->n) continue;
+        double t0 = now_seconds();
         ok = propose_tree_model(ts->draft, ts->draft_kv, sp->q + first * row, t, first, n);
+        ts->draft_seconds += now_seconds() - t0;
         if (ok) memcpy(ts->ql + first * row, ts->draft->logits, (size_t)(t->n - first) * row * sizeof(float));
     }
     for (int v = rd.k = 0; v < t->n; v++) rd.k = t->depth[v] > rd.k ? t->depth[v] : rd.k;
@@ -1443,8 +1313,7 @@ static Round tree_step(Speculator *sp, int *tokens, int n, int depth) {
     // 2. verify: ONE target pass over every node, each seeing its ancestors -> p per node
     const float *logits = forward_tree(sp->target, ts->target_kv, t->token, 0, t->parent, t->n, n - 1);
 
-    // 3. walk down from the root: at each node its candidates by the rule above;
-    // a node without candidates is decided as the chain's last position
+    // 3. walk down from the root, each node's candidates by the rule; a leaf decides as the chain's last
     for (int v = 0;;) {
         int i = t->depth[v], pos = n + i;
         float *p = sp->p + v * row;
@@ -1471,15 +1340,13 @@ static Round tree_step(Speculator *sp, int *tokens, int n, int depth) {
         path[n_path++] = v = c;
     }
 
-    // 4. the accepted path's keys and values into the target's cache, at their
-    // positions; the draft's cache holds the context only and catches up
+    // 4. the accepted path into the target's cache; the draft's holds the context and catches up
     commit_path(sp->target, ts->target_kv, path, n_path, n);
     rewind_model(&ts->draft->base, n + rd.accepted);
     return rd;
 }
 
-// sp's trees, --tree B1,B2,... (depth levels of branch[d] children), in one block
-// (free_trees); sp's drafter is the draft model (parse_tree allows no other)
+// sp's trees, --tree B1,B2,... (branch[d] children at depth d), one block; sp's drafter: a model
 static void build_trees(Speculator *sp, const int *branch, int depth) {
     size_t V = (size_t)sp->target->config.vocab_size, nt = node_kv_floats(sp->target);
     size_t nd = node_kv_floats(sp->drafter->model);
@@ -1489,8 +1356,6 @@ static void build_trees(Speculator *sp, const int *branch, int depth) {
     memcpy(ts->branch, branch, sizeof(ts->branch));
     sp->step = tree_step;
 }
-
-static UNUSED_OK void free_trees(Speculator *sp) { xfree(sp->trees); }
 
 // ============================================================================
 // APPENDICES: the implementations the method above calls
@@ -1510,7 +1375,6 @@ typedef struct Owned {
 } Owned;
 
 static size_t allocated;       // bytes owned now: every block counts against memory_limit()
-static size_t memory_limit(void);
 static Owned owned = {.prev = &owned, .next = &owned}; // the list's sentinel
 
 // Put o at the list's end: it holds base (released by fn, or freed) and `bytes` bytes
@@ -1528,12 +1392,9 @@ static void release(Owned *o) {
     else free(o->base);
 }
 
-// Everything owned since `mark` (owned_mark's; &owned: everything), newest first (so
-// the thread pool stops before its memory goes).
+// All owned since `mark` (&owned: all), newest first: the thread pool stops before its memory goes
 static void *owned_mark(void) { return owned.prev; }
-static void release_since(void *mark) {
-    while (owned.prev != (Owned *)mark) release(owned.prev);
-}
+static void release_since(void *mark) { while (owned.prev != (Owned *)mark) release(owned.prev); }
 
 #ifdef SPECDEC_FUZZ
 #include <setjmp.h>
@@ -1561,10 +1422,65 @@ static void die(const char *fmt, ...) {
     exit(EXIT_FAILURE);
 }
 
-// n zeroed bytes, `align`-aligned (a power of two, 0 for malloc's), owned.
-// A block of 4 MB or more (packed weights, KV caches) starts on a 2 MB
-// boundary and asks the kernel for 2 MB pages: a 20 MB model then faults in
-// 10 pages instead of 5000 and its matmuls stream it through 10 TLB entries.
+// The numbers on the first line of file dir/name into v: how many (0 to 2)
+static int numbers_in(const char *dir, const char *name, double v[2]) {
+    char path[1400];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "r");
+    int got = f ? fscanf(f, "%lf %lf", &v[0], &v[1]) : 0;
+    if (f) fclose(f);
+    return got > 0 ? got : 0;
+}
+
+// One cgroup directory's memory limit (v2's memory.max, v1's memory.limit_in_bytes); 0: none
+static double memory_max_in(const char *dir) {
+    double v[2];
+    return numbers_in(dir, "memory.max", v) == 1 || numbers_in(dir, "memory.limit_in_bytes", v) == 1 ? v[0] : 0;
+}
+
+// The tightest limit in(dir) of this process's cgroups for `controller` (0: none). `self` lists them
+// ("0::/path" for v2, "N:cpu,cpuacct:/path" for v1), their directories under `root` (v1's under
+// root/controller). Every prefix of a path is tried, "/" too: a container's path may be the host's.
+static double cgroup_limit(const char *root, const char *self, const char *controller, double (*in)(const char *)) {
+    char line[1024], dir[1300];
+    FILE *f = fopen(self, "r");
+    double best = 0;
+    if (!f) return 0;
+    while (fgets(line, sizeof line, f)) {
+        char *ctl = strchr(line, ':'), *cg = ctl ? strchr(ctl + 1, ':') : NULL;
+        if (!cg) continue;
+        *cg++ = '\0'; // ctl + 1: the controllers ("" in v2), cg: the path
+        if (ctl[1] && !strstr(ctl + 1, controller)) continue; // (cpuset's path, read for cpu too, adds nothing)
+        for (size_t len = strcspn(cg, "\n");;) { // the path, then each parent
+            snprintf(dir, sizeof dir, "%s%s%s%.*s", root, ctl[1] ? "/" : "", ctl[1] ? controller : "", (int)len, cg);
+            double n = in(dir);
+            if (n > 0 && (best == 0 || n < best)) best = n;
+            if (len == 0) break;
+            while (len > 0 && cg[--len] != '/') continue; // back to the last '/'
+        }
+    }
+    fclose(f);
+    return best;
+}
+
+// What the run may allocate, all models and buffers together: half the memory this process may use
+// (physical, or its cgroup's), so a huge header is refused at load, not failing (or swapping) mid-run.
+static size_t memory_limit(void) {
+#ifdef SPECDEC_MEMORY_LIMIT // the fuzz targets' smaller bound
+    return SPECDEC_MEMORY_LIMIT;
+#endif
+    static size_t limit; // measured once
+    if (limit) return limit;
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+    double bytes = pages > 0 && page > 0 ? (double)pages * (double)page : 0x1p62;
+    double cg = cgroup_limit("/sys/fs/cgroup", "/proc/self/cgroup", "memory", memory_max_in);
+    if (cg > 0 && cg < bytes) bytes = cg;
+    return limit = (size_t)(bytes / 2);
+}
+
+// n zeroed bytes, `align`-aligned (a power of two, 0 for malloc's), owned. A block of 4 MB or more
+// (packed weights, KV caches) starts on a 2 MB boundary and asks the kernel for 2 MB pages: a 20 MB model
+// then faults in 10 pages instead of 5000 and its matmuls stream it through 10 TLB entries.
 #define HUGE_PAGE ((size_t)2 << 20)
 static void *xmalloc_aligned(size_t n, size_t align, const char *what) {
 #ifdef MADV_HUGEPAGE
@@ -1601,9 +1517,7 @@ static float *xmalloc_floats_aligned(size_t n, const char *what) {
     return xmalloc_aligned(n * sizeof(float), 64, what);
 }
 
-static void xfree(void *block) {
-    if (block) release((Owned *)block - 1);
-}
+static void xfree(void *block) { if (block) release((Owned *)block - 1); }
 
 // an owned entry for a resource with its own release function
 static void own_resource(void *base, void (*fn)(void *)) {
@@ -1630,10 +1544,8 @@ static double now_seconds(void) {
 
 static size_t panels_of(int d) { return (size_t)(d + PANEL - 1) / PANEL; }
 
-// The run state's buffers for T rows on `threads` threads, one after another
-// from base, each 64-byte aligned (base NULL: none placed); returns their bytes
-// (SIZE_MAX: too many). The one description of the state: build_run_state
-// places it in one allocation, check_memory counts it.
+// The run state's buffers for T rows on `threads` threads, 64-byte aligned one after another from base
+// (NULL: none placed); returns their bytes (SIZE_MAX: too many): build_run_state's, check_memory's.
 static size_t layout_run_state(RunState *s, const Config *c, int T, int threads, char *base) {
     size_t dim = (size_t)c->dim, t = (size_t)T, kv_dim = (size_t)c->n_kv_heads * (dim / (size_t)c->n_heads);
     s->seq_pad = (c->seq_len + LANES - 1) / LANES * LANES;
@@ -1652,10 +1564,8 @@ static size_t layout_run_state(RunState *s, const Config *c, int T, int threads,
     return off;
 }
 
-// The run state, in one block (s->x is its start), written now: calloc hands out
-// big blocks as pages the kernel maps on first write, so the caches would fault page
-// by page as the positions advance, inside the generation's clock (PERFORMANCE.md's
-// mechanism table, "KV caches written at load").
+// The run state in one block (s->x its start), written now: the kernel maps a big block's pages on first
+// write, page by page inside the generation's clock (PERFORMANCE.md: "KV caches written at load").
 static void build_run_state(RunState *s, const Config *c, int T, int threads) {
     size_t bytes = layout_run_state(s, c, T, threads, NULL);
     char *base = xmalloc_aligned(bytes, 64, "activations and KV caches");
@@ -1663,10 +1573,9 @@ static void build_run_state(RunState *s, const Config *c, int T, int threads) {
     layout_run_state(s, c, T, threads, base);
 }
 
-// int8 (a version-2 model, Appendix C's q8 tiles): panel i of W holds its 16
-// rows group by group: group g is gs / 4 quads of 64 bytes, quad k/4 holding
-// W[16i + j][k..k+3] as word j, then the 16 rows' scales of the group (one
-// line), so a matmul streams values and scales front to back once.
+// int8 (a version-2 model, Appendix C's q8 tiles): panel i of W holds its 16 rows group by group: group g
+// is gs / 4 quads of 64 bytes, quad k/4 holding W[16i + j][k..k+3] as word j, then the 16 rows' scales of
+// the group (one line), so a matmul streams values and scales front to back once.
 #define Q8_MAX_N 16384 // the longest row int8 takes (sizes matmul_panels' per-thread buffers)
 static size_t q8_group_bytes(int gs) { return (size_t)gs * PANEL + PANEL * sizeof(float); }
 static int8_t *q8_group_at(const Matrix *m, int i, int g) {
@@ -1678,8 +1587,7 @@ static size_t matrix_bytes(int d, int n, int gs) {
     return mul_size(panels_of(d), gs ? (size_t)(n / gs) * q8_group_bytes(gs) : (size_t)n * PANEL * sizeof(float));
 }
 
-// m: a packed W (d, n) at `at` (int8 in groups of gs, or 0: floats), its rows still to fill (zeroed:
-// rows past d stay 0); returns the end
+// m: a packed W (d, n) at `at` (int8 in groups of gs, or 0: floats), rows still zero; returns the end
 static void *place_matrix(Matrix *m, void *at, int d, int n, int gs, int streamed) {
     *m = (Matrix){.w = gs ? NULL : at, .w8 = gs ? at : NULL, .gs = gs, .d = d, .n = n, .n_panels = (int)panels_of(d),
                   .streamed = streamed};
@@ -1732,18 +1640,16 @@ static size_t packed_bytes(const Config *c, int gs, int shared) {
     return add_size(mul_size((size_t)c->n_layers, per_layer), classifiers);
 }
 
-// What a model holds besides its packed matrices: the norms and the RoPE tables, and
-// while it loads, each thread's buffer (load_block's): a message, then PANEL rows of the
-// longest as floats, as int8, and two sets of their scales (SCRATCH_VALUES each)
+// What a model holds besides its packed matrices: the norms and RoPE tables, and while it loads each
+// thread's buffer (load_block's): a message, PANEL rows as floats, as int8 and two sets of scales
 static size_t tables_floats(const Config *c) {
     return (2 * (size_t)c->n_layers + 1) * (size_t)c->dim + (size_t)c->seq_len * (size_t)(c->dim / c->n_heads);
 }
 #define SCRATCH_VALUES(c) ((size_t)PANEL * (size_t)((c)->dim > (c)->hidden_dim ? (c)->dim : (c)->hidden_dim))
 #define SCRATCH_BYTES(c) (576 + 7 * SCRATCH_VALUES(c))
 
-// Refuse a model (c with seq_len the run's positions; int8 in groups of gs, or 0: f32) whose
-// weights, tables, run state and load buffers would pass the limit with what the run holds
-// already: 0, or -1 with what it needs and how it could fit in msg
+// 0, or -1 with what it needs and how it could fit in msg: a model (c with seq_len the run's positions;
+// int8 in groups of gs, or 0: f32) whose weights, tables, state and load buffers pass the limit
 static int check_memory(const Config *c, int gs, int shared, int max_rows, int threads, char *msg, size_t len) {
     RunState s;
     size_t weights = packed_bytes(c, gs, shared), state = layout_run_state(&s, c, max_rows, threads, NULL);
@@ -1767,16 +1673,13 @@ static int check_memory(const Config *c, int gs, int shared, int max_rows, int t
     return -1;
 }
 
-// How a model keeps an f32 file's matrices: as its floats, or quantised at load
-// as export.py --version 2 would (model.h's q80_group, groups of q80_group_size).
-// A version-2 file is int8 either way.
+// How a model keeps an f32 file's matrices: as its floats, or quantised at load as export.py --version 2
+// would (model.h's q80_group, groups of q80_group_size). A version-2 file is int8 either way.
 enum { WEIGHTS_F32, WEIGHTS_INT8 };
 static const char *const WEIGHTS_NAME[] = {"f32", "int8"}; // as --target-weights/--draft-weights spell them
-#define DRAFT_WEIGHTS WEIGHTS_INT8 // the draft's, unless --draft-weights says otherwise
 
-// Open an input, a regular file, registered as an input of the run (model.h): its fd
-// and *st; die naming it otherwise. O_NONBLOCK: opening a FIFO must not wait for a
-// writer, so that fstat can refuse it.
+// Open an input, a regular file, registered as an input of the run (model.h): its fd and *st; die naming
+// it otherwise. O_NONBLOCK: opening a FIFO must not wait for a writer, so that fstat can refuse it.
 static void close_fd(void *fd) { close((int)(intptr_t)fd); }
 static int open_input(const char *path, const char *what, struct stat *st) {
     int fd = open(path, O_RDONLY | O_NONBLOCK);
@@ -1803,14 +1706,12 @@ static int read_at(int fd, void *buf, size_t n, size_t at, char *msg, size_t len
     return 0;
 }
 
-// A check on a file's first bytes (at most HEAD_BYTES, zero-padded) and its
-// size, made before the body is read: 0, or -1 with the reason in msg.
+// A check on a file's first HEAD_BYTES (zero-padded) and size before its body: 0, or -1 and msg
 #define HEAD_BYTES Q80_HEADER_BYTES // the longest header an input has (model.h)
 typedef int (*HeadCheck)(const void *ctx, const unsigned char *head, size_t bytes, char *msg, size_t len);
 
-// Read a whole file (with a NUL after its n bytes); die naming it on any error. The
-// file (open_input's) passes `check` (NULL: none) first, so a large file of the wrong
-// kind costs neither memory nor time.
+// Read a whole file (with a NUL after its n bytes); die naming it on any error. The file (open_input's)
+// passes `check` (NULL: none) first, so a large file of the wrong kind costs neither memory nor time.
 static unsigned char *read_file_checked(const char *path, const char *what, size_t *n_out, HeadCheck check,
                                         const void *ctx) {
     struct stat st;
@@ -1827,9 +1728,8 @@ static unsigned char *read_file_checked(const char *path, const char *what, size
     return buf;
 }
 
-// A checkpoint's header and size (model.h's check_checkpoint_head) from head, as `weights`
-// loads it: config, classifier and int8 groups (gs 0: f32) into t. 1: version 2, 0: legacy,
-// -1: see msg
+// A checkpoint's header and size (model.h's check_checkpoint_head) from head, as `weights` loads it:
+// config, classifier and int8 groups (gs 0: f32) into t. 1: version 2, 0: legacy, -1: see msg
 static int checkpoint_config(Transformer *t, const unsigned char *head, size_t bytes, int weights, char *msg,
                              size_t len) {
     const Config *c = &t->config;
@@ -1841,14 +1741,11 @@ static int checkpoint_config(Transformer *t, const unsigned char *head, size_t b
     return q80;
 }
 
-// The load streams the file through a bounded buffer into the packed matrices, so they
-// are the one copy of its weights: in BLOCKS of up to PANEL rows of one matrix in one
-// layer, in the file's order, each read with pread (a file that shrinks while it loads
-// gives a short read, an error, never a signal), checked (f32: every float finite;
-// version 2: every scale finite and >= 0), quantised (an f32 file as int8: the bits of
-// q80_export) and packed (pack_block). Blocks go to the threads in turn; the first bad
-// one in file order names the error. Kept: the packed matrices (the embedding as the
-// classifier's, read back a row at a time: matrix_row), the norms and RoPE tables.
+// The load streams the file through a bounded buffer into the packed matrices, the one copy of its
+// weights: BLOCKS of up to PANEL rows of one matrix in one layer, in file order, each read with pread (a
+// file that shrinks gives a short read, an error, never a signal), checked (f32: every float finite;
+// version 2: every scale finite and >= 0), quantised (f32 as int8: q80_export's bits) and packed
+// (pack_block). Blocks go to the threads in turn; the first bad one in file order names the error.
 typedef struct {
     Transformer *t;
     Config file;                       // the file's config (t's seq_len may be less)
@@ -1858,8 +1755,7 @@ typedef struct {
     double t0;
 } Loader;
 
-// Block b of the stream (model.h's checkpoint_matrix: where), with x its thread's scratch:
-// 0, or -1 with the reason at x
+// Block b of the stream (where: model.h's checkpoint_matrix), x its thread's scratch: 0, or -1, why at x
 static int load_block(const Loader *s, int b, char *x) {
     CheckpointMatrix f;
     int i = 0, per;
@@ -1900,9 +1796,8 @@ static int load_block(const Loader *s, int b, char *x) {
     return pack_block(m, j0[i], r, raw, sc), 0;
 }
 
-// Thread tid's share of the stream: every nth block from its tid, until one fails (so the
-// first failed blocks of all threads hold the file's first). Thread 0 shows the percentage
-// done once the load has taken a second.
+// Thread tid's share of the stream: every nth block from its tid, until one fails (the threads' first
+// failures hold the file's first). Thread 0 shows the percentage once the load has taken a second.
 static void stream_job(void *arg, int tid, int nth) {
     Loader *s = arg;
     for (int b = tid; b < s->blocks && s->bad[tid] == INT_MAX; b += nth) {
@@ -1913,8 +1808,7 @@ static void stream_job(void *arg, int tid, int nth) {
     }
 }
 
-// The norms, and the RoPE tables (an f32 file's own, or computed: rope_tables), for
-// positions < seq_len, into the model's table block: 0, or -1 and msg
+// The norms and RoPE tables (an f32 file's own, or rope_tables') into its table block: 0, or -1 and msg
 static int load_tables(Loader *s, char *msg, size_t len) {
     Transformer *t = s->t;
     const Config *c = &t->config;
@@ -1937,10 +1831,9 @@ static int load_tables(Loader *s, char *msg, size_t len) {
     return 0;
 }
 
-// Every matrix of the checkpoint, placed in one allocation as Layer lays them out (Part I):
-// the embedding after the classifier when it is not shared. Weights past STREAMED_BYTES come
-// from DRAM: streamed (Matrix), so one panel at a time, one stream the hardware prefetcher
-// follows (PERFORMANCE.md).
+// Every matrix of the checkpoint, placed in one allocation as Layer lays them out (Part I): the embedding
+// after the classifier when it is not shared. Weights past STREAMED_BYTES come from DRAM: streamed
+// (Matrix), so one panel at a time, one stream the hardware prefetcher follows (PERFORMANCE.md).
 #define STREAMED_BYTES ((size_t)32 << 20) // a desktop's last-level cache
 static void place_weights(Transformer *t) {
     const Config *c = &t->config;
@@ -1960,12 +1853,10 @@ static void place_weights(Transformer *t) {
     else place_matrix(&t->embedding, at, c->vocab_size, dim, t->gs, streamed);
 }
 
-// The checkpoint `path` (a legacy or version-2 file; `weights` a WEIGHTS_*) for forwards of
-// up to max_rows rows on up to `threads` threads of `pool` (NULL: one) at positions below
-// `positions` (the file's seq_len when that is less): its header and size checked, then the
-// memory it needs, before anything large is allocated; then streamed (Loader), every weight
-// checked; the file must not change while it loads. progress: show the percentage on a
-// terminal once the load takes a second.
+// The checkpoint `path` (legacy or version 2; `weights` a WEIGHTS_*) for forwards of up to max_rows rows
+// on `threads` threads of `pool` (NULL: one) at positions below `positions` (or the file's seq_len): its
+// header, size and the memory it needs checked before anything large is allocated, then streamed
+// (Loader), every weight checked; the file must not change meanwhile. progress: show the percentage.
 static void load_transformer(Transformer *t, const char *path, int max_rows, ThreadPool *pool, int threads,
                              int weights, int positions, int progress) {
     *t = (Transformer){.max_rows = max_rows, .pool = pool, .n_threads = pool && threads > 1 ? threads : 1,
@@ -2003,20 +1894,8 @@ static void load_transformer(Transformer *t, const char *path, int max_rows, Thr
     build_run_state(&t->state, &t->config, max_rows, t->n_threads);
 }
 
-// A model for tests and the bench: every position of the file's seq_len
-static UNUSED_OK void build_transformer_as(Transformer *t, const char *path, int max_rows, ThreadPool *pool,
-                                           int threads, int weights) {
-    load_transformer(t, path, max_rows, pool, threads, weights, INT_MAX, 0);
-}
-
-static UNUSED_OK void build_transformer(Transformer *t, const char *path, int max_rows, ThreadPool *pool,
-                              int threads) {
-    build_transformer_as(t, path, max_rows, pool, threads, WEIGHTS_F32);
-}
-
-// A model for this run on `threads` threads, loaded on all of them: KV caches and RoPE
-// tables for the positions it reaches, the prompt (a token per byte at most, BOS and a
-// space) and -n, and a verify pass or a tree past them; without -n, the whole context
+// A model for this run on `threads` threads, loaded on all: KV caches and RoPE tables for the prompt (a
+// token a byte at most, BOS and a space), -n and a pass past them; without -n, the whole context
 static void load_for_run(Transformer *t, const char *path, ThreadPool *pool, int threads, int weights,
                          const Options *o) {
     int rows = o->tree ? TREE_MAX : MAX_ROWS; // a pass's rows: a verify pass's, or a tree's nodes
@@ -2026,16 +1905,72 @@ static void load_for_run(Transformer *t, const char *path, ThreadPool *pool, int
     t->n_threads = pool && threads > 1 ? threads : 1;
 }
 
-static UNUSED_OK void free_transformer(Transformer *t) {
-    xfree(t->state.x); // the run state's one block
-    xfree(t->layers);
-    xfree(t->packed), xfree(t->tables);
-    t->packed = t->tables = NULL;
+// The vocab_size in a checkpoint's header, or 0 if it cannot be read
+static int header_vocab(const char *path) {
+    int32_t h[9];
+    FILE *f = fopen(path, "rb");
+    int ok = f && fread(h, sizeof(h), 1, f) == 1;
+    if (f) fclose(f);
+    int v = ok && h[0] == Q80_MAGIC && h[1] == 2 ? h[7] : h[5]; // a version-2 file: the config after 8 bytes
+    return ok && v != INT32_MIN ? abs(v) : 0;
 }
 
-// A drafter file for h->target (model.h: a 5-int header that `check` tests
-// against the target's dim and vocab_size, then floats) read into h->file, dying
-// naming both files; returns the floats past the header, *n = check's count.
+// What ran, into *weights (the JSON's): a version-2 file is int8 whatever --W-weights asked
+static void ran_weights(const Options *o, int *weights, const Transformer *t, const char *flag) {
+    if (given(o, flag) && *weights == WEIGHTS_F32 && t->gs)
+        fprintf(stderr, "specdec: warning: %s f32 ignored: %s is a version-2 file, int8 as written\n", flag, t->path);
+    *weights = t->gs ? WEIGHTS_INT8 : WEIGHTS_F32;
+}
+
+// -m draft: the draft as spec mode uses it, so it must fit the target named
+static Transformer *load_draft_alone(Transformer *draft, Options *o, ThreadPool *pool) {
+    int v = o->target_named ? header_vocab(o->target_path) : 0;
+    if (o->target_named && !v)
+        die("%s: cannot open checkpoint, or no header (-m draft checks the draft against the target named)",
+            o->target_path);
+    load_for_run(draft, o->draft_path, pool, o->draft_threads, o->draft_weights, o);
+    ran_weights(o, &o->draft_weights, draft, "--draft-weights");
+    if (o->target_named && v != draft->config.vocab_size)
+        die("%s: vocab_size %d differs from the target's %d (%s); -m draft runs the draft (-d, default "
+            "weights/draft.bin) that would speculate for it: name one with its vocabulary", o->draft_path,
+            draft->config.vocab_size, v, o->target_path);
+    return draft;
+}
+
+// Load what the mode needs and return the decoding model: the target (the draft alone for -m draft) and,
+// for spec, the draft. No -d, and the default draft does not fit the target: the target alone (-m
+// target), as llama2.c's run.c would decode it; a draft the user named must fit.
+static Transformer *load_models(Transformer *target, Transformer *draft, Options *o, ThreadPool *pool) {
+    if (!strcmp(o->mode, "draft")) return load_draft_alone(draft, o, pool);
+    load_for_run(target, o->target_path, pool, o->threads, o->target_weights, o);
+    ran_weights(o, &o->target_weights, target, "--target-weights");
+    int V = target->config.vocab_size, v;
+    if (strcmp(o->mode, "spec") || o->lookup || o->medusa || o->eagle) return target;
+    if (!given(o, "-d") && (v = header_vocab(o->draft_path)) != V) {
+        char why[64] = "is missing or unreadable";
+        if (v) snprintf(why, sizeof(why), "has vocab_size %d, not %d", v, V);
+        const char *asked = given(o, "-k") ? "-k" : o->tree ? "--tree" : o->verbose ? "-v" : o->lenience < 1.0f
+                          ? "--lenience" : NULL; // these ask for speculation: no quiet fallback
+        if (asked)
+            die("%s: the default draft %s %s; name a draft with %s's vocabulary (-d FILE) or -d lookup", asked,
+                o->draft_path, why, o->target_path);
+        fprintf(stderr, "specdec: note: the default draft %s %s, so %s decodes alone (-m target); to speculate, "
+                "name a draft with its vocabulary (-d FILE) or -d lookup\n", o->draft_path, why, o->target_path);
+        o->mode = "target";
+        return target;
+    }
+    load_for_run(draft, o->draft_path, pool, o->draft_threads, o->draft_weights, o);
+    ran_weights(o, &o->draft_weights, draft, "--draft-weights");
+    struct stat ts, ds; // sizes on disk, both float32: a bigger draft is probably the two swapped
+    if (!stat(o->target_path, &ts) && !stat(o->draft_path, &ds) && ds.st_size > ts.st_size)
+        fprintf(stderr, "specdec: warning: the draft %s (%.1f MB) is larger than the target %s (%.1f MB): drafting "
+                "costs more than it saves; swapped? (specdec TARGET.bin -d DRAFT.bin)\n", o->draft_path,
+                (double)ds.st_size / 1e6, o->target_path, (double)ts.st_size / 1e6);
+    return target;
+}
+
+// A drafter file for h->target (model.h: 5 ints that `check` tests against the target's dim and
+// vocab_size, then floats) into h->file, dying naming both files; returns the floats, *n = check's count
 typedef int (*DrafterCheck)(const int32_t h[5], size_t bytes, int dim, int vocab_size, char *msg, size_t len);
 typedef struct {
     DrafterCheck check;
@@ -2058,12 +1993,11 @@ static const float *read_drafter_file(HiddenDrafter *h, int *n, const char *path
     return (const float *)(void *)(h->file + 5 * sizeof(int32_t));
 }
 
-// Medusa heads for `target` from path (model.h: medusa.bin), checked like a
-// checkpoint (the header against the target, every float finite); W_h packed.
+// Medusa heads for `target` from path (model.h: medusa.bin), every float checked; W_h packed
 static Drafter *medusa_drafter(MedusaDrafter *md, const char *path, Transformer *target, Sampler *s) {
     int dim = target->config.dim, V = target->config.vocab_size;
     size_t per = (size_t)dim * dim + (size_t)dim, panel_floats = panels_of(dim) * dim * PANEL;
-    *md = (MedusaDrafter){.h = {.base = {.propose = propose_medusa, .observe = observe_hidden, .free = free_hidden},
+    *md = (MedusaDrafter){.h = {.base = {.propose = propose_medusa, .observe = observe_hidden},
                                 .target = target, .sampler = s, .at = -1}};
     const float *f = read_drafter_file(&md->h, &md->n_heads, path, "Medusa heads (a medusa.bin from ./train medusa)",
                                        check_medusa);
@@ -2082,11 +2016,10 @@ static Drafter *medusa_drafter(MedusaDrafter *md, const char *path, Transformer 
     return &md->h.base;
 }
 
-// The feature drafter for `target` from path (model.h: eagle.bin), checked like
-// a checkpoint; W1 and W2 packed.
+// The feature drafter for `target` from path (model.h: eagle.bin), every float checked; W1, W2 packed
 static Drafter *eagle_drafter(EagleDrafter *ed, const char *path, Transformer *target, Sampler *s) {
     int dim = target->config.dim, V = target->config.vocab_size;
-    *ed = (EagleDrafter){.h = {.base = {.propose = propose_eagle, .observe = observe_hidden, .free = free_hidden},
+    *ed = (EagleDrafter){.h = {.base = {.propose = propose_eagle, .observe = observe_hidden},
                                .target = target, .sampler = s, .at = -1}};
     const float *f = read_drafter_file(&ed->h, &ed->hidden, path, "EAGLE drafter (an eagle.bin from ./train eagle)",
                                        check_eagle);
@@ -2103,29 +2036,31 @@ static Drafter *eagle_drafter(EagleDrafter *ed, const char *path, Transformer *t
     return &ed->h.base;
 }
 
+// The drafter -d names (main, spec mode): the draft model, lookup, Medusa or EAGLE
+static Drafter *build_drafter(const Options *o, Transformer *target, Transformer *draft, Sampler *s) {
+    static struct { ModelDrafter md; LookupDrafter lk; MedusaDrafter mh; EagleDrafter ed; } d; // the run's one
+    return o->lookup ? lookup_drafter(&d.lk, o->ngram_min, o->ngram_max, target->config.vocab_size)
+         : o->medusa ? medusa_drafter(&d.mh, o->medusa, target, s)
+         : o->eagle  ? eagle_drafter(&d.ed, o->eagle, target, s) : model_drafter(&d.md, draft, s);
+}
+
 // ----------------------------------------------------------------------------
 // Appendix C. Math kernels
 //
 // The reduction orders that define every result (the kernel contract, Part I); a
 // port that follows them (with fused multiply-adds) gets the same logits:
 //
-//   chain  (matmuls, attention): acc = 0; for k = 0, 1, ..., n-1:
-//          acc = fma(a[k], b[k], acc), one rounding per step. Each output has
-//          its own chain, so the SIMD code puts outputs side by side in a
-//          vector (weight rows, cached positions, head dimensions) and never
-//          sums across lanes.
-//   lanes8 (rmsnorm's sum of squares, softmax's sum): lane l (0..7) sums the
-//          terms k = l, l+8, l+16, ... below n8 = n - n%8 in order (fma for a
-//          dot product, plain adds for a sum); the lanes are combined as
-//          ((l0+l4) + (l2+l6)) + ((l1+l5) + (l3+l7)); the tail k = n8..n-1 is
-//          added in order.
-//   exp:   exp_canonical() below, a fixed polynomial, so softmax and SiLU do
-//          not depend on the C library's expf.
+//   chain  (matmuls, attention): acc = 0; for k = 0, 1, ..., n-1: acc = fma(a[k], b[k], acc), one
+//          rounding per step. Each output has its own chain, so the SIMD code puts outputs side by
+//          side in a vector (weight rows, cached positions, head dimensions), never summing across lanes.
+//   lanes8 (rmsnorm's sum of squares, softmax's sum): lane l (0..7) sums the terms k = l, l+8, l+16,
+//          ... below n8 = n - n%8 in order (fma for a dot product, plain adds for a sum); the lanes are
+//          combined as ((l0+l4) + (l2+l6)) + ((l1+l5) + (l3+l7)); the tail k = n8..n-1 added in order.
+//   exp:   exp_canonical() below, a fixed polynomial, so softmax and SiLU do not depend on expf.
 //
-// In order: the orders in portable C (the references the tests hold every
-// path to); each ISA's vocabulary (a float vector, a few operations, an int8
-// step); the tiles written once over it (llamafile's tinyBLAS arrangement);
-// each ISA's tile shapes; the dispatch; the lanes8 and elementwise kernels.
+// In order: the orders in portable C (the references the tests hold every path to); each ISA's vocabulary
+// (a float vector, a few operations, an int8 step); the tiles written once over it (llamafile's tinyBLAS
+// arrangement); each ISA's tile shapes; the dispatch; the lanes8 and elementwise kernels.
 
 #if defined(__AVX2__) && defined(__FMA__)
 #include <immintrin.h>
@@ -2161,12 +2096,9 @@ static Drafter *eagle_drafter(EagleDrafter *ed, const char *path, Transformer *t
 #define UNROLL
 #endif
 
-static float sum_lanes(const float l[8]) {
-    return ((l[0] + l[4]) + (l[2] + l[6])) + ((l[1] + l[5]) + (l[3] + l[7]));
-}
+static float sum_lanes(const float l[8]) { return ((l[0] + l[4]) + (l[2] + l[6])) + ((l[1] + l[5]) + (l[3] + l[7])); }
 
-// x (n) . y (n) -> scalar, lanes8 order (rmsnorm's sum of squares: one call a
-// row, so plain C)
+// x (n) . y (n) -> scalar, lanes8 order (rmsnorm's sum of squares: one call a row, so plain C)
 static float dot(const float *x, const float *y, int n) {
     float lane[8] = {0};
     int n8 = n & ~7;
@@ -2188,12 +2120,11 @@ static float sum_lanes8(float lane[8], const float *x, int n) {
     return s;
 }
 
-// exp(x), the same bits on every path: x = n ln2 + r with n = rint(x log2(e))
-// and |r| <= ln2/2 (ln2 split in two so r is exact to ~2^-32), then
-// exp(r) = 1 + r + r^2 P(r) with Cephes' degree-5 P (within 2 ulp of exp on
-// this range), scaled by 2^n through the exponent field. Below -87 the result
-// is 0, from 88.3 up it is inf (2^n must stay a normal float; only SiLU sees
-// such inputs, where the result rounds the same), NaN stays NaN.
+// exp(x), the same bits on every path: x = n ln2 + r with n = rint(x log2(e)) and |r| <= ln2/2 (ln2 split
+// in two so r is exact to ~2^-32), then exp(r) = 1 + r + r^2 P(r) with Cephes' degree-5 P (within 2 ulp
+// of exp on this range), scaled by 2^n through the exponent field. Below -87 the result is 0, from 88.3
+// up it is inf (2^n must stay a normal float; only SiLU sees such inputs, where the result rounds the
+// same), NaN stays NaN.
 #define EXP_LOG2E 1.44269504088896341f
 #define EXP_LN2_HI 0.693359375f
 #define EXP_LN2_LO -2.12194440e-4f
@@ -2332,10 +2263,9 @@ typedef float VF;
 #define IN_REGISTER(v) ((void)0) // NEON's FMA takes no memory operand
 #endif
 
-// exp_canonical of every lane, step for step, in GNU C's vector operators (a
-// scalar operand goes to every lane; a comparison gives -1 where true). For
-// |v| < 2^22, t = v + 1.5*2^23 rounds v to n = rint(v) and holds n in its low
-// bits: n = t - 1.5*2^23, and t's bits << 23 are n << 23, 2^n's exponent.
+// exp_canonical of every lane, step for step, in GNU C's vector operators (a scalar operand goes to every
+// lane; a comparison gives -1 where true). For |v| < 2^22, t = v + 1.5*2^23 rounds v to n = rint(v) and
+// holds n in its low bits: n = t - 1.5*2^23, and t's bits << 23 are n << 23, 2^n's exponent.
 #if VL == 1
 #define v_exp exp_canonical
 #else
@@ -2722,11 +2652,10 @@ static int nucleus_order(const void *a, const void *b) {
     return (x->index > y->index) - (x->index < y->index);
 }
 
-// probs (n) in place. The candidates are the tokens with probability >=
-// (1 - top_p) / (n - 1) (the others together hold less than 1 - top_p, so could
-// only be in the nucleus through rounding; the filter is part of the rule). Of
-// the top_k most likely, keep the shortest prefix in nucleus order whose running
-// float sum reaches top_p (all if none does); zero the rest, divide by that sum.
+// probs (n) in place. The candidates are the tokens with probability >= (1 - top_p) / (n - 1) (the others
+// together hold less than 1 - top_p, so could only be in the nucleus through rounding; the filter is part
+// of the rule). Of the top_k most likely, keep the shortest prefix in nucleus order whose running float
+// sum reaches top_p (all if none does); zero the rest, divide by that sum.
 static void truncate_distribution(Sampler *s, float *probs) {
     int n = s->vocab_size, m = 0;
     ProbIndex *o = s->order;
@@ -2778,7 +2707,7 @@ static float max_of(const float *x, int n) {
     return max;
 }
 
-// softmax in place: x (n) -> exp(x - max) / sum
+// x (n) in place: x[i] = exp(x[i] - max) / sum (a division, not a product by 1 / sum): the tests'
 static UNUSED_OK void softmax(float *x, int n) {
     float sum = exp_and_sum(x, n, max_of(x, n));
     for (int i = 0; i < n; i++) x[i] /= sum;
@@ -3026,10 +2955,6 @@ static ThreadPool *build_pool(int n) {
     return pool;
 }
 
-static UNUSED_OK void free_pool(ThreadPool *pool) {
-    if (pool) release_resource(pool), xfree(pool->workers), xfree(pool->arrivals), xfree(pool);
-}
-
 // the share [*lo, *hi) of n items that thread tid of nth takes
 static void share(int *lo, int *hi, int n, int tid, int nth) {
     *lo = (int)((long)n * tid / nth);
@@ -3047,16 +2972,14 @@ static void prefetch_shared(const float *x, size_t n, int nth) {
 #endif
 }
 
-// How many CPUs this process may use: the default --threads. Not the online CPUs when
-// the process is pinned (taskset, a container's cpuset) or held to a CPU quota (docker
-// --cpus): more threads than CPUs stall at every barrier (pool_wait; PERFORMANCE.md's
-// mechanism table). Linux states both limits; elsewhere the online count stands.
+// How many CPUs this process may use, the default --threads: fewer than the online ones when it is pinned
+// (taskset, a cpuset) or held to a quota (docker --cpus), which Linux states; more threads than CPUs stall
+// at every barrier (pool_wait; PERFORMANCE.md's mechanism table).
 #if defined(__linux__)
 #include <sys/syscall.h>
 #endif
 
-// The CPUs in this thread's affinity mask (sched_getaffinity, by its system
-// call: the libc wrapper needs _GNU_SOURCE); 0 where unknown
+// The CPUs in this thread's affinity mask (by the system call: the libc wrapper needs _GNU_SOURCE); 0: unknown
 static int affinity_cpus(void) {
     int n = 0;
 #if defined(__linux__) && defined(SYS_sched_getaffinity)
@@ -3067,78 +2990,14 @@ static int affinity_cpus(void) {
     return n;
 }
 
-// The numbers on the first line of file dir/name into v: how many (0 to 2)
-static int numbers_in(const char *dir, const char *name, double v[2]) {
-    char path[1400];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    FILE *f = fopen(path, "r");
-    int got = f ? fscanf(f, "%lf %lf", &v[0], &v[1]) : 0;
-    if (f) fclose(f);
-    return got > 0 ? got : 0;
-}
-
-// ceil(quota / period) set in one cgroup directory: cgroup v2's cpu.max ("max
-// 100000": none; "200000 100000": 2 CPUs) or v1's cpu.cfs_quota_us (-1: none)
-// over cpu.cfs_period_us; 0 where neither sets one
+// ceil(quota / period) set in one cgroup directory: cgroup v2's cpu.max ("max 100000": none; "200000
+// 100000": 2 CPUs) or v1's cpu.cfs_quota_us (-1: none) over cpu.cfs_period_us; 0 where neither sets one
 static double quota_in(const char *dir) {
     double v[2], period[2];
     if (numbers_in(dir, "cpu.max", v) == 2) period[0] = v[1];
     else if (numbers_in(dir, "cpu.cfs_quota_us", v) != 1 || numbers_in(dir, "cpu.cfs_period_us", period) != 1)
         return 0;
     return v[0] > 0 && period[0] > 0 ? fmin(ceil(v[0] / period[0]), MAX_THREADS) : 0;
-}
-
-// The memory limit set in one cgroup directory (v2's memory.max, "max": none;
-// v1's memory.limit_in_bytes), in bytes; 0 where none is set
-static double memory_max_in(const char *dir) {
-    double v[2];
-    return numbers_in(dir, "memory.max", v) == 1 || numbers_in(dir, "memory.limit_in_bytes", v) == 1 ? v[0] : 0;
-}
-
-// The tightest limit, in(dir), on this process's cgroup and its parents for
-// `controller`; 0 if none. `self` lists the cgroups ("0::/path" for v2,
-// "N:cpu,cpuacct:/path" for v1's controllers), whose directories lie under `root`
-// (v1's under root/controller). In a container the path may name the host's view
-// while root shows the container's own: every prefix of the path is tried, "/" too.
-static double cgroup_limit(const char *root, const char *self, const char *controller, double (*in)(const char *)) {
-    char line[1024], controllers[1030], want[64], dir[1300];
-    FILE *f = fopen(self, "r");
-    double best = 0;
-    if (!f) return 0;
-    snprintf(want, sizeof want, ",%s,", controller);
-    while (fgets(line, sizeof line, f)) {
-        char *ctl = strchr(line, ':'), *cg = ctl ? strchr(ctl + 1, ':') : NULL;
-        if (!cg) continue;
-        *cg++ = '\0'; // ctl + 1: the controllers ("" in v2), cg: the path
-        snprintf(controllers, sizeof controllers, ",%s,", ctl + 1);
-        if (ctl[1] && !strstr(controllers, want)) continue;
-        for (size_t len = strcspn(cg, "\n");;) { // the path, then each parent
-            snprintf(dir, sizeof dir, "%s%s%s%.*s", root, ctl[1] ? "/" : "", ctl[1] ? controller : "", (int)len, cg);
-            double n = in(dir);
-            if (n > 0 && (best == 0 || n < best)) best = n;
-            if (len == 0) break;
-            while (len > 0 && cg[--len] != '/') continue; // back to the last '/'
-        }
-    }
-    fclose(f);
-    return best;
-}
-
-// The limit on what the run may allocate, all models and buffers together: half
-// of the memory this process may use (physical, or its cgroup's memory.max where
-// lower), so a checkpoint whose header asks for a huge context or vocabulary is
-// refused at load instead of failing (or swapping) mid-run.
-static size_t memory_limit(void) {
-#ifdef SPECDEC_MEMORY_LIMIT // the fuzz targets' smaller bound
-    return SPECDEC_MEMORY_LIMIT;
-#endif
-    static size_t limit; // measured once
-    if (limit) return limit;
-    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
-    double bytes = pages > 0 && page > 0 ? (double)pages * (double)page : 0x1p62;
-    double cg = cgroup_limit("/sys/fs/cgroup", "/proc/self/cgroup", "memory", memory_max_in);
-    if (cg > 0 && cg < bytes) bytes = cg;
-    return limit = (size_t)(bytes / 2);
 }
 
 static int usable_cpus(void) {
@@ -3176,11 +3035,9 @@ static void keep_token(void *ctx, int i, float score, const unsigned char *bytes
     if (len > t->max_token_length) t->max_token_length = len;
 }
 
-// Parse a tokenizer file held in memory, buf (n), for a model with vocab_size
-// tokens (0: as many as the file holds; the file does not store its size, so
-// count its tokens and compare), check its byte-fallback ids, build the lookup.
-static void parse_tokenizer(Tokenizer *t, const unsigned char *buf, size_t n, const char *path,
-                            int vocab_size) {
+// Parse a tokenizer file held in memory, buf (n), for a model of vocab_size tokens (0: as many as the
+// file holds, which does not store its size), check its byte-fallback ids, build the lookup.
+static void parse_tokenizer(Tokenizer *t, const unsigned char *buf, size_t n, const char *path, int vocab_size) {
     char msg[256];
     int32_t maxlen;
     int count = walk_tokenizer(buf, n, &maxlen, NULL, NULL, msg, sizeof(msg));
@@ -3206,8 +3063,7 @@ static void parse_tokenizer(Tokenizer *t, const unsigned char *buf, size_t n, co
     qsort(t->sorted, (size_t)vocab_size, sizeof(TokenIndex), cmp_token_index);
 }
 
-// The tokenizer's max_token_length, and a size that vocab_size tokens of at
-// most that length can fill (ctx: the vocab_size, <= 0: any), before the body
+// Checks, before the body, that vocab_size tokens (ctx; <= 0: any) of the header's max length fit the size
 static int tokenizer_head(const void *ctx, const unsigned char *head, size_t bytes, char *msg, size_t len) {
     int32_t max_len, vocab = *(const int *)ctx;
     if (walk_tokenizer(head, bytes < 4 ? bytes : 4, &max_len, NULL, NULL, msg, len) < 0) return -1;
@@ -3225,11 +3081,6 @@ static void build_tokenizer(Tokenizer *t, const char *path, int vocab_size) {
     xfree(buf);
 }
 
-static UNUSED_OK void free_tokenizer(Tokenizer *t) {
-    for (int i = 0; i < t->vocab_size; i++) xfree(t->vocab[i]);
-    xfree(t->vocab); xfree(t->scores); xfree(t->sorted);
-}
-
 static Tokenizer *new_tokenizer(const char *path, int vocab_size) {
     Tokenizer *t = xmalloc(sizeof(Tokenizer), "tokenizer");
     build_tokenizer(t, path, vocab_size);
@@ -3243,8 +3094,7 @@ static int lookup_token(const Tokenizer *t, const char *str) {
     return hit ? hit->id : -1;
 }
 
-// The text of `token` following `prev`: a piece right after BOS loses its
-// leading space (the dummy prefix encode added); byte tokens become their byte.
+// The text of `token` after `prev` (after BOS, less the space encode prepends); byte tokens: their byte
 static const char *decode_piece(const Tokenizer *t, int prev, int token) {
     if (token >= TOKEN_BYTE0 && token < TOKEN_BYTE0 + 256)
         return (const char *)t->byte_pieces + 2 * (token - TOKEN_BYTE0);
@@ -3253,8 +3103,7 @@ static const char *decode_piece(const Tokenizer *t, int prev, int token) {
     return piece;
 }
 
-// Split UTF-8 text into codepoint tokens (byte tokens where the vocab lacks
-// the codepoint). Returns the number of ids written to out.
+// UTF-8 text into codepoint tokens (byte tokens where the vocab lacks one); returns their count
 static int encode_codepoints(const Tokenizer *t, int *out, const char *text) {
     char cp[5];
     int n = 0, len = 0;
@@ -3270,9 +3119,8 @@ static int encode_codepoints(const Tokenizer *t, int *out, const char *text) {
     return n;
 }
 
-// BPE encode as llama2.c: optional BOS, a dummy-prefix " " before non-empty
-// text, codepoints, then repeatedly merge the adjacent pair whose concatenation
-// is in the vocab with the highest score. out needs strlen(text) + 3 slots.
+// BPE encode as llama2.c: optional BOS, a dummy-prefix " " before non-empty text, codepoints, then merge
+// the adjacent pair whose concatenation has the highest score, again and again. out: strlen(text) + 3
 static int encode(Tokenizer *t, int *out, const char *text, int bos, int eos) {
     char pair[2 * MAX_TOKEN_LENGTH + 1]; // two pieces (walk_tokenizer bounds each)
     int n = 0;
@@ -3309,12 +3157,10 @@ static void print_piece(const char *piece) {
 // ----------------------------------------------------------------------------
 // Appendix F. Auto-K (-k 0): the K that maximises the predicted tokens per second
 //
-// Leviathan et al. 2022, Cor 3.9: the best K is the argmax of model.h's
-// predicted_speedup (Thm 3.8). The costs: a table of verify passes of 1..MAX_ROWS
-// rows timed once at start-up (calibrate_auto_k), times one running factor for how
-// much dearer passes are now (attention grows with the position, the machine's
-// speed moves); the draft step and a are running means. Auto-K changes only the
-// speed, never the text (the text is the same for every K: the round, Part I).
+// Leviathan et al. 2022, Cor 3.9: the best K is the argmax of model.h's predicted_speedup (Thm 3.8). The
+// costs: verify passes of 1..MAX_ROWS rows timed at start-up (calibrate_auto_k), times a running factor
+// for how much dearer passes are now (attention grows with the position; the machine's speed moves); the
+// draft step and a are running means. Auto-K changes only the speed (the text is the same for every K).
 #define AUTO_DECAY 0.9       // the draft step's and the cost factor's running means (~10 rounds)
 #define AUTO_DECAY_A 0.97    // a's running counts (~30 rounds: at t = 0 acceptance comes in streaks)
 
@@ -3326,29 +3172,7 @@ typedef struct {
     double calibration_seconds; // what measuring took (once, before generating)
 } AutoK;
 
-// What a round's costs are read from: the target's and the drafter's seconds
-// and forwards (draft steps)
-typedef struct { double target_s, draft_s; long target_n, draft_n; } Clocks;
-
-// The statistics of a spec run (Appendix G), auto-K's estimates among them
-struct SpecStats {
-    int k;                       // -k: drafts per round, or 0: auto-K
-    AutoK autok;
-    const Tokenizer *trace;      // non-NULL: print the -v teaching trace to stderr
-    long rounds, drafted, accepted, examined;
-    long plain_tokens;           // positions without a proposal (drawn from p alone)
-    long reached[K_MAX + 2];     // rounds that examined position i of the round
-    long accepted_at[K_MAX + 2]; // ... and accepted the proposal there
-    long histogram[K_MAX + 2];   // rounds that accepted j proposals
-    long k_used[K_MAX + 1];      // rounds run with each K
-    int k_hi;                    // the largest K any round used
-    long target_forwards, draft_forwards; // in the rounds (prefill not counted)
-    double draft_seconds, verify_seconds; // the drafter's and the target's, in the rounds
-    Clocks round_start;          // the clocks when the round started
-};
-
-// argmax over K = 1..K_MAX of tokens per second; ties go to the smaller K.
-// verify[n] x scale: the seconds of an n-row verify pass.
+// argmax over K = 1..K_MAX of tokens per second (ties: the smaller K); verify[n] x scale: an n-row pass
 static int choose_k(double a, double draft_step, const double *verify, double scale) {
     int best = 1;
     double best_rate = -1;
@@ -3359,10 +3183,8 @@ static int choose_k(double a, double draft_step, const double *verify, double sc
     return best;
 }
 
-// Seconds of one forward over `rows` copies of `token` at pos; with s, and its
-// distribution into probs (vocab): a target-alone step (logits that are not finite
-// cannot fail a finished run). It writes the cache at pos..: generation overwrites
-// it later, or nothing reads it again.
+// Seconds of one forward over `rows` copies of `token` at pos (the cache there is overwritten later or
+// never read); with s, and its distribution into probs (vocab): a target-alone step, never failing
 static double time_forward(Transformer *tr, Sampler *s, float *probs, int token, int rows, int pos) {
     int tokens[MAX_ROWS];
     for (int i = 0; i < rows; i++) tokens[i] = token;
@@ -3372,11 +3194,9 @@ static double time_forward(Transformer *tr, Sampler *s, float *probs, int token,
     return now_seconds() - t0;
 }
 
-// The cost table: verify passes of 1..9 rows, then of every 4th row count up
-// to K_MAX + 1, each the fastest of 3, the row counts interleaved so a slow
-// stretch of the machine hits all of them; between them linear (by then a pass
-// is compute-bound), past the last at its slope. A draft step: the fastest of 3
-// (lookup: free). a starts at 1/2, a prior: one proposal accepted, one rejected.
+// The cost table: verify passes of 1..9 rows, then every 4th up to K_MAX + 1, the fastest of 3 each,
+// interleaved so a slow stretch hits all; linear between (a pass is compute-bound by then). A draft
+// step: the fastest of 3 (lookup: free). a starts at 1/2: one proposal accepted, one rejected.
 static void calibrate_auto_k(AutoK *ak, Transformer *target, Transformer *draft) {
     double t0 = now_seconds();
     int timed[MAX_ROWS], m = 0, rows = K_MAX + 1;
@@ -3404,10 +3224,8 @@ static int next_auto_k(AutoK *ak) {
     return choose_k(ak->accepted / ak->examined, ak->draft_step, ak->calib, ak->scale);
 }
 
-// Fold one round in: accepted of examined proposals, its seconds per draft
-// step (0: none ran) and of its verify pass of `rows` rows.
-static void update_auto_k(AutoK *ak, int rows, int accepted, int examined, double draft_step,
-                          double verify_s) {
+// Folds one round in: its acceptances, seconds per draft step (0: none) and of its `rows`-row verify pass
+static void update_auto_k(AutoK *ak, int rows, int accepted, int examined, double draft_step, double verify_s) {
     double d = AUTO_DECAY;
     ak->accepted = AUTO_DECAY_A * ak->accepted + accepted;
     ak->examined = AUTO_DECAY_A * ak->examined + examined;
@@ -3418,48 +3236,69 @@ static void update_auto_k(AutoK *ak, int rows, int accepted, int examined, doubl
 // ----------------------------------------------------------------------------
 // Appendix G. Statistics: the measurement beside the papers' theory (stderr, JSON)
 
-static SpecStats *new_spec_stats(void) { return xmalloc(sizeof(SpecStats), "statistics"); }
+// The drafter the rounds see (plan_rounds): sp's own, its proposals timed; the rest passed through
+typedef struct { Drafter base; Drafter *inner; double seconds; } TimedDrafter;
+static int propose_timed(Drafter *d, float *q, const int *tokens, int pos) {
+    TimedDrafter *td = (TimedDrafter *)d;
+    double t0 = now_seconds();
+    int made = td->inner->propose(td->inner, q, tokens, pos);
+    td->seconds += now_seconds() - t0;
+    return made;
+}
+static Drafter *inner(Drafter *d) { return ((TimedDrafter *)d)->inner; }
+static void rewind_timed(Drafter *d, int n) { inner(d)->rewind(inner(d), n); }
+static void observe_timed(Drafter *d, int row, int pos) { inner(d)->observe(inner(d), row, pos); }
 
-// sp's rounds and st from the options: -k (0: auto-K) or --tree's shape. Auto-K
-// times the target's passes first; -n 0 times nothing.
+// The statistics of a spec run, auto-K's estimates among them
+struct SpecStats {
+    int k;                       // -k: drafts per round, or 0: auto-K
+    AutoK autok;
+    const Tokenizer *trace;      // non-NULL: print the -v teaching trace to stderr
+    long rounds, drafted, accepted, examined;
+    long plain_tokens;           // positions without a proposal (drawn from p alone)
+    long reached[K_MAX + 2];     // rounds that examined position i of the round
+    long accepted_at[K_MAX + 2]; // ... and accepted the proposal there
+    long histogram[K_MAX + 2];   // rounds that accepted j proposals
+    long k_used[K_MAX + 1];      // rounds run with each K
+    int k_hi;                    // the largest K any round used
+    double draft_seconds, verify_seconds; // the drafter's (a draft step: a proposal) and the rest of the rounds'
+    TimedDrafter timed;          // the drafter, timed
+    double round_start, draft_start; // the clock and the drafter's seconds as the round started
+};
+
+static SpecStats *new_spec_stats(void) { return xmalloc(sizeof(SpecStats), "statistics"); }
+static double ratio(double x, double y) { return y > 0 ? x / y : 0; }
+
+// sp's rounds (-k, or --tree's shape; 0: auto-K, timed now unless nothing is to be generated), its drafter timed
 static void plan_rounds(Speculator *sp, SpecStats *st, const Options *o, const Tokenizer *trace) {
+    Drafter *in = sp->drafter;
     if (o->tree) build_trees(sp, o->branch, o->tree_depth);
     *st = (SpecStats){.k = !o->n_new ? 1 : o->tree ? o->tree_depth : o->k, .trace = trace};
-    if (!st->k) calibrate_auto_k(&st->autok, sp->target, sp->drafter->model);
+    st->timed = (TimedDrafter){{propose_timed, in->rewind ? rewind_timed : NULL, in->observe ? observe_timed : NULL,
+                                in->model}, in, 0};
+    sp->drafter = &st->timed.base;
+    if (!st->k) calibrate_auto_k(&st->autok, sp->target, in->model);
 }
 
-// The clocks now: a draft model's, or what the drafter counts itself (lookup: no steps)
-static Clocks clocks_now(const Speculator *sp) {
-    const Drafter *d = sp->drafter;
-    return (Clocks){sp->target->seconds, d->model ? d->model->seconds : d->seconds,
-                    sp->target->forwards, d->model ? d->model->forwards : d->steps};
+// The drafter's seconds so far: its proposals, and a tree's later draft passes
+static double draft_clock(const SpecStats *st, const Speculator *sp) {
+    return st->timed.seconds + (sp->trees ? sp->trees->draft_seconds : 0);
 }
 
-// This round's K: -k or auto-K's, within what -n still wants (k + 1 tokens at
-// most) and the target's context (verify rows n-1..n+k-1). A static tree is
-// not cut by -n: a cut level would decide its position as a chain leaf, with
-// other coins, and a short run would not be a prefix of a longer one. Notes
-// the models' clocks, so end_round can charge the round's costs.
+// This round's K: -k or auto-K's, within what -n still wants (k + 1 tokens at most) and the context
+// (verify rows n-1..n+k-1); a tree is not cut by -n (a cut level would decide its position as a chain
+// leaf, with other coins: a short run would not be a longer one's prefix). Notes the round's clocks.
 static int start_round(SpecStats *st, Speculator *sp, int n, int want) {
     int k = st->k ? st->k : next_auto_k(&st->autok);
     int room = sp->target->config.seq_len - 1 - n;
     if (k > want - 1 && !sp->trees) k = want - 1;
     if (k > room) k = room;
-    st->round_start = clocks_now(sp);
+    st->round_start = now_seconds();
+    st->draft_start = draft_clock(st, sp);
     return k < 0 ? 0 : k;
 }
 
-// A round keeps only its first `used` positions, the ones emitted, for the statistics
-// and the -v trace (a tree decides all its levels: see start_round)
-static void trim_round(Round *rd, const Speculator *sp, int used) {
-    if (used >= rd->committed) return;
-    rd->accepted = rd->plain = 0;
-    for (int i = 0; i < used; i++) rd->accepted += sp->verdicts[i].accepted;
-    rd->committed = used;
-}
-
-// a piece made safe for one line of the trace: newlines shown as \n, byte
-// tokens by their name (<0xC9>) since a lone byte is no printable text
+// a piece on one line of the trace: newlines as \n, byte tokens by their name (<0xC9>)
 static void trace_piece(const Tokenizer *t, int token) {
     if (token >= TOKEN_BYTE0 && token < TOKEN_BYTE0 + 256 && t->vocab[token][0] == '<') {
         fputs(t->vocab[token], stderr);
@@ -3507,13 +3346,16 @@ static void print_trace(const SpecStats *st, const Speculator *sp, const Round *
     }
 }
 
-// Round `whole` from position n into the statistics, its first `used` positions
+// Round `whole` from position n into the statistics and the -v trace, its first `used` positions,
+// the ones emitted (a tree decides all its levels: see start_round)
 static void end_round(SpecStats *st, const Speculator *sp, const Round *whole, int n, int used) {
     Round trimmed = *whole, *rd = &trimmed;
-    trim_round(rd, sp, used);
-    Clocks now = clocks_now(sp), t0 = st->round_start;
-    double verify_s = now.target_s - t0.target_s, draft_s = now.draft_s - t0.draft_s;
-    long steps = now.draft_n - t0.draft_n;
+    if (used < rd->committed) {
+        rd->accepted = rd->plain = 0;
+        for (int i = 0; i < used; i++) rd->accepted += sp->verdicts[i].accepted;
+        rd->committed = used;
+    }
+    double draft_s = draft_clock(st, sp) - st->draft_start, verify_s = now_seconds() - st->round_start - draft_s;
     int examined = rd->committed - rd->plain;
     st->rounds++;
     st->k_used[rd->k]++;
@@ -3524,18 +3366,15 @@ static void end_round(SpecStats *st, const Speculator *sp, const Round *whole, i
     st->histogram[rd->accepted]++;
     st->plain_tokens += rd->plain;
     for (int i = 0; i < examined; i++) st->reached[i]++, st->accepted_at[i] += sp->verdicts[i].accepted;
-    st->target_forwards += now.target_n - t0.target_n;
-    st->draft_forwards += steps;
     st->verify_seconds += verify_s;
     st->draft_seconds += draft_s;
     if (st->k == 0 && rd->k >= 1)
-        update_auto_k(&st->autok, rd->k + 1, rd->accepted, examined, steps ? draft_s / (double)steps : 0, verify_s);
+        update_auto_k(&st->autok, rd->k + 1, rd->accepted, examined, ratio(draft_s, rd->drafted), verify_s);
     if (st->trace) print_trace(st, sp, rd, n);
 }
 
-// Seconds of one target-alone step (a 1-row forward and its distribution) at
-// pos: the median of 5, timed after generating so the run does not count it;
-// probs (vocab) is scratch
+// Seconds of one target-alone step (a 1-row forward and its distribution) at pos: the median of 5, timed
+// after generating so the run does not count it; probs (vocab) is scratch
 static double time_target_step(Transformer *tr, Sampler *s, float *probs, int token, int pos) {
     double t[5];
     for (int i = 0; i < 5; i++) { // sorted as they come
@@ -3556,8 +3395,6 @@ typedef struct {
     double rows;            // a verify pass's rows, the rounds' mean: r above them is a busy machine's
 } SpecSummary;
 
-static double ratio(double x, double y) { return y > 0 ? x / y : 0; }
-
 static double per_position(const SpecStats *st, int i) { return ratio(st->accepted_at[i], st->reached[i]); }
 
 static SpecSummary summarize(const Report *rp) {
@@ -3568,7 +3405,7 @@ static SpecSummary summarize(const Report *rp) {
         if (st->k_used[k] > st->k_used[m.k] || (m.k == st->k && st->k_used[m.k] == 0)) m.k = k;
     m.acceptance_rate = ratio(st->accepted, st->drafted);
     m.a = ratio(st->accepted, st->examined);
-    m.c = ratio(ratio(st->draft_seconds, st->draft_forwards), rp->target_step);
+    m.c = ratio(ratio(st->draft_seconds, st->drafted), rp->target_step);
     m.r = ratio(ratio(st->verify_seconds, rounds), rp->target_step);
     m.tokens_per_round = ratio(st->examined + st->plain_tokens, rounds);
     for (int k = 0; k <= K_MAX; k++) {
@@ -3652,17 +3489,15 @@ static void print_report(const Report *rp) {
     if (rp->sp) print_spec_report(rp);
 }
 
-// -j FILE, checked before anything runs (model.h's plan_output); the file is not
-// touched until write_json replaces it whole.
+// -j FILE, checked before anything runs (model.h's plan_output); write_json replaces the file whole
 static void check_json_path(const Options *o) {
     char msg[IO_PATH_MAX + 256];
     if (o->json_path && plan_output(&json_out, o->json_path, msg, sizeof(msg)))
         json_out.name[0] = '\0', die("-j %s", msg);
 }
 
-// The bytes of the UTF-8 character at c, or 0 if c does not start one (RFC 3629's
-// table: the lead byte, then continuation bytes, the second one's range narrowed after
-// E0 and F0 (no overlong forms), ED (no surrogates) and F4 (nothing past U+10FFFF))
+// The bytes of the UTF-8 character at c, or 0 if c starts none (RFC 3629: the lead byte, continuation
+// bytes, the second's range narrowed after E0, F0 (overlong), ED (surrogates) and F4 (past U+10FFFF))
 static int utf8_length(const unsigned char *c) {
     int n = c[0] < 0x80 ? 1 : c[0] < 0xC2 ? 0 : c[0] < 0xE0 ? 2 : c[0] < 0xF0 ? 3 : c[0] < 0xF5 ? 4 : 0;
     for (int i = 1; i < n; i++) // a NUL ends the text: it is no continuation byte
@@ -3671,8 +3506,7 @@ static int utf8_length(const unsigned char *c) {
     return n > 1 && (c[1] < lo || c[1] > hi) ? 0 : n;
 }
 
-// ", "key": "value" with the value escaped for JSON (null for NULL); a byte that
-// is not UTF-8 (a Latin-1 prompt) as \u00XX, the character it is in Latin-1
+// ", "key": "value" escaped for JSON (NULL: null); a byte that is not UTF-8 as \u00XX, its Latin-1 character
 static void json_string(FILE *f, const char *key, const char *v) {
     fprintf(f, ", \"%s\": ", key);
     if (!v) { fputs("null", f); return; }
@@ -3689,6 +3523,8 @@ static void json_string(FILE *f, const char *key, const char *v) {
     fputc('"', f);
 }
 
+// target_forwards: one verify pass a round; draft_forwards: the draft steps c counts, a proposal each
+// target_forwards: one verify pass a round; draft_forwards: the draft steps c counts, a proposal each
 static void write_json_spec(FILE *f, const Report *rp) {
     const SpecStats *st = rp->st;
     SpecSummary m = summarize(rp);
@@ -3696,7 +3532,7 @@ static void write_json_spec(FILE *f, const Report *rp) {
             "\"draft_forwards\": %ld, \"drafted\": %ld, \"examined\": %ld, \"accepted\": %ld, "
             "\"acceptance_rate\": %.6f, \"alpha\": %.6f, \"tokens_per_round\": %.6f, \"per_position_acceptance\": [",
             rp->sp->lenience, rp->sp->lenience < 1.0f ? "true" : "false", rp->opt->tree ? 0 : m.k,
-            st->k || rp->opt->tree ? "false" : "true", st->target_forwards, st->draft_forwards, st->drafted,
+            st->k || rp->opt->tree ? "false" : "true", st->rounds, st->drafted, st->drafted,
             st->examined, st->accepted, m.acceptance_rate, m.a, m.tokens_per_round);
     for (int i = 0; i <= st->k_hi; i++) fprintf(f, "%s%.6f", i ? ", " : "", per_position(st, i));
     fputc(']', f);
@@ -3760,8 +3596,7 @@ static void start_output(Output *o, const int *tokens, int n) {
     o->shown_at = now_seconds();
 }
 
-// Send the buffered text; a write error (a full disk, /dev/full, a closed pipe
-// with SIGPIPE ignored) ends the run with exit 1 rather than decoding on unseen.
+// Send the buffered text; a write error (a full disk, a closed pipe) ends the run, not decoding on unseen
 static void flush_text(void) {
     if (fflush(stdout) != 0 || ferror(stdout)) die("cannot write the text to stdout: %s", strerror(errno));
 }
@@ -3780,10 +3615,8 @@ static void emit(Output *o, int token) {
     if (o->n_generated >= o->max_new) o->done = 1;
 }
 
-// The text emitted so far onto the screen, at most every 40 ms (25 times a
-// second looks continuous): each write wakes whatever reads the text, on a
-// core the forward's threads were using (PERFORMANCE.md, "text flushed at most
-// every 40 ms"). The rest goes out when generation ends.
+// The text so far onto the screen, at most every 40 ms (25 a second looks continuous): each write wakes
+// the reader on a core the forward's threads were using (PERFORMANCE.md, "text flushed at most every 40 ms")
 static void show_output(Output *o) {
     double now = now_seconds();
     if (o->quiet || now - o->shown_at < 0.04) return;
@@ -3794,10 +3627,9 @@ static void show_output(Output *o) {
 // ----------------------------------------------------------------------------
 // Appendix I. Command line
 
-// Every flag, in -h's order: the field of Options it sets ('s' string, 'i'
-// int, 'f' float, 'u' unsigned long long; 'b' an int set to 1, the flag
-// takes no value), the value's range and what an error says it expects, and
-// its text in -h (a printf format: %d is the CPUs this process may use).
+// Every flag, in -h's order: the field of Options it sets ('s' string, 'i' int, 'f' float, 'u' unsigned
+// long long; 'b' an int set to 1, the flag takes no value), the value's range and what an error says it
+// expects, and its text in -h (a printf format: %d is the CPUs this process may use).
 #define STR(x) STR_(x)
 #define STR_(x) #x
 #define AT(field) offsetof(Options, field)
@@ -3866,22 +3698,17 @@ static void usage(void) {
     printf("Default files missing from the working directory are taken from beside the binary.\n");
 }
 
-// Other programs' flags (llama.cpp's, run.c's) and what they are here: each error names it
+// The commonest of other programs' flags (llama.cpp's, run.c's) and what they are here: each error names it
 static const char *const HABITS[][2] = {
-    {" -m ", "-m is the mode, run.c's generate is spec or target, no chat; the model is the first argument: "
-             "specdec MODEL.bin [options]"},
+    {" -m --model ", "-m is the mode, run.c's generate is spec or target, no chat; the model is the first "
+                     "argument: specdec MODEL.bin [options]"},
     {" -n ", "without -n it decodes until the context is full (so does -n 0), as llama.cpp's -n -1"},
     {" -s ", "llama.cpp's -s -1, a random seed, is -s $RANDOM here"},
-    {" --model ", "the model is the first argument: specdec MODEL.bin [options]"},
-    {" -p ", "-p is top-p, as in llama2.c; the prompt is -i TEXT or -f FILE"},
-    {" --prompt --file ", "the prompt is -i TEXT or -f FILE"},
+    {" -p --top-p --prompt --file ", "-p is top-p, as in llama2.c; the prompt is -i TEXT or -f FILE"},
     {" --temp ", "the temperature is -t T"},
     {" -md --model-draft ", "the draft is -d FILE"},
-    {" --draft --draft-max ", "drafts per round are -k K"},
     {" -c --ctx-size ", "the context is the checkpoint's seq_len; -n N caps the new tokens"},
     {" -ngl --n-gpu-layers -ngld ", "specdec runs on the CPU"},
-    {" -tb --threads-batch ", "threads are --threads N"},
-    {" --top-p --seed --n-predict ", "top-p, seed and new tokens are -p, -s and -n"},
     {" -y -cnv --conversation -sys ", "no chat: the prompt (-i, -f) is text to continue"},
     {" --repeat-penalty --min-p ", "no such sampler here: -t, -p and --top-k shape the distribution"},
     {" -e --escape ", "-i takes the text as it is: a newline as $'a\\nb' in bash, or -f FILE"},
@@ -3975,8 +3802,7 @@ static const char *drafter_file(const char *d, const char *name, const char *def
     return d[n] ? d + n + 1 : beside_binary(default_file, 1);
 }
 
-// Flags that contradict each other or the mode: an error; flags that do
-// nothing here or look like a mistake: a warning, and the run goes on.
+// Flags that contradict each other or the mode: an error; useless or odd ones: a warning
 static void check_options(Options *o, int usable) {
     int spec = !strcmp(o->mode, "spec"), target = !strcmp(o->mode, "target");
     int on_target = o->medusa || o->eagle; // drafters on the target's hidden state
@@ -4059,71 +3885,6 @@ static void parse_options(Options *o, int argc, char **argv) {
     check_options(o, usable);
 }
 
-// The vocab_size in a checkpoint's header, or 0 if it cannot be read
-static int header_vocab(const char *path) {
-    int32_t h[9];
-    FILE *f = fopen(path, "rb");
-    int ok = f && fread(h, sizeof(h), 1, f) == 1;
-    if (f) fclose(f);
-    int v = ok && h[0] == Q80_MAGIC && h[1] == 2 ? h[7] : h[5]; // a version-2 file: the config after 8 bytes
-    return ok && v != INT32_MIN ? abs(v) : 0;
-}
-
-// What ran, into *weights (the JSON's): a version-2 file is int8 whatever --W-weights asked
-static void ran_weights(const Options *o, int *weights, const Transformer *t, const char *flag) {
-    if (given(o, flag) && *weights == WEIGHTS_F32 && t->gs)
-        fprintf(stderr, "specdec: warning: %s f32 ignored: %s is a version-2 file, int8 as written\n", flag, t->path);
-    *weights = t->gs ? WEIGHTS_INT8 : WEIGHTS_F32;
-}
-
-// -m draft: the draft as spec mode uses it, so it must fit the target named
-static Transformer *load_draft_alone(Transformer *draft, Options *o, ThreadPool *pool) {
-    int v = o->target_named ? header_vocab(o->target_path) : 0;
-    if (o->target_named && !v)
-        die("%s: cannot open checkpoint, or no header (-m draft checks the draft against the target named)",
-            o->target_path);
-    load_for_run(draft, o->draft_path, pool, o->draft_threads, o->draft_weights, o);
-    ran_weights(o, &o->draft_weights, draft, "--draft-weights");
-    if (o->target_named && v != draft->config.vocab_size)
-        die("%s: vocab_size %d differs from the target's %d (%s); -m draft runs the draft (-d, default "
-            "weights/draft.bin) that would speculate for it: name one with its vocabulary", o->draft_path,
-            draft->config.vocab_size, v, o->target_path);
-    return draft;
-}
-
-// Load what the mode needs and return the decoding model: the target (the draft
-// alone for -m draft) and, for spec, the draft. No -d, and the default draft does
-// not fit the target: the target alone (-m target), as llama2.c's run.c would
-// decode it; a draft the user named must fit.
-static Transformer *load_models(Transformer *target, Transformer *draft, Options *o, ThreadPool *pool) {
-    if (!strcmp(o->mode, "draft")) return load_draft_alone(draft, o, pool);
-    load_for_run(target, o->target_path, pool, o->threads, o->target_weights, o);
-    ran_weights(o, &o->target_weights, target, "--target-weights");
-    int V = target->config.vocab_size, v;
-    if (strcmp(o->mode, "spec") || o->lookup || o->medusa || o->eagle) return target;
-    if (!given(o, "-d") && (v = header_vocab(o->draft_path)) != V) {
-        char why[64] = "is missing or unreadable";
-        if (v) snprintf(why, sizeof(why), "has vocab_size %d, not %d", v, V);
-        const char *asked = given(o, "-k") ? "-k" : o->tree ? "--tree" : o->verbose ? "-v" : o->lenience < 1.0f
-                          ? "--lenience" : NULL; // these ask for speculation: no quiet fallback
-        if (asked)
-            die("%s: the default draft %s %s; name a draft with %s's vocabulary (-d FILE) or -d lookup", asked,
-                o->draft_path, why, o->target_path);
-        fprintf(stderr, "specdec: note: the default draft %s %s, so %s decodes alone (-m target); to speculate, "
-                "name a draft with its vocabulary (-d FILE) or -d lookup\n", o->draft_path, why, o->target_path);
-        o->mode = "target";
-        return target;
-    }
-    load_for_run(draft, o->draft_path, pool, o->draft_threads, o->draft_weights, o);
-    ran_weights(o, &o->draft_weights, draft, "--draft-weights");
-    struct stat ts, ds; // sizes on disk, both float32: a bigger draft is probably the two swapped
-    if (!stat(o->target_path, &ts) && !stat(o->draft_path, &ds) && ds.st_size > ts.st_size)
-        fprintf(stderr, "specdec: warning: the draft %s (%.1f MB) is larger than the target %s (%.1f MB): drafting "
-                "costs more than it saves; swapped? (specdec TARGET.bin -d DRAFT.bin)\n", o->draft_path,
-                (double)ds.st_size / 1e6, o->target_path, (double)ts.st_size / 1e6);
-    return target;
-}
-
 // -f FILE (- for stdin): the prompt, whole, less one final newline (as llama.cpp's -f); NULL without -f.
 // An input of the run (model.h; stdin too); a FILE is a regular file (O_NONBLOCK: a FIFO is not waited on).
 #define PROMPT_FILE_MAX (1 << 24)
@@ -4151,10 +3912,8 @@ static char *read_prompt(const Options *o) {
     return text;
 }
 
-// BOS then the prompt's tokens into tokens (room for seq_len); returns the count.
-// A token covers at most max_token_length bytes (the longest piece there is),
-// so a prompt that cannot fit is refused before the (quadratic) merge loop runs.
-// file: -f's (named in the errors), or NULL for -i.
+// BOS and the prompt's tokens into tokens (room for seq_len); returns the count. A prompt that cannot fit
+// (a token covers max_token_length bytes at most) is refused before the quadratic merges. file: -f's or NULL
 static int encode_prompt(Tokenizer *tok, int *tokens, const char *prompt, const char *file, const Transformer *tr) {
     size_t len = strlen(prompt), most = (size_t)tok->max_token_length;
     size_t at_least = 1 + (len + most) / most; // BOS, then ceil((len + 1) / most): a leading space, the bytes

@@ -40,6 +40,7 @@
 // checked before anything is measured, and replaced whole (model.h's plan_output).
 #define TESTING
 #include "../specdec.c"
+#include "../test/harness.h"
 #include "../test/random_model.h"
 #include "../test/check.h"
 
@@ -547,7 +548,7 @@ static void build_spec(Spec *sc, Transformer *target, Transformer *draft, Sample
 }
 
 static void free_spec(Spec *sc) {
-    if (sc->sp.drafter->free) sc->sp.drafter->free(sc->sp.drafter);
+    free_drafter(sc->st.timed.inner);
     if (sc->sp.trees) free_trees(&sc->sp);
     free_speculator(&sc->sp);
 }
@@ -677,7 +678,7 @@ static E2E measure_spec(Pair *pr, const char *name, float temp, int k, float len
         verify_s[rep] = sc.st.verify_seconds - before.verify_seconds;
         draft_s[rep] = sc.st.draft_seconds - before.draft_seconds;
         rounds[rep] = sc.st.rounds - before.rounds;
-        forwards[rep] = sc.st.draft_forwards - before.draft_forwards;
+        forwards[rep] = sc.st.drafted - before.drafted;
     }
     int clean[MAX_REPS];
     e.pairs = n;
@@ -705,13 +706,13 @@ static E2E measure_spec(Pair *pr, const char *name, float temp, int k, float len
     // verify seconds scaled up to every round and draft step the stats count
     SpecStats st = sc.st;
     if (cr > 0) st.verify_seconds = v * (double)st.rounds / (double)cr;
-    if (cf > 0) st.draft_seconds = d * (double)st.draft_forwards / (double)cf;
+    if (cf > 0) st.draft_seconds = d * (double)st.drafted / (double)cf;
     Output o = {0};
     Report rp = {.out = &o, .sp = &sc.sp, .st = &st, .target_step = step};
     SpecSummary sm = summarize(&rp);
     e.alpha = sm.a; e.acceptance_rate = sm.acceptance_rate; e.c = sm.c; e.r = sm.r;
     e.k = sm.k; e.predicted = sm.predicted; e.tokens_per_round = sm.tokens_per_round;
-    e.steps_per_round = sc.st.rounds ? (double)sc.st.draft_forwards / (double)sc.st.rounds : 0;
+    e.steps_per_round = sc.st.rounds ? (double)sc.st.drafted / (double)sc.st.rounds : 0;
     e.r_measured = e.r;
     e.flags |= check_row(e.speedup, e.tokens_per_round, e.r, e.c, e.steps_per_round, &e.bound);
     for (int i = 0; i <= sc.st.k_hi; i++) e.pos[i] = per_position(&sc.st, i);

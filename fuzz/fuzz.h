@@ -8,6 +8,7 @@
 #define SPECDEC_FUZZ
 #define SPECDEC_MEMORY_LIMIT ((size_t)64 << 20)
 #include "../specdec.c"
+#include "../test/harness.h"
 
 // Run body; a die() inside it lands back here. Returns 1 if it died.
 #define FUZZ_TRY(...)                                                       \

@@ -61,7 +61,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             if (ok && (pos < 3 || (!eagle && pos - 2 > md.n_heads))) abort();
             check_q(q, ok);
         }
-        d->free(d);
+        free_drafter(d);
         free_sampler(&s);
         free_transformer(&t);
     });

@@ -7,7 +7,7 @@
 # brings a PERFORMANCE.md row showing >= 3% end to end, or removes as many lines as
 # it adds, and every cut lowers CEILING.
 GOAL=3900
-CEILING=4137
+CEILING=3900
 f=${1:-specdec.c}
 total=$(wc -l < "$f")
 part2=$(grep -n '^// PART II\.' "$f" | head -1 | cut -d: -f1)

@@ -25,6 +25,7 @@
 //       zero-padded, so the padded hidden state (z, 0) gives the same logits.
 #define TESTING
 #include "../specdec.c"
+#include "harness.h"
 
 #include "random_model.h"
 

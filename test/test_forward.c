@@ -7,6 +7,7 @@
 // and scalar builds agree bit for bit.
 #define TESTING
 #include "../specdec.c"
+#include "harness.h"
 #include "check.h"
 #include "random_model.h"
 

@@ -11,6 +11,7 @@
 // allocates nothing).
 #define TESTING
 #include "../specdec.c"
+#include "harness.h"
 #include "check.h"
 #include "random_model.h"
 #include <dirent.h>

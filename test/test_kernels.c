@@ -2,6 +2,7 @@
 // canonical definition (bit for bit), and the sampler's pieces.
 #define TESTING
 #include "../specdec.c"
+#include "harness.h"
 #include "check.h"
 #include "random_model.h" // Stream: the tests' random numbers
 

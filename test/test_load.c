@@ -21,6 +21,7 @@ static ssize_t pread_changing(int fd, void *buf, size_t n, off_t at) {
 #define pread pread_changing
 #define TESTING
 #include "../specdec.c"
+#include "harness.h"
 #undef pread
 #include "check.h"
 #include "random_model.h"

@@ -13,6 +13,7 @@
 //      K = 1, 2, 4, 8, auto and 1..3 threads.
 #define TESTING
 #include "../specdec.c"
+#include "harness.h"
 #include "check.h"
 #include "random_model.h"
 

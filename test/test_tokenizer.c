@@ -4,6 +4,7 @@
 // from ../shared (skipped, saying so, when absent).
 #define TESTING
 #include "../specdec.c"
+#include "harness.h"
 #include "check.h"
 #include "random_model.h"
 

@@ -11,6 +11,7 @@
 #define TESTING
 #endif
 #include "../specdec.c"
+#include "harness.h"
 #include "train_check.h"
 #include <glob.h>
 #include <sys/wait.h>

@@ -24,6 +24,7 @@
 // Every float is printed exactly (%a, or %.9g, which reads back to the same float).
 #define TESTING
 #include "../../specdec.c"
+#include "../harness.h"
 #include "../random_model.h"
 
 #define RUN_K 4
@@ -300,7 +301,7 @@ static void write_drafter_run(FILE *f, const char *drafter, float lenience, Toke
     write_rounds(f, &sp, tokens, n, K);
     free_speculator(&sp);
     if (d->model) free_transformer(&dr);
-    if (d->free) d->free(d);
+    free_drafter(d);
     free_sampler(&s);
     free_transformer(&tg);
 }
