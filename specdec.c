@@ -55,12 +55,12 @@
 //  1365-1540  Appendix A. Errors and memory
 //  1543-2045  Appendix B. Loading
 //  2048-2746  Appendix C. Math kernels
-//  2749-2973  Appendix D. Threads
-//  2976-3119  Appendix E. Tokenizer
-//  3122-3198  Appendix F. Auto-K (-k 0)
-//  3201-3541  Appendix G. Statistics
-//  3544-3589  Appendix H. The text on stdout
-//  3592-3896  Appendix I. Command line
+//  2749-3000  Appendix D. Threads
+//  3003-3146  Appendix E. Tokenizer
+//  3149-3225  Appendix F. Auto-K (-k 0)
+//  3228-3568  Appendix G. Statistics
+//  3571-3616  Appendix H. The text on stdout
+//  3619-3923  Appendix I. Command line
 //
 // Build: cc -std=c11 -O3 -mavx2 -mfma -ffp-contract=off -pthread specdec.c -lm
 #define _POSIX_C_SOURCE 200809L
@@ -2857,11 +2857,9 @@ static void pool_start(ThreadPool *pool, Job job, void *arg, int n) {
     pool_signal(pool);
 }
 
-// A pass stalled when its waits past POOL_STALL (a thread that was not running) add up to
-// over a quarter of its thread-time (stalled_ns): two threads then gain little on one (1.7x
-// at most when DRAM-bound, times 0.75). A 1 ms hiccup in a 55 ms pass of a 1 GB model is
-// not one (taking any such wait for a stall sent those models to one thread: 0.6x); all
-// waits counted, the imbalance of quiet passes sent the shipped pair to one thread (0.7x).
+// A pass stalled when its waits past POOL_STALL (a thread not running) add up to over a quarter
+// of its thread-time: 2 threads then gain little on 1. Not a 1 ms hiccup in a 55 ms pass of a
+// 1 GB model (any such wait taken for a stall: 0.6x), nor quiet imbalance (all waits: 0.7x).
 #define STALL_SHARE 0.25
 static int stalled_pass(double stalled_seconds, int threads, double seconds) {
     return stalled_seconds > STALL_SHARE * threads * seconds;
@@ -2885,24 +2883,17 @@ static void note_stall(ThreadPool *pool, int threads, int stalled, double now) {
     else if (threads > 1) pool->quiet_at = now;
 }
 
-// Threads of other processes running now (Linux's /proc/loadavg: "running/total", this
-// one counted); 0 where the system does not say
-static int others_running(void) {
+// Before the first pass and after each run on one thread: when more threads than cores run
+// in other processes (Linux's /proc/loadavg, "running/total", counts the reader; a core's
+// worth is common on a quiet machine), the next 64 passes run on one. Beside 5 busy
+// processes 2 threads ran 0.75-0.90x of one with stalls alone to go by, 0.95-1.08x with this.
+static void look_around(ThreadPool *pool) {
     FILE *f = fopen("/proc/loadavg", "r");
     int running = 0;
     if (f && fscanf(f, "%*s %*s %*s %d", &running) != 1) running = 0;
     if (f) fclose(f);
-    return running > 1 ? running - 1 : 0;
-}
-
-// Before the first pass and after each run of passes on one thread: when other processes
-// hold more than every core, the next 64 passes run on one (a barrier would wait for a
-// thread that is not running). A core's worth of others is common on a quiet machine (a
-// kernel thread, a reader of /proc/loadavg). Beside 5 busy processes this took 2 threads from 0.75-0.90x
-// of one thread's speed (found by stalls alone) to PERFORMANCE.md's row.
-static void look_around(ThreadPool *pool) {
     pool->look = 0;
-    if (others_running() > pool->cpus) pool->solo_left = pool->solo_run = pool->solo_run < 64 ? 64 : pool->solo_run;
+    if (running - 1 > pool->cpus) pool->solo_left = pool->solo_run = pool->solo_run < 64 ? 64 : pool->solo_run;
 }
 
 // Part I's pool_run; returns when all are done. Waiters spin one phase (between barriers)
