@@ -704,8 +704,7 @@ static Round speculative_step(Speculator *sp, int *tokens, int n, int k) {
     return rd;
 }
 
-static void build_speculator(Speculator *sp, Transformer *target, Drafter *drafter, Sampler *sampler,
-                             const Rng *rng) {
+static void build_speculator(Speculator *sp, Transformer *target, Drafter *drafter, Sampler *sampler, const Rng *rng) {
     size_t V = (size_t)target->config.vocab_size;
     const Transformer *d = drafter->model;
     if (d && d->config.vocab_size != target->config.vocab_size)
@@ -1317,8 +1316,7 @@ static Round tree_step(Speculator *sp, int *tokens, int n, int depth) {
     for (int v = 0;;) {
         int i = t->depth[v], pos = n + i;
         float *p = sp->p + v * row;
-        if (!probs_from_logits(sp->sampler, p, logits + v * row))
-            die_logits(sp->target, pos, sp->sampler->temperature);
+        if (!probs_from_logits(sp->sampler, p, logits + v * row)) die_logits(sp->target, pos, sp->sampler->temperature);
         rd.committed = i + 1;
         Verdict *vd = &sp->verdicts[i];
         ts->tested[i] = 1;
@@ -1972,11 +1970,7 @@ static Transformer *load_models(Transformer *target, Transformer *draft, Options
 // A drafter file for h->target (model.h: 5 ints that `check` tests against the target's dim and
 // vocab_size, then floats) into h->file, dying naming both files; returns the floats, *n = check's count
 typedef int (*DrafterCheck)(const int32_t h[5], size_t bytes, int dim, int vocab_size, char *msg, size_t len);
-typedef struct {
-    DrafterCheck check;
-    const Transformer *target;
-    int *n; // check's count
-} DrafterHead;
+typedef struct { DrafterCheck check; const Transformer *target; int *n; } DrafterHead; // n: check's count
 static int drafter_head(const void *ctx, const unsigned char *head, size_t bytes, char *msg, size_t len) {
     const DrafterHead *d = ctx;
     int32_t h[5];
@@ -2146,12 +2140,11 @@ static float exp_canonical(float x) {
     return y * scale;
 }
 
-// Attention. One load of the key cache (RunState: LANES positions side by side) brings
-// dimension c of LANES cached keys, so both attention products are the same outer-product
-// tile: Q vectors a[i] times groups of LANES outputs, out[i][LANES*g+l] = chain over steps
-// s < n of a[i][s] * base[s*ss + g*gs + l]. Scores: a = the queries, steps = head
-// dimensions, groups = blocks of positions (ss = LANES, gs = hs*LANES). Weighted sums: a =
-// the softmax weights, steps = positions, groups = LANES head dimensions (ss = hs, gs = LANES).
+// Attention. One load of the key cache (RunState: LANES positions side by side) brings dimension c of LANES
+// cached keys, so both attention products are the same outer-product tile: Q vectors a[i] times groups of
+// LANES outputs, out[i][LANES*g+l] = chain over steps s < n of a[i][s] * base[s*ss + g*gs + l]. Scores: a =
+// the queries, steps = head dimensions, groups = blocks of positions (ss = LANES, gs = hs*LANES). Weighted
+// sums: a = the softmax weights, steps = positions, groups = LANES head dimensions (ss = hs, gs = LANES).
 
 // The definition, portable C: a (Q) pointers to (n), base -> out (Q) pointers
 // to (LANES groups); groups [g0, g1), the first `lanes` outputs of each
@@ -2365,13 +2358,11 @@ static inline Q8F q8_fold(Q8F f, Q8Acc acc, const float *s, float sx, int32_t c)
 #endif
 #define Q8_BIAS (HAVE_VNNI ? 128 : 0) // the offset in VNNI's sums, above
 
-// ---- The tile bodies, once for every ISA. Prefetch: a tile of P panels reads
-// P lines per step of k; it asks for each panel's line MM_IN_FLIGHT / P steps
-// ahead, so about MM_IN_FLIGHT lines are on their way whatever the tile's shape
-// (bandwidth = lines in flight x 64 B / latency: ~128 lines cover L3's). Only
-// tiles of MM_PREFETCH_ROWS rows or more, whose FMAs keep the core busy between
-// loads: in load-bound tiles a prefetch takes a load slot, and the hardware
-// prefetcher follows their few streams.
+// ---- The tile bodies, once for every ISA. Prefetch: a tile of P panels reads P lines per step of k; it
+// asks for each panel's line MM_IN_FLIGHT / P steps ahead, so about MM_IN_FLIGHT lines are on their way
+// whatever the tile's shape (bandwidth = lines in flight x 64 B / latency: ~128 lines cover L3's). Only
+// tiles of MM_PREFETCH_ROWS rows or more, whose FMAs keep the core busy between loads: in load-bound
+// tiles a prefetch takes a load slot, and the hardware prefetcher follows their few streams.
 #ifndef MM_IN_FLIGHT
 #define MM_IN_FLIGHT 128
 #endif
@@ -2381,24 +2372,22 @@ static inline Q8F q8_fold(Q8F f, Q8Acc acc, const float *s, float sx, int32_t c)
 #define MM_NEAR 6
 #define MM_NEAR_ROWS 6
 
-// The prefetch target of panel v at step k, in steps from the tile's start
-// (panels of n steps, one after another): `ahead` steps on; past the panel's
-// end, the same step of panel v + P (this stream's panel in the next tile) if
-// the call reads it (one of the `next` panels), else the line being read. So
-// lines stay in flight across tiles, but never for another thread's panels.
+// The prefetch target of panel v at step k, in steps from the tile's start (panels of n steps, one after
+// another): `ahead` steps on; past the panel's end, the same step of panel v + P (this stream's panel in
+// the next tile) if the call reads it (one of the `next` panels), else the line being read. So lines stay
+// in flight across tiles, but never for another thread's panels.
 static inline size_t prefetch_step(int v, int k, size_t n, int P, int ahead, int next) {
     size_t s = (size_t)v * n + (size_t)(k + ahead);
     if ((size_t)(k + ahead) < n) return s;
     return v < next ? s + (size_t)(P - 1) * n : (size_t)v * n + (size_t)k;
 }
 
-// Matmul tile: W (P panels of n steps at w) @ x (R rows, stride xs) -> out (R
-// rows, stride os, 16 P columns), each output a chain over k in a register of
-// its own (a panel is VPP registers); next: panels after the tile's that the
-// caller reads (prefetch_step). Two loop shapes, as compilers keep different
-// ones in 16 registers: A loads the weight vectors (each panel's after its
-// prefetch), then broadcasts one x per row; B prefetches, broadcasts the R x's,
-// then streams the weight vectors past them. Each ISA's list names the shape.
+// Matmul tile: W (P panels of n steps at w) @ x (R rows, stride xs) -> out (R rows, stride os, 16 P
+// columns), each output a chain over k in a register of its own (a panel is VPP registers); next: panels
+// after the tile's that the caller reads (prefetch_step). Two loop shapes (each ISA's list names one), as
+// compilers keep different ones in 16 registers: A loads the weight vectors (each panel's after its
+// prefetch), then broadcasts one x per row; B prefetches, broadcasts the R x's, then streams the weight
+// vectors past them.
 // panel j's prefetches at step k (MM_IN_FLIGHT; in a DRAM tile, MM_NEAR too)
 #define MM_PREFETCH(R, P, j, DRAM)                                                         \
     do {                                                                                   \
@@ -2445,9 +2434,8 @@ static inline size_t prefetch_step(int v, int k, size_t n, int P, int ahead, int
 #define MM_TILE(R, P, SHAPE) \
     MM_TILE_AS(R, P, SHAPE, 0, mm_##R##x##P) MM_TILE_AS(R, P, SHAPE, 1, mm_dram_##R##x##P)
 
-// Attention tile: a (Q) pointers to (n) times G groups of LANES outputs at
-// base (step t of group g at base + t ss + g gs) -> out (Q) pointers to
-// (LANES G); a group is GV registers. The same loop as a matmul tile.
+// Attention tile: a (Q) pointers to (n) times G groups of LANES outputs at base (step t of group g at base
+// + t ss + g gs) -> out (Q) pointers to (LANES G); a group is GV registers. The same loop as a matmul tile.
 #define GV (LANES / VL)
 #define OUTER_TILE(Q, G)                                                                   \
     static void outer_##Q##x##G(float *const *out, const float *const *a, const float *base, \
@@ -2502,15 +2490,13 @@ static inline size_t prefetch_step(int v, int k, size_t n, int P, int ahead, int
             memcpy(out + r * os + (size_t)j * PANEL, &f[r][j], sizeof(f[r][j]));           \
     }
 
-// ---- The tile shapes, one list per ISA: X(R, P, S), a tile of R rows x P
-// panels in loop shape S. Every list has R x 1 for each R up to MM_MAX_ROWS
-// (rows per tile), and 1 x P for each P up to the one-row tile's widest, so
-// the panels a wide tile leaves run side by side, not one chain's latency each.
+// ---- The tile shapes, one list per ISA: X(R, P, S), a tile of R rows x P panels in loop shape S. Every
+// list has R x 1 for each R up to MM_MAX_ROWS (rows per tile), and 1 x P for each P up to the one-row
+// tile's widest, so the panels a wide tile leaves run side by side, not one chain's latency each.
 #if HAVE_AVX512
-// 32 registers: up to 9 rows (9 x 2 panels: 18 accumulators, so a 9-row
-// verify, K = 8, reads its weights once). Two rows take 2 x 4 panels: their
-// rest then never goes panel by panel. Eight rows run as 8 x 1 tiles, which
-// read a model in DRAM faster than a wider tile (PERFORMANCE.md, register tiles).
+// 32 registers: up to 9 rows (9 x 2 panels: 18 accumulators, so a 9-row verify, K = 8, reads its weights
+// once). Two rows take 2 x 4 panels: their rest then never goes panel by panel. Eight rows run as 8 x 1
+// tiles, which read a model in DRAM faster than a wider tile (PERFORMANCE.md, register tiles).
 #define MM_MAX_ROWS 9
 #define MM_TILES(X)                                                                        \
     X(1, 8, A) X(1, 7, A) X(1, 6, A) X(1, 5, A) X(1, 4, A) X(1, 3, A) X(1, 2, A) X(1, 1, A) \
@@ -2551,9 +2537,8 @@ MM_TILES(MM_TILE)
 OUTER_TILES(OUTER_TILE)
 Q8_TILES(Q8_TILE)
 
-// ---- Dispatch: the tables the lists fill, [streamed][rows][panels] and
-// [vectors][groups] (NULL: no such tile), and the loops that walk a matmul or
-// an attention product through them.
+// ---- Dispatch: the tables the lists fill, [streamed][rows][panels] and [vectors][groups] (NULL: no such
+// tile), and the loops that walk a matmul or an attention product through them.
 #define TILE_PANELS_MAX 8 // the widest tile, in panels or groups
 typedef void (*MmTile)(float *out, size_t os, const float *x, size_t xs, const float *w, int n, int next);
 typedef void (*OuterTile)(float *const *out, const float *const *a, const float *base, size_t ss, size_t gs, int n);
@@ -2573,14 +2558,13 @@ static const OuterTile OUTER_TILE_OF[7][TILE_PANELS_MAX + 1] = {OUTER_TILES(OUTE
 // where panel i of m starts
 static const float *panel_at(const Matrix *m, int i) { return m->w + (size_t)i * (size_t)m->n * PANEL; }
 
-// W (d,n) @ x (T,n) -> out (T,d), panels [i0, i1) (the contract: Part I). Rows go in blocks
-// of at most R_max (as even as possible: 10 = 5 + 5); the panels in chunks of about 128 KB,
-// so every block reuses a chunk from L2 and the weights leave memory once; a chunk goes by
-// the widest tile of the block's rows that fits the panels left (one row of a streamed f32
-// matrix: one panel, Matrix; an int8 row, up to four). An int8 model's rows are quantised
-// once, first, into the calling thread's own buffers: a division per value, too dear to
-// repeat in every chunk (PERFORMANCE.md). A tile that holds the panel straddling d writes
-// to a buffer, so nothing past d is written.
+// W (d,n) @ x (T,n) -> out (T,d), panels [i0, i1) (the contract: Part I). Rows go in blocks of at most
+// R_max (as even as possible: 10 = 5 + 5); the panels in chunks of about 128 KB, so every block reuses a
+// chunk from L2 and the weights leave memory once; a chunk goes by the widest tile of the block's rows
+// that fits the panels left (one row of a streamed f32 matrix: one panel, Matrix; an int8 row, up to
+// four). An int8 model's rows are quantised once, first, into the calling thread's own buffers: a
+// division per value, too dear to repeat in every chunk (PERFORMANCE.md). A tile that holds the panel
+// straddling d writes to a buffer, so nothing past d is written.
 static void matmul_panels(float *out, const float *x, int T, const Matrix *m, int i0, int i1) {
     static _Thread_local int8_t xv[TREE_MAX * Q8_MAX_N]; // T <= TREE_MAX: the longest pass, a tree's
     static _Thread_local float s[TREE_MAX * Q8_MAX_N / 4];
@@ -2629,17 +2613,14 @@ static void outer_products(float *const *out, const float *const *a, int Q, cons
 }
 
 // positions [0, LANES * n_blocks): each score the chain over c of query[i][c] * key_t[c]
-static void attention_scores(float *const *s, const float *const *query, int Q, const float *kc,
-                             int n_blocks, int hs) {
+static void attention_scores(float *const *s, const float *const *query, int Q, const float *kc, int n_blocks, int hs) {
     outer_products(s, query, Q, kc, LANES, (size_t)hs * LANES, n_blocks, hs);
 }
 
 // out[i][c] = the chain over t < n_pos of e[i][t] * v_t[c]; the last hs % LANES outputs in plain C
-static void attention_values(float *const *out, const float *const *e, int Q, const float *v,
-                             int n_pos, int hs) {
+static void attention_values(float *const *out, const float *const *e, int Q, const float *v, int n_pos, int hs) {
     outer_products(out, e, Q, v, (size_t)hs, LANES, hs / LANES, n_pos);
-    if (hs % LANES)
-        outer_scalar(out, e, Q, v, (size_t)hs, LANES, hs / LANES, hs / LANES + 1, hs % LANES, n_pos);
+    if (hs % LANES) outer_scalar(out, e, Q, v, (size_t)hs, LANES, hs / LANES, hs / LANES + 1, hs % LANES, n_pos);
 }
 
 // ---- top-k and top-p: the sampler's truncation (probs_from_logits)
@@ -2986,8 +2967,7 @@ static int affinity_cpus(void) {
 static double quota_in(const char *dir) {
     double v[2], period[2];
     if (numbers_in(dir, "cpu.max", v) == 2) period[0] = v[1];
-    else if (numbers_in(dir, "cpu.cfs_quota_us", v) != 1 || numbers_in(dir, "cpu.cfs_period_us", period) != 1)
-        return 0;
+    else if (numbers_in(dir, "cpu.cfs_quota_us", v) != 1 || numbers_in(dir, "cpu.cfs_period_us", period) != 1) return 0;
     return v[0] > 0 && period[0] > 0 ? fmin(ceil(v[0] / period[0]), MAX_THREADS) : 0;
 }
 
@@ -3515,7 +3495,6 @@ static void json_string(FILE *f, const char *key, const char *v) {
 }
 
 // target_forwards: one verify pass a round; draft_forwards: the draft steps c counts, a proposal each
-// target_forwards: one verify pass a round; draft_forwards: the draft steps c counts, a proposal each
 static void write_json_spec(FILE *f, const Report *rp) {
     const SpecStats *st = rp->st;
     SpecSummary m = summarize(rp);
@@ -3645,9 +3624,8 @@ static const Flag FLAGS[] = {
     {"-k", "K", 'i', AT(k), 0, K_MAX, "an integer in 0.." STR(K_MAX) ", 0 for auto", "drafts per round, 1.."
      STR(K_MAX) "; 0 (the default) chooses K as it goes from measured costs, never changing the text; -d "
      "medusa and -d eagle, whose text depends on K, take a fixed K instead: every head, or 4"},
-    {"--tree", "B1,B2,...", 's', AT(tree), 0, 0, NULL, "draft a tree: B_d candidates under each node at depth d, "
-     "all verified in one pass (e.g. 3,2,1; 1,1,1 is the chain -k 3); a draft model, the exact rule, no -k "
-     "(depth is K)"},
+    {"--tree", "B1,B2,...", 's', AT(tree), 0, 0, NULL, "draft a tree: B_d candidates under each node at depth d, all "
+     "verified in one pass (e.g. 3,2,1; 1,1,1 is the chain -k 3); a draft model, the exact rule, no -k (depth is K)"},
     {"-t", "T", 'f', AT(temperature), 0, 1e6, "a number in 0..1e6, 0 for greedy", "temperature, 0..1e6; 0 is "
      "greedy (default 1.0)"},
     {"-p", "P", 'f', AT(top_p), FLT_MIN, 1, "a number in (0, 1]", "top-p in (0, 1]; 1 is off (default 1.0)"},
