@@ -129,9 +129,8 @@ typedef struct {
 typedef struct {
     Matrix qkv; // [wq; wk; wv] (dim + 2 kv_dim, dim): q, k and v in one pass
     Matrix wo;  // (dim, dim)
-    Matrix w13; // w1 and w3 (hidden, dim) each, panels interleaved: w1 panel 0,
-                // w3 panel 0, w1 panel 1, ... so whoever computes a panel pair
-                // can apply SwiGLU to it at once
+    Matrix w13; // w1 and w3 (hidden, dim) each, panels interleaved (w1 panel 0, w3 panel 0, w1 panel 1, ...)
+                // so whoever computes a panel pair can apply SwiGLU to it at once
     Matrix w2;  // (dim, hidden)
 } Layer;
 
@@ -496,12 +495,11 @@ static int sample(const float *probs, int n, float coin) {
 // probability min(1, p(x)/q(x)), so it is EMITTED with probability q(x) min(1, p(x)/q(x)) =
 // min(q(x), p(x)). It is rejected with total probability beta = sum_x (q(x) - min(q(x), p(x))) =
 // sum_x max(0, p(x) - q(x)), and then a token is drawn from norm(max(0, p - q)), which adds exactly
-// max(0, p(x) - q(x)) to each x. min(q,p) + max(0, p-q) = p(x). The next position is only examined
-// after an acceptance, and then the context is the same one the target would have seen, so the
-// argument repeats position by position. It needs nothing of q but that x was drawn from it: any
-// drafter (a smaller model, n-gram lookup, heads on the target) keeps the output exact, as long as
-// its q does not look at the target's p or coins. The l below is Part II's lenience (l = 1: the
-// exact rule).
+// max(0, p(x) - q(x)) to each x. min(q,p) + max(0, p-q) = p(x). The next position is only examined after
+// an acceptance, and then the context is the same one the target would have seen, so the argument repeats
+// position by position. It needs nothing of q but that x was drawn from it: any drafter
+// (a smaller model, n-gram lookup, heads on the target) keeps the output exact, as long as its q does not
+// look at the target's p or coins. The l below is Part II's lenience (l = 1: the exact rule).
 
 // The accept test's threshold min(1, p(x) / (l q(x))); x ~ q, so q(x) > 0.
 static float acceptance_ratio(float p_x, float q_x, float lenience) {
@@ -1657,11 +1655,10 @@ static int check_memory(const Config *c, int gs, int shared, int max_rows, int t
     size_t kv = 2 * (size_t)c->n_layers * (size_t)s.seq_pad * (size_t)(c->n_kv_heads * (c->dim / c->n_heads)) * 4;
     size_t int8 = add_size(packed_bytes(c, q80_group_size(c), shared), rest);
     size_t n = (size_t)snprintf(msg, len, "dim %d, %d layers, vocab %d: needs %.1f GB (%.1f GB of %s weights, %.1f GB "
-                                "of KV caches for %d positions, %.1f GB held already) where specdec allows a run "
-                                "%.1f GB, half of the memory it may use (physical or its cgroup's)", c->dim,
-                                c->n_layers, c->vocab_size, (double)need / 1e9, (double)weights / 1e9,
-                                gs ? "int8" : "f32", (double)kv / 1e9, c->seq_len, (double)allocated / 1e9,
-                                (double)limit / 1e9);
+                                "of KV caches for %d positions, %.1f GB held already) where specdec allows a run %.1f "
+                                "GB, half of the memory it may use (physical or its cgroup's)", c->dim, c->n_layers,
+                                c->vocab_size, (double)need / 1e9, (double)weights / 1e9, gs ? "int8" : "f32",
+                                (double)kv / 1e9, c->seq_len, (double)allocated / 1e9, (double)limit / 1e9);
     if (kv > need / 4 && n < len) // the caches: prompt + -n, or all of seq_len without -n
         n += (size_t)snprintf(msg + n, len - n, "; fewer positions need less (a smaller -n): %.1f MB each",
                               (double)kv / c->seq_len / 1e6);
@@ -2116,9 +2113,8 @@ static float sum_lanes8(float lane[8], const float *x, int n) {
 
 // exp(x), the same bits on every path: x = n ln2 + r with n = rint(x log2(e)) and |r| <= ln2/2 (ln2 split
 // in two so r is exact to ~2^-32), then exp(r) = 1 + r + r^2 P(r) with Cephes' degree-5 P (within 2 ulp
-// of exp on this range), scaled by 2^n through the exponent field. Below -87 the result is 0, from 88.3
-// up it is inf (2^n must stay a normal float; only SiLU sees such inputs, where the result rounds the
-// same), NaN stays NaN.
+// of exp on this range), scaled by 2^n in the exponent field. Below -87 it is 0, from 88.3 up inf (2^n
+// must stay a normal float; only SiLU sees such inputs, where the result rounds the same), NaN stays NaN.
 #define EXP_LOG2E 1.44269504088896341f
 #define EXP_LN2_HI 0.693359375f
 #define EXP_LN2_LO -2.12194440e-4f
@@ -3454,9 +3450,8 @@ static void print_report(const Report *rp) {
             rp->seconds, ratio(o->n_generated, rp->seconds), rp->opt->threads, rp->opt->threads == 1 ? "" : "s",
             ENDED_BY[o->ended_by][0]);
     if (o->ended_by == END_CONTEXT && o->n_generated < o->max_new)
-        fprintf(stderr, "specdec: note: stopped after %d of the %d tokens asked for (-n): the "
-                "context of %d positions is full\n", o->n_generated, o->max_new,
-                o->n_generated + rp->prompt_tokens);
+        fprintf(stderr, "specdec: note: stopped after %d of the %d tokens asked for (-n): the context of %d positions "
+                "is full\n", o->n_generated, o->max_new, o->n_generated + rp->prompt_tokens);
     if (rp->sp) print_spec_report(rp);
 }
 
@@ -3783,9 +3778,8 @@ static void check_options(Options *o, int usable) {
         fprintf(stderr, "specdec: warning: -t %g is the temperature, as in llama2.c (above 2 the text is close "
                 "to noise); threads are --threads N\n", o->temperature);
     if (o->threads > usable)
-        fprintf(stderr, "specdec: warning: --threads %d, but this process may use %d CPU%s: the threads "
-                "beyond that wait for each other at every barrier, which is slow\n", o->threads, usable,
-                usable == 1 ? "" : "s");
+        fprintf(stderr, "specdec: warning: --threads %d, but this process may use %d CPU%s: the threads beyond that "
+                "wait for each other at every barrier, which is slow\n", o->threads, usable, usable == 1 ? "" : "s");
     if (o->draft_threads > o->threads) {
         fprintf(stderr, "specdec: warning: --draft-threads %d is more than --threads %d: the draft runs on %d\n",
                 o->draft_threads, o->threads, o->threads);
