@@ -38,29 +38,29 @@
 //
 // CONTENTS (line numbers; test/cli.sh checks them)
 // Part I. The chain
-//   109-170   The data
-//   173-224   The kernel contract
-//   227-399   Forward
-//   402-490   Sampler
-//   493-560   The speculative step
-//   563-609   Drafters
-//   612-719   The speculative round
-//   722-798   Generation
-//   801-916   main
+//   109-169   The data
+//   172-223   The kernel contract
+//   226-398   Forward
+//   401-488   Sampler
+//   491-556   The speculative step
+//   559-605   Drafters
+//   608-714   The speculative round
+//   717-793   Generation
+//   796-911   main
 // Part II. The extensions
-//   919-1057  Drafters without a second model
-//  1060-1064  Lenience
-//  1067-1362  Tree speculation
+//   914-1052  Drafters without a second model
+//  1055-1059  Lenience
+//  1062-1356  Tree speculation
 // Appendices
-//  1365-1540  Appendix A. Errors and memory
-//  1543-2045  Appendix B. Loading
-//  2048-2746  Appendix C. Math kernels
-//  2749-3000  Appendix D. Threads
-//  3003-3146  Appendix E. Tokenizer
-//  3149-3225  Appendix F. Auto-K (-k 0)
-//  3228-3568  Appendix G. Statistics
-//  3571-3616  Appendix H. The text on stdout
-//  3619-3923  Appendix I. Command line
+//  1359-1534  Appendix A. Errors and memory
+//  1537-2034  Appendix B. Loading
+//  2037-2720  Appendix C. Math kernels
+//  2723-2973  Appendix D. Threads
+//  2976-3119  Appendix E. Tokenizer
+//  3122-3198  Appendix F. Auto-K (-k 0)
+//  3201-3539  Appendix G. Statistics
+//  3542-3587  Appendix H. The text on stdout
+//  3590-3892  Appendix I. Command line
 //
 // Build: cc -std=c11 -O3 -mavx2 -mfma -ffp-contract=off -pthread specdec.c -lm
 #define _POSIX_C_SOURCE 200809L
@@ -401,12 +401,11 @@ static float *forward_chunked(Transformer *tr, const int *tokens, int n, int sta
 // Sampler: coins from a seed, and ONE function from logits to a distribution
 //
 // Every random choice is a coin in [0, 1) looked up by WHAT it decides, never drawn from a running
-// stream: coin_at(rng, position, purpose). So the token at a position depends on the seed and the
-// context alone, not on how rounds fell, on K, timing or threads. The coins come from splitmix64
-// (Steele, Lea, Flood 2014): key = mix64(seed + G), element i of the stream is mix64(key + (i + 1) G),
-// G = 0x9E3779B97F4A7C15; the coin for `purpose` (below) is element 4 * position + purpose, its top
-// 24 bits / 2^24 (exact as a float). Element 4 * position + 3 is no coin: Part II's trees key the
-// coins of their later candidates there.
+// stream: coin_at(rng, position, purpose). So a position's token depends on the seed and context alone,
+// not on how rounds fell, K, timing or threads. The coins come from splitmix64 (Steele, Lea, Flood 2014):
+// key = mix64(seed + G), stream element i is mix64(key + (i + 1) G), G = 0x9E3779B97F4A7C15; the coin
+// for `purpose` (below) is element 4 * position + purpose, its top 24 bits / 2^24 (exact as a float).
+// Element 4 * position + 3 is no coin: Part II's trees key their later candidates' coins there.
 
 typedef struct { uint64_t key; } Rng; // key = mix64(seed + G)
 
@@ -512,12 +511,11 @@ static float acceptance_ratio(float p_x, float q_x, float lenience) {
 // The residual distribution norm(max(0, p - l q)) a rejected position draws from, its mass summed
 // in index order. p, q (n) -> out (n); returns the mass before normalising.
 //
-// Zero residual: sum max(0, p - q) = 0 means p <= q everywhere; both sum to 1, so p == q up to
-// rounding. If p == q exactly, every ratio is 1 and no draft is ever rejected. A rejection can only
-// happen where rounding left the float p summing to S < 1 while q sums to 1: then x is emitted with
-// probability min(p(x), q(x)) = p(x) and rejected with probability 1 - S. Drawing the replacement
-// from p (normalised) emits x with p(x) + (1 - S) p(x)/S = p(x)/S, exactly the normalised target.
-// Any other choice (the argmax, say) biases it.
+// Zero residual: sum max(0, p - q) = 0 means p <= q everywhere; both sum to 1, so p == q up to rounding.
+// If p == q exactly, every ratio is 1: no draft is rejected. A rejection needs rounding to leave the
+// float p summing to S < 1 while q sums to 1: x is then emitted with probability min(p(x), q(x)) = p(x)
+// and rejected with probability 1 - S. Drawing the replacement from p/S emits x with probability
+// p(x) + (1 - S) p(x)/S = p(x)/S, exactly the normalised target. Anything else (the argmax) biases it.
 static float residual_distribution(float *out, const float *p, const float *q, float lenience, int n) {
     float mass = 0.0f;
     for (int i = 0; i < n; i++) {
@@ -2100,8 +2098,7 @@ static float dot(const float *x, const float *y, int n) {
     return s;
 }
 
-// sum of x (n), lanes8 order with plain adds, the lanes starting from `lane`
-// (which holds the rows of 8 before x, if any)
+// sum of x (n), lanes8 order with plain adds, the lanes starting at `lane` (the rows of 8 before x, if any)
 static float sum_lanes8(float lane[8], const float *x, int n) {
     int n8 = n & ~7;
     for (int k = 0; k < n8; k += 8)
