@@ -198,8 +198,8 @@ static double read_pass_on(Transformer *tr, const float *buf, size_t n, float *s
 // buffer: a 20 MB model and a 20 MB buffer do not fit one 32 MB L3 together,
 // so a pass right after the other's starts with part of its working set evicted.
 static double interleaved_fraction(Transformer *tr, double bytes, int reps, double *read_gbs_out) {
-    size_t n;
-    float *buf = ones_buffer((size_t)bytes, &n), sink = 0;
+    size_t n; // at most 2 GB: from DRAM at that size too, and a 7B model's bytes again would not fit
+    float *buf = ones_buffer(bytes < 2e9 ? (size_t)bytes : (size_t)2e9, &n), sink = 0;
     int tok = 100;
     double best_read = 1e30, best_step = 1e30;
     for (int rep = 0; rep < reps; rep++) {
