@@ -192,7 +192,7 @@ static double read_pass_on(Transformer *tr, const float *buf, size_t n, float *s
 // A single-row forward's read rate over the plain loop's at the model's size,
 // on the forward's threads (each reads its share), the two timed side by side,
 // so a slow stretch of a shared machine hits both: each repetition reads the
-// buffer (the model's size) twice and runs two forwards at position 48, and
+// buffer (the model's size, 2 GB at most) twice and runs two forwards at position 48, and
 // times the second of each, the best of `reps`. Both are then timed warm, as
 // decoding runs one forward after another and bandwidth_gbs rereads its
 // buffer: a 20 MB model and a 20 MB buffer do not fit one 32 MB L3 together,
@@ -946,7 +946,7 @@ static void bench_usage(FILE *out) {
         "  shapes    ~15 min  llama2.c's shapes (stories15M/42M/110M, TinyLlama-1.1B, Llama-2-7B; f32 and\n"
         "                     int8) as random files in build/shapes/ (~15 GB of disk, deleted after): greedy\n"
         "                     spec against target-only, time to first token against cat, peak RSS; prints only\n"
-        "  scale     ~12 min  the shipped target embedded in 81M, 1.0B and 6.0B-parameter shapes, int8 (~8 GB of\n"
+        "  scale     ~13 min  the shipped target embedded in 81M, 1.0B and 6.0B-parameter shapes, int8 (~8 GB of\n"
         "                     disk, deleted after): the one-row pass against the read loop, target-only and\n"
         "                     spec, auto-K head to head, first token, peak RSS, runq.c (RUNQ=). scale.csv\n"
         "CSVs go to " SCRATCH_CSV "/ and docs/ is left alone; --publish writes them into " PUBLISHED_CSV "/\n"
@@ -1945,7 +1945,8 @@ typedef struct { const char *name; int scale, layers, hidden, n_new, reps, h2h; 
 static const ScaleShape SCALES[] = {{"81M", 3, 12, 0, 64, 3, 16}, {"1.0B", 8, 22, 0, 48, 3, 6},
                                     {"6.0B", 16, 32, 11008, 24, 2, 0}};
 #define N_SCALES 3
-#define SCALE_CSV "shape,params,file_gb,bytes_per_token,threads,read_gbs,one_row_fraction,target_tok_s," \
+#define SCALE_CSV "shape,params,file_gb,bytes_per_token,threads,read_gbs,one_row_fraction,one_row_fraction_1," \
+    "target_tok_s," \
     "spec_t0_k4,spec_t0_auto,auto_k_t0,spec_t1_k4,spec_t1_auto,auto_k_t1,auto_vs_k4_t0,auto_vs_k8_t0," \
     "auto_vs_k4_t1,auto_vs_k8_t1,first_token_s,cat_s,rss_target_gb,rss_spec_gb,runq_tok_s"
 
@@ -2001,8 +2002,8 @@ static void scale_row(FILE *csv, const ScaleShape *sh, const BenchOptions *o, Th
            "on 1 thread (%.1f GB/s), %.0f%% on %d (%.1f GB/s); first token %.2f s (cat %.2f s, %.2fx); peak RSS %.2f "
            "GB target-only, %.2f GB with the draft\n", sh->name, params / 1e9, gb, bytes / 1e6, 100 * frac[0], bw[0],
            100 * frac[1], N, bw[1], ttft, cat, ttft / cat, rss, rss_spec);
-    fprintf(csv, "%s,%.0f,%.3f,%.0f,%d,%.2f,%.4f,%.3f,%.3f,%.3f,%d,%.3f,%.3f,%d,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,"
-            "%.3f,%.3f\n", sh->name, params, gb, bytes, N, bw[1], frac[1], median(target, 4), e[0].spec_tok_s,
+    fprintf(csv, "%s,%.0f,%.3f,%.0f,%d,%.2f,%.4f,%.4f,%.3f,%.3f,%.3f,%d,%.3f,%.3f,%d,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,"
+            "%.3f,%.3f,%.3f\n", sh->name, params, gb, bytes, N, bw[1], frac[1], frac[0], median(target, 4), e[0].spec_tok_s,
             e[1].spec_tok_s, e[1].k, e[2].spec_tok_s, e[3].spec_tok_s, e[3].k, h2h[0][0], h2h[0][1], h2h[1][0],
             h2h[1][1], ttft, cat, rss, rss_spec, runq_tok_s);
     fflush(stdout);

@@ -100,12 +100,13 @@ static int write_verify_cost(const char *path) {
 static int write_scale(const char *path) {
     FILE *fp = fopen(path, "w");
     if (!fp) return -1;
-    fprintf(fp, "shape,params,file_gb,bytes_per_token,threads,read_gbs,one_row_fraction,target_tok_s,spec_t0_k4,"
+    fprintf(fp, "shape,params,file_gb,bytes_per_token,threads,read_gbs,one_row_fraction,one_row_fraction_1,"
+                "target_tok_s,spec_t0_k4,"
                 "spec_t0_auto,auto_k_t0,spec_t1_k4,spec_t1_auto,auto_k_t1,auto_vs_k4_t0,auto_vs_k8_t0,auto_vs_k4_t1,"
                 "auto_vs_k8_t1,first_token_s,cat_s,rss_target_gb,rss_spec_gb,runq_tok_s\n"
-                "81M,81e6,0.086,86e6,2,22,0.9,240,600,700,6,500,520,5,1.05,1,1.1,1,0.08,0.02,0.09,0.1,20\n"
-                "1.0B,1.04e9,1.1,1.1e9,2,21,0.9,18,55,60,8,45,48,8,1,1,1,1,0.5,0.2,1.1,1.1,6\n"
-                "6.0B,5.95e9,6.3,6.3e9,2,20,0.9,3,9,10,8,7,8,8,0,0,0,0,6,1.3,6.5,6.6,0\n");
+                "81M,81e6,0.086,86e6,2,22,0.9,0.95,240,600,700,6,500,520,5,1.05,1,1.1,1,0.08,0.02,0.09,0.1,20\n"
+                "1.0B,1.04e9,1.1,1.1e9,2,21,0.9,0.95,18,55,60,8,45,48,8,1,1,1,1,0.5,0.2,1.1,1.1,6\n"
+                "6.0B,5.95e9,6.3,6.3e9,2,20,0.9,0.95,3,9,10,8,7,8,8,0,0,0,0,6,1.3,6.5,6.6,0\n");
     return fclose(fp);
 }
 

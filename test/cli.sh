@@ -757,8 +757,8 @@ if python3 -c "import json,sys; p=json.loads(open(sys.argv[1],'rb').read().decod
 sys.exit(p != 'caf\xe9 na\xefve \u2014 \xed\xa0\x80 ok')" $D/latin1.json 2>/dev/null; then ok
 else bad "a Latin-1 prompt's JSON is not UTF-8 with \\u00XX escapes: $(grep -ao '"prompt": "[^"]*"' $D/latin1.json)"; fi
 # 9. signals: SIGINT ignored at the start (a script's background job) stays ignored; a Ctrl-C
-# during the prefill stops it there (a 4,000-token prompt on a 4-layer model: seconds of prefill)
-$RANDCKPT $D/long.bin 256 688 4 4 2 400 4096 --seed 3 || exit 1
+# during the prefill stops it there (a 4,000-token prompt on a 4-layer model)
+$RANDCKPT $D/long.bin 512 1376 4 8 4 400 4096 --seed 3 || exit 1 # dim 512: seconds of prefill on a busy machine too
 p4k=$(for i in $(seq 1000); do printf 'ab cd '; done)
 wait_for_text() { for i in $(seq 3000); do [ -s $1 ] && return; sleep 0.01; done; } # the prompt, echoed
 (trap - INT; exec $SPECDEC $D/long.bin -z $D/tok.bin -m target -t 0 -n 5 -i "$p4k" > $D/pre.out 2> $D/pre.err) &
@@ -766,7 +766,7 @@ pid=$!; wait_for_text $D/pre.out; kill -INT $pid; wait $pid; rc=$?
 if [ $rc -eq 0 ] && grep -q "^prompt: 4002 tokens, prefilled in .*, stopped by Ctrl-C" $D/pre.err &&
    grep -q "^target: 0 tokens .*(interrupted by Ctrl-C)" $D/pre.err; then ok
 else bad "Ctrl-C during the prefill: exit $rc, $(head -c 300 $D/pre.err)"; fi
-(trap '' INT; exec $SPECDEC $D/long.bin -z $D/tok.bin -m target -t 1 -n 2000 -i "ab" > $D/ign.out 2> $D/ign.err) &
+(trap '' INT; exec $SPECDEC $D/long.bin -z $D/tok.bin -m target -t 1 -n 500 -i "ab" > $D/ign.out 2> $D/ign.err) &
 pid=$!; wait_for_text $D/ign.out; kill -INT $pid; wait $pid; rc=$?
 if [ $rc -eq 0 ] && grep -q "^target: [0-9]* tokens .*(-n reached)" $D/ign.err; then ok
 else bad "SIGINT ignored at the start, then sent: exit $rc, $(head -c 300 $D/ign.err)"; fi
