@@ -766,9 +766,9 @@ pid=$!; wait_for_text $D/pre.out; kill -INT $pid; wait $pid; rc=$?
 if [ $rc -eq 0 ] && grep -q "^prompt: 4002 tokens, prefilled in .*, stopped by Ctrl-C" $D/pre.err &&
    grep -q "^target: 0 tokens .*(interrupted by Ctrl-C)" $D/pre.err; then ok
 else bad "Ctrl-C during the prefill: exit $rc, $(head -c 300 $D/pre.err)"; fi
-(trap '' INT; exec $SPECDEC $D/long.bin -z $D/tok.bin -m target -t 1 -n 500 -i "ab" > $D/ign.out 2> $D/ign.err) &
-pid=$!; wait_for_text $D/ign.out; kill -INT $pid; wait $pid; rc=$?
-if [ $rc -eq 0 ] && grep -q "^target: [0-9]* tokens .*(-n reached)" $D/ign.err; then ok
+(trap '' INT; exec $SPECDEC $D/long.bin -z $D/tok.bin -m target -t 0 -n 5 -i "$p4k" > $D/ign.out 2> $D/ign.err) &
+pid=$!; wait_for_text $D/ign.out; kill -INT $pid; wait $pid; rc=$? # sent during the prefill, as above
+if [ $rc -eq 0 ] && grep -q "^target: 5 tokens .*(-n reached)" $D/ign.err && ! grep -q "Ctrl-C" $D/ign.err; then ok
 else bad "SIGINT ignored at the start, then sent: exit $rc, $(head -c 300 $D/ign.err)"; fi
 # 11. a llama.cpp command line: one message naming every flag and what it is here
 expect_llama() { # expect_llama "message substring"...: all in the one message for the command line below
