@@ -310,7 +310,7 @@ bpb: train
 	@./train bpb -m $(REF)/stories260K.bin -z $(REF)/tok512.bin -f $(BPB_TEXT) -tail 150000 | tail -1 | sed "s|^|stories260K: |"
 
 # a of the draft on held-out prompts (trainer/accept.c runs specdec.c's step)
-build/bin/accept: trainer/accept.c specdec.c model.h
+build/bin/accept: trainer/accept.c specdec.c model.h test/harness.h
 	@mkdir -p build/bin
 	$(CC) $(TFLAGS) $(SIMD) -o $@ trainer/accept.c $(LDLIBS)
 

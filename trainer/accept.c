@@ -10,6 +10,7 @@
 // the same speculative step users run.
 #define TESTING
 #include "../specdec.c"
+#include "../test/harness.h" // build_transformer(_as), the free_* functions, DRAFT_WEIGHTS
 #include <ctype.h>
 
 typedef struct {
