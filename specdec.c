@@ -55,12 +55,12 @@
 //  1359-1534  Appendix A. Errors and memory
 //  1537-2034  Appendix B. Loading
 //  2037-2720  Appendix C. Math kernels
-//  2723-2973  Appendix D. Threads
-//  2976-3119  Appendix E. Tokenizer
-//  3122-3198  Appendix F. Auto-K (-k 0)
-//  3201-3539  Appendix G. Statistics
-//  3542-3587  Appendix H. The text on stdout
-//  3590-3892  Appendix I. Command line
+//  2723-2979  Appendix D. Threads
+//  2982-3125  Appendix E. Tokenizer
+//  3128-3204  Appendix F. Auto-K (-k 0)
+//  3207-3545  Appendix G. Statistics
+//  3548-3593  Appendix H. The text on stdout
+//  3596-3898  Appendix I. Command line
 //
 // Build: cc -std=c11 -O3 -mavx2 -mfma -ffp-contract=off -pthread specdec.c -lm
 #define _POSIX_C_SOURCE 200809L
@@ -2900,14 +2900,20 @@ static void stop_pool(void *arg) {
     pthread_cond_destroy(&pool->wake);
 }
 
+// The pool's judgement as new: no stall on record, no run on one thread, the shortest spin, a look first
+static void fresh_pool(ThreadPool *pool) {
+    pool->solo_left = pool->solo_run = 0, pool->spin = POOL_SPIN, pool->look = 1;
+    pool->stalled_at[0] = pool->stalled_at[1] = pool->quiet_at = -INFINITY;
+}
+
 // A pool of n threads (the caller and n - 1 workers); n <= 1 makes none.
 static ThreadPool *build_pool(int n) {
     if (n <= 1) return NULL;
     ThreadPool *pool = xmalloc(sizeof(ThreadPool), "thread pool"); // zeroed: every count starts at 0
     pool->workers = xmalloc((size_t)n * sizeof(struct Worker), "threads");
     pool->arrivals = xmalloc((size_t)n * sizeof(struct Arrival), "thread arrivals");
-    pool->stalled_at[0] = pool->stalled_at[1] = pool->quiet_at = -INFINITY; // no pass yet
-    pool->spin = POOL_SPIN, pool->look = 1, pool->cpus = (int)sysconf(_SC_NPROCESSORS_ONLN);
+    fresh_pool(pool);
+    pool->cpus = (int)sysconf(_SC_NPROCESSORS_ONLN);
     if (pthread_mutex_init(&pool->lock, NULL) || pthread_cond_init(&pool->wake, NULL))
         die("cannot create the thread pool's lock");
     pool->n = 1;

@@ -1863,16 +1863,10 @@ static void remove_big_at_exit(void) {
 // The shipped pair (spec, t = 0, auto-K; then -d medusa if its heads are there) on 1 and N
 // threads, runs alternating, 256 tokens from the 4 prompts, first beside BUSY_CHILDREN
 // forked children that spin (`for (;;)`, as a laptop's other programs), then alone. Each
-// run starts with the pool as a new process finds it (fresh_pool).
+// run starts with the pool as a new process finds it (specdec.c's fresh_pool).
 #include <sys/wait.h>
 #define BUSY_CHILDREN 5
 #define BUSY_PAIRS 12
-
-// the pool as a new process finds it: no stall on record, the shortest spin (pool_run)
-static void fresh_pool(ThreadPool *p) {
-    p->solo_left = p->solo_run = 0, p->spin = POOL_SPIN, p->look = 1;
-    p->stalled_at[0] = p->stalled_at[1] = p->quiet_at = -INFINITY;
-}
 
 static void busy_row(Pair *one, Pair *many, const char *medusa, const char *state) {
     Sampler s;
@@ -1955,11 +1949,9 @@ static void scale_row(FILE *csv, const ScaleShape *sh, const BenchOptions *o, Th
     const char *tmp = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", *runq = getenv("RUNQ");
     char *path = pbig, cmd[1400], out[4096]; // removed at exit, however the bench ends
     snprintf(path, sizeof(pbig), "%s/specdec_scale_%s.bin", tmp, sh->name);
-    Transformer base, tr, draft;
-    build_transformer(&base, o->target, MAX_ROWS, NULL, 1);
+    Transformer tr, draft;
     double t0 = now_seconds();
-    write_embedded_checkpoint(path, &base, sh->scale, sh->layers, sh->hidden, 64);
-    free_transformer(&base);
+    write_embedded_checkpoint(path, o->target, sh->scale, sh->layers, sh->hidden, 64);
     double gb = (double)file_size(path) / 1e9, ttft, cat, rss, rss_spec;
     printf("%s: wrote %s (%.2f GB, int8) in %.0f s\n", sh->name, path, gb, now_seconds() - t0);
     fflush(stdout);
@@ -2091,10 +2083,7 @@ int main(int argc, char **argv) {
         }
     }
     if (with_big) { // after the machine's and the models' timings, so its write-back runs under none of them
-        Transformer base;
-        build_transformer(&base, o.target, MAX_ROWS, NULL, 1);
-        write_embedded_checkpoint(pbig, &base, 3, 12, 0, 0);
-        free_transformer(&base);
+        write_embedded_checkpoint(pbig, o.target, 3, 12, 0, 0);
         remove_big_at_exit();
     }
     E2E e[128], temps[8];

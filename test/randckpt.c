@@ -31,11 +31,8 @@
 
 int main(int argc, char **argv) {
     if ((argc == 6 || argc == 8) && !strcmp(argv[1], "--embed")) { // --embed BASE.bin OUT.bin SCALE LAYERS [HIDDEN GS]
-        Transformer base;
-        build_transformer(&base, argv[2], 1, NULL, 1);
-        write_embedded_checkpoint(argv[3], &base, atoi(argv[4]), atoi(argv[5]), argc == 8 ? atoi(argv[6]) : 0,
+        write_embedded_checkpoint(argv[3], argv[2], atoi(argv[4]), atoi(argv[5]), argc == 8 ? atoi(argv[6]) : 0,
                                   argc == 8 ? atoi(argv[7]) : 0);
-        free_transformer(&base);
         return 0;
     }
     if (argc == 6 && !strcmp(argv[1], "--medusa")) {

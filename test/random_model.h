@@ -239,6 +239,13 @@ static void embed_weight(Embed *e, const float *src, size_t rows, size_t src_in,
     }
 }
 
+// A weight the model has once (the embedding, the classifier, rms_final): no extra layers
+static void embed_once(Embed *e, const float *src, size_t rows, size_t src_in, size_t in, float gain, int matrix) {
+    Embed one = *e;
+    one.L = 1, one.E = 0;
+    embed_weight(&one, src, rows, src_in, in, 0, 0, gain, matrix);
+}
+
 // The base model embedded, zero-padded, in a model `scale` times as wide with `layers`
 // layers and `hidden` hidden units (0: scale times the base's), as a legacy f32 file (gs 0)
 // or a version-2 file in groups of gs (a realistic DRAM-bound shape: the shipped target in
@@ -249,12 +256,11 @@ static void embed_weight(Embed *e, const float *src, size_t rows, size_t src_in,
 // 1/scale of the base's. Depth: extra layers with random wq, wk, wv, w1, w3 and zero wo, w2
 // leave the residual stream unchanged. The logits match the base's to rounding (RMSNorm's
 // eps is the one difference; int8: the base's own groups, as its export's).
-static void write_embedded_checkpoint(const char *path, const Transformer *base, int scale, int layers, int hidden,
-                                      int gs) {
+static void write_embedded_checkpoint(const char *path, const char *base, int scale, int layers, int hidden, int gs) {
     Config b, c;
     int shared;
     TransformerWeights bw, *w = &bw;
-    unsigned char *file = read_f32_checkpoint(base->path, &b, &shared, &bw);
+    unsigned char *file = read_f32_checkpoint(base, &b, &shared, &bw);
     c = b;
     c.dim *= scale, c.hidden_dim = hidden ? hidden : c.hidden_dim * scale, c.n_layers = layers;
     c.n_heads *= scale, c.n_kv_heads *= scale;
@@ -275,13 +281,11 @@ static void write_embedded_checkpoint(const char *path, const Transformer *base,
         if (fwrite(hd, 1, sizeof(hd), e.o.f) != sizeof(hd)) die("%s: write failed", path);
         embed_weight(&e, w->rms_att, 1, d, D, 0, 0, g, 0);
         embed_weight(&e, w->rms_ffn, 1, d, D, 0, 0, g, 0);
-        Embed one = e;
-        one.L = 1, one.E = 0, embed_weight(&one, w->rms_final, 1, d, D, 0, 0, g, 0);
-        one.o.n_sc = 0, embed_weight(&one, w->token_embedding, V, d, D, 0, 0, 1.0f, 1);
+        embed_once(&e, w->rms_final, 1, d, D, g, 0);
+        embed_once(&e, w->token_embedding, V, d, D, 1.0f, 1);
     } else {
         if (write_config(e.o.f, &c, shared) != 0) die("%s: write failed", path);
-        Embed one = e;
-        one.L = 1, one.E = 0, embed_weight(&one, w->token_embedding, V, d, D, 0, 0, 1.0f, 1);
+        embed_once(&e, w->token_embedding, V, d, D, 1.0f, 1);
         embed_weight(&e, w->rms_att, 1, d, D, 0, 0, g, 0);
     }
     embed_weight(&e, w->wq, d, d, D, D - d, a, 1.0f, 1);
@@ -292,14 +296,12 @@ static void write_embedded_checkpoint(const char *path, const Transformer *base,
     embed_weight(&e, w->w1, h, d, D, H - h, a, 1.0f, 1);
     embed_weight(&e, w->w2, d, h, H, D - d, 0, 1.0f, 1);
     embed_weight(&e, w->w3, h, d, D, H - h, a, 1.0f, 1);
-    Embed one = e;
-    one.L = 1, one.E = 0;
     if (!gs) {
-        embed_weight(&one, w->rms_final, 1, d, D, 0, 0, g, 0);
+        embed_once(&e, w->rms_final, 1, d, D, g, 0);
         write_floats(e.o.f, w->rope_cos, (size_t)c.seq_len * hs / 2, path);
         write_floats(e.o.f, w->rope_sin, (size_t)c.seq_len * hs / 2, path);
     }
-    if (!shared) embed_weight(&one, w->wcls, V, d, D, 0, 0, 1.0f, 1);
+    if (!shared) embed_once(&e, w->wcls, V, d, D, 1.0f, 1);
     if (fclose(e.o.f) != 0) die("%s: write failed", path);
     xfree(e.row), xfree(e.o.q), xfree(e.o.sc), xfree(file);
 }

@@ -219,8 +219,8 @@ static void test_stall_goes_solo(void) {
     ThreadPool *pool = build_pool(2);
     Transformer tr;
     build_transformer(&tr, "build/test/forward_gqa_unshared.bin", MAX_ROWS, pool, 2);
-    pool->stalled_at[0] = pool->stalled_at[1] = pool->quiet_at = -INFINITY; // as new: the load's passes forgotten
-    pool->solo_left = pool->solo_run = 0;
+    fresh_pool(pool); // the load's passes forgotten
+    pool->look = 0;   // and no look_around: the scripted passes alone decide
     note_stall(pool, 2, 1, 10.000);
     int after_one = pool->solo_left;
     note_stall(pool, 2, 1, 10.010);
