@@ -1,5 +1,5 @@
-// test_io.c - what specdec reads and writes (README: "Inputs are never
-// modified", "Outputs are whole or absent"): model.h's file registry and
+// test_io.c - what specdec reads and writes (README: "Inputs are read, never mapped or
+// modified", "Outputs ... are whole or absent"): model.h's file registry and
 // specdec's read_file. Each case runs in a child process, since die() exits:
 // an output that is a link is written where the link points; a device, a
 // directory, an input, stdout's file, an empty or over-long name is refused
