@@ -33,7 +33,7 @@
 //   7  --draft-weights (b % 3: none, f32, int8), --threads ((b >> 2) % 4, 0: not given;
 //      3 only if bit 6 is set, else 1), --draft-threads ((b >> 4) % 4, 0: not given);
 //      bit 7: --target-weights int8 (every run of the input)
-//   8  -n (b % 41)
+//   8  -n (b % 41; 0: up to the context)
 //   9, 10  -s (little endian)
 //   11 bit 0: -v; bit 1: -j FILE; bit 2: one more run with -q; bit 3 (target, draft
 //      modes): flags only spec mode takes (-k, --lenience, -d lookup/medusa, -v), to be
@@ -461,9 +461,10 @@ static void check_json(const Run *r) {
     long prompt = json_long(json, "\"prompt_tokens\": "), gen = json_long(json, "\"generated_tokens\": ");
     int length = strstr(json, "\"ended_by\": \"length\"") != NULL;
     int context = strstr(json, "\"ended_by\": \"context\"") != NULL;
-    if (!problem && (prompt < 1 || gen < 0 || gen > r->n))
+    long most = r->n > 0 ? r->n : seq_len_of(r) - prompt; // -n 0: up to the context, as run.c's
+    if (!problem && (prompt < 1 || gen < 0 || gen > most))
         problem = "has prompt_tokens or generated_tokens out of range";
-    else if (!problem && length && gen != r->n)
+    else if (!problem && length && (r->n == 0 || gen != r->n))
         problem = "says ended_by length, but generated_tokens is not -n";
     else if (!problem && context && prompt + gen != seq_len_of(r))
         problem = "says ended_by context, but prompt_tokens + generated_tokens is not seq_len";
