@@ -387,11 +387,21 @@ static inline int q80_row_group(int gs, int n) {
 
 // One group: x (gs) -> xq (gs), returns s. A group holding a NaN or inf gets
 // s = NaN and zeros; an all-zero group (or one whose s rounds to 0) s = 0 and zeros.
+// amax is taken on the bits: |x|'s bits order as |x| does, and inf and NaN
+// come above every finite value, so the loop is an integer max (vectorised).
 static inline float q80_group(int8_t *xq, const float *x, int gs) {
-    float amax = 0.0f;
-    for (int i = 0; i < gs; i++) amax = fabsf(x[i]) > amax || x[i] != x[i] ? fabsf(x[i]) : amax;
-    float s = amax / 127.0f;
-    if (!(s <= 3.4e38f)) s = NAN; // NaN or inf in the group
+    uint32_t top = 0, bits;
+    for (int i = 0; i < gs; i++) {
+        memcpy(&bits, x + i, sizeof(bits));
+        top = (bits & 0x7fffffffu) > top ? bits & 0x7fffffffu : top;
+    }
+    float amax;
+    memcpy(&amax, &top, sizeof(amax));
+    float s = top >= 0x7f800000u ? NAN : amax / 127.0f; // NaN or inf in the group
+    if (s >= 0x1p-126f) { // a normal s: |x / s| <= 127.00001, so no value needs clamping (vectorised)
+        for (int i = 0; i < gs; i++) xq[i] = (int8_t)(int)rintf(x[i] / s);
+        return s;
+    }
     for (int i = 0; i < gs; i++) {
         float v = s > 0.0f ? rintf(x[i] / s) : 0.0f; // NaN s: 0
         xq[i] = (int8_t)(v > 127.0f ? 127.0f : v < -127.0f ? -127.0f : v); // s subnormal: w / s may pass 127

@@ -54,13 +54,13 @@
 // Appendices
 //  1359-1534  Appendix A. Errors and memory
 //  1537-2034  Appendix B. Loading
-//  2037-2720  Appendix C. Math kernels
-//  2723-2979  Appendix D. Threads
-//  2982-3125  Appendix E. Tokenizer
-//  3128-3204  Appendix F. Auto-K (-k 0)
-//  3207-3545  Appendix G. Statistics
-//  3548-3593  Appendix H. The text on stdout
-//  3596-3898  Appendix I. Command line
+//  2037-2722  Appendix C. Math kernels
+//  2725-2981  Appendix D. Threads
+//  2984-3127  Appendix E. Tokenizer
+//  3130-3206  Appendix F. Auto-K (-k 0)
+//  3209-3547  Appendix G. Statistics
+//  3550-3595  Appendix H. The text on stdout
+//  3598-3900  Appendix I. Command line
 //
 // Build: cc -std=c11 -O3 -mavx2 -mfma -ffp-contract=off -pthread specdec.c -lm
 #define _POSIX_C_SOURCE 200809L
@@ -2152,13 +2152,12 @@ static void outer_scalar(float *const *out, const float *const *a, int Q, const 
             }
 }
 
-// int8 matmul (an int8 model; weights as pack_block leaves them). Each input
-// row x (n) is quantised in groups of gs as the weights are (model.h's
-// q80_group: values x_q, scale s_x[g]); then output r is
+// int8 matmul (an int8 model; weights as pack_block leaves them). Each input row x (n) is quantised in
+// groups of gs as the weights are (model.h's q80_group: values x_q, scale s_x[g]); then output r is
 //   out[r] = 0; for g = 0, 1, ..., n/gs - 1:
 //       out[r] += ((float)isum_g * s_w[r][g]) * s_x[g]      (runq.c's order)
-// isum_g the group's sum of w_q x_q, exact in int32, so how a kernel orders or
-// splits it cannot change a bit; the float sum over groups is one chain.
+// isum_g the group's sum of w_q x_q, exact in int32, so how a kernel orders or splits it cannot change
+// a bit; the float sum over groups is one chain.
 typedef struct { int8_t *v; float *s; int32_t *c; int n, groups; } Q8Rows; // R rows: values (R, n),
 // scales and Q8_BIAS x the groups' sums (R, n/gs)
 
@@ -2270,23 +2269,24 @@ static inline VF v_exp(VF x) {
 #endif
 
 #if HAVE_VNNI
-// AVX-512 VNNI: vpdpbusd multiplies 4 unsigned bytes by 4 signed ones and adds
-// the products into a lane: the weights + 128 (sign bit flipped) by x_q
-// broadcast, so a lane's sum is 128 sum x_q over its own, which q8_fold takes off.
+// AVX-512 VNNI: vpdpbusd adds 4 products of unsigned by signed bytes into a lane: the weights + 128 (sign
+// bit flipped) by x_q broadcast, so a lane's sum is 128 sum x_q over its own, which q8_fold takes off.
 typedef __m512i Q8Acc;
 typedef __m512i Q8W;
 typedef __m512i Q8In;
 typedef __m512 Q8F;
 static inline Q8W q8_w(const int8_t *at) { return _mm512_xor_si512(_mm512_loadu_si512(at), _mm512_set1_epi32((int)0x80808080u)); }
 static inline Q8In q8_in(const int8_t *x) { return _mm512_set1_epi32(quad_at(x)); }
-static inline Q8Acc q8_step(Q8Acc acc, Q8In x, Q8W w) { return _mm512_dpbusd_epi32(acc, w, x); }
+static inline Q8Acc q8_step(Q8Acc acc, Q8In x, Q8W w) { // asm: GCC 12 copies acc into and out of the
+    __asm__("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(w), "v"(x)); // intrinsic (PERFORMANCE.md: "vpdpbusd in asm")
+    return acc;
+}
 static inline Q8F q8_fold(Q8F f, Q8Acc acc, const float *s, float sx, int32_t c) {
     return f + (_mm512_cvtepi32_ps(_mm512_sub_epi32(acc, _mm512_set1_epi32(c))) * _mm512_loadu_ps(s)) * sx;
 }
 #elif HAVE_AVX2
-// AVX2: vpmaddubsw multiplies unsigned by signed bytes into int16 pairs: |w|
-// by x_q with w's sign (no pair passes 2 x 127 x 127), vpmaddwd adds the pairs
-// into int32; outputs 0..7 in v[0], 8..15 in v[1].
+// AVX2: vpmaddubsw multiplies unsigned by signed bytes into int16 pairs: |w| by x_q with w's sign (no pair
+// passes 2 x 127 x 127), vpmaddwd adds the pairs into int32; outputs 0..7 in v[0], 8..15 in v[1].
 typedef struct { __m256i v[2]; } Q8Acc;
 typedef struct { __m256i a[2], w[2]; } Q8W;
 typedef __m256i Q8In;
@@ -2451,11 +2451,10 @@ static inline size_t prefetch_step(int v, int k, size_t n, int P, int ahead, int
             V_STORE(out[i] + VL * g, acc[i][g]);                                           \
     }
 
-// int8 tile: W (P panels, ps bytes apart, from w) @ x (R quantised rows) ->
-// out (R rows, stride os, 16 P columns): per group, R x P integer sums over its
-// quads, then folded into the float outputs (the int8 matmul's formula, above).
-// int8 tiles of MM_PREFETCH_ROWS rows or more ask for each panel's line
-// Q8_AHEAD bytes on (PERFORMANCE.md's mechanism table, "int8 tiles of 2+ rows")
+// int8 tile: W (P panels, ps bytes apart, from w) @ x (R quantised rows) -> out (R rows, stride os, 16 P
+// columns): per group, R x P integer sums over its quads, then folded into the float outputs (the int8
+// matmul's formula, above). Tiles of MM_PREFETCH_ROWS rows or more ask for each panel's line Q8_AHEAD
+// bytes on (PERFORMANCE.md's mechanism table, "int8 tiles of 2+ rows")
 #define Q8_AHEAD 4096
 #define Q8_TILE(R, P)                                                                       \
     static void q8_##R##x##P(float *out, size_t os, const Q8Rows *x, const int8_t *w, size_t ps, int gs) { \
@@ -2509,10 +2508,13 @@ static inline size_t prefetch_step(int v, int k, size_t n, int P, int ahead, int
 #define MM_MAX_ROWS 4
 #define MM_TILES(X) X(1, 1, A) X(2, 1, A) X(3, 1, A) X(4, 1, A)
 #endif
-// int8: R x P, every R up to Q8_MAX_ROWS, and one row over 2 and 4 panels
+// int8: R x 1 for every R up to Q8_MAX_ROWS, and one row over 2 and 4 panels. VNNI's 32 registers hold
+// R rows x P panels (R P + P <= 28), so a quad of x broadcast feeds P products (PERFORMANCE.md: "int8
+// tiles of P panels")
 #if HAVE_VNNI
 #define Q8_MAX_ROWS 9
-#define Q8_TILES(X) X(1, 4) X(1, 2) X(1, 1) X(2, 2) X(2, 1) X(3, 1) X(4, 1) X(5, 1) X(6, 1) X(7, 1) X(8, 1) X(9, 1)
+#define Q8_TILES(X) X(1, 4) X(1, 2) X(1, 1) X(2, 4) X(2, 2) X(2, 1) X(3, 4) X(3, 1) X(4, 4) X(4, 1) X(5, 4) \
+    X(5, 1) X(6, 4) X(6, 1) X(7, 3) X(7, 1) X(8, 3) X(8, 1) X(9, 2) X(9, 1)
 #elif HAVE_AVX2 // 6 rows: 12 accumulators, so a 5-row verify is one block; one row over 4 panels:
 // 4 streams for the prefetcher (PERFORMANCE.md: "AVX2 int8 tiles", "one int8 row")
 #define Q8_MAX_ROWS 6
@@ -2551,13 +2553,12 @@ static const OuterTile OUTER_TILE_OF[7][TILE_PANELS_MAX + 1] = {OUTER_TILES(OUTE
 // where panel i of m starts
 static const float *panel_at(const Matrix *m, int i) { return m->w + (size_t)i * (size_t)m->n * PANEL; }
 
-// W (d,n) @ x (T,n) -> out (T,d), panels [i0, i1) (the contract: Part I). Rows go in blocks of at most
-// R_max (as even as possible: 10 = 5 + 5); the panels in chunks of about 128 KB, so every block reuses a
-// chunk from L2 and the weights leave memory once; a chunk goes by the widest tile of the block's rows
-// that fits the panels left (one row of a streamed f32 matrix: one panel, Matrix; an int8 row, up to
-// four). An int8 model's rows are quantised once, first, into the calling thread's own buffers: a
-// division per value, too dear to repeat in every chunk (PERFORMANCE.md). A tile that holds the panel
-// straddling d writes to a buffer, so nothing past d is written.
+// W (d,n) @ x (T,n) -> out (T,d), panels [i0, i1) (the contract: Part I). Rows go in blocks of at most R_max
+// (as even as possible: 10 = 5 + 5); the panels in chunks of about 128 KB, so every block reuses a chunk from
+// L2 and the weights leave memory once; a chunk goes by the widest tile of the block's rows that fits the
+// panels left (one row of a streamed f32 matrix: one panel, Matrix). An int8 model's rows are quantised once,
+// first, into the calling thread's own buffers: a division per value, too dear to repeat in every chunk
+// (PERFORMANCE.md). A tile that holds the panel straddling d writes to a buffer, so nothing past d is written.
 static void matmul_panels(float *out, const float *x, int T, const Matrix *m, int i0, int i1) {
     static _Thread_local int8_t xv[TREE_MAX * Q8_MAX_N]; // T <= TREE_MAX: the longest pass, a tree's
     static _Thread_local float s[TREE_MAX * Q8_MAX_N / 4];
@@ -2565,10 +2566,11 @@ static void matmul_panels(float *out, const float *x, int T, const Matrix *m, in
     float buf[MM_MAX_ROWS * TILE_PANELS_MAX * PANEL];
     int n = m->n, gs = m->gs, G = gs ? n / gs : 0, R_max = gs ? Q8_MAX_ROWS : MM_MAX_ROWS;
     int blocks = (T + R_max - 1) / R_max;
-    for (int r = 0; gs && r < T * G; r++) {
-        s[r] = q80_group(xv + (size_t)r * gs, x + (size_t)r * gs, gs);
-        c[r] = 0;
-        for (int k = 0; k < gs; k++) c[r] += Q8_BIAS * xv[(size_t)r * gs + k];
+    for (int r = 0; gs && r < T * G; r++) s[r] = q80_group(xv + (size_t)r * gs, x + (size_t)r * gs, gs);
+    for (int r = 0; gs && r < T * G; r++) { // a loop apart from q80_group's: GCC vectorises both the better
+        int32_t sum = 0;
+        for (int k = 0; k < gs; k++) sum += xv[(size_t)r * gs + k];
+        c[r] = Q8_BIAS * sum;
     }
     size_t ps = gs ? (size_t)G * q8_group_bytes(gs) : (size_t)n * PANEL * sizeof(float), os = (size_t)m->d;
     int chunk = blocks == 1 ? i1 : (int)(131072 / ps) + 1;

@@ -147,6 +147,42 @@ static void *pack_q8(Matrix *m, const float *w, int d, int n, int gs) {
 // The same checks for int8 weights (an int8 model: groups of gs with their
 // scales, q8_group_at): == the definition above, one-row calls (streamed too)
 // and a 3-way split, for group sizes 4..64 and a last panel cut by d; within
+// q80_group at the edges against its comment, word for word: a group holding a NaN or
+// an inf gets s = NaN and zeros; else s = max|v| / 127 and q = rint(v / s) clamped to
+// +-127 (a subnormal s can put v / s past 127), zeros where s is 0. Groups scaled from
+// 2^-160 to 2^127 (s subnormal, s at 2^-126 exactly, values near FLT_MAX), -0, one
+// denormal, and NaN or +-inf at every position.
+static void test_q80_edges(void) {
+    Stream r;
+    stream_seed(&r, 13);
+    int cases = 0;
+    for (int gs = 4; gs <= 64; gs *= 4) {
+        float v[64];
+        int8_t q[64];
+        for (int c = 0; c < 300 + 3 * gs; c++, cases++) {
+            fill_random(v, (size_t)gs, &r);
+            int e = c < 288 ? c - 160 : 0;
+            for (int k = 0; k < gs; k++) v[k] = ldexpf(v[k], e);
+            if (c == 288) v[0] = 127.0f * 0x1p-126f, v[1] = -v[0]; // amax / 127 = 2^-126: the first normal s
+            if (c == 289) for (int k = 0; k < gs; k++) v[k] = -0.0f;
+            if (c == 290) for (int k = 0; k < gs; k++) v[k] = k == gs / 2 ? 1e-45f : 0.0f;
+            if (c == 291) v[gs - 1] = 3.4e38f;
+            if (c >= 300) v[(c - 300) / 3] = (c - 300) % 3 == 0 ? NAN : (c - 300) % 3 == 1 ? INFINITY : -INFINITY;
+            int finite = 1;
+            float amax = 0.0f;
+            for (int k = 0; k < gs; k++) finite &= isfinite(v[k]), amax = fmaxf(amax, fabsf(v[k]));
+            float want = finite ? amax / 127.0f : NAN, got = q80_group(q, v, gs);
+            int same = finite ? got == want : isnan(got);
+            for (int k = 0; k < gs; k++) {
+                float x = finite && want > 0.0f ? rintf(v[k] / want) : 0.0f;
+                same &= q[k] == (int8_t)(x > 127.0f ? 127 : x < -127.0f ? -127 : x);
+            }
+            CHECK(same, "q80_group gs=%d case %d (scale 2^%d): s %g, expected %g, or a value differs", gs, c, e, got, want);
+        }
+    }
+    printf("q80_group: %d edge groups (s subnormal, at 2^-126, near FLT_MAX, -0, NaN and inf) as its comment says\n", cases);
+}
+
 // the quantisation's error of the float product; zero and denormal rows give
 // 0, a row holding NaN gives NaN; an all-zero weight group has scale 0.
 static void test_matmul_int8(void) {
@@ -492,6 +528,7 @@ int main(void) {
     printf("specdec kernels (%s path)\n", SIMD_NAME);
     test_matmul();
     test_matmul_int8();
+    test_q80_edges();
     test_exp();
     test_dot_rmsnorm_softmax();
     test_attention_kernels();
