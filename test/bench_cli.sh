@@ -3,6 +3,7 @@
 #   --help prints the usage (every mode, what it writes, about how long) and exits 0;
 #   no argument prints the usage and starts nothing (it used to start a five-minute run);
 #   an unknown mode or option: a message naming it, the usage, exit 1;
+#   bench kernels prints the FMA and int8 peaks and the int8 matmul's 17 rows against its peak;
 #   `make help` lists the targets; `make -n bench` writes docs/ only with PUBLISH=1.
 # usage: test/bench_cli.sh [BENCH]   (run from the repository root; make test-plot runs it)
 set -u
@@ -24,7 +25,7 @@ run() {
 
 run "bench --help" $BENCH --help
 [ $rc -eq 0 ] || bad "bench --help exits $rc, want 0"
-for m in all sweep drafters lenience tree runc llamacpp selftest; do
+for m in all sweep drafters lenience tree runc llamacpp selftest kernels; do
   grep -q "^  $m " <<< "$out" || bad "bench --help does not list mode $m"
 done
 grep -q "usage: bench MODE" <<< "$out" && grep -q "min" <<< "$out" && grep -q -- "--publish" <<< "$out" \
@@ -50,6 +51,12 @@ run "bench all --publish --csv x" $BENCH all --publish --csv x
 
 run "bench selftest" $BENCH selftest
 [ $rc -eq 0 ] && grep -q "bench selftest: [0-9]* passed, 0 failed" <<< "$out" && ok || bad "bench selftest: exit $rc"
+
+# bench kernels (a few seconds): the peaks, then the int8 matmul's 17 rows, each a rate with its share of the int8 peak
+run "bench kernels" $BENCH kernels
+rates=$(grep "^int8 matmul, W (1152, 768) in L2" <<< "$out" | grep -oE " [0-9]+\([0-9]+\)" | wc -l)
+[ $rc -eq 0 ] && grep -q "int8 (.*12 chains of the tiles' step): [0-9.]* G multiply-adds" <<< "$out" && [ "$rates" -eq 17 ] \
+  && ok || bad "bench kernels: exit $rc, $rates of 17 int8 rates: $out"
 
 # the Makefile: help lists the targets; the bench targets publish into docs/ only when asked
 run "make help" make -s --no-print-directory help
