@@ -11,6 +11,9 @@
 # same-text runs, which test determinism, already checked by the optimised pass.
 set -u
 QUICK=${CLI_QUICK:-0}
+# a child's SIGINT at its default, also where this script started with it ignored (nohup, a
+# background job): a shell cannot reset a signal ignored on its entry, so trap - INT does not
+SIGDFL=$(env --default-signal=INT true 2>/dev/null && echo "env --default-signal=INT")
 SPECDEC=${1:-./specdec}
 SCALAR=${2:-}
 RANDCKPT=${3:-build/bin/randckpt}
@@ -357,9 +360,7 @@ echo "trees: at t = 1, -n 10 and 11 are prefixes of -n 40"
 # ---- Ctrl-C stops the generation and prints the statistics of what was generated
 $RANDCKPT $D/ctrlc.bin 128 344 4 4 4 400 8192 --seed 9 || exit 1
 # (a script's background job starts with SIGINT ignored, which specdec keeps: trap - INT restores it,
-# and env --default-signal where this script itself started with it ignored (nohup, a background
-# job), since a shell cannot reset a signal ignored on its entry)
-SIGDFL=$(env --default-signal=INT true 2>/dev/null && echo "env --default-signal=INT")
+# and $SIGDFL where this script itself started with it ignored)
 (trap - INT; exec $SIGDFL $SPECDEC $D/ctrlc.bin -z $D/tok.bin -d $D/ctrlc.bin -t 0 -k 1 -n 8000 -q -j $D/int.json 2> $D/int.err) &
 pid=$!; sleep 2; kill -INT $pid 2>/dev/null; wait $pid; rc=$?
 if grep -q "(interrupted by Ctrl-C)" $D/int.err && grep -q "rounds, K = " $D/int.err && [ $rc = 0 ] &&

@@ -144,9 +144,6 @@ static void *pack_q8(Matrix *m, const float *w, int d, int n, int gs) {
     return packed;
 }
 
-// The same checks for int8 weights (an int8 model: groups of gs with their
-// scales, q8_group_at): == the definition above, one-row calls (streamed too)
-// and a 3-way split, for group sizes 4..64 and a last panel cut by d; within
 // q80_group at the edges against its comment, word for word: a group holding a NaN or
 // an inf gets s = NaN and zeros; else s = max|v| / 127 and q = rint(v / s) clamped to
 // +-127 (a subnormal s can put v / s past 127), zeros where s is 0. Groups scaled from
@@ -183,6 +180,9 @@ static void test_q80_edges(void) {
     printf("q80_group: %d edge groups (s subnormal, at 2^-126, near FLT_MAX, -0, NaN and inf) as its comment says\n", cases);
 }
 
+// The same checks for int8 weights (an int8 model: groups of gs with their
+// scales, q8_group_at): == the definition above, one-row calls (streamed too)
+// and a 3-way split, for group sizes 4..64 and a last panel cut by d; within
 // the quantisation's error of the float product; zero and denormal rows give
 // 0, a row holding NaN gives NaN; an all-zero weight group has scale 0.
 static void test_matmul_int8(void) {
