@@ -38,29 +38,29 @@
 //
 // CONTENTS (line numbers; test/cli.sh checks them)
 // Part I. The chain
-//   109-169   The data
-//   172-223   The kernel contract
-//   226-398   Forward
-//   401-488   Sampler
-//   491-556   The speculative step
-//   559-605   Drafters
-//   608-714   The speculative round
-//   717-793   Generation
-//   796-911   main
+//   128-188   The data
+//   191-242   The kernel contract
+//   245-417   Forward
+//   420-507   Sampler
+//   510-575   The speculative step
+//   578-624   Drafters
+//   627-733   The speculative round
+//   736-812   Generation
+//   815-930   main
 // Part II. The extensions
-//   914-1052  Drafters without a second model
-//  1055-1059  Lenience
-//  1062-1356  Tree speculation
+//   933-1071  Drafters without a second model
+//  1074-1078  Lenience
+//  1081-1375  Tree speculation
 // Appendices
-//  1359-1534  Appendix A. Errors and memory
-//  1537-2034  Appendix B. Loading
-//  2037-2722  Appendix C. Math kernels
-//  2725-2981  Appendix D. Threads
-//  2984-3127  Appendix E. Tokenizer
-//  3130-3206  Appendix F. Auto-K (-k 0)
-//  3209-3547  Appendix G. Statistics
-//  3550-3595  Appendix H. The text on stdout
-//  3598-3900  Appendix I. Command line
+//  1378-1553  Appendix A. Errors and memory
+//  1556-2057  Appendix B. Loading
+//  2060-2719  Appendix C. Math kernels
+//  2722-2978  Appendix D. Threads
+//  2981-3124  Appendix E. Tokenizer
+//  3127-3203  Appendix F. Auto-K (-k 0)
+//  3206-3544  Appendix G. Statistics
+//  3547-3592  Appendix H. The text on stdout
+//  3595-3897  Appendix I. Command line
 //
 // Build: cc -std=c11 -O3 -mavx2 -mfma -ffp-contract=off -pthread specdec.c -lm
 #define _POSIX_C_SOURCE 200809L
@@ -84,13 +84,32 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+// The build's SIMD (Appendix C holds each one's kernels; all give the same bits)
+#if defined(__AVX2__) && defined(__FMA__)
+#include <immintrin.h>
+#define HAVE_AVX2 1
+#else
+#define HAVE_AVX2 0
+#endif
+#if HAVE_AVX2 && defined(__AVX512F__)
+#define HAVE_AVX512 1 // 16-lane matmul tiles (a panel is one register); the same bits
+#else
+#define HAVE_AVX512 0
+#endif
+#if HAVE_AVX512 && defined(__AVX512VNNI__)
+#define HAVE_VNNI 1 // int8 dot products for int8 models; the same bits
+#else
+#define HAVE_VNNI 0
+#endif
+#if !HAVE_AVX2 && defined(__aarch64__) && defined(__ARM_NEON)
+#include <arm_neon.h>
+#define HAVE_NEON 1 // ARM64: 4-lane tiles of the same chains (int8: sdot where built for it); the same bits
+#else
+#define HAVE_NEON 0
+#endif
 // Positions per block of the key cache and outputs per group of the attention kernels: 16 with
 // AVX-512 (one register), else 8 (Appendix C); only the layout changes, no score's chain.
-#if defined(__AVX512F__) && defined(__AVX2__) && defined(__FMA__)
-#define LANES 16
-#else
-#define LANES 8
-#endif
+#define LANES (HAVE_AVX512 ? 16 : 8)
 
 #include "model.h"
 
@@ -1568,8 +1587,11 @@ static void build_run_state(RunState *s, const Config *c, int T, int threads) {
 }
 
 // int8 (a version-2 model, Appendix C's q8 tiles): panel i of W holds its 16 rows group by group: group g
-// is gs / 4 quads of 64 bytes, quad k/4 holding W[16i + j][k..k+3] as word j, then the 16 rows' scales of
-// the group (one line), so a matmul streams values and scales front to back once.
+// is gs / 4 quads of 64 bytes, quad k/4 holding W[16i + j][k..k+3] + Q8_BIAS as word j, then the 16 rows'
+// scales of the group (one line), so a matmul streams values and scales front to back once. Q8_BIAS: VNNI's
+// step takes the weights as unsigned bytes, so they are stored + 128 (each sign bit flipped once, here, not
+// in every step: PERFORMANCE.md, "int8 weights stored unsigned")
+#define Q8_BIAS (HAVE_VNNI ? 128 : 0)
 #define Q8_MAX_N 16384 // the longest row int8 takes (sizes matmul_panels' per-thread buffers)
 static size_t q8_group_bytes(int gs) { return (size_t)gs * PANEL + PANEL * sizeof(float); }
 static int8_t *q8_group_at(const Matrix *m, int i, int g) {
@@ -1601,7 +1623,8 @@ static void pack_block(Matrix *m, int j0, int r, const void *src, const float *s
     for (size_t g = 0; g < G; g++)
         for (int j = 0; j < r; j++) {
             char *at = to[j] + g * q8_group_bytes(m->gs);
-            for (size_t k = 0; k < gs; k += 4) memcpy(at + k * PANEL, (const int8_t *)src + j * n + g * gs + k, 4);
+            const char *v = (const char *)src + j * n + g * gs;
+            for (size_t k = 0; k < gs; k++) at[k / 4 * 4 * PANEL + k % 4] = (char)(v[k] ^ Q8_BIAS);
             memcpy(at + gs * PANEL, sc + j * G + g, sizeof(float));
         }
 }
@@ -1619,7 +1642,7 @@ static void matrix_row(float *out, const Matrix *m, int j) {
         const int8_t *g = m->gs ? q8_group_at(m, j / PANEL, k / m->gs) : NULL;
         float s;
         if (g) memcpy(&s, g + m->gs * PANEL + j % PANEL * 4, sizeof(s));
-        out[k] = g ? (float)g[k % m->gs / 4 * 4 * PANEL + j % PANEL * 4 + k % 4] * s
+        out[k] = g ? (float)(int8_t)(g[k % m->gs / 4 * 4 * PANEL + j % PANEL * 4 + k % 4] ^ Q8_BIAS) * s
                    : m->w[((size_t)(j / PANEL) * m->n + k) * PANEL + j % PANEL];
     }
 }
@@ -2051,34 +2074,6 @@ static Drafter *build_drafter(const Options *o, Transformer *target, Transformer
 // (a float vector, a few operations, an int8 step); the tiles written once over it (llamafile's tinyBLAS
 // arrangement); each ISA's tile shapes; the dispatch; the lanes8 and elementwise kernels.
 
-#if defined(__AVX2__) && defined(__FMA__)
-#include <immintrin.h>
-#define HAVE_AVX2 1
-#else
-#define HAVE_AVX2 0
-#endif
-#if HAVE_AVX2 && defined(__AVX512F__)
-#define HAVE_AVX512 1 // 16-lane matmul tiles (a panel is one register); the same bits
-#else
-#define HAVE_AVX512 0
-#endif
-#if HAVE_AVX512 && defined(__AVX512VNNI__)
-#define HAVE_VNNI 1 // int8 dot products for int8 models; the same bits
-#else
-#define HAVE_VNNI 0
-#endif
-#if !HAVE_AVX2 && defined(__aarch64__) && defined(__ARM_NEON)
-#include <arm_neon.h>
-#define HAVE_NEON 1 // ARM64: 4-lane tiles of the same chains (int8: sdot where built for it); the same bits
-#else
-#define HAVE_NEON 0
-#endif
-#if HAVE_NEON && defined(__ARM_FEATURE_DOTPROD)
-#define SIMD_NAME "NEON + sdot"
-#else
-#define SIMD_NAME (HAVE_AVX512 ? "AVX-512 + AVX2" : HAVE_AVX2 ? "AVX2+FMA" : HAVE_NEON ? "NEON" : "plain C")
-#endif
-
 #if defined(__GNUC__) && !defined(__clang__)
 #define UNROLL _Pragma("GCC unroll 16") // so GCC keeps a tile's accumulators in registers
 #else
@@ -2159,7 +2154,7 @@ static void outer_scalar(float *const *out, const float *const *a, int Q, const 
 // isum_g the group's sum of w_q x_q, exact in int32, so how a kernel orders or splits it cannot change
 // a bit; the float sum over groups is one chain.
 typedef struct { int8_t *v; float *s; int32_t *c; int n, groups; } Q8Rows; // R rows: values (R, n),
-// scales and Q8_BIAS x the groups' sums (R, n/gs)
+// scales and where the groups' sums start (R, n/gs): -Q8_BIAS x the group's sum of x_q
 
 // The formula as a loop to step through (runq.c's matmul, as llm.c keeps its
 // naive matmul beside the fast one; test_kernels checks every tile against it):
@@ -2192,11 +2187,10 @@ static UNUSED_OK void q8_matmul_naive(float *out, const float *x, const float *w
 //   IN_REGISTER(v): an empty asm that keeps a loaded vector in a register for
 //     the rows that use it, where gcc would fold the load into every FMA
 //     (PERFORMANCE.md's mechanism table, "weights kept in registers")
-// int8: Q8Acc, a panel's 16 integer sums; Q8W, a quad of its weights (64
-// bytes: 16 outputs x 4 steps) as the step takes them; Q8In, a row's input quad
-// x_q[k..k+3] (the int32 quad_at(x)); Q8F, the panel's 16 float outputs (64
-// bytes); q8_w(at), q8_in(x), q8_step(acc, x, w): the 16 x 4 products added in (plus
-// Q8_BIAS times the quad's x sum); q8_fold(f, acc, s, sx, c): f + ((float)(acc - c) * s) * sx.
+// int8: Q8Acc, a panel's 16 integer sums; Q8W, a quad of its weights (64 bytes: 16 outputs x 4 steps) as the step takes
+// them; Q8In, a row's input quad x_q[k..k+3] (the int32 quad_at(x)); Q8F, the panel's 16 float outputs (64 bytes);
+// q8_w(at), q8_in(x), q8_start(c): 16 sums at c, q8_step(acc, x, w): the 16 x 4 products added in (plus Q8_BIAS times
+// the quad's x sum, which c took off); q8_fold(f, acc, s, sx): f + ((float)acc * s) * sx.
 static UNUSED_OK inline int32_t quad_at(const int8_t *x) { // (plain C reads the bytes)
     int32_t x4;
     memcpy(&x4, x, sizeof(x4));
@@ -2269,20 +2263,21 @@ static inline VF v_exp(VF x) {
 #endif
 
 #if HAVE_VNNI
-// AVX-512 VNNI: vpdpbusd adds 4 products of unsigned by signed bytes into a lane: the weights + 128 (sign
-// bit flipped) by x_q broadcast, so a lane's sum is 128 sum x_q over its own, which q8_fold takes off.
+// AVX-512 VNNI: vpdpbusd adds 4 products of unsigned by signed bytes into a lane: the weights, stored + 128,
+// by x_q broadcast, so a lane's sum is 128 sum x_q over its own, which its start c takes off.
 typedef __m512i Q8Acc;
 typedef __m512i Q8W;
 typedef __m512i Q8In;
 typedef __m512 Q8F;
-static inline Q8W q8_w(const int8_t *at) { return _mm512_xor_si512(_mm512_loadu_si512(at), _mm512_set1_epi32((int)0x80808080u)); }
+static inline Q8W q8_w(const int8_t *at) { return _mm512_loadu_si512(at); }
+static inline Q8Acc q8_start(int32_t c) { return _mm512_set1_epi32(c); }
 static inline Q8In q8_in(const int8_t *x) { return _mm512_set1_epi32(quad_at(x)); }
 static inline Q8Acc q8_step(Q8Acc acc, Q8In x, Q8W w) { // asm: GCC 12 copies acc into and out of the
     __asm__("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(w), "v"(x)); // intrinsic (PERFORMANCE.md: "vpdpbusd in asm")
     return acc;
 }
-static inline Q8F q8_fold(Q8F f, Q8Acc acc, const float *s, float sx, int32_t c) {
-    return f + (_mm512_cvtepi32_ps(_mm512_sub_epi32(acc, _mm512_set1_epi32(c))) * _mm512_loadu_ps(s)) * sx;
+static inline Q8F q8_fold(Q8F f, Q8Acc acc, const float *s, float sx) {
+    return f + (_mm512_cvtepi32_ps(acc) * _mm512_loadu_ps(s)) * sx;
 }
 #elif HAVE_AVX2
 // AVX2: vpmaddubsw multiplies unsigned by signed bytes into int16 pairs: |w| by x_q with w's sign (no pair
@@ -2300,6 +2295,7 @@ static inline Q8W q8_w(const int8_t *at) {
     return w;
 }
 static inline Q8In q8_in(const int8_t *x) { return _mm256_set1_epi32(quad_at(x)); }
+static inline Q8Acc q8_start(int32_t c) { return (Q8Acc){{_mm256_set1_epi32(c), _mm256_set1_epi32(c)}}; }
 static inline Q8Acc q8_step(Q8Acc acc, Q8In x, Q8W w) {
     for (int h = 0; h < 2; h++) {
         __m256i pairs = _mm256_maddubs_epi16(w.a[h], _mm256_sign_epi8(x, w.w[h]));
@@ -2307,10 +2303,8 @@ static inline Q8Acc q8_step(Q8Acc acc, Q8In x, Q8W w) {
     }
     return acc;
 }
-static inline Q8F q8_fold(Q8F f, Q8Acc acc, const float *s, float sx, int32_t c) {
-    for (int h = 0; h < 2; h++)
-        f.v[h] = f.v[h] + (_mm256_cvtepi32_ps(_mm256_sub_epi32(acc.v[h], _mm256_set1_epi32(c))) *
-                           _mm256_loadu_ps(s + 8 * h)) * sx;
+static inline Q8F q8_fold(Q8F f, Q8Acc acc, const float *s, float sx) {
+    for (int h = 0; h < 2; h++) f.v[h] = f.v[h] + (_mm256_cvtepi32_ps(acc.v[h]) * _mm256_loadu_ps(s + 8 * h)) * sx;
     return f;
 }
 #elif HAVE_NEON && defined(__ARM_FEATURE_DOTPROD)
@@ -2322,13 +2316,14 @@ typedef int8x16_t Q8In;
 typedef struct { float32x4_t v[4]; } Q8F;
 static inline Q8W q8_w(const int8_t *at) { return (Q8W){{vld1q_s8(at), vld1q_s8(at + 16), vld1q_s8(at + 32), vld1q_s8(at + 48)}}; }
 static inline Q8In q8_in(const int8_t *x) { return vreinterpretq_s8_s32(vdupq_n_s32(quad_at(x))); }
+static inline Q8Acc q8_start(int32_t c) { int32x4_t v = vdupq_n_s32(c); return (Q8Acc){{v, v, v, v}}; }
 static inline Q8Acc q8_step(Q8Acc acc, Q8In x, Q8W w) {
     for (int h = 0; h < 4; h++) acc.v[h] = vdotq_s32(acc.v[h], w.w[h], x);
     return acc;
 }
-static inline Q8F q8_fold(Q8F f, Q8Acc acc, const float *s, float sx, int32_t c) {
-    for (int h = 0; h < 4; h++) // f + ((float)(acc - c) * s) * sx, each product rounded
-        f.v[h] = f.v[h] + (vcvtq_f32_s32(vsubq_s32(acc.v[h], vdupq_n_s32(c))) * vld1q_f32(s + 4 * h)) * sx;
+static inline Q8F q8_fold(Q8F f, Q8Acc acc, const float *s, float sx) {
+    for (int h = 0; h < 4; h++) // f + ((float)acc * s) * sx, each product rounded
+        f.v[h] = f.v[h] + (vcvtq_f32_s32(acc.v[h]) * vld1q_f32(s + 4 * h)) * sx;
     return f;
 }
 #else
@@ -2339,17 +2334,17 @@ typedef const int8_t *Q8In;
 typedef struct { float f[PANEL]; } Q8F;
 static inline Q8W q8_w(const int8_t *at) { return at; }
 static inline Q8In q8_in(const int8_t *x) { return x; }
+static inline Q8Acc q8_start(int32_t c) { Q8Acc a; for (int j = 0; j < PANEL; j++) a.s[j] = c; return a; }
 static inline Q8Acc q8_step(Q8Acc acc, Q8In x, Q8W w) {
     for (int j = 0; j < PANEL; j++)
         for (int b = 0; b < 4; b++) acc.s[j] += w[4 * j + b] * x[b];
     return acc;
 }
-static inline Q8F q8_fold(Q8F f, Q8Acc acc, const float *s, float sx, int32_t c) {
-    for (int j = 0; j < PANEL; j++) f.f[j] = f.f[j] + ((float)(acc.s[j] - c) * s[j]) * sx;
+static inline Q8F q8_fold(Q8F f, Q8Acc acc, const float *s, float sx) {
+    for (int j = 0; j < PANEL; j++) f.f[j] = f.f[j] + ((float)acc.s[j] * s[j]) * sx;
     return f;
 }
 #endif
-#define Q8_BIAS (HAVE_VNNI ? 128 : 0) // the offset in VNNI's sums, above
 
 // ---- The tile bodies, once for every ISA. Prefetch: a tile of P panels reads P lines per step of k; it
 // asks for each panel's line MM_IN_FLIGHT / P steps ahead, so about MM_IN_FLIGHT lines are on their way
@@ -2462,7 +2457,8 @@ static inline size_t prefetch_step(int v, int k, size_t n, int P, int ahead, int
         memset(f, 0, sizeof(f));                                                            \
         for (int g = 0; g < x->groups; g++, w += q8_group_bytes(gs)) {                       \
             Q8Acc acc[R][P];                                                                \
-            UNROLL for (int r = 0; r < R; r++) UNROLL for (int j = 0; j < P; j++) acc[r][j] = (Q8Acc){0}; \
+            UNROLL for (int r = 0; r < R; r++) UNROLL for (int j = 0; j < P; j++)           \
+                acc[r][j] = q8_start(x->c[r * x->groups + g]);                              \
             for (int k = 0; k < gs; k += 4) {                                               \
                 Q8W wv[P];                                                                  \
                 UNROLL for (int j = 0; j < P; j++) {                                        \
@@ -2476,7 +2472,7 @@ static inline size_t prefetch_step(int v, int k, size_t n, int P, int ahead, int
             }                                                                               \
             UNROLL for (int r = 0; r < R; r++) UNROLL for (int j = 0; j < P; j++)           \
                 f[r][j] = q8_fold(f[r][j], acc[r][j], (const float *)(const void *)(w + j * ps + (size_t)gs * PANEL), \
-                                  x->s[r * x->groups + g], x->c[r * x->groups + g]);        \
+                                  x->s[r * x->groups + g]);                                 \
         }                                                                                   \
         UNROLL for (int r = 0; r < R; r++) UNROLL for (int j = 0; j < P; j++)               \
             memcpy(out + r * os + (size_t)j * PANEL, &f[r][j], sizeof(f[r][j]));           \
@@ -2554,7 +2550,8 @@ static const OuterTile OUTER_TILE_OF[7][TILE_PANELS_MAX + 1] = {OUTER_TILES(OUTE
 static const float *panel_at(const Matrix *m, int i) { return m->w + (size_t)i * (size_t)m->n * PANEL; }
 
 // W (d,n) @ x (T,n) -> out (T,d), panels [i0, i1) (the contract: Part I). Rows go in blocks of at most R_max
-// (as even as possible: 10 = 5 + 5); the panels in chunks of about 128 KB, so every block reuses a chunk from
+// (as even as possible: 10 = 5 + 5); the panels in chunks of about 128 KB (int8: a multiple of 12 panels, so
+// 2-, 3- and 4-panel tiles leave no 1-panel rest: PERFORMANCE.md), so every block reuses a chunk from
 // L2 and the weights leave memory once; a chunk goes by the widest tile of the block's rows that fits the
 // panels left (one row of a streamed f32 matrix: one panel, Matrix). An int8 model's rows are quantised once,
 // first, into the calling thread's own buffers: a division per value, too dear to repeat in every chunk
@@ -2570,10 +2567,10 @@ static void matmul_panels(float *out, const float *x, int T, const Matrix *m, in
     for (int r = 0; gs && r < T * G; r++) { // a loop apart from q80_group's: GCC vectorises both the better
         int32_t sum = 0;
         for (int k = 0; k < gs; k++) sum += xv[(size_t)r * gs + k];
-        c[r] = Q8_BIAS * sum;
+        c[r] = -Q8_BIAS * sum;
     }
     size_t ps = gs ? (size_t)G * q8_group_bytes(gs) : (size_t)n * PANEL * sizeof(float), os = (size_t)m->d;
-    int chunk = blocks == 1 ? i1 : (int)(131072 / ps) + 1;
+    int chunk = blocks == 1 ? i1 : gs ? ((int)(131072 / ps) / 12 + 1) * 12 : (int)(131072 / ps) + 1;
     for (int c0 = i0; c0 < i1; c0 += chunk) {
         int c1 = c0 + chunk < i1 ? c0 + chunk : i1;
         for (int b = 0, t = 0, R; b < blocks; b++, t += R) {

@@ -6,6 +6,13 @@
 #define SPECDEC_HARNESS_H
 
 #define DRAFT_WEIGHTS WEIGHTS_INT8 // specdec's draft, unless --draft-weights says otherwise
+// the kernels this build runs (specdec.c's HAVE_*), for the reports' first lines
+#if HAVE_NEON && defined(__ARM_FEATURE_DOTPROD)
+#define SIMD_NAME "NEON + sdot"
+#else
+#define SIMD_NAME \
+    (HAVE_VNNI ? "AVX-512 VNNI + AVX2" : HAVE_AVX512 ? "AVX-512 + AVX2" : HAVE_AVX2 ? "AVX2+FMA" : HAVE_NEON ? "NEON" : "plain C")
+#endif
 
 // A model for every position of the file's seq_len, quiet
 static void build_transformer_as(Transformer *t, const char *path, int max_rows, ThreadPool *pool, int threads,
