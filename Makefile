@@ -136,7 +136,7 @@ bench-tree: build/bin/bench
 	build/bin/bench tree $(BENCH_PUBLISH)
 
 # speed at real sizes: the shipped target embedded in 81M, 1.0B and 6.0B-parameter shapes,
-# int8 (~8 GB of disk in $$TMPDIR, deleted after); about 13 minutes; RUNQ= adds runq.c; writes scale.csv
+# int8 (~8 GB of disk in $$TMPDIR, deleted after); about 10 minutes; RUNQ= adds runq.c; writes scale.csv
 bench-scale: build/bin/bench specdec
 	RUNQ="$(RUNQ)" build/bin/bench scale $(BENCH_PUBLISH)
 
@@ -163,7 +163,7 @@ help:
 	@echo "  bench        the whole benchmark, about 15 min: bench.json, build/bench/*.csv (PUBLISH=1: docs/)"
 	@echo "  sweep        K = 1..8 and auto-K, a over temperature, about 1 min (PUBLISH=1: docs/)"
 	@echo "  bench-tree   trees against chains, about 1 min (PUBLISH=1: docs/trees.csv)"
-	@echo "  bench-scale  speed at real sizes (1B and 7B-class int8), about 13 min (PUBLISH=1: docs/scale.csv)"
+	@echo "  bench-scale  speed at real sizes (1B and 7B-class int8), about 10 min (PUBLISH=1: docs/scale.csv)"
 	@echo "  plots        draw docs/*.png from docs/*.csv (./plot all DIR for another folder)"
 	@echo "  weights      train the shipped weights from ../shared/data (hours; docs/TRAINING.md)"
 	@echo "    its steps, each resumable and each running the ones before it: base, target, drafts,"

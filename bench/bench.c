@@ -984,7 +984,7 @@ static void bench_usage(FILE *out) {
         "                     spec against target-only, time to first token against cat, peak RSS; prints only\n"
         "  kernels   ~20 s    the FMA and int8 peaks, and the int8 matmul's rates against its peak with\n"
         "                     the weights in L2 (the first lines of all); prints only\n"
-        "  scale     ~13 min  the shipped target embedded in 81M, 1.0B and 6.0B-parameter shapes, int8 (~8 GB of\n"
+        "  scale     ~10 min  the shipped target embedded in 81M, 1.0B and 6.0B-parameter shapes, int8 (~8 GB of\n"
         "                     disk, deleted after): the one-row pass against the read loop, target-only and\n"
         "                     spec, auto-K head to head, first token, peak RSS, runq.c (RUNQ=). scale.csv\n"
         "CSVs go to " SCRATCH_CSV "/ and docs/ is left alone; --publish writes them into " PUBLISHED_CSV "/\n"
@@ -1975,7 +1975,7 @@ static int bench_busy(const BenchOptions *o) {
 // (./specdec, a process of its own); runq.c (RUNQ=) on the same file. scale.csv.
 typedef struct { const char *name; int scale, layers, hidden, n_new, reps, h2h; } ScaleShape;
 static const ScaleShape SCALES[] = {{"81M", 3, 12, 0, 64, 3, 16}, {"1.0B", 8, 22, 0, 48, 3, 6},
-                                    {"6.0B", 16, 32, 11008, 24, 2, 0}};
+                                    {"6.0B", 16, 32, 11008, 24, 2, 4}};
 #define N_SCALES 3
 #define SCALE_CSV "shape,params,file_gb,bytes_per_token,threads,read_gbs,one_row_fraction,one_row_fraction_1," \
     "target_tok_s," \
