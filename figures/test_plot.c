@@ -436,7 +436,7 @@ static void point_pixel(int *x, int *y, const Figure *f, const Axes *ax, size_t 
         bar_span(&x0, &x1, f, i, s->pts[j].x);
         data_to_pixel(&px, &py, ax, (x0 + x1) / 2, s->pts[j].y / 2);
     } else data_to_pixel(&px, &py, ax, s->pts[j].x, s->pts[j].y);
-    *x = (int)floor(px + (s->kind != SERIES_BARS && marker_drawn(f, ax, i, j) == MARK_RING ? RING_R : 0));
+    *x = (int)floor(px + (s->kind != SERIES_BARS && marker_drawn(f, ax, i, j) == MARK_RING ? ring_radius(f, ax, i, j) : 0));
     *y = (int)floor(py);
 }
 
