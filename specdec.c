@@ -53,14 +53,14 @@
 //  1081-1375  Tree speculation
 // Appendices
 //  1378-1553  Appendix A. Errors and memory
-//  1556-2057  Appendix B. Loading
-//  2060-2719  Appendix C. Math kernels
-//  2722-2978  Appendix D. Threads
-//  2981-3124  Appendix E. Tokenizer
-//  3127-3203  Appendix F. Auto-K (-k 0)
-//  3206-3544  Appendix G. Statistics
-//  3547-3592  Appendix H. The text on stdout
-//  3595-3897  Appendix I. Command line
+//  1556-2060  Appendix B. Loading
+//  2063-2722  Appendix C. Math kernels
+//  2725-2981  Appendix D. Threads
+//  2984-3127  Appendix E. Tokenizer
+//  3130-3206  Appendix F. Auto-K (-k 0)
+//  3209-3547  Appendix G. Statistics
+//  3550-3595  Appendix H. The text on stdout
+//  3598-3900  Appendix I. Command line
 //
 // Build: cc -std=c11 -O3 -mavx2 -mfma -ffp-contract=off -pthread specdec.c -lm
 #define _POSIX_C_SOURCE 200809L
@@ -1623,8 +1623,11 @@ static void pack_block(Matrix *m, int j0, int r, const void *src, const float *s
     for (size_t g = 0; g < G; g++)
         for (int j = 0; j < r; j++) {
             char *at = to[j] + g * q8_group_bytes(m->gs);
-            const char *v = (const char *)src + j * n + g * gs;
-            for (size_t k = 0; k < gs; k++) at[k / 4 * 4 * PANEL + k % 4] = (char)(v[k] ^ Q8_BIAS);
+            for (size_t k = 0; k < gs; k += 4) { // a quad at a time, each byte + Q8_BIAS (its sign bit flipped)
+                uint32_t quad;
+                memcpy(&quad, (const int8_t *)src + j * n + g * gs + k, 4), quad ^= Q8_BIAS * 0x01010101u;
+                memcpy(at + k * PANEL, &quad, 4);
+            }
             memcpy(at + gs * PANEL, sc + j * G + g, sizeof(float));
         }
 }
