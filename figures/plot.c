@@ -840,31 +840,10 @@ static void draw_series_line(Canvas *c, const Axes *ax, const Series *s) {
     }
 }
 
-// The marker series i's point j is drawn with: its series' own, or a ring
-// (open, around what is there) where a filled marker of an earlier series
-// would be hidden under it, so both show: the target's validation curve
-// hid under the dropout run's, a 110M shape's r(n) under the 325 MB target's.
-static int marker_drawn(const Figure *f, const Axes *ax, size_t i, size_t j) {
-    const Series *s = &f->series[i];
+// How many earlier series have a marker at series i's point j (within a ring's clear centre)
+static int markers_under(const Figure *f, const Axes *ax, size_t i, size_t j) {
     double px, py, qx, qy, near = RING_R - RING_WIDTH / 2 - 0.5; // the ring clears the centre within
-    if (s->marker == MARK_NONE || s->marker == MARK_RING) return s->marker;
-    data_to_pixel(&px, &py, ax, s->pts[j].x, s->pts[j].y);
-    for (size_t a = 0; a < i; a++) {
-        const Series *o = &f->series[a];
-        for (size_t b = 0; o->kind == SERIES_XY && o->marker && b < o->n; b++) {
-            data_to_pixel(&qx, &qy, ax, o->pts[b].x, o->pts[b].y);
-            if (hypot(px - qx, py - qy) < near) return MARK_RING;
-        }
-    }
-    return s->marker;
-}
-
-// The radius of that ring: one pen further out for each earlier series with a marker at the
-// spot beyond the first, so the rings of three models' equal r(n) nest instead of covering
-// each other (the 110M shape's under the 325 MB target's: the two read at the same speed).
-static double ring_radius(const Figure *f, const Axes *ax, size_t i, size_t j) {
-    double px, py, qx, qy, r = RING_R, near = RING_R - RING_WIDTH / 2 - 0.5;
-    int seen = 0;
+    int n = 0;
     data_to_pixel(&px, &py, ax, f->series[i].pts[j].x, f->series[i].pts[j].y);
     for (size_t a = 0; a < i; a++) {
         const Series *o = &f->series[a];
@@ -873,9 +852,27 @@ static double ring_radius(const Figure *f, const Axes *ax, size_t i, size_t j) {
             data_to_pixel(&qx, &qy, ax, o->pts[b].x, o->pts[b].y);
             here |= hypot(px - qx, py - qy) < near;
         }
-        if (here && seen++) r += RING_WIDTH + 1;
+        n += here;
     }
-    return r;
+    return n;
+}
+
+// The marker series i's point j is drawn with: its series' own, or a ring
+// (open, around what is there) where a filled marker of an earlier series
+// would be hidden under it, so both show: the target's validation curve
+// hid under the dropout run's, a 110M shape's r(n) under the 325 MB target's.
+static int marker_drawn(const Figure *f, const Axes *ax, size_t i, size_t j) {
+    const Series *s = &f->series[i];
+    if (s->marker == MARK_NONE || s->marker == MARK_RING) return s->marker;
+    return markers_under(f, ax, i, j) ? MARK_RING : s->marker;
+}
+
+// The radius of that ring: one pen further out for each earlier marker at the spot beyond
+// the first, so the rings of three models' equal r(n) nest instead of covering each other
+// (the 110M shape's under the 325 MB target's: the two read at the same speed).
+static double ring_radius(const Figure *f, const Axes *ax, size_t i, size_t j) {
+    int n = markers_under(f, ax, i, j);
+    return RING_R + (n > 1 ? n - 1 : 0) * (RING_WIDTH + 1);
 }
 
 // Whether some point is drawn as a ring around another series' (marker_drawn):
