@@ -2567,7 +2567,7 @@ static void matmul_panels(float *out, const float *x, int T, const Matrix *m, in
     int n = m->n, gs = m->gs, G = gs ? n / gs : 0, R_max = gs ? Q8_MAX_ROWS : MM_MAX_ROWS;
     int blocks = (T + R_max - 1) / R_max;
     for (int r = 0; gs && r < T * G; r++) s[r] = q80_group(xv + (size_t)r * gs, x + (size_t)r * gs, gs);
-    for (int r = 0; gs && r < T * G; r++) { // a loop apart from q80_group's: GCC vectorises both the better
+    for (int r = 0; Q8_BIAS && gs && r < T * G; r++) { // VNNI's starts (else c stays 0), apart: both vectorise
         int32_t sum = 0;
         for (int k = 0; k < gs; k++) sum += xv[(size_t)r * gs + k];
         c[r] = -Q8_BIAS * sum;
